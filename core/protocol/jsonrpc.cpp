@@ -1,0 +1,198 @@
+#include "jsonrpc.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonParseError>
+
+namespace Sandbox::JsonRpc {
+
+namespace {
+
+const QString kJsonrpc = QStringLiteral("jsonrpc");
+const QString kId = QStringLiteral("id");
+const QString kMethod = QStringLiteral("method");
+const QString kParams = QStringLiteral("params");
+const QString kResult = QStringLiteral("result");
+const QString kError = QStringLiteral("error");
+const QString kVersion = QStringLiteral("2.0");
+
+bool isValidId(const QJsonValue &id)
+{
+    return id.isString() || id.isDouble() || id.isNull();
+}
+
+Message invalid(const QJsonValue &id, ErrorCode code, const QString &why)
+{
+    Message m;
+    m.kind = Message::Kind::Invalid;
+    m.id = id;
+    m.error = Error{code, why, {}};
+    return m;
+}
+
+} // namespace
+
+Message parseMessage(const QJsonValue &value)
+{
+    if (!value.isObject())
+        return invalid(QJsonValue::Null, ErrorCode::InvalidRequest,
+                       QStringLiteral("Invalid Request: a message must be a JSON object"));
+    const QJsonObject o = value.toObject();
+    const QJsonValue rawId = o.value(kId);
+    const QJsonValue id = isValidId(rawId) ? rawId : QJsonValue(QJsonValue::Null);
+
+    if (o.value(kJsonrpc) != QJsonValue(kVersion))
+        return invalid(id, ErrorCode::InvalidRequest,
+                       QStringLiteral("Invalid Request: \"jsonrpc\" must be \"2.0\""));
+    if (!rawId.isUndefined() && !isValidId(rawId))
+        return invalid(QJsonValue::Null, ErrorCode::InvalidRequest,
+                       QStringLiteral("Invalid Request: \"id\" must be a string, number or null"));
+
+    if (!o.contains(kMethod)) {
+        // A response (client side).
+        const bool hasResult = o.contains(kResult);
+        const bool hasError = o.contains(kError);
+        if (hasResult == hasError || rawId.isUndefined())
+            return invalid(id, ErrorCode::InvalidRequest,
+                           QStringLiteral("Invalid Request: no \"method\""));
+        Message m;
+        m.kind = Message::Kind::Response;
+        m.id = id;
+        if (hasError)
+            m.error = Error::fromJson(o.value(kError));
+        else
+            m.result = o.value(kResult);
+        return m;
+    }
+
+    const QJsonValue method = o.value(kMethod);
+    if (!method.isString())
+        return invalid(id, ErrorCode::InvalidRequest,
+                       QStringLiteral("Invalid Request: \"method\" must be a string"));
+    const QJsonValue params = o.value(kParams);
+    if (!params.isUndefined() && !params.isObject() && !params.isArray())
+        return invalid(id, ErrorCode::InvalidRequest,
+                       QStringLiteral("Invalid Request: \"params\" must be structured"));
+
+    Message m;
+    m.kind = rawId.isUndefined() ? Message::Kind::Notification : Message::Kind::Request;
+    m.id = id;
+    m.method = method.toString();
+    if (params.isArray()) {
+        // Structurally valid per the spec, but this protocol takes named params only.
+        m.error = Error{ErrorCode::InvalidParams,
+                        QStringLiteral("Invalid params: params must be a named object"), {}};
+    } else {
+        m.params = params.toObject();
+    }
+    return m;
+}
+
+Incoming parse(const QByteArray &text)
+{
+    Incoming in;
+    if (text.size() > MaxMessageBytes) {
+        in.error = Error{ErrorCode::PayloadTooLarge,
+                         QStringLiteral("message of %1 bytes is over the limit of %2 bytes")
+                             .arg(text.size()).arg(MaxMessageBytes), {}};
+        return in;
+    }
+    QJsonParseError perr;
+    const QJsonDocument doc = QJsonDocument::fromJson(text, &perr);
+    if (perr.error != QJsonParseError::NoError) {
+        // QJsonDocument also refuses top-level scalars; those are valid JSON, so -32600.
+        const QByteArray trimmed = text.trimmed();
+        const bool scalar = !trimmed.isEmpty() && !trimmed.startsWith('{')
+                            && !trimmed.startsWith('[')
+                            && QJsonDocument::fromJson("[" + trimmed + "]").isArray();
+        if (scalar) {
+            in.error = Error{ErrorCode::InvalidRequest,
+                             QStringLiteral("Invalid Request: a message must be a JSON object"), {}};
+        } else {
+            in.error = Error{ErrorCode::ParseError,
+                             QStringLiteral("Parse error: %1 at offset %2")
+                                 .arg(perr.errorString()).arg(perr.offset), {}};
+        }
+        return in;
+    }
+    if (doc.isObject()) {
+        in.messages.append(parseMessage(doc.object()));
+        return in;
+    }
+    const QJsonArray batch = doc.array();
+    in.batch = true;
+    if (batch.isEmpty()) {
+        in.error = Error{ErrorCode::InvalidRequest,
+                         QStringLiteral("Invalid Request: empty batch"), {}};
+        return in;
+    }
+    if (batch.size() > MaxBatchSize) {
+        in.error = Error{ErrorCode::PayloadTooLarge,
+                         QStringLiteral("batch of %1 requests is over the limit of %2")
+                             .arg(batch.size()).arg(MaxBatchSize), {}};
+        return in;
+    }
+    in.messages.reserve(batch.size());
+    for (const QJsonValue &v : batch)
+        in.messages.append(parseMessage(v));
+    return in;
+}
+
+QJsonObject requestObject(const QJsonValue &id, const QString &method, const QJsonObject &params)
+{
+    return {{kJsonrpc, kVersion}, {kId, id}, {kMethod, method}, {kParams, params}};
+}
+
+QJsonObject notificationObject(const QString &method, const QJsonObject &params)
+{
+    return {{kJsonrpc, kVersion}, {kMethod, method}, {kParams, params}};
+}
+
+QJsonObject resultObject(const QJsonValue &id, const QJsonValue &result)
+{
+    return {{kJsonrpc, kVersion}, {kId, id}, {kResult, result}};
+}
+
+QJsonObject errorObject(const QJsonValue &id, const Error &error)
+{
+    return {{kJsonrpc, kVersion}, {kId, id}, {kError, error.toJson()}};
+}
+
+QByteArray serialize(const QJsonObject &message)
+{
+    return QJsonDocument(message).toJson(QJsonDocument::Compact);
+}
+
+void appendJsonString(QByteArray &out, QByteArrayView utf8)
+{
+    static constexpr char hex[] = "0123456789abcdef";
+    out.reserve(out.size() + utf8.size() + 2);
+    out.append('"');
+    qsizetype runStart = 0;
+    const qsizetype n = utf8.size();
+    const char *p = utf8.data();
+    for (qsizetype i = 0; i < n; ++i) {
+        const auto c = static_cast<unsigned char>(p[i]);
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        out.append(p + runStart, i - runStart);
+        runStart = i + 1;
+        switch (c) {
+        case '"': out.append("\\\"", 2); break;
+        case '\\': out.append("\\\\", 2); break;
+        case '\n': out.append("\\n", 2); break;
+        case '\r': out.append("\\r", 2); break;
+        case '\t': out.append("\\t", 2); break;
+        case '\b': out.append("\\b", 2); break;
+        case '\f': out.append("\\f", 2); break;
+        default: {
+            const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf]};
+            out.append(esc, 6);
+        }
+        }
+    }
+    out.append(p + runStart, n - runStart);
+    out.append('"');
+}
+
+} // namespace Sandbox::JsonRpc

@@ -1,0 +1,95 @@
+#include "keystore.h"
+
+#include <QCryptographicHash>
+#include <QRandomGenerator>
+
+namespace Sandbox::Engine {
+
+namespace {
+
+QByteArray sha256(QByteArrayView bytes)
+{
+    return QCryptographicHash::hash(bytes, QCryptographicHash::Sha256);
+}
+
+QByteArray randomBytes(int n)
+{
+    QByteArray b(n, Qt::Uninitialized);
+    QRandomGenerator::system()->fillRange(reinterpret_cast<quint32 *>(b.data()), n / 4);
+    return b;
+}
+
+bool constantTimeEquals(QByteArrayView a, QByteArrayView b)
+{
+    if (a.size() != b.size())
+        return false;
+    unsigned char diff = 0;
+    for (qsizetype i = 0; i < a.size(); ++i)
+        diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+} // namespace
+
+KeyStore::KeyStore(Registry *registry) : m_registry(registry), m_keys(registry->keys()) {}
+
+Result<NewKey> KeyStore::create(const QString &name)
+{
+    NewKey k;
+    k.id = QStringLiteral("key_") + QString::fromLatin1(randomBytes(8).toHex());
+    k.name = name.isEmpty() ? QStringLiteral("default") : name;
+    k.key = QStringLiteral("sk_")
+            + QString::fromLatin1(randomBytes(32).toBase64(QByteArray::Base64UrlEncoding
+                                                           | QByteArray::OmitTrailingEquals));
+    k.createdAt = QDateTime::currentDateTimeUtc();
+    const KeyRecord record{k.id, k.name, sha256(k.key.toLatin1()), k.createdAt, {}};
+    if (const auto ok = m_registry->insertKey(record); !ok)
+        return ok.error();
+    m_keys.append(record);
+    return k;
+}
+
+Result<QString> KeyStore::verify(QByteArrayView presentedKey)
+{
+    const QByteArray hash = sha256(presentedKey);
+    QString found;
+    // Every stored hash is compared, whether or not an earlier one matched.
+    for (const KeyRecord &k : std::as_const(m_keys)) {
+        if (constantTimeEquals(hash, k.hash) && !presentedKey.isEmpty())
+            found = k.id;
+    }
+    if (found.isEmpty())
+        return Error{ErrorCode::Unauthorized, QStringLiteral("missing or invalid API key"), {}};
+    return found;
+}
+
+Result<bool> KeyStore::revoke(const QString &id)
+{
+    const auto removed = m_registry->removeKey(id);
+    if (removed && *removed)
+        m_keys.removeIf([&](const KeyRecord &k) { return k.id == id; });
+    return removed;
+}
+
+QList<NewKey> KeyStore::list() const
+{
+    QList<NewKey> out;
+    for (const KeyRecord &k : m_keys)
+        out.append(NewKey{k.id, k.name, {}, k.createdAt});
+    return out;
+}
+
+bool KeyStore::isEmpty() const
+{
+    return m_keys.isEmpty();
+}
+
+QByteArray KeyStore::bearerToken(QByteArrayView header)
+{
+    const QByteArray h = header.toByteArray().trimmed();
+    if (h.size() < 7 || qstrnicmp(h.constData(), "bearer ", 7) != 0)
+        return {};
+    return h.mid(7).trimmed();
+}
+
+} // namespace Sandbox::Engine

@@ -1,0 +1,41 @@
+#pragma once
+
+#include "protocol/result.h"
+#include "state/registry.h"
+
+#include <QDateTime>
+#include <QList>
+#include <QString>
+
+namespace Sandbox::Engine {
+
+struct NewKey
+{
+    QString id;
+    QString name;
+    QString key; // shown once, at creation
+    QDateTime createdAt;
+};
+
+// API keys (docs/protocol.md, 1.1-1.2): stored as SHA-256 hashes, checked in constant time.
+class KeyStore final
+{
+public:
+    explicit KeyStore(Registry *registry); // not owned
+
+    Result<NewKey> create(const QString &name);
+    // The key's id, or Unauthorized. Compares against every stored hash without an early exit.
+    Result<QString> verify(QByteArrayView presentedKey);
+    Result<bool> revoke(const QString &id);
+    QList<NewKey> list() const; // keys without the secret
+    bool isEmpty() const;
+
+    // Reads "Bearer KEY" from an Authorization header value.
+    static QByteArray bearerToken(QByteArrayView authorizationHeader);
+
+private:
+    Registry *m_registry;
+    QList<KeyRecord> m_keys; // cache of the registry's keys: verify() runs on every request
+};
+
+} // namespace Sandbox::Engine

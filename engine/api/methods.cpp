@@ -1,0 +1,489 @@
+#include "methods.h"
+
+#include "keystore.h"
+#include "params.h"
+#include "protocol/utf8.h"
+#include "runtime/supervisorchannel.h"
+#include "service/sandboxmanager.h"
+#include "service/streamhub.h"
+
+#include <QJsonArray>
+
+namespace Sandbox::Engine {
+
+namespace {
+
+constexpr qint64 kDefaultTimeoutMs = 300000;
+constexpr qint64 kMaxTimeoutMs = 3600000;
+constexpr qint64 kDefaultMaxOutput = 1024 * 1024;
+constexpr qint64 kMaxOutput = 64 * 1024 * 1024;
+constexpr qint64 kMaxFileBytes = 16 * 1024 * 1024;
+constexpr qint64 kMaxSleepAfterMs = 7LL * 24 * 3600 * 1000;
+
+const QString kAgent = QStringLiteral("agent");
+const QString kDatabase = QStringLiteral("database");
+
+QStringList agentTypes()
+{
+    return {QStringLiteral("claude-code"), QStringLiteral("opencode"), QStringLiteral("codex")};
+}
+
+QStringList databaseTypes()
+{
+    return {QStringLiteral("postgres"), QStringLiteral("sqlite"), QStringLiteral("duckdb")};
+}
+
+Result<QJsonValue> toValue(Result<QJsonObject> r)
+{
+    if (!r)
+        return r.error();
+    return QJsonValue(r.value());
+}
+
+SandboxManager::Done forward(const Methods::Reply &reply)
+{
+    return [reply](Result<QJsonObject> r) { reply(toValue(std::move(r))); };
+}
+
+struct ExecState
+{
+    quint32 execId = 0;
+    QPointer<SupervisorChannel> channel;
+    QByteArray out;
+    QByteArray err;
+    QString streamId;
+    bool cancelled = false;
+
+    void cancel()
+    {
+        cancelled = true;
+        if (channel && execId)
+            channel->cancel(execId);
+    }
+};
+
+} // namespace
+
+Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, QObject *parent)
+    : QObject(parent), m_sandboxes(sandboxes), m_streams(streams), m_keys(keys)
+{
+    // agents.*
+    add(QStringLiteral("agents.create"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+        Params p(params);
+        CreateSandbox c;
+        c.keyId = ctx.keyId;
+        c.kind = kAgent;
+        c.type = p.requiredString(QStringLiteral("type"));
+        if (!p.failed() && !agentTypes().contains(c.type))
+            p.fail(QStringLiteral("type"), QStringLiteral("must be one of: %1").arg(agentTypes().join(QStringLiteral(", "))));
+        c.size = p.optionalChoice(QStringLiteral("size"), SandboxManager::sizes(), QStringLiteral("standard-1"));
+        c.env = p.optionalStringMap(QStringLiteral("env"));
+        c.network = p.optionalBool(QStringLiteral("network"), false);
+        c.sleepAfterMs = p.optionalInteger(QStringLiteral("sleepAfter"), -1, 0, kMaxSleepAfterMs);
+        c.name = p.optionalString(QStringLiteral("name"));
+        if (p.failed())
+            return reply(p.error());
+        m_sandboxes->create(c, ctx.guard ? ctx.guard.data() : this, forward(reply));
+    });
+    add(QStringLiteral("agents.list"), [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+        reply(QJsonValue(QJsonObject{{QStringLiteral("agents"), m_sandboxes->list(ctx.keyId, kAgent)}}));
+    });
+    add(QStringLiteral("agents.run"), [](const QJsonObject &, const CallContext &, const Reply &reply) {
+        reply(Error{ErrorCode::NotImplemented,
+                    QStringLiteral("agents.run is not available in this engine version yet; use agents.exec"), {}});
+    });
+    add(QStringLiteral("agents.cloneRepo"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+        cloneRepo(params, ctx, reply);
+    });
+    addSandboxMethods(QStringLiteral("agents."), kAgent);
+
+    // databases.*: the lifecycle of what exists; the SQL side arrives with the database engine.
+    add(QStringLiteral("databases.create"), [](const QJsonObject &params, const CallContext &, const Reply &reply) {
+        Params p(params);
+        p.optionalChoice(QStringLiteral("type"), databaseTypes(), QStringLiteral("postgres"));
+        if (p.failed())
+            return reply(p.error());
+        reply(Error{ErrorCode::NotImplemented,
+                    QStringLiteral("database sandboxes are not available in this engine version yet"), {}});
+    });
+    add(QStringLiteral("databases.list"), [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+        reply(QJsonValue(QJsonObject{{QStringLiteral("databases"), m_sandboxes->list(ctx.keyId, kDatabase)}}));
+    });
+    for (const QString &m : {QStringLiteral("databases.query"), QStringLiteral("databases.execute")}) {
+        add(m, [this, m](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            Params p(params);
+            const QString id = p.requiredString(QStringLiteral("id"));
+            if (p.failed())
+                return reply(p.error());
+            if (const auto info = m_sandboxes->info(ctx.keyId, id, kDatabase); !info)
+                return reply(info.error());
+            reply(Error{ErrorCode::NotImplemented, QStringLiteral("%1 is not available in this engine version yet").arg(m), {}});
+        });
+    }
+    add(QStringLiteral("databases.get"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+        Params p(params);
+        const QString id = p.requiredString(QStringLiteral("id"));
+        if (p.failed())
+            return reply(p.error());
+        reply(toValue(m_sandboxes->info(ctx.keyId, id, kDatabase)));
+    });
+    for (const QString &verb : {QStringLiteral("stop"), QStringLiteral("delete")}) {
+        add(QStringLiteral("databases.") + verb, [this, verb](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            Params p(params);
+            const QString id = p.requiredString(QStringLiteral("id"));
+            if (p.failed())
+                return reply(p.error());
+            QObject *context = ctx.guard ? ctx.guard.data() : this;
+            if (verb == QLatin1String("stop"))
+                m_sandboxes->stop(ctx.keyId, id, kDatabase, context, forward(reply));
+            else
+                m_sandboxes->remove(ctx.keyId, id, kDatabase, context, forward(reply));
+        });
+    }
+
+    // sandbox.*: any sandbox by id.
+    addSandboxMethods(QStringLiteral("sandbox."), {});
+
+    // sessions.*
+    add(QStringLiteral("sessions.current"), [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+        QJsonObject o{{QStringLiteral("id"), ctx.keyId},
+                      {QStringLiteral("backend"), QStringLiteral("local")},
+                      {QStringLiteral("version"), QStringLiteral(SANDBOX_VERSION)},
+                      {QStringLiteral("sandboxes"), m_sandboxes->counts(ctx.keyId)}};
+        for (const NewKey &k : m_keys->list()) {
+            if (k.id == ctx.keyId) {
+                o.insert(QStringLiteral("name"), k.name);
+                o.insert(QStringLiteral("createdAt"), k.createdAt.toString(Qt::ISODateWithMs));
+            }
+        }
+        reply(QJsonValue(o));
+    });
+    add(QStringLiteral("sessions.quota"), [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+        reply(QJsonValue(m_sandboxes->quota(ctx.keyId)));
+    });
+
+    // keys.*
+    add(QStringLiteral("keys.create"), [this](const QJsonObject &params, const CallContext &, const Reply &reply) {
+        Params p(params);
+        const QString name = p.optionalString(QStringLiteral("name"), QStringLiteral("unnamed"));
+        if (p.failed())
+            return reply(p.error());
+        const auto k = m_keys->create(name);
+        if (!k)
+            return reply(k.error());
+        reply(QJsonValue(QJsonObject{{QStringLiteral("id"), k->id},
+                                     {QStringLiteral("name"), k->name},
+                                     {QStringLiteral("key"), k->key},
+                                     {QStringLiteral("createdAt"), k->createdAt.toString(Qt::ISODateWithMs)}}));
+    });
+    add(QStringLiteral("keys.list"), [this](const QJsonObject &, const CallContext &, const Reply &reply) {
+        QJsonArray keys;
+        for (const NewKey &k : m_keys->list())
+            keys.append(QJsonObject{{QStringLiteral("id"), k.id},
+                                    {QStringLiteral("name"), k.name},
+                                    {QStringLiteral("createdAt"), k.createdAt.toString(Qt::ISODateWithMs)}});
+        reply(QJsonValue(QJsonObject{{QStringLiteral("keys"), keys}}));
+    });
+    add(QStringLiteral("keys.revoke"), [this](const QJsonObject &params, const CallContext &, const Reply &reply) {
+        Params p(params);
+        const QString id = p.requiredString(QStringLiteral("id"));
+        if (p.failed())
+            return reply(p.error());
+        if (m_keys->list().size() == 1 && m_keys->list().constFirst().id == id)
+            return reply(Error::invalidParams(QStringLiteral("id"), QStringLiteral("the last key cannot be revoked")));
+        const auto revoked = m_keys->revoke(id);
+        if (!revoked)
+            return reply(revoked.error());
+        if (!*revoked)
+            return reply(Error::notFound(QStringLiteral("key %1").arg(id)));
+        m_sandboxes->removeAllOf(id);
+        Q_EMIT keyRevoked(id);
+        reply(QJsonValue(QJsonObject{{QStringLiteral("id"), id}, {QStringLiteral("revoked"), true}}));
+    });
+
+    // stream.cancel (stream.resume and rpc.cancel belong to the connection: see RpcSession).
+    add(QStringLiteral("stream.cancel"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+        Params p(params);
+        const QString id = p.requiredString(QStringLiteral("streamId"));
+        if (p.failed())
+            return reply(p.error());
+        const auto r = m_streams->cancel(ctx.keyId, id);
+        if (!r)
+            return reply(r.error());
+        reply(QJsonValue(QJsonObject{{QStringLiteral("streamId"), id}, {QStringLiteral("cancelled"), true}}));
+    });
+}
+
+void Methods::add(const QString &name, Handler handler)
+{
+    m_handlers.insert(name, std::move(handler));
+}
+
+void Methods::call(const QString &method, const QJsonObject &params, const CallContext &context, Reply reply)
+{
+    const auto it = m_handlers.constFind(method);
+    if (it == m_handlers.constEnd())
+        return reply(Error{ErrorCode::MethodNotFound, QStringLiteral("Method not found: %1").arg(method), {}});
+    (*it)(params, context, reply);
+}
+
+void Methods::addSandboxMethods(const QString &prefix, const QString &kind)
+{
+    const auto idOnly = [](const QJsonObject &params, QString *id) -> std::optional<Error> {
+        Params p(params);
+        *id = p.requiredString(QStringLiteral("id"));
+        if (p.failed())
+            return p.error();
+        return std::nullopt;
+    };
+    const QString getName = kind.isEmpty() ? QStringLiteral("status") : QStringLiteral("get");
+    add(prefix + getName, [this, kind, idOnly](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+        QString id;
+        if (const auto e = idOnly(params, &id))
+            return reply(*e);
+        reply(toValue(m_sandboxes->info(ctx.keyId, id, kind)));
+    });
+    for (const QString &verb : {QStringLiteral("stop"), QStringLiteral("start"), QStringLiteral("delete")}) {
+        add(prefix + verb, [this, kind, verb, idOnly](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            QString id;
+            if (const auto e = idOnly(params, &id))
+                return reply(*e);
+            QObject *context = ctx.guard ? ctx.guard.data() : this;
+            if (verb == QLatin1String("stop"))
+                m_sandboxes->stop(ctx.keyId, id, kind, context, forward(reply));
+            else if (verb == QLatin1String("start"))
+                m_sandboxes->start(ctx.keyId, id, kind, context, forward(reply));
+            else
+                m_sandboxes->remove(ctx.keyId, id, kind, context, forward(reply));
+        });
+    }
+    add(prefix + QStringLiteral("exec"), [this, kind](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+        exec(kind, params, ctx, reply);
+    });
+    static const char *const fileMethods[][2] = {
+        {"writeFile", "writeFile"}, {"readFile", "readFile"}, {"listFiles", "list"}, {"mkdir", "mkdir"},
+        {"deleteFile", "delete"},   {"stat", "stat"},         {"rename", "rename"},
+    };
+    for (const auto &[method, op] : fileMethods) {
+        const QString opName = QLatin1String(op);
+        add(prefix + QLatin1String(method), [this, kind, opName](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            fileOp(kind, opName, params, ctx, reply);
+        });
+    }
+}
+
+void Methods::exec(const QString &kind, const QJsonObject &params, const CallContext &ctx, const Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    QJsonObject request{{QStringLiteral("op"), QStringLiteral("exec")}};
+    const QJsonValue command = p.raw(QStringLiteral("command"));
+    const QJsonArray argv = command.toArray();
+    const bool argvOk = !argv.isEmpty() && std::all_of(argv.begin(), argv.end(), [](const QJsonValue &v) {
+        return v.isString() && !v.toString().contains(QChar(0));
+    });
+    if (command.isString() && !command.toString().trimmed().isEmpty() && !command.toString().contains(QChar(0)))
+        request.insert(QStringLiteral("shell"), command);
+    else if (command.isArray() && argvOk && !argv.first().toString().isEmpty())
+        request.insert(QStringLiteral("argv"), command);
+    else if (!p.failed())
+        p.fail(QStringLiteral("command"), QStringLiteral("must be a non-empty string or a non-empty array of strings"));
+
+    Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
+    request.insert(QStringLiteral("cwd"), o.optionalString(QStringLiteral("cwd"), QStringLiteral("/workspace")));
+    request.insert(QStringLiteral("timeoutMs"),
+                   double(o.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1, kMaxTimeoutMs)));
+    QJsonObject env;
+    const auto envMap = o.optionalStringMap(QStringLiteral("env"));
+    for (auto it = envMap.cbegin(); it != envMap.cend(); ++it)
+        env.insert(it.key(), it.value());
+    request.insert(QStringLiteral("env"), env);
+    request.insert(QStringLiteral("maxOutputBytes"),
+                   double(o.optionalInteger(QStringLiteral("maxOutputBytes"), kDefaultMaxOutput, 0, kMaxOutput)));
+    const bool stream = o.optionalBool(QStringLiteral("stream"), false) && ctx.notify;
+    const bool hasStdin = o.has(QStringLiteral("stdin"));
+    const QByteArray stdinBytes = o.optionalString(QStringLiteral("stdin")).toUtf8();
+    request.insert(QStringLiteral("stdin"), hasStdin);
+    p.merge(o);
+    if (p.failed())
+        return reply(p.error());
+
+    QObject *context = ctx.guard ? ctx.guard.data() : this;
+    const CallContext c = ctx;
+    m_sandboxes->withSupervisor(ctx.keyId, id, kind, context,
+                                [this, id, request, stream, hasStdin, stdinBytes, c, reply](Result<SupervisorChannel *> r) {
+        if (!r)
+            return reply(r.error());
+        auto state = std::make_shared<ExecState>();
+        state->channel = r.value();
+        if (stream)
+            state->streamId = m_streams->open(c.keyId, c.requestId, c.notify, [state] { state->cancel(); });
+        if (!state->streamId.isEmpty())
+            m_streams->setSinkOwner(state->streamId, c.connection);
+        *c.onCancel = [state] { state->cancel(); };
+
+        const auto onOutput = [this, state](int channel, QByteArrayView bytes) {
+            if (!state->streamId.isEmpty())
+                m_streams->output(state->streamId, channel, bytes);
+            else
+                (channel == 2 ? state->err : state->out).append(bytes);
+        };
+        const auto onReply = [this, id, state, reply](Result<SupervisorChannel::Reply> r) {
+            m_sandboxes->endActivity(id);
+            if (!r) {
+                if (!state->streamId.isEmpty())
+                    m_streams->end(state->streamId, {{QStringLiteral("error"), r.error().toJson()}});
+                return reply(r.error());
+            }
+            const QJsonObject &j = r->json;
+            if (state->cancelled || j.value(QStringLiteral("cancelled")).toBool()) {
+                const Error e{ErrorCode::Cancelled, QStringLiteral("the command was cancelled"), {}};
+                if (!state->streamId.isEmpty())
+                    m_streams->end(state->streamId, {{QStringLiteral("error"), e.toJson()}});
+                return reply(e);
+            }
+            QJsonObject result{
+                {QStringLiteral("exitCode"), j.value(QStringLiteral("exitCode"))},
+                {QStringLiteral("signal"), j.value(QStringLiteral("signal"))},
+                {QStringLiteral("stdout"), QString::fromUtf8(state->out)},
+                {QStringLiteral("stderr"), QString::fromUtf8(state->err)},
+                {QStringLiteral("durationMs"), j.value(QStringLiteral("durationMs"))},
+                {QStringLiteral("truncated"), j.value(QStringLiteral("truncated")).toBool()},
+                {QStringLiteral("timedOut"), j.value(QStringLiteral("timedOut")).toBool()},
+                {QStringLiteral("streamId"), state->streamId.isEmpty() ? QJsonValue() : QJsonValue(state->streamId)},
+            };
+            if (result.value(QStringLiteral("signal")).isUndefined())
+                result.insert(QStringLiteral("signal"), QJsonValue());
+            if (!state->streamId.isEmpty())
+                m_streams->end(state->streamId, {{QStringLiteral("result"), result}});
+            reply(QJsonValue(result));
+        };
+        state->execId = state->channel->request(request, {}, onReply, onOutput);
+        if (hasStdin) {
+            if (!stdinBytes.isEmpty())
+                state->channel->sendStdin(state->execId, stdinBytes);
+            state->channel->sendStdin(state->execId, {});
+        }
+    });
+}
+
+void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &params,
+                     const CallContext &ctx, const Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    QJsonObject request{{QStringLiteral("op"), op}};
+    QByteArray data;
+    bool wantBase64 = false;
+    if (op == QLatin1String("rename")) {
+        request.insert(QStringLiteral("from"), p.requiredString(QStringLiteral("from")));
+        request.insert(QStringLiteral("to"), p.requiredString(QStringLiteral("to")));
+    } else if (op == QLatin1String("list")) {
+        request.insert(QStringLiteral("path"), p.optionalString(QStringLiteral("path"), QStringLiteral("/workspace")));
+        request.insert(QStringLiteral("recursive"), p.optionalBool(QStringLiteral("recursive"), false));
+    } else {
+        request.insert(QStringLiteral("path"), p.requiredString(QStringLiteral("path")));
+    }
+    if (op == QLatin1String("readFile")) {
+        wantBase64 = p.optionalChoice(QStringLiteral("encoding"), {QStringLiteral("utf8"), QStringLiteral("base64")},
+                                      QStringLiteral("utf8")) == QLatin1String("base64");
+        request.insert(QStringLiteral("offset"), double(p.optionalInteger(QStringLiteral("offset"), 0, 0, std::numeric_limits<qint64>::max() / 2)));
+        request.insert(QStringLiteral("length"), double(p.optionalInteger(QStringLiteral("length"), kMaxFileBytes, 0, kMaxFileBytes)));
+    } else if (op == QLatin1String("writeFile")) {
+        const bool base64 = p.optionalChoice(QStringLiteral("encoding"), {QStringLiteral("utf8"), QStringLiteral("base64")},
+                                             QStringLiteral("utf8")) == QLatin1String("base64");
+        const QJsonValue content = p.raw(QStringLiteral("content"));
+        if (!content.isString()) {
+            p.fail(QStringLiteral("content"), QStringLiteral("must be a string"));
+        } else if (base64) {
+            auto decoded = QByteArray::fromBase64Encoding(content.toString().toLatin1(),
+                                                          QByteArray::AbortOnBase64DecodingErrors);
+            if (!decoded)
+                p.fail(QStringLiteral("content"), QStringLiteral("is not valid base64"));
+            data = std::move(decoded.decoded);
+        } else {
+            data = content.toString().toUtf8();
+        }
+        if (data.size() > kMaxFileBytes)
+            return reply(Error{ErrorCode::PayloadTooLarge,
+                               QStringLiteral("a file of %1 bytes is over the limit of %2 bytes per call")
+                                   .arg(data.size()).arg(kMaxFileBytes), {}});
+        request.insert(QStringLiteral("parents"), p.optionalBool(QStringLiteral("parents"), false));
+        request.insert(QStringLiteral("append"), p.optionalBool(QStringLiteral("append"), false));
+        if (p.has(QStringLiteral("mode")))
+            request.insert(QStringLiteral("mode"), double(p.optionalInteger(QStringLiteral("mode"), 0644, 0, 07777)));
+    } else if (op == QLatin1String("mkdir")) {
+        request.insert(QStringLiteral("parents"), p.optionalBool(QStringLiteral("parents"), false));
+    } else if (op == QLatin1String("delete")) {
+        request.insert(QStringLiteral("recursive"), p.optionalBool(QStringLiteral("recursive"), false));
+    }
+    if (p.failed())
+        return reply(p.error());
+
+    QObject *context = ctx.guard ? ctx.guard.data() : this;
+    m_sandboxes->withSupervisor(ctx.keyId, id, kind, context,
+                                [this, id, op, request, data, wantBase64, reply](Result<SupervisorChannel *> r) {
+        if (!r)
+            return reply(r.error());
+        r.value()->request(request, data, [this, id, op, wantBase64, reply](Result<SupervisorChannel::Reply> r) {
+            m_sandboxes->endActivity(id);
+            if (!r)
+                return reply(r.error());
+            QJsonObject result = r->json;
+            if (op == QLatin1String("readFile")) {
+                const bool utf8 = !wantBase64 && Utf8::isValid(r->data);
+                result.insert(QStringLiteral("content"), utf8 ? QString::fromUtf8(r->data)
+                                                              : QString::fromLatin1(r->data.toBase64()));
+                result.insert(QStringLiteral("encoding"), utf8 ? QStringLiteral("utf8") : QStringLiteral("base64"));
+            } else if (op == QLatin1String("delete")) {
+                result.insert(QStringLiteral("deleted"), true);
+            }
+            reply(QJsonValue(result));
+        });
+    });
+}
+
+void Methods::cloneRepo(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    const QString url = p.requiredString(QStringLiteral("url"));
+    Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
+    const QString branch = o.optionalString(QStringLiteral("branch"));
+    const bool shallow = o.optionalBool(QStringLiteral("shallow"), false);
+    QString path = o.optionalString(QStringLiteral("path"));
+    p.merge(o);
+    const bool schemeOk = url.startsWith(QLatin1String("https://")) || url.startsWith(QLatin1String("http://"))
+                          || url.startsWith(QLatin1String("ssh://")) || url.startsWith(QLatin1String("git://"));
+    if (!p.failed() && !schemeOk)
+        p.fail(QStringLiteral("url"), QStringLiteral("must be an https, http, ssh or git URL"));
+    if (!p.failed() && branch.startsWith(u'-'))
+        p.fail(QStringLiteral("options.branch"), QStringLiteral("must not start with '-'"));
+    if (p.failed())
+        return reply(p.error());
+    const auto info = m_sandboxes->info(ctx.keyId, id, kAgent);
+    if (!info)
+        return reply(info.error());
+    if (!info->value(QStringLiteral("network")).toBool())
+        return reply(Error{ErrorCode::SandboxError,
+                           QStringLiteral("cloning needs network access; create the sandbox with network: true"), {}});
+    if (path.isEmpty()) {
+        QString name = url.section(u'/', -1);
+        if (name.endsWith(QLatin1String(".git")))
+            name.chop(4);
+        path = QStringLiteral("/workspace/") + (name.isEmpty() ? QStringLiteral("repo") : name);
+    }
+    QJsonArray argv{QStringLiteral("git"), QStringLiteral("clone")};
+    if (shallow)
+        argv << QStringLiteral("--depth") << QStringLiteral("1");
+    if (!branch.isEmpty())
+        argv << QStringLiteral("--branch") << branch;
+    argv << QStringLiteral("--") << url << path;
+    exec(kAgent,
+         {{QStringLiteral("id"), id},
+          {QStringLiteral("command"), argv},
+          {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 600000}}}},
+         ctx, reply);
+}
+
+} // namespace Sandbox::Engine

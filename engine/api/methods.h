@@ -1,0 +1,67 @@
+#pragma once
+
+#include "protocol/result.h"
+
+#include <QHash>
+#include <QJsonObject>
+#include <QJsonValue>
+#include <QObject>
+#include <QPointer>
+
+#include <functional>
+#include <memory>
+
+namespace Sandbox::Engine {
+
+class KeyStore;
+class SandboxManager;
+class StreamHub;
+
+// Who calls, and how to reach them while the call runs.
+struct CallContext
+{
+    QString keyId;
+    QJsonValue requestId = QJsonValue::Null;
+    // Set for calls over /rpc: where stream notifications go. Empty for REST (no streaming).
+    std::function<void(const QByteArray &)> notify;
+    const void *connection = nullptr; // identifies the connection for stream ownership
+    // The handler may store a function here that cancels the work (rpc.cancel).
+    std::shared_ptr<std::function<void()>> onCancel = std::make_shared<std::function<void()>>();
+    // Lifetime guard: replies for a context that is gone are dropped.
+    QPointer<QObject> guard;
+};
+
+// Every method of docs/protocol.md section 4, shared by /rpc and REST. A method answers once,
+// through `reply`, with a result or an Error.
+class Methods final : public QObject
+{
+    Q_OBJECT
+
+public:
+    using Reply = std::function<void(Result<QJsonValue>)>;
+
+    Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, QObject *parent = nullptr);
+
+    bool has(const QString &method) const { return m_handlers.contains(method); }
+    void call(const QString &method, const QJsonObject &params, const CallContext &context, Reply reply);
+
+Q_SIGNALS:
+    void keyRevoked(const QString &keyId);
+
+private:
+    using Handler = std::function<void(const QJsonObject &, const CallContext &, const Reply &)>;
+    void add(const QString &name, Handler handler);
+    void addSandboxMethods(const QString &prefix, const QString &kind);
+
+    void exec(const QString &kind, const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+    void fileOp(const QString &kind, const QString &op, const QJsonObject &params,
+                const CallContext &ctx, const Reply &reply);
+    void cloneRepo(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+
+    SandboxManager *m_sandboxes; // not owned
+    StreamHub *m_streams;        // not owned
+    KeyStore *m_keys;            // not owned
+    QHash<QString, Handler> m_handlers;
+};
+
+} // namespace Sandbox::Engine

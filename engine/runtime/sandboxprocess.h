@@ -1,0 +1,82 @@
+#pragma once
+
+#include "cgroup.h"
+#include "protocol/result.h"
+
+#include <QMap>
+#include <QObject>
+#include <QPointer>
+#include <QString>
+
+#include <sys/types.h>
+
+class QProcess;
+
+namespace Sandbox::Engine {
+
+class SupervisorChannel;
+
+// Everything the runtime needs to start one sandbox (docs/protocol.md, section 6).
+struct SandboxSpec
+{
+    QString id;
+    QString workspaceDir;   // host directory bound at /workspace (persistent)
+    QString stateDir;       // host directory for this sandbox's generated files (passwd, group)
+    QString supervisorPath; // host path of the sandbox-supervisor binary
+    QString bwrapPath = QStringLiteral("/usr/bin/bwrap");
+    bool dropPrivileges = false; // when the engine runs as root: run as uid/gid below
+    uid_t uid = 0;
+    gid_t gid = 0;
+    bool network = false;
+    bool useCgroups = true;
+    QMap<QString, QString> env;
+    ResourceLimits limits;
+};
+
+// One running sandbox: bubblewrap around a sandbox-supervisor, in its own cgroup, speaking the
+// frame protocol over its stdin/stdout. The runtime's one owner of bubblewrap and cgroups.
+class SandboxProcess final : public QObject
+{
+    Q_OBJECT
+
+public:
+    explicit SandboxProcess(SandboxSpec spec, QObject *parent = nullptr);
+    ~SandboxProcess() override;
+
+    // Starts bwrap; ready() or failed() follows (asynchronously).
+    void start();
+    // Asks the supervisor to exit, kills what is left after a grace period, removes the cgroup.
+    // exited() follows.
+    void stop();
+
+    bool isReady() const;
+    SupervisorChannel *channel() const { return m_channel; }
+    const SandboxSpec &spec() const { return m_spec; }
+    const Cgroup &cgroup() const { return m_cgroup; }
+    qint64 pid() const;
+
+    // The bwrap command line for a spec (exposed for tests and --dry-run diagnostics).
+    static QStringList bwrapArguments(const SandboxSpec &spec);
+
+    // Kills whatever is left of a sandbox that the engine lost track of (after a crash).
+    static void cleanUpOrphan(const QString &id);
+
+Q_SIGNALS:
+    void ready();
+    void failed(const Sandbox::Error &error);
+    void exited(const QString &reason);
+
+private:
+    void onFinished(int exitCode, int exitStatus);
+    Result<bool> prepareFiles() const;
+
+    SandboxSpec m_spec;
+    Cgroup m_cgroup;
+    QProcess *m_process = nullptr;           // owned (child)
+    SupervisorChannel *m_channel = nullptr;  // owned (child)
+    QByteArray m_stderrTail;
+    bool m_stopping = false;
+    bool m_readySeen = false;
+};
+
+} // namespace Sandbox::Engine

@@ -1,0 +1,179 @@
+// sandboxd: the local engine. Serves docs/protocol.md on one port with real bubblewrap sandboxes.
+#include "api/apiserver.h"
+#include "api/keystore.h"
+#include "api/methods.h"
+#include "service/sandboxmanager.h"
+#include "service/streamhub.h"
+#include "state/registry.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QLockFile>
+#include <QSaveFile>
+#include <QSocketNotifier>
+#include <QStandardPaths>
+
+#include <csignal>
+#include <fcntl.h>
+#include <cstdio>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace Sandbox;
+using namespace Sandbox::Engine;
+
+namespace {
+
+int g_signalPipe[2] = {-1, -1}; // the one global: a signal handler has nowhere else to write
+
+void onSignal(int)
+{
+    const char c = 1;
+    (void)!::write(g_signalPipe[1], &c, 1);
+}
+
+void die(const QString &message)
+{
+    std::fprintf(stderr, "sandboxd: %s\n", qPrintable(message));
+    std::exit(1);
+}
+
+QString defaultDataDir()
+{
+    if (::geteuid() == 0)
+        return QStringLiteral("/var/lib/sandboxd");
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/sandboxd");
+}
+
+QString findSupervisor(const QString &given)
+{
+    if (!given.isEmpty())
+        return given;
+    const QString appDir = QCoreApplication::applicationDirPath();
+    const QStringList candidates{appDir + QStringLiteral("/sandbox-supervisor"),
+                                 appDir + QStringLiteral("/../libexec/sandbox-desktop/sandbox-supervisor")};
+    for (const QString &candidate : candidates) {
+        if (QFile::exists(candidate))
+            return QDir::cleanPath(candidate);
+    }
+    return appDir + QStringLiteral("/sandbox-supervisor");
+}
+
+// The first start makes a key and leaves it where the app and sandboxctl look (mode 0600).
+void ensureKeyFile(KeyStore &keys, const QString &dataDir)
+{
+    const QString path = dataDir + QStringLiteral("/api-key");
+    if (!keys.isEmpty() && QFile::exists(path))
+        return;
+    if (!keys.isEmpty() && !QFile::exists(path))
+        return; // keys exist; the user chose where to keep them
+    const auto key = keys.create(QStringLiteral("local"));
+    if (!key)
+        die(key.error().message);
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly))
+        die(QStringLiteral("cannot write %1: %2").arg(path, f.errorString()));
+    f.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner);
+    f.write(key->key.toLatin1() + '\n');
+    if (!f.commit())
+        die(QStringLiteral("cannot write %1: %2").arg(path, f.errorString()));
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    QCoreApplication app(argc, argv);
+    app.setApplicationName(QStringLiteral("sandboxd"));
+    app.setApplicationVersion(QStringLiteral(SANDBOX_VERSION));
+
+    QCommandLineParser cli;
+    cli.setApplicationDescription(QStringLiteral("The Sandbox Desktop local engine: bubblewrap sandboxes behind "
+                                                 "a REST and JSON-RPC API (docs/protocol.md)."));
+    cli.addHelpOption();
+    cli.addVersionOption();
+    const QCommandLineOption listenOpt(QStringLiteral("listen"), QStringLiteral("Address to listen on (default 127.0.0.1:7465; port 0 picks one)."),
+                                       QStringLiteral("host:port"), QStringLiteral("127.0.0.1:7465"));
+    const QCommandLineOption dataOpt(QStringLiteral("data-dir"), QStringLiteral("State directory (default %1).").arg(defaultDataDir()),
+                                     QStringLiteral("dir"), defaultDataDir());
+    const QCommandLineOption supervisorOpt(QStringLiteral("supervisor"), QStringLiteral("Path of sandbox-supervisor."),
+                                           QStringLiteral("path"));
+    const QCommandLineOption noCgroupsOpt(QStringLiteral("no-cgroups"), QStringLiteral("Do not use cgroups (no memory, process or CPU limits)."));
+    const QCommandLineOption maxRunningOpt(QStringLiteral("max-running"), QStringLiteral("Running sandboxes per key (default 8)."),
+                                           QStringLiteral("n"), QStringLiteral("8"));
+    const QCommandLineOption maxMemoryOpt(QStringLiteral("max-memory-mb"), QStringLiteral("Sandbox memory per key in MiB (default 16384)."),
+                                          QStringLiteral("mib"), QStringLiteral("16384"));
+    const QCommandLineOption sleepAfterOpt(QStringLiteral("sleep-after"), QStringLiteral("Default idle time before a sandbox sleeps, in ms (default 600000)."),
+                                           QStringLiteral("ms"), QStringLiteral("600000"));
+    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt});
+    cli.process(app);
+
+    const QString listen = cli.value(listenOpt);
+    const qsizetype colon = listen.lastIndexOf(u':');
+    bool portOk = false;
+    const uint port = listen.mid(colon + 1).toUInt(&portOk);
+    const QHostAddress address(colon > 0 ? listen.left(colon) : QString());
+    if (colon <= 0 || !portOk || port > 65535 || address.isNull())
+        die(QStringLiteral("--listen wants HOST:PORT with a numeric address, e.g. 127.0.0.1:7465, not '%1'").arg(listen));
+
+    const QString dataDir = QDir(cli.value(dataOpt)).absolutePath();
+    if (!QDir().mkpath(dataDir + QStringLiteral("/sandboxes")))
+        die(QStringLiteral("cannot create %1").arg(dataDir));
+    // Sandboxes run as other uids and must reach their workspaces below this directory;
+    // 0711 lets them pass through without listing it. The key and registry files are 0600.
+    ::chmod(QFile::encodeName(dataDir).constData(), 0711);
+    ::chmod(QFile::encodeName(dataDir + QStringLiteral("/sandboxes")).constData(), 0711);
+
+    QLockFile lock(dataDir + QStringLiteral("/sandboxd.lock"));
+    lock.setStaleLockTime(0);
+    if (!lock.tryLock(100))
+        die(QStringLiteral("another sandboxd is using %1").arg(dataDir));
+
+    ::umask(077);
+    auto registry = Registry::open(dataDir + QStringLiteral("/registry.db"));
+    if (!registry)
+        die(registry.error().message);
+
+    KeyStore keys(registry->get());
+    ensureKeyFile(keys, dataDir);
+
+    EngineConfig config;
+    config.dataDir = dataDir;
+    config.supervisorPath = findSupervisor(cli.value(supervisorOpt));
+    config.dropPrivileges = ::geteuid() == 0;
+    config.useCgroups = !cli.isSet(noCgroupsOpt) && ::geteuid() == 0;
+    config.maxRunningPerKey = cli.value(maxRunningOpt).toInt();
+    config.maxMemoryMbPerKey = cli.value(maxMemoryOpt).toLongLong();
+    config.defaultSleepAfterMs = cli.value(sleepAfterOpt).toLongLong();
+    if (!QFile::exists(config.supervisorPath))
+        die(QStringLiteral("sandbox-supervisor not found at %1 (use --supervisor)").arg(config.supervisorPath));
+    if (!QFile::exists(config.bwrapPath))
+        die(QStringLiteral("bubblewrap not found at %1: apt-get install bubblewrap").arg(config.bwrapPath));
+
+    SandboxManager sandboxes(config, registry->get());
+    sandboxes.recover();
+    StreamHub streams;
+    Methods methods(&sandboxes, &streams, &keys);
+    ApiServer server(&methods, &streams, &keys);
+    QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
+
+    const auto url = server.listen(address, quint16(port));
+    if (!url)
+        die(url.error().message);
+
+    if (::pipe2(g_signalPipe, O_CLOEXEC) != 0)
+        die(QStringLiteral("pipe: %1").arg(QString::fromLocal8Bit(strerror(errno))));
+    QSocketNotifier signalNotifier(g_signalPipe[0], QSocketNotifier::Read);
+    QObject::connect(&signalNotifier, &QSocketNotifier::activated, &app, &QCoreApplication::quit);
+    struct sigaction sa = {};
+    sa.sa_handler = onSignal;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    std::printf("sandboxd listening on %s\n", qPrintable(url->toString()));
+    std::fflush(stdout);
+    return app.exec();
+}

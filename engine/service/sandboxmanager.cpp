@@ -1,0 +1,537 @@
+#include "sandboxmanager.h"
+
+#include "runtime/sandboxprocess.h"
+#include "runtime/supervisorchannel.h"
+
+#include <QDir>
+#include <QLoggingCategory>
+#include <QRandomGenerator>
+#include <QTimer>
+
+Q_LOGGING_CATEGORY(lcManager, "sandboxd.sandboxes")
+
+namespace Sandbox::Engine {
+
+namespace {
+
+const QString kCreating = QStringLiteral("creating");
+const QString kStarting = QStringLiteral("starting");
+const QString kRunning = QStringLiteral("running");
+const QString kSleeping = QStringLiteral("sleeping");
+const QString kStopped = QStringLiteral("stopped");
+const QString kError = QStringLiteral("error");
+
+struct SizeRow
+{
+    const char *name;
+    ResourceLimits limits;
+};
+
+// docs/protocol.md, 3.1 (Cloudflare's instance types).
+const SizeRow kSizes[] = {
+    {"lite", {256, 128, 0.0625, 2048, 64}},
+    {"basic", {1024, 256, 0.25, 4096, 128}},
+    {"standard-1", {4096, 512, 0.5, 8192, 256}},
+    {"standard-2", {6144, 1024, 1, 12288, 512}},
+    {"standard-3", {8192, 1024, 2, 16384, 512}},
+    {"standard-4", {12288, 2048, 4, 20480, 1024}},
+};
+
+QString isoTime(const QDateTime &t)
+{
+    return t.isValid() ? t.toUTC().toString(Qt::ISODateWithMs) : QString();
+}
+
+bool isLive(const QString &status)
+{
+    return status == kRunning || status == kCreating || status == kStarting;
+}
+
+QString newSandboxId()
+{
+    quint32 r[2];
+    QRandomGenerator::system()->fillRange(r, 2);
+    return QStringLiteral("sb_")
+           + QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(r), sizeof r).toHex().left(12));
+}
+
+} // namespace
+
+struct SandboxManager::Entry
+{
+    SandboxRecord rec;
+    ResourceLimits limits;
+    SandboxProcess *proc = nullptr; // owned by the manager (QObject child)
+    QList<QPair<QPointer<QObject>, WithChannel>> waiters;
+    int busy = 0;
+    QTimer *idle = nullptr; // owned by the manager (QObject child)
+    bool tearingDown = false;
+    QList<std::function<void()>> afterTeardown;
+};
+
+SandboxManager::SandboxManager(EngineConfig config, Registry *registry, QObject *parent)
+    : QObject(parent), m_config(std::move(config)), m_registry(registry)
+{
+    for (const SandboxRecord &r : m_registry->sandboxes()) {
+        auto *e = new Entry;
+        e->rec = r;
+        e->limits = limitsFor(r.size);
+        m_entries.insert(r.id, e);
+    }
+}
+
+SandboxManager::~SandboxManager()
+{
+    for (Entry *e : std::as_const(m_entries)) {
+        if (e->proc) {
+            e->proc->disconnect(this);
+            delete e->proc; // kills bwrap; the sandbox's processes die with it
+            e->rec.status = kSleeping;
+            (void)m_registry->upsertSandbox(e->rec);
+        }
+        delete e;
+    }
+}
+
+void SandboxManager::recover()
+{
+    for (Entry *e : std::as_const(m_entries)) {
+        if (!isLive(e->rec.status))
+            continue;
+        SandboxProcess::cleanUpOrphan(e->rec.id);
+        qCInfo(lcManager) << "sandbox" << e->rec.id << "was" << e->rec.status
+                          << "when the engine stopped; now sleeping";
+        e->rec.status = kSleeping;
+        (void)m_registry->upsertSandbox(e->rec);
+    }
+}
+
+bool SandboxManager::isValidSize(const QString &size)
+{
+    return sizes().contains(size);
+}
+
+QStringList SandboxManager::sizes()
+{
+    QStringList out;
+    for (const SizeRow &row : kSizes)
+        out.append(QLatin1String(row.name));
+    return out;
+}
+
+ResourceLimits SandboxManager::limitsFor(const QString &size)
+{
+    for (const SizeRow &row : kSizes) {
+        if (size == QLatin1String(row.name))
+            return row.limits;
+    }
+    return kSizes[2].limits;
+}
+
+QJsonObject SandboxManager::toJson(const SandboxRecord &r)
+{
+    const ResourceLimits l = limitsFor(r.size);
+    QJsonArray envNames;
+    for (auto it = r.env.cbegin(); it != r.env.cend(); ++it)
+        envNames.append(it.key());
+    QJsonObject o{
+        {QStringLiteral("id"), r.id},
+        {QStringLiteral("kind"), r.kind},
+        {QStringLiteral("type"), r.type},
+        {QStringLiteral("size"), r.size},
+        {QStringLiteral("name"), r.name},
+        {QStringLiteral("status"), r.status},
+        {QStringLiteral("createdAt"), isoTime(r.createdAt)},
+        {QStringLiteral("lastActiveAt"), isoTime(r.lastActiveAt)},
+        {QStringLiteral("sleepAfter"), double(r.sleepAfterMs)},
+        {QStringLiteral("network"), r.network},
+        {QStringLiteral("env"), envNames},
+        {QStringLiteral("limits"),
+         QJsonObject{{QStringLiteral("memoryMb"), double(l.memoryMb)},
+                     {QStringLiteral("pids"), l.pids},
+                     {QStringLiteral("cpus"), l.cpus},
+                     {QStringLiteral("diskMb"), double(l.diskMb)}}},
+    };
+    if (!r.error.isEmpty())
+        o.insert(QStringLiteral("error"), r.error);
+    return o;
+}
+
+SandboxManager::Entry *SandboxManager::find(const QString &keyId, const QString &id,
+                                            const QString &kind) const
+{
+    Entry *e = m_entries.value(id);
+    if (!e || e->rec.keyId != keyId || (!kind.isEmpty() && e->rec.kind != kind))
+        return nullptr;
+    return e;
+}
+
+QString SandboxManager::workspaceOf(const QString &id) const
+{
+    return stateDirOf(id) + QStringLiteral("/workspace");
+}
+
+QString SandboxManager::stateDirOf(const QString &id) const
+{
+    return m_config.dataDir + QStringLiteral("/sandboxes/") + id;
+}
+
+Result<bool> SandboxManager::checkQuota(const QString &keyId, const QString &size,
+                                        const QString &exceptId) const
+{
+    int running = 0, total = 0;
+    qint64 memory = 0;
+    for (const Entry *e : m_entries) {
+        if (e->rec.keyId != keyId || e->rec.id == exceptId)
+            continue;
+        ++total;
+        if (isLive(e->rec.status)) {
+            ++running;
+            memory += e->limits.memoryMb;
+        }
+    }
+    const qint64 wanted = limitsFor(size).memoryMb;
+    if (exceptId.isEmpty() && total + 1 > m_config.maxSandboxesPerKey)
+        return Error{ErrorCode::QuotaExceeded,
+                     QStringLiteral("quota exceeded: at most %1 sandboxes per key").arg(m_config.maxSandboxesPerKey),
+                     QJsonObject{{QStringLiteral("limit"), QStringLiteral("sandboxes")}}};
+    if (running + 1 > m_config.maxRunningPerKey)
+        return Error{ErrorCode::QuotaExceeded,
+                     QStringLiteral("quota exceeded: at most %1 running sandboxes per key").arg(m_config.maxRunningPerKey),
+                     QJsonObject{{QStringLiteral("limit"), QStringLiteral("running")}}};
+    if (memory + wanted > m_config.maxMemoryMbPerKey)
+        return Error{ErrorCode::QuotaExceeded,
+                     QStringLiteral("quota exceeded: %1 MiB of sandbox memory in use, %2 more would pass the limit of %3 MiB")
+                         .arg(memory).arg(wanted).arg(m_config.maxMemoryMbPerKey),
+                     QJsonObject{{QStringLiteral("limit"), QStringLiteral("memoryMb")}}};
+    return true;
+}
+
+QJsonObject SandboxManager::quota(const QString &keyId) const
+{
+    int running = 0, total = 0;
+    qint64 memory = 0;
+    for (const Entry *e : m_entries) {
+        if (e->rec.keyId != keyId)
+            continue;
+        ++total;
+        if (isLive(e->rec.status)) {
+            ++running;
+            memory += e->limits.memoryMb;
+        }
+    }
+    auto pair = [](qint64 used, qint64 limit) {
+        return QJsonObject{{QStringLiteral("used"), double(used)}, {QStringLiteral("limit"), double(limit)}};
+    };
+    return {{QStringLiteral("running"), pair(running, m_config.maxRunningPerKey)},
+            {QStringLiteral("memoryMb"), pair(memory, m_config.maxMemoryMbPerKey)},
+            {QStringLiteral("sandboxes"), pair(total, m_config.maxSandboxesPerKey)}};
+}
+
+QJsonObject SandboxManager::counts(const QString &keyId) const
+{
+    int running = 0, total = 0;
+    for (const Entry *e : m_entries) {
+        if (e->rec.keyId != keyId)
+            continue;
+        ++total;
+        if (isLive(e->rec.status))
+            ++running;
+    }
+    return {{QStringLiteral("total"), total}, {QStringLiteral("running"), running}};
+}
+
+void SandboxManager::setStatus(Entry *e, const QString &status, const QString &error)
+{
+    if (e->rec.status == status && e->rec.error == error)
+        return;
+    e->rec.status = status;
+    e->rec.error = error;
+    if (const auto saved = m_registry->upsertSandbox(e->rec); !saved)
+        qCWarning(lcManager) << saved.error().message;
+    Q_EMIT statusChanged(e->rec.id, status);
+}
+
+void SandboxManager::touch(Entry *e)
+{
+    e->rec.lastActiveAt = QDateTime::currentDateTimeUtc();
+}
+
+void SandboxManager::armIdleTimer(Entry *e)
+{
+    if (!e->idle) {
+        e->idle = new QTimer(this);
+        e->idle->setSingleShot(true);
+        const QString id = e->rec.id;
+        connect(e->idle, &QTimer::timeout, this, [this, id] {
+            Entry *e = m_entries.value(id);
+            if (!e || e->busy > 0 || e->rec.status != kRunning)
+                return;
+            qCInfo(lcManager) << "sandbox" << id << "idle for" << e->rec.sleepAfterMs << "ms: sleeping";
+            teardown(e, [this, e] { setStatus(e, kSleeping); });
+        });
+    }
+    if (e->rec.sleepAfterMs > 0)
+        e->idle->start(int(qMin<qint64>(e->rec.sleepAfterMs, std::numeric_limits<int>::max())));
+}
+
+void SandboxManager::launch(Entry *e)
+{
+    SandboxSpec spec;
+    spec.id = e->rec.id;
+    spec.workspaceDir = workspaceOf(e->rec.id);
+    spec.stateDir = stateDirOf(e->rec.id);
+    spec.supervisorPath = m_config.supervisorPath;
+    spec.bwrapPath = m_config.bwrapPath;
+    spec.dropPrivileges = m_config.dropPrivileges;
+    spec.uid = m_config.uidBase + uid_t(e->rec.slot);
+    spec.gid = spec.uid;
+    spec.network = e->rec.network;
+    spec.useCgroups = m_config.useCgroups;
+    spec.env = e->rec.env;
+    spec.limits = e->limits;
+
+    auto *proc = new SandboxProcess(spec, this);
+    e->proc = proc;
+    const QString id = e->rec.id;
+    connect(proc, &SandboxProcess::ready, this, [this, id] {
+        Entry *e = m_entries.value(id);
+        if (!e)
+            return;
+        setStatus(e, kRunning);
+        touch(e);
+        const auto waiters = std::exchange(e->waiters, {});
+        for (const auto &[context, then] : waiters) {
+            if (context) {
+                ++e->busy;
+                then(e->proc->channel());
+            }
+        }
+        if (e->busy == 0)
+            armIdleTimer(e);
+    });
+    connect(proc, &SandboxProcess::failed, this, [this, id](const Error &error) {
+        Entry *e = m_entries.value(id);
+        if (!e)
+            return;
+        qCWarning(lcManager) << "sandbox" << id << "failed:" << error.message;
+        e->proc->deleteLater();
+        e->proc = nullptr;
+        setStatus(e, kError, error.message);
+        const auto waiters = std::exchange(e->waiters, {});
+        for (const auto &[context, then] : waiters) {
+            if (context)
+                then(error);
+        }
+    });
+    connect(proc, &SandboxProcess::exited, this, [this, id](const QString &reason) {
+        Entry *e = m_entries.value(id);
+        if (!e)
+            return;
+        e->proc->deleteLater();
+        e->proc = nullptr;
+        e->busy = 0;
+        if (e->tearingDown) {
+            e->tearingDown = false;
+            const auto after = std::exchange(e->afterTeardown, {});
+            for (const auto &f : after)
+                f();
+            return;
+        }
+        qCWarning(lcManager) << "sandbox" << id << "ended unexpectedly:" << reason;
+        setStatus(e, kError, reason);
+    });
+    proc->start();
+}
+
+void SandboxManager::teardown(Entry *e, std::function<void()> then)
+{
+    if (e->idle)
+        e->idle->stop();
+    if (!e->proc) {
+        then();
+        return;
+    }
+    e->afterTeardown.append(std::move(then));
+    if (!e->tearingDown) {
+        e->tearingDown = true;
+        const auto waiters = std::exchange(e->waiters, {});
+        for (const auto &[context, w] : waiters) {
+            if (context)
+                w(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the sandbox is stopping"), {}});
+        }
+        e->proc->stop();
+    }
+}
+
+void SandboxManager::create(const CreateSandbox &request, QObject *context, Done done)
+{
+    if (const auto q = checkQuota(request.keyId, request.size, {}); !q)
+        return done(q.error());
+    auto *e = new Entry;
+    e->rec.id = newSandboxId();
+    e->rec.keyId = request.keyId;
+    e->rec.kind = request.kind;
+    e->rec.type = request.type;
+    e->rec.size = request.size;
+    e->rec.name = request.name;
+    e->rec.env = request.env;
+    e->rec.network = request.network;
+    e->rec.sleepAfterMs = request.sleepAfterMs >= 0 ? request.sleepAfterMs : m_config.defaultSleepAfterMs;
+    e->rec.createdAt = QDateTime::currentDateTimeUtc();
+    e->rec.lastActiveAt = e->rec.createdAt;
+    e->rec.slot = m_registry->nextSlot();
+    e->rec.status = kCreating;
+    e->limits = limitsFor(request.size);
+    if (const auto saved = m_registry->upsertSandbox(e->rec); !saved) {
+        delete e;
+        return done(saved.error());
+    }
+    m_entries.insert(e->rec.id, e);
+    const QString id = e->rec.id;
+    e->waiters.append({context, [this, id, done](Result<SupervisorChannel *> r) {
+                           if (!r)
+                               return done(r.error());
+                           endActivity(id);
+                           Entry *e = m_entries.value(id);
+                           done(toJson(e->rec));
+                       }});
+    launch(e);
+}
+
+Result<QJsonObject> SandboxManager::info(const QString &keyId, const QString &id, const QString &kind) const
+{
+    const Entry *e = find(keyId, id, kind);
+    if (!e)
+        return Error::notFound(QStringLiteral("sandbox %1").arg(id));
+    return toJson(e->rec);
+}
+
+QJsonArray SandboxManager::list(const QString &keyId, const QString &kind) const
+{
+    QList<const Entry *> mine;
+    for (const Entry *e : m_entries) {
+        if (e->rec.keyId == keyId && (kind.isEmpty() || e->rec.kind == kind))
+            mine.append(e);
+    }
+    std::sort(mine.begin(), mine.end(), [](const Entry *a, const Entry *b) {
+        return a->rec.createdAt < b->rec.createdAt;
+    });
+    QJsonArray out;
+    for (const Entry *e : mine)
+        out.append(toJson(e->rec));
+    return out;
+}
+
+void SandboxManager::withSupervisor(const QString &keyId, const QString &id, const QString &kind,
+                                    QObject *context, WithChannel then)
+{
+    Entry *e = find(keyId, id, kind);
+    if (!e)
+        return then(Error::notFound(QStringLiteral("sandbox %1").arg(id)));
+    touch(e);
+    if (e->idle)
+        e->idle->stop();
+    const QString &status = e->rec.status;
+    if (e->tearingDown || status == kStopped)
+        return then(Error{ErrorCode::SandboxNotRunning,
+                          QStringLiteral("sandbox %1 is %2").arg(id, e->tearingDown ? QStringLiteral("stopping") : status),
+                          QJsonObject{{QStringLiteral("status"), status}}});
+    if (status == kRunning && e->proc && e->proc->isReady()) {
+        ++e->busy;
+        return then(e->proc->channel());
+    }
+    e->waiters.append({context, std::move(then)});
+    if (status == kCreating || status == kStarting)
+        return;
+    // Sleeping, or failed earlier: start it again.
+    if (const auto q = checkQuota(keyId, e->rec.size, id); !q) {
+        const auto waiters = std::exchange(e->waiters, {});
+        for (const auto &[ctx, w] : waiters) {
+            if (ctx)
+                w(q.error());
+        }
+        return;
+    }
+    setStatus(e, kStarting);
+    launch(e);
+}
+
+void SandboxManager::endActivity(const QString &id)
+{
+    Entry *e = m_entries.value(id);
+    if (!e)
+        return;
+    touch(e);
+    if (e->busy > 0)
+        --e->busy;
+    if (e->busy == 0 && e->rec.status == kRunning)
+        armIdleTimer(e);
+}
+
+void SandboxManager::stop(const QString &keyId, const QString &id, const QString &kind,
+                          QObject *context, Done done)
+{
+    Entry *e = find(keyId, id, kind);
+    if (!e)
+        return done(Error::notFound(QStringLiteral("sandbox %1").arg(id)));
+    QPointer<QObject> guard(context);
+    teardown(e, [this, e, guard, done] {
+        setStatus(e, kStopped);
+        if (guard)
+            done(toJson(e->rec));
+    });
+}
+
+void SandboxManager::start(const QString &keyId, const QString &id, const QString &kind,
+                           QObject *context, Done done)
+{
+    Entry *e = find(keyId, id, kind);
+    if (!e)
+        return done(Error::notFound(QStringLiteral("sandbox %1").arg(id)));
+    if (e->rec.status == kStopped && !e->tearingDown)
+        setStatus(e, kSleeping);
+    withSupervisor(keyId, id, kind, context, [this, id, done](Result<SupervisorChannel *> r) {
+        if (!r)
+            return done(r.error());
+        endActivity(id);
+        done(toJson(m_entries.value(id)->rec));
+    });
+}
+
+void SandboxManager::remove(const QString &keyId, const QString &id, const QString &kind,
+                            QObject *context, Done done)
+{
+    Entry *e = find(keyId, id, kind);
+    if (!e)
+        return done(Error::notFound(QStringLiteral("sandbox %1").arg(id)));
+    QPointer<QObject> guard(context);
+    teardown(e, [this, id, guard, done] {
+        Entry *e = m_entries.take(id);
+        if (!e)
+            return;
+        if (e->idle)
+            e->idle->deleteLater();
+        const auto removed = m_registry->removeSandbox(id);
+        // The workspace goes with the sandbox; removeRecursively does not follow symlinks.
+        QDir(stateDirOf(id)).removeRecursively();
+        Q_EMIT statusChanged(id, QStringLiteral("deleted"));
+        delete e;
+        if (!guard)
+            return;
+        if (!removed)
+            return done(removed.error());
+        done(QJsonObject{{QStringLiteral("id"), id}, {QStringLiteral("deleted"), true}});
+    });
+}
+
+void SandboxManager::removeAllOf(const QString &keyId)
+{
+    const auto entries = m_entries;
+    for (const Entry *e : entries) {
+        if (e->rec.keyId == keyId)
+            remove(keyId, e->rec.id, {}, this, [](const Result<QJsonObject> &) {});
+    }
+}
+
+} // namespace Sandbox::Engine

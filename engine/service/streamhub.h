@@ -1,0 +1,74 @@
+#pragma once
+
+#include "protocol/result.h"
+
+#include <QByteArray>
+#include <QDateTime>
+#include <QHash>
+#include <QJsonObject>
+#include <QJsonValue>
+#include <QObject>
+#include <QString>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+namespace Sandbox::Engine {
+
+// Streams of notifications that outlive a connection (docs/protocol.md, 2.3): each has a
+// bounded backlog of its notifications, numbered by seq, from which a reconnecting client
+// resumes. At most one connection receives a stream at a time (the sink).
+class StreamHub final : public QObject
+{
+    Q_OBJECT
+
+public:
+    using Sink = std::function<void(const QByteArray &notification)>;
+
+    struct Limits
+    {
+        qsizetype backlogBytes = 8 * 1024 * 1024;
+        qsizetype backlogChunks = 8192;
+        qint64 keepAfterEndMs = 10 * 60 * 1000;
+    };
+
+    explicit StreamHub(QObject *parent = nullptr);
+    explicit StreamHub(Limits limits, QObject *parent = nullptr);
+    ~StreamHub() override;
+
+    // A new stream owned by `keyId`; `requestId` is echoed in its notifications.
+    QString open(const QString &keyId, const QJsonValue &requestId, Sink sink,
+                 std::function<void()> cancel);
+    // Output bytes; split at UTF-8 boundaries, sent as `data` or, if not UTF-8, `dataBase64`.
+    void output(const QString &streamId, int channel, QByteArrayView bytes);
+    // The last notification: `fields` ({"result": ...} or {"error": ...}) go into its params.
+    void end(const QString &streamId, const QJsonObject &fields);
+
+    // Resumes a stream on a new sink after `after`: answers {streamId, after, last, done}, and
+    // `replay()` must be called right after the answer is sent.
+    struct Resume
+    {
+        QJsonObject answer;
+        std::function<void()> replay;
+    };
+    Result<Resume> resume(const QString &keyId, const QString &streamId, qint64 after, Sink sink);
+    Result<bool> cancel(const QString &keyId, const QString &streamId);
+    // The connection behind a sink went away: keep the streams, stop sending.
+    void detach(const void *owner);
+    void setSinkOwner(const QString &streamId, const void *owner);
+
+    int count() const { return int(m_streams.size()); }
+
+private:
+    struct Stream;
+    void publish(Stream &s, QByteArray &&notification);
+    void flushCarry(Stream &s, int channel);
+    void sweep();
+
+    Limits m_limits;
+    std::unordered_map<QString, std::unique_ptr<Stream>> m_streams;
+};
+
+} // namespace Sandbox::Engine

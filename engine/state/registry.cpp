@@ -1,0 +1,250 @@
+#include "registry.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLoggingCategory>
+
+#include <sqlite3.h>
+
+Q_LOGGING_CATEGORY(lcRegistry, "sandboxd.registry")
+
+namespace Sandbox::Engine {
+
+namespace {
+
+// A prepared statement that finalizes itself.
+class Statement final
+{
+public:
+    Statement(sqlite3 *db, const char *sql) { m_rc = sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr); }
+    ~Statement() { sqlite3_finalize(m_stmt); }
+    Statement(const Statement &) = delete;
+    Statement &operator=(const Statement &) = delete;
+
+    bool ok() const { return m_rc == SQLITE_OK; }
+    void bind(int i, const QString &v)
+    {
+        const QByteArray u = v.toUtf8();
+        sqlite3_bind_text(m_stmt, i, u.constData(), int(u.size()), SQLITE_TRANSIENT);
+    }
+    void bind(int i, const QByteArray &v)
+    {
+        sqlite3_bind_blob(m_stmt, i, v.constData(), int(v.size()), SQLITE_TRANSIENT);
+    }
+    void bind(int i, qint64 v) { sqlite3_bind_int64(m_stmt, i, v); }
+    void bind(int i, const QDateTime &v)
+    {
+        if (v.isValid())
+            sqlite3_bind_int64(m_stmt, i, v.toMSecsSinceEpoch());
+        else
+            sqlite3_bind_null(m_stmt, i);
+    }
+    int step() { return sqlite3_step(m_stmt); }
+    QString text(int c) const
+    {
+        return QString::fromUtf8(reinterpret_cast<const char *>(sqlite3_column_text(m_stmt, c)),
+                                 sqlite3_column_bytes(m_stmt, c));
+    }
+    QByteArray blob(int c) const
+    {
+        return QByteArray(static_cast<const char *>(sqlite3_column_blob(m_stmt, c)),
+                          sqlite3_column_bytes(m_stmt, c));
+    }
+    qint64 integer(int c) const { return sqlite3_column_int64(m_stmt, c); }
+    QDateTime time(int c) const
+    {
+        if (sqlite3_column_type(m_stmt, c) == SQLITE_NULL)
+            return {};
+        return QDateTime::fromMSecsSinceEpoch(sqlite3_column_int64(m_stmt, c), Qt::UTC);
+    }
+
+private:
+    sqlite3_stmt *m_stmt = nullptr;
+    int m_rc = SQLITE_ERROR;
+};
+
+Error dbError(sqlite3 *db, const char *what)
+{
+    return Error{ErrorCode::InternalError,
+                 QStringLiteral("registry: %1: %2").arg(QLatin1String(what), QString::fromUtf8(sqlite3_errmsg(db))),
+                 {}};
+}
+
+QByteArray envToJson(const QMap<QString, QString> &env)
+{
+    QJsonObject o;
+    for (auto it = env.cbegin(); it != env.cend(); ++it)
+        o.insert(it.key(), it.value());
+    return QJsonDocument(o).toJson(QJsonDocument::Compact);
+}
+
+QMap<QString, QString> envFromJson(const QByteArray &json)
+{
+    QMap<QString, QString> env;
+    const QJsonObject o = QJsonDocument::fromJson(json).object();
+    for (auto it = o.begin(); it != o.end(); ++it)
+        env.insert(it.key(), it.value().toString());
+    return env;
+}
+
+} // namespace
+
+Result<std::unique_ptr<Registry>> Registry::open(const QString &path)
+{
+    sqlite3 *db = nullptr;
+    const int rc = sqlite3_open_v2(path.toUtf8().constData(), &db,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                   nullptr);
+    if (rc != SQLITE_OK) {
+        const Error e = dbError(db, "cannot open");
+        sqlite3_close(db);
+        return e;
+    }
+    std::unique_ptr<Registry> r(new Registry(db));
+    static const char *const schema[] = {
+        "PRAGMA journal_mode=WAL",
+        "PRAGMA synchronous=FULL",
+        "PRAGMA busy_timeout=2000",
+        "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,"
+        " created_at INTEGER NOT NULL, last_used_at INTEGER)",
+        "CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, key_id TEXT NOT NULL, kind TEXT NOT NULL,"
+        " type TEXT NOT NULL, size TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', status TEXT NOT NULL,"
+        " error TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL, last_active_at INTEGER,"
+        " sleep_after_ms INTEGER NOT NULL, network INTEGER NOT NULL, env TEXT NOT NULL, slot INTEGER NOT NULL UNIQUE)",
+    };
+    for (const char *sql : schema) {
+        if (auto ok = r->exec(sql); !ok)
+            return ok.error();
+    }
+    return r;
+}
+
+Registry::Registry(sqlite3 *db) : m_db(db) {}
+
+Registry::~Registry()
+{
+    sqlite3_close(m_db);
+}
+
+Result<bool> Registry::exec(const char *sql)
+{
+    char *err = nullptr;
+    if (sqlite3_exec(m_db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+        const Error e{ErrorCode::InternalError,
+                      QStringLiteral("registry: %1").arg(QString::fromUtf8(err)), {}};
+        sqlite3_free(err);
+        return e;
+    }
+    return true;
+}
+
+Result<bool> Registry::insertKey(const KeyRecord &key)
+{
+    Statement s(m_db, "INSERT INTO keys (id, name, hash, created_at, last_used_at) VALUES (?,?,?,?,?)");
+    s.bind(1, key.id);
+    s.bind(2, key.name);
+    s.bind(3, key.hash);
+    s.bind(4, key.createdAt);
+    s.bind(5, key.lastUsedAt);
+    if (!s.ok() || s.step() != SQLITE_DONE)
+        return dbError(m_db, "insert key");
+    return true;
+}
+
+Result<bool> Registry::removeKey(const QString &id)
+{
+    Statement s(m_db, "DELETE FROM keys WHERE id = ?");
+    s.bind(1, id);
+    if (!s.ok() || s.step() != SQLITE_DONE)
+        return dbError(m_db, "remove key");
+    return sqlite3_changes(m_db) > 0;
+}
+
+QList<KeyRecord> Registry::keys() const
+{
+    QList<KeyRecord> out;
+    Statement s(m_db, "SELECT id, name, hash, created_at, last_used_at FROM keys ORDER BY created_at");
+    while (s.ok() && s.step() == SQLITE_ROW)
+        out.append(KeyRecord{s.text(0), s.text(1), s.blob(2), s.time(3), s.time(4)});
+    return out;
+}
+
+void Registry::touchKey(const QString &id, const QDateTime &when)
+{
+    Statement s(m_db, "UPDATE keys SET last_used_at = ? WHERE id = ?");
+    s.bind(1, when);
+    s.bind(2, id);
+    if (!s.ok() || s.step() != SQLITE_DONE)
+        qCWarning(lcRegistry) << "touch key:" << sqlite3_errmsg(m_db);
+}
+
+Result<bool> Registry::upsertSandbox(const SandboxRecord &r)
+{
+    Statement s(m_db,
+                "INSERT INTO sandboxes (id, key_id, kind, type, size, name, status, error, created_at,"
+                " last_active_at, sleep_after_ms, network, env, slot) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(id) DO UPDATE SET status=excluded.status, error=excluded.error,"
+                " last_active_at=excluded.last_active_at, name=excluded.name");
+    s.bind(1, r.id);
+    s.bind(2, r.keyId);
+    s.bind(3, r.kind);
+    s.bind(4, r.type);
+    s.bind(5, r.size);
+    s.bind(6, r.name);
+    s.bind(7, r.status);
+    s.bind(8, r.error);
+    s.bind(9, r.createdAt);
+    s.bind(10, r.lastActiveAt);
+    s.bind(11, r.sleepAfterMs);
+    s.bind(12, qint64(r.network ? 1 : 0));
+    s.bind(13, QString::fromUtf8(envToJson(r.env)));
+    s.bind(14, qint64(r.slot));
+    if (!s.ok() || s.step() != SQLITE_DONE)
+        return dbError(m_db, "save sandbox");
+    return true;
+}
+
+Result<bool> Registry::removeSandbox(const QString &id)
+{
+    Statement s(m_db, "DELETE FROM sandboxes WHERE id = ?");
+    s.bind(1, id);
+    if (!s.ok() || s.step() != SQLITE_DONE)
+        return dbError(m_db, "remove sandbox");
+    return true;
+}
+
+QList<SandboxRecord> Registry::sandboxes() const
+{
+    QList<SandboxRecord> out;
+    Statement s(m_db, "SELECT id, key_id, kind, type, size, name, status, error, created_at, last_active_at,"
+                      " sleep_after_ms, network, env, slot FROM sandboxes ORDER BY created_at");
+    while (s.ok() && s.step() == SQLITE_ROW) {
+        SandboxRecord r;
+        r.id = s.text(0);
+        r.keyId = s.text(1);
+        r.kind = s.text(2);
+        r.type = s.text(3);
+        r.size = s.text(4);
+        r.name = s.text(5);
+        r.status = s.text(6);
+        r.error = s.text(7);
+        r.createdAt = s.time(8);
+        r.lastActiveAt = s.time(9);
+        r.sleepAfterMs = s.integer(10);
+        r.network = s.integer(11) != 0;
+        r.env = envFromJson(s.text(12).toUtf8());
+        r.slot = int(s.integer(13));
+        out.append(r);
+    }
+    return out;
+}
+
+int Registry::nextSlot() const
+{
+    Statement s(m_db, "SELECT COALESCE(MAX(slot), 0) + 1 FROM sandboxes");
+    if (s.ok() && s.step() == SQLITE_ROW)
+        return int(s.integer(0));
+    return 1;
+}
+
+} // namespace Sandbox::Engine

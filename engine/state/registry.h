@@ -1,0 +1,70 @@
+#pragma once
+
+#include "protocol/result.h"
+
+#include <QByteArray>
+#include <QDateTime>
+#include <QList>
+#include <QMap>
+#include <QString>
+
+#include <memory>
+#include <optional>
+
+struct sqlite3;
+
+namespace Sandbox::Engine {
+
+struct KeyRecord
+{
+    QString id;
+    QString name;
+    QByteArray hash; // SHA-256 of the key; the key itself is never stored
+    QDateTime createdAt;
+    QDateTime lastUsedAt;
+};
+
+struct SandboxRecord
+{
+    QString id;
+    QString keyId;
+    QString kind; // agent | database
+    QString type;
+    QString size;
+    QString name;
+    QString status; // creating | running | sleeping | stopped | error
+    QString error;
+    QDateTime createdAt;
+    QDateTime lastActiveAt;
+    qint64 sleepAfterMs = 600000;
+    bool network = false;
+    QMap<QString, QString> env; // values stay in the engine; only names are ever returned
+    int slot = 0;               // unique per sandbox: picks its uid
+};
+
+// The engine's persistent state: API keys and sandboxes, in SQLite (WAL, synchronous=FULL) so
+// that a kill -9 of sandboxd loses no committed change. Single-threaded.
+class Registry final
+{
+public:
+    static Result<std::unique_ptr<Registry>> open(const QString &path);
+    ~Registry();
+
+    Result<bool> insertKey(const KeyRecord &key);
+    Result<bool> removeKey(const QString &id);
+    QList<KeyRecord> keys() const;
+    void touchKey(const QString &id, const QDateTime &when);
+
+    Result<bool> upsertSandbox(const SandboxRecord &sandbox);
+    Result<bool> removeSandbox(const QString &id);
+    QList<SandboxRecord> sandboxes() const;
+    int nextSlot() const;
+
+private:
+    explicit Registry(sqlite3 *db);
+    Result<bool> exec(const char *sql);
+
+    sqlite3 *m_db = nullptr; // owned
+};
+
+} // namespace Sandbox::Engine

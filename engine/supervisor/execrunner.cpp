@@ -1,0 +1,388 @@
+#include "execrunner.h"
+
+#include "frame.h"
+#include "paths.h"
+#include "reaper.h"
+#include "reply.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using nlohmann::json;
+
+namespace {
+
+void closeFd(int &fd)
+{
+    if (fd >= 0)
+        ::close(fd);
+    fd = -1;
+}
+
+std::string checkedString(const json &value, const std::string &what)
+{
+    if (!value.is_string())
+        throw RequestError("bad_request", what + " must be a string");
+    std::string s = value.get<std::string>();
+    if (s.find('\0') != std::string::npos)
+        throw RequestError("bad_request", what + " must not contain NUL bytes");
+    return s;
+}
+
+} // namespace
+
+ExecRunner::ExecRunner(const Paths &paths, FrameChannel &channel)
+    : m_paths(paths), m_channel(channel)
+{
+}
+
+ExecRunner::~ExecRunner()
+{
+    for (auto &[id, e] : m_execs)
+        release(e);
+    for (auto &[pid, fd] : m_lingering)
+        ::close(fd);
+    if (m_signalFd >= 0)
+        ::close(m_signalFd);
+}
+
+bool ExecRunner::init()
+{
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    m_signalFd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    return m_signalFd >= 0;
+}
+
+void ExecRunner::start(uint32_t id, const json &req)
+{
+    if (m_execs.count(id))
+        throw RequestError("bad_request", "exec " + std::to_string(id) + " is already running");
+
+    ReaperSpec spec;
+    const bool hasArgv = req.contains("argv") && !req["argv"].is_null();
+    const bool hasShell = req.contains("shell") && !req["shell"].is_null();
+    if (hasArgv == hasShell)
+        throw RequestError("bad_request", "exec needs exactly one of 'argv' and 'shell'");
+    if (hasArgv) {
+        const json &argv = req["argv"];
+        if (!argv.is_array() || argv.empty())
+            throw RequestError("bad_request", "'argv' must be a non-empty array of strings");
+        for (const auto &arg : argv)
+            spec.argv.push_back(checkedString(arg, "every 'argv' element"));
+    } else {
+        spec.argv = {"/bin/sh", "-c", checkedString(req["shell"], "'shell'")};
+    }
+    if (req.contains("env") && !req["env"].is_null()) {
+        if (!req["env"].is_object())
+            throw RequestError("bad_request", "'env' must be an object of strings");
+        for (const auto &[key, value] : req["env"].items()) {
+            if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos)
+                throw RequestError("bad_request", "invalid environment variable name '" + key + "'");
+            spec.env.emplace_back(key, checkedString(value, "env '" + key + "'"));
+        }
+    }
+    const uint64_t timeoutMs = optionalUnsigned(req, "timeoutMs").value_or(0);
+    const uint64_t maxOutput = optionalUnsigned(req, "maxOutputBytes").value_or(kDefaultMaxOutput);
+    const bool wantStdin = optionalBool(req, "stdin");
+
+    std::string cwd(Paths::kRoot);
+    if (req.contains("cwd") && !req["cwd"].is_null())
+        cwd = checkedString(req["cwd"], "'cwd'");
+    const auto rel = Paths::normalise(cwd);
+    if (!rel || cwd.empty())
+        throw RequestError("path_not_allowed", "cwd '" + cwd + "' is outside " + std::string(Paths::kRoot));
+    spec.cwdPath = Paths::virtualPath(*rel);
+    const int cwdFd = m_paths.openAt(*rel, O_PATH | O_DIRECTORY);
+    if (cwdFd == -EXDEV)
+        throw RequestError("path_not_allowed", "cwd " + spec.cwdPath + " resolves outside " + std::string(Paths::kRoot));
+    spec.cwdFd = cwdFd >= 0 ? cwdFd : -1;
+    spec.cwdErrno = cwdFd >= 0 ? 0 : -cwdFd;
+
+    // [0] read end, [1] write end; all close-on-exec, the reaper rearranges them.
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, status[2] = {-1, -1}, control[2] = {-1, -1};
+    auto closeAll = [&] {
+        for (int *p : {out, err, in, status, control})
+            closeFd(p[0]), closeFd(p[1]);
+        if (spec.cwdFd >= 0)
+            ::close(spec.cwdFd);
+    };
+    if (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0 || ::pipe2(status, O_CLOEXEC) < 0
+            || ::pipe2(control, O_CLOEXEC) < 0 || (wantStdin && ::pipe2(in, O_CLOEXEC) < 0)) {
+        const int e = errno;
+        closeAll();
+        throw RequestError("exec_failed", std::string("cannot create pipes: ") + std::strerror(e), e);
+    }
+    spec.stdinFd = in[0];
+    spec.stdoutFd = out[1];
+    spec.stderrFd = err[1];
+    spec.controlFd = control[0];
+    spec.statusFd = status[1];
+
+    const pid_t pid = ::fork();
+    if (pid == 0)
+        Reaper::run(spec);
+    if (pid < 0) {
+        const int e = errno;
+        closeAll();
+        throw RequestError("exec_failed", std::string("fork: ") + std::strerror(e), e);
+    }
+    for (int fd : {out[1], err[1], in[0], status[1], control[0], spec.cwdFd})
+        if (fd >= 0)
+            ::close(fd);
+    for (int fd : {out[0], err[0], status[0], in[1]})
+        if (fd >= 0)
+            ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+
+    Exec &e = m_execs[id];
+    e.id = id;
+    e.reaper = pid;
+    e.out = out[0];
+    e.err = err[0];
+    e.in = in[1];
+    e.status = status[0];
+    e.control = control[1];
+    e.maxOutput = maxOutput;
+    e.started = Clock::now();
+    if (timeoutMs > 0)
+        e.deadline = e.started + std::chrono::milliseconds(timeoutMs);
+}
+
+void ExecRunner::feedStdin(uint32_t id, std::string_view data)
+{
+    const auto it = m_execs.find(id);
+    if (it == m_execs.end())
+        return; // finished already, or never existed: the data has nowhere to go
+    Exec &e = it->second;
+    if (data.empty())
+        e.stdinEof = true;
+    else if (e.in >= 0)
+        e.stdinQueue.append(data);
+    flushStdin(e);
+}
+
+void ExecRunner::cancel(uint32_t id)
+{
+    const auto it = m_execs.find(id);
+    if (it == m_execs.end())
+        return;
+    it->second.cancelled = true;
+    sendKill(it->second);
+}
+
+size_t ExecRunner::pendingStdin() const
+{
+    size_t total = 0;
+    for (const auto &[id, e] : m_execs)
+        total += e.stdinQueue.size() - e.stdinOffset;
+    return total;
+}
+
+void ExecRunner::collectPollFds(std::vector<pollfd> &fds)
+{
+    m_slots.clear();
+    auto add = [&](int fd, short events, uint32_t id, Slot kind) {
+        m_slots.push_back({fds.size(), id, kind, fd});
+        fds.push_back({fd, events, 0});
+    };
+    add(m_signalFd, POLLIN, 0, Slot::Signal);
+    for (const auto &[id, e] : m_execs) {
+        if (e.out >= 0)
+            add(e.out, POLLIN, id, Slot::Out);
+        if (e.err >= 0)
+            add(e.err, POLLIN, id, Slot::Err);
+        if (e.status >= 0)
+            add(e.status, POLLIN, id, Slot::Status);
+        if (e.in >= 0 && e.stdinOffset < e.stdinQueue.size())
+            add(e.in, POLLOUT, id, Slot::In);
+    }
+}
+
+void ExecRunner::process(const std::vector<pollfd> &fds)
+{
+    for (const PollSlot &slot : m_slots) {
+        if (slot.index >= fds.size() || fds[slot.index].revents == 0)
+            continue;
+        if (slot.kind == Slot::Signal) {
+            signalfd_siginfo info;
+            while (::read(m_signalFd, &info, sizeof info) > 0) {
+            }
+            reapChildren();
+            continue;
+        }
+        const auto it = m_execs.find(slot.id);
+        if (it == m_execs.end())
+            continue;
+        Exec &e = it->second;
+        switch (slot.kind) {
+        case Slot::Out: if (e.out == slot.fd) readOutput(e, false); break;
+        case Slot::Err: if (e.err == slot.fd) readOutput(e, true); break;
+        case Slot::Status: if (e.status == slot.fd) readStatus(e); break;
+        case Slot::In: if (e.in == slot.fd) flushStdin(e); break;
+        case Slot::Signal: break;
+        }
+    }
+    const auto now = Clock::now();
+    for (auto it = m_execs.begin(); it != m_execs.end();) {
+        Exec &e = it->second;
+        if (e.deadline && !e.waitStatus && !e.killSent && now >= *e.deadline) {
+            e.timedOut = true;
+            sendKill(e);
+        }
+        it = finishIfDone(e, now) ? m_execs.erase(it) : std::next(it);
+    }
+}
+
+int ExecRunner::pollTimeoutMs() const
+{
+    std::optional<Clock::time_point> next;
+    for (const auto &[id, e] : m_execs) {
+        std::optional<Clock::time_point> t;
+        if (e.waitStatus && (e.out >= 0 || e.err >= 0))
+            t = e.exited + kDrainTime;
+        else if (e.deadline && !e.waitStatus && !e.killSent)
+            t = e.deadline;
+        if (t && (!next || *t < *next))
+            next = t;
+    }
+    if (!next)
+        return -1;
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
+    return int(std::clamp<long long>(ms, 0, 60 * 60 * 1000));
+}
+
+void ExecRunner::readOutput(Exec &e, bool isStderr)
+{
+    int &fd = isStderr ? e.err : e.out;
+    char buf[65536];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        closeFd(fd);
+        return;
+    }
+    uint64_t &sent = e.sent[isStderr ? 1 : 0];
+    const size_t allowed = size_t(std::min<uint64_t>(uint64_t(n), e.maxOutput - std::min(sent, e.maxOutput)));
+    if (allowed > 0) {
+        m_channel.send(isStderr ? FrameType::Stderr : FrameType::Stdout, e.id, {std::string_view(buf, allowed)});
+        sent += allowed;
+    }
+    if (allowed < size_t(n))
+        e.truncated = true; // the rest is read and dropped
+}
+
+void ExecRunner::readStatus(Exec &e)
+{
+    int status = 0;
+    const ssize_t n = ::read(e.status, &status, sizeof status);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n == ssize_t(sizeof status)) {
+        e.waitStatus = status;
+        e.exited = Clock::now();
+    } else {
+        e.reaperLost = true; // EOF without a status: the reaper died
+    }
+    closeFd(e.status);
+}
+
+void ExecRunner::flushStdin(Exec &e)
+{
+    while (e.in >= 0 && e.stdinOffset < e.stdinQueue.size()) {
+        const ssize_t n = ::write(e.in, e.stdinQueue.data() + e.stdinOffset, e.stdinQueue.size() - e.stdinOffset);
+        if (n > 0) {
+            e.stdinOffset += size_t(n);
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && errno == EAGAIN) {
+            return;
+        } else { // EPIPE: nobody reads the command's stdin any more
+            closeFd(e.in);
+        }
+    }
+    e.stdinQueue.clear();
+    e.stdinOffset = 0;
+    if (e.stdinEof)
+        closeFd(e.in);
+}
+
+void ExecRunner::sendKill(Exec &e)
+{
+    if (e.killSent || e.control < 0)
+        return;
+    e.killSent = true;
+    while (::write(e.control, "k", 1) < 0 && errno == EINTR) {
+    }
+}
+
+void ExecRunner::reapChildren()
+{
+    for (;;) {
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid < 0 && errno == EINTR)
+            continue;
+        if (pid <= 0)
+            return;
+        if (const auto it = m_lingering.find(pid); it != m_lingering.end()) {
+            ::close(it->second);
+            m_lingering.erase(it);
+            continue;
+        }
+        for (auto &[id, e] : m_execs)
+            if (e.reaper == pid)
+                e.reaperAlive = false;
+    }
+}
+
+bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
+{
+    if (e.reaperLost && !e.waitStatus) {
+        release(e);
+        const Reply r = Reply::error("exec_failed", "the exec's reaper process exited without reporting");
+        m_channel.send(FrameType::Response, e.id, {r.body.dump(-1, ' ', false, json::error_handler_t::replace)});
+        return true;
+    }
+    if (!e.waitStatus)
+        return false;
+    if ((e.out >= 0 || e.err >= 0) && now < e.exited + kDrainTime)
+        return false; // still draining; a background process may hold the pipes
+
+    const int status = *e.waitStatus;
+    const bool signaled = WIFSIGNALED(status);
+    const int exitCode = signaled ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    const json body = {
+        {"exitCode", exitCode},
+        {"signal", signaled ? json(signalName(WTERMSIG(status))) : json(nullptr)},
+        {"durationMs", std::chrono::duration_cast<std::chrono::milliseconds>(e.exited - e.started).count()},
+        {"timedOut", e.timedOut},
+        {"cancelled", e.cancelled},
+        {"truncated", e.truncated},
+    };
+    release(e);
+    m_channel.send(FrameType::Response, e.id, {body.dump()});
+    return true;
+}
+
+void ExecRunner::release(Exec &e)
+{
+    closeFd(e.out);
+    closeFd(e.err);
+    closeFd(e.in);
+    closeFd(e.status);
+    if (e.control >= 0 && e.reaperAlive)
+        m_lingering[e.reaper] = e.control; // background processes live on under the reaper
+    else
+        closeFd(e.control);
+    e.control = -1;
+}

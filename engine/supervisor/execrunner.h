@@ -1,0 +1,93 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+struct pollfd;
+class FrameChannel;
+class Paths;
+
+// Runs the execs: one reaper process per exec (see Reaper), output relayed as STDOUT/STDERR
+// frames up to a cap, STDIN frames fed through a bounded queue, timeouts and CANCEL turned into
+// a kill of the exec's whole tree, and exactly one RESPONSE per exec.
+class ExecRunner
+{
+public:
+    static constexpr uint64_t kDefaultMaxOutput = 1024 * 1024;
+    static constexpr std::chrono::milliseconds kDrainTime{50};
+    // Above this much unwritten STDIN data the supervisor stops reading frames (back-pressure).
+    static constexpr size_t kStdinHighWater = 4 * 1024 * 1024;
+
+    ExecRunner(const Paths &paths, FrameChannel &channel);
+    ~ExecRunner();
+    ExecRunner(const ExecRunner &) = delete;
+    ExecRunner &operator=(const ExecRunner &) = delete;
+
+    bool init(); // the SIGCHLD signalfd (SIGCHLD must be blocked)
+
+    // Starts exec `id`; its RESPONSE is sent later. Throws RequestError for invalid requests.
+    void start(uint32_t id, const nlohmann::json &req);
+    void feedStdin(uint32_t id, std::string_view data);
+    void cancel(uint32_t id);
+
+    void collectPollFds(std::vector<pollfd> &fds);
+    void process(const std::vector<pollfd> &fds);
+    int pollTimeoutMs() const; // -1: no timer pending
+
+    size_t running() const { return m_execs.size(); }
+    size_t pendingStdin() const;
+
+private:
+    using Clock = std::chrono::steady_clock;
+
+    struct Exec
+    {
+        uint32_t id = 0;
+        pid_t reaper = -1;
+        bool reaperAlive = true;
+        int out = -1, err = -1, in = -1, status = -1, control = -1;
+        uint64_t maxOutput = kDefaultMaxOutput;
+        uint64_t sent[2] = {0, 0};
+        bool truncated = false;
+        std::string stdinQueue;
+        size_t stdinOffset = 0;
+        bool stdinEof = false;
+        Clock::time_point started;
+        std::optional<Clock::time_point> deadline;
+        std::optional<int> waitStatus;
+        Clock::time_point exited;
+        bool reaperLost = false;
+        bool timedOut = false, cancelled = false, killSent = false;
+    };
+    enum class Slot { Signal, Out, Err, Status, In };
+    struct PollSlot
+    {
+        size_t index;
+        uint32_t id;
+        Slot kind;
+        int fd;
+    };
+
+    void readOutput(Exec &e, bool isStderr);
+    void readStatus(Exec &e);
+    void flushStdin(Exec &e);
+    void sendKill(Exec &e);
+    void reapChildren();
+    bool finishIfDone(Exec &e, Clock::time_point now); // true: answered, erase it
+    void release(Exec &e);
+
+    const Paths &m_paths;
+    FrameChannel &m_channel;
+    int m_signalFd = -1;
+    std::map<uint32_t, Exec> m_execs;
+    std::map<pid_t, int> m_lingering; // answered execs whose reaper still runs: pid -> control fd
+    std::vector<PollSlot> m_slots;
+};

@@ -1,0 +1,112 @@
+#include "frame.h"
+
+#include <cerrno>
+#include <poll.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+uint32_t readLe32(const char *p)
+{
+    const auto *u = reinterpret_cast<const unsigned char *>(p);
+    return uint32_t(u[0]) | uint32_t(u[1]) << 8 | uint32_t(u[2]) << 16 | uint32_t(u[3]) << 24;
+}
+
+void writeLe32(char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; ++i)
+        p[i] = char((v >> (8 * i)) & 0xff);
+}
+
+} // namespace
+
+FrameChannel::FrameChannel(int inFd, int outFd)
+    : m_in(inFd), m_out(outFd)
+{
+}
+
+FrameChannel::ReadResult FrameChannel::readAvailable()
+{
+    if (m_consumed > 0 && m_consumed * 2 >= m_buffer.size()) {
+        m_buffer.erase(0, m_consumed);
+        m_consumed = 0;
+    }
+    char chunk[65536];
+    const ssize_t n = ::read(m_in, chunk, sizeof chunk);
+    if (n > 0) {
+        m_buffer.append(chunk, size_t(n));
+        return ReadResult::Data;
+    }
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return ReadResult::Data;
+    return n == 0 ? ReadResult::Eof : ReadResult::Error;
+}
+
+std::optional<Frame> FrameChannel::next()
+{
+    if (protocolError())
+        return std::nullopt;
+    const size_t available = m_buffer.size() - m_consumed;
+    if (available < 4)
+        return std::nullopt;
+    const char *p = m_buffer.data() + m_consumed;
+    const uint32_t length = readLe32(p);
+    if (length < kHeaderSize || length > kMaxLength) {
+        m_protocolError = "invalid frame length " + std::to_string(length) + " (must be "
+                + std::to_string(kHeaderSize) + ".." + std::to_string(kMaxLength) + ")";
+        return std::nullopt;
+    }
+    if (available < 4 + size_t(length))
+        return std::nullopt;
+    Frame f;
+    f.type = uint8_t(p[4]);
+    f.id = readLe32(p + 5);
+    f.payload.assign(p + 4 + kHeaderSize, length - kHeaderSize);
+    m_consumed += 4 + size_t(length);
+    return f;
+}
+
+bool FrameChannel::send(FrameType type, uint32_t id, std::initializer_list<std::string_view> parts)
+{
+    if (m_broken)
+        return false;
+    size_t total = kHeaderSize;
+    for (auto part : parts)
+        total += part.size();
+    char header[4 + kHeaderSize];
+    writeLe32(header, uint32_t(total));
+    header[4] = char(type);
+    writeLe32(header + 5, id);
+
+    std::vector<iovec> iov;
+    iov.push_back({header, sizeof header});
+    for (auto part : parts)
+        if (!part.empty())
+            iov.push_back({const_cast<char *>(part.data()), part.size()});
+
+    size_t index = 0;
+    while (index < iov.size()) {
+        const ssize_t n = ::writev(m_out, iov.data() + index, int(iov.size() - index));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN) { // the descriptor may be shared with a non-blocking reader
+                pollfd pfd{m_out, POLLOUT, 0};
+                ::poll(&pfd, 1, -1);
+                continue;
+            }
+            m_broken = true;
+            return false;
+        }
+        size_t written = size_t(n);
+        while (index < iov.size() && written >= iov[index].iov_len)
+            written -= iov[index++].iov_len;
+        if (index < iov.size()) {
+            iov[index].iov_base = static_cast<char *>(iov[index].iov_base) + written;
+            iov[index].iov_len -= written;
+        }
+    }
+    return true;
+}

@@ -1,0 +1,231 @@
+#include "reaper.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <unordered_map>
+
+extern char **environ;
+
+namespace {
+
+void closeFrom(int first)
+{
+    if (::close_range(unsigned(first), ~0u, 0) == 0)
+        return;
+    const long max = ::sysconf(_SC_OPEN_MAX);
+    for (long fd = first; fd < (max > 0 ? max : 65536); ++fd)
+        ::close(int(fd));
+}
+
+} // namespace
+
+void Reaper::run(const ReaperSpec &spec)
+{
+    // Move everything we keep to fixed numbers (via copies above 10, so they cannot collide),
+    // then drop every other descriptor the supervisor had: engine pipes, other execs' pipes.
+    const int stdinFd = spec.stdinFd >= 0 ? spec.stdinFd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int sources[] = {stdinFd, spec.stdoutFd, spec.stderrFd, spec.controlFd, spec.statusFd, spec.cwdFd, STDERR_FILENO};
+    int copies[7];
+    for (int i = 0; i < 7; ++i)
+        copies[i] = sources[i] >= 0 ? ::fcntl(sources[i], F_DUPFD_CLOEXEC, 10) : -1;
+    for (int i = 0; i < 7; ++i) {
+        if (copies[i] >= 0)
+            ::dup2(copies[i], i);
+        else
+            ::close(i);
+    }
+    closeFrom(LogFd + 1);
+    for (int fd = ControlFd; fd <= LogFd; ++fd)
+        ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    ::setsid();
+
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &chld, nullptr); // already blocked by the supervisor; be explicit
+    const int signalFd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    const pid_t command = ::fork();
+    if (command == 0)
+        execCommand(spec);
+    Reaper reaper(command);
+    if (command < 0) {
+        dprintf(ErrFd, "sandbox-supervisor: fork: %s\n", std::strerror(errno));
+        reaper.report(W_EXITCODE(127, 0));
+        ::_exit(0);
+    }
+    // The command owns the pipes now: the reaper must not keep them open.
+    const int devNull = ::open("/dev/null", O_RDWR);
+    for (int fd = InFd; fd <= ErrFd; ++fd)
+        ::dup2(devNull, fd);
+    if (devNull > ErrFd)
+        ::close(devNull);
+    ::close(CwdFd);
+    if (signalFd < 0) {
+        dprintf(LogFd, "sandbox-supervisor: reaper: signalfd: %s\n", std::strerror(errno));
+        reaper.killTree();
+        ::_exit(1);
+    }
+    reaper.loop(signalFd);
+}
+
+void Reaper::execCommand(const ReaperSpec &spec)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            ::signal(sig, SIG_DFL);
+    if (const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
+        [[maybe_unused]] auto n = ::write(fd, "1000", 4);
+        ::close(fd);
+    }
+    if (spec.cwdErrno != 0 || ::fchdir(CwdFd) < 0) {
+        const int err = spec.cwdErrno != 0 ? spec.cwdErrno : errno;
+        dprintf(ErrFd, "sandbox-supervisor: cd %s: %s\n", spec.cwdPath.c_str(), std::strerror(err));
+        ::_exit(127);
+    }
+    closeFrom(ControlFd);
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof cwd))
+        ::setenv("PWD", cwd, 1);
+    for (const auto &[key, value] : spec.env)
+        ::setenv(key.c_str(), value.c_str(), 1);
+
+    std::vector<char *> argv;
+    for (const auto &arg : spec.argv)
+        argv.push_back(const_cast<char *>(arg.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    const int err = errno;
+    dprintf(ErrFd, "sandbox-supervisor: %s: %s\n", argv[0], std::strerror(err));
+    ::_exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
+}
+
+void Reaper::loop(int signalFd)
+{
+    pollfd fds[2] = {{ControlFd, POLLIN, 0}, {signalFd, POLLIN, 0}};
+    for (;;) {
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (fds[1].revents) {
+            signalfd_siginfo info;
+            while (::read(signalFd, &info, sizeof info) > 0) {
+            }
+            if (reap(false) && m_reported)
+                ::_exit(0); // the command and every background descendant are gone
+        }
+        if (fds[0].revents)
+            break; // a kill request, or the supervisor is gone
+    }
+    killTree();
+    ::_exit(0);
+}
+
+bool Reaper::reap(bool block)
+{
+    for (;;) {
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, block ? 0 : WNOHANG);
+        if (pid > 0) {
+            if (pid == m_command)
+                report(status);
+            continue;
+        }
+        if (pid == 0)
+            return false;
+        if (errno == EINTR)
+            continue;
+        return true; // ECHILD
+    }
+}
+
+void Reaper::report(int status)
+{
+    if (m_reported)
+        return;
+    m_reported = true;
+    while (::write(StatusFd, &status, sizeof status) < 0 && errno == EINTR) {
+    }
+}
+
+void Reaper::killTree()
+{
+    // Everything below us stays below us (we are a subreaper), so kill until a scan finds
+    // nothing alive: a process forking while we kill shows up in the next round.
+    long pauseNs = 1000000;
+    for (;;) {
+        const auto victims = liveDescendants(::getpid());
+        if (victims.empty())
+            break;
+        for (pid_t pid : victims)
+            ::kill(pid, SIGKILL);
+        reap(false);
+        timespec ts{0, pauseNs};
+        ::nanosleep(&ts, nullptr);
+        pauseNs = std::min(pauseNs * 2, 20000000L);
+    }
+    reap(true); // only zombies are left, all of them our children by now
+}
+
+std::vector<pid_t> Reaper::liveDescendants(pid_t root)
+{
+    struct Info { pid_t ppid; char state; };
+    std::unordered_map<pid_t, Info> procs;
+    if (DIR *dir = ::opendir("/proc")) {
+        while (dirent *d = ::readdir(dir)) {
+            char *end = nullptr;
+            const long pid = std::strtol(d->d_name, &end, 10);
+            if (pid <= 0 || *end != '\0')
+                continue;
+            char path[64], buf[512];
+            std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+            const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+            ::close(fd);
+            if (n <= 0)
+                continue;
+            buf[n] = '\0';
+            const char *paren = std::strrchr(buf, ')'); // the command name may contain anything
+            char state = 0;
+            int ppid = 0;
+            if (paren && std::sscanf(paren + 1, " %c %d", &state, &ppid) == 2)
+                procs[pid_t(pid)] = {pid_t(ppid), state};
+        }
+        ::closedir(dir);
+    }
+    std::vector<pid_t> live;
+    for (const auto &[pid, info] : procs) {
+        if (info.state == 'Z' || info.state == 'X')
+            continue;
+        // Walk up the parent chain; the depth bound guards against a torn snapshot.
+        pid_t p = info.ppid;
+        for (int depth = 0; p > 0 && p != root && depth < 4096; ++depth) {
+            const auto it = procs.find(p);
+            p = it == procs.end() ? 0 : it->second.ppid;
+        }
+        if (p == root)
+            live.push_back(pid);
+    }
+    return live;
+}

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+#include <utility>
+#include <vector>
+
+// What the per-exec reaper needs to start its command. All fds belong to the forked child.
+struct ReaperSpec
+{
+    std::vector<std::string> argv;
+    std::vector<std::pair<std::string, std::string>> env;
+    int stdinFd = -1;   // read end of the STDIN pipe, or -1 for /dev/null
+    int stdoutFd = -1;  // write ends of the output pipes
+    int stderrFd = -1;
+    int controlFd = -1; // read end: any byte or EOF means "kill the whole tree"
+    int statusFd = -1;  // write end: receives the command's wait status (an int), once
+    int cwdFd = -1;     // O_PATH directory fd, or -1 with cwdErrno set
+    int cwdErrno = 0;
+    std::string cwdPath;
+};
+
+// The process between the supervisor and one exec's command: a child subreaper in its own
+// session, so every descendant of the command (also one that calls setsid or is orphaned) stays
+// below it. It reports the command's exit, keeps reaping background descendants until none is
+// left, and on request (or when the supervisor goes away) SIGKILLs the whole tree.
+class Reaper
+{
+public:
+    [[noreturn]] static void run(const ReaperSpec &spec);
+
+private:
+    enum Fds { InFd = 0, OutFd = 1, ErrFd = 2, ControlFd = 3, StatusFd = 4, CwdFd = 5, LogFd = 6 };
+
+    explicit Reaper(pid_t command) : m_command(command) {}
+    [[noreturn]] static void execCommand(const ReaperSpec &spec);
+    [[noreturn]] void loop(int signalFd);
+    bool reap(bool block);   // true when no child is left
+    void killTree();
+    void report(int status);
+    static std::vector<pid_t> liveDescendants(pid_t root);
+
+    pid_t m_command;
+    bool m_reported = false;
+};

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One-time (and idempotent) machine set-up for Sandbox Desktop on Debian 12:
+# apt packages, npm-provided files (DuckDB, agent CLIs, the Worker's toolchain), then the build.
+# Every Quick start command calls this first; running it again only does what is missing.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  qt6-base-dev qt6-websockets-dev qt6-httpserver-dev libqt6sql6-sqlite libqt6sql6-psql
+  libqscintilla2-qt6-dev qtkeychain-qt6-dev libsecret-1-dev
+  nlohmann-json3-dev libsqlite3-dev libpq-dev libseccomp-dev
+  bubblewrap util-linux procps iproute2
+  postgresql postgresql-client sqlite3
+  xvfb xauth imagemagick fonts-dejavu-core
+)
+# Node.js: keep whatever the machine has (our CI image ships Node 20 with its own npm);
+# on a bare Debian 12 take Debian's.
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(nodejs npm)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The build: Release with debug info, in build/ (safe to run again: only what changed rebuilds).
+build_dir="${SANDBOX_BUILD_DIR:-$here/build}"
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+[ "${CI:-}" = "true" ] && cmake_args+=(-DWARNINGS_AS_ERRORS=ON)
+if [ ! -f "$build_dir/build.ninja" ]; then
+  cmake -S "$here" -B "$build_dir" "${cmake_args[@]}" >/dev/null
+fi
+echo "setup: building in $build_dir"
+cmake --build "$build_dir" -j"$(nproc)"

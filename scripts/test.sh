@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: sets the machine up (scripts/setup.sh), then the C++ tests (ctest),
+# then the Worker's tests (worker/). Benchmarks are not part of it: see scripts/bench.sh.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$here/scripts/setup.sh"
+build_dir="${SANDBOX_BUILD_DIR:-$here/build}"
+
+status=0
+echo "== C++ tests (ctest)"
+ctest --test-dir "$build_dir" --output-on-failure -j2 -LE bench || status=1
+
+if [ -f "$here/worker/package.json" ]; then
+  echo "== Worker tests (vitest in workerd)"
+  (cd "$here/worker" && npm ci --no-audit --no-fund --loglevel=error && SANDBOXD_BIN="$build_dir/bin/sandboxd" npm test) || status=1
+fi
+exit $status
