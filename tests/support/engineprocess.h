@@ -1,0 +1,38 @@
+#pragma once
+
+#include <QProcess>
+#include <QStringList>
+#include <QTemporaryDir>
+#include <QUrl>
+
+#include <memory>
+
+// A real sandboxd for a test: its own data dir, an ephemeral port, its key.
+class EngineProcess final
+{
+public:
+    EngineProcess();
+    ~EngineProcess();
+
+    // Starts sandboxd and waits until it prints its URL. `dataDir` empty: a fresh temporary one.
+    bool start(const QStringList &extraArgs = {}, const QString &dataDir = {});
+    // SIGKILL, as a crash would.
+    void kill9();
+    // SIGTERM and wait.
+    void terminate();
+
+    QUrl url() const { return m_url; }
+    QUrl wsUrl() const;
+    QString key() const { return m_key; }
+    QString dataDir() const { return m_dataDir; }
+    qint64 pid() const { return m_process ? m_process->processId() : 0; }
+    QString log() const;
+
+private:
+    std::unique_ptr<QTemporaryDir> m_tmp;
+    std::unique_ptr<QProcess> m_process;
+    QString m_dataDir;
+    QUrl m_url;
+    QString m_key;
+    QByteArray m_log;
+};
