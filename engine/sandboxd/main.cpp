@@ -11,6 +11,7 @@
 #include <QDir>
 #include <QFile>
 #include <QLockFile>
+#include <QLoggingCategory>
 #include <QSaveFile>
 #include <QSocketNotifier>
 #include <QStandardPaths>
@@ -107,8 +108,13 @@ int main(int argc, char **argv)
                                           QStringLiteral("mib"), QStringLiteral("16384"));
     const QCommandLineOption sleepAfterOpt(QStringLiteral("sleep-after"), QStringLiteral("Default idle time before a sandbox sleeps, in ms (default 600000)."),
                                            QStringLiteral("ms"), QStringLiteral("600000"));
-    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt});
+    const QCommandLineOption uidBaseOpt(QStringLiteral("uid-base"), QStringLiteral("When run as root, sandbox N runs as uid BASE+N (default 200000)."),
+                                        QStringLiteral("uid"), QStringLiteral("200000"));
+    const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages."));
+    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, verboseOpt});
     cli.process(app);
+    if (!cli.isSet(verboseOpt))
+        QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
 
     const QString listen = cli.value(listenOpt);
     const qsizetype colon = listen.lastIndexOf(u':');
@@ -143,6 +149,9 @@ int main(int argc, char **argv)
     config.dataDir = dataDir;
     config.supervisorPath = findSupervisor(cli.value(supervisorOpt));
     config.dropPrivileges = ::geteuid() == 0;
+    config.uidBase = cli.value(uidBaseOpt).toUInt();
+    if (config.uidBase < 1000)
+        die(QStringLiteral("--uid-base must be 1000 or more"));
     config.useCgroups = !cli.isSet(noCgroupsOpt) && ::geteuid() == 0;
     config.maxRunningPerKey = cli.value(maxRunningOpt).toInt();
     config.maxMemoryMbPerKey = cli.value(maxMemoryOpt).toLongLong();

@@ -65,7 +65,8 @@ void Reaper::run(const ReaperSpec &spec)
     Reaper reaper(command);
     if (command < 0) {
         dprintf(ErrFd, "sandbox-supervisor: fork: %s\n", std::strerror(errno));
-        reaper.report(W_EXITCODE(127, 0));
+        reaper.m_status = W_EXITCODE(127, 0);
+        reaper.report();
         ::_exit(0);
     }
     // The command owns the pipes now: the reaper must not keep them open.
@@ -130,7 +131,9 @@ void Reaper::loop(int signalFd)
             signalfd_siginfo info;
             while (::read(signalFd, &info, sizeof info) > 0) {
             }
-            if (reap(false) && m_reported)
+            const bool none = reap(false);
+            report();
+            if (none && m_reported)
                 ::_exit(0); // the command and every background descendant are gone
         }
         if (fds[0].revents)
@@ -147,7 +150,7 @@ bool Reaper::reap(bool block)
         const pid_t pid = ::waitpid(-1, &status, block ? 0 : WNOHANG);
         if (pid > 0) {
             if (pid == m_command)
-                report(status);
+                m_status = status;
             continue;
         }
         if (pid == 0)
@@ -158,11 +161,12 @@ bool Reaper::reap(bool block)
     }
 }
 
-void Reaper::report(int status)
+void Reaper::report()
 {
-    if (m_reported)
+    if (m_reported || !m_status)
         return;
     m_reported = true;
+    const int status = *m_status;
     while (::write(StatusFd, &status, sizeof status) < 0 && errno == EINTR) {
     }
 }
@@ -171,6 +175,10 @@ void Reaper::killTree()
 {
     // Everything below us stays below us (we are a subreaper), so kill until a scan finds
     // nothing alive: a process forking while we kill shows up in the next round.
+    // The command goes first, so that it dies of SIGKILL rather than seeing a child die.
+    // Its status is reported only once the whole tree is gone.
+    if (!m_status)
+        ::kill(m_command, SIGKILL);
     long pauseNs = 1000000;
     for (;;) {
         const auto victims = liveDescendants(::getpid());
@@ -184,6 +192,7 @@ void Reaper::killTree()
         pauseNs = std::min(pauseNs * 2, 20000000L);
     }
     reap(true); // only zombies are left, all of them our children by now
+    report();
 }
 
 std::vector<pid_t> Reaper::liveDescendants(pid_t root)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <utility>
@@ -35,11 +36,12 @@ private:
     explicit Reaper(pid_t command) : m_command(command) {}
     [[noreturn]] static void execCommand(const ReaperSpec &spec);
     [[noreturn]] void loop(int signalFd);
-    bool reap(bool block);   // true when no child is left
+    bool reap(bool block); // true when no child is left
     void killTree();
-    void report(int status);
+    void report(); // sends the command's wait status once it is known
     static std::vector<pid_t> liveDescendants(pid_t root);
 
     pid_t m_command;
+    std::optional<int> m_status; // the command's wait status, once reaped
     bool m_reported = false;
 };

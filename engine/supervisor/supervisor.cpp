@@ -46,9 +46,13 @@ int Supervisor::run()
                              m_channel.protocolErrorMessage().c_str());
                 return 2;
             }
-            if (result != FrameChannel::ReadResult::Data) {
+            if (result == FrameChannel::ReadResult::Eof) {
                 std::fprintf(stderr, "sandbox-supervisor: engine closed the connection, exiting\n");
                 return 0;
+            }
+            if (result == FrameChannel::ReadResult::Error) {
+                std::fprintf(stderr, "sandbox-supervisor: reading from the engine: %s\n", std::strerror(errno));
+                return 1;
             }
         }
         m_execs.process(fds);

@@ -17,7 +17,7 @@ public:
     explicit Supervisor(const Paths &paths);
 
     // Returns the process exit status: 0 when the engine closed stdin, 2 on a protocol error,
-    // 1 when stdout broke or the loop failed.
+    // 1 when reading or writing the engine's pipes failed.
     int run();
 
 private:

@@ -1,0 +1,75 @@
+#include "agentsservice.h"
+
+namespace Sandbox {
+
+AgentsService::AgentsService(ApiCaller *caller) : SandboxMethods(caller, QStringLiteral("agents"))
+{}
+
+RpcCall AgentsService::create(const AgentCreateOptions &options, QObject *context,
+                              Callback<SandboxInfo> callback)
+{
+    return callFor("create", options.toJson(), context,
+                   Internal::typedCallback<SandboxInfo>(std::move(callback),
+                                                        &SandboxInfo::fromJson));
+}
+
+RpcCall AgentsService::get(const QString &id, QObject *context, Callback<SandboxInfo> callback)
+{
+    return callFor("get", {{QStringLiteral("id"), id}}, context,
+                   Internal::typedCallback<SandboxInfo>(std::move(callback),
+                                                        &SandboxInfo::fromJson));
+}
+
+RpcCall AgentsService::list(QObject *context, Callback<QList<SandboxInfo>> callback)
+{
+    return callFor("list", {}, context,
+                   Internal::typedCallback<QList<SandboxInfo>>(
+                       std::move(callback), [](const QJsonValue &v) {
+                           return listFromJson<SandboxInfo>(v, QStringLiteral("agents"));
+                       }));
+}
+
+RpcCall AgentsService::cloneRepo(const QString &id, const QString &url,
+                                 const CloneOptions &options, QObject *context,
+                                 Callback<ExecResult> callback)
+{
+    QJsonObject o;
+    if (!options.branch.isEmpty())
+        o.insert(QStringLiteral("branch"), options.branch);
+    if (options.shallow)
+        o.insert(QStringLiteral("shallow"), true);
+    if (!options.path.isEmpty())
+        o.insert(QStringLiteral("path"), options.path);
+    QJsonObject params{{QStringLiteral("id"), id}, {QStringLiteral("url"), url}};
+    if (!o.isEmpty())
+        params.insert(QStringLiteral("options"), o);
+    CallOptions callOptions;
+    callOptions.timeoutMs = int(300000 + ExecGraceMs);
+    return callFor("cloneRepo", params, context,
+                   Internal::typedCallback<ExecResult>(std::move(callback), &ExecResult::fromJson),
+                   callOptions);
+}
+
+RpcCall AgentsService::run(const QString &id, const QString &prompt, const QJsonObject &options,
+                           QObject *context, Callback<QJsonObject> callback)
+{
+    QJsonObject params{{QStringLiteral("id"), id}, {QStringLiteral("prompt"), prompt}};
+    if (!options.isEmpty())
+        params.insert(QStringLiteral("options"), options);
+    CallOptions callOptions;
+    const qint64 timeout = qint64(options.value(QStringLiteral("timeout")).toDouble(300000));
+    callOptions.timeoutMs = int(std::min<qint64>(timeout, 3600000) + ExecGraceMs);
+    return callFor("run", params, context,
+                   Internal::typedCallback<QJsonObject>(
+                       std::move(callback), [](const QJsonValue &v) -> Result<QJsonObject> {
+                           if (!v.isObject())
+                               return Error{ErrorCode::InternalError,
+                                            QStringLiteral("malformed agents.run answer from "
+                                                           "server: expected an object"),
+                                            {}};
+                           return v.toObject();
+                       }),
+                   callOptions);
+}
+
+} // namespace Sandbox

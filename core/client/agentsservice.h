@@ -1,0 +1,27 @@
+#pragma once
+
+#include "sandboxmethods.h"
+
+namespace Sandbox {
+
+// `agents.*` (docs/protocol.md 4.1): coding-agent sandboxes. The exec and file methods come
+// from SandboxMethods. Not a QObject: a thin, copyable view over an ApiCaller (not owned).
+class AgentsService final : public SandboxMethods
+{
+public:
+    explicit AgentsService(ApiCaller *caller);
+
+    RpcCall create(const AgentCreateOptions &options, QObject *context,
+                   Callback<SandboxInfo> callback);
+    RpcCall get(const QString &id, QObject *context, Callback<SandboxInfo> callback);
+    RpcCall list(QObject *context, Callback<QList<SandboxInfo>> callback);
+    // Runs `git clone` in the sandbox (needs `network: true`); answers the clone's exec result.
+    RpcCall cloneRepo(const QString &id, const QString &url, const CloneOptions &options,
+                      QObject *context, Callback<ExecResult> callback);
+    // `agents.run`: the agent's answer as the server sent it
+    // ({success, result, stdout, sessionId, usage, costUsd, durationMs, exitCode}).
+    RpcCall run(const QString &id, const QString &prompt, const QJsonObject &options,
+                QObject *context, Callback<QJsonObject> callback);
+};
+
+} // namespace Sandbox

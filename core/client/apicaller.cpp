@@ -1,0 +1,7 @@
+#include "apicaller.h"
+
+namespace Sandbox {
+
+ApiCaller::~ApiCaller() = default;
+
+} // namespace Sandbox

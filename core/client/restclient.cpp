@@ -1,0 +1,318 @@
+#include "restclient.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLoggingCategory>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QNetworkRequest>
+#include <QPointer>
+#include <QTimer>
+
+Q_LOGGING_CATEGORY(lcRest, "sandbox.core.rest", QtWarningMsg)
+
+namespace Sandbox {
+
+namespace {
+
+struct RequestState
+{
+    QPointer<QObject> context;
+    bool hasContext = false;
+    bool cancelled = false;
+    bool timedOut = false;
+    bool tooLarge = false;
+};
+
+Result<QJsonValue> parseJsonBody(const QByteArray &body)
+{
+    if (body.trimmed().isEmpty())
+        return QJsonValue(QJsonValue::Null);
+    QJsonParseError err;
+    // Wrapped so that a scalar body parses too.
+    const QJsonDocument doc = QJsonDocument::fromJson("[" + body + "]", &err);
+    if (err.error != QJsonParseError::NoError || doc.array().size() != 1)
+        return Error{ErrorCode::InternalError,
+                     QStringLiteral("malformed answer from server: not JSON (%1)")
+                         .arg(err.errorString()),
+                     {}};
+    return doc.array().first();
+}
+
+Error errorFromBody(int status, const QByteArray &body)
+{
+    const QJsonObject o = QJsonDocument::fromJson(body).object();
+    const QJsonValue error = o.value(QStringLiteral("error"));
+    if (error.isObject() && error.toObject().value(QStringLiteral("code")).isDouble())
+        return Error::fromJson(error);
+    return Error{errorCodeForHttpStatus(status), QStringLiteral("HTTP status %1").arg(status), {}};
+}
+
+QString segment(const QJsonObject &params, const char *key)
+{
+    return QString::fromLatin1(
+        QUrl::toPercentEncoding(params.value(QLatin1StringView(key)).toString()));
+}
+
+QString boolText(const QJsonObject &params, const char *key)
+{
+    return params.value(QLatin1StringView(key)).toBool() ? QStringLiteral("1")
+                                                          : QStringLiteral("0");
+}
+
+} // namespace
+
+RestClient::RestClient(const QUrl &baseUrl, const QString &apiKey, QObject *parent)
+    : QObject(parent), m_network(new QNetworkAccessManager(this)), m_baseUrl(baseUrl),
+      m_apiKey(apiKey)
+{}
+
+RestClient::~RestClient() = default;
+
+RpcCall RestClient::send(const QByteArray &verb, const QString &path, const QUrlQuery &query,
+                         const QByteArray &body, const QByteArray &contentType, bool withKey,
+                         QObject *context, RawHandler handler, CallOptions options)
+{
+    // `path` is already percent-encoded (ids are escaped segment by segment).
+    QByteArray encoded = m_baseUrl.adjusted(QUrl::RemoveQuery | QUrl::RemoveFragment
+                                            | QUrl::StripTrailingSlash)
+                             .toEncoded();
+    encoded += path.toUtf8();
+    QUrl url = QUrl::fromEncoded(encoded, QUrl::StrictMode);
+    url.setQuery(query);
+
+    QNetworkRequest request(url);
+    if (withKey && !m_apiKey.isEmpty())
+        request.setRawHeader("Authorization", "Bearer " + m_apiKey.toUtf8());
+    if (!contentType.isEmpty())
+        request.setHeader(QNetworkRequest::ContentTypeHeader, contentType);
+    request.setRawHeader("Accept", "application/json");
+
+    QNetworkReply *reply = body.isNull() && verb != "POST" && verb != "PUT"
+                               ? m_network->sendCustomRequest(request, verb)
+                               : m_network->sendCustomRequest(request, verb, body);
+    auto state = std::make_shared<RequestState>();
+    state->context = context;
+    state->hasContext = context != nullptr;
+
+    auto callState = std::make_shared<Internal::CallState>();
+    callState->cancel = [state, guard = QPointer<QNetworkReply>(reply)] {
+        state->cancelled = true;
+        if (guard)
+            guard->abort();
+    };
+
+    if (context) {
+        connect(context, &QObject::destroyed, reply, [state, reply] {
+            state->cancelled = true;
+            reply->abort();
+        });
+    }
+    const int timeoutMs = options.timeoutMs < 0 ? m_defaultTimeoutMs : options.timeoutMs;
+    if (timeoutMs > 0) {
+        QTimer::singleShot(timeoutMs, reply, [state, reply] {
+            state->timedOut = true;
+            reply->abort();
+        });
+    }
+    connect(reply, &QNetworkReply::downloadProgress, reply, [state, reply](qint64 received, qint64) {
+        if (received > MaxResponseBytes && !state->tooLarge) {
+            state->tooLarge = true;
+            reply->abort();
+        }
+    });
+    connect(reply, &QNetworkReply::finished, this,
+            [state, callState, reply, handler = std::move(handler), verb, url] {
+                reply->deleteLater();
+                callState->finished = true;
+                callState->cancel = nullptr;
+                if (state->cancelled || (state->hasContext && !state->context))
+                    return;
+                const int status =
+                    reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+                if (state->timedOut) {
+                    handler(Error{ErrorCode::Timeout,
+                                  QStringLiteral("no answer from the server in time"), {}});
+                    return;
+                }
+                if (state->tooLarge) {
+                    handler(Error{ErrorCode::PayloadTooLarge,
+                                  QStringLiteral("the answer is over %1 bytes").arg(MaxResponseBytes),
+                                  {}});
+                    return;
+                }
+                if (status == 0) {
+                    qCInfo(lcRest) << verb << url.toDisplayString() << "failed:"
+                                   << reply->errorString();
+                    handler(Error{ErrorCode::ConnectionError, reply->errorString(), {}});
+                    return;
+                }
+                const QByteArray body = reply->readAll();
+                if (status >= 400) {
+                    handler(errorFromBody(status, body));
+                    return;
+                }
+                handler(body);
+            });
+    return RpcCall(callState);
+}
+
+RpcCall RestClient::request(const QByteArray &verb, const QString &path, const QUrlQuery &query,
+                            const QJsonValue &body, QObject *context, JsonCallback callback,
+                            CallOptions options)
+{
+    QByteArray payload;
+    QByteArray contentType;
+    if (!body.isUndefined()) {
+        payload = QJsonDocument(QJsonArray{body}).toJson(QJsonDocument::Compact);
+        payload = payload.mid(1, payload.size() - 2); // the value without the wrapping array
+        contentType = "application/json";
+    }
+    return send(verb, path, query, payload, contentType, true, context,
+                [callback = std::move(callback)](Result<QByteArray> r) {
+                    if (!r)
+                        callback(r.error());
+                    else
+                        callback(parseJsonBody(r.value()));
+                },
+                options);
+}
+
+RpcCall RestClient::requestRaw(const QByteArray &verb, const QString &path,
+                               const QUrlQuery &query, const QByteArray &body,
+                               const QByteArray &contentType, QObject *context,
+                               Callback<QByteArray> callback, CallOptions options)
+{
+    return send(verb, path, query, body, contentType, true, context, std::move(callback), options);
+}
+
+RpcCall RestClient::health(QObject *context, JsonCallback callback, CallOptions options)
+{
+    return send("GET", QStringLiteral("/health"), {}, QByteArray(), QByteArray(), false, context,
+                [callback = std::move(callback)](Result<QByteArray> r) {
+                    if (!r)
+                        callback(r.error());
+                    else
+                        callback(parseJsonBody(r.value()));
+                },
+                options);
+}
+
+RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObject *context,
+                         JsonCallback callback, CallOptions options)
+{
+    const int dot = method.indexOf(u'.');
+    const QString area = method.left(dot);
+    const QString name = method.mid(dot + 1);
+    const QString id = segment(params, "id");
+    QJsonObject body = params;
+    body.remove(QStringLiteral("id"));
+    auto json = [&](const char *verb, const QString &path, const QJsonValue &payload = {},
+                    const QUrlQuery &query = {}) {
+        return request(QByteArray(verb), path, query, payload, context, std::move(callback),
+                       options);
+    };
+    auto pathQuery = [&](bool withRecursive) {
+        QUrlQuery q;
+        // Encoded here: QUrlQuery leaves '&', '=' and '+' in a value as they are.
+        q.addQueryItem(QStringLiteral("path"),
+                       QString::fromLatin1(QUrl::toPercentEncoding(
+                           params.value(QStringLiteral("path")).toString())));
+        if (withRecursive)
+            q.addQueryItem(QStringLiteral("recursive"), boolText(params, "recursive"));
+        return q;
+    };
+
+    if (area == QStringLiteral("agents") || area == QStringLiteral("databases")) {
+        const QString base = QStringLiteral("/api/") + area;
+        const QString one = base + u'/' + id;
+        if (name == QStringLiteral("list"))
+            return json("GET", base);
+        if (name == QStringLiteral("create"))
+            return json("POST", base, params);
+        if (name == QStringLiteral("get"))
+            return json("GET", one);
+        if (name == QStringLiteral("delete"))
+            return json("DELETE", one);
+        if (area == QStringLiteral("agents")) {
+            if (name == QStringLiteral("stop") || name == QStringLiteral("start"))
+                return json("POST", one + u'/' + name);
+            if (name == QStringLiteral("run") || name == QStringLiteral("exec"))
+                return json("POST", one + u'/' + name, body);
+            if (name == QStringLiteral("listFiles"))
+                return json("GET", one + QStringLiteral("/files"), {}, pathQuery(true));
+            if (name == QStringLiteral("deleteFile"))
+                return json("DELETE", one + QStringLiteral("/files"), {}, pathQuery(true));
+            if (name == QStringLiteral("stat"))
+                return json("GET", one + QStringLiteral("/files/stat"), {}, pathQuery(false));
+            if (name == QStringLiteral("mkdir"))
+                return json("POST", one + QStringLiteral("/files/mkdir"), body);
+            if (name == QStringLiteral("rename"))
+                return json("POST", one + QStringLiteral("/files/rename"), body);
+            if (name == QStringLiteral("readFile")) {
+                const QString path = params.value(QStringLiteral("path")).toString();
+                return requestRaw(
+                    "GET", one + QStringLiteral("/files/content"), pathQuery(false), QByteArray(),
+                    QByteArray(), context,
+                    [callback = std::move(callback), path](Result<QByteArray> r) {
+                        if (!r) {
+                            callback(r.error());
+                            return;
+                        }
+                        callback(QJsonValue(QJsonObject{
+                            {QStringLiteral("path"), path},
+                            {QStringLiteral("content"), QString::fromLatin1(r->toBase64())},
+                            {QStringLiteral("encoding"), QStringLiteral("base64")},
+                            {QStringLiteral("size"), double(r->size())},
+                            {QStringLiteral("truncated"), false}}));
+                    },
+                    options);
+            }
+            if (name == QStringLiteral("writeFile")) {
+                const QString content = params.value(QStringLiteral("content")).toString();
+                QByteArray bytes = content.toUtf8();
+                if (params.value(QStringLiteral("encoding")).toString() == QStringLiteral("base64"))
+                    bytes = QByteArray::fromBase64(content.toLatin1());
+                return send("PUT", one + QStringLiteral("/files/content"), pathQuery(false),
+                            bytes, "application/octet-stream", true, context,
+                            [callback = std::move(callback)](Result<QByteArray> r) {
+                                if (!r)
+                                    callback(r.error());
+                                else
+                                    callback(parseJsonBody(r.value()));
+                            },
+                            options);
+            }
+        } else {
+            if (name == QStringLiteral("query") || name == QStringLiteral("execute"))
+                return json("POST", one + u'/' + name, body);
+        }
+    } else if (area == QStringLiteral("sessions")) {
+        if (name == QStringLiteral("current") || name == QStringLiteral("quota"))
+            return json("GET", QStringLiteral("/api/sessions/") + name);
+    } else if (area == QStringLiteral("keys")) {
+        if (name == QStringLiteral("list"))
+            return json("GET", QStringLiteral("/api/keys"));
+        if (name == QStringLiteral("create"))
+            return json("POST", QStringLiteral("/api/keys"), params);
+        if (name == QStringLiteral("revoke"))
+            return json("DELETE", QStringLiteral("/api/keys/") + id);
+    }
+
+    // No route: fail like any other call, asynchronously.
+    auto callState = std::make_shared<Internal::CallState>();
+    callState->cancel = [] {};
+    QTimer::singleShot(0, this, [callState, context = QPointer<QObject>(context),
+                                 hasContext = context != nullptr, callback = std::move(callback),
+                                 method] {
+        if (callState->finished || (hasContext && !context))
+            return;
+        callState->finished = true;
+        callback(Error{ErrorCode::NotImplemented,
+                       QStringLiteral("%1 has no REST route; use the WebSocket").arg(method), {}});
+    });
+    return RpcCall(callState);
+}
+
+} // namespace Sandbox

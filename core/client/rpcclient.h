@@ -1,0 +1,182 @@
+#pragma once
+
+#include "apicaller.h"
+#include "execstream.h"
+
+#include <protocol/jsonrpc.h>
+
+#include <QElapsedTimer>
+#include <QHash>
+#include <QJsonObject>
+#include <QObject>
+#include <QPointer>
+#include <QSet>
+#include <QTimer>
+
+#include <deque>
+#include <map>
+#include <memory>
+
+namespace Sandbox {
+
+class Transport;
+
+// A JSON-RPC 2.0 client over a Transport (docs/protocol.md 2), with automatic reconnects and
+// streams that survive them.
+//
+// Requests: call() returns an RpcCall handle; the callback runs exactly once unless cancelled.
+// While the client is Connecting or Reconnecting, new requests wait in a queue of at most
+// MaxQueuedRequests and go out, in order, once connected; when the queue is full, or the client
+// is Disconnected or Unauthorized, they fail at once (asynchronously) with ConnectionError (or
+// Unauthorized). Requests already sent when the connection drops fail with ConnectionError —
+// except the ones that started a stream whose id is known: those streams are resumed.
+//
+// Reconnects: exponential backoff from ReconnectPolicy::initialDelayMs, doubling up to
+// maxDelayMs, plus up to `jitter` of random extra; the backoff restarts after a connection that
+// received a message or lasted 5 s. Close code 4401 (or HTTP 401 on the upgrade) ends in
+// Unauthorized: no more attempts until open() is called again.
+class RpcClient final : public QObject, public ApiCaller
+{
+    Q_OBJECT
+
+public:
+    enum class State {
+        Disconnected, // not started, closed by close(), or out of attempts
+        Connecting,   // an attempt is under way
+        Connected,
+        Reconnecting, // waiting for the next attempt: see msUntilReconnect()
+        Unauthorized, // the server refused the key; no retry
+    };
+    Q_ENUM(State)
+
+    struct ReconnectPolicy
+    {
+        int initialDelayMs = 250;
+        int maxDelayMs = 30000;
+        double jitter = 0.2; // up to 20 % added at random
+        // Give up (Disconnected) after this many failed attempts in a row — a connection that
+        // drops before it received anything counts as one; 0: never give up.
+        int maxAttempts = 0;
+    };
+
+    static constexpr int MaxQueuedRequests = 256;
+    static constexpr int DefaultTimeoutMs = 120000;
+
+    // Takes ownership of `transport`.
+    explicit RpcClient(Transport *transport, QObject *parent = nullptr);
+    ~RpcClient() override;
+
+    Transport *transport() const { return m_transport; }
+
+    // Starts connecting (and reconnecting after drops) until close().
+    void open();
+    // Closes the connection: pending and queued requests fail with ConnectionError, open streams
+    // fail too, and no reconnect follows.
+    void close();
+
+    State state() const { return m_state; }
+    // Milliseconds until the next attempt while Reconnecting, else -1.
+    int msUntilReconnect() const;
+
+    void setReconnectPolicy(const ReconnectPolicy &policy) { m_policy = policy; }
+    ReconnectPolicy reconnectPolicy() const { return m_policy; }
+    // Used for CallOptions{timeoutMs = -1}; 0 disables the timeout. Default DefaultTimeoutMs.
+    void setDefaultTimeout(int ms) { m_defaultTimeoutMs = ms; }
+    int defaultTimeout() const { return m_defaultTimeoutMs; }
+
+    RpcCall call(const QString &method, const QJsonObject &params, QObject *context,
+                 JsonCallback callback, CallOptions options = {}) override;
+    RpcClient *streamClient() override { return this; }
+
+    // Sends a notification if connected; returns false (and sends nothing) otherwise.
+    bool notify(const QString &method, const QJsonObject &params);
+
+    // Sends a request that starts a stream (e.g. agents.exec with options.stream = true) and
+    // returns the object that follows it, owned by `parent`. The request has no timeout.
+    ExecStream *startStream(const QString &method, const QJsonObject &params, QObject *parent);
+
+    int pendingCount() const { return int(m_pending.size()); }
+    int queuedCount() const { return int(m_queue.size()); }
+    int openStreamCount() const { return int(m_streams.size()); }
+
+Q_SIGNALS:
+    void stateChanged(Sandbox::RpcClient::State state);
+    // Entering Reconnecting: the next attempt is in `msUntilNextAttempt` ms.
+    void reconnectScheduled(int msUntilNextAttempt);
+    // A server notification that is not part of a stream this client follows.
+    void notification(const QString &method, const QJsonObject &params);
+    // The server sent something malformed (not JSON, wrong version, an unknown id, a binary
+    // frame, ...). It was ignored (a request it named fails); the connection goes on.
+    void protocolError(const Sandbox::Error &error);
+
+private:
+    friend class ExecStream;
+
+    struct Pending
+    {
+        QByteArray message; // until sent
+        QPointer<QObject> context;
+        bool hasContext = false;
+        JsonCallback callback;
+        std::shared_ptr<Internal::CallState> state;
+        QMetaObject::Connection contextGuard;
+        qint64 deadline = -1; // on m_clock, -1 for none
+        bool sent = false;
+        QPointer<ExecStream> stream; // set for the request that starts a stream
+    };
+    enum class TellServer { No, Yes };
+
+    qint64 enqueue(const QString &method, const QJsonObject &params, QObject *context,
+                   JsonCallback callback, int timeoutMs, std::shared_ptr<Internal::CallState> state);
+    void submit(qint64 id);
+    bool sendNow(qint64 id);
+    void failSoon(qint64 id, const Error &error);
+    void complete(qint64 id, Result<QJsonValue> result, TellServer tell = TellServer::No);
+    void cancelRequest(qint64 id);
+    void rememberCancelled(qint64 id);
+    void armTimeoutTimer();
+    void onTimeoutTimer();
+
+    void setState(State state);
+    void onOpened();
+    void onClosed(int closeCode, const QString &reason);
+    void onText(const QByteArray &text);
+    void handleMessage(const JsonRpc::Message &message);
+    void reportProtocolError(const Error &error);
+    void scheduleReconnect();
+    void attempt();
+    void failAll(const Error &error, bool includingQueued);
+
+    void handleStreamNotification(const QString &method, const QJsonObject &params);
+    void handleStreamResponse(ExecStream *stream, const Result<QJsonValue> &result);
+    void bindStream(ExecStream *stream, const QString &streamId);
+    void resumeStream(ExecStream *stream);
+    void endStream(ExecStream *stream, const QJsonValue &result);
+    void failStream(ExecStream *stream, const Error &error);
+    void cancelStream(ExecStream *stream);
+    void forgetStream(ExecStream *stream);
+
+    Transport *m_transport; // owned (child)
+    State m_state = State::Disconnected;
+    bool m_wantOpen = false;
+    ReconnectPolicy m_policy;
+    int m_defaultTimeoutMs = DefaultTimeoutMs;
+    int m_failedAttempts = 0;
+    QTimer m_reconnectTimer;
+    QElapsedTimer m_connectionAge;
+    bool m_gotMessage = false;
+
+    qint64 m_nextId = 1; // never reused, also across reconnects
+    std::map<qint64, Pending> m_pending;
+    std::deque<qint64> m_queue; // ids not sent yet, in order
+    std::multimap<qint64, qint64> m_deadlines; // deadline -> id
+    QElapsedTimer m_clock;
+    QTimer m_timeoutTimer;
+    QSet<qint64> m_cancelled; // recently cancelled ids: their late answers are not errors
+    std::deque<qint64> m_cancelledOrder;
+
+    QHash<QString, ExecStream *> m_streams; // by stream id; entries removed when done/destroyed
+    QSet<ExecStream *> m_unboundStreams;    // started, id not known yet
+};
+
+} // namespace Sandbox

@@ -1,0 +1,105 @@
+// A kill -9 of sandboxd loses nothing: the registry stays consistent, no sandbox process is left
+// behind, and every sandbox comes back (asleep) with its /workspace intact.
+#include "engineprocess.h"
+#include "testclient.h"
+
+#include <QDir>
+#include <QJsonArray>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+namespace {
+
+// Host processes still running as a uid (the sandbox's).
+int processesOfUid(uint uid)
+{
+    int n = 0;
+    const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString &e : entries) {
+        bool isPid = false;
+        e.toInt(&isPid);
+        if (!isPid)
+            continue;
+        QFile status(QStringLiteral("/proc/%1/status").arg(e));
+        if (!status.open(QIODevice::ReadOnly))
+            continue;
+        for (const QByteArray &line : status.readAll().split('\n')) {
+            if (line.startsWith("Uid:")) {
+                const QList<QByteArray> f = line.simplified().split(' ');
+                if (f.size() > 1 && f[1].toUInt() == uid)
+                    ++n;
+            }
+        }
+    }
+    return n;
+}
+
+} // namespace
+
+class tst_EngineRestart : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void kill9LosesNothing_data();
+    void kill9LosesNothing();
+};
+
+void tst_EngineRestart::kill9LosesNothing_data()
+{
+    QTest::addColumn<bool>("crash");
+    QTest::newRow("kill -9") << true;
+    QTest::newRow("SIGTERM") << false;
+}
+
+void tst_EngineRestart::kill9LosesNothing()
+{
+    QFETCH(bool, crash);
+    QTemporaryDir dir;
+    EngineProcess engine;
+    // Its own uid range, so that sandboxes of engines in other tests are not counted.
+    const QStringList args{QStringLiteral("--uid-base"), QStringLiteral("450000")};
+    QVERIFY2(engine.start(args, dir.path()), qPrintable(engine.log()));
+    const QString key = engine.key();
+
+    QString id;
+    uint uid = 0;
+    {
+        RpcTestClient rpc;
+        QVERIFY(rpc.open(engine.wsUrl(), key));
+        id = rpc.result(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("opencode")}}).value(QStringLiteral("id")).toString();
+        QVERIFY(!id.isEmpty());
+        const QJsonObject r = rpc.result(QStringLiteral("agents.exec"),
+                                         {{QStringLiteral("id"), id},
+                                          {QStringLiteral("command"), QStringLiteral("echo precious > data.txt; sleep 1000 > /dev/null 2>&1 & id -u")}});
+        uid = r.value(QStringLiteral("stdout")).toString().trimmed().toUInt();
+        QVERIFY(uid > 0);
+        if (::geteuid() == 0)
+            QVERIFY(processesOfUid(uid) > 0);
+    }
+
+    if (crash)
+        engine.kill9();
+    else
+        engine.terminate();
+
+    // Nothing of the sandbox outlives its engine.
+    if (::geteuid() == 0)
+        QTRY_COMPARE_WITH_TIMEOUT(processesOfUid(uid), 0, 10000);
+
+    EngineProcess again;
+    QVERIFY2(again.start(args, dir.path()), qPrintable(again.log()));
+    QCOMPARE(again.key(), key); // the key file and the key registry survived
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(again.wsUrl(), key));
+    const QJsonObject info = rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}});
+    QCOMPARE(info.value(QStringLiteral("status")).toString(), QStringLiteral("sleeping"));
+    const QJsonObject r = rpc.result(QStringLiteral("agents.exec"), {{QStringLiteral("id"), id}, {QStringLiteral("command"), QStringLiteral("cat data.txt")}});
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("precious\n"));
+    QCOMPARE(rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}}).value(QStringLiteral("status")).toString(),
+             QStringLiteral("running"));
+}
+
+QTEST_GUILESS_MAIN(tst_EngineRestart)
+#include "tst_enginerestart.moc"

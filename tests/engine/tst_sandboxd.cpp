@@ -1,0 +1,467 @@
+// sandboxd with real bubblewrap sandboxes: exec, streams, files, isolation, limits, keys.
+#include "engineprocess.h"
+#include "testclient.h"
+
+#include <QCryptographicHash>
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTest>
+
+#include <unistd.h>
+
+class tst_Sandboxd : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+
+    void execArgvAndShell_data();
+    void execArgvAndShell();
+    void execStdinAndLargeOutput();
+    void outputCapTruncates();
+    void stateAndBackgroundProcessesPersist();
+    void timeoutKillsTheWholeTree();
+    void cancelKillsTheCommand();
+    void streamResumesAfterReconnect();
+    void streamGapIsReported();
+    void binaryFilesRoundTrip();
+    void fileOperations();
+    void pathEscapesAreRefused_data();
+    void pathEscapesAreRefused();
+    void cwdEscapeIsRefused();
+    void isolation_data();
+    void isolation();
+    void forkBombIsContained();
+    void memoryHogIsKilled();
+    void anotherKeySeesNothing();
+    void quotaIsEnforced();
+    void idleSandboxSleepsAndWakes();
+    void restFileContent();
+
+private:
+    QString createAgent(const QJsonObject &extra = {});
+    QJsonObject exec(const QString &id, const QJsonValue &command, const QJsonObject &options = {});
+
+    EngineProcess m_engine;
+    RpcTestClient m_rpc;
+    QString m_id; // a shared sandbox for the read-only checks
+};
+
+QString tst_Sandboxd::createAgent(const QJsonObject &extra)
+{
+    QJsonObject params{{QStringLiteral("type"), QStringLiteral("claude-code")}, {QStringLiteral("size"), QStringLiteral("basic")}};
+    for (auto it = extra.begin(); it != extra.end(); ++it)
+        params.insert(it.key(), it.value());
+    const QJsonObject r = m_rpc.result(QStringLiteral("agents.create"), params);
+    return r.value(QStringLiteral("id")).toString();
+}
+
+QJsonObject tst_Sandboxd::exec(const QString &id, const QJsonValue &command, const QJsonObject &options)
+{
+    return m_rpc.result(QStringLiteral("agents.exec"),
+                        {{QStringLiteral("id"), id}, {QStringLiteral("command"), command}, {QStringLiteral("options"), options}});
+}
+
+void tst_Sandboxd::initTestCase()
+{
+    QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("6")}), qPrintable(m_engine.log()));
+    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+    m_id = createAgent();
+    QVERIFY2(!m_id.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+}
+
+void tst_Sandboxd::cleanupTestCase()
+{
+    m_engine.terminate();
+}
+
+void tst_Sandboxd::execArgvAndShell_data()
+{
+    QTest::addColumn<QJsonValue>("command");
+    QTest::addColumn<QJsonObject>("options");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QString>("stdout");
+    QTest::addColumn<QString>("stderr");
+
+    QTest::newRow("shell with pipes") << QJsonValue(QStringLiteral("printf 'b\\na\\n' | sort")) << QJsonObject() << 0
+                                      << QStringLiteral("a\nb\n") << QString();
+    QTest::newRow("argv is not split or expanded")
+        << QJsonValue(QJsonArray{QStringLiteral("echo"), QStringLiteral("$HOME;"), QStringLiteral("a  b")}) << QJsonObject() << 0
+        << QStringLiteral("$HOME; a  b\n") << QString();
+    QTest::newRow("exit code and stderr") << QJsonValue(QStringLiteral("echo no >&2; exit 42")) << QJsonObject() << 42
+                                          << QString() << QStringLiteral("no\n");
+    QTest::newRow("killed by a signal is 128+N") << QJsonValue(QStringLiteral("kill -TERM $$")) << QJsonObject() << 143
+                                                 << QString() << QString();
+    QTest::newRow("env and cwd") << QJsonValue(QStringLiteral("mkdir -p d && cd d && pwd && echo $FOO"))
+                                 << QJsonObject{{QStringLiteral("env"), QJsonObject{{QStringLiteral("FOO"), QStringLiteral("bar baz")}}}}
+                                 << 0 << QStringLiteral("/workspace/d\nbar baz\n") << QString();
+    QTest::newRow("cwd option") << QJsonValue(QStringLiteral("pwd"))
+                                << QJsonObject{{QStringLiteral("cwd"), QStringLiteral("/workspace/d")}} << 0
+                                << QStringLiteral("/workspace/d\n") << QString();
+    QTest::newRow("missing program is 127") << QJsonValue(QJsonArray{QStringLiteral("no-such-program-x")}) << QJsonObject() << 127
+                                            << QString() << QStringLiteral("*");
+    QTest::newRow("home, user and hostname") << QJsonValue(QStringLiteral("echo $HOME $(whoami) $(hostname | cut -c1-3)"))
+                                             << QJsonObject() << 0 << QStringLiteral("/workspace sandbox sb_\n") << QString();
+}
+
+void tst_Sandboxd::execArgvAndShell()
+{
+    QFETCH(QJsonValue, command);
+    QFETCH(QJsonObject, options);
+    QFETCH(int, exitCode);
+    QFETCH(QString, stdout);
+    QFETCH(QString, stderr);
+    const QJsonObject r = exec(m_id, command, options);
+    QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(-1), exitCode);
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), stdout);
+    if (stderr == QLatin1String("*"))
+        QVERIFY(!r.value(QStringLiteral("stderr")).toString().isEmpty());
+    else
+        QCOMPARE(r.value(QStringLiteral("stderr")).toString(), stderr);
+    QVERIFY(r.value(QStringLiteral("durationMs")).isDouble());
+}
+
+void tst_Sandboxd::execStdinAndLargeOutput()
+{
+    const QJsonObject r = exec(m_id, QStringLiteral("tr a-z A-Z"), {{QStringLiteral("stdin"), QStringLiteral("hello stdin")}});
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("HELLO STDIN"));
+    // 200,000 numbered lines arrive complete and in order.
+    const QJsonObject big = exec(m_id, QStringLiteral("seq 1 200000"), {{QStringLiteral("maxOutputBytes"), 4 * 1024 * 1024}});
+    const QStringList lines = big.value(QStringLiteral("stdout")).toString().split(u'\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 200000);
+    QCOMPARE(lines.first(), QStringLiteral("1"));
+    QCOMPARE(lines.last(), QStringLiteral("200000"));
+    QCOMPARE(big.value(QStringLiteral("truncated")).toBool(), false);
+}
+
+void tst_Sandboxd::outputCapTruncates()
+{
+    const QJsonObject r = exec(m_id, QStringLiteral("head -c 100000 /dev/zero | tr '\\0' x"), {{QStringLiteral("maxOutputBytes"), 1000}});
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString().size(), 1000);
+    QCOMPARE(r.value(QStringLiteral("truncated")).toBool(), true);
+    QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(-1), 0);
+}
+
+void tst_Sandboxd::stateAndBackgroundProcessesPersist()
+{
+    exec(m_id, QStringLiteral("echo kept > state.txt; (sleep 60 & echo $! > bg.pid)"));
+    const QJsonObject r = exec(m_id, QStringLiteral("cat state.txt; kill -0 $(cat bg.pid) && echo alive"));
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("kept\nalive\n"));
+    exec(m_id, QStringLiteral("kill $(cat bg.pid)"));
+}
+
+void tst_Sandboxd::timeoutKillsTheWholeTree()
+{
+    QElapsedTimer t;
+    t.start();
+    // A grandchild that leaves the session and a double-forked orphan: both must die.
+    const QJsonObject r = exec(m_id,
+                               QStringLiteral("setsid sh -c 'echo $$ > gc.pid; exec sleep 300' & "
+                                              "sh -c '(sleep 301 & echo $! > orphan.pid) &' ; sleep 302"),
+                               {{QStringLiteral("timeout"), 700}});
+    QCOMPARE(r.value(QStringLiteral("timedOut")).toBool(), true);
+    QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(), 137);
+    QVERIFY(t.elapsed() < 30000);
+    const QJsonObject check = exec(m_id, QStringLiteral("for f in gc.pid orphan.pid; do kill -0 $(cat $f) 2>/dev/null && echo \"$f alive\"; done; "
+                                                        "ps -eo args | grep -c '^sleep 30[0-2]' || true"));
+    QCOMPARE(check.value(QStringLiteral("stdout")).toString(), QStringLiteral("0\n"));
+}
+
+void tst_Sandboxd::cancelKillsTheCommand()
+{
+    const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                              {QStringLiteral("id"), QStringLiteral("long")},
+                              {QStringLiteral("method"), QStringLiteral("agents.exec")},
+                              {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), m_id},
+                                                                     {QStringLiteral("command"), QStringLiteral("echo $$ > cancel.pid; sleep 300")}}}};
+    m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    QTest::qWait(300);
+    const QJsonObject cancelled = m_rpc.call(QStringLiteral("rpc.cancel"), {{QStringLiteral("id"), QStringLiteral("long")}});
+    QCOMPARE(cancelled.value(QStringLiteral("result")).toObject().value(QStringLiteral("cancelled")).toBool(), true);
+    // The cancelled request answers -32012.
+    bool sawCancelled = false;
+    for (const QJsonValue &m : std::as_const(m_rpc.messages)) {
+        if (m.toObject().value(QStringLiteral("id")) == QJsonValue(QStringLiteral("long")))
+            sawCancelled = m.toObject().value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt() == -32012;
+    }
+    QVERIFY(sawCancelled);
+    QTRY_COMPARE_WITH_TIMEOUT(exec(m_id, QStringLiteral("kill -0 $(cat cancel.pid) 2>/dev/null && echo alive || echo gone"))
+                                  .value(QStringLiteral("stdout")).toString(),
+                              QStringLiteral("gone\n"), 10000);
+}
+
+void tst_Sandboxd::streamResumesAfterReconnect()
+{
+    RpcTestClient first;
+    QVERIFY(first.open(m_engine.wsUrl(), m_engine.key()));
+    const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                              {QStringLiteral("id"), 1},
+                              {QStringLiteral("method"), QStringLiteral("agents.exec")},
+                              {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), m_id},
+                                                                     {QStringLiteral("command"), QStringLiteral("for i in $(seq 1 40); do echo line$i; sleep 0.05; done")},
+                                                                     {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}}}};
+    first.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    QTRY_VERIFY_WITH_TIMEOUT(first.notifications.size() >= 5, 10000);
+    // Drop the connection mid-stream, remembering what arrived.
+    QString streamId;
+    qint64 lastSeq = 0;
+    QString seen;
+    for (const QJsonObject &n : std::as_const(first.notifications)) {
+        const QJsonObject p = n.value(QStringLiteral("params")).toObject();
+        streamId = p.value(QStringLiteral("streamId")).toString();
+        lastSeq = p.value(QStringLiteral("seq")).toInteger();
+        seen += p.value(QStringLiteral("data")).toString();
+    }
+    first.socket()->abort();
+    QTest::qWait(400); // output goes on meanwhile, into the backlog
+
+    RpcTestClient second;
+    QVERIFY(second.open(m_engine.wsUrl(), m_engine.key()));
+    const QJsonObject resumed = second.result(QStringLiteral("stream.resume"),
+                                              {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), lastSeq}});
+    QCOMPARE(resumed.value(QStringLiteral("after")).toInteger(), lastSeq);
+    QTRY_VERIFY_WITH_TIMEOUT(!second.notifications.isEmpty()
+                                 && second.notifications.last().value(QStringLiteral("method")) == QLatin1String("stream.end"),
+                             15000);
+    qint64 expectSeq = lastSeq + 1;
+    for (const QJsonObject &n : std::as_const(second.notifications)) {
+        const QJsonObject p = n.value(QStringLiteral("params")).toObject();
+        QCOMPARE(p.value(QStringLiteral("seq")).toInteger(), expectSeq++);
+        seen += p.value(QStringLiteral("data")).toString();
+    }
+    QStringList expected;
+    for (int i = 1; i <= 40; ++i)
+        expected << QStringLiteral("line%1").arg(i);
+    QCOMPARE(seen, expected.join(u'\n') + u'\n');
+    const QJsonObject end = second.notifications.last().value(QStringLiteral("params")).toObject();
+    QCOMPARE(end.value(QStringLiteral("result")).toObject().value(QStringLiteral("exitCode")).toInt(-1), 0);
+}
+
+void tst_Sandboxd::streamGapIsReported()
+{
+    // More chunks than the backlog holds (8192), with nobody listening: resuming from 0 is a gap.
+    RpcTestClient c;
+    QVERIFY(c.open(m_engine.wsUrl(), m_engine.key()));
+    const QJsonObject r = c.result(QStringLiteral("agents.exec"),
+                                   {{QStringLiteral("id"), m_id},
+                                    {QStringLiteral("command"), QStringLiteral("for i in $(seq 1 9000); do echo $i; done | while read l; do echo $l; sleep 0; done")},
+                                    {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}}, 120000);
+    const QString streamId = r.value(QStringLiteral("streamId")).toString();
+    QVERIFY(!streamId.isEmpty());
+    const QJsonObject answer = c.call(QStringLiteral("stream.resume"), {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), 0}});
+    const QJsonObject error = answer.value(QStringLiteral("error")).toObject();
+    if (error.isEmpty())
+        QSKIP("the output came in fewer chunks than the backlog holds");
+    QCOMPARE(error.value(QStringLiteral("code")).toInt(), -32009);
+    const qint64 first = error.value(QStringLiteral("data")).toObject().value(QStringLiteral("first")).toInteger();
+    QVERIFY(first > 1);
+    const QJsonObject again = c.result(QStringLiteral("stream.resume"), {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), first - 1}});
+    QCOMPARE(again.value(QStringLiteral("done")).toBool(), true);
+}
+
+void tst_Sandboxd::binaryFilesRoundTrip()
+{
+    QByteArray all;
+    for (int i = 0; i < 256 * 64; ++i)
+        all.append(char(i & 0xff));
+    const QJsonObject w = m_rpc.result(QStringLiteral("agents.writeFile"),
+                                       {{QStringLiteral("id"), m_id}, {QStringLiteral("path"), QStringLiteral("bin/all.bin")},
+                                        {QStringLiteral("content"), QString::fromLatin1(all.toBase64())},
+                                        {QStringLiteral("encoding"), QStringLiteral("base64")}, {QStringLiteral("parents"), true}});
+    QCOMPARE(w.value(QStringLiteral("size")).toInt(), all.size());
+    const QJsonObject r = m_rpc.result(QStringLiteral("agents.readFile"), {{QStringLiteral("id"), m_id}, {QStringLiteral("path"), QStringLiteral("/workspace/bin/all.bin")}});
+    QCOMPARE(r.value(QStringLiteral("encoding")).toString(), QStringLiteral("base64"));
+    QCOMPARE(QByteArray::fromBase64(r.value(QStringLiteral("content")).toString().toLatin1()), all);
+    const QJsonObject sum = exec(m_id, QStringLiteral("md5sum < bin/all.bin | cut -d' ' -f1"));
+    QCOMPARE(sum.value(QStringLiteral("stdout")).toString().trimmed(),
+             QString::fromLatin1(QCryptographicHash::hash(all, QCryptographicHash::Md5).toHex()));
+}
+
+void tst_Sandboxd::fileOperations()
+{
+    auto call = [&](const char *method, QJsonObject params) {
+        params.insert(QStringLiteral("id"), m_id);
+        return m_rpc.call(QLatin1String(method), params);
+    };
+    QVERIFY(call("agents.mkdir", {{QStringLiteral("path"), QStringLiteral("ops/a/b")}, {QStringLiteral("parents"), true}}).contains(QStringLiteral("result")));
+    QCOMPARE(call("agents.mkdir", {{QStringLiteral("path"), QStringLiteral("ops/a")}}).value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32008);
+    QVERIFY(call("agents.writeFile", {{QStringLiteral("path"), QStringLiteral("ops/a/b/f.txt")}, {QStringLiteral("content"), QStringLiteral("x")}}).contains(QStringLiteral("result")));
+    QVERIFY(call("agents.rename", {{QStringLiteral("from"), QStringLiteral("ops/a/b/f.txt")}, {QStringLiteral("to"), QStringLiteral("ops/g.txt")}}).contains(QStringLiteral("result")));
+    const QJsonObject st = call("agents.stat", {{QStringLiteral("path"), QStringLiteral("ops/g.txt")}}).value(QStringLiteral("result")).toObject();
+    QCOMPARE(st.value(QStringLiteral("type")).toString(), QStringLiteral("file"));
+    QCOMPARE(st.value(QStringLiteral("size")).toInt(), 1);
+    const QJsonObject notEmpty = call("agents.deleteFile", {{QStringLiteral("path"), QStringLiteral("ops")}});
+    QCOMPARE(notEmpty.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32013);
+    const QJsonArray recursive = call("agents.listFiles", {{QStringLiteral("path"), QStringLiteral("ops")}, {QStringLiteral("recursive"), true}})
+                                     .value(QStringLiteral("result")).toObject().value(QStringLiteral("entries")).toArray();
+    QCOMPARE(recursive.size(), 3); // a, a/b, g.txt
+    QVERIFY(call("agents.deleteFile", {{QStringLiteral("path"), QStringLiteral("ops")}, {QStringLiteral("recursive"), true}}).contains(QStringLiteral("result")));
+    QCOMPARE(call("agents.stat", {{QStringLiteral("path"), QStringLiteral("ops")}}).value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32002);
+    QCOMPARE(call("agents.deleteFile", {{QStringLiteral("path"), QStringLiteral("/workspace")}, {QStringLiteral("recursive"), true}})
+                 .value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32007);
+}
+
+void tst_Sandboxd::pathEscapesAreRefused_data()
+{
+    QTest::addColumn<QString>("method");
+    QTest::addColumn<QString>("path");
+    exec(m_id, QStringLiteral("ln -sfn /etc link-to-etc; ln -sfn .. link-up; ln -sfn /workspace/../etc/passwd link-passwd"));
+    for (const char *method : {"agents.readFile", "agents.writeFile", "agents.listFiles", "agents.stat", "agents.deleteFile", "agents.mkdir"}) {
+        const QString m = QLatin1String(method);
+        QTest::addRow("%s ../../etc/passwd", method) << m << QStringLiteral("../../etc/passwd");
+        QTest::addRow("%s /etc/passwd", method) << m << QStringLiteral("/etc/passwd");
+        QTest::addRow("%s a/../../x", method) << m << QStringLiteral("a/../../x");
+        QTest::addRow("%s through a symlink to /etc", method) << m << QStringLiteral("link-to-etc/passwd");
+        QTest::addRow("%s through a symlink to ..", method) << m << QStringLiteral("link-up/etc/hostname");
+    }
+    QTest::newRow("read a symlink that points out") << QStringLiteral("agents.readFile") << QStringLiteral("link-passwd");
+    QTest::newRow("write through a symlink that points out") << QStringLiteral("agents.writeFile") << QStringLiteral("link-passwd");
+}
+
+void tst_Sandboxd::pathEscapesAreRefused()
+{
+    QFETCH(QString, method);
+    QFETCH(QString, path);
+    QJsonObject params{{QStringLiteral("id"), m_id}, {QStringLiteral("path"), path}, {QStringLiteral("content"), QStringLiteral("pwned")}};
+    const QJsonObject answer = m_rpc.call(method, params);
+    QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32007);
+}
+
+void tst_Sandboxd::cwdEscapeIsRefused()
+{
+    const QJsonObject r = exec(m_id, QStringLiteral("pwd"), {{QStringLiteral("cwd"), QStringLiteral("/etc")}});
+    QVERIFY(r.value(QStringLiteral("exitCode")).toInt() != 0 || !m_rpc.lastError().isEmpty());
+}
+
+void tst_Sandboxd::isolation_data()
+{
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("host processes are invisible")
+        << QStringLiteral("ps -eo comm | grep -c -E '^(sandboxd|tst_sandboxd|systemd|init)$' || true") << QStringLiteral("0");
+    QTest::newRow("/usr is read-only") << QStringLiteral("touch /usr/x 2>/dev/null && echo writable || echo read-only") << QStringLiteral("read-only");
+    QTest::newRow("/etc is read-only") << QStringLiteral("touch /etc/x 2>/dev/null && echo writable || echo read-only") << QStringLiteral("read-only");
+    QTest::newRow("only loopback, no network") << QStringLiteral("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' \\n'") << QStringLiteral("lo");
+    QTest::newRow("the engine's port is unreachable")
+        << QStringLiteral("(exec 3<>/dev/tcp/127.0.0.1/%1) 2>/dev/null && echo reached || echo unreachable").arg(m_engine.url().port())
+        << QStringLiteral("unreachable");
+    QTest::newRow("no nested user namespaces") << QStringLiteral("unshare -U true 2>/dev/null && echo nested || echo refused") << QStringLiteral("refused");
+    QTest::newRow("no capabilities") << QStringLiteral("grep CapEff /proc/self/status | tr -d '\\t'") << QStringLiteral("CapEff:0000000000000000");
+    QTest::newRow("no new privileges") << QStringLiteral("grep NoNewPrivs /proc/self/status | tr -d '\\t'") << QStringLiteral("NoNewPrivs:1");
+    QTest::newRow("unprivileged uid") << QStringLiteral("[ $(id -u) -ne 0 ] && echo unprivileged") << QStringLiteral("unprivileged");
+    QTest::newRow("private /tmp") << QStringLiteral("ls -A /tmp | wc -l") << QStringLiteral("0");
+    QTest::newRow("the engine's data dir is not there") << QStringLiteral("ls %1 2>/dev/null | wc -l").arg(m_engine.dataDir()) << QStringLiteral("0");
+}
+
+void tst_Sandboxd::isolation()
+{
+    QFETCH(QString, command);
+    QFETCH(QString, expected);
+    const QString id = QTest::currentDataTag() == QByteArray("private /tmp") ? createAgent() : m_id;
+    const QJsonObject r = exec(id, command);
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString().trimmed(), expected);
+}
+
+void tst_Sandboxd::forkBombIsContained()
+{
+    if (::geteuid() != 0)
+        QSKIP("cgroup limits need sandboxd to run as root");
+    const QString bomb = createAgent({{QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!bomb.isEmpty());
+    QElapsedTimer t;
+    t.start();
+    m_rpc.sendText(QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), QStringLiteral("bomb")},
+                                             {QStringLiteral("method"), QStringLiteral("agents.exec")},
+                                             {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), bomb},
+                                                                                    {QStringLiteral("command"), QStringLiteral("b(){ b|b& }; b; sleep 5")},
+                                                                                    {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 6000}}}}}})
+                       .toJson(QJsonDocument::Compact));
+    QTest::qWait(1500);
+    // Meanwhile the engine and another sandbox keep answering.
+    const QJsonObject other = exec(m_id, QStringLiteral("echo still here"));
+    QCOMPARE(other.value(QStringLiteral("stdout")).toString(), QStringLiteral("still here\n"));
+    QCOMPARE(httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/health"))), {}).status, 200);
+    const QJsonObject count = exec(bomb, QStringLiteral("ls /proc | grep -c '^[0-9]'"));
+    // pids.max of "lite" is 128: the bomb cannot pass it (and the exec may fail to fork at all).
+    QVERIFY(count.value(QStringLiteral("stdout")).toString().trimmed().toInt() <= 128);
+}
+
+void tst_Sandboxd::memoryHogIsKilled()
+{
+    if (::geteuid() != 0)
+        QSKIP("cgroup limits need sandboxd to run as root");
+    const QString hog = createAgent({{QStringLiteral("size"), QStringLiteral("lite")}}); // 256 MiB
+    // tail keeps an endless line in memory: it grows until the group's limit kills it.
+    const QJsonObject r = exec(hog, QStringLiteral("head -c 2000000000 /dev/zero | tail -n 1 >/dev/null; echo status=$?"),
+                               {{QStringLiteral("timeout"), 60000}});
+    QVERIFY2(r.value(QStringLiteral("stdout")).toString().contains(QStringLiteral("status=137")),
+             qPrintable(r.value(QStringLiteral("stdout")).toString()));
+    // The sandbox itself survives its hog.
+    QCOMPARE(exec(hog, QStringLiteral("echo ok")).value(QStringLiteral("stdout")).toString(), QStringLiteral("ok\n"));
+    const QJsonObject other = exec(m_id, QStringLiteral("echo fine"));
+    QCOMPARE(other.value(QStringLiteral("stdout")).toString(), QStringLiteral("fine\n"));
+}
+
+void tst_Sandboxd::anotherKeySeesNothing()
+{
+    const QJsonObject k = m_rpc.result(QStringLiteral("keys.create"), {{QStringLiteral("name"), QStringLiteral("intruder")}});
+    RpcTestClient other;
+    QVERIFY(other.open(m_engine.wsUrl(), k.value(QStringLiteral("key")).toString()));
+    QCOMPARE(other.result(QStringLiteral("agents.list"), {}).value(QStringLiteral("agents")).toArray().size(), 0);
+    for (const char *method : {"agents.get", "agents.exec", "agents.readFile", "agents.stop", "agents.delete", "sandbox.status"}) {
+        const QJsonObject a = other.call(QLatin1String(method), {{QStringLiteral("id"), m_id},
+                                                                {QStringLiteral("command"), QStringLiteral("true")},
+                                                                {QStringLiteral("path"), QStringLiteral("state.txt")}});
+        QCOMPARE(a.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32002);
+    }
+    // Revoking the key closes its connection.
+    m_rpc.result(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), k.value(QStringLiteral("id"))}});
+    QTRY_VERIFY_WITH_TIMEOUT(!other.isOpen(), 5000);
+    QCOMPARE(httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/api/agents"))), k.value(QStringLiteral("key")).toString()).status, 401);
+}
+
+void tst_Sandboxd::quotaIsEnforced()
+{
+    // --max-running 6: fill up to it, then one more is refused with -32003.
+    QStringList made;
+    for (int i = 0; i < 8; ++i) {
+        const QJsonObject answer = m_rpc.call(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("codex")}, {QStringLiteral("size"), QStringLiteral("lite")}});
+        if (answer.contains(QStringLiteral("error"))) {
+            QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32003);
+            const QJsonObject q = m_rpc.result(QStringLiteral("sessions.quota"), {});
+            QCOMPARE(q.value(QStringLiteral("running")).toObject().value(QStringLiteral("used")).toInt(), 6);
+            for (const QString &id : made)
+                m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+            return;
+        }
+        made.append(answer.value(QStringLiteral("result")).toObject().value(QStringLiteral("id")).toString());
+    }
+    QFAIL("the quota never applied");
+}
+
+void tst_Sandboxd::idleSandboxSleepsAndWakes()
+{
+    const QString id = createAgent({{QStringLiteral("sleepAfter"), 500}});
+    exec(id, QStringLiteral("echo survives > note.txt"));
+    QTRY_COMPARE_WITH_TIMEOUT(m_rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}}).value(QStringLiteral("status")).toString(),
+                              QStringLiteral("sleeping"), 10000);
+    const QJsonObject r = exec(id, QStringLiteral("cat note.txt"));
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("survives\n"));
+    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+}
+
+void tst_Sandboxd::restFileContent()
+{
+    QByteArray bytes("\x00\x01binary\xff", 9);
+    QUrl put = m_engine.url().resolved(QUrl(QStringLiteral("/api/agents/%1/files/content?path=rest/raw.bin&parents=1").arg(m_id)));
+    QCOMPARE(httpRequest("PUT", put, m_engine.key(), bytes, "application/octet-stream").status, 200);
+    const HttpAnswer got = httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/api/agents/%1/files/content?path=rest/raw.bin").arg(m_id))), m_engine.key());
+    QCOMPARE(got.status, 200);
+    QCOMPARE(got.body, bytes);
+}
+
+QTEST_GUILESS_MAIN(tst_Sandboxd)
+#include "tst_sandboxd.moc"

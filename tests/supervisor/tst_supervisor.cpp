@@ -1,0 +1,1068 @@
+// Drives sandbox-supervisor directly (not in bwrap) over its stdin/stdout frames, with a
+// temporary directory playing /workspace.
+
+#include <QtCore/QDir>
+#include <QtCore/QElapsedTimer>
+#include <QtCore/QFile>
+#include <QtCore/QFileInfo>
+#include <QtCore/QJsonArray>
+#include <QtCore/QJsonDocument>
+#include <QtCore/QJsonObject>
+#include <QtCore/QProcess>
+#include <QtCore/QRegularExpression>
+#include <QtCore/QTemporaryDir>
+#include <QtCore/QtEndian>
+#include <QtTest/QtTest>
+
+#include <cerrno>
+#include <csignal>
+#include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace Qt::StringLiterals;
+
+namespace {
+
+enum : quint8 { Request = 1, Stdin = 2, Cancel = 3, Response = 16, Stdout = 17, Stderr = 18, Hello = 32 };
+
+struct Frame
+{
+    quint8 type = 0;
+    quint32 id = 0;
+    QByteArray payload;
+};
+
+struct Result
+{
+    bool received = false;
+    QJsonObject json;
+    QByteArray data; // after the 0x00 separator
+    QByteArray out, err;
+    QString errorCode() const { return json[u"error"].toObject()[u"code"].toString(); }
+    QString errnoName() const { return json[u"error"].toObject()[u"errno"].toString(); }
+};
+
+QByteArray compact(const QJsonObject &o)
+{
+    return QJsonDocument(o).toJson(QJsonDocument::Compact);
+}
+
+QByteArray allBytes(int repeat)
+{
+    QByteArray b;
+    for (int r = 0; r < repeat; ++r)
+        for (int i = 0; i < 256; ++i)
+            b.append(char(i));
+    return b;
+}
+
+bool processGone(pid_t pid)
+{
+    return ::kill(pid, 0) == -1 && errno == ESRCH;
+}
+
+// One supervisor process and the frames it sent that nobody has consumed yet.
+class Client
+{
+public:
+    ~Client() { stop(); }
+
+    bool start(const QString &workspace, const QStringList &extra = {})
+    {
+        m_proc.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        m_proc.start(QStringLiteral(SUPERVISOR_BIN), QStringList{u"--workspace"_s, workspace} + extra);
+        if (!m_proc.waitForStarted(5000))
+            return false;
+        const auto hello = waitFrame(Hello, 0, 5000);
+        if (!hello)
+            return false;
+        helloJson = QJsonDocument::fromJson(hello->payload).object();
+        return true;
+    }
+
+    void stop()
+    {
+        if (m_proc.state() == QProcess::NotRunning)
+            return;
+        m_proc.closeWriteChannel();
+        if (!m_proc.waitForFinished(5000)) {
+            m_proc.kill();
+            m_proc.waitForFinished(5000);
+        }
+    }
+
+    void send(quint8 type, quint32 id, const QByteArray &payload)
+    {
+        QByteArray frame(9, Qt::Uninitialized);
+        qToLittleEndian<quint32>(quint32(payload.size() + 5), frame.data());
+        frame[4] = char(type);
+        qToLittleEndian<quint32>(id, frame.data() + 5);
+        m_proc.write(frame + payload);
+    }
+    void sendRaw(const QByteArray &bytes) { m_proc.write(bytes); }
+
+    quint32 request(const QByteArray &json, const QByteArray &data = {}, bool withData = false)
+    {
+        const quint32 id = m_nextId++;
+        send(Request, id, withData ? json + '\0' + data : json);
+        return id;
+    }
+    Result call(const QByteArray &json, const QByteArray &data = {}, bool withData = false, int timeoutMs = 15000)
+    {
+        return wait(request(json, data, withData), timeoutMs);
+    }
+    Result call(const QJsonObject &json, const QByteArray &data = {}, bool withData = false)
+    {
+        return call(compact(json), data, withData);
+    }
+
+    // Collects STDOUT/STDERR of `id` until its RESPONSE.
+    Result wait(quint32 id, int timeoutMs = 15000)
+    {
+        Result r;
+        r.out = m_pendingOut.take(id);
+        r.err = m_pendingErr.take(id);
+        QElapsedTimer timer;
+        timer.start();
+        for (;;) {
+            for (auto it = m_frames.begin(); it != m_frames.end();) {
+                if (it->id != id || (it->type != Stdout && it->type != Stderr && it->type != Response)) {
+                    ++it;
+                    continue;
+                }
+                const Frame f = *it;
+                it = m_frames.erase(it);
+                if (f.type == Stdout) {
+                    r.out += f.payload;
+                } else if (f.type == Stderr) {
+                    r.err += f.payload;
+                } else {
+                    const qsizetype nul = f.payload.indexOf('\0');
+                    r.json = QJsonDocument::fromJson(nul < 0 ? f.payload : f.payload.left(nul)).object();
+                    if (nul >= 0)
+                        r.data = f.payload.mid(nul + 1);
+                    r.received = true;
+                    return r;
+                }
+            }
+            if (!pump(timeoutMs - int(timer.elapsed())))
+                return r;
+        }
+    }
+
+    // Waits until the STDOUT of `id` contains `needle`; the output is kept for wait().
+    bool waitForOutput(quint32 id, const QByteArray &needle, int timeoutMs = 10000)
+    {
+        QElapsedTimer timer;
+        timer.start();
+        for (;;) {
+            for (auto it = m_frames.begin(); it != m_frames.end();) {
+                if (it->id == id && it->type == Stdout) {
+                    m_pendingOut[id] += it->payload;
+                    it = m_frames.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+            if (m_pendingOut.value(id).contains(needle))
+                return true;
+            if (!pump(timeoutMs - int(timer.elapsed())))
+                return false;
+        }
+    }
+
+    std::optional<Frame> waitFrame(quint8 type, quint32 id, int timeoutMs)
+    {
+        QElapsedTimer timer;
+        timer.start();
+        for (;;) {
+            for (auto it = m_frames.begin(); it != m_frames.end(); ++it) {
+                if (it->type == type && it->id == id) {
+                    const Frame f = *it;
+                    m_frames.erase(it);
+                    return f;
+                }
+            }
+            if (!pump(timeoutMs - int(timer.elapsed())))
+                return std::nullopt;
+        }
+    }
+
+    bool waitForExit(int timeoutMs) { return m_proc.waitForFinished(timeoutMs); }
+    int exitCode() const { return m_proc.exitCode(); }
+    QProcess::ExitStatus exitStatus() const { return m_proc.exitStatus(); }
+    qint64 pid() const { return m_proc.processId(); }
+
+    QJsonObject helloJson;
+
+private:
+    bool pump(int timeoutMs)
+    {
+        if (timeoutMs <= 0 || !m_proc.waitForReadyRead(timeoutMs))
+            return false;
+        m_buffer += m_proc.readAllStandardOutput();
+        while (m_buffer.size() >= 4) {
+            const quint32 length = qFromLittleEndian<quint32>(m_buffer.constData());
+            if (qsizetype(length) + 4 > m_buffer.size())
+                break;
+            Frame f;
+            f.type = quint8(m_buffer[4]);
+            f.id = qFromLittleEndian<quint32>(m_buffer.constData() + 5);
+            f.payload = m_buffer.mid(9, qsizetype(length) - 5);
+            m_buffer.remove(0, qsizetype(length) + 4);
+            m_frames.append(f);
+        }
+        return true;
+    }
+
+    QProcess m_proc;
+    QByteArray m_buffer;
+    QList<Frame> m_frames;
+    QHash<quint32, QByteArray> m_pendingOut, m_pendingErr;
+    quint32 m_nextId = 1;
+};
+
+} // namespace
+
+class TestSupervisor : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void init();
+    void cleanup();
+
+    void hello();
+    void ping();
+    void exec_data();
+    void exec();
+    void execStdin_data();
+    void execStdin();
+    void outputCap_data();
+    void outputCap();
+    void killsWholeTree_data();
+    void killsWholeTree();
+    void backgroundProcess_data();
+    void backgroundProcess();
+    void concurrentExecs();
+    void readWriteRoundTrip_data();
+    void readWriteRoundTrip();
+    void readRange_data();
+    void readRange();
+    void writeIsAtomic();
+    void writeAppend();
+    void writeErrors_data();
+    void writeErrors();
+    void list();
+    void listTruncated();
+    void stat_data();
+    void stat();
+    void mkdir_data();
+    void mkdir();
+    void remove_data();
+    void remove();
+    void rename_data();
+    void rename();
+    void pathEscapes_data();
+    void pathEscapes();
+    void pathsInside_data();
+    void pathsInside();
+    void malformedRequests_data();
+    void malformedRequests();
+    void invalidFrameLength_data();
+    void invalidFrameLength();
+
+private:
+    QString ws(const QString &rel) const { return m_dir->filePath(rel); }
+    void writeHost(const QString &rel, const QByteArray &content)
+    {
+        QDir(m_dir->path()).mkpath(QFileInfo(rel).path());
+        QFile f(ws(rel));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(content);
+    }
+    QByteArray readHost(const QString &path) const
+    {
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    }
+    void symlink(const QString &target, const QString &rel)
+    {
+        QVERIFY(::symlink(target.toLocal8Bit().constData(), ws(rel).toLocal8Bit().constData()) == 0);
+    }
+    pid_t readPid(const QString &rel) const { return pid_t(readHost(ws(rel)).trimmed().toInt()); }
+
+    std::unique_ptr<QTemporaryDir> m_dir;
+    std::unique_ptr<QTemporaryDir> m_outside; // must never be touched through the workspace
+    std::unique_ptr<Client> m_client;
+};
+
+void TestSupervisor::init()
+{
+    m_dir = std::make_unique<QTemporaryDir>();
+    m_outside = std::make_unique<QTemporaryDir>();
+    QVERIFY(m_dir->isValid() && m_outside->isValid());
+    QFile secret(m_outside->filePath(u"secret.txt"_s));
+    QVERIFY(secret.open(QIODevice::WriteOnly));
+    secret.write("secret\n");
+    secret.close();
+    m_client = std::make_unique<Client>();
+    QVERIFY(m_client->start(m_dir->path()));
+}
+
+void TestSupervisor::cleanup()
+{
+    m_client.reset();
+    m_dir.reset();
+    m_outside.reset();
+}
+
+void TestSupervisor::hello()
+{
+    QCOMPARE(m_client->helloJson[u"version"].toString(), u"1"_s);
+    QCOMPARE(m_client->helloJson[u"pid"].toInteger(), m_client->pid());
+}
+
+void TestSupervisor::ping()
+{
+    const Result r = m_client->call(R"({"op":"ping"})"_ba);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"pid"].toInteger(), m_client->pid());
+    QVERIFY(r.json[u"uptimeMs"].toInteger() >= 0);
+    QCOMPARE(r.json[u"execs"].toInt(), 0);
+}
+
+void TestSupervisor::exec_data()
+{
+    QTest::addColumn<QByteArray>("request");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QString>("signal");
+    QTest::addColumn<QByteArray>("stdoutSuffix"); // the whole stdout unless it starts with '*'
+    QTest::addColumn<QByteArray>("stderrContains");
+
+    QTest::newRow("shell exits 0") << R"({"shell":"true"})"_ba << 0 << QString() << ""_ba << ""_ba;
+    QTest::newRow("shell exit code 3") << R"({"shell":"exit 3"})"_ba << 3 << QString() << ""_ba << ""_ba;
+    QTest::newRow("argv echo") << R"({"argv":["echo","hello","world"]})"_ba << 0 << QString() << "hello world\n"_ba << ""_ba;
+    QTest::newRow("argv is not word-split") << R"({"argv":["printf","%s|","a b","c"]})"_ba << 0 << QString() << "a b|c|"_ba << ""_ba;
+    QTest::newRow("argv false exits 1") << R"({"argv":["false"]})"_ba << 1 << QString() << ""_ba << ""_ba;
+    QTest::newRow("stdout and stderr are separate") << R"({"shell":"echo out; echo err >&2"})"_ba << 0 << QString() << "out\n"_ba << "err\n"_ba;
+    QTest::newRow("killed by SIGTERM is 143") << R"({"shell":"kill -TERM $$"})"_ba << 143 << u"SIGTERM"_s << ""_ba << ""_ba;
+    QTest::newRow("killed by SIGKILL is 137") << R"({"argv":["sh","-c","kill -KILL $$"]})"_ba << 137 << u"SIGKILL"_s << ""_ba << ""_ba;
+    QTest::newRow("env is added") << R"({"shell":"printf %s \"$GREETING\"","env":{"GREETING":"hi there"}})"_ba << 0 << QString() << "hi there"_ba << ""_ba;
+    QTest::newRow("env keeps the supervisor's PATH") << R"({"argv":["sh","-c","test -n \"$PATH\" && echo yes"],"env":{"X":"1"}})"_ba << 0 << QString() << "yes\n"_ba << ""_ba;
+    QTest::newRow("cwd defaults to the workspace") << R"({"shell":"cat marker.txt"})"_ba << 0 << QString() << "root marker"_ba << ""_ba;
+    QTest::newRow("cwd relative") << R"({"shell":"pwd","cwd":"sub/dir"})"_ba << 0 << QString() << "*/sub/dir\n"_ba << ""_ba;
+    QTest::newRow("cwd absolute") << R"({"shell":"pwd","cwd":"/workspace/sub"})"_ba << 0 << QString() << "*/sub\n"_ba << ""_ba;
+    QTest::newRow("missing command is 127") << R"({"argv":["no-such-command-xyz"]})"_ba << 127 << QString() << ""_ba << "no-such-command-xyz"_ba;
+    QTest::newRow("missing absolute command is 127") << R"({"argv":["/nonexistent/bin/tool"]})"_ba << 127 << QString() << ""_ba << "No such file or directory"_ba;
+    QTest::newRow("missing command via shell is 127") << R"({"shell":"no-such-command-xyz"})"_ba << 127 << QString() << ""_ba << "not found"_ba;
+    QTest::newRow("not executable is 126") << R"({"argv":["./notexec.sh"]})"_ba << 126 << QString() << ""_ba << "Permission denied"_ba;
+    QTest::newRow("not executable via shell is 126") << R"({"shell":"./notexec.sh"})"_ba << 126 << QString() << ""_ba << "Permission denied"_ba;
+    QTest::newRow("missing cwd is 127") << R"({"shell":"true","cwd":"no/such/dir"})"_ba << 127 << QString() << ""_ba << "/workspace/no/such/dir"_ba;
+}
+
+void TestSupervisor::exec()
+{
+    QFETCH(QByteArray, request);
+    QFETCH(int, exitCode);
+    QFETCH(QString, signal);
+    QFETCH(QByteArray, stdoutSuffix);
+    QFETCH(QByteArray, stderrContains);
+
+    QVERIFY(QDir(m_dir->path()).mkpath(u"sub/dir"_s));
+    writeHost(u"marker.txt"_s, "root marker");
+    writeHost(u"notexec.sh"_s, "echo should not run\n");
+    QVERIFY(QFile::setPermissions(ws(u"notexec.sh"_s), QFileDevice::ReadOwner | QFileDevice::WriteOwner));
+
+    QJsonObject req = QJsonDocument::fromJson(request).object();
+    req[u"op"] = u"exec"_s;
+    req[u"timeoutMs"] = 10000;
+    const Result r = m_client->call(req);
+    QVERIFY(r.received);
+    QVERIFY2(!r.json.contains(u"error"), compact(r.json).constData());
+    QCOMPARE(r.json[u"exitCode"].toInt(), exitCode);
+    if (signal.isEmpty())
+        QVERIFY(r.json[u"signal"].isNull());
+    else
+        QCOMPARE(r.json[u"signal"].toString(), signal);
+    QCOMPARE(r.json[u"timedOut"].toBool(), false);
+    QCOMPARE(r.json[u"cancelled"].toBool(), false);
+    QCOMPARE(r.json[u"truncated"].toBool(), false);
+    QVERIFY(r.json[u"durationMs"].toInteger() >= 0);
+    if (stdoutSuffix.startsWith('*'))
+        QVERIFY2(r.out.endsWith(stdoutSuffix.mid(1)), r.out.constData());
+    else
+        QCOMPARE(r.out, stdoutSuffix);
+    if (stderrContains.isEmpty())
+        QCOMPARE(r.err, QByteArray());
+    else
+        QVERIFY2(r.err.contains(stderrContains), r.err.constData());
+}
+
+void TestSupervisor::execStdin_data()
+{
+    QTest::addColumn<QByteArray>("request");
+    QTest::addColumn<QByteArrayList>("chunks"); // sent as STDIN frames, then an empty one
+    QTest::addColumn<QByteArray>("expectedStdout");
+
+    QTest::newRow("cat echoes frames until EOF")
+            << R"({"argv":["cat"],"stdin":true})"_ba
+            << QByteArrayList{"hello "_ba, QByteArray("\0bin\xff\n", 6)} << QByteArray("hello \0bin\xff\n", 12);
+    QTest::newRow("3 MiB through stdin")
+            << R"({"shell":"wc -c","stdin":true})"_ba << QByteArrayList{QByteArray(3 * 1024 * 1024, 'x')}
+            << "3145728\n"_ba;
+    QTest::newRow("command that does not read stdin")
+            << R"({"shell":"echo done","stdin":true})"_ba << QByteArrayList{QByteArray(200000, 'y')} << "done\n"_ba;
+    QTest::newRow("no stdin means /dev/null") << R"({"argv":["cat"]})"_ba << QByteArrayList{"ignored"_ba} << ""_ba;
+}
+
+void TestSupervisor::execStdin()
+{
+    QFETCH(QByteArray, request);
+    QFETCH(QByteArrayList, chunks);
+    QFETCH(QByteArray, expectedStdout);
+
+    QJsonObject req = QJsonDocument::fromJson(request).object();
+    req[u"op"] = u"exec"_s;
+    req[u"timeoutMs"] = 10000;
+    const quint32 id = m_client->request(compact(req));
+    for (const QByteArray &chunk : chunks)
+        m_client->send(Stdin, id, chunk);
+    m_client->send(Stdin, id, {});
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"exitCode"].toInt(), 0);
+    QCOMPARE(r.json[u"timedOut"].toBool(), false);
+    QCOMPARE(r.out, expectedStdout);
+    // Stray STDIN for a finished exec is dropped, and the supervisor keeps serving.
+    m_client->send(Stdin, id, "late"_ba);
+    QVERIFY(m_client->call(R"({"op":"ping"})"_ba).received);
+}
+
+void TestSupervisor::outputCap_data()
+{
+    QTest::addColumn<QString>("shell");
+    QTest::addColumn<int>("maxOutputBytes"); // -1: the default
+    QTest::addColumn<int>("expectedStdout");
+    QTest::addColumn<int>("expectedStderr");
+    QTest::addColumn<bool>("truncated");
+
+    QTest::newRow("stdout over the cap") << u"head -c 100000 /dev/zero"_s << 1000 << 1000 << 0 << true;
+    QTest::newRow("stderr over the cap") << u"head -c 100000 /dev/zero >&2"_s << 1000 << 0 << 1000 << true;
+    QTest::newRow("each channel has its own cap") << u"head -c 5000 /dev/zero; head -c 5000 /dev/zero >&2"_s << 3000 << 3000 << 3000 << true;
+    QTest::newRow("exactly the cap is not truncated") << u"head -c 1000 /dev/zero"_s << 1000 << 1000 << 0 << false;
+    QTest::newRow("zero cap") << u"echo hi"_s << 0 << 0 << 0 << true;
+    QTest::newRow("default cap is 1 MiB") << u"head -c 3000000 /dev/zero"_s << -1 << 1048576 << 0 << true;
+}
+
+void TestSupervisor::outputCap()
+{
+    QFETCH(QString, shell);
+    QFETCH(int, maxOutputBytes);
+    QFETCH(int, expectedStdout);
+    QFETCH(int, expectedStderr);
+    QFETCH(bool, truncated);
+
+    QJsonObject req{{u"op"_s, u"exec"_s}, {u"shell"_s, shell}, {u"timeoutMs"_s, 20000}};
+    if (maxOutputBytes >= 0)
+        req[u"maxOutputBytes"] = maxOutputBytes;
+    const Result r = m_client->call(req);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"exitCode"].toInt(), 0); // the rest was read and dropped, not a SIGPIPE
+    QCOMPARE(r.out.size(), expectedStdout);
+    QCOMPARE(r.err.size(), expectedStderr);
+    QCOMPARE(r.json[u"truncated"].toBool(), truncated);
+}
+
+void TestSupervisor::killsWholeTree_data()
+{
+    QTest::addColumn<bool>("cancel");
+    QTest::newRow("timeout") << false;
+    QTest::newRow("cancel") << true;
+}
+
+void TestSupervisor::killsWholeTree()
+{
+    QFETCH(bool, cancel);
+    // A child in its own session and a double-forked orphan, both still running.
+    writeHost(u"tree.sh"_s,
+              "setsid sh -c 'echo $$ > setsid.pid; exec sleep 60' &\n"
+              "sh -c 'sh -c \"echo \\$\\$ > orphan.pid; exec sleep 60\" & exit 0'\n"
+              "echo $$ > main.pid\n"
+              "while [ ! -s setsid.pid ] || [ ! -s orphan.pid ]; do sleep 0.02; done\n"
+              "echo ready\n"
+              "sleep 60\n");
+    QJsonObject req{{u"op"_s, u"exec"_s}, {u"argv"_s, QJsonArray{u"sh"_s, u"tree.sh"_s}}};
+    req[u"timeoutMs"] = cancel ? 60000 : 1500;
+    QElapsedTimer timer;
+    timer.start();
+    const quint32 id = m_client->request(compact(req));
+    QVERIFY(m_client->waitForOutput(id, "ready\n"));
+    const pid_t mainPid = readPid(u"main.pid"_s), setsidPid = readPid(u"setsid.pid"_s), orphanPid = readPid(u"orphan.pid"_s);
+    QVERIFY(mainPid > 0 && setsidPid > 0 && orphanPid > 0);
+    QVERIFY(::getsid(setsidPid) != ::getsid(mainPid)); // really in another session
+    if (cancel)
+        m_client->send(Cancel, id, {});
+
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QCOMPARE(r.out, "ready\n"_ba);
+    QCOMPARE(r.json[u"timedOut"].toBool(), !cancel);
+    QCOMPARE(r.json[u"cancelled"].toBool(), cancel);
+    QCOMPARE(r.json[u"exitCode"].toInt(), 137);
+    QCOMPARE(r.json[u"signal"].toString(), u"SIGKILL"_s);
+    QVERIFY(timer.elapsed() < 10000);
+    for (pid_t pid : {mainPid, setsidPid, orphanPid})
+        QVERIFY2(processGone(pid), qPrintable(u"pid %1 survived"_s.arg(pid)));
+}
+
+void TestSupervisor::backgroundProcess_data()
+{
+    QTest::addColumn<QString>("shell");
+    QTest::addColumn<bool>("holdsPipes");
+    QTest::newRow("background process holds the output pipes") << u"sleep 30 & echo $! > bg.pid"_s << true;
+    QTest::newRow("background process with redirected output") << u"sleep 30 >/dev/null 2>&1 & echo $! > bg.pid"_s << false;
+}
+
+void TestSupervisor::backgroundProcess()
+{
+    QFETCH(QString, shell);
+    QFETCH(bool, holdsPipes);
+
+    QElapsedTimer timer;
+    timer.start();
+    const Result r = m_client->call(QJsonObject{{u"op"_s, u"exec"_s}, {u"shell"_s, shell}, {u"timeoutMs"_s, 20000}});
+    const qint64 elapsed = timer.elapsed();
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"exitCode"].toInt(), 0);
+    QVERIFY2(elapsed < 1000, qPrintable(u"the response took %1 ms"_s.arg(elapsed)));
+    if (holdsPipes)
+        QVERIFY(elapsed >= 50); // the 50 ms drain window
+
+    const pid_t bg = readPid(u"bg.pid"_s);
+    QVERIFY(bg > 0);
+    QTest::qWait(100);
+    QCOMPARE(::kill(bg, 0), 0);
+    QCOMPARE(m_client->call(R"({"op":"ping"})"_ba).json[u"execs"].toInt(), 0);
+
+    // The background process dies with the supervisor (the sandbox's stop).
+    m_client->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(processGone(bg), 5000);
+}
+
+void TestSupervisor::concurrentExecs()
+{
+    QElapsedTimer timer;
+    timer.start();
+    QList<quint32> ids;
+    for (int i = 0; i < 4; ++i)
+        ids << m_client->request(compact({{u"op"_s, u"exec"_s}, {u"shell"_s, u"sleep 1; echo %1"_s.arg(i)}}));
+    const Result ping = m_client->call(R"({"op":"ping"})"_ba);
+    QCOMPARE(ping.json[u"execs"].toInt(), 4);
+    QVERIFY(timer.elapsed() < 900); // answered while the execs run
+    for (int i = 0; i < 4; ++i) {
+        const Result r = m_client->wait(ids[i]);
+        QVERIFY(r.received);
+        QCOMPARE(r.out, QByteArray::number(i) + '\n');
+    }
+    QVERIFY2(timer.elapsed() < 3000, qPrintable(u"4 x sleep 1 took %1 ms"_s.arg(timer.elapsed())));
+}
+
+void TestSupervisor::readWriteRoundTrip_data()
+{
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QByteArray>("content");
+    QTest::addColumn<bool>("parents");
+
+    QTest::newRow("all 256 byte values") << u"bytes.bin"_s << allBytes(4) << false;
+    QTest::newRow("empty file") << u"empty"_s << QByteArray() << false;
+    QTest::newRow("NUL bytes only") << u"/workspace/nul.bin"_s << QByteArray(1000, '\0') << false;
+    QTest::newRow("3 MiB") << u"big.bin"_s << allBytes(3 * 4096) << false;
+    QTest::newRow("nested with parents") << u"a/b/c/file.bin"_s << allBytes(1) << true;
+}
+
+void TestSupervisor::readWriteRoundTrip()
+{
+    QFETCH(QString, path);
+    QFETCH(QByteArray, content);
+    QFETCH(bool, parents);
+
+    const Result w = m_client->call(QJsonObject{{u"op"_s, u"writeFile"_s}, {u"path"_s, path}, {u"parents"_s, parents}},
+                                    content, true);
+    QVERIFY2(!w.json.contains(u"error"), compact(w.json).constData());
+    const QString rel = path.startsWith(u"/workspace/"_s) ? path.mid(11) : path;
+    QCOMPARE(w.json[u"path"].toString(), u"/workspace/"_s + rel);
+    QCOMPARE(w.json[u"size"].toInteger(), content.size());
+    QCOMPARE(readHost(ws(rel)), content);
+
+    const Result r = m_client->call(QJsonObject{{u"op"_s, u"readFile"_s}, {u"path"_s, path}});
+    QCOMPARE(r.json[u"size"].toInteger(), content.size());
+    QCOMPARE(r.json[u"offset"].toInteger(), 0);
+    QCOMPARE(r.json[u"truncated"].toBool(), false);
+    QCOMPARE(r.data, content);
+}
+
+void TestSupervisor::readRange_data()
+{
+    QTest::addColumn<int>("offset"); // -1: absent
+    QTest::addColumn<int>("length");
+    QTest::addColumn<QByteArray>("expected");
+    QTest::addColumn<bool>("truncated");
+
+    QTest::newRow("offset 3 length 4") << 3 << 4 << "3456"_ba << true;
+    QTest::newRow("offset to the end") << 7 << -1 << "789"_ba << false;
+    QTest::newRow("length past the end") << 5 << 100 << "56789"_ba << false;
+    QTest::newRow("length exactly to the end") << 0 << 10 << "0123456789"_ba << false;
+    QTest::newRow("length zero") << 2 << 0 << ""_ba << true;
+    QTest::newRow("offset past the end") << 20 << -1 << ""_ba << false;
+}
+
+void TestSupervisor::readRange()
+{
+    QFETCH(int, offset);
+    QFETCH(int, length);
+    QFETCH(QByteArray, expected);
+    QFETCH(bool, truncated);
+
+    writeHost(u"digits.txt"_s, "0123456789");
+    QJsonObject req{{u"op"_s, u"readFile"_s}, {u"path"_s, u"digits.txt"_s}};
+    if (offset >= 0)
+        req[u"offset"] = offset;
+    if (length >= 0)
+        req[u"length"] = length;
+    const Result r = m_client->call(req);
+    QCOMPARE(r.data, expected);
+    QCOMPARE(r.json[u"size"].toInt(), 10);
+    QCOMPARE(r.json[u"truncated"].toBool(), truncated);
+}
+
+void TestSupervisor::writeIsAtomic()
+{
+    // Replaced by rename: a hard link to the old file keeps the old content, the inode changes,
+    // and no temporary file is left behind.
+    writeHost(u"f.txt"_s, "old content");
+    QVERIFY(::link(ws(u"f.txt"_s).toLocal8Bit().constData(), ws(u"f.link"_s).toLocal8Bit().constData()) == 0);
+    struct stat before;
+    QCOMPARE(::stat(ws(u"f.txt"_s).toLocal8Bit().constData(), &before), 0);
+
+    const Result w = m_client->call(R"({"op":"writeFile","path":"f.txt","mode":384})"_ba, "new content"_ba, true);
+    QCOMPARE(w.json[u"size"].toInt(), 11);
+    QCOMPARE(readHost(ws(u"f.txt"_s)), "new content"_ba);
+    QCOMPARE(readHost(ws(u"f.link"_s)), "old content"_ba);
+    struct stat after;
+    QCOMPARE(::stat(ws(u"f.txt"_s).toLocal8Bit().constData(), &after), 0);
+    QVERIFY(after.st_ino != before.st_ino);
+    QCOMPARE(after.st_mode & 07777, 0600u);
+    QCOMPARE(QDir(m_dir->path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot, QDir::Name),
+             (QStringList{u"f.link"_s, u"f.txt"_s}));
+
+    // Without a mode the existing mode is kept; octal strings are accepted.
+    m_client->call(R"({"op":"writeFile","path":"f.txt"})"_ba, "again"_ba, true);
+    QCOMPARE(m_client->call(R"({"op":"stat","path":"f.txt"})"_ba).json[u"mode"].toInt(), 0600);
+    m_client->call(R"({"op":"writeFile","path":"f.txt","mode":"0755"})"_ba, "x"_ba, true);
+    QCOMPARE(m_client->call(R"({"op":"stat","path":"f.txt"})"_ba).json[u"mode"].toInt(), 0755);
+}
+
+void TestSupervisor::writeAppend()
+{
+    Result r = m_client->call(R"({"op":"writeFile","path":"log.txt","append":true})"_ba, "abc"_ba, true);
+    QCOMPARE(r.json[u"size"].toInt(), 3);
+    r = m_client->call(R"({"op":"writeFile","path":"log.txt","append":true})"_ba, QByteArray("d\0f", 3), true);
+    QCOMPARE(r.json[u"size"].toInt(), 6);
+    QCOMPARE(readHost(ws(u"log.txt"_s)), QByteArray("abcd\0f", 6));
+}
+
+void TestSupervisor::writeErrors_data()
+{
+    QTest::addColumn<QByteArray>("request");
+    QTest::addColumn<QString>("code");
+    QTest::addColumn<QString>("errnoName");
+
+    QTest::newRow("missing parent without parents") << R"({"op":"writeFile","path":"no/such/file"})"_ba << u"not_found"_s << u"ENOENT"_s;
+    QTest::newRow("over a directory") << R"({"op":"writeFile","path":"dir"})"_ba << u"file_error"_s << u"EISDIR"_s;
+    QTest::newRow("the workspace root") << R"({"op":"writeFile","path":"/workspace"})"_ba << u"file_error"_s << u"EISDIR"_s;
+    QTest::newRow("parent is a file") << R"({"op":"writeFile","path":"file/x","parents":true})"_ba << u"file_error"_s << u"ENOTDIR"_s;
+    QTest::newRow("readFile of a directory") << R"({"op":"readFile","path":"dir"})"_ba << u"file_error"_s << u"EISDIR"_s;
+    QTest::newRow("readFile of a missing file") << R"({"op":"readFile","path":"missing"})"_ba << u"not_found"_s << u"ENOENT"_s;
+}
+
+void TestSupervisor::writeErrors()
+{
+    QFETCH(QByteArray, request);
+    QFETCH(QString, code);
+    QFETCH(QString, errnoName);
+    QVERIFY(QDir(m_dir->path()).mkdir(u"dir"_s));
+    writeHost(u"file"_s, "x");
+    const Result r = m_client->call(request, "data"_ba, true);
+    QCOMPARE(r.errorCode(), code);
+    QCOMPARE(r.errnoName(), errnoName);
+    QVERIFY(!r.json[u"error"].toObject()[u"message"].toString().isEmpty());
+}
+
+void TestSupervisor::list()
+{
+    writeHost(u"a.txt"_s, "aaa");
+    writeHost(u"d/b.txt"_s, "b");
+    writeHost(u"d/e/c.txt"_s, "c");
+    symlink(u"a.txt"_s, u"link"_s);
+    symlink(m_outside->path(), u"d/out"_s); // listed, never followed
+
+    Result r = m_client->call(R"({"op":"list","path":"/workspace"})"_ba);
+    QCOMPARE(r.json[u"path"].toString(), u"/workspace"_s);
+    QCOMPARE(r.json[u"truncated"].toBool(), false);
+    QStringList names;
+    for (const auto &e : r.json[u"entries"].toArray())
+        names << e.toObject()[u"name"].toString();
+    QCOMPARE(names, (QStringList{u"a.txt"_s, u"d"_s, u"link"_s}));
+    const QJsonObject link = r.json[u"entries"].toArray()[2].toObject();
+    QCOMPARE(link[u"type"].toString(), u"symlink"_s);
+    QCOMPARE(link[u"target"].toString(), u"a.txt"_s);
+    QCOMPARE(link[u"path"].toString(), u"/workspace/link"_s);
+    QVERIFY(r.json[u"entries"].toArray()[0].toObject()[u"target"].isNull());
+
+    r = m_client->call(R"({"op":"list","path":"d","recursive":true})"_ba);
+    QStringList paths;
+    for (const auto &e : r.json[u"entries"].toArray())
+        paths << e.toObject()[u"path"].toString() + u':' + e.toObject()[u"type"].toString();
+    QCOMPARE(paths, (QStringList{u"/workspace/d/b.txt:file"_s, u"/workspace/d/e:directory"_s,
+                                 u"/workspace/d/e/c.txt:file"_s, u"/workspace/d/out:symlink"_s}));
+
+    QCOMPARE(m_client->call(R"({"op":"list","path":"a.txt"})"_ba).errnoName(), u"ENOTDIR"_s);
+    QCOMPARE(m_client->call(R"({"op":"list","path":"nope"})"_ba).errorCode(), u"not_found"_s);
+}
+
+void TestSupervisor::listTruncated()
+{
+    QVERIFY(QDir(m_dir->path()).mkdir(u"many"_s));
+    for (int i = 0; i < 10010; ++i) {
+        QFile f(ws(u"many/f%1"_s.arg(i)));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+    }
+    const Result r = m_client->call(R"({"op":"list","path":"/workspace","recursive":true})"_ba);
+    QCOMPARE(r.json[u"entries"].toArray().size(), 10000);
+    QCOMPARE(r.json[u"truncated"].toBool(), true);
+}
+
+void TestSupervisor::stat_data()
+{
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<int>("size");
+    QTest::addColumn<QString>("target");
+
+    QTest::newRow("file") << u"dir/file.txt"_s << u"file.txt"_s << u"file"_s << 5 << QString();
+    QTest::newRow("directory") << u"/workspace/dir"_s << u"dir"_s << u"directory"_s << -1 << QString();
+    QTest::newRow("symlink is not followed") << u"link"_s << u"link"_s << u"symlink"_s << -1 << u"dir/file.txt"_s;
+    QTest::newRow("symlink pointing outside is reported, not followed") << u"out"_s << u"out"_s << u"symlink"_s << -1 << u"/etc"_s;
+    QTest::newRow("workspace root") << u"/workspace"_s << u"workspace"_s << u"directory"_s << -1 << QString();
+}
+
+void TestSupervisor::stat()
+{
+    QFETCH(QString, path);
+    QFETCH(QString, name);
+    QFETCH(QString, type);
+    QFETCH(int, size);
+    QFETCH(QString, target);
+
+    writeHost(u"dir/file.txt"_s, "hello");
+    symlink(u"dir/file.txt"_s, u"link"_s);
+    symlink(u"/etc"_s, u"out"_s);
+    const Result r = m_client->call(QJsonObject{{u"op"_s, u"stat"_s}, {u"path"_s, path}});
+    QVERIFY2(!r.json.contains(u"error"), compact(r.json).constData());
+    QCOMPARE(r.json[u"name"].toString(), name);
+    QCOMPARE(r.json[u"type"].toString(), type);
+    QVERIFY(r.json[u"path"].toString().startsWith(u"/workspace"_s));
+    if (size >= 0)
+        QCOMPARE(r.json[u"size"].toInt(), size);
+    if (target.isNull())
+        QVERIFY(r.json[u"target"].isNull());
+    else
+        QCOMPARE(r.json[u"target"].toString(), target);
+    QVERIFY(r.json[u"mode"].isDouble());
+    static const QRegularExpression iso(u"^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$"_s);
+    QVERIFY2(iso.match(r.json[u"mtime"].toString()).hasMatch(), qPrintable(r.json[u"mtime"].toString()));
+
+    QCOMPARE(m_client->call(R"({"op":"stat","path":"missing"})"_ba).errorCode(), u"not_found"_s);
+}
+
+void TestSupervisor::mkdir_data()
+{
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<bool>("parents");
+    QTest::addColumn<QString>("code"); // empty: success
+
+    QTest::newRow("new directory") << u"x"_s << false << QString();
+    QTest::newRow("nested without parents") << u"x/y/z"_s << false << u"not_found"_s;
+    QTest::newRow("nested with parents") << u"/workspace/x/y/z"_s << true << QString();
+    QTest::newRow("existing without parents") << u"exists"_s << false << u"already_exists"_s;
+    QTest::newRow("existing with parents") << u"exists"_s << true << QString();
+    QTest::newRow("existing file with parents") << u"file"_s << true << u"already_exists"_s;
+    QTest::newRow("existing file without parents") << u"file"_s << false << u"already_exists"_s;
+}
+
+void TestSupervisor::mkdir()
+{
+    QFETCH(QString, path);
+    QFETCH(bool, parents);
+    QFETCH(QString, code);
+
+    QVERIFY(QDir(m_dir->path()).mkdir(u"exists"_s));
+    writeHost(u"file"_s, "x");
+    const Result r = m_client->call(QJsonObject{{u"op"_s, u"mkdir"_s}, {u"path"_s, path}, {u"parents"_s, parents}});
+    QCOMPARE(r.errorCode(), code);
+    if (code.isEmpty()) {
+        const QString rel = path.startsWith(u'/') ? path.mid(11) : path;
+        QCOMPARE(r.json[u"path"].toString(), u"/workspace/"_s + rel);
+        QVERIFY(QFileInfo(ws(rel)).isDir());
+    }
+}
+
+void TestSupervisor::remove_data()
+{
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<bool>("recursive");
+    QTest::addColumn<QString>("code");
+    QTest::addColumn<QString>("errnoName");
+
+    QTest::newRow("file") << u"file"_s << false << QString() << QString();
+    QTest::newRow("empty directory") << u"empty"_s << false << QString() << QString();
+    QTest::newRow("non-empty directory without recursive") << u"full"_s << false << u"file_error"_s << u"ENOTEMPTY"_s;
+    QTest::newRow("non-empty directory recursive") << u"/workspace/full"_s << true << QString() << QString();
+    QTest::newRow("symlink to a directory removes the link only") << u"linkdir"_s << true << QString() << QString();
+    QTest::newRow("missing") << u"nope"_s << false << u"not_found"_s << u"ENOENT"_s;
+    QTest::newRow("workspace root") << u"/workspace"_s << true << u"path_not_allowed"_s << QString();
+    QTest::newRow("workspace root as dot") << u"."_s << true << u"path_not_allowed"_s << QString();
+    QTest::newRow("workspace root via dot-dot") << u"full/.."_s << true << u"path_not_allowed"_s << QString();
+}
+
+void TestSupervisor::remove()
+{
+    QFETCH(QString, path);
+    QFETCH(bool, recursive);
+    QFETCH(QString, code);
+    QFETCH(QString, errnoName);
+
+    writeHost(u"file"_s, "x");
+    QVERIFY(QDir(m_dir->path()).mkdir(u"empty"_s));
+    writeHost(u"full/sub/deep.txt"_s, "deep");
+    writeHost(u"full/top.txt"_s, "top");
+    symlink(u"full"_s, u"linkdir"_s);
+
+    const Result r = m_client->call(QJsonObject{{u"op"_s, u"delete"_s}, {u"path"_s, path}, {u"recursive"_s, recursive}});
+    QCOMPARE(r.errorCode(), code);
+    QCOMPARE(r.errnoName(), errnoName);
+    const QString rel = path.startsWith(u'/') ? path.mid(11) : path;
+    if (code.isEmpty())
+        QVERIFY(!QFileInfo::exists(ws(rel)) && !QFileInfo(ws(rel)).isSymLink());
+    QCOMPARE(QFileInfo::exists(ws(u"full/sub/deep.txt"_s)), rel != u"full"_s || !code.isEmpty());
+    QVERIFY(QFileInfo(m_dir->path()).isDir());
+}
+
+void TestSupervisor::rename_data()
+{
+    QTest::addColumn<QString>("from");
+    QTest::addColumn<QString>("to");
+    QTest::addColumn<QString>("code");
+
+    QTest::newRow("rename a file") << u"a.txt"_s << u"b.txt"_s << QString();
+    QTest::newRow("move into a directory") << u"/workspace/a.txt"_s << u"dir/a.txt"_s << QString();
+    QTest::newRow("rename a directory") << u"dir"_s << u"dir2"_s << QString();
+    QTest::newRow("missing source") << u"nope"_s << u"x"_s << u"not_found"_s;
+    QTest::newRow("target outside") << u"a.txt"_s << u"../a.txt"_s << u"path_not_allowed"_s;
+    QTest::newRow("the root") << u"/workspace"_s << u"x"_s << u"path_not_allowed"_s;
+}
+
+void TestSupervisor::rename()
+{
+    QFETCH(QString, from);
+    QFETCH(QString, to);
+    QFETCH(QString, code);
+
+    writeHost(u"a.txt"_s, "content a");
+    QVERIFY(QDir(m_dir->path()).mkdir(u"dir"_s));
+    const Result r = m_client->call(QJsonObject{{u"op"_s, u"rename"_s}, {u"from"_s, from}, {u"to"_s, to}});
+    QCOMPARE(r.errorCode(), code);
+    if (code.isEmpty()) {
+        QCOMPARE(r.json[u"to"].toString(), u"/workspace/"_s + to);
+        QVERIFY(QFileInfo::exists(ws(to)));
+        QVERIFY(!QFileInfo::exists(ws(from.startsWith(u'/') ? from.mid(11) : from)));
+    }
+}
+
+void TestSupervisor::pathEscapes_data()
+{
+    QTest::addColumn<QByteArray>("request");
+
+    QTest::newRow("readFile ../x") << R"({"op":"readFile","path":"../x"})"_ba;
+    QTest::newRow("readFile /etc/passwd") << R"({"op":"readFile","path":"/etc/passwd"})"_ba;
+    QTest::newRow("readFile a/../../x") << R"({"op":"readFile","path":"a/../../x"})"_ba;
+    QTest::newRow("readFile /workspace/../etc/passwd") << R"({"op":"readFile","path":"/workspace/../etc/passwd"})"_ba;
+    QTest::newRow("readFile /workspacefoo") << R"({"op":"readFile","path":"/workspacefoo/x"})"_ba;
+    QTest::newRow("readFile through a symlink to /etc") << R"({"op":"readFile","path":"link_etc/passwd"})"_ba;
+    QTest::newRow("readFile through a symlink to ..") << R"({"op":"readFile","path":"link_up/x"})"_ba;
+    QTest::newRow("readFile of a symlink to a file outside") << R"({"op":"readFile","path":"link_outfile"})"_ba;
+    QTest::newRow("readFile through a relative symlink leaving") << R"({"op":"readFile","path":"a/link_rel_up/secret.txt"})"_ba;
+    QTest::newRow("writeFile through a symlink to /etc") << R"({"op":"writeFile","path":"link_etc/evil"})"_ba;
+    QTest::newRow("writeFile through a symlink to a dir outside") << R"({"op":"writeFile","path":"link_out/evil.txt"})"_ba;
+    QTest::newRow("writeFile onto a symlink to a file outside") << R"({"op":"writeFile","path":"link_outfile"})"_ba;
+    QTest::newRow("writeFile append onto a symlink to a file outside") << R"({"op":"writeFile","path":"link_outfile","append":true})"_ba;
+    QTest::newRow("writeFile through a symlink to ..") << R"({"op":"writeFile","path":"link_up/evil.txt"})"_ba;
+    QTest::newRow("writeFile with parents through a symlink") << R"({"op":"writeFile","path":"link_out/new/evil.txt","parents":true})"_ba;
+    QTest::newRow("writeFile ../evil.txt") << R"({"op":"writeFile","path":"../evil.txt"})"_ba;
+    QTest::newRow("list /etc") << R"({"op":"list","path":"/etc"})"_ba;
+    QTest::newRow("list through a symlink to /etc") << R"({"op":"list","path":"link_etc"})"_ba;
+    QTest::newRow("list a symlink to ..") << R"({"op":"list","path":"link_up"})"_ba;
+    QTest::newRow("stat through a symlink to ..") << R"({"op":"stat","path":"link_up/x"})"_ba;
+    QTest::newRow("mkdir through a symlink outside") << R"({"op":"mkdir","path":"link_out/newdir"})"_ba;
+    QTest::newRow("mkdir parents through a symlink outside") << R"({"op":"mkdir","path":"link_out/a/b","parents":true})"_ba;
+    QTest::newRow("delete through a symlink outside") << R"({"op":"delete","path":"link_out/secret.txt"})"_ba;
+    QTest::newRow("rename into a symlink outside") << R"({"op":"rename","from":"a/file.txt","to":"link_out/moved"})"_ba;
+    QTest::newRow("rename from outside") << R"({"op":"rename","from":"link_out/secret.txt","to":"stolen"})"_ba;
+    QTest::newRow("exec cwd ..") << R"({"op":"exec","shell":"touch escaped","cwd":".."})"_ba;
+    QTest::newRow("exec cwd through a symlink to a dir outside") << R"({"op":"exec","shell":"touch escaped","cwd":"link_out"})"_ba;
+    QTest::newRow("exec cwd /etc") << R"({"op":"exec","shell":"true","cwd":"/etc"})"_ba;
+}
+
+void TestSupervisor::pathEscapes()
+{
+    QFETCH(QByteArray, request);
+
+    writeHost(u"a/file.txt"_s, "inside");
+    symlink(u"/etc"_s, u"link_etc"_s);
+    symlink(u".."_s, u"link_up"_s);
+    symlink(m_outside->path(), u"link_out"_s);
+    symlink(m_outside->filePath(u"secret.txt"_s), u"link_outfile"_s);
+    const QString outsideRel = QDir(ws(u"a"_s)).relativeFilePath(m_outside->path());
+    symlink(outsideRel, u"a/link_rel_up"_s);
+
+    // Both resolvers: openat2, and the O_NOFOLLOW walk used where openat2 is missing.
+    for (const bool fallback : {false, true}) {
+        Client walkClient;
+        Client *client = m_client.get();
+        if (fallback) {
+            QVERIFY(walkClient.start(m_dir->path(), {u"--no-openat2"_s}));
+            client = &walkClient;
+        }
+        const Result r = client->call(request, "evil data"_ba, true);
+        QVERIFY(r.received);
+        QVERIFY2(r.errorCode() == u"path_not_allowed"_s,
+                 QByteArray(compact(r.json) + (fallback ? " (walk)" : " (openat2)")).constData());
+        QVERIFY(r.data.isEmpty() && r.out.isEmpty());
+        QCOMPARE(QDir(m_outside->path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden),
+                 QStringList{u"secret.txt"_s});
+        QCOMPARE(readHost(m_outside->filePath(u"secret.txt"_s)), "secret\n"_ba);
+        QVERIFY(!QFileInfo::exists(QFileInfo(m_dir->path()).dir().filePath(u"escaped"_s)));
+        QVERIFY(QFileInfo(ws(u"link_outfile"_s)).isSymLink());
+        QVERIFY(client->call(R"({"op":"ping"})"_ba).received);
+    }
+}
+
+void TestSupervisor::pathsInside_data()
+{
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("normalised");
+
+    QTest::newRow("plain") << u"a/file.txt"_s << u"/workspace/a/file.txt"_s;
+    QTest::newRow("dot-dot that stays inside") << u"a/../a/./file.txt"_s << u"/workspace/a/file.txt"_s;
+    QTest::newRow("absolute with dots and slashes") << u"/workspace//./a//file.txt"_s << u"/workspace/a/file.txt"_s;
+    QTest::newRow("symlink to a file inside") << u"link_in"_s << u"/workspace/link_in"_s;
+    QTest::newRow("symlink to a directory inside") << u"link_dir/file.txt"_s << u"/workspace/link_dir/file.txt"_s;
+    QTest::newRow("relative symlink going up but staying inside") << u"b/link_sibling"_s << u"/workspace/b/link_sibling"_s;
+    QTest::newRow("chain of symlinks") << u"link_chain"_s << u"/workspace/link_chain"_s;
+}
+
+void TestSupervisor::pathsInside()
+{
+    QFETCH(QString, path);
+    QFETCH(QString, normalised);
+
+    writeHost(u"a/file.txt"_s, "inside");
+    QVERIFY(QDir(m_dir->path()).mkdir(u"b"_s));
+    symlink(u"a/file.txt"_s, u"link_in"_s);
+    symlink(u"a"_s, u"link_dir"_s);
+    symlink(u"../a/file.txt"_s, u"b/link_sibling"_s);
+    symlink(u"link_in"_s, u"link_chain"_s);
+
+    for (const bool fallback : {false, true}) {
+        Client walkClient;
+        Client *client = m_client.get();
+        if (fallback) {
+            QVERIFY(walkClient.start(m_dir->path(), {u"--no-openat2"_s}));
+            client = &walkClient;
+        }
+        const Result r = client->call(QJsonObject{{u"op"_s, u"readFile"_s}, {u"path"_s, path}});
+        QVERIFY2(!r.json.contains(u"error"), compact(r.json).constData());
+        QCOMPARE(r.json[u"path"].toString(), normalised);
+        QCOMPARE(r.data, "inside"_ba);
+    }
+    // Writing through an inside symlink writes its target and keeps the link.
+    const Result w = m_client->call(QJsonObject{{u"op"_s, u"writeFile"_s}, {u"path"_s, path}}, "changed"_ba, true);
+    QVERIFY2(!w.json.contains(u"error"), compact(w.json).constData());
+    QCOMPARE(readHost(ws(u"a/file.txt"_s)), "changed"_ba);
+    QVERIFY(QFileInfo(ws(u"link_in"_s)).isSymLink());
+}
+
+void TestSupervisor::malformedRequests_data()
+{
+    QTest::addColumn<QByteArray>("payload");
+
+    QTest::newRow("invalid JSON") << "{not json"_ba;
+    QTest::newRow("empty payload") << QByteArray();
+    QTest::newRow("JSON array instead of object") << "[1,2]"_ba;
+    QTest::newRow("missing op") << "{}"_ba;
+    QTest::newRow("op is not a string") << R"({"op":5})"_ba;
+    QTest::newRow("unknown op") << R"({"op":"frobnicate"})"_ba;
+    QTest::newRow("exec without argv or shell") << R"({"op":"exec"})"_ba;
+    QTest::newRow("exec with argv and shell") << R"({"op":"exec","argv":["true"],"shell":"true"})"_ba;
+    QTest::newRow("exec with empty argv") << R"({"op":"exec","argv":[]})"_ba;
+    QTest::newRow("exec with non-string argv") << R"({"op":"exec","argv":[1]})"_ba;
+    QTest::newRow("exec with non-string env") << R"({"op":"exec","shell":"true","env":{"A":1}})"_ba;
+    QTest::newRow("exec with negative timeout") << R"({"op":"exec","shell":"true","timeoutMs":-1})"_ba;
+    QTest::newRow("readFile without path") << R"({"op":"readFile"})"_ba;
+    QTest::newRow("readFile with numeric path") << R"({"op":"readFile","path":7})"_ba;
+    QTest::newRow("readFile with negative offset") << R"({"op":"readFile","path":"x","offset":-3})"_ba;
+    QTest::newRow("writeFile with bad mode") << R"({"op":"writeFile","path":"x","mode":"rwx"})"_ba;
+    QTest::newRow("list with string recursive") << R"({"op":"list","path":"/workspace","recursive":"yes"})"_ba;
+    QTest::newRow("rename without to") << R"({"op":"rename","from":"x"})"_ba;
+}
+
+void TestSupervisor::malformedRequests()
+{
+    QFETCH(QByteArray, payload);
+    m_client->send(Request, 77, payload);
+    const Result r = m_client->wait(77);
+    QVERIFY(r.received);
+    QCOMPARE(r.errorCode(), u"bad_request"_s);
+    QVERIFY(!r.json[u"error"].toObject()[u"message"].toString().isEmpty());
+    // Unknown frame types are ignored too, and the supervisor keeps serving.
+    m_client->send(99, 5, "junk"_ba);
+    const Result ping = m_client->call(R"({"op":"ping"})"_ba);
+    QVERIFY(ping.received);
+    QCOMPARE(ping.json[u"pid"].toInteger(), m_client->pid());
+}
+
+void TestSupervisor::invalidFrameLength_data()
+{
+    QTest::addColumn<quint32>("length");
+    QTest::newRow("0xFFFFFFFF") << quint32(0xFFFFFFFF);
+    QTest::newRow("one above 32 MiB + 5") << quint32(32 * 1024 * 1024 + 6);
+    QTest::newRow("below 5") << quint32(4);
+    QTest::newRow("zero") << quint32(0);
+}
+
+void TestSupervisor::invalidFrameLength()
+{
+    QFETCH(quint32, length);
+    QByteArray bytes(4, Qt::Uninitialized);
+    qToLittleEndian(length, bytes.data());
+    m_client->sendRaw(bytes + QByteArray(16, 'x'));
+    QVERIFY(m_client->waitForExit(5000));
+    QCOMPARE(m_client->exitStatus(), QProcess::NormalExit);
+    QCOMPARE(m_client->exitCode(), 2);
+}
+
+QTEST_GUILESS_MAIN(TestSupervisor)
+#include "tst_supervisor.moc"
