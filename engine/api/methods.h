@@ -42,15 +42,17 @@ public:
 
     Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, QObject *parent = nullptr);
 
+    using Handler = std::function<void(const QJsonObject &params, const CallContext &, const Reply &)>;
+
     bool has(const QString &method) const { return m_handlers.contains(method); }
+    // Adds or replaces a method: the agents and databases adapters register theirs here.
+    void add(const QString &name, Handler handler);
     void call(const QString &method, const QJsonObject &params, const CallContext &context, Reply reply);
 
 Q_SIGNALS:
     void keyRevoked(const QString &keyId);
 
 private:
-    using Handler = std::function<void(const QJsonObject &, const CallContext &, const Reply &)>;
-    void add(const QString &name, Handler handler);
     void addSandboxMethods(const QString &prefix, const QString &kind);
 
     void exec(const QString &kind, const QJsonObject &params, const CallContext &ctx, const Reply &reply);

@@ -85,6 +85,8 @@ QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
         QStringLiteral("--hostname"), spec.id,
         QStringLiteral("--chdir"), QStringLiteral("/workspace"),
     };
+    for (const SandboxSpec::Mount &m : spec.extraMounts)
+        a << (m.writable ? QStringLiteral("--bind") : QStringLiteral("--ro-bind")) << m.hostPath << m.sandboxPath;
     if (spec.network)
         a << QStringLiteral("--share-net");
     a << QStringLiteral("/run/sandbox/sandbox-supervisor");

@@ -31,6 +31,15 @@ struct SandboxSpec
     bool useCgroups = true;
     QMap<QString, QString> env;
     ResourceLimits limits;
+
+    struct Mount
+    {
+        QString hostPath;
+        QString sandboxPath;
+        bool writable = false;
+    };
+    // More host paths to show inside (an agent's CLI read-only, a database's socket directory).
+    QList<Mount> extraMounts;
 };
 
 // One running sandbox: bubblewrap around a sandbox-supervisor, in its own cgroup, speaking the

@@ -291,25 +291,41 @@ void SandboxManager::launch(Entry *e)
     spec.env = e->rec.env;
     spec.limits = e->limits;
 
+    const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
+    if (hooks.prepare)
+        hooks.prepare(spec, e->rec);
+
     auto *proc = new SandboxProcess(spec, this);
     e->proc = proc;
     const QString id = e->rec.id;
     connect(proc, &SandboxProcess::ready, this, [this, id] {
         Entry *e = m_entries.value(id);
-        if (!e)
+        if (!e || !e->proc)
             return;
-        setStatus(e, kRunning);
-        touch(e);
-        const auto waiters = std::exchange(e->waiters, {});
-        for (const auto &[context, then] : waiters) {
-            if (context) {
-                ++e->busy;
-                then(e->proc->channel());
-            }
-        }
-        if (e->busy == 0)
-            armIdleTimer(e);
+        const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
+        if (!hooks.afterStart)
+            return becameReady(e);
+        QPointer<SandboxProcess> proc = e->proc;
+        hooks.afterStart(e->rec, e->proc->channel(), [this, id, proc](Result<bool> r) {
+            Entry *e = m_entries.value(id);
+            if (!e || !proc || e->proc != proc)
+                return;
+            if (r)
+                return becameReady(e);
+            // Stop what started, then report the failure to everyone waiting.
+            qCWarning(lcManager) << "sandbox" << id << "failed to start:" << r.error().message;
+            const Error error = r.error();
+            teardown(e, [this, e, error] {
+                setStatus(e, kError, error.message);
+                const auto waiters = std::exchange(e->waiters, {});
+                for (const auto &[context, then] : waiters) {
+                    if (context)
+                        then(error);
+                }
+            });
+        });
     });
+
     connect(proc, &SandboxProcess::failed, this, [this, id](const Error &error) {
         Entry *e = m_entries.value(id);
         if (!e)
@@ -344,6 +360,26 @@ void SandboxManager::launch(Entry *e)
     proc->start();
 }
 
+void SandboxManager::becameReady(Entry *e)
+{
+    setStatus(e, kRunning);
+    touch(e);
+    const auto waiters = std::exchange(e->waiters, {});
+    for (const auto &[context, then] : waiters) {
+        if (context) {
+            ++e->busy;
+            then(e->proc->channel());
+        }
+    }
+    if (e->busy == 0)
+        armIdleTimer(e);
+}
+
+void SandboxManager::setTypeHooks(const QString &type, SandboxTypeHooks hooks)
+{
+    m_hooks.insert(type, std::move(hooks));
+}
+
 void SandboxManager::teardown(Entry *e, std::function<void()> then)
 {
     if (e->idle)
@@ -360,7 +396,15 @@ void SandboxManager::teardown(Entry *e, std::function<void()> then)
             if (context)
                 w(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the sandbox is stopping"), {}});
         }
-        e->proc->stop();
+        const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
+        QPointer<SandboxProcess> proc = e->proc;
+        if (hooks.beforeStop && proc->isReady())
+            hooks.beforeStop(e->rec, proc->channel(), [proc] {
+                if (proc)
+                    proc->stop();
+            });
+        else
+            proc->stop();
     }
 }
 
@@ -512,6 +556,8 @@ void SandboxManager::remove(const QString &keyId, const QString &id, const QStri
             return;
         if (e->idle)
             e->idle->deleteLater();
+        if (const SandboxTypeHooks hooks = m_hooks.value(e->rec.type); hooks.removed)
+            hooks.removed(e->rec);
         const auto removed = m_registry->removeSandbox(id);
         // The workspace goes with the sandbox; removeRecursively does not follow symlinks.
         QDir(stateDirOf(id)).removeRecursively();

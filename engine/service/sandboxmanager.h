@@ -16,6 +16,23 @@ namespace Sandbox::Engine {
 
 class SandboxProcess;
 class SupervisorChannel;
+struct SandboxSpec;
+
+// What a kind of sandbox adds to the generic lifecycle (a database server to start, an agent
+// CLI to mount). Registered per sandbox type, e.g. "postgres"; every member is optional.
+struct SandboxTypeHooks
+{
+    // Adjusts the bubblewrap spec before each start (extra mounts, environment).
+    std::function<void(SandboxSpec &spec, const SandboxRecord &record)> prepare;
+    // Runs once the supervisor answers, before the sandbox counts as running; an error fails the start.
+    std::function<void(const SandboxRecord &record, SupervisorChannel *channel,
+                       std::function<void(Result<bool>)> done)> afterStart;
+    // Runs before the sandbox is stopped (a clean database shutdown); must call done.
+    std::function<void(const SandboxRecord &record, SupervisorChannel *channel,
+                       std::function<void()> done)> beforeStop;
+    // Runs when the sandbox is deleted, after it stopped.
+    std::function<void(const SandboxRecord &record)> removed;
+};
 
 struct EngineConfig
 {
@@ -64,6 +81,11 @@ public:
     static ResourceLimits limitsFor(const QString &size);
     static QStringList sizes();
 
+    void setTypeHooks(const QString &type, SandboxTypeHooks hooks);
+    // The host directory of a sandbox's own files (its workspace lives in DIR/workspace).
+    QString stateDirOf(const QString &id) const;
+    const EngineConfig &config() const { return m_config; }
+
     void create(const CreateSandbox &request, QObject *context, Done done);
     // kind: "" for any kind. Another key's sandbox is NotFound.
     Result<QJsonObject> info(const QString &keyId, const QString &id, const QString &kind = {}) const;
@@ -98,11 +120,12 @@ private:
     void teardown(Entry *e, std::function<void()> then);
     Result<bool> checkQuota(const QString &keyId, const QString &size, const QString &exceptId) const;
     QString workspaceOf(const QString &id) const;
-    QString stateDirOf(const QString &id) const;
+    void becameReady(Entry *e);
 
     EngineConfig m_config;
     Registry *m_registry; // not owned
     QHash<QString, Entry *> m_entries; // owned
+    QHash<QString, SandboxTypeHooks> m_hooks;
 };
 
 } // namespace Sandbox::Engine
