@@ -1,0 +1,134 @@
+// JSON-RPC 2.0 codec with the exact error behaviour of docs/protocol.md section 2.
+
+import { ErrorCode, type ErrorObject, RpcError } from './errors';
+import { LIMITS } from './config';
+
+export type Id = string | number | null;
+export type Params = Record<string, unknown>;
+
+export interface RpcRequest {
+  /** Absent for a notification. */
+  id?: Id;
+  method: string;
+  params: Params;
+  /** `params` was given as an array: valid JSON-RPC, but this contract takes named params only. */
+  positionalParams: boolean;
+}
+
+export interface RpcResponse {
+  jsonrpc: '2.0';
+  id: Id;
+  result?: unknown;
+  error?: ErrorObject;
+}
+
+export interface RpcNotification {
+  jsonrpc: '2.0';
+  method: string;
+  params: Params;
+}
+
+/** One element of an incoming message: a request to run, or an answer already decided. */
+export type Incoming = { request: RpcRequest } | { response: RpcResponse };
+
+export type Decoded =
+  | { batch: false; item: Incoming }
+  | { batch: true; items: Incoming[] };
+
+export function isNotification(r: RpcRequest): boolean {
+  return !Object.hasOwn(r, 'id');
+}
+
+export function resultResponse(id: Id, result: unknown): RpcResponse {
+  return { jsonrpc: '2.0', id, result };
+}
+
+export function errorResponseFor(id: Id, e: RpcError | ErrorObject): RpcResponse {
+  const error = e instanceof RpcError ? e.toJSON() : e;
+  return { jsonrpc: '2.0', id, error };
+}
+
+function err(id: Id, code: number, message: string): { response: RpcResponse } {
+  return { response: errorResponseFor(id, { code, message }) };
+}
+
+function isValidId(v: unknown): v is Id {
+  return v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
+}
+
+/** Validates one element (of a batch or alone). */
+export function decodeElement(v: unknown): Incoming {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    return err(null, ErrorCode.InvalidRequest, 'Invalid Request: not an object');
+  }
+  const o = v as Record<string, unknown>;
+  const hasId = Object.hasOwn(o, 'id');
+  const idReadable = hasId && isValidId(o.id);
+  const id: Id = idReadable ? (o.id as Id) : null;
+  if (hasId && !idReadable) {
+    return err(null, ErrorCode.InvalidRequest, 'Invalid Request: id must be a string, number or null');
+  }
+  if (o.jsonrpc !== '2.0') return err(id, ErrorCode.InvalidRequest, 'Invalid Request: jsonrpc must be "2.0"');
+  if (typeof o.method !== 'string') {
+    return err(id, ErrorCode.InvalidRequest, 'Invalid Request: method must be a string');
+  }
+  let params: Params = {};
+  let positionalParams = false;
+  if (Object.hasOwn(o, 'params')) {
+    const p = o.params;
+    if (Array.isArray(p)) positionalParams = true;
+    else if (typeof p === 'object' && p !== null) params = p as Params;
+    else return err(id, ErrorCode.InvalidRequest, 'Invalid Request: params must be an object');
+  }
+  const request: RpcRequest = { method: o.method, params, positionalParams };
+  if (hasId) request.id = id;
+  return { request };
+}
+
+/** Decodes one WebSocket text message (its size already checked by the caller). */
+export function decodeMessage(text: string): Decoded {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return { batch: false, item: err(null, ErrorCode.ParseError, 'Parse error') };
+  }
+  if (Array.isArray(v)) {
+    if (v.length === 0) {
+      return { batch: false, item: err(null, ErrorCode.InvalidRequest, 'Invalid Request: empty batch') };
+    }
+    if (v.length > LIMITS.maxBatch) {
+      return {
+        batch: false,
+        item: {
+          response: errorResponseFor(null, {
+            code: ErrorCode.PayloadTooLarge,
+            message: `Batch holds more than ${LIMITS.maxBatch} requests`,
+            data: { limit: LIMITS.maxBatch },
+          }),
+        },
+      };
+    }
+    return { batch: true, items: v.map(decodeElement) };
+  }
+  return { batch: false, item: decodeElement(v) };
+}
+
+export function notification(method: string, params: Params): RpcNotification {
+  return { jsonrpc: '2.0', method, params };
+}
+
+/** UTF-8 length of a string without allocating. */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}

@@ -1,0 +1,542 @@
+// The methods of docs/protocol.md section 4, for one authenticated key. REST routes and the
+// JSON-RPC socket both call `SandboxService.call`; sandbox work is forwarded to the sandbox's
+// engine (engine.ts) and its answers relayed.
+
+import {
+  BACKEND,
+  DEFAULT_SIZE,
+  LIMITS,
+  SIZES,
+  VERSION,
+  isAgentType,
+  isDatabaseType,
+  isSize,
+  type SandboxKind,
+  type SandboxType,
+} from './config';
+import {
+  ErrorCode,
+  InvalidParamsError,
+  MethodNotFoundError,
+  NotFoundError,
+  QuotaExceededError,
+  RpcError,
+  SandboxError,
+  SandboxNotRunningError,
+} from './errors';
+import { type EngineConnection, type EnginePool, type EngineTarget } from './engine';
+import type { Id, Params } from './jsonrpc';
+import type { KeyStore } from './keys';
+import * as v from './params';
+import {
+  RUNNING_STATUSES,
+  type Registry,
+  type SandboxRow,
+  type SandboxObject,
+  toSandboxObject,
+} from './registry';
+import { randomHex } from './auth';
+import { Stream, type StreamTable, type Subscriber, rewriteStreamId } from './streams';
+
+/** Per-WebSocket state (lost on hibernation, like the requests it tracks). */
+export interface Connection {
+  readonly keyId: string;
+  readonly subscriber: Subscriber;
+  /** In-flight requests by JSON-encoded id. */
+  readonly inflight: Map<string, Inflight>;
+}
+
+export interface Inflight {
+  /** Cancels the work behind the request (for a forwarded call: rpc.cancel to the engine). */
+  cancel: (() => void) | null;
+  /** Answers the request -32012 at once. */
+  abort: () => void;
+}
+
+export interface CallContext {
+  keyId: string;
+  /** The WebSocket the call came on; null for REST. */
+  conn: Connection | null;
+  requestId: Id | undefined;
+  /** Set by forwarded calls so that rpc.cancel can reach the engine. */
+  setCancel(cancel: () => void): void;
+}
+
+export interface ServiceHooks {
+  /** Where this sandbox's engine is. */
+  target(row: SandboxRow): EngineTarget;
+  /** Releases the sandbox's container (a no-op when ENGINE_URL stands in). */
+  destroyContainer(row: SandboxRow): Promise<void>;
+  /** Closes every WebSocket of a key (after revoking it). */
+  closeKeySockets(keyId: string): void;
+}
+
+type Handler = (ctx: CallContext, p: Params) => Promise<unknown>;
+
+const FILE_OPS = ['writeFile', 'readFile', 'listFiles', 'mkdir', 'deleteFile', 'stat', 'rename'] as const;
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function newSandboxId(): string {
+  return `sb_${randomHex(6)}`;
+}
+
+export class SandboxService {
+  private readonly methods = new Map<string, Handler>();
+  /** Live streams per engine connection, to resume them there if it drops. */
+  private readonly streamsByConn = new Map<EngineConnection, Set<{ stream: Stream; target: EngineTarget }>>();
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly keys: KeyStore,
+    private readonly pool: EnginePool,
+    private readonly streams: StreamTable,
+    private readonly hooks: ServiceHooks,
+  ) {
+    pool.onLost = (c) => this.resumeOnNewConnection(c);
+    this.register();
+  }
+
+  async call(method: string, params: Params, ctx: CallContext): Promise<unknown> {
+    const h = this.methods.get(method);
+    if (h === undefined) throw new MethodNotFoundError(method);
+    return h(ctx, params);
+  }
+
+  private register(): void {
+    const m = this.methods;
+    // Agents (4.1)
+    m.set('agents.create', (c, p) => this.create(c, 'agent', p));
+    m.set('agents.get', async (c, p) => toSandboxObject(this.owned(c, p, 'agent')));
+    m.set('agents.list', async (c) => ({ agents: this.list(c, 'agent') }));
+    m.set('agents.exec', (c, p) => this.exec(c, 'agents.exec', this.owned(c, p, 'agent'), p));
+    m.set('agents.run', (c, p) => this.forward(c, 'agents.run', this.owned(c, p, 'agent'), p));
+    m.set('agents.cloneRepo', (c, p) => this.forward(c, 'agents.cloneRepo', this.owned(c, p, 'agent'), p));
+    m.set('agents.stop', (c, p) => this.stop(c, 'agents.stop', this.owned(c, p, 'agent')));
+    m.set('agents.start', (c, p) => this.start(c, 'agents.start', this.owned(c, p, 'agent')));
+    m.set('agents.delete', (c, p) => this.delete(c, 'agents.delete', this.owned(c, p, 'agent')));
+    // Databases (4.3)
+    m.set('databases.create', (c, p) => this.create(c, 'database', p));
+    m.set('databases.get', async (c, p) => toSandboxObject(this.owned(c, p, 'database')));
+    m.set('databases.list', async (c) => ({ databases: this.list(c, 'database') }));
+    m.set('databases.query', (c, p) => this.forward(c, 'databases.query', this.owned(c, p, 'database'), p));
+    m.set('databases.execute', (c, p) => this.forward(c, 'databases.execute', this.owned(c, p, 'database'), p));
+    m.set('databases.stop', (c, p) => this.stop(c, 'databases.stop', this.owned(c, p, 'database')));
+    m.set('databases.delete', (c, p) => this.delete(c, 'sandbox.delete', this.owned(c, p, 'database')));
+    // Any sandbox by id (4.5)
+    m.set('sandbox.status', async (c, p) => toSandboxObject(this.owned(c, p)));
+    m.set('sandbox.exec', (c, p) => this.exec(c, 'sandbox.exec', this.owned(c, p), p));
+    m.set('sandbox.stop', (c, p) => this.stop(c, 'sandbox.stop', this.owned(c, p)));
+    m.set('sandbox.start', (c, p) => this.start(c, 'sandbox.start', this.owned(c, p)));
+    m.set('sandbox.delete', (c, p) => this.delete(c, 'sandbox.delete', this.owned(c, p)));
+    for (const op of FILE_OPS) {
+      m.set(`agents.${op}`, (c, p) => this.forward(c, `agents.${op}`, this.owned(c, p, 'agent'), p));
+      m.set(`sandbox.${op}`, (c, p) => this.forward(c, `sandbox.${op}`, this.owned(c, p), p));
+    }
+    // Sessions (4.4)
+    m.set('sessions.current', async (c) => this.session(c));
+    m.set('sessions.quota', async (c) => this.quota(c.keyId));
+    // Keys (1.2)
+    m.set('keys.create', async (_c, p) => this.keys.create(v.optStr(p, 'name') ?? 'key'));
+    m.set('keys.list', async () => this.keys.list());
+    m.set('keys.revoke', (c, p) => this.revokeKey(c, v.str(p, 'id')));
+    // Streams and requests (4.6)
+    m.set('stream.resume', (c, p) => this.resume(c, p));
+    m.set('stream.cancel', (c, p) => this.cancelStream(c, p));
+    m.set('rpc.cancel', async (c, p) => this.cancelRequest(c, p));
+  }
+
+  // --- lookups ---
+
+  /** The caller's sandbox `p.id` (of `kind`, if given); anything else is not found. */
+  private owned(c: CallContext, p: Params, kind?: SandboxKind): SandboxRow {
+    const id = v.str(p, 'id');
+    const row = this.registry.sandbox(c.keyId, id);
+    if (row === null || (kind !== undefined && row.kind !== kind)) throw new NotFoundError(`sandbox ${id}`);
+    return row;
+  }
+
+  private list(c: CallContext, kind: SandboxKind): SandboxObject[] {
+    return this.registry.sandboxes(c.keyId, kind).map(toSandboxObject);
+  }
+
+  // --- sessions and quota ---
+
+  private session(c: CallContext): unknown {
+    const key = this.registry.key(c.keyId);
+    const all = this.registry.sandboxes(c.keyId);
+    return {
+      id: c.keyId,
+      name: key?.name ?? '',
+      createdAt: key?.createdAt ?? now(),
+      backend: BACKEND,
+      version: VERSION,
+      sandboxes: { total: all.length, running: all.filter((s) => RUNNING_STATUSES.includes(s.status)).length },
+    };
+  }
+
+  quota(keyId: string): {
+    running: { used: number; limit: number };
+    memoryMb: { used: number; limit: number };
+    sandboxes: { used: number; limit: number };
+  } {
+    const all = this.registry.sandboxes(keyId);
+    const running = all.filter((s) => RUNNING_STATUSES.includes(s.status));
+    return {
+      running: { used: running.length, limit: LIMITS.quotaRunning },
+      memoryMb: { used: running.reduce((n, s) => n + SIZES[s.size].memoryMb, 0), limit: LIMITS.quotaMemoryMb },
+      sandboxes: { used: all.length, limit: LIMITS.quotaSandboxes },
+    };
+  }
+
+  /** Throws -32003 unless one more running sandbox of `memoryMb` (and, if new, one more sandbox) fits. */
+  private checkQuota(keyId: string, memoryMb: number, isNew: boolean): void {
+    const q = this.quota(keyId);
+    if (isNew && q.sandboxes.used + 1 > q.sandboxes.limit) {
+      throw new QuotaExceededError(`At most ${q.sandboxes.limit} sandboxes per key`, { quota: 'sandboxes', ...q.sandboxes });
+    }
+    if (q.running.used + 1 > q.running.limit) {
+      throw new QuotaExceededError(`At most ${q.running.limit} running sandboxes per key`, { quota: 'running', ...q.running });
+    }
+    if (q.memoryMb.used + memoryMb > q.memoryMb.limit) {
+      throw new QuotaExceededError(`At most ${q.memoryMb.limit} MiB of running sandboxes per key`, {
+        quota: 'memoryMb',
+        ...q.memoryMb,
+      });
+    }
+  }
+
+  // --- lifecycle ---
+
+  private async create(c: CallContext, kind: SandboxKind, p: Params): Promise<SandboxObject> {
+    const type = p.type;
+    if (kind === 'agent' ? !isAgentType(type) : !isDatabaseType(type)) {
+      throw new InvalidParamsError(
+        'type',
+        kind === 'agent' ? 'type must be claude-code, opencode or codex' : 'type must be postgres, sqlite or duckdb',
+      );
+    }
+    const size = p.size ?? DEFAULT_SIZE;
+    if (!isSize(size)) throw new InvalidParamsError('size', `size must be one of ${Object.keys(SIZES).join(', ')}`);
+    const env = v.optEnv(p, 'env') ?? {};
+    const network = v.optBool(p, 'network') ?? false;
+    const sleepAfter = v.optInt(p, 'sleepAfter', 0, 7 * 24 * 3600 * 1000) ?? LIMITS.defaultSleepAfterMs;
+    const name = v.optStr(p, 'name') ?? null;
+    const extra: Record<string, unknown> = {};
+    if (kind === 'database') {
+      for (const f of ['database', 'username', 'password']) {
+        const val = v.optStr(p, f);
+        if (val !== undefined) extra[f] = val;
+      }
+    }
+    this.checkQuota(c.keyId, SIZES[size].memoryMb, true);
+
+    const t = now();
+    const row: SandboxRow = {
+      id: newSandboxId(),
+      keyId: c.keyId,
+      kind,
+      type: type as SandboxType,
+      size,
+      status: 'creating',
+      error: null,
+      name,
+      createdAt: t,
+      lastActiveAt: t,
+      sleepAfter,
+      network,
+      env,
+      extra,
+      engineId: null,
+      engineKey: `sk_${randomHex(24)}`,
+    };
+    this.registry.insertSandbox(row);
+    try {
+      row.engineId = await this.createInEngine(row);
+    } catch (e) {
+      this.registry.deleteSandbox(row.id);
+      await this.hooks.destroyContainer(row).catch(() => undefined);
+      throw e;
+    }
+    this.registry.setEngineId(row.id, row.engineId);
+    this.registry.setStatus(row.id, 'running');
+    row.status = 'running';
+    return toSandboxObject(row);
+  }
+
+  /** Creates the engine's own sandbox for `row` and answers its engine id. */
+  private async createInEngine(row: SandboxRow): Promise<string> {
+    const params: Params = {
+      type: row.type,
+      size: row.size,
+      env: row.env,
+      network: row.network,
+      sleepAfter: row.sleepAfter,
+      ...row.extra,
+    };
+    if (row.name !== null) params.name = row.name;
+    const method = row.kind === 'agent' ? 'agents.create' : 'databases.create';
+    const r = (await this.engine(row).request(method, params)) as { id?: unknown };
+    if (typeof r?.id !== 'string') throw new SandboxError('The sandbox engine answered without an id');
+    return r.id;
+  }
+
+  private engine(row: SandboxRow): EngineConnection {
+    return this.pool.get(this.hooks.target(row));
+  }
+
+  /** A sandbox that can take work: stopped/failed ones answer -32005, a sleeping one wakes. */
+  private requireRunning(row: SandboxRow): void {
+    if (row.status === 'running') return;
+    if (row.status === 'sleeping') {
+      this.registry.setStatus(row.id, 'running');
+      row.status = 'running';
+      return;
+    }
+    throw new SandboxNotRunningError(row.id, row.status);
+  }
+
+  private async stop(c: CallContext, method: string, row: SandboxRow): Promise<SandboxObject> {
+    if (row.status !== 'stopped' && row.engineId !== null) {
+      try {
+        await this.engine(row).request(method, { id: row.engineId });
+      } catch (e) {
+        // A container that already went away has nothing left to stop.
+        if (!(e instanceof RpcError) || (e.code !== ErrorCode.NotFound && e.code !== ErrorCode.SandboxNotRunning)) throw e;
+      }
+    }
+    this.registry.setStatus(row.id, 'stopped');
+    this.registry.touchSandbox(row.id, now());
+    return toSandboxObject(this.registry.sandbox(c.keyId, row.id)!);
+  }
+
+  private async start(c: CallContext, method: string, row: SandboxRow): Promise<SandboxObject> {
+    if (!RUNNING_STATUSES.includes(row.status)) {
+      if (row.status !== 'sleeping') this.checkQuota(c.keyId, SIZES[row.size].memoryMb, false);
+      try {
+        if (row.engineId === null) throw new RpcError(ErrorCode.NotFound, 'no engine sandbox');
+        await this.engine(row).request(method, { id: row.engineId });
+      } catch (e) {
+        if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound) throw e;
+        // The container lost its engine state (a new instance): make the sandbox again.
+        row.engineId = await this.createInEngine(row);
+        this.registry.setEngineId(row.id, row.engineId);
+      }
+      this.registry.setStatus(row.id, 'running');
+    }
+    this.registry.touchSandbox(row.id, now());
+    return toSandboxObject(this.registry.sandbox(c.keyId, row.id)!);
+  }
+
+  private async delete(_c: CallContext, method: string, row: SandboxRow): Promise<{ id: string; deleted: true }> {
+    this.registry.setStatus(row.id, 'stopped');
+    if (row.engineId !== null) {
+      try {
+        await this.engine(row).request(method, { id: row.engineId });
+      } catch (e) {
+        if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound) {
+          console.warn(`delete ${row.id}: the engine answered`, e);
+        }
+      }
+    }
+    await this.hooks.destroyContainer(row).catch((e: unknown) => console.warn(`delete ${row.id}: container`, e));
+    this.registry.deleteSandbox(row.id);
+    return { id: row.id, deleted: true };
+  }
+
+  // --- forwarded work ---
+
+  /** Sends `method` to the sandbox's engine with the engine's id in place of ours. */
+  private async forward(c: CallContext, method: string, row: SandboxRow, p: Params): Promise<unknown> {
+    this.requireRunning(row);
+    const conn = this.engine(row);
+    const send = async (engineId: string): Promise<unknown> => {
+      const { id, result } = await conn.call(method, { ...p, id: engineId });
+      c.setCancel(() => void conn.notify('rpc.cancel', { id }).catch(() => undefined));
+      return result;
+    };
+    this.registry.touchSandbox(row.id, now());
+    try {
+      return await send(row.engineId ?? '');
+    } catch (e) {
+      if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound || !(await this.engineLost(row))) throw e;
+      return send(row.engineId!);
+    }
+  }
+
+  /**
+   * After a "not found" from the engine: true if the engine no longer has the sandbox itself
+   * (a container that came back empty), in which case it is made again and the call may be
+   * retried; false if the sandbox is there and "not found" was about a file or stream.
+   */
+  private async engineLost(row: SandboxRow): Promise<boolean> {
+    if (row.engineId !== null) {
+      try {
+        await this.engine(row).request('sandbox.status', { id: row.engineId });
+        return false;
+      } catch (e) {
+        if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound) return false;
+      }
+    }
+    row.engineId = await this.createInEngine(row);
+    this.registry.setEngineId(row.id, row.engineId);
+    return true;
+  }
+
+  private async exec(c: CallContext, method: string, row: SandboxRow, p: Params): Promise<unknown> {
+    v.command(p);
+    const options = v.optObject(p, 'options') ?? {};
+    v.optInt(options, 'timeout', 1, LIMITS.execTimeoutMaxMs, 'options.');
+    v.optInt(options, 'maxOutputBytes', 0, 64 * 1024 * 1024, 'options.');
+    v.optStr(options, 'cwd');
+    v.optEnv(options, 'env', 'options.');
+    const wantStream = v.optBool(options, 'stream') ?? false;
+    // REST ignores `stream`: without a socket there is nobody to stream to.
+    const stream = wantStream && c.conn !== null;
+    const params: Params = { ...p, options: { ...options, stream } };
+    if (!stream) return this.forward(c, method, row, params);
+
+    this.requireRunning(row);
+    const target = this.hooks.target(row);
+    const conn = this.pool.get(target);
+    const keyId = c.keyId;
+    const subscriber = c.conn!.subscriber;
+    let s: Stream | null = null;
+    const ensure = (engineStreamId: string): Stream => {
+      if (s === null) {
+        s = new Stream(`st_${randomHex(12)}`, keyId, row.id, engineStreamId, c.requestId ?? null, subscriber);
+        this.streams.add(s);
+        this.registry.insertStream({
+          id: s.id,
+          keyId,
+          sandboxId: row.id,
+          engineStreamId,
+          createdAt: Date.now(),
+        });
+        this.track(conn, s, target);
+      }
+      return s;
+    };
+    this.registry.touchSandbox(row.id, now());
+    const { id, result } = await conn.call(method, { ...params, id: row.engineId }, (n) => {
+      if (typeof n.params.streamId === 'string') ensure(n.params.streamId).push(n.method, n.params);
+    });
+    c.setCancel(() => void conn.notify('rpc.cancel', { id }).catch(() => undefined));
+    let r: unknown;
+    try {
+      r = await result;
+    } catch (e) {
+      // The engine connection dropped: the stream is resumed on a new one and its end answers.
+      const live = s as Stream | null;
+      if (live === null || !(e instanceof SandboxError)) throw e;
+      return live.ended();
+    }
+    const engineStreamId = (r as { streamId?: unknown })?.streamId;
+    if (typeof engineStreamId !== 'string') return r;
+    return rewriteStreamId(r, ensure(engineStreamId).id);
+  }
+
+  private track(conn: EngineConnection, stream: Stream, target: EngineTarget): void {
+    let set = this.streamsByConn.get(conn);
+    if (set === undefined) this.streamsByConn.set(conn, (set = new Set()));
+    const entry = { stream, target };
+    set.add(entry);
+    const forget = () => {
+      set.delete(entry);
+      if (set.size === 0) this.streamsByConn.delete(conn);
+    };
+    stream.ended().then(forget, forget);
+  }
+
+  /** A dropped engine connection: resume its live streams on a new one from their last seq. */
+  private resumeOnNewConnection(lost: EngineConnection): void {
+    const entries = this.streamsByConn.get(lost);
+    this.streamsByConn.delete(lost);
+    if (entries === undefined) return;
+    for (const { stream, target } of entries) {
+      if (stream.done) continue;
+      const conn = this.pool.get(target);
+      this.track(conn, stream, target);
+      conn.subscribe(stream.engineStreamId, (n) => stream.push(n.method, n.params));
+      conn
+        .request('stream.resume', { streamId: stream.engineStreamId, after: stream.lastSeq })
+        .catch((e: unknown) => {
+          console.warn(`stream ${stream.id}: resume on the engine failed`, e);
+          stream.push('stream.end', {
+            seq: stream.lastSeq + 1,
+            error: e instanceof RpcError ? e.toJSON() : { code: ErrorCode.SandboxError, message: String(e) },
+          });
+        });
+    }
+  }
+
+  // --- streams and requests ---
+
+  private async resume(c: CallContext, p: Params): Promise<unknown> {
+    const streamId = v.str(p, 'streamId');
+    const after = v.optInt(p, 'after', 0, Number.MAX_SAFE_INTEGER) ?? 0;
+    if (c.conn === null) throw new InvalidParamsError('streamId', 'stream.resume needs a WebSocket');
+    const sub = c.conn.subscriber;
+    const s = this.streams.find(c.keyId, streamId);
+    if (s !== null) {
+      let answer: unknown;
+      s.resume(after, sub, (a) => (answer = a));
+      return answer;
+    }
+    // Not in memory (the registry object was restarted): the engine still holds the backlog.
+    const route = this.registry.stream(c.keyId, streamId);
+    if (route === null) throw new NotFoundError(`stream ${streamId}`);
+    const row = this.registry.sandbox(c.keyId, route.sandboxId);
+    if (row === null) throw new NotFoundError(`stream ${streamId}`);
+    const target = this.hooks.target(row);
+    const conn = this.pool.get(target);
+    const stream = new Stream(streamId, c.keyId, row.id, route.engineStreamId, null, sub);
+    this.streams.add(stream);
+    this.track(conn, stream, target);
+    conn.subscribe(route.engineStreamId, (n) => stream.push(n.method, n.params));
+    const r = (await conn.request('stream.resume', { streamId: route.engineStreamId, after })) as Params;
+    return { ...r, streamId };
+  }
+
+  private async cancelStream(c: CallContext, p: Params): Promise<unknown> {
+    const streamId = v.str(p, 'streamId');
+    const s = this.streams.find(c.keyId, streamId);
+    const route = s ?? this.registry.stream(c.keyId, streamId);
+    if (route === null) throw new NotFoundError(`stream ${streamId}`);
+    const row = this.registry.sandbox(c.keyId, route.sandboxId);
+    if (row === null) throw new NotFoundError(`stream ${streamId}`);
+    const r = (await this.engine(row).request('stream.cancel', { streamId: route.engineStreamId })) as Params;
+    return typeof r === 'object' && r !== null ? { ...r, streamId } : r;
+  }
+
+  /** rpc.cancel: the caller's own in-flight request on this connection answers -32012. */
+  private cancelRequest(c: CallContext, p: Params): { cancelled: true } {
+    const id = p.id;
+    if (!(typeof id === 'string' || typeof id === 'number')) throw new InvalidParamsError('id');
+    const tag = JSON.stringify(id);
+    const entry = c.requestId !== undefined && JSON.stringify(c.requestId) === tag ? undefined : c.conn?.inflight.get(tag);
+    if (entry === undefined) throw new NotFoundError(`request ${tag}`);
+    c.conn!.inflight.delete(tag);
+    entry.cancel?.();
+    entry.abort();
+    return { cancelled: true };
+  }
+
+  // --- keys ---
+
+  private async revokeKey(c: CallContext, id: string): Promise<{ id: string; revoked: true }> {
+    this.keys.revoke(c.keyId, id);
+    this.hooks.closeKeySockets(id);
+    // Stop what the key was running; its sandboxes stay in the registry, stopped.
+    for (const row of this.registry.sandboxes(id)) {
+      if (RUNNING_STATUSES.includes(row.status) || row.status === 'sleeping') {
+        await this.stop({ ...c, keyId: id }, 'sandbox.stop', row).catch((e: unknown) =>
+          console.warn(`revoke ${id}: stopping ${row.id}`, e),
+        );
+      }
+    }
+    return { id, revoked: true };
+  }
+}

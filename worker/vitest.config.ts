@@ -1,0 +1,30 @@
+import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
+import { defineConfig } from 'vitest/config';
+import { TEST_KEYS } from './test/support/keys.ts';
+
+// Tests run inside workerd with the real wrangler.jsonc. The global setup starts a real
+// `sandboxd`; its URL and key become the Worker's ENGINE_URL/ENGINE_KEY, so container traffic
+// goes to that engine. API_KEYS gives two sessions: the tests' key and "another" key.
+
+export default defineConfig({
+  plugins: [
+    cloudflareTest(({ inject }) => ({
+      main: './src/index.ts',
+      wrangler: { configPath: './wrangler.jsonc' },
+      miniflare: {
+        bindings: {
+          API_KEYS: `${TEST_KEYS.main},${TEST_KEYS.other}`,
+          ENGINE_URL: inject('engineUrl'),
+          ENGINE_KEY: inject('engineKey'),
+        },
+      },
+    })),
+  ],
+  test: {
+    globalSetup: ['./test/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // One engine and one registry object for the whole run: keep the files sequential.
+    fileParallelism: false,
+  },
+});
