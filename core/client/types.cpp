@@ -38,7 +38,7 @@ Result<SandboxInfo> SandboxInfo::fromJson(const QJsonValue &value)
     s.kind = r.oneOf(QStringLiteral("kind"), {QStringLiteral("agent"), QStringLiteral("database")});
     s.type = r.string(QStringLiteral("type"));
     s.status = r.oneOf(QStringLiteral("status"),
-                       {QStringLiteral("creating"), QStringLiteral("running"),
+                       {QStringLiteral("creating"), QStringLiteral("starting"), QStringLiteral("running"),
                         QStringLiteral("sleeping"), QStringLiteral("stopped"),
                         QStringLiteral("error")});
     s.createdAt = r.dateTime(QStringLiteral("createdAt"));

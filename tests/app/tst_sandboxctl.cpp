@@ -1,0 +1,157 @@
+// End to end: the sandboxctl binary against a real sandboxd.
+#include "engineprocess.h"
+
+#include <QProcess>
+#include <QTest>
+
+namespace {
+
+struct Run
+{
+    int exitCode = -1;
+    QByteArray out;
+    QByteArray err;
+};
+
+} // namespace
+
+class tst_Sandboxctl : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void lifecycle();
+    void execPassesExitCodeAndOutput_data();
+    void execPassesExitCodeAndOutput();
+    void filesRoundTrip();
+    void errors_data();
+    void errors();
+    void environmentVariablesSelectTheEngine();
+
+private:
+    Run ctl(const QStringList &args, const QByteArray &stdinData = {}, const QString &key = {});
+
+    EngineProcess m_engine;
+    QString m_id;
+};
+
+Run tst_Sandboxctl::ctl(const QStringList &args, const QByteArray &stdinData, const QString &key)
+{
+    QProcess p;
+    p.setProgram(QStringLiteral(SANDBOXCTL_BIN));
+    p.setArguments(QStringList{QStringLiteral("--url"), m_engine.url().toString(), QStringLiteral("--key"),
+                               key.isEmpty() ? m_engine.key() : key} + args);
+    p.start();
+    p.write(stdinData);
+    p.closeWriteChannel();
+    p.waitForFinished(120000);
+    return Run{p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+void tst_Sandboxctl::initTestCase()
+{
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
+}
+
+void tst_Sandboxctl::lifecycle()
+{
+    const Run created = ctl({QStringLiteral("create"), QStringLiteral("claude-code"), QStringLiteral("--size"), QStringLiteral("basic"),
+                             QStringLiteral("--env"), QStringLiteral("GREETING=hi there")});
+    QCOMPARE(created.exitCode, 0);
+    m_id = QString::fromUtf8(created.out.trimmed());
+    QVERIFY(m_id.startsWith(QLatin1String("sb_")));
+    const Run list = ctl({QStringLiteral("list")});
+    QCOMPARE(list.exitCode, 0);
+    QVERIFY(list.out.contains(m_id.toUtf8()));
+    QVERIFY(list.out.contains("running"));
+    const Run status = ctl({QStringLiteral("status"), m_id});
+    QVERIFY(status.out.contains("\"status\": \"running\""));
+    QVERIFY(!status.out.contains("hi there")); // env values never come back
+    QCOMPARE(ctl({QStringLiteral("stop"), m_id}).exitCode, 0);
+    QVERIFY(ctl({QStringLiteral("status"), m_id}).out.contains("\"status\": \"stopped\""));
+    QCOMPARE(ctl({QStringLiteral("start"), m_id}).exitCode, 0);
+}
+
+void tst_Sandboxctl::execPassesExitCodeAndOutput_data()
+{
+    QTest::addColumn<QStringList>("command");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QByteArray>("out");
+    QTest::addColumn<QByteArray>("err");
+    QTest::newRow("shell line") << QStringList{QStringLiteral("echo $GREETING; echo bad >&2; exit 7")} << 7
+                                << QByteArray("hi there\n") << QByteArray("bad\n");
+    QTest::newRow("argv") << QStringList{QStringLiteral("printf"), QStringLiteral("%s-"), QStringLiteral("a b"), QStringLiteral("$X")} << 0
+                          << QByteArray("a b-$X-") << QByteArray();
+    QTest::newRow("many lines stream through") << QStringList{QStringLiteral("seq 1 50000 | tail -n 2")} << 0
+                                               << QByteArray("49999\n50000\n") << QByteArray();
+}
+
+void tst_Sandboxctl::execPassesExitCodeAndOutput()
+{
+    QFETCH(QStringList, command);
+    QFETCH(int, exitCode);
+    QFETCH(QByteArray, out);
+    QFETCH(QByteArray, err);
+    const Run r = ctl(QStringList{QStringLiteral("exec"), m_id, QStringLiteral("--")} + command);
+    QCOMPARE(r.exitCode, exitCode);
+    QCOMPARE(r.out, out);
+    QCOMPARE(r.err, err);
+}
+
+void tst_Sandboxctl::filesRoundTrip()
+{
+    QByteArray bytes;
+    for (int i = 0; i < 1024; ++i)
+        bytes.append(char(i % 256));
+    const Run w = ctl({QStringLiteral("write"), m_id, QStringLiteral("deep/dir/blob.bin"), QStringLiteral("-"), QStringLiteral("-p")}, bytes);
+    QCOMPARE(w.exitCode, 0);
+    const Run r = ctl({QStringLiteral("read"), m_id, QStringLiteral("deep/dir/blob.bin")});
+    QCOMPARE(r.exitCode, 0);
+    QCOMPARE(r.out, bytes);
+    const Run ls = ctl({QStringLiteral("ls"), m_id, QStringLiteral("deep"), QStringLiteral("-r")});
+    QVERIFY(ls.out.contains("/workspace/deep/dir/blob.bin"));
+    QCOMPARE(ctl({QStringLiteral("rm"), m_id, QStringLiteral("deep"), QStringLiteral("-r")}).exitCode, 0);
+    QCOMPARE(ctl({QStringLiteral("read"), m_id, QStringLiteral("deep/dir/blob.bin")}).exitCode, 1);
+}
+
+void tst_Sandboxctl::errors_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QByteArray>("message");
+    QTest::newRow("unknown sandbox") << QStringList{QStringLiteral("status"), QStringLiteral("sb_000000000000")} << QString() << 1 << QByteArray("not found");
+    QTest::newRow("path outside the sandbox") << QStringList{QStringLiteral("read"), QStringLiteral("%ID%"), QStringLiteral("/etc/shadow")} << QString() << 1 << QByteArray("path not allowed");
+    QTest::newRow("unknown command") << QStringList{QStringLiteral("fly")} << QString() << 2 << QByteArray("unknown command");
+    QTest::newRow("bad type") << QStringList{QStringLiteral("create"), QStringLiteral("vim")} << QString() << 2 << QByteArray("TYPE is one of");
+    QTest::newRow("wrong key") << QStringList{QStringLiteral("list")} << QStringLiteral("sk_wrong") << 3 << QByteArray("unauthorized");
+}
+
+void tst_Sandboxctl::errors()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QString, key);
+    QFETCH(int, exitCode);
+    QFETCH(QByteArray, message);
+    args.replaceInStrings(QStringLiteral("%ID%"), m_id);
+    const Run r = ctl(args, {}, key);
+    QCOMPARE(r.exitCode, exitCode);
+    QVERIFY2(r.err.contains(message), r.err.constData());
+}
+
+void tst_Sandboxctl::environmentVariablesSelectTheEngine()
+{
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("SANDBOX_URL"), m_engine.url().toString());
+    env.insert(QStringLiteral("SANDBOX_API_KEY"), m_engine.key());
+    p.setProcessEnvironment(env);
+    p.start(QStringLiteral(SANDBOXCTL_BIN), {QStringLiteral("session")});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 0);
+    QVERIFY(p.readAllStandardOutput().contains("\"backend\": \"local\""));
+}
+
+QTEST_GUILESS_MAIN(tst_Sandboxctl)
+#include "tst_sandboxctl.moc"
