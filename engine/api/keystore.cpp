@@ -33,7 +33,27 @@ bool constantTimeEquals(QByteArrayView a, QByteArrayView b)
 
 KeyStore::KeyStore(Registry *registry) : m_registry(registry), m_keys(registry->keys()) {}
 
-Result<NewKey> KeyStore::create(const QString &name)
+Result<bool> KeyStore::import(const QString &name, QByteArrayView key, bool admin)
+{
+    const QByteArray hash = sha256(key);
+    for (const KeyRecord &k : std::as_const(m_keys)) {
+        if (k.hash == hash)
+            return false;
+    }
+    const KeyRecord record{QStringLiteral("key_") + QString::fromLatin1(randomBytes(8).toHex()), name, hash,
+                           QDateTime::currentDateTimeUtc(), {}, admin};
+    if (const auto ok = m_registry->insertKey(record); !ok)
+        return ok.error();
+    m_keys.append(record);
+    return true;
+}
+
+bool KeyStore::isAdmin(const QString &id) const
+{
+    return std::any_of(m_keys.begin(), m_keys.end(), [&](const KeyRecord &k) { return k.id == id && k.admin; });
+}
+
+Result<NewKey> KeyStore::create(const QString &name, bool admin)
 {
     NewKey k;
     k.id = QStringLiteral("key_") + QString::fromLatin1(randomBytes(8).toHex());
@@ -42,7 +62,8 @@ Result<NewKey> KeyStore::create(const QString &name)
             + QString::fromLatin1(randomBytes(32).toBase64(QByteArray::Base64UrlEncoding
                                                            | QByteArray::OmitTrailingEquals));
     k.createdAt = QDateTime::currentDateTimeUtc();
-    const KeyRecord record{k.id, k.name, sha256(k.key.toLatin1()), k.createdAt, {}};
+    k.admin = admin;
+    const KeyRecord record{k.id, k.name, sha256(k.key.toLatin1()), k.createdAt, {}, admin};
     if (const auto ok = m_registry->insertKey(record); !ok)
         return ok.error();
     m_keys.append(record);
@@ -75,7 +96,7 @@ QList<NewKey> KeyStore::list() const
 {
     QList<NewKey> out;
     for (const KeyRecord &k : m_keys)
-        out.append(NewKey{k.id, k.name, {}, k.createdAt});
+        out.append(NewKey{k.id, k.name, {}, k.createdAt, k.admin});
     return out;
 }
 

@@ -15,6 +15,7 @@ struct NewKey
     QString name;
     QString key; // shown once, at creation
     QDateTime createdAt;
+    bool admin = false;
 };
 
 // API keys (docs/protocol.md, 1.1-1.2): stored as SHA-256 hashes, checked in constant time.
@@ -23,7 +24,10 @@ class KeyStore final
 public:
     explicit KeyStore(Registry *registry); // not owned
 
-    Result<NewKey> create(const QString &name);
+    Result<NewKey> create(const QString &name, bool admin = false);
+    // Registers a key chosen elsewhere (SANDBOXD_API_KEY in a container); no-op if known.
+    Result<bool> import(const QString &name, QByteArrayView key, bool admin);
+    bool isAdmin(const QString &id) const;
     // The key's id, or Unauthorized. Compares against every stored hash without an early exit.
     Result<QString> verify(QByteArrayView presentedKey);
     Result<bool> revoke(const QString &id);

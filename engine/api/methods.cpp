@@ -162,35 +162,53 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
         reply(QJsonValue(m_sandboxes->quota(ctx.keyId)));
     });
 
-    // keys.*
-    add(QStringLiteral("keys.create"), [this](const QJsonObject &params, const CallContext &, const Reply &reply) {
+    // keys.*: every key sees itself; only an admin key (the engine's first) manages others.
+    const auto keyJson = [](const NewKey &k) {
+        QJsonObject o{{QStringLiteral("id"), k.id},
+                      {QStringLiteral("name"), k.name},
+                      {QStringLiteral("admin"), k.admin},
+                      {QStringLiteral("createdAt"), k.createdAt.toString(Qt::ISODateWithMs)}};
+        if (!k.key.isEmpty())
+            o.insert(QStringLiteral("key"), k.key);
+        return o;
+    };
+    const auto notAdmin = [] {
+        return Error{ErrorCode::Unauthorized, QStringLiteral("only an admin key can manage other keys"), {}};
+    };
+    add(QStringLiteral("keys.create"), [this, keyJson, notAdmin](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+        if (!m_keys->isAdmin(ctx.keyId))
+            return reply(notAdmin());
         Params p(params);
         const QString name = p.optionalString(QStringLiteral("name"), QStringLiteral("unnamed"));
+        const bool admin = p.optionalBool(QStringLiteral("admin"), false);
         if (p.failed())
             return reply(p.error());
-        const auto k = m_keys->create(name);
+        const auto k = m_keys->create(name, admin);
         if (!k)
             return reply(k.error());
-        reply(QJsonValue(QJsonObject{{QStringLiteral("id"), k->id},
-                                     {QStringLiteral("name"), k->name},
-                                     {QStringLiteral("key"), k->key},
-                                     {QStringLiteral("createdAt"), k->createdAt.toString(Qt::ISODateWithMs)}}));
+        reply(QJsonValue(keyJson(k.value())));
     });
-    add(QStringLiteral("keys.list"), [this](const QJsonObject &, const CallContext &, const Reply &reply) {
+    add(QStringLiteral("keys.list"), [this, keyJson](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+        const bool admin = m_keys->isAdmin(ctx.keyId);
         QJsonArray keys;
-        for (const NewKey &k : m_keys->list())
-            keys.append(QJsonObject{{QStringLiteral("id"), k.id},
-                                    {QStringLiteral("name"), k.name},
-                                    {QStringLiteral("createdAt"), k.createdAt.toString(Qt::ISODateWithMs)}});
+        for (const NewKey &k : m_keys->list()) {
+            if (admin || k.id == ctx.keyId)
+                keys.append(keyJson(k));
+        }
         reply(QJsonValue(QJsonObject{{QStringLiteral("keys"), keys}}));
     });
-    add(QStringLiteral("keys.revoke"), [this](const QJsonObject &params, const CallContext &, const Reply &reply) {
+    add(QStringLiteral("keys.revoke"), [this, notAdmin](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
         Params p(params);
         const QString id = p.requiredString(QStringLiteral("id"));
         if (p.failed())
             return reply(p.error());
-        if (m_keys->list().size() == 1 && m_keys->list().constFirst().id == id)
-            return reply(Error::invalidParams(QStringLiteral("id"), QStringLiteral("the last key cannot be revoked")));
+        if (!m_keys->isAdmin(ctx.keyId))
+            return reply(notAdmin());
+        const QList<NewKey> all = m_keys->list();
+        const bool lastAdmin = m_keys->isAdmin(id)
+                               && std::count_if(all.begin(), all.end(), [](const NewKey &k) { return k.admin; }) == 1;
+        if (lastAdmin)
+            return reply(Error::invalidParams(QStringLiteral("id"), QStringLiteral("the last admin key cannot be revoked")));
         const auto revoked = m_keys->revoke(id);
         if (!revoked)
             return reply(revoked.error());

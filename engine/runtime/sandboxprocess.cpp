@@ -4,6 +4,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QLoggingCategory>
 #include <QProcess>
 #include <QTimer>
@@ -134,6 +135,9 @@ void SandboxProcess::start()
     auto fail = [this](const Error &e) {
         QTimer::singleShot(0, this, [this, e] { Q_EMIT failed(e); });
     };
+    if (m_spec.bubblewrap && !QFile::exists(m_spec.bwrapPath))
+        return fail(Error{ErrorCode::SandboxError,
+                          QStringLiteral("bubblewrap not found at %1").arg(m_spec.bwrapPath), {}});
     if (!QFile::exists(m_spec.supervisorPath))
         return fail(Error{ErrorCode::SandboxError,
                           QStringLiteral("sandbox-supervisor not found at %1").arg(m_spec.supervisorPath), {}});
@@ -148,8 +152,23 @@ void SandboxProcess::start()
     }
 
     m_process = new QProcess(this);
-    m_process->setProgram(m_spec.bwrapPath);
-    m_process->setArguments(bwrapArguments(m_spec));
+    if (m_spec.bubblewrap) {
+        m_process->setProgram(m_spec.bwrapPath);
+        m_process->setArguments(bwrapArguments(m_spec));
+    } else {
+        // One sandbox per container: /workspace is a link to its workspace, so that commands
+        // and paths read the same as under bubblewrap.
+        const QString ws = QStringLiteral("/workspace");
+        const QFileInfo current(ws);
+        if (current.isSymLink() || !current.exists()) {
+            QFile::remove(ws);
+            if (!QFile::link(m_spec.workspaceDir, ws))
+                return fail(Error{ErrorCode::SandboxError, QStringLiteral("cannot link /workspace to %1").arg(m_spec.workspaceDir), {}});
+        }
+        m_process->setProgram(m_spec.supervisorPath);
+        m_process->setArguments({QStringLiteral("--workspace"), ws});
+        m_process->setWorkingDirectory(ws);
+    }
     // The sandbox's environment goes through bwrap's own environment, not its argv, so that
     // secrets do not show in the host's process list.
     QProcessEnvironment env;

@@ -29,6 +29,9 @@ struct SandboxSpec
     gid_t gid = 0;
     bool network = false;
     bool useCgroups = true;
+    // False inside a container that is itself the sandbox (the Worker's images): the supervisor
+    // then runs without bubblewrap, still as `uid` and in the cgroup when those apply.
+    bool bubblewrap = true;
     QMap<QString, QString> env;
     ResourceLimits limits;
 

@@ -70,7 +70,7 @@ void ensureKeyFile(KeyStore &keys, const QString &dataDir)
         return;
     if (!keys.isEmpty() && !QFile::exists(path))
         return; // keys exist; the user chose where to keep them
-    const auto key = keys.create(QStringLiteral("local"));
+    const auto key = keys.create(QStringLiteral("local"), true);
     if (!key)
         die(key.error().message);
     QSaveFile f(path);
@@ -110,8 +110,12 @@ int main(int argc, char **argv)
                                            QStringLiteral("ms"), QStringLiteral("600000"));
     const QCommandLineOption uidBaseOpt(QStringLiteral("uid-base"), QStringLiteral("When run as root, sandbox N runs as uid BASE+N (default 200000)."),
                                         QStringLiteral("uid"), QStringLiteral("200000"));
+    const QCommandLineOption isolationOpt(QStringLiteral("isolation"),
+                                          QStringLiteral("bubblewrap (default), or container when the engine runs inside a "
+                                                         "container that is itself the sandbox boundary."),
+                                          QStringLiteral("mode"), QStringLiteral("bubblewrap"));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages."));
-    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, verboseOpt});
+    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, isolationOpt, verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -143,7 +147,14 @@ int main(int argc, char **argv)
         die(registry.error().message);
 
     KeyStore keys(registry->get());
-    ensureKeyFile(keys, dataDir);
+    // In a container the key comes from outside (the Worker); on a desktop the first start makes one.
+    if (const QByteArray envKey = qgetenv("SANDBOXD_API_KEY"); !envKey.isEmpty()) {
+        if (const auto imported = keys.import(QStringLiteral("environment"), envKey, true); !imported)
+            die(imported.error().message);
+        qunsetenv("SANDBOXD_API_KEY");
+    } else {
+        ensureKeyFile(keys, dataDir);
+    }
 
     EngineConfig config;
     config.dataDir = dataDir;
@@ -158,7 +169,11 @@ int main(int argc, char **argv)
     config.defaultSleepAfterMs = cli.value(sleepAfterOpt).toLongLong();
     if (!QFile::exists(config.supervisorPath))
         die(QStringLiteral("sandbox-supervisor not found at %1 (use --supervisor)").arg(config.supervisorPath));
-    if (!QFile::exists(config.bwrapPath))
+    const QString isolation = cli.value(isolationOpt);
+    if (isolation != QLatin1String("bubblewrap") && isolation != QLatin1String("container"))
+        die(QStringLiteral("--isolation is bubblewrap or container, not '%1'").arg(isolation));
+    config.bubblewrap = isolation == QLatin1String("bubblewrap");
+    if (config.bubblewrap && !QFile::exists(config.bwrapPath))
         die(QStringLiteral("bubblewrap not found at %1: apt-get install bubblewrap").arg(config.bwrapPath));
 
     SandboxManager sandboxes(config, registry->get());

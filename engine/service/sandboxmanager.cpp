@@ -288,6 +288,7 @@ void SandboxManager::launch(Entry *e)
     spec.gid = spec.uid;
     spec.network = e->rec.network;
     spec.useCgroups = m_config.useCgroups;
+    spec.bubblewrap = m_config.bubblewrap;
     spec.env = e->rec.env;
     spec.limits = e->limits;
 

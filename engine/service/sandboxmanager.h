@@ -42,6 +42,7 @@ struct EngineConfig
     bool dropPrivileges = false; // true when sandboxd runs as root
     uid_t uidBase = 200000;      // sandbox N runs as uidBase + N
     bool useCgroups = true;
+    bool bubblewrap = true; // false: --isolation container
     int maxRunningPerKey = 8;
     qint64 maxMemoryMbPerKey = 16384;
     int maxSandboxesPerKey = 64;

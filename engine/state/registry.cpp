@@ -106,7 +106,7 @@ Result<std::unique_ptr<Registry>> Registry::open(const QString &path)
         "PRAGMA synchronous=FULL",
         "PRAGMA busy_timeout=2000",
         "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,"
-        " created_at INTEGER NOT NULL, last_used_at INTEGER)",
+        " created_at INTEGER NOT NULL, last_used_at INTEGER, admin INTEGER NOT NULL DEFAULT 0)",
         "CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, key_id TEXT NOT NULL, kind TEXT NOT NULL,"
         " type TEXT NOT NULL, size TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', status TEXT NOT NULL,"
         " error TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL, last_active_at INTEGER,"
@@ -140,12 +140,13 @@ Result<bool> Registry::exec(const char *sql)
 
 Result<bool> Registry::insertKey(const KeyRecord &key)
 {
-    Statement s(m_db, "INSERT INTO keys (id, name, hash, created_at, last_used_at) VALUES (?,?,?,?,?)");
+    Statement s(m_db, "INSERT INTO keys (id, name, hash, created_at, last_used_at, admin) VALUES (?,?,?,?,?,?)");
     s.bind(1, key.id);
     s.bind(2, key.name);
     s.bind(3, key.hash);
     s.bind(4, key.createdAt);
     s.bind(5, key.lastUsedAt);
+    s.bind(6, qint64(key.admin ? 1 : 0));
     if (!s.ok() || s.step() != SQLITE_DONE)
         return dbError(m_db, "insert key");
     return true;
@@ -163,9 +164,9 @@ Result<bool> Registry::removeKey(const QString &id)
 QList<KeyRecord> Registry::keys() const
 {
     QList<KeyRecord> out;
-    Statement s(m_db, "SELECT id, name, hash, created_at, last_used_at FROM keys ORDER BY created_at");
+    Statement s(m_db, "SELECT id, name, hash, created_at, last_used_at, admin FROM keys ORDER BY created_at");
     while (s.ok() && s.step() == SQLITE_ROW)
-        out.append(KeyRecord{s.text(0), s.text(1), s.blob(2), s.time(3), s.time(4)});
+        out.append(KeyRecord{s.text(0), s.text(1), s.blob(2), s.time(3), s.time(4), s.integer(5) != 0});
     return out;
 }
 

@@ -22,6 +22,7 @@ struct KeyRecord
     QByteArray hash; // SHA-256 of the key; the key itself is never stored
     QDateTime createdAt;
     QDateTime lastUsedAt;
+    bool admin = false; // may create, list and revoke other keys
 };
 
 struct SandboxRecord

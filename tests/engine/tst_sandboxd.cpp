@@ -417,6 +417,15 @@ void tst_Sandboxd::anotherKeySeesNothing()
                                                                 {QStringLiteral("path"), QStringLiteral("state.txt")}});
         QCOMPARE(a.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32002);
     }
+    // A key that is not an admin sees only itself and manages no keys.
+    const QJsonArray visible = other.result(QStringLiteral("keys.list"), {}).value(QStringLiteral("keys")).toArray();
+    QCOMPARE(visible.size(), 1);
+    QCOMPARE(visible.first().toObject().value(QStringLiteral("id")), k.value(QStringLiteral("id")));
+    QCOMPARE(other.call(QStringLiteral("keys.create"), {{QStringLiteral("name"), QStringLiteral("x")}})
+                 .value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32001);
+    const QString adminId = m_rpc.result(QStringLiteral("sessions.current"), {}).value(QStringLiteral("id")).toString();
+    QCOMPARE(other.call(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), adminId}})
+                 .value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32001);
     // Revoking the key closes its connection.
     m_rpc.result(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), k.value(QStringLiteral("id"))}});
     QTRY_VERIFY_WITH_TIMEOUT(!other.isOpen(), 5000);
