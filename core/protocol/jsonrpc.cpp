@@ -4,6 +4,8 @@
 #include <QJsonDocument>
 #include <QJsonParseError>
 
+#include <cstring>
+
 namespace Sandbox::JsonRpc {
 
 namespace {
@@ -166,15 +168,36 @@ QByteArray serialize(const QJsonObject &message)
 void appendJsonString(QByteArray &out, QByteArrayView utf8)
 {
     static constexpr char hex[] = "0123456789abcdef";
+    constexpr quint64 ones = 0x0101010101010101ULL;
+    constexpr quint64 highs = 0x8080808080808080ULL;
+    // Any byte below 0x20, or equal to '"' or '\\', in a 64-bit word (bit tricks: "hasless" and
+    // "haszero" from Bit Twiddling Hacks); exact, so clean words are copied without a look.
+    const auto needsEscape = [](quint64 w) {
+        const quint64 control = (w - ones * 0x20) & ~w & highs;
+        const quint64 q = w ^ (ones * '"');
+        const quint64 b = w ^ (ones * '\\');
+        return (control | ((q - ones) & ~q & highs) | ((b - ones) & ~b & highs)) != 0;
+    };
     out.reserve(out.size() + utf8.size() + 2);
     out.append('"');
     qsizetype runStart = 0;
     const qsizetype n = utf8.size();
     const char *p = utf8.data();
-    for (qsizetype i = 0; i < n; ++i) {
+    qsizetype i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            quint64 w;
+            memcpy(&w, p + i, 8);
+            if (!needsEscape(w)) {
+                i += 8;
+                continue;
+            }
+        }
         const auto c = static_cast<unsigned char>(p[i]);
-        if (c >= 0x20 && c != '"' && c != '\\')
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            ++i;
             continue;
+        }
         out.append(p + runStart, i - runStart);
         runStart = i + 1;
         switch (c) {
@@ -190,6 +213,7 @@ void appendJsonString(QByteArray &out, QByteArrayView utf8)
             out.append(esc, 6);
         }
         }
+        ++i;
     }
     out.append(p + runStart, n - runStart);
     out.append('"');

@@ -184,6 +184,19 @@ void tst_JsonRpc::jsonStringEscaping_data()
     QTest::newRow("control characters") << QByteArray("a\nb\rc\td\x01\x1f\b\f");
     QTest::newRow("utf-8") << QByteArray("gr\xc3\xbc\xc3\x9f \xe2\x82\xac \xf0\x9f\x98\x80");
     QTest::newRow("empty") << QByteArray();
+    // Every position relative to the 8-byte words of the fast path, and every special byte.
+    for (int pos = 0; pos < 17; ++pos) {
+        for (const char special : {'"', '\\', '\n', '\x01', '\x1f'}) {
+            QByteArray s(17, 'a');
+            s[pos] = special;
+            QTest::addRow("byte 0x%02x at %d", int(uchar(special)), pos) << s;
+        }
+        if (pos < 16) {
+            QByteArray utf8(17, 'b');
+            utf8.replace(pos, 2, "\xc3\xbc");
+            QTest::addRow("utf-8 at %d", pos) << utf8;
+        }
+    }
 }
 
 void tst_JsonRpc::jsonStringEscaping()

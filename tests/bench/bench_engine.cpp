@@ -1,0 +1,199 @@
+// The engine's speed, each figure against a baseline measured in the same run:
+//   create -> first exec output        vs  `bwrap <same flags> true` alone
+//   exec round trip over /rpc          vs  a local fork+exec of /bin/true
+//   streamed output to a client        vs  `cat` of the same bytes to /dev/null
+// Prints figures; asserts only that they were measured (timings are not pass/fail here).
+#include "engineprocess.h"
+#include "testclient.h"
+
+#include <client/client.h>
+#include <client/execstream.h>
+
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <algorithm>
+#include <spawn.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+namespace {
+
+struct Stats
+{
+    double median = 0;
+    double p90 = 0;
+};
+
+Stats stats(QList<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return {v[v.size() / 2], v[qMin(v.size() - 1, qsizetype(v.size() * 9 / 10))]};
+}
+
+void report(const char *name, const Stats &s, const char *baselineName, const Stats &b, const char *unit)
+{
+    std::printf("BENCH %-28s median %8.2f %s  p90 %8.2f %s | baseline %-22s median %8.2f %s | ratio %.2fx\n", name,
+                s.median, unit, s.p90, unit, baselineName, b.median, unit, s.median / b.median);
+    std::fflush(stdout);
+}
+
+double msSince(const QElapsedTimer &t)
+{
+    return double(t.nsecsElapsed()) / 1e6;
+}
+
+} // namespace
+
+class bench_Engine : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void createToFirstOutput();
+    void execRoundTrip();
+    void streamThroughput();
+
+private:
+    EngineProcess m_engine;
+    RpcTestClient m_rpc;
+};
+
+void bench_Engine::initTestCase()
+{
+    QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("64"), QStringLiteral("--max-memory-mb"),
+                             QStringLiteral("1000000")}),
+             qPrintable(m_engine.log()));
+    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+}
+
+void bench_Engine::createToFirstOutput()
+{
+    constexpr int runs = 20;
+    QList<double> engine, baseline;
+    QStringList ids;
+    for (int i = 0; i < runs; ++i) {
+        QElapsedTimer t;
+        t.start();
+        const QString id = m_rpc.result(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("codex")},
+                                                                          {QStringLiteral("size"), QStringLiteral("lite")}})
+                               .value(QStringLiteral("id")).toString();
+        QVERIFY(!id.isEmpty());
+        const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"), {{QStringLiteral("id"), id}, {QStringLiteral("command"), QJsonArray{QStringLiteral("echo"), QStringLiteral("ready")}}});
+        QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("ready\n"));
+        engine.append(msSince(t));
+        ids.append(id);
+    }
+    // Baseline: bubblewrap alone, with the same isolation flags, running /bin/true.
+    QTemporaryDir ws;
+    const QStringList bwrap{QStringLiteral("--unshare-all"), QStringLiteral("--unshare-user"), QStringLiteral("--disable-userns"),
+                            QStringLiteral("--die-with-parent"), QStringLiteral("--new-session"),
+                            QStringLiteral("--ro-bind"), QStringLiteral("/usr"), QStringLiteral("/usr"),
+                            QStringLiteral("--ro-bind"), QStringLiteral("/etc"), QStringLiteral("/etc"),
+                            QStringLiteral("--symlink"), QStringLiteral("usr/lib"), QStringLiteral("/lib"),
+                            QStringLiteral("--symlink"), QStringLiteral("usr/lib64"), QStringLiteral("/lib64"),
+                            QStringLiteral("--symlink"), QStringLiteral("usr/bin"), QStringLiteral("/bin"),
+                            QStringLiteral("--bind"), ws.path(), QStringLiteral("/workspace"),
+                            QStringLiteral("--proc"), QStringLiteral("/proc"), QStringLiteral("--dev"), QStringLiteral("/dev"),
+                            QStringLiteral("--tmpfs"), QStringLiteral("/tmp"), QStringLiteral("/bin/true")};
+    for (int i = 0; i < runs; ++i) {
+        QElapsedTimer t;
+        t.start();
+        QProcess p;
+        p.start(QStringLiteral("/usr/bin/bwrap"), bwrap);
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 0);
+        baseline.append(msSince(t));
+    }
+    report("create->first output", stats(engine), "bwrap ... true", stats(baseline), "ms");
+    for (const QString &id : ids)
+        m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+}
+
+void bench_Engine::execRoundTrip()
+{
+    const QString id = m_rpc.result(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("codex")}}).value(QStringLiteral("id")).toString();
+    QVERIFY(!id.isEmpty());
+    constexpr int runs = 300;
+    QList<double> engine, baseline;
+    const QJsonObject params{{QStringLiteral("id"), id}, {QStringLiteral("command"), QJsonArray{QStringLiteral("/bin/true")}}};
+    for (int i = 0; i < runs; ++i) {
+        QElapsedTimer t;
+        t.start();
+        const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"), params);
+        engine.append(msSince(t));
+        QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(-1), 0);
+    }
+    for (int i = 0; i < runs; ++i) {
+        QElapsedTimer t;
+        t.start();
+        pid_t pid = 0;
+        char arg0[] = "/bin/true";
+        char *argv[] = {arg0, nullptr};
+        QCOMPARE(posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ), 0);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        baseline.append(msSince(t));
+    }
+    report("exec round trip /rpc", stats(engine), "local fork+exec", stats(baseline), "ms");
+    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+}
+
+void bench_Engine::streamThroughput()
+{
+    const QString id = m_rpc.result(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("codex")},
+                                                                      {QStringLiteral("size"), QStringLiteral("standard-2")}})
+                           .value(QStringLiteral("id")).toString();
+    QVERIFY(!id.isEmpty());
+    constexpr qint64 bytes = 64 * 1024 * 1024;
+    // Printable data (base64 of random bytes), made inside the sandbox's private /tmp... which is
+    // a capped tmpfs, so in /workspace instead.
+    const QJsonObject made = m_rpc.result(QStringLiteral("agents.exec"),
+                                          {{QStringLiteral("id"), id},
+                                           {QStringLiteral("command"), QStringLiteral("head -c %1 /dev/urandom | base64 -w 100 | head -c %2 > data.txt; wc -c < data.txt").arg(bytes).arg(bytes)}});
+    QCOMPARE(made.value(QStringLiteral("stdout")).toString().trimmed().toLongLong(), bytes);
+
+    // The product's own client (core): JSON-RPC over a WebSocket, decoding every chunk.
+    QList<double> engine, baseline;
+    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    client.open();
+    for (int run = 0; run < 3; ++run) {
+        Sandbox::ExecOptions options;
+        options.maxOutputBytes = bytes;
+        options.timeoutMs = 300000;
+        qint64 received = 0;
+        bool finished = false;
+        QElapsedTimer t;
+        t.start();
+        auto *stream = client.sandboxes().execStreaming(id, QStringList{QStringLiteral("cat"), QStringLiteral("data.txt")}, options, this);
+        connect(stream, &Sandbox::ExecStream::output, this, [&](const QString &, const QByteArray &data) { received += data.size(); });
+        connect(stream, &Sandbox::ExecStream::finished, this, [&](const Sandbox::ExecResult &) { finished = true; });
+        connect(stream, &Sandbox::ExecStream::failed, this, [&](const Sandbox::Error &e) { qWarning() << e.message; finished = true; });
+        QTRY_VERIFY_WITH_TIMEOUT(finished, 300000);
+        const double seconds = msSince(t) / 1000.0;
+        QCOMPARE(received, bytes);
+        engine.append(double(bytes) / (1024 * 1024) / seconds);
+        delete stream;
+    }
+    const QString hostFile = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id + QStringLiteral("/workspace/data.txt");
+    for (int run = 0; run < 3; ++run) {
+        QElapsedTimer t;
+        t.start();
+        QProcess p;
+        p.setStandardOutputFile(QProcess::nullDevice());
+        p.start(QStringLiteral("cat"), {hostFile});
+        QVERIFY(p.waitForFinished(60000));
+        baseline.append(double(bytes) / (1024 * 1024) / (msSince(t) / 1000.0));
+    }
+    report("streamed output", stats(engine), "cat > /dev/null", stats(baseline), "MB/s");
+    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+}
+
+QTEST_GUILESS_MAIN(bench_Engine)
+#include "bench_engine.moc"
