@@ -1,6 +1,7 @@
 #include "sandboxprocess.h"
 
 #include "supervisorchannel.h"
+#include "workspacevolume.h"
 
 #include <QDir>
 #include <QFile>
@@ -48,6 +49,7 @@ SandboxProcess::~SandboxProcess()
     }
     m_cgroup.killAll();
     m_cgroup.remove();
+    delete m_volume;
 }
 
 bool SandboxProcess::isReady() const
@@ -150,7 +152,25 @@ void SandboxProcess::start()
             return fail(group.error());
         m_cgroup = std::move(group).value();
     }
+    if (m_spec.diskImage.isEmpty())
+        return launch();
+    m_volume = new WorkspaceVolume(m_spec.diskImage, m_spec.workspaceDir, m_spec.limits.diskMb,
+                                   m_spec.dropPrivileges ? m_spec.uid : ::getuid(),
+                                   m_spec.dropPrivileges ? m_spec.gid : ::getgid(), m_spec.volumePool, this);
+    m_volume->mount([this](Result<bool> mounted) {
+        if (!mounted) {
+            m_cgroup.remove();
+            return Q_EMIT failed(mounted.error());
+        }
+        launch();
+    });
+}
 
+void SandboxProcess::launch()
+{
+    auto fail = [this](const Error &e) {
+        QTimer::singleShot(0, this, [this, e] { Q_EMIT failed(e); });
+    };
     m_process = new QProcess(this);
     if (m_spec.bubblewrap) {
         m_process->setProgram(m_spec.bwrapPath);
@@ -261,9 +281,11 @@ void SandboxProcess::stop()
 void SandboxProcess::onFinished(int exitCode, int exitStatus)
 {
     const bool outOfMemory = m_cgroup.isValid() && m_cgroup.oomKills() > 0;
-    // Whatever is left in the cgroup (nothing, normally) goes too.
+    // Whatever is left in the cgroup (nothing, normally) goes too, then the workspace's mount.
     m_cgroup.killAll();
     m_cgroup.remove();
+    if (m_volume)
+        m_volume->unmount();
     QString reason;
     if (m_stopping) {
         reason = QStringLiteral("stopped");
@@ -286,11 +308,12 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
     Q_EMIT exited(reason);
 }
 
-void SandboxProcess::cleanUpOrphan(const QString &id)
+void SandboxProcess::cleanUpOrphan(const QString &id, const QString &workspaceDir)
 {
     const Cgroup group = Cgroup::existing(cgroupName(id));
     group.killAll();
     group.remove();
+    WorkspaceVolume::forceUnmount(workspaceDir);
 }
 
 } // namespace Sandbox::Engine

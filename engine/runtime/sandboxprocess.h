@@ -15,6 +15,7 @@ class QProcess;
 namespace Sandbox::Engine {
 
 class SupervisorChannel;
+class WorkspaceVolume;
 
 // Everything the runtime needs to start one sandbox (docs/protocol.md, section 6).
 struct SandboxSpec
@@ -34,6 +35,9 @@ struct SandboxSpec
     bool bubblewrap = true;
     QMap<QString, QString> env;
     ResourceLimits limits;
+    // An ext4 image that bounds the workspace's disk (made on first start); empty: a plain directory.
+    QString diskImage;
+    QString volumePool; // where formatted spare images wait (see WorkspaceVolume)
 
     struct Mount
     {
@@ -71,7 +75,7 @@ public:
     static QStringList bwrapArguments(const SandboxSpec &spec);
 
     // Kills whatever is left of a sandbox that the engine lost track of (after a crash).
-    static void cleanUpOrphan(const QString &id);
+    static void cleanUpOrphan(const QString &id, const QString &workspaceDir);
 
 Q_SIGNALS:
     void ready();
@@ -79,6 +83,7 @@ Q_SIGNALS:
     void exited(const QString &reason);
 
 private:
+    void launch();
     void onFinished(int exitCode, int exitStatus);
     Result<bool> prepareFiles() const;
 
@@ -86,6 +91,7 @@ private:
     Cgroup m_cgroup;
     QProcess *m_process = nullptr;           // owned (child)
     SupervisorChannel *m_channel = nullptr;  // owned (child)
+    WorkspaceVolume *m_volume = nullptr;     // owned (child)
     QByteArray m_stderrTail;
     bool m_stopping = false;
     bool m_readySeen = false;

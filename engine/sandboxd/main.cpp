@@ -2,6 +2,7 @@
 #include "api/apiserver.h"
 #include "api/keystore.h"
 #include "api/methods.h"
+#include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
 #include "service/streamhub.h"
 #include "state/registry.h"
@@ -114,8 +115,10 @@ int main(int argc, char **argv)
                                           QStringLiteral("bubblewrap (default), or container when the engine runs inside a "
                                                          "container that is itself the sandbox boundary."),
                                           QStringLiteral("mode"), QStringLiteral("bubblewrap"));
+    const QCommandLineOption noDiskLimitOpt(QStringLiteral("no-disk-limit"),
+                                            QStringLiteral("Plain directories as workspaces, without a size cap."));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages."));
-    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, isolationOpt, verboseOpt});
+    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, isolationOpt, noDiskLimitOpt, verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -173,6 +176,7 @@ int main(int argc, char **argv)
     if (isolation != QLatin1String("bubblewrap") && isolation != QLatin1String("container"))
         die(QStringLiteral("--isolation is bubblewrap or container, not '%1'").arg(isolation));
     config.bubblewrap = isolation == QLatin1String("bubblewrap");
+    config.diskImages = !cli.isSet(noDiskLimitOpt) && WorkspaceVolume::isSupported();
     if (config.bubblewrap && !QFile::exists(config.bwrapPath))
         die(QStringLiteral("bubblewrap not found at %1: apt-get install bubblewrap").arg(config.bwrapPath));
 

@@ -2,8 +2,10 @@
 
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
+#include "runtime/workspacevolume.h"
 
 #include <QDir>
+#include <QFile>
 #include <QLoggingCategory>
 #include <QRandomGenerator>
 #include <QTimer>
@@ -95,10 +97,19 @@ SandboxManager::~SandboxManager()
 
 void SandboxManager::recover()
 {
+    if (m_config.diskImages) {
+        // Spares for the common sizes, made in the background while the engine starts serving;
+        // half-made ones from before a crash go first.
+        QDir pool(m_config.dataDir + QStringLiteral("/volumes"));
+        for (const QString &stale : pool.entryList({QStringLiteral("*.tmp")}, QDir::Files))
+            pool.remove(stale);
+        for (const QString &size : {QStringLiteral("lite"), QStringLiteral("basic"), QStringLiteral("standard-1")})
+            WorkspaceVolume::refillPool(m_config.dataDir + QStringLiteral("/volumes"), limitsFor(size).diskMb, this);
+    }
     for (Entry *e : std::as_const(m_entries)) {
         if (!isLive(e->rec.status))
             continue;
-        SandboxProcess::cleanUpOrphan(e->rec.id);
+        SandboxProcess::cleanUpOrphan(e->rec.id, workspaceOf(e->rec.id));
         qCInfo(lcManager) << "sandbox" << e->rec.id << "was" << e->rec.status
                           << "when the engine stopped; now sleeping";
         e->rec.status = kSleeping;
@@ -289,6 +300,19 @@ void SandboxManager::launch(Entry *e)
     spec.network = e->rec.network;
     spec.useCgroups = m_config.useCgroups;
     spec.bubblewrap = m_config.bubblewrap;
+    // A new sandbox gets a disk image; one made before images existed keeps its directory.
+    const QString image = stateDirOf(e->rec.id) + QStringLiteral("/workspace.ext4");
+    const QDir workspace(spec.workspaceDir);
+    if (m_config.diskImages
+        && (QFile::exists(image) || !workspace.exists() || workspace.isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden)))
+        spec.diskImage = image;
+    if (!spec.diskImage.isEmpty()) {
+        spec.volumePool = m_config.dataDir + QStringLiteral("/volumes");
+        // The next sandbox of this size finds its image formatted already.
+        QTimer::singleShot(0, this, [this, pool = spec.volumePool, size = e->limits.diskMb] {
+            WorkspaceVolume::refillPool(pool, size, this);
+        });
+    }
     spec.env = e->rec.env;
     spec.limits = e->limits;
 
@@ -560,7 +584,9 @@ void SandboxManager::remove(const QString &keyId, const QString &id, const QStri
         if (const SandboxTypeHooks hooks = m_hooks.value(e->rec.type); hooks.removed)
             hooks.removed(e->rec);
         const auto removed = m_registry->removeSandbox(id);
-        // The workspace goes with the sandbox; removeRecursively does not follow symlinks.
+        // The workspace goes with the sandbox (never while mounted); removeRecursively does not
+        // follow symlinks.
+        WorkspaceVolume::forceUnmount(workspaceOf(id));
         QDir(stateDirOf(id)).removeRecursively();
         Q_EMIT statusChanged(id, QStringLiteral("deleted"));
         delete e;

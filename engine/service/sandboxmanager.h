@@ -43,6 +43,7 @@ struct EngineConfig
     uid_t uidBase = 200000;      // sandbox N runs as uidBase + N
     bool useCgroups = true;
     bool bubblewrap = true; // false: --isolation container
+    bool diskImages = false; // workspaces as size-capped ext4 images (needs root and loop devices)
     int maxRunningPerKey = 8;
     qint64 maxMemoryMbPerKey = 16384;
     int maxSandboxesPerKey = 64;

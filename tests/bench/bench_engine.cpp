@@ -67,8 +67,10 @@ private:
 
 void bench_Engine::initTestCase()
 {
-    QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("64"), QStringLiteral("--max-memory-mb"),
-                             QStringLiteral("1000000")}),
+    // SANDBOXD_EXTRA_ARGS compares configurations, e.g. "--no-disk-limit".
+    const QStringList extra = qEnvironmentVariable("SANDBOXD_EXTRA_ARGS").split(u' ', Qt::SkipEmptyParts);
+    QVERIFY2(m_engine.start(QStringList{QStringLiteral("--max-running"), QStringLiteral("64"), QStringLiteral("--max-memory-mb"),
+                                        QStringLiteral("1000000")} + extra),
              qPrintable(m_engine.log()));
     QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
 }

@@ -4,6 +4,7 @@
 #include "testclient.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -99,6 +100,12 @@ void tst_EngineRestart::kill9LosesNothing()
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("precious\n"));
     QCOMPARE(rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}}).value(QStringLiteral("status")).toString(),
              QStringLiteral("running"));
+    // Deleting it leaves no mount and no files behind.
+    rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+    QFile mounts(QStringLiteral("/proc/self/mountinfo"));
+    QVERIFY(mounts.open(QIODevice::ReadOnly));
+    QVERIFY(!mounts.readAll().contains(dir.path().toUtf8()));
+    QVERIFY(!QFileInfo::exists(dir.path() + QStringLiteral("/sandboxes/") + id));
 }
 
 QTEST_GUILESS_MAIN(tst_EngineRestart)

@@ -36,6 +36,7 @@ private Q_SLOTS:
     void isolation();
     void forkBombIsContained();
     void memoryHogIsKilled();
+    void diskIsBounded();
     void anotherKeySeesNothing();
     void quotaIsEnforced();
     void idleSandboxSleepsAndWakes();
@@ -403,6 +404,24 @@ void tst_Sandboxd::memoryHogIsKilled()
     QCOMPARE(exec(hog, QStringLiteral("echo ok")).value(QStringLiteral("stdout")).toString(), QStringLiteral("ok\n"));
     const QJsonObject other = exec(m_id, QStringLiteral("echo fine"));
     QCOMPARE(other.value(QStringLiteral("stdout")).toString(), QStringLiteral("fine\n"));
+}
+
+void tst_Sandboxd::diskIsBounded()
+{
+    if (::geteuid() != 0)
+        QSKIP("disk images need sandboxd to run as root");
+    const QString id = createAgent({{QStringLiteral("size"), QStringLiteral("lite")}}); // 2048 MiB of disk
+    // Space reserved at once (fallocate) finds the cap without writing gigabytes.
+    const QJsonObject r = exec(id, QStringLiteral("fallocate -l 1G ok && fallocate -l 1500M big; echo rc=$?; du -m ok | cut -f1"),
+                               {{QStringLiteral("timeout"), 60000}});
+    const QStringList out = r.value(QStringLiteral("stdout")).toString().split(u'\n', Qt::SkipEmptyParts);
+    QCOMPARE(out.value(0), QStringLiteral("rc=1"));
+    QVERIFY(out.value(1).toInt() >= 1024 && out.value(1).toInt() < 1100);
+    QVERIFY2(r.value(QStringLiteral("stderr")).toString().contains(QStringLiteral("No space left on device")),
+             qPrintable(r.value(QStringLiteral("stderr")).toString()));
+    // The host's disk is untouched by it, and the sandbox gets its space back.
+    QCOMPARE(exec(id, QStringLiteral("rm -f big ok && fallocate -l 1500M big && echo freed")).value(QStringLiteral("stdout")).toString(), QStringLiteral("freed\n"));
+    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 void tst_Sandboxd::anotherKeySeesNothing()
