@@ -75,6 +75,16 @@ void ConnectionGate::inspect(QTcpSocket *socket)
     for (QTimer *t : socket->findChildren<QTimer *>(Qt::FindDirectChildrenOnly))
         delete t;
     const QByteArray head = peeked.left(end + 2);
+    // A body over the limit is refused before anyone reads it (the HTTP server would buffer it).
+    bool lengthOk = false;
+    const qint64 length = HttpHead::header(head, "content-length").toLongLong(&lengthOk);
+    if (lengthOk && length > MaxBodyBytes) {
+        const QByteArray body = R"({"error":{"code":-32006,"message":"the body is over the limit of 16 MiB"}})";
+        socket->write("HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: "
+                      + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+        socket->disconnectFromHost();
+        return;
+    }
     if (HttpHead::isWebSocketUpgrade(head)) {
         m_onUpgrade(socket, head);
         return;

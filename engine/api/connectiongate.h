@@ -17,6 +17,7 @@ class ConnectionGate final : public QTcpServer
 
 public:
     static constexpr qsizetype MaxHeadBytes = 16 * 1024;
+    static constexpr qint64 MaxBodyBytes = 16 * 1024 * 1024 + 64 * 1024; // docs/protocol.md 2.2
 
     using UpgradeHandler = std::function<void(QTcpSocket *socket, const QByteArray &head)>;
 

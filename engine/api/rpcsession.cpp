@@ -24,8 +24,10 @@ RpcSession::RpcSession(QWebSocket *socket, QString keyId, Methods *methods, Stre
     : QObject(parent), m_socket(socket), m_keyId(std::move(keyId)), m_methods(methods), m_streams(streams)
 {
     m_socket->setParent(this);
-    m_socket->setMaxAllowedIncomingMessageSize(JsonRpc::MaxMessageBytes);
-    m_socket->setMaxAllowedIncomingFrameSize(JsonRpc::MaxMessageBytes);
+    // Up to twice the limit a message is read and answered -32006; beyond that the socket is
+    // closed (1009), so nobody can make the engine buffer without bound.
+    m_socket->setMaxAllowedIncomingMessageSize(2 * JsonRpc::MaxMessageBytes);
+    m_socket->setMaxAllowedIncomingFrameSize(2 * JsonRpc::MaxMessageBytes);
     connect(m_socket, &QWebSocket::textMessageReceived, this, &RpcSession::onText);
     connect(m_socket, &QWebSocket::binaryMessageReceived, this, &RpcSession::onBinary);
     connect(m_socket, &QWebSocket::disconnected, this, [this] {

@@ -6,6 +6,7 @@
 #include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QTcpSocket>
 #include <QTest>
 
 #include <unistd.h>
@@ -41,6 +42,7 @@ private Q_SLOTS:
     void quotaIsEnforced();
     void idleSandboxSleepsAndWakes();
     void restFileContent();
+    void oversizeBodiesAreRefused();
 
 private:
     QString createAgent(const QJsonObject &extra = {});
@@ -489,6 +491,30 @@ void tst_Sandboxd::restFileContent()
     const HttpAnswer got = httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/api/agents/%1/files/content?path=rest/raw.bin").arg(m_id))), m_engine.key());
     QCOMPARE(got.status, 200);
     QCOMPARE(got.body, bytes);
+}
+
+void tst_Sandboxd::oversizeBodiesAreRefused()
+{
+    // The engine answers 413 from the request head alone, before reading any of the body.
+    QTcpSocket raw;
+    raw.connectToHost(m_engine.url().host(), quint16(m_engine.url().port()));
+    QVERIFY(raw.waitForConnected(5000));
+    raw.write("PUT /api/agents/" + m_id.toLatin1() + "/files/content?path=big.bin HTTP/1.1\r\nHost: x\r\n"
+              "Authorization: Bearer " + m_engine.key().toLatin1() + "\r\nContent-Length: 17825792\r\n\r\n");
+    QTRY_VERIFY_WITH_TIMEOUT(raw.bytesAvailable() > 0 || raw.state() != QAbstractSocket::ConnectedState, 5000);
+    raw.waitForReadyRead(1000);
+    const QByteArray response = raw.readAll();
+    QVERIFY2(response.startsWith("HTTP/1.1 413"), response.constData());
+    QVERIFY(response.contains("-32006"));
+    const QByteArray big(17 * 1024 * 1024, 'x');
+    // Over /rpc: the message is refused, the connection stays usable.
+    RpcTestClient c;
+    QVERIFY(c.open(m_engine.wsUrl(), m_engine.key()));
+    c.sendText(R"({"jsonrpc":"2.0","id":1,"method":"agents.writeFile","params":{"content":")" + big + "\"}}");
+    const QJsonValue answer = c.nextMessage();
+    QCOMPARE(answer.toObject().value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32006);
+    QVERIFY(c.isOpen());
+    QVERIFY(c.call(QStringLiteral("sessions.current"), {}).contains(QStringLiteral("result")));
 }
 
 QTEST_GUILESS_MAIN(tst_Sandboxd)
