@@ -9,9 +9,10 @@ Q_LOGGING_CATEGORY(lcSupervisor, "sandboxd.supervisor")
 
 namespace Sandbox::Engine {
 
+using SupervisorWire::FrameType;
+
 namespace {
-constexpr quint32 kMaxFrame = 32 * 1024 * 1024 + 5;
-constexpr qsizetype kHeader = 9; // u32 length, u8 type, u32 id
+constexpr qsizetype kHeader = 4 + SupervisorWire::HeaderBytes; // u32 length, u8 type, u32 id
 } // namespace
 
 Error supervisorError(const QJsonObject &error)
@@ -58,22 +59,22 @@ quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &da
     m_pending.insert(id, Pending{std::move(onReply), std::move(onOutput)});
     const QByteArray text = QJsonDocument(json).toJson(QJsonDocument::Compact);
     if (data.isEmpty()) {
-        writeFrame(Request, id, text);
+        writeFrame(FrameType::Request, id, text);
     } else {
-        writeFrame(Request, id, QByteArray(text + '\0'), data);
+        writeFrame(FrameType::Request, id, QByteArray(text + '\0'), data);
     }
     return id;
 }
 
 void SupervisorChannel::sendStdin(quint32 id, QByteArrayView bytes)
 {
-    writeFrame(Stdin, id, bytes);
+    writeFrame(FrameType::Stdin, id, bytes);
 }
 
 void SupervisorChannel::cancel(quint32 id)
 {
     if (m_pending.contains(id))
-        writeFrame(Cancel, id, {});
+        writeFrame(FrameType::Cancel, id, {});
 }
 
 void SupervisorChannel::failAll(const Error &error)
@@ -85,7 +86,7 @@ void SupervisorChannel::failAll(const Error &error)
     }
 }
 
-void SupervisorChannel::writeFrame(quint8 type, quint32 id, QByteArrayView a, QByteArrayView b)
+void SupervisorChannel::writeFrame(FrameType type, quint32 id, QByteArrayView a, QByteArrayView b)
 {
     if (!m_in)
         return;
@@ -112,7 +113,7 @@ void SupervisorChannel::onReadyRead()
     while (m_buffer.size() - m_bufferPos >= kHeader) {
         const char *p = m_buffer.constData() + m_bufferPos;
         const quint32 length = qFromLittleEndian<quint32>(p);
-        if (length < 5 || length > kMaxFrame) {
+        if (length < SupervisorWire::HeaderBytes || length > SupervisorWire::MaxLength) {
             const QString why = QStringLiteral("bad frame length %1 from the supervisor").arg(length);
             qCWarning(lcSupervisor) << why;
             m_buffer.clear();
@@ -122,9 +123,9 @@ void SupervisorChannel::onReadyRead()
         }
         if (m_buffer.size() - m_bufferPos < qsizetype(4 + length))
             break;
-        const quint8 type = quint8(p[4]);
+        const auto type = FrameType(quint8(p[4]));
         const quint32 id = qFromLittleEndian<quint32>(p + 5);
-        const QByteArrayView payload(p + kHeader, length - 5);
+        const QByteArrayView payload(p + kHeader, length - SupervisorWire::HeaderBytes);
         m_bufferPos += 4 + length;
         dispatch(type, id, payload);
     }
@@ -135,22 +136,22 @@ void SupervisorChannel::onReadyRead()
     }
 }
 
-void SupervisorChannel::dispatch(quint8 type, quint32 id, QByteArrayView payload)
+void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payload)
 {
     switch (type) {
-    case Hello: {
+    case FrameType::Hello: {
         m_ready = true;
         Q_EMIT ready(QJsonDocument::fromJson(payload.toByteArray()).object());
         return;
     }
-    case Stdout:
-    case Stderr: {
+    case FrameType::Stdout:
+    case FrameType::Stderr: {
         const auto it = m_pending.constFind(id);
         if (it != m_pending.constEnd() && it->onOutput)
-            it->onOutput(type == Stdout ? 1 : 2, payload);
+            it->onOutput(type == FrameType::Stdout ? 1 : 2, payload);
         return;
     }
-    case Response: {
+    case FrameType::Response: {
         const Pending p = m_pending.take(id);
         if (!p.onReply)
             return;
@@ -174,7 +175,7 @@ void SupervisorChannel::dispatch(quint8 type, quint32 id, QByteArrayView payload
         return;
     }
     default:
-        qCWarning(lcSupervisor) << "unknown frame type" << type;
+        qCWarning(lcSupervisor) << "unknown frame type" << int(type);
     }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/result.h"
+#include "supervisor/wire.h"
 
 #include <QByteArray>
 #include <QHash>
@@ -30,16 +31,6 @@ public:
     using ReplyHandler = std::function<void(Result<Reply>)>;
     using OutputHandler = std::function<void(int channel, QByteArrayView bytes)>; // 1 out, 2 err
 
-    enum FrameType : quint8 {
-        Request = 1,
-        Stdin = 2,
-        Cancel = 3,
-        Response = 16,
-        Stdout = 17,
-        Stderr = 18,
-        Hello = 32,
-    };
-
     // `in` is the supervisor's stdin, `out` its stdout (for a QProcess both are the process).
     SupervisorChannel(QIODevice *in, QIODevice *out, QObject *parent = nullptr);
     ~SupervisorChannel() override;
@@ -61,8 +52,8 @@ Q_SIGNALS:
 
 private:
     void onReadyRead();
-    void writeFrame(quint8 type, quint32 id, QByteArrayView a, QByteArrayView b = {});
-    void dispatch(quint8 type, quint32 id, QByteArrayView payload);
+    void writeFrame(SupervisorWire::FrameType type, quint32 id, QByteArrayView a, QByteArrayView b = {});
+    void dispatch(SupervisorWire::FrameType type, quint32 id, QByteArrayView payload);
 
     struct Pending
     {

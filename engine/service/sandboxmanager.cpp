@@ -187,20 +187,27 @@ QString SandboxManager::stateDirOf(const QString &id) const
     return m_config.dataDir + QStringLiteral("/sandboxes/") + id;
 }
 
-Result<bool> SandboxManager::checkQuota(const QString &keyId, const QString &size,
-                                        const QString &exceptId) const
+SandboxManager::Usage SandboxManager::usageOf(const QString &keyId, const QString &exceptId) const
 {
-    int running = 0, total = 0;
-    qint64 memory = 0;
+    Usage u;
     for (const Entry *e : m_entries) {
         if (e->rec.keyId != keyId || e->rec.id == exceptId)
             continue;
-        ++total;
+        ++u.total;
         if (isLive(e->rec.status)) {
-            ++running;
-            memory += e->limits.memoryMb;
+            ++u.running;
+            u.memoryMb += e->limits.memoryMb;
         }
     }
+    return u;
+}
+
+Result<bool> SandboxManager::checkQuota(const QString &keyId, const QString &size,
+                                        const QString &exceptId) const
+{
+    const Usage u = usageOf(keyId, exceptId);
+    const int running = u.running, total = u.total;
+    const qint64 memory = u.memoryMb;
     const qint64 wanted = limitsFor(size).memoryMb;
     if (exceptId.isEmpty() && total + 1 > m_config.maxSandboxesPerKey)
         return Error{ErrorCode::QuotaExceeded,
@@ -220,36 +227,19 @@ Result<bool> SandboxManager::checkQuota(const QString &keyId, const QString &siz
 
 QJsonObject SandboxManager::quota(const QString &keyId) const
 {
-    int running = 0, total = 0;
-    qint64 memory = 0;
-    for (const Entry *e : m_entries) {
-        if (e->rec.keyId != keyId)
-            continue;
-        ++total;
-        if (isLive(e->rec.status)) {
-            ++running;
-            memory += e->limits.memoryMb;
-        }
-    }
+    const Usage u = usageOf(keyId);
     auto pair = [](qint64 used, qint64 limit) {
         return QJsonObject{{QStringLiteral("used"), double(used)}, {QStringLiteral("limit"), double(limit)}};
     };
-    return {{QStringLiteral("running"), pair(running, m_config.maxRunningPerKey)},
-            {QStringLiteral("memoryMb"), pair(memory, m_config.maxMemoryMbPerKey)},
-            {QStringLiteral("sandboxes"), pair(total, m_config.maxSandboxesPerKey)}};
+    return {{QStringLiteral("running"), pair(u.running, m_config.maxRunningPerKey)},
+            {QStringLiteral("memoryMb"), pair(u.memoryMb, m_config.maxMemoryMbPerKey)},
+            {QStringLiteral("sandboxes"), pair(u.total, m_config.maxSandboxesPerKey)}};
 }
 
 QJsonObject SandboxManager::counts(const QString &keyId) const
 {
-    int running = 0, total = 0;
-    for (const Entry *e : m_entries) {
-        if (e->rec.keyId != keyId)
-            continue;
-        ++total;
-        if (isLive(e->rec.status))
-            ++running;
-    }
-    return {{QStringLiteral("total"), total}, {QStringLiteral("running"), running}};
+    const Usage u = usageOf(keyId);
+    return {{QStringLiteral("total"), u.total}, {QStringLiteral("running"), u.running}};
 }
 
 void SandboxManager::setStatus(Entry *e, const QString &status, const QString &error)

@@ -114,6 +114,13 @@ Q_SIGNALS:
 
 private:
     struct Entry;
+    struct Usage
+    {
+        int total = 0;
+        int running = 0;
+        qint64 memoryMb = 0;
+    };
+    Usage usageOf(const QString &keyId, const QString &exceptId = {}) const;
     Entry *find(const QString &keyId, const QString &id, const QString &kind) const;
     void launch(Entry *e);
     void setStatus(Entry *e, const QString &status, const QString &error = {});

@@ -6,15 +6,9 @@
 #include <string>
 #include <string_view>
 
-enum class FrameType : uint8_t {
-    Request = 1,
-    Stdin = 2,
-    Cancel = 3,
-    Response = 16,
-    Stdout = 17,
-    Stderr = 18,
-    Hello = 32,
-};
+#include "wire.h"
+
+using SupervisorWire::FrameType;
 
 struct Frame
 {
@@ -29,8 +23,8 @@ struct Frame
 class FrameChannel
 {
 public:
-    static constexpr uint32_t kHeaderSize = 5;                     // type + id
-    static constexpr uint32_t kMaxLength = 32u * 1024 * 1024 + kHeaderSize;
+    static constexpr uint32_t kHeaderSize = SupervisorWire::HeaderBytes;
+    static constexpr uint32_t kMaxLength = SupervisorWire::MaxLength;
 
     FrameChannel(int inFd, int outFd);
 
