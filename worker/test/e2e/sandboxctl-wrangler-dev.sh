@@ -197,7 +197,7 @@ expect_rc 0 "exec argv"
 pass "exec with an argv keeps the arguments"
 
 # Live output: the first line arrives while the command still runs.
-ctl exec "$id" -- 'echo first; sleep 4; echo second' >"$tmp/live" 2>"$tmp/live.err" &
+ctl exec "$id" -- 'echo first; sleep 5; echo second' >"$tmp/live" 2>"$tmp/live.err" &
 live=$!
 seen=""
 for _ in $(seq 200); do
