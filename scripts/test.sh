@@ -12,6 +12,6 @@ ctest --test-dir "$build_dir" --output-on-failure -j2 -LE bench || status=1
 
 if [ -f "$here/worker/package.json" ]; then
   echo "== Worker tests (vitest in workerd)"
-  (cd "$here/worker" && npm ci --no-audit --no-fund --loglevel=error && npm run typecheck && SANDBOXD_BIN="$build_dir/bin/sandboxd" npm test && npm run build:dry-run -- --env="" >/dev/null 2>&1) || status=1
+  (cd "$here/worker" && npm ci --no-audit --no-fund --loglevel=error && npm run typecheck && SANDBOXD_BIN="$build_dir/bin/sandboxd" npm test && SANDBOXD_BIN="$build_dir/bin/sandboxd" SANDBOXCTL_BIN="$build_dir/bin/sandboxctl" npm run test:e2e && npm run build:dry-run -- --env="" >/dev/null 2>&1) || status=1
 fi
 exit $status

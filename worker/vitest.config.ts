@@ -4,7 +4,8 @@ import { TEST_KEYS } from './test/support/keys.ts';
 
 // Tests run inside workerd with the real wrangler.jsonc. The global setup starts a real
 // `sandboxd`; its URL and key become the Worker's ENGINE_URL/ENGINE_KEY, so container traffic
-// goes to that engine. API_KEYS gives two sessions: the tests' key and "another" key.
+// goes to that engine. API_KEYS holds the tests' one bootstrap (admin) key; the tests make
+// further, non-admin keys through keys.create (test/support/worker.ts).
 
 export default defineConfig({
   plugins: [
@@ -13,7 +14,7 @@ export default defineConfig({
       wrangler: { configPath: './wrangler.jsonc' },
       miniflare: {
         bindings: {
-          API_KEYS: `${TEST_KEYS.main},${TEST_KEYS.other}`,
+          API_KEYS: TEST_KEYS.main,
           ENGINE_URL: inject('engineUrl'),
           ENGINE_KEY: inject('engineKey'),
         },

@@ -1,18 +1,19 @@
 // Key management (docs/protocol.md 1.2) and authentication against the registry.
 
 import { findByHash, generateKey, hashKey, randomHex, sha256 } from './auth';
-import { InvalidParamsError, NotFoundError } from './errors';
+import { InvalidParamsError, NotFoundError, UnauthorizedError } from './errors';
 import type { KeyRow, Registry } from './registry';
 
 export interface KeyInfo {
   id: string;
   name: string;
+  admin: boolean;
   createdAt: string;
   lastUsedAt: string | null;
 }
 
 function info(k: KeyRow): KeyInfo {
-  return { id: k.id, name: k.name, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt };
+  return { id: k.id, name: k.name, admin: k.admin, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt };
 }
 
 /** The id of a bootstrap key is derived from its hash, so it stays stable across deploys. */
@@ -46,24 +47,40 @@ export class KeyStore {
     return found;
   }
 
-  async create(name: string): Promise<Omit<KeyInfo, 'lastUsedAt'> & { key: string }> {
+  /** Whether `id` is an active admin key: a bootstrap key, or one created with `admin: true`. */
+  isAdmin(id: string): boolean {
+    return this.registry.key(id)?.admin === true;
+  }
+
+  /** keys.create: admin keys only; a new key is an admin key only when asked for. */
+  async create(callerId: string, name: string, admin = false): Promise<Omit<KeyInfo, 'lastUsedAt'> & { key: string }> {
+    this.requireAdmin(callerId);
     const key = generateKey();
-    const row = { id: `key_${randomHex(6)}`, name, hash: await hashKey(key), createdAt: new Date().toISOString() };
+    const row = { id: `key_${randomHex(6)}`, name, hash: await hashKey(key), createdAt: new Date().toISOString(), admin };
     this.registry.insertKey(row);
-    return { id: row.id, name: row.name, key, createdAt: row.createdAt };
+    return { id: row.id, name: row.name, admin, key, createdAt: row.createdAt };
   }
 
-  list(): { keys: KeyInfo[] } {
-    return { keys: this.registry.activeKeys().map(info) };
+  /** keys.list: every key for an admin key, only itself for any other. */
+  list(callerId: string): { keys: KeyInfo[] } {
+    const all = this.registry.activeKeys();
+    const admin = all.some((k) => k.id === callerId && k.admin);
+    return { keys: all.filter((k) => admin || k.id === callerId).map(info) };
   }
 
-  /** Revokes `id`; refuses to revoke the caller's own key when it is the last one. */
+  /** keys.revoke: admin keys only; the last admin key stays (or nobody could manage keys). */
   revoke(callerId: string, id: string): void {
+    this.requireAdmin(callerId);
     const k = this.registry.key(id);
     if (k === null) throw new NotFoundError(`key ${id}`);
-    if (id === callerId && this.registry.activeKeys().length <= 1) {
-      throw new InvalidParamsError('id', 'The last key cannot revoke itself');
+    if (k.admin && this.registry.activeKeys().filter((x) => x.admin).length <= 1) {
+      throw new InvalidParamsError('id', 'The last admin key cannot be revoked');
     }
     this.registry.revokeKey(id);
+  }
+
+  /** Throws -32001 unless `callerId` is an admin key. */
+  requireAdmin(callerId: string): void {
+    if (!this.isAdmin(callerId)) throw new UnauthorizedError('Only an admin key can manage other keys');
   }
 }

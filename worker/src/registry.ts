@@ -12,6 +12,8 @@ export interface KeyRow {
   createdAt: string;
   lastUsedAt: string | null;
   bootstrap: boolean;
+  /** Bootstrap keys (API_KEYS) are admin; a created key only if made with `admin: true`. */
+  admin: boolean;
 }
 
 export interface SandboxRow {
@@ -85,6 +87,7 @@ function keyFromRow(r: Row): KeyRow {
     createdAt: r.created_at as string,
     lastUsedAt: (r.last_used_at as string | null) ?? null,
     bootstrap: r.bootstrap === 1,
+    admin: r.bootstrap === 1 || r.admin === 1,
   };
 }
 
@@ -126,6 +129,8 @@ export class Registry {
         created_at TEXT NOT NULL,
         last_used_at TEXT,
         bootstrap INTEGER NOT NULL DEFAULT 0,
+        -- 1: an admin key made by keys.create (bootstrap keys are admin whatever this says)
+        admin INTEGER NOT NULL DEFAULT 0,
         -- 0 active, 1 revoked by a client, 2 a bootstrap key no longer listed in API_KEYS
         revoked INTEGER NOT NULL DEFAULT 0
       );
@@ -156,6 +161,10 @@ export class Registry {
         created_at INTEGER NOT NULL
       );
     `);
+    // Registries made before admin keys existed: add the column (its default, 0, is right for
+    // every created key of that time; bootstrap keys are admin by their own column).
+    const columns = this.sql.exec("SELECT name FROM pragma_table_info('keys')").toArray().map((r) => r.name);
+    if (!columns.includes('admin')) this.sql.exec('ALTER TABLE keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0');
   }
 
   // --- keys ---
@@ -186,13 +195,14 @@ export class Registry {
     return r ? keyFromRow(r) : null;
   }
 
-  insertKey(k: { id: string; name: string; hash: string; createdAt: string }): void {
+  insertKey(k: { id: string; name: string; hash: string; createdAt: string; admin: boolean }): void {
     this.sql.exec(
-      'INSERT INTO keys (id, name, hash, created_at, bootstrap, revoked) VALUES (?, ?, ?, ?, 0, 0)',
+      'INSERT INTO keys (id, name, hash, created_at, bootstrap, admin, revoked) VALUES (?, ?, ?, ?, 0, ?, 0)',
       k.id,
       k.name,
       k.hash,
       k.createdAt,
+      k.admin ? 1 : 0,
     );
   }
 

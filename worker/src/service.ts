@@ -139,8 +139,11 @@ export class SandboxService {
     m.set('sessions.current', async (c) => this.session(c));
     m.set('sessions.quota', async (c) => this.quota(c.keyId));
     // Keys (1.2)
-    m.set('keys.create', async (_c, p) => this.keys.create(v.optStr(p, 'name') ?? 'key'));
-    m.set('keys.list', async () => this.keys.list());
+    m.set('keys.create', async (c, p) => {
+      this.keys.requireAdmin(c.keyId); // who may ask comes before what is asked, as in the engine
+      return this.keys.create(c.keyId, v.optStr(p, 'name') ?? 'key', v.optBool(p, 'admin') ?? false);
+    });
+    m.set('keys.list', async (c) => this.keys.list(c.keyId));
     m.set('keys.revoke', (c, p) => this.revokeKey(c, v.str(p, 'id')));
     // Streams and requests (4.6)
     m.set('stream.resume', (c, p) => this.resume(c, p));
@@ -529,13 +532,11 @@ export class SandboxService {
   private async revokeKey(c: CallContext, id: string): Promise<{ id: string; revoked: true }> {
     this.keys.revoke(c.keyId, id);
     this.hooks.closeKeySockets(id);
-    // Stop what the key was running; its sandboxes stay in the registry, stopped.
+    // Nobody can reach the key's sandboxes any more: delete them, as the local engine does.
     for (const row of this.registry.sandboxes(id)) {
-      if (RUNNING_STATUSES.includes(row.status) || row.status === 'sleeping') {
-        await this.stop({ ...c, keyId: id }, 'sandbox.stop', row).catch((e: unknown) =>
-          console.warn(`revoke ${id}: stopping ${row.id}`, e),
-        );
-      }
+      await this.delete({ ...c, keyId: id }, 'sandbox.delete', row).catch((e: unknown) =>
+        console.warn(`revoke ${id}: deleting ${row.id}`, e),
+      );
     }
     return { id, revoked: true };
   }

@@ -114,7 +114,7 @@ async function runCase(c: Case): Promise<void> {
         const open = await wsOpens(step.ws.auth);
         if (open !== step.expect.open) fail(i, `ws auth=${step.ws.auth}: open=${open}, expected ${step.expect.open}`);
       } else {
-        socket ??= await RpcSocket.open(keyFor('key')!);
+        socket ??= await RpcSocket.open((await keyFor('key'))!);
         const notes: Record<string, unknown>[] = [];
         let requestId: unknown;
         if ('raw' in step.rpc) socket.sendRaw(substitute(step.rpc.raw, captures));

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stream } from '../src/streams';
 import { deleteAllSandboxes } from './support/cleanup';
 import { hasEngine } from './support/engine';
-import { RpcSocket } from './support/worker';
+import { RpcSocket, otherKey } from './support/worker';
 
 type Note = { method: string; params: Record<string, unknown> };
 
@@ -120,8 +120,7 @@ describe.skipIf(!hasEngine)('streams through the Worker', () => {
     const notes: Note[] = [];
     const r = await a.result<{ streamId: string }>('agents.exec', { id, command: 'echo x', options: { stream: true } }, notes as never);
     a.close();
-    const { TEST_KEYS } = await import('./support/keys');
-    const other = await RpcSocket.open(TEST_KEYS.other);
+    const other = await RpcSocket.open(await otherKey());
     expect(await other.call('stream.resume', { streamId: r.streamId, after: 0 })).toMatchObject({ error: { code: -32002 } });
     other.close();
   });

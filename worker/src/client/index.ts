@@ -209,10 +209,15 @@ export function createSandboxClient(options: SandboxClientOptions) {
       },
     },
     keys: {
-      create(name: string): Promise<{ id: string; name: string; key: string; createdAt: string }> {
-        return rpc.request('keys.create', { name });
+      /** Admin keys only; the new key is an admin key only with `admin: true`. */
+      create(
+        name: string,
+        options: { admin?: boolean } = {},
+      ): Promise<{ id: string; name: string; admin: boolean; key: string; createdAt: string }> {
+        return rpc.request('keys.create', options.admin === undefined ? { name } : { name, admin: options.admin });
       },
-      async list(): Promise<{ id: string; name: string; createdAt: string; lastUsedAt: string | null }[]> {
+      /** Every key for an admin key, only itself for any other. */
+      async list(): Promise<{ id: string; name: string; admin: boolean; createdAt: string; lastUsedAt?: string | null }[]> {
         return (await rpc.request<{ keys: [] }>('keys.list', {})).keys;
       },
       revoke(id: string): Promise<{ revoked: true }> {

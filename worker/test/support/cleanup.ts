@@ -1,9 +1,9 @@
 // Deletes every sandbox of the test keys, so that each test starts within quota.
 import { TEST_KEYS } from './keys';
-import { http } from './worker';
+import { http, otherKey } from './worker';
 
-export async function deleteAllSandboxes(keys: string[] = [TEST_KEYS.main, TEST_KEYS.other]): Promise<void> {
-  for (const key of keys) {
+export async function deleteAllSandboxes(keys?: string[]): Promise<void> {
+  for (const key of keys ?? [TEST_KEYS.main, await otherKey()]) {
     for (const kind of ['agents', 'databases'] as const) {
       const r = await http('GET', `/api/${kind}`, { key });
       if (r.status !== 200) continue;

@@ -8,12 +8,31 @@ export type AuthMode = 'key' | 'none' | 'bad' | 'other';
 
 export const BASE = 'http://sandbox.test';
 
-export function keyFor(auth: AuthMode): string | null {
+let other: Promise<string> | null = null;
+
+/** The "other" session's key: a non-admin key made by the main key, once per test file. */
+export function otherKey(): Promise<string> {
+  other ??= (async () => {
+    const resp = await SELF.fetch(`${BASE}/api/keys`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${TEST_KEYS.main}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'other' }),
+    });
+    const body = (await resp.json()) as { key?: string; admin?: boolean };
+    if (resp.status !== 201 || typeof body.key !== 'string' || body.admin !== false) {
+      throw new Error(`could not make the other key: ${resp.status} ${JSON.stringify(body)}`);
+    }
+    return body.key;
+  })();
+  return other;
+}
+
+export async function keyFor(auth: AuthMode): Promise<string | null> {
   switch (auth) {
     case 'key':
       return TEST_KEYS.main;
     case 'other':
-      return TEST_KEYS.other;
+      return otherKey();
     case 'bad':
       return TEST_KEYS.bad;
     case 'none':
@@ -34,7 +53,7 @@ export async function http(
   opts: { auth?: AuthMode; key?: string; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string> } = {},
 ): Promise<HttpResult> {
   const headers = new Headers(opts.headers);
-  const key = opts.key ?? keyFor(opts.auth ?? 'key');
+  const key = opts.key ?? (await keyFor(opts.auth ?? 'key'));
   if (key !== null) headers.set('Authorization', `Bearer ${key}`);
   let body: BodyInit | undefined;
   if (opts.rawBody !== undefined) body = opts.rawBody;
