@@ -124,7 +124,8 @@ bool Commands::run(const QStringList &args, QString *usageError)
     const QCommandLineOption stdinOpt(QStringLiteral("stdin"), QStringLiteral("stdin"));
     const QCommandLineOption recursiveOpt({QStringLiteral("r"), QStringLiteral("recursive")}, QStringLiteral("recursive"));
     const QCommandLineOption parentsOpt({QStringLiteral("p"), QStringLiteral("parents")}, QStringLiteral("parents"));
-    p.addOptions({sizeOpt, envOpt, networkOpt, nameOpt, cwdOpt, timeoutOpt, stdinOpt, recursiveOpt, parentsOpt});
+    const QCommandLineOption adminOpt(QStringLiteral("admin"), QStringLiteral("admin"));
+    p.addOptions({sizeOpt, envOpt, networkOpt, nameOpt, cwdOpt, timeoutOpt, stdinOpt, recursiveOpt, parentsOpt, adminOpt});
     if (!p.parse(QStringList{QStringLiteral("sandboxctl")} + args)) {
         *usageError = p.errorText();
         return false;
@@ -314,11 +315,11 @@ bool Commands::run(const QStringList &args, QString *usageError)
         if (sub == QLatin1String("list")) {
             call(QStringLiteral("keys.list"), {});
         } else if (sub == QLatin1String("create") && a.size() >= 3) {
-            call(QStringLiteral("keys.create"), {{QStringLiteral("name"), a.at(2)}});
+            call(QStringLiteral("keys.create"), {{QStringLiteral("name"), a.at(2)}, {QStringLiteral("admin"), p.isSet(adminOpt)}});
         } else if (sub == QLatin1String("revoke") && a.size() >= 3) {
             call(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), a.at(2)}});
         } else {
-            *usageError = QStringLiteral("usage: sandboxctl keys list | keys create NAME | keys revoke KEY_ID");
+            *usageError = QStringLiteral("usage: sandboxctl keys list | keys create NAME [--admin] | keys revoke KEY_ID");
             return false;
         }
         return true;

@@ -34,7 +34,8 @@ Commands:
   write ID PATH [LOCAL|-] [-p]    a file from a local file or stdin
   ls ID [PATH] [-r]               list a directory of /workspace
   mkdir ID PATH [-p] | rm ID PATH [-r]
-  keys list | keys create NAME | keys revoke KEY_ID
+  keys list | keys create NAME [--admin] | keys revoke KEY_ID
+                                  (managing keys needs an admin key)
 
 Exit status: the command's own for exec; 0 on success; 1 on an error; 2 on bad usage;
 3 when the key is refused.
