@@ -44,6 +44,8 @@ if [ ! -f "$duckdb_dir/libduckdb.so" ] || [ ! -f "$duckdb_dir/duckdb.h" ]; then
   tar -xzf "$tmp"/duckdb-1.4.4.tgz -C "$tmp" package/src/duckdb/src/include/duckdb.h
   cp "$tmp/package/libduckdb.so" "$tmp/package/src/duckdb/src/include/duckdb.h" "$duckdb_dir/"
   rm -rf "$tmp"
+  # A build tree configured before the fetch must look again.
+  [ -f "$duckdb_dir/../../CMakeCache.txt" ] && cmake "$duckdb_dir/../.." >/dev/null
 fi
 
 # The build: Release with debug info, in build/ (safe to run again: only what changed rebuilds).
