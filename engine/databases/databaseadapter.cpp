@@ -682,11 +682,18 @@ void DatabaseAdapter::sql(const QString &method, const QJsonObject &params, cons
             } else {
                 m_sandboxes->endActivity(id);
             }
+            // A paged result's command tag is only known at its end: name it by its first word.
+            QString command = page.value(QStringLiteral("command")).toString();
+            if (command.isEmpty()) {
+                static const QRegularExpression word(QStringLiteral("^(?:\\s|--[^\\n]*\\n|/\\*.*?\\*/)*([A-Za-z]+)"),
+                                                     QRegularExpression::DotMatchesEverythingOption);
+                command = word.match(req.sql).captured(1).toUpper();
+            }
             reply(QJsonValue(QJsonObject{
                 {QStringLiteral("rows"), objectRows ? toObjects(fields, rows) : rows},
                 {QStringLiteral("rowCount"), rows.size()},
                 {QStringLiteral("fields"), fields},
-                {QStringLiteral("command"), page.value(QStringLiteral("command"))},
+                {QStringLiteral("command"), command},
                 {QStringLiteral("rowsAffected"), page.value(QStringLiteral("rowsAffected"))},
                 {QStringLiteral("cursor"), cursor},
                 {QStringLiteral("hasMore"), !cursor.isNull()},

@@ -245,6 +245,9 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
     // Whatever is left in the cgroup (nothing, normally) goes too.
     m_cgroup.killAll();
     m_cgroup.remove();
+    // Forgotten, so that the destructor does not kill a new start of this sandbox, whose cgroup
+    // has the same name.
+    m_cgroup = Cgroup();
     QString reason;
     if (m_stopping) {
         reason = QStringLiteral("stopped");

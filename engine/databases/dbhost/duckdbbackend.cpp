@@ -389,6 +389,37 @@ bool isDml(duckdb_statement_type t)
     return t == DUCKDB_STATEMENT_TYPE_INSERT || t == DUCKDB_STATEMENT_TYPE_UPDATE || t == DUCKDB_STATEMENT_TYPE_DELETE;
 }
 
+bool isWide(uint32_t cp)
+{
+    return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3)
+           || (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60)
+           || (cp >= 0xFFE0 && cp <= 0xFFE6) || cp >= 0x1F000;
+}
+
+// DuckDB 1.4 draws its caret at (display width - extra UTF-8 bytes) of the text before the error
+// (measured: exact for ASCII, off by one per extra byte otherwise). Inverted here: the 1-based
+// character column whose prefix gives that caret; 0 when none does.
+int caretToColumn(const std::string &line, long long caret)
+{
+    long long f = 0;
+    int column = 1;
+    size_t i = 0;
+    while (true) {
+        if (f == caret)
+            return column;
+        if (i >= line.size() || f > caret)
+            return 0;
+        const uint8_t c = uint8_t(line[i]);
+        const int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+        uint32_t cp = len == 1 ? c : c & (0xff >> (len + 1));
+        for (int k = 1; k < len && i + k < line.size(); ++k)
+            cp = (cp << 6) | (uint8_t(line[i + k]) & 0x3f);
+        f += (isWide(cp) ? 2 : 1) - (len - 1);
+        i += size_t(len);
+        ++column;
+    }
+}
+
 // DuckDB reports a syntax error's place as "LINE n: <text>" and a caret line below it.
 DbError errorFromMessage(const std::string &message, bool interrupted)
 {
@@ -408,12 +439,11 @@ DbError errorFromMessage(const std::string &message, bool interrupted)
             const size_t caretLineStart = eol + 1;
             const size_t caret = message.find('^', caretLineStart);
             std::string shown = message.substr(colon + 2, eol - colon - 2);
-            if (caret != std::string::npos && e.line > 0) {
-                long long col = (long long)(caret - caretLineStart) - (long long)(colon + 2 - (at + 1));
-                // A long line is shown as "...text"; then the column is unknown.
-                if (shown.starts_with("..."))
-                    col = -1;
-                e.column = col >= 0 ? int(col) + 1 : 0;
+            if (caret != std::string::npos && e.line > 0 && !shown.starts_with("...")) {
+                // (A long line is shown as "...text"; then the column is unknown.)
+                const long long caretCol = (long long)(caret - caretLineStart) - (long long)(colon + 2 - (at + 1));
+                const int col = caretToColumn(shown, caretCol);
+                e.column = col > 0 ? col : 0;
             }
         }
     }

@@ -193,6 +193,10 @@ int main(int argc, char **argv)
     std::signal(SIGPIPE, SIG_IGN);
     ::umask(077);
 
+    // A database in a subdirectory of /workspace ("data/app.db"): make the directory.
+    for (size_t slash = database.find('/', 1); slash != std::string::npos; slash = database.find('/', slash + 1))
+        ::mkdir(database.substr(0, slash).c_str(), 0700);
+
     std::unique_ptr<Backend> backend;
     std::string error;
     if (engine == "sqlite") {
