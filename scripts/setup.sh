@@ -31,6 +31,23 @@ if ((${#missing[@]})); then
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# DuckDB is not in Debian 12: its C library and header come from the npm registry as files
+# (never `npm install duckdb`: its install step downloads from elsewhere). Unpacked into the build
+# tree, where engine/databases/dbhost/CMakeLists.txt looks for them.
+duckdb_dir="${SANDBOX_BUILD_DIR:-$here/build}/third_party/duckdb"
+if [ ! -f "$duckdb_dir/libduckdb.so" ] || [ ! -f "$duckdb_dir/duckdb.h" ]; then
+  echo "setup: fetching DuckDB 1.4.4 (libduckdb.so, duckdb.h) from the npm registry"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent @duckdb/node-bindings-linux-x64@1.4.4-r.4 duckdb@1.4.4 >/dev/null)
+  mkdir -p "$duckdb_dir"
+  tar -xzf "$tmp"/duckdb-node-bindings-linux-x64-1.4.4-r.4.tgz -C "$tmp" package/libduckdb.so
+  tar -xzf "$tmp"/duckdb-1.4.4.tgz -C "$tmp" package/src/duckdb/src/include/duckdb.h
+  cp "$tmp/package/libduckdb.so" "$tmp/package/src/duckdb/src/include/duckdb.h" "$duckdb_dir/"
+  rm -rf "$tmp"
+  # A build tree configured before the fetch must look again.
+  [ -f "$duckdb_dir/../../CMakeCache.txt" ] && cmake "$duckdb_dir/../.." >/dev/null
+fi
+
 # The build: Release with debug info, in build/ (safe to run again: only what changed rebuilds).
 build_dir="${SANDBOX_BUILD_DIR:-$here/build}"
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)

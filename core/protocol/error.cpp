@@ -32,6 +32,8 @@ int httpStatusFor(ErrorCode code)
         return 501;
     case ErrorCode::Cancelled:
         return 499;
+    case ErrorCode::QueryError:
+        return 422;
     case ErrorCode::InternalError:
     case ErrorCode::SandboxError:
     case ErrorCode::ConnectionError:
@@ -51,6 +53,7 @@ ErrorCode errorCodeForHttpStatus(int status)
     case 410: return ErrorCode::StreamGap;
     case 413: return ErrorCode::PayloadTooLarge;
     case 429: return ErrorCode::QuotaExceeded;
+    case 422: return ErrorCode::QueryError;
     case 499: return ErrorCode::Cancelled;
     case 501: return ErrorCode::NotImplemented;
     case 504: return ErrorCode::Timeout;
@@ -79,6 +82,7 @@ QString errorCodeName(ErrorCode code)
     case ErrorCode::SandboxError: return QStringLiteral("sandbox error");
     case ErrorCode::Cancelled: return QStringLiteral("cancelled");
     case ErrorCode::FileError: return QStringLiteral("file error");
+    case ErrorCode::QueryError: return QStringLiteral("query error");
     case ErrorCode::ConnectionError: return QStringLiteral("connection error");
     }
     return QStringLiteral("error %1").arg(int(code));

@@ -26,6 +26,8 @@ enum class ErrorCode : int {
     SandboxError = -32011,
     Cancelled = -32012,
     FileError = -32013,
+    // The database rejected a statement (syntax, constraint, type, ...): docs/protocol.md 4.3.
+    QueryError = -32014,
     // Client-side only, never on the wire: the connection is gone or could not be made.
     ConnectionError = -1,
 };

@@ -21,16 +21,10 @@ constexpr qint64 kMaxFileBytes = 16 * 1024 * 1024;
 constexpr qint64 kMaxSleepAfterMs = 7LL * 24 * 3600 * 1000;
 
 const QString kAgent = QStringLiteral("agent");
-const QString kDatabase = QStringLiteral("database");
 
 QStringList agentTypes()
 {
     return {QStringLiteral("claude-code"), QStringLiteral("opencode"), QStringLiteral("codex")};
-}
-
-QStringList databaseTypes()
-{
-    return {QStringLiteral("postgres"), QStringLiteral("sqlite"), QStringLiteral("duckdb")};
 }
 
 Result<QJsonValue> toValue(Result<QJsonObject> r)
@@ -97,49 +91,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
     });
     addSandboxMethods(QStringLiteral("agents."), kAgent);
 
-    // databases.*: the lifecycle of what exists; the SQL side arrives with the database engine.
-    add(QStringLiteral("databases.create"), [](const QJsonObject &params, const CallContext &, const Reply &reply) {
-        Params p(params);
-        p.optionalChoice(QStringLiteral("type"), databaseTypes(), QStringLiteral("postgres"));
-        if (p.failed())
-            return reply(p.error());
-        reply(Error{ErrorCode::NotImplemented,
-                    QStringLiteral("database sandboxes are not available in this engine version yet"), {}});
-    });
-    add(QStringLiteral("databases.list"), [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
-        reply(QJsonValue(QJsonObject{{QStringLiteral("databases"), m_sandboxes->list(ctx.keyId, kDatabase)}}));
-    });
-    for (const QString &m : {QStringLiteral("databases.query"), QStringLiteral("databases.execute")}) {
-        add(m, [this, m](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-            Params p(params);
-            const QString id = p.requiredString(QStringLiteral("id"));
-            if (p.failed())
-                return reply(p.error());
-            if (const auto info = m_sandboxes->info(ctx.keyId, id, kDatabase); !info)
-                return reply(info.error());
-            reply(Error{ErrorCode::NotImplemented, QStringLiteral("%1 is not available in this engine version yet").arg(m), {}});
-        });
-    }
-    add(QStringLiteral("databases.get"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-        Params p(params);
-        const QString id = p.requiredString(QStringLiteral("id"));
-        if (p.failed())
-            return reply(p.error());
-        reply(toValue(m_sandboxes->info(ctx.keyId, id, kDatabase)));
-    });
-    for (const QString &verb : {QStringLiteral("stop"), QStringLiteral("delete")}) {
-        add(QStringLiteral("databases.") + verb, [this, verb](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-            Params p(params);
-            const QString id = p.requiredString(QStringLiteral("id"));
-            if (p.failed())
-                return reply(p.error());
-            QObject *context = ctx.guard ? ctx.guard.data() : this;
-            if (verb == QLatin1String("stop"))
-                m_sandboxes->stop(ctx.keyId, id, kDatabase, context, forward(reply));
-            else
-                m_sandboxes->remove(ctx.keyId, id, kDatabase, context, forward(reply));
-        });
-    }
+    // databases.*: registered by the database adapter (engine/databases/databaseadapter.cpp).
 
     // sandbox.*: any sandbox by id.
     addSandboxMethods(QStringLiteral("sandbox."), {});

@@ -104,7 +104,14 @@ Result<RestCall> routeRestRequest(QByteArrayView m, const QString &path, const Q
     if (parts.size() == 4 && post) {
         static const QStringList common{QStringLiteral("stop"), QStringLiteral("start")};
         static const QStringList agents{QStringLiteral("run"), QStringLiteral("exec"), QStringLiteral("cloneRepo")};
-        static const QStringList databases{QStringLiteral("query"), QStringLiteral("execute")};
+        static const QStringList databases{QStringLiteral("query"), QStringLiteral("execute"),
+                                           // the database adapter's (docs/protocol.md 4.3)
+                                           QStringLiteral("queryWithMetadata"), QStringLiteral("fetch"),
+                                           QStringLiteral("closeCursor"), QStringLiteral("transaction"),
+                                           QStringLiteral("version"), QStringLiteral("ping"), QStringLiteral("listTables"),
+                                           QStringLiteral("describeTable"), QStringLiteral("listDatabases"),
+                                           QStringLiteral("createDatabase"), QStringLiteral("exportData"),
+                                           QStringLiteral("restart")};
         const bool known = common.contains(action)
                            || (collection == QLatin1String("agents") ? agents : databases).contains(action);
         if (known) {

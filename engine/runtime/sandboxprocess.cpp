@@ -160,6 +160,7 @@ void SandboxProcess::start()
     m_volume->mount([this](Result<bool> mounted) {
         if (!mounted) {
             m_cgroup.remove();
+            m_cgroup = Cgroup(); // see onFinished()
             return Q_EMIT failed(mounted.error());
         }
         launch();
@@ -286,6 +287,9 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
     m_cgroup.remove();
     if (m_volume)
         m_volume->unmount();
+    // Forgotten, so that the destructor does not kill a new start of this sandbox, whose cgroup
+    // has the same name.
+    m_cgroup = Cgroup();
     QString reason;
     if (m_stopping) {
         reason = QStringLiteral("stopped");

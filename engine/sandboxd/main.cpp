@@ -2,6 +2,7 @@
 #include "api/apiserver.h"
 #include "api/keystore.h"
 #include "api/methods.h"
+#include "databases/databaseadapter.h"
 #include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
 #include "service/streamhub.h"
@@ -184,6 +185,7 @@ int main(int argc, char **argv)
     sandboxes.recover();
     StreamHub streams;
     Methods methods(&sandboxes, &streams, &keys);
+    DatabaseAdapter databases(&methods, &sandboxes, DatabaseAdapter::findDbHost(QCoreApplication::applicationDirPath()));
     ApiServer server(&methods, &streams, &keys);
     QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
 

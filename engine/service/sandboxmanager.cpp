@@ -330,9 +330,10 @@ void SandboxManager::launch(Entry *e)
             // Stop what started, then report the failure to everyone waiting.
             qCWarning(lcManager) << "sandbox" << id << "failed to start:" << r.error().message;
             const Error error = r.error();
-            teardown(e, [this, e, error] {
+            // Taken first: teardown() would tell them "stopping" instead of why it failed.
+            const auto waiters = std::exchange(e->waiters, {});
+            teardown(e, [this, e, error, waiters] {
                 setStatus(e, kError, error.message);
-                const auto waiters = std::exchange(e->waiters, {});
                 for (const auto &[context, then] : waiters) {
                     if (context)
                         then(error);

@@ -1,0 +1,996 @@
+#include "duckdbbackend.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace DbHost {
+
+namespace {
+
+constexpr size_t kMaxIdle = 4;
+constexpr size_t kMaxCursors = 32;
+
+__extension__ typedef __int128 i128;
+__extension__ typedef unsigned __int128 u128;
+
+std::string u128Text(u128 v)
+{
+    if (v == 0)
+        return "0";
+    std::string s;
+    while (v) {
+        s.insert(s.begin(), char('0' + int(v % 10)));
+        v /= 10;
+    }
+    return s;
+}
+
+std::string i128Text(i128 v)
+{
+    if (v < 0)
+        return "-" + u128Text(u128(-(v + 1)) + 1);
+    return u128Text(u128(v));
+}
+
+json i128Value(i128 v)
+{
+    constexpr i128 kMaxSafe = 9007199254740991LL;
+    if (v <= kMaxSafe && v >= -kMaxSafe)
+        return json(static_cast<long long>(v));
+    return json{{"$int", i128Text(v)}};
+}
+
+std::string decimalText(i128 v, int scale)
+{
+    const bool negative = v < 0;
+    std::string digits = negative ? i128Text(v).substr(1) : i128Text(v);
+    if (scale > 0) {
+        if (int(digits.size()) <= scale)
+            digits.insert(0, size_t(scale - int(digits.size()) + 1), '0');
+        digits.insert(digits.size() - size_t(scale), ".");
+    }
+    return negative ? "-" + digits : digits;
+}
+
+// Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+void civil(long long z, long long *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    const long long era = (z >= 0 ? z : z - 146096) / 146097;
+    const unsigned doe = unsigned(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const long long yy = (long long)yoe + era * 400;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yy + (*m <= 2);
+}
+
+std::string dateText(long long days)
+{
+    long long y;
+    unsigned m, d;
+    civil(days, &y, &m, &d);
+    char buf[48];
+    if (y > 0)
+        std::snprintf(buf, sizeof buf, "%04lld-%02u-%02u", y, m, d);
+    else // ISO 8601 astronomical year (1 BC is 0000)
+        std::snprintf(buf, sizeof buf, "%05lld-%02u-%02u", y, m, d);
+    return buf;
+}
+
+std::string timeText(long long micros, int digits = 6)
+{
+    const long long h = micros / 3600000000LL;
+    const long long mi = (micros / 60000000LL) % 60;
+    const long long s = (micros / 1000000LL) % 60;
+    const long long frac = micros % 1000000LL;
+    char buf[64];
+    if (frac == 0)
+        std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", h, mi, s);
+    else
+        std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld.%0*lld", h, mi, s, digits, frac);
+    std::string out = buf;
+    if (frac != 0)
+        while (out.back() == '0')
+            out.pop_back();
+    return out;
+}
+
+json timestampValue(long long micros, bool utc)
+{
+    if (micros == INT64_MAX)
+        return "infinity";
+    if (micros == -INT64_MAX)
+        return "-infinity";
+    long long days = micros / 86400000000LL;
+    long long rest = micros % 86400000000LL;
+    if (rest < 0) {
+        rest += 86400000000LL;
+        --days;
+    }
+    return dateText(days) + "T" + timeText(rest) + (utc ? "Z" : "");
+}
+
+std::string intervalText(const duckdb_interval &v)
+{
+    std::string s = "P";
+    if (v.months / 12)
+        s += std::to_string(v.months / 12) + "Y";
+    if (v.months % 12)
+        s += std::to_string(v.months % 12) + "M";
+    if (v.days)
+        s += std::to_string(v.days) + "D";
+    if (v.micros) {
+        s += "T";
+        long long us = v.micros;
+        const bool neg = us < 0;
+        if (neg)
+            us = -us;
+        const long long h = us / 3600000000LL, m = (us / 60000000LL) % 60;
+        const long long sec = (us / 1000000LL) % 60, frac = us % 1000000LL;
+        const std::string sign = neg ? "-" : "";
+        if (h)
+            s += sign + std::to_string(h) + "H";
+        if (m)
+            s += sign + std::to_string(m) + "M";
+        if (sec || frac) {
+            s += sign + std::to_string(sec);
+            if (frac) {
+                char buf[16];
+                std::snprintf(buf, sizeof buf, ".%06lld", frac);
+                std::string f = buf;
+                while (f.back() == '0')
+                    f.pop_back();
+                s += f;
+            }
+            s += "S";
+        }
+    }
+    return s == "P" ? "PT0S" : s;
+}
+
+std::string uuidText(duckdb_hugeint h)
+{
+    const uint64_t upper = uint64_t(h.upper) ^ (uint64_t(1) << 63);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", unsigned(upper >> 32), unsigned((upper >> 16) & 0xffff),
+                  unsigned(upper & 0xffff), unsigned(h.lower >> 48),
+                  (unsigned long long)(h.lower & 0xffffffffffffULL));
+    return buf;
+}
+
+struct TypeGuard
+{
+    duckdb_logical_type t = nullptr;
+    ~TypeGuard()
+    {
+        if (t)
+            duckdb_destroy_logical_type(&t);
+    }
+};
+
+std::string takeString(char *s)
+{
+    std::string out = s ? s : "";
+    duckdb_free(s);
+    return out;
+}
+
+std::string typeName(duckdb_logical_type type)
+{
+    const std::string alias = takeString(duckdb_logical_type_get_alias(type));
+    if (!alias.empty())
+        return alias;
+    switch (duckdb_get_type_id(type)) {
+    case DUCKDB_TYPE_BOOLEAN: return "BOOLEAN";
+    case DUCKDB_TYPE_TINYINT: return "TINYINT";
+    case DUCKDB_TYPE_SMALLINT: return "SMALLINT";
+    case DUCKDB_TYPE_INTEGER: return "INTEGER";
+    case DUCKDB_TYPE_BIGINT: return "BIGINT";
+    case DUCKDB_TYPE_UTINYINT: return "UTINYINT";
+    case DUCKDB_TYPE_USMALLINT: return "USMALLINT";
+    case DUCKDB_TYPE_UINTEGER: return "UINTEGER";
+    case DUCKDB_TYPE_UBIGINT: return "UBIGINT";
+    case DUCKDB_TYPE_HUGEINT: return "HUGEINT";
+    case DUCKDB_TYPE_UHUGEINT: return "UHUGEINT";
+    case DUCKDB_TYPE_FLOAT: return "FLOAT";
+    case DUCKDB_TYPE_DOUBLE: return "DOUBLE";
+    case DUCKDB_TYPE_DECIMAL:
+        return "DECIMAL(" + std::to_string(duckdb_decimal_width(type)) + "," + std::to_string(duckdb_decimal_scale(type)) + ")";
+    case DUCKDB_TYPE_VARCHAR: return "VARCHAR";
+    case DUCKDB_TYPE_BLOB: return "BLOB";
+    case DUCKDB_TYPE_DATE: return "DATE";
+    case DUCKDB_TYPE_TIME: return "TIME";
+    case DUCKDB_TYPE_TIME_TZ: return "TIME WITH TIME ZONE";
+    case DUCKDB_TYPE_TIMESTAMP: return "TIMESTAMP";
+    case DUCKDB_TYPE_TIMESTAMP_S: return "TIMESTAMP_S";
+    case DUCKDB_TYPE_TIMESTAMP_MS: return "TIMESTAMP_MS";
+    case DUCKDB_TYPE_TIMESTAMP_NS: return "TIMESTAMP_NS";
+    case DUCKDB_TYPE_TIMESTAMP_TZ: return "TIMESTAMP WITH TIME ZONE";
+    case DUCKDB_TYPE_INTERVAL: return "INTERVAL";
+    case DUCKDB_TYPE_UUID: return "UUID";
+    case DUCKDB_TYPE_ENUM: return "ENUM";
+    case DUCKDB_TYPE_LIST: {
+        TypeGuard c{duckdb_list_type_child_type(type)};
+        return typeName(c.t) + "[]";
+    }
+    case DUCKDB_TYPE_ARRAY: {
+        TypeGuard c{duckdb_array_type_child_type(type)};
+        return typeName(c.t) + "[" + std::to_string(duckdb_array_type_array_size(type)) + "]";
+    }
+    case DUCKDB_TYPE_STRUCT: {
+        std::string s = "STRUCT(";
+        const idx_t n = duckdb_struct_type_child_count(type);
+        for (idx_t i = 0; i < n; ++i) {
+            TypeGuard c{duckdb_struct_type_child_type(type, i)};
+            s += (i ? ", " : "") + takeString(duckdb_struct_type_child_name(type, i)) + " " + typeName(c.t);
+        }
+        return s + ")";
+    }
+    case DUCKDB_TYPE_MAP: {
+        TypeGuard k{duckdb_map_type_key_type(type)}, v{duckdb_map_type_value_type(type)};
+        return "MAP(" + typeName(k.t) + ", " + typeName(v.t) + ")";
+    }
+    case DUCKDB_TYPE_UNION: return "UNION";
+    case DUCKDB_TYPE_BIT: return "BIT";
+    case DUCKDB_TYPE_SQLNULL: return "NULL";
+    default: return "UNKNOWN";
+    }
+}
+
+std::string_view stringAt(void *data, idx_t row)
+{
+    auto *s = static_cast<duckdb_string_t *>(data) + row;
+    return std::string_view(duckdb_string_t_data(s), duckdb_string_t_length(*s));
+}
+
+json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row)
+{
+    uint64_t *validity = duckdb_vector_get_validity(vec);
+    if (validity && !duckdb_validity_row_is_valid(validity, row))
+        return nullptr;
+    void *data = duckdb_vector_get_data(vec);
+    switch (duckdb_get_type_id(type)) {
+    case DUCKDB_TYPE_BOOLEAN: return static_cast<bool *>(data)[row];
+    case DUCKDB_TYPE_TINYINT: return static_cast<int8_t *>(data)[row];
+    case DUCKDB_TYPE_SMALLINT: return static_cast<int16_t *>(data)[row];
+    case DUCKDB_TYPE_INTEGER: return static_cast<int32_t *>(data)[row];
+    case DUCKDB_TYPE_BIGINT: return integerValue(static_cast<int64_t *>(data)[row]);
+    case DUCKDB_TYPE_UTINYINT: return static_cast<uint8_t *>(data)[row];
+    case DUCKDB_TYPE_USMALLINT: return static_cast<uint16_t *>(data)[row];
+    case DUCKDB_TYPE_UINTEGER: return static_cast<uint32_t *>(data)[row];
+    case DUCKDB_TYPE_UBIGINT: return unsignedValue(static_cast<uint64_t *>(data)[row]);
+    case DUCKDB_TYPE_HUGEINT: {
+        const auto h = static_cast<duckdb_hugeint *>(data)[row];
+        return i128Value((i128(h.upper) << 64) | i128(h.lower));
+    }
+    case DUCKDB_TYPE_UHUGEINT: {
+        const auto h = static_cast<duckdb_uhugeint *>(data)[row];
+        const u128 v = (u128(h.upper) << 64) | u128(h.lower);
+        return v <= u128(9007199254740991ULL) ? json(static_cast<long long>(v)) : json{{"$int", u128Text(v)}};
+    }
+    case DUCKDB_TYPE_FLOAT: return floatValue(static_cast<float *>(data)[row]);
+    case DUCKDB_TYPE_DOUBLE: return floatValue(static_cast<double *>(data)[row]);
+    case DUCKDB_TYPE_DECIMAL: {
+        const int scale = duckdb_decimal_scale(type);
+        i128 v = 0;
+        switch (duckdb_decimal_internal_type(type)) {
+        case DUCKDB_TYPE_SMALLINT: v = static_cast<int16_t *>(data)[row]; break;
+        case DUCKDB_TYPE_INTEGER: v = static_cast<int32_t *>(data)[row]; break;
+        case DUCKDB_TYPE_BIGINT: v = static_cast<int64_t *>(data)[row]; break;
+        default: {
+            const auto h = static_cast<duckdb_hugeint *>(data)[row];
+            v = (i128(h.upper) << 64) | i128(h.lower);
+        }
+        }
+        return decimalText(v, scale);
+    }
+    case DUCKDB_TYPE_VARCHAR: return textValue(stringAt(data, row));
+    case DUCKDB_TYPE_BLOB: return bytesValue(stringAt(data, row));
+    case DUCKDB_TYPE_DATE: {
+        const int32_t days = static_cast<duckdb_date *>(data)[row].days;
+        if (days == INT32_MAX)
+            return "infinity";
+        if (days == -INT32_MAX)
+            return "-infinity";
+        return dateText(days);
+    }
+    case DUCKDB_TYPE_TIME: return timeText(static_cast<duckdb_time *>(data)[row].micros);
+    case DUCKDB_TYPE_TIME_TZ: {
+        const duckdb_time_tz_struct t = duckdb_from_time_tz(static_cast<duckdb_time_tz *>(data)[row]);
+        const long long micros = ((t.time.hour * 60LL + t.time.min) * 60 + t.time.sec) * 1000000LL + t.time.micros;
+        const int off = t.offset;
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%c%02d:%02d", off < 0 ? '-' : '+', std::abs(off) / 3600, (std::abs(off) / 60) % 60);
+        return timeText(micros) + buf;
+    }
+    case DUCKDB_TYPE_TIMESTAMP: return timestampValue(static_cast<duckdb_timestamp *>(data)[row].micros, false);
+    case DUCKDB_TYPE_TIMESTAMP_TZ: return timestampValue(static_cast<duckdb_timestamp *>(data)[row].micros, true);
+    case DUCKDB_TYPE_TIMESTAMP_S: {
+        const int64_t s = static_cast<duckdb_timestamp_s *>(data)[row].seconds;
+        return timestampValue(s == INT64_MAX || s == -INT64_MAX ? s : s * 1000000LL, false);
+    }
+    case DUCKDB_TYPE_TIMESTAMP_MS: {
+        const int64_t ms = static_cast<duckdb_timestamp_ms *>(data)[row].millis;
+        return timestampValue(ms == INT64_MAX || ms == -INT64_MAX ? ms : ms * 1000LL, false);
+    }
+    case DUCKDB_TYPE_TIMESTAMP_NS: {
+        const int64_t ns = static_cast<duckdb_timestamp_ns *>(data)[row].nanos;
+        return timestampValue(ns == INT64_MAX || ns == -INT64_MAX ? ns : ns / 1000LL, false);
+    }
+    case DUCKDB_TYPE_INTERVAL: return intervalText(static_cast<duckdb_interval *>(data)[row]);
+    case DUCKDB_TYPE_UUID: return uuidText(static_cast<duckdb_hugeint *>(data)[row]);
+    case DUCKDB_TYPE_ENUM: {
+        idx_t index = 0;
+        switch (duckdb_enum_internal_type(type)) {
+        case DUCKDB_TYPE_UTINYINT: index = static_cast<uint8_t *>(data)[row]; break;
+        case DUCKDB_TYPE_USMALLINT: index = static_cast<uint16_t *>(data)[row]; break;
+        default: index = static_cast<uint32_t *>(data)[row];
+        }
+        return takeString(duckdb_enum_dictionary_value(type, index));
+    }
+    case DUCKDB_TYPE_LIST:
+    case DUCKDB_TYPE_MAP: {
+        const auto entry = static_cast<duckdb_list_entry *>(data)[row];
+        duckdb_vector child = duckdb_list_vector_get_child(vec);
+        TypeGuard childType{duckdb_list_type_child_type(type)};
+        json out = json::array();
+        for (idx_t i = 0; i < entry.length; ++i) {
+            json v = vectorValue(child, childType.t, entry.offset + i);
+            if (duckdb_get_type_id(type) == DUCKDB_TYPE_MAP) // STRUCT(key, value) -> [key, value]
+                out.push_back(json::array({v.value("key", json()), v.value("value", json())}));
+            else
+                out.push_back(std::move(v));
+        }
+        return out;
+    }
+    case DUCKDB_TYPE_ARRAY: {
+        const idx_t size = duckdb_array_type_array_size(type);
+        duckdb_vector child = duckdb_array_vector_get_child(vec);
+        TypeGuard childType{duckdb_array_type_child_type(type)};
+        json out = json::array();
+        for (idx_t i = 0; i < size; ++i)
+            out.push_back(vectorValue(child, childType.t, row * size + i));
+        return out;
+    }
+    case DUCKDB_TYPE_STRUCT: {
+        json out = json::object();
+        const idx_t n = duckdb_struct_type_child_count(type);
+        for (idx_t i = 0; i < n; ++i) {
+            TypeGuard childType{duckdb_struct_type_child_type(type, i)};
+            out[takeString(duckdb_struct_type_child_name(type, i))]
+                = vectorValue(duckdb_struct_vector_get_child(vec, i), childType.t, row);
+        }
+        return out;
+    }
+    default:
+        return "(a " + typeName(type) + " value: not representable; cast it to VARCHAR)";
+    }
+}
+
+std::string commandOf(duckdb_statement_type t, const std::string &sql)
+{
+    switch (t) {
+    case DUCKDB_STATEMENT_TYPE_SELECT: return "SELECT";
+    case DUCKDB_STATEMENT_TYPE_INSERT: return "INSERT";
+    case DUCKDB_STATEMENT_TYPE_UPDATE: return "UPDATE";
+    case DUCKDB_STATEMENT_TYPE_DELETE: return "DELETE";
+    case DUCKDB_STATEMENT_TYPE_EXPLAIN: return "EXPLAIN";
+    default: return firstKeyword(sql);
+    }
+}
+
+bool isDml(duckdb_statement_type t)
+{
+    return t == DUCKDB_STATEMENT_TYPE_INSERT || t == DUCKDB_STATEMENT_TYPE_UPDATE || t == DUCKDB_STATEMENT_TYPE_DELETE;
+}
+
+bool isWide(uint32_t cp)
+{
+    return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3)
+           || (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60)
+           || (cp >= 0xFFE0 && cp <= 0xFFE6) || cp >= 0x1F000;
+}
+
+// DuckDB 1.4 draws its caret at (display width - extra UTF-8 bytes) of the text before the error
+// (measured: exact for ASCII, off by one per extra byte otherwise). Inverted here: the 1-based
+// character column whose prefix gives that caret; 0 when none does.
+int caretToColumn(const std::string &line, long long caret)
+{
+    long long f = 0;
+    int column = 1;
+    size_t i = 0;
+    while (true) {
+        if (f == caret)
+            return column;
+        if (i >= line.size() || f > caret)
+            return 0;
+        const uint8_t c = uint8_t(line[i]);
+        const int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+        uint32_t cp = len == 1 ? c : c & (0xff >> (len + 1));
+        for (int k = 1; k < len && i + k < line.size(); ++k)
+            cp = (cp << 6) | (uint8_t(line[i + k]) & 0x3f);
+        f += (isWide(cp) ? 2 : 1) - (len - 1);
+        i += size_t(len);
+        ++column;
+    }
+}
+
+// DuckDB reports a syntax error's place as "LINE n: <text>" and a caret line below it.
+DbError errorFromMessage(const std::string &message, bool interrupted)
+{
+    DbError e;
+    e.message = message;
+    if (interrupted || message.find("INTERRUPT") != std::string::npos || message.find("Interrupted") != std::string::npos) {
+        e.code = "cancelled";
+        e.message = "the query was cancelled";
+        return e;
+    }
+    const size_t at = message.find("\nLINE ");
+    if (at != std::string::npos) {
+        const size_t colon = message.find(':', at);
+        const size_t eol = message.find('\n', at + 1);
+        if (colon != std::string::npos && eol != std::string::npos) {
+            e.line = std::atoi(message.c_str() + at + 6);
+            const size_t caretLineStart = eol + 1;
+            const size_t caret = message.find('^', caretLineStart);
+            std::string shown = message.substr(colon + 2, eol - colon - 2);
+            if (caret != std::string::npos && e.line > 0 && !shown.starts_with("...")) {
+                // (A long line is shown as "...text"; then the column is unknown.)
+                const long long caretCol = (long long)(caret - caretLineStart) - (long long)(colon + 2 - (at + 1));
+                const int col = caretToColumn(shown, caretCol);
+                e.column = col > 0 ? col : 0;
+            }
+        }
+    }
+    return e;
+}
+
+struct Prepared
+{
+    duckdb_prepared_statement p = nullptr;
+    ~Prepared() { duckdb_destroy_prepare(&p); }
+};
+
+struct ResultGuard
+{
+    duckdb_result r{};
+    bool valid = false;
+    ~ResultGuard()
+    {
+        if (valid)
+            duckdb_destroy_result(&r);
+    }
+};
+
+void bindParams(duckdb_prepared_statement ps, const json &params)
+{
+    const idx_t expected = duckdb_nparams(ps);
+    const idx_t given = params.is_array() ? params.size() : 0;
+    if (expected != given)
+        throw DbError{"bad_request", "the statement has " + std::to_string(expected) + " parameter(s), "
+                                         + std::to_string(given) + " given"};
+    for (idx_t i = 0; i < given; ++i) {
+        const json &v = params[i];
+        const idx_t n = i + 1;
+        duckdb_state rc = DuckDBSuccess;
+        std::string tag, payload;
+        if (v.is_null()) {
+            rc = duckdb_bind_null(ps, n);
+        } else if (v.is_boolean()) {
+            rc = duckdb_bind_boolean(ps, n, v.get<bool>());
+        } else if (v.is_number_integer()) {
+            rc = duckdb_bind_int64(ps, n, v.get<long long>());
+        } else if (v.is_number()) {
+            rc = duckdb_bind_double(ps, n, v.get<double>());
+        } else if (v.is_string()) {
+            const auto &s = v.get_ref<const std::string &>();
+            rc = duckdb_bind_varchar_length(ps, n, s.data(), s.size());
+        } else if (taggedParam(v, &tag, &payload)) {
+            if (tag == "bytes") {
+                std::string bytes;
+                if (!base64Decode(payload, &bytes))
+                    throw DbError{"bad_request", "parameter " + std::to_string(n) + ": $bytes is not valid base64"};
+                rc = duckdb_bind_blob(ps, n, bytes.data(), bytes.size());
+            } else {
+                // $int beyond 64 bits and $float NaN/Infinity: DuckDB casts the text.
+                rc = duckdb_bind_varchar_length(ps, n, payload.data(), payload.size());
+            }
+        } else {
+            const std::string s = v.dump(); // lists, structs and JSON cast from their text
+            rc = duckdb_bind_varchar_length(ps, n, s.data(), s.size());
+        }
+        if (rc != DuckDBSuccess)
+            throw DbError{"bad_request", "parameter " + std::to_string(n) + " cannot be bound"};
+    }
+}
+
+json fieldsOf(duckdb_result *r)
+{
+    json fields = json::array();
+    const idx_t n = duckdb_column_count(r);
+    for (idx_t i = 0; i < n; ++i) {
+        TypeGuard t{duckdb_column_logical_type(r, i)};
+        fields.push_back({{"name", duckdb_column_name(r, i)}, {"type", typeName(t.t)}});
+    }
+    return fields;
+}
+
+} // namespace
+
+struct DuckdbBackend::Cursor
+{
+    std::mutex lock;
+    duckdb_connection conn = nullptr;
+    duckdb_prepared_statement prepared = nullptr;
+    duckdb_result result{};
+    bool hasResult = false;
+    std::vector<duckdb_logical_type> types;
+    duckdb_data_chunk chunk = nullptr;
+    idx_t row = 0;
+    bool finished = false;
+
+    ~Cursor() { clear(); }
+    void clear()
+    {
+        if (chunk)
+            duckdb_destroy_data_chunk(&chunk);
+        for (auto &t : types)
+            duckdb_destroy_logical_type(&t);
+        types.clear();
+        if (hasResult)
+            duckdb_destroy_result(&result);
+        hasResult = false;
+        if (prepared)
+            duckdb_destroy_prepare(&prepared);
+    }
+
+    // Reads rows up to the limits. Returns true when the result is exhausted.
+    bool readPage(PageLimits limits, json &rows)
+    {
+        size_t bytes = 0;
+        while (true) {
+            if (!chunk || row >= duckdb_data_chunk_get_size(chunk)) {
+                if (chunk)
+                    duckdb_destroy_data_chunk(&chunk);
+                chunk = duckdb_fetch_chunk(result);
+                row = 0;
+                if (!chunk) {
+                    const char *err = duckdb_result_error(&result);
+                    if (err && *err)
+                        throw errorFromMessage(err, duckdb_result_error_type(&result) == DUCKDB_ERROR_INTERRUPT);
+                    finished = true;
+                    return true;
+                }
+                if (duckdb_data_chunk_get_size(chunk) == 0)
+                    continue;
+            }
+            const idx_t size = duckdb_data_chunk_get_size(chunk);
+            const idx_t columns = types.size();
+            for (; row < size; ++row) {
+                json r = json::array();
+                for (idx_t c = 0; c < columns; ++c) {
+                    r.push_back(vectorValue(duckdb_data_chunk_get_vector(chunk, c), types[c], row));
+                    bytes += approximateSize(r.back());
+                }
+                rows.push_back(std::move(r));
+                if (rows.size() >= limits.rows || bytes >= limits.bytes) {
+                    ++row;
+                    return false;
+                }
+            }
+        }
+    }
+};
+
+class DuckdbBackend::Running
+{
+public:
+    Running(DuckdbBackend *b, uint64_t id, duckdb_connection c) : m_b(b), m_id(id)
+    {
+        std::lock_guard l(m_b->m_mutex);
+        m_b->m_running[id] = c;
+    }
+    ~Running()
+    {
+        std::lock_guard l(m_b->m_mutex);
+        m_b->m_running.erase(m_id);
+    }
+
+private:
+    DuckdbBackend *m_b;
+    uint64_t m_id;
+};
+
+DuckdbBackend::DuckdbBackend(std::string path, long long memoryLimitMb, int threads)
+    : m_path(std::move(path)), m_memoryLimitMb(memoryLimitMb), m_threads(threads)
+{}
+
+DuckdbBackend::~DuckdbBackend()
+{
+    m_cursors.clear();
+    for (auto &c : m_idle)
+        duckdb_disconnect(&c);
+    if (m_db)
+        duckdb_close(&m_db);
+}
+
+bool DuckdbBackend::open(std::string *error)
+{
+    duckdb_config config = nullptr;
+    if (duckdb_create_config(&config) != DuckDBSuccess) {
+        *error = "cannot create a DuckDB configuration";
+        return false;
+    }
+    const std::string memory = std::to_string(m_memoryLimitMb) + "MB";
+    const std::string threads = std::to_string(m_threads);
+    const std::pair<const char *, std::string> settings[] = {
+        {"autoinstall_known_extensions", "false"},
+        {"autoload_known_extensions", "false"},
+        {"allow_community_extensions", "false"},
+        {"temp_directory", "/workspace/.duckdb-tmp"},
+        {"memory_limit", memory},
+        {"threads", threads},
+    };
+    for (const auto &[name, value] : settings) {
+        if (duckdb_set_config(config, name, value.c_str()) != DuckDBSuccess) {
+            *error = std::string("cannot set DuckDB option ") + name;
+            duckdb_destroy_config(&config);
+            return false;
+        }
+    }
+    char *err = nullptr;
+    const duckdb_state rc = duckdb_open_ext(m_path.c_str(), &m_db, config, &err);
+    duckdb_destroy_config(&config);
+    if (rc != DuckDBSuccess) {
+        *error = err ? err : "cannot open the database";
+        duckdb_free(err);
+        return false;
+    }
+    duckdb_connection c = nullptr;
+    if (duckdb_connect(m_db, &c) != DuckDBSuccess) {
+        *error = "cannot connect to the database";
+        return false;
+    }
+    // allowed_directories is a list, which the C API's config cannot take: set it, then shut
+    // external access and lock the configuration, before any user statement runs.
+    for (const char *sql : {"SET allowed_directories = ['/workspace/']", "SET enable_external_access = false",
+                            "SET lock_configuration = true"}) {
+        duckdb_result r;
+        const duckdb_state st = duckdb_query(c, sql, &r);
+        if (st != DuckDBSuccess)
+            *error = std::string(sql) + ": " + duckdb_result_error(&r);
+        duckdb_destroy_result(&r);
+        if (st != DuckDBSuccess) {
+            duckdb_disconnect(&c);
+            return false;
+        }
+    }
+    m_idle.push_back(c);
+    return true;
+}
+
+std::string DuckdbBackend::version()
+{
+    return duckdb_library_version();
+}
+
+duckdb_connection DuckdbBackend::acquire()
+{
+    {
+        std::lock_guard l(m_mutex);
+        if (!m_idle.empty()) {
+            duckdb_connection c = m_idle.back();
+            m_idle.pop_back();
+            return c;
+        }
+    }
+    duckdb_connection c = nullptr;
+    if (duckdb_connect(m_db, &c) != DuckDBSuccess)
+        throw DbError{"internal", "cannot open another connection to the database"};
+    return c;
+}
+
+void DuckdbBackend::release(duckdb_connection c, bool rollback)
+{
+    if (rollback) {
+        // A transaction left open by the call ends with it.
+        duckdb_result r;
+        duckdb_query(c, "ROLLBACK", &r);
+        duckdb_destroy_result(&r);
+    }
+    std::lock_guard l(m_mutex);
+    if (m_idle.size() < kMaxIdle)
+        m_idle.push_back(c);
+    else
+        duckdb_disconnect(&c);
+}
+
+json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json &params, bool execute,
+                          PageLimits limits)
+{
+    if (isBlankSql(sql))
+        throw DbError{"bad_request", "the SQL text holds no statement"};
+    duckdb_connection conn = acquire();
+    bool sawTransaction = false;
+    struct Releaser
+    {
+        DuckdbBackend *b;
+        duckdb_connection c;
+        bool *rollback;
+        ~Releaser()
+        {
+            if (c)
+                b->release(c, *rollback);
+        }
+    } releaser{this, conn, &sawTransaction};
+    Running running(this, requestId, conn);
+
+    duckdb_extracted_statements extracted = nullptr;
+    const idx_t count = duckdb_extract_statements(conn, sql.c_str(), &extracted);
+    struct ExtractedGuard
+    {
+        duckdb_extracted_statements *e;
+        ~ExtractedGuard() { duckdb_destroy_extracted(e); }
+    } extractedGuard{&extracted};
+    if (count == 0) {
+        const char *err = duckdb_extract_statements_error(extracted);
+        throw errorFromMessage(err ? err : "cannot parse the statement", false);
+    }
+    const bool hasParams = params.is_array() && !params.empty();
+    if (count > 1 && !execute)
+        throw DbError{"bad_request", "a query takes one statement; use execute for a script"};
+    if (count > 1 && hasParams)
+        throw DbError{"bad_request", "parameters need a single statement"};
+
+    long long rowsAffected = 0;
+    std::string command;
+    for (idx_t i = 0; i < count; ++i) {
+        auto cursor = std::make_shared<Cursor>();
+        if (duckdb_prepare_extracted_statement(conn, extracted, i, &cursor->prepared) != DuckDBSuccess) {
+            const char *err = duckdb_prepare_error(cursor->prepared);
+            throw errorFromMessage(err ? err : "cannot prepare the statement", false);
+        }
+        bindParams(cursor->prepared, params);
+        const duckdb_statement_type type = duckdb_prepared_statement_type(cursor->prepared);
+        sawTransaction = sawTransaction || type == DUCKDB_STATEMENT_TYPE_TRANSACTION;
+        command = commandOf(type, count == 1 ? sql : std::string());
+        if (execute || isDml(type)) {
+            ResultGuard r;
+            if (duckdb_execute_prepared(cursor->prepared, &r.r) != DuckDBSuccess) {
+                r.valid = true;
+                throw errorFromMessage(duckdb_result_error(&r.r), duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+            }
+            r.valid = true;
+            const long long changed = isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0;
+            rowsAffected += changed;
+            if (execute)
+                continue;
+            // INSERT/UPDATE/DELETE in a query: RETURNING rows, or the bare count.
+            json fields = fieldsOf(&r.r);
+            json rows = json::array();
+            const bool bareCount = fields.size() == 1 && fields[0]["name"] == "Count";
+            if (!bareCount) {
+                cursor->result = r.r;
+                cursor->hasResult = true;
+                r.valid = false;
+                for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
+                    cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
+                cursor->readPage(PageLimits{SIZE_MAX, SIZE_MAX}, rows);
+            }
+            return json{{"fields", bareCount ? json::array() : fields}, {"rows", std::move(rows)}, {"command", command},
+                        {"rowsAffected", changed}, {"cursor", nullptr}};
+        }
+        duckdb_pending_result pending = nullptr;
+        if (duckdb_pending_prepared_streaming(cursor->prepared, &pending) != DuckDBSuccess) {
+            const std::string err = pending ? duckdb_pending_error(pending) : "cannot run the statement";
+            duckdb_destroy_pending(&pending);
+            throw errorFromMessage(err, false);
+        }
+        const duckdb_state st = duckdb_execute_pending(pending, &cursor->result);
+        duckdb_destroy_pending(&pending);
+        cursor->hasResult = true;
+        if (st != DuckDBSuccess)
+            throw errorFromMessage(duckdb_result_error(&cursor->result),
+                                   duckdb_result_error_type(&cursor->result) == DUCKDB_ERROR_INTERRUPT);
+        json fields = fieldsOf(&cursor->result);
+        for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
+            cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
+        json rows = json::array();
+        const bool done = cursor->readPage(limits, rows);
+        json answer{{"fields", std::move(fields)}, {"command", command}, {"rowsAffected", 0}, {"cursor", nullptr}};
+        if (!done) {
+            cursor->conn = conn;
+            std::lock_guard l(m_mutex);
+            if (m_cursors.size() >= kMaxCursors)
+                throw DbError{"too_large", "too many open cursors on this database"};
+            const std::string id = "c" + std::to_string(m_nextCursor++);
+            m_cursors[id] = cursor;
+            releaser.c = nullptr; // the cursor keeps the connection
+            answer["cursor"] = id;
+        }
+        answer["rows"] = std::move(rows);
+        return answer;
+    }
+    return json{{"command", command}, {"rowsAffected", rowsAffected}};
+}
+
+json DuckdbBackend::fetch(uint64_t requestId, const std::string &id, PageLimits limits)
+{
+    std::shared_ptr<Cursor> cursor;
+    {
+        std::lock_guard l(m_mutex);
+        const auto it = m_cursors.find(id);
+        if (it == m_cursors.end())
+            throw DbError{"not_found", "no cursor " + id + " (it was closed, finished or expired)"};
+        cursor = it->second;
+    }
+    std::unique_lock cl(cursor->lock, std::try_to_lock);
+    if (!cl.owns_lock())
+        throw DbError{"bad_request", "cursor " + id + " is already being fetched"};
+    if (!cursor->conn)
+        throw DbError{"not_found", "no cursor " + id};
+    json rows = json::array();
+    bool done = false;
+    try {
+        Running running(this, requestId, cursor->conn);
+        done = cursor->readPage(limits, rows);
+    } catch (const DbError &) {
+        cl.unlock();
+        closeCursor(id);
+        throw;
+    }
+    if (done) {
+        cl.unlock();
+        closeCursor(id);
+    }
+    return json{{"rows", std::move(rows)}, {"done", done}};
+}
+
+void DuckdbBackend::finishCursor(const std::shared_ptr<Cursor> &cursor)
+{
+    std::lock_guard cl(cursor->lock);
+    if (!cursor->conn)
+        return;
+    cursor->clear();
+    release(cursor->conn, false);
+    cursor->conn = nullptr;
+}
+
+bool DuckdbBackend::closeCursor(const std::string &id)
+{
+    std::shared_ptr<Cursor> cursor;
+    {
+        std::lock_guard l(m_mutex);
+        const auto it = m_cursors.find(id);
+        if (it == m_cursors.end())
+            return false;
+        cursor = it->second;
+        m_cursors.erase(it);
+        for (const auto &[rid, c] : m_running)
+            if (c == cursor->conn)
+                duckdb_interrupt(c);
+    }
+    finishCursor(cursor);
+    return true;
+}
+
+json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size_t maxRows)
+{
+    duckdb_connection conn = acquire();
+    bool rollback = false;
+    struct Releaser
+    {
+        DuckdbBackend *b;
+        duckdb_connection c;
+        bool *rollback;
+        ~Releaser() { b->release(c, *rollback); }
+    } releaser{this, conn, &rollback};
+    Running running(this, requestId, conn);
+    auto run = [&](const char *sql) {
+        ResultGuard r;
+        const duckdb_state st = duckdb_query(conn, sql, &r.r);
+        r.valid = true;
+        if (st != DuckDBSuccess)
+            throw errorFromMessage(duckdb_result_error(&r.r), duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+    };
+    run("BEGIN TRANSACTION");
+    json results = json::array();
+    int index = 0;
+    try {
+        for (const json &s : statements) {
+            const std::string sql = s.value("sql", std::string());
+            Prepared ps;
+            if (duckdb_prepare(conn, sql.c_str(), &ps.p) != DuckDBSuccess) {
+                const char *err = duckdb_prepare_error(ps.p);
+                throw errorFromMessage(err ? err : "cannot prepare the statement", false);
+            }
+            bindParams(ps.p, s.contains("params") ? s["params"] : json::array());
+            const duckdb_statement_type type = duckdb_prepared_statement_type(ps.p);
+            ResultGuard r;
+            const duckdb_state st = duckdb_execute_prepared(ps.p, &r.r);
+            r.valid = true;
+            if (st != DuckDBSuccess)
+                throw errorFromMessage(duckdb_result_error(&r.r), duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+            json fields = fieldsOf(&r.r);
+            json rows = json::array();
+            const bool bareCount = isDml(type) && fields.size() == 1 && fields[0]["name"] == "Count";
+            bool truncated = false;
+            if (!bareCount) {
+                std::vector<duckdb_logical_type> types;
+                for (idx_t c = 0; c < duckdb_column_count(&r.r); ++c)
+                    types.push_back(duckdb_column_logical_type(&r.r, c));
+                duckdb_data_chunk chunk;
+                while ((chunk = duckdb_fetch_chunk(r.r))) {
+                    const idx_t size = duckdb_data_chunk_get_size(chunk);
+                    for (idx_t row = 0; row < size; ++row) {
+                        if (rows.size() >= maxRows) {
+                            truncated = true;
+                            break;
+                        }
+                        json out = json::array();
+                        for (idx_t c = 0; c < types.size(); ++c)
+                            out.push_back(vectorValue(duckdb_data_chunk_get_vector(chunk, c), types[c], row));
+                        rows.push_back(std::move(out));
+                    }
+                    duckdb_destroy_data_chunk(&chunk);
+                }
+                for (auto &t : types)
+                    duckdb_destroy_logical_type(&t);
+            }
+            results.push_back({{"command", commandOf(type, sql)}, {"fields", bareCount ? json::array() : fields},
+                               {"rows", std::move(rows)},
+                               {"rowsAffected", isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0},
+                               {"truncated", truncated}});
+            ++index;
+        }
+        run("COMMIT");
+    } catch (DbError &e) {
+        rollback = true;
+        e.statementIndex = index < int(statements.size()) ? index : -1;
+        throw;
+    }
+    return json{{"results", std::move(results)}};
+}
+
+bool DuckdbBackend::cancel(uint64_t requestId)
+{
+    std::lock_guard l(m_mutex);
+    const auto it = m_running.find(requestId);
+    if (it == m_running.end())
+        return false;
+    duckdb_interrupt(it->second);
+    return true;
+}
+
+json DuckdbBackend::exportFile(uint64_t requestId, const std::string &sql, const std::string &format,
+                               const std::string &path)
+{
+    if (format != "parquet" && format != "csv" && format != "json")
+        throw DbError{"bad_request", "unknown export format " + format};
+    if (!path.starts_with("/workspace/") || path.find("..") != std::string::npos || path.find('\'') != std::string::npos)
+        throw DbError{"bad_request", "the export path must be inside /workspace"};
+    duckdb_connection conn = acquire();
+    bool rollback = false;
+    struct Releaser
+    {
+        DuckdbBackend *b;
+        duckdb_connection c;
+        bool *rollback;
+        ~Releaser() { b->release(c, *rollback); }
+    } releaser{this, conn, &rollback};
+    Running running(this, requestId, conn);
+    const std::string copy = "COPY (" + sql + ") TO '" + path + "' (FORMAT " + (format == "json" ? "json, ARRAY true" : format) + ")";
+    ResultGuard r;
+    const duckdb_state st = duckdb_query(conn, copy.c_str(), &r.r);
+    r.valid = true;
+    if (st != DuckDBSuccess)
+        throw errorFromMessage(duckdb_result_error(&r.r), duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+    return json{{"path", path}, {"rowCount", (long long)duckdb_rows_changed(&r.r)}};
+}
+
+} // namespace DbHost

@@ -1,0 +1,54 @@
+#pragma once
+
+#include "backend.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <duckdb.h>
+
+namespace DbHost {
+
+// DuckDB through libduckdb's C API: a file-backed database; external file access off except
+// for /workspace (allowed_directories); no extension auto-install or auto-load.
+class DuckdbBackend final : public Backend
+{
+public:
+    DuckdbBackend(std::string path, long long memoryLimitMb, int threads);
+    ~DuckdbBackend() override;
+
+    bool open(std::string *error);
+
+    std::string engineName() const override { return "duckdb"; }
+    std::string version() override;
+    json query(uint64_t requestId, const std::string &sql, const json &params, bool execute,
+               PageLimits limits) override;
+    json fetch(uint64_t requestId, const std::string &cursor, PageLimits limits) override;
+    bool closeCursor(const std::string &cursor) override;
+    json transaction(uint64_t requestId, const json &statements, size_t maxRows) override;
+    bool cancel(uint64_t requestId) override;
+    json exportFile(uint64_t requestId, const std::string &sql, const std::string &format,
+                    const std::string &path) override;
+
+private:
+    struct Cursor;
+    class Running;
+
+    duckdb_connection acquire();
+    void release(duckdb_connection c, bool rollback);
+    void finishCursor(const std::shared_ptr<Cursor> &cursor);
+
+    std::string m_path;
+    long long m_memoryLimitMb;
+    int m_threads;
+    duckdb_database m_db = nullptr;
+    std::mutex m_mutex;
+    std::vector<duckdb_connection> m_idle;
+    std::map<std::string, std::shared_ptr<Cursor>> m_cursors;
+    std::map<uint64_t, duckdb_connection> m_running;
+    uint64_t m_nextCursor = 1;
+};
+
+} // namespace DbHost

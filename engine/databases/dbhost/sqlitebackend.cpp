@@ -1,0 +1,519 @@
+#include "sqlitebackend.h"
+
+#include <sqlite3.h>
+
+#include <cstring>
+
+namespace DbHost {
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+constexpr size_t kMaxIdle = 4;
+constexpr size_t kMaxCursors = 32;
+
+// ATTACH only of files inside /workspace (relative paths are relative to /workspace, the
+// working directory), of a temporary or in-memory database; never through a URI.
+bool attachAllowed(const char *file)
+{
+    if (!file || !*file || std::strcmp(file, ":memory:") == 0)
+        return true;
+    const std::string_view f(file);
+    if (f.starts_with("file:") || f.find("..") != std::string_view::npos)
+        return false;
+    return !f.starts_with('/') || f.starts_with("/workspace/");
+}
+
+int authorizer(void *, int action, const char *a, const char *, const char *, const char *)
+{
+    if (action == SQLITE_ATTACH && !attachAllowed(a))
+        return SQLITE_DENY;
+    return SQLITE_OK;
+}
+
+DbError errorOf(sqlite3 *db, int rc, long long offsetBase = 0)
+{
+    DbError e;
+    e.code = rc == SQLITE_INTERRUPT ? "cancelled" : "sql";
+    e.message = rc == SQLITE_INTERRUPT ? std::string("the query was cancelled") : std::string(sqlite3_errmsg(db));
+    if (rc == SQLITE_AUTH)
+        e.message += " (ATTACH works only for database files inside /workspace)";
+    const int offset = sqlite3_error_offset(db);
+    if (offset >= 0)
+        e.offset = offsetBase + offset;
+    return e;
+}
+
+std::string storageClassName(int type)
+{
+    switch (type) {
+    case SQLITE_INTEGER: return "INTEGER";
+    case SQLITE_FLOAT: return "REAL";
+    case SQLITE_TEXT: return "TEXT";
+    case SQLITE_BLOB: return "BLOB";
+    default: return "";
+    }
+}
+
+json columnValue(sqlite3_stmt *st, int i)
+{
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER:
+        return integerValue(sqlite3_column_int64(st, i));
+    case SQLITE_FLOAT:
+        return floatValue(sqlite3_column_double(st, i));
+    case SQLITE_TEXT: {
+        const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(st, i));
+        return textValue(std::string_view(p, size_t(sqlite3_column_bytes(st, i))));
+    }
+    case SQLITE_BLOB: {
+        const auto *p = static_cast<const char *>(sqlite3_column_blob(st, i));
+        return bytesValue(std::string_view(p ? p : "", size_t(sqlite3_column_bytes(st, i))));
+    }
+    default:
+        return nullptr;
+    }
+}
+
+void bindParams(sqlite3 *db, sqlite3_stmt *st, const json &params)
+{
+    const int expected = sqlite3_bind_parameter_count(st);
+    const int given = params.is_array() ? int(params.size()) : 0;
+    if (expected != given)
+        throw DbError{"bad_request", "the statement has " + std::to_string(expected) + " parameter(s), "
+                                         + std::to_string(given) + " given"};
+    for (int i = 0; i < given; ++i) {
+        const json &v = params[size_t(i)];
+        int rc = SQLITE_OK;
+        std::string tag, payload;
+        if (v.is_null()) {
+            rc = sqlite3_bind_null(st, i + 1);
+        } else if (v.is_boolean()) {
+            rc = sqlite3_bind_int(st, i + 1, v.get<bool>() ? 1 : 0);
+        } else if (v.is_number_integer()) {
+            rc = sqlite3_bind_int64(st, i + 1, v.get<long long>());
+        } else if (v.is_number()) {
+            rc = sqlite3_bind_double(st, i + 1, v.get<double>());
+        } else if (v.is_string()) {
+            const auto &s = v.get_ref<const std::string &>();
+            rc = sqlite3_bind_text64(st, i + 1, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+        } else if (taggedParam(v, &tag, &payload)) {
+            if (tag == "bytes") {
+                std::string bytes;
+                if (!base64Decode(payload, &bytes))
+                    throw DbError{"bad_request", "parameter " + std::to_string(i + 1) + ": $bytes is not valid base64"};
+                rc = sqlite3_bind_blob64(st, i + 1, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+            } else if (tag == "int") {
+                char *end = nullptr;
+                errno = 0;
+                const long long n = std::strtoll(payload.c_str(), &end, 10);
+                if (errno || !end || *end || payload.empty())
+                    throw DbError{"bad_request", "parameter " + std::to_string(i + 1) + ": $int is not a 64-bit integer"};
+                rc = sqlite3_bind_int64(st, i + 1, n);
+            } else {
+                rc = sqlite3_bind_double(st, i + 1, std::strtod(payload.c_str(), nullptr));
+            }
+        } else {
+            // Arrays and objects go in as their JSON text (SQLite's JSON functions read it).
+            const std::string s = v.dump();
+            rc = sqlite3_bind_text64(st, i + 1, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+        }
+        if (rc != SQLITE_OK)
+            throw errorOf(db, rc);
+    }
+}
+
+json fieldsOf(sqlite3_stmt *st, bool haveRow)
+{
+    json fields = json::array();
+    const int n = sqlite3_column_count(st);
+    for (int i = 0; i < n; ++i) {
+        const char *decl = sqlite3_column_decltype(st, i);
+        std::string type = decl ? decl : "";
+        if (type.empty() && haveRow)
+            type = storageClassName(sqlite3_column_type(st, i));
+        fields.push_back({{"name", sqlite3_column_name(st, i)}, {"type", type}});
+    }
+    return fields;
+}
+
+// Steps up to the page limits; the row under the statement when called counts first when
+// `pending` is set. Returns true when the statement is done.
+bool readPage(sqlite3 *db, sqlite3_stmt *st, PageLimits limits, json &rows, bool pending)
+{
+    size_t bytes = 0;
+    const int n = sqlite3_column_count(st);
+    while (true) {
+        if (!pending) {
+            const int rc = sqlite3_step(st);
+            if (rc == SQLITE_DONE)
+                return true;
+            if (rc != SQLITE_ROW)
+                throw errorOf(db, rc);
+        }
+        pending = false;
+        json row = json::array();
+        for (int i = 0; i < n; ++i) {
+            row.push_back(columnValue(st, i));
+            bytes += approximateSize(row.back());
+        }
+        rows.push_back(std::move(row));
+        if (rows.size() >= limits.rows || bytes >= limits.bytes)
+            return false;
+    }
+}
+
+bool isDml(const std::string &keyword)
+{
+    return keyword == "INSERT" || keyword == "UPDATE" || keyword == "DELETE" || keyword == "REPLACE";
+}
+
+struct StmtGuard
+{
+    sqlite3_stmt *st = nullptr;
+    ~StmtGuard() { sqlite3_finalize(st); }
+    sqlite3_stmt *release() { return std::exchange(st, nullptr); }
+};
+
+} // namespace
+
+// Marks a connection as running a request, so that cancel() can interrupt it.
+class SqliteBackend::Running
+{
+public:
+    Running(SqliteBackend *b, uint64_t id, sqlite3 *db) : m_b(b), m_id(id)
+    {
+        std::lock_guard l(m_b->m_mutex);
+        m_b->m_running[id] = db;
+    }
+    ~Running()
+    {
+        std::lock_guard l(m_b->m_mutex);
+        m_b->m_running.erase(m_id);
+    }
+
+private:
+    SqliteBackend *m_b;
+    uint64_t m_id;
+};
+
+SqliteBackend::SqliteBackend(std::string path) : m_path(std::move(path)) {}
+
+SqliteBackend::~SqliteBackend()
+{
+    for (auto &[id, c] : m_cursors) {
+        sqlite3_finalize(c->stmt);
+        sqlite3_close_v2(c->db);
+    }
+    for (sqlite3 *db : m_idle)
+        sqlite3_close_v2(db);
+}
+
+sqlite3 *SqliteBackend::openConnection(std::string *error)
+{
+    sqlite3 *db = nullptr;
+    const int rc = sqlite3_open_v2(m_path.c_str(), &db,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+        *error = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+        sqlite3_close_v2(db);
+        return nullptr;
+    }
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+    sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 4);
+    sqlite3_limit(db, SQLITE_LIMIT_LENGTH, 256 * 1024 * 1024);
+    sqlite3_busy_timeout(db, kBusyTimeoutMs);
+    char *err = nullptr;
+    if (sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+                     nullptr, nullptr, &err) != SQLITE_OK) {
+        *error = err ? err : "cannot set the journal mode";
+        sqlite3_free(err);
+        sqlite3_close_v2(db);
+        return nullptr;
+    }
+    sqlite3_set_authorizer(db, authorizer, nullptr);
+    return db;
+}
+
+bool SqliteBackend::open(std::string *error)
+{
+    sqlite3 *db = openConnection(error);
+    if (!db)
+        return false;
+    m_idle.push_back(db);
+    return true;
+}
+
+std::string SqliteBackend::version()
+{
+    return sqlite3_libversion();
+}
+
+sqlite3 *SqliteBackend::acquire()
+{
+    {
+        std::lock_guard l(m_mutex);
+        if (!m_idle.empty()) {
+            sqlite3 *db = m_idle.back();
+            m_idle.pop_back();
+            return db;
+        }
+    }
+    std::string error;
+    sqlite3 *db = openConnection(&error);
+    if (!db)
+        throw DbError{"internal", "cannot open the database: " + error};
+    return db;
+}
+
+void SqliteBackend::release(sqlite3 *db)
+{
+    // A transaction left open by a statement (BEGIN without COMMIT) does not outlive its call.
+    if (!sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    std::lock_guard l(m_mutex);
+    if (m_idle.size() < kMaxIdle)
+        m_idle.push_back(db);
+    else
+        sqlite3_close_v2(db);
+}
+
+json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json &params, bool execute,
+                          PageLimits limits)
+{
+    if (isBlankSql(sql))
+        throw DbError{"bad_request", "the SQL text holds no statement"};
+    sqlite3 *db = acquire();
+    struct Releaser
+    {
+        SqliteBackend *b;
+        sqlite3 *db;
+        ~Releaser()
+        {
+            if (db)
+                b->release(db);
+        }
+    } releaser{this, db};
+    Running running(this, requestId, db);
+
+    const bool hasParams = params.is_array() && !params.empty();
+    const char *start = sql.c_str();
+    const char *tail = start;
+    long long rowsAffected = 0;
+    std::string command;
+    int statements = 0;
+    while (tail && *tail && !isBlankSql(tail)) {
+        StmtGuard st;
+        const char *next = nullptr;
+        const int rc = sqlite3_prepare_v3(db, tail, -1, 0, &st.st, &next);
+        if (rc != SQLITE_OK)
+            throw errorOf(db, rc, tail - start);
+        if (!st.st) { // only a comment
+            tail = next;
+            continue;
+        }
+        ++statements;
+        const bool more = next && !isBlankSql(next);
+        if (!execute && more)
+            throw DbError{"bad_request", "a query takes one statement; use execute for a script", next - start};
+        if (hasParams && more)
+            throw DbError{"bad_request", "parameters need a single statement", next - start};
+        bindParams(db, st.st, statements == 1 ? params : json::array());
+        command = firstKeyword(sqlite3_sql(st.st));
+
+        if (execute) {
+            int step;
+            while ((step = sqlite3_step(st.st)) == SQLITE_ROW) {}
+            if (step != SQLITE_DONE)
+                throw errorOf(db, step, tail - start);
+            if (isDml(command))
+                rowsAffected += sqlite3_changes64(db);
+            tail = next;
+            continue;
+        }
+
+        json rows = json::array();
+        const int first = sqlite3_step(st.st);
+        if (first != SQLITE_ROW && first != SQLITE_DONE)
+            throw errorOf(db, first, tail - start);
+        json fields = fieldsOf(st.st, first == SQLITE_ROW);
+        bool done = first == SQLITE_DONE || readPage(db, st.st, limits, rows, true);
+        json answer{{"fields", std::move(fields)}, {"command", command}, {"cursor", nullptr}};
+        if (done) {
+            answer["rowsAffected"] = isDml(command) ? sqlite3_changes64(db) : 0;
+        } else {
+            auto cursor = std::make_shared<Cursor>();
+            cursor->db = db;
+            cursor->stmt = st.release();
+            cursor->command = command;
+            std::string id;
+            {
+                std::lock_guard l(m_mutex);
+                if (m_cursors.size() >= kMaxCursors)
+                    throw DbError{"too_large", "too many open cursors on this database"};
+                id = "c" + std::to_string(m_nextCursor++);
+                m_cursors[id] = cursor;
+            }
+            releaser.db = nullptr; // the cursor keeps the connection
+            answer["cursor"] = id;
+            answer["rowsAffected"] = 0;
+        }
+        answer["rows"] = std::move(rows);
+        return answer;
+    }
+    if (statements == 0)
+        throw DbError{"bad_request", "the SQL text holds no statement"};
+    return json{{"command", command}, {"rowsAffected", rowsAffected}};
+}
+
+json SqliteBackend::fetch(uint64_t requestId, const std::string &id, PageLimits limits)
+{
+    std::shared_ptr<Cursor> cursor;
+    {
+        std::lock_guard l(m_mutex);
+        const auto it = m_cursors.find(id);
+        if (it == m_cursors.end())
+            throw DbError{"not_found", "no cursor " + id + " (it was closed, finished or expired)"};
+        cursor = it->second;
+    }
+    std::unique_lock cl(cursor->lock, std::try_to_lock);
+    if (!cl.owns_lock())
+        throw DbError{"bad_request", "cursor " + id + " is already being fetched"};
+    if (!cursor->stmt)
+        throw DbError{"not_found", "no cursor " + id};
+    json rows = json::array();
+    bool done = false;
+    try {
+        Running running(this, requestId, cursor->db);
+        done = readPage(cursor->db, cursor->stmt, limits, rows, false);
+    } catch (const DbError &) {
+        cl.unlock();
+        closeCursor(id);
+        throw;
+    }
+    if (done) {
+        cl.unlock();
+        closeCursor(id);
+    }
+    return json{{"rows", std::move(rows)}, {"done", done}};
+}
+
+void SqliteBackend::finishCursor(const std::shared_ptr<Cursor> &cursor)
+{
+    std::lock_guard cl(cursor->lock);
+    if (!cursor->stmt)
+        return;
+    sqlite3_finalize(cursor->stmt);
+    cursor->stmt = nullptr;
+    release(cursor->db);
+    cursor->db = nullptr;
+}
+
+bool SqliteBackend::closeCursor(const std::string &id)
+{
+    std::shared_ptr<Cursor> cursor;
+    {
+        std::lock_guard l(m_mutex);
+        const auto it = m_cursors.find(id);
+        if (it == m_cursors.end())
+            return false;
+        cursor = it->second;
+        m_cursors.erase(it);
+        // A fetch in progress is interrupted, so that the lock below does not wait long.
+        for (const auto &[rid, db] : m_running)
+            if (db == cursor->db)
+                sqlite3_interrupt(db);
+    }
+    finishCursor(cursor);
+    return true;
+}
+
+json SqliteBackend::transaction(uint64_t requestId, const json &statements, size_t maxRows)
+{
+    sqlite3 *db = acquire();
+    struct Releaser
+    {
+        SqliteBackend *b;
+        sqlite3 *db;
+        ~Releaser() { b->release(db); }
+    } releaser{this, db};
+    Running running(this, requestId, db);
+    auto exec = [&](const char *sql) {
+        char *err = nullptr;
+        const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+        std::string message = err ? err : "";
+        sqlite3_free(err);
+        if (rc != SQLITE_OK) {
+            DbError e = errorOf(db, rc);
+            if (!message.empty() && rc != SQLITE_INTERRUPT)
+                e.message = message;
+            e.offset = -1;
+            throw e;
+        }
+    };
+    exec("BEGIN IMMEDIATE");
+    json results = json::array();
+    int index = 0;
+    try {
+        for (const json &s : statements) {
+            const std::string sql = s.value("sql", std::string());
+            StmtGuard st;
+            const char *next = nullptr;
+            int rc = sqlite3_prepare_v3(db, sql.c_str(), -1, 0, &st.st, &next);
+            if (rc != SQLITE_OK)
+                throw errorOf(db, rc);
+            if (!st.st)
+                throw DbError{"bad_request", "statement " + std::to_string(index) + " is empty"};
+            if (next && !isBlankSql(next))
+                throw DbError{"bad_request", "each statement of a transaction must be a single statement",
+                              next - sql.c_str()};
+            bindParams(db, st.st, s.contains("params") ? s["params"] : json::array());
+            const std::string command = firstKeyword(sqlite3_sql(st.st));
+            json rows = json::array();
+            bool truncated = false;
+            bool first = true;
+            json fields;
+            while ((rc = sqlite3_step(st.st)) == SQLITE_ROW) {
+                if (first)
+                    fields = fieldsOf(st.st, true);
+                first = false;
+                if (rows.size() >= maxRows) {
+                    truncated = true;
+                    continue;
+                }
+                json row = json::array();
+                for (int i = 0; i < sqlite3_column_count(st.st); ++i)
+                    row.push_back(columnValue(st.st, i));
+                rows.push_back(std::move(row));
+            }
+            if (rc != SQLITE_DONE)
+                throw errorOf(db, rc);
+            if (first)
+                fields = fieldsOf(st.st, false);
+            results.push_back({{"command", command}, {"fields", fields}, {"rows", std::move(rows)},
+                               {"rowsAffected", isDml(command) ? sqlite3_changes64(db) : 0},
+                               {"truncated", truncated}});
+            ++index;
+        }
+        exec("COMMIT");
+    } catch (DbError &e) {
+        sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+        e.statementIndex = index < int(statements.size()) ? index : -1;
+        throw;
+    }
+    return json{{"results", std::move(results)}};
+}
+
+bool SqliteBackend::cancel(uint64_t requestId)
+{
+    std::lock_guard l(m_mutex);
+    const auto it = m_running.find(requestId);
+    if (it == m_running.end())
+        return false;
+    sqlite3_interrupt(it->second);
+    return true;
+}
+
+} // namespace DbHost

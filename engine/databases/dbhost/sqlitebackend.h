@@ -1,0 +1,58 @@
+#pragma once
+
+#include "backend.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace DbHost {
+
+// SQLite through libsqlite3: WAL, synchronous=FULL, no extension loading, ATTACH confined to
+// /workspace. One connection per concurrent request or open cursor (WAL lets them coexist).
+class SqliteBackend final : public Backend
+{
+public:
+    explicit SqliteBackend(std::string path);
+    ~SqliteBackend() override;
+
+    // Opens (creating if needed) the database; false and `error` when it cannot.
+    bool open(std::string *error);
+
+    std::string engineName() const override { return "sqlite"; }
+    std::string version() override;
+    json query(uint64_t requestId, const std::string &sql, const json &params, bool execute,
+               PageLimits limits) override;
+    json fetch(uint64_t requestId, const std::string &cursor, PageLimits limits) override;
+    bool closeCursor(const std::string &cursor) override;
+    json transaction(uint64_t requestId, const json &statements, size_t maxRows) override;
+    bool cancel(uint64_t requestId) override;
+
+private:
+    struct Cursor
+    {
+        std::mutex lock;
+        sqlite3 *db = nullptr;
+        sqlite3_stmt *stmt = nullptr;
+        std::string command;
+    };
+    class Running;
+
+    sqlite3 *openConnection(std::string *error);
+    sqlite3 *acquire();
+    void release(sqlite3 *db);
+    void finishCursor(const std::shared_ptr<Cursor> &cursor);
+
+    std::string m_path;
+    std::mutex m_mutex;
+    std::vector<sqlite3 *> m_idle;
+    std::map<std::string, std::shared_ptr<Cursor>> m_cursors;
+    std::map<uint64_t, sqlite3 *> m_running;
+    uint64_t m_nextCursor = 1;
+};
+
+} // namespace DbHost

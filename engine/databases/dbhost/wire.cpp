@@ -1,0 +1,217 @@
+#include "wire.h"
+
+#include <cctype>
+#include <cmath>
+
+namespace DbHost {
+
+namespace {
+constexpr long long kMaxSafe = 9007199254740991LL; // 2^53 - 1
+const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+} // namespace
+
+std::string base64Encode(std::string_view in)
+{
+    std::string out;
+    out.reserve((in.size() + 2) / 3 * 4);
+    size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        const uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+        out += kAlphabet[(n >> 18) & 63];
+        out += kAlphabet[(n >> 12) & 63];
+        out += kAlphabet[(n >> 6) & 63];
+        out += kAlphabet[n & 63];
+    }
+    if (i + 1 == in.size()) {
+        const uint32_t n = uint8_t(in[i]) << 16;
+        out += kAlphabet[(n >> 18) & 63];
+        out += kAlphabet[(n >> 12) & 63];
+        out += "==";
+    } else if (i + 2 == in.size()) {
+        const uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+        out += kAlphabet[(n >> 18) & 63];
+        out += kAlphabet[(n >> 12) & 63];
+        out += kAlphabet[(n >> 6) & 63];
+        out += '=';
+    }
+    return out;
+}
+
+bool base64Decode(std::string_view text, std::string *out)
+{
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+' || c == '-') return 62;
+        if (c == '/' || c == '_') return 63;
+        return -1;
+    };
+    out->clear();
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t padding = 0;
+    for (char c : text) {
+        if (c == '=') {
+            ++padding;
+            continue;
+        }
+        if (padding)
+            return false;
+        const int v = value(c);
+        if (v < 0)
+            return false;
+        acc = (acc << 6) | uint32_t(v);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out->push_back(char((acc >> bits) & 0xff));
+        }
+    }
+    return padding <= 2;
+}
+
+bool isValidUtf8(std::string_view s)
+{
+    size_t i = 0;
+    const size_t n = s.size();
+    while (i < n) {
+        const uint8_t c = uint8_t(s[i]);
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        int len = 0;
+        uint32_t cp = 0;
+        if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1f; }
+        else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0f; }
+        else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07; }
+        else return false;
+        if (i + len > n)
+            return false;
+        for (int k = 1; k < len; ++k) {
+            const uint8_t cc = uint8_t(s[i + k]);
+            if ((cc & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (cc & 0x3f);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000)
+            || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += len;
+    }
+    return true;
+}
+
+json integerValue(long long v)
+{
+    if (v > kMaxSafe || v < -kMaxSafe)
+        return json{{"$int", std::to_string(v)}};
+    return json(v);
+}
+
+json unsignedValue(unsigned long long v)
+{
+    if (v > static_cast<unsigned long long>(kMaxSafe))
+        return json{{"$int", std::to_string(v)}};
+    return json(static_cast<long long>(v));
+}
+
+json bigIntegerText(const std::string &digits)
+{
+    // Up to 15 digits always fit in 2^53.
+    const size_t len = digits.size() - (digits.starts_with('-') ? 1 : 0);
+    if (len <= 15)
+        return json(std::stoll(digits));
+    return json{{"$int", digits}};
+}
+
+json floatValue(double v)
+{
+    if (std::isnan(v))
+        return json{{"$float", "NaN"}};
+    if (std::isinf(v))
+        return json{{"$float", v > 0 ? "Infinity" : "-Infinity"}};
+    return json(v);
+}
+
+json bytesValue(std::string_view bytes)
+{
+    return json{{"$bytes", base64Encode(bytes)}};
+}
+
+json textValue(std::string_view text)
+{
+    if (!isValidUtf8(text))
+        return bytesValue(text);
+    return json(std::string(text));
+}
+
+bool taggedParam(const json &v, std::string *tag, std::string *payload)
+{
+    if (!v.is_object() || v.size() != 1)
+        return false;
+    const auto it = v.begin();
+    if (!it.value().is_string())
+        return false;
+    const std::string &key = it.key();
+    if (key != "$int" && key != "$bytes" && key != "$float")
+        return false;
+    *tag = key.substr(1);
+    *payload = it.value().get<std::string>();
+    return true;
+}
+
+size_t approximateSize(const json &v)
+{
+    switch (v.type()) {
+    case json::value_t::string:
+        return v.get_ref<const std::string &>().size() + 2;
+    case json::value_t::object:
+    case json::value_t::array: {
+        size_t n = 2;
+        for (const auto &e : v)
+            n += approximateSize(e) + 1;
+        return n + (v.is_object() ? 16 * v.size() : 0);
+    }
+    default:
+        return 8;
+    }
+}
+
+namespace {
+size_t skipSpaceAndComments(std::string_view sql, size_t i)
+{
+    while (i < sql.size()) {
+        const char c = sql[i];
+        if (std::isspace(uint8_t(c)) || c == ';') {
+            ++i;
+        } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+            while (i < sql.size() && sql[i] != '\n')
+                ++i;
+        } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+            const size_t end = sql.find("*/", i + 2);
+            i = end == std::string_view::npos ? sql.size() : end + 2;
+        } else {
+            break;
+        }
+    }
+    return i;
+}
+} // namespace
+
+std::string firstKeyword(std::string_view sql)
+{
+    size_t i = skipSpaceAndComments(sql, 0);
+    std::string out;
+    while (i < sql.size() && std::isalpha(uint8_t(sql[i])))
+        out += char(std::toupper(uint8_t(sql[i++])));
+    return out;
+}
+
+bool isBlankSql(std::string_view sql)
+{
+    return skipSpaceAndComments(sql, 0) >= sql.size();
+}
+
+} // namespace DbHost

@@ -1,0 +1,50 @@
+#pragma once
+// Helpers shared by the dbhost backends: the value conventions of docs/protocol.md 4.3
+// (tagged JSON for what JSON cannot carry), base64, UTF-8 checks, and the error type.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace DbHost {
+
+using json = nlohmann::json;
+
+// What a request fails with. `offset` is the 0-based byte offset of the error in the SQL text
+// of the request (-1: unknown); `line`/`column` (1-based) when the engine reports those instead.
+struct DbError
+{
+    std::string code = "sql"; // sql | bad_request | cancelled | too_large | internal
+    std::string message;
+    long long offset = -1;
+    int line = 0;
+    int column = 0;
+    int statementIndex = -1; // in a transaction
+};
+
+std::string base64Encode(std::string_view bytes);
+bool base64Decode(std::string_view text, std::string *out);
+bool isValidUtf8(std::string_view s);
+
+// Integers beyond +-(2^53-1) do not survive a JSON double: they go as {"$int":"digits"}.
+json integerValue(long long v);
+json unsignedValue(unsigned long long v);
+json bigIntegerText(const std::string &digits); // always {"$int":...} unless it fits in 2^53
+json floatValue(double v);                      // NaN/Infinity as {"$float":"NaN"}
+json bytesValue(std::string_view bytes);        // {"$bytes":"base64"}
+json textValue(std::string_view text);          // a string, or $bytes when not UTF-8
+
+// Reads a tagged parameter. Returns the tag ("int", "bytes", "float") and its payload.
+bool taggedParam(const json &v, std::string *tag, std::string *payload);
+
+// Approximate encoded size of a value, for page byte limits.
+size_t approximateSize(const json &v);
+
+// The first keyword of a statement, upper-case ("SELECT", "INSERT", ...), skipping comments.
+std::string firstKeyword(std::string_view sql);
+// True when `sql` holds only whitespace, semicolons and comments.
+bool isBlankSql(std::string_view sql);
+
+} // namespace DbHost

@@ -1,0 +1,364 @@
+#include "dbhostbackend.h"
+
+#include "fsuidguard.h"
+#include "runtime/supervisorchannel.h"
+
+#include <QDateTime>
+#include <QFile>
+#include <QJsonDocument>
+#include <QLocalSocket>
+#include <QLoggingCategory>
+#include <QTimer>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+Q_LOGGING_CATEGORY(lcDbHost, "sandboxd.databases.dbhost")
+
+namespace Sandbox::Engine {
+
+namespace {
+
+constexpr int kReadyTimeoutMs = 20000;
+constexpr int kReadyPollMs = 2;
+constexpr int kStopTimeoutMs = 5000;
+constexpr qsizetype kMaxLine = 64 * 1024 * 1024;
+constexpr qsizetype kLogTail = 4096;
+
+// Connects to a unix socket with the sandbox's file permissions (see FsUidGuard).
+int connectUnix(const QString &path, uid_t fsuid)
+{
+    const QByteArray p = QFile::encodeName(path);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (size_t(p.size()) >= sizeof addr.sun_path)
+        return -1;
+    memcpy(addr.sun_path, p.constData(), size_t(p.size()) + 1);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    FsUidGuard guard(fsuid);
+    if (::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+} // namespace
+
+// One connection to sandbox-dbhost: requests out as lines, answers dispatched by id.
+class DbHostBackend::Connection final : public QObject
+{
+public:
+    using Handler = std::function<void(Result<QJsonObject>)>;
+
+    Connection(int fd, QObject *parent) : QObject(parent), m_socket(new QLocalSocket(this))
+    {
+        m_socket->setSocketDescriptor(fd, QLocalSocket::ConnectedState, QIODevice::ReadWrite);
+        QObject::connect(m_socket, &QLocalSocket::readyRead, this, [this] { onReadyRead(); });
+        QObject::connect(m_socket, &QLocalSocket::disconnected, this, [this] {
+            failAll(QStringLiteral("the database host closed the connection"));
+        });
+    }
+
+    bool isOpen() const { return m_socket->state() == QLocalSocket::ConnectedState; }
+    int inFlight() const { return int(m_handlers.size()); }
+
+    void send(quint64 id, QJsonObject request, Handler handler)
+    {
+        request.insert(QStringLiteral("id"), double(id));
+        if (handler)
+            m_handlers.insert(id, std::move(handler));
+        m_socket->write(QJsonDocument(request).toJson(QJsonDocument::Compact) + '\n');
+    }
+
+    void failAll(const QString &why)
+    {
+        const auto handlers = std::exchange(m_handlers, {});
+        for (const auto &h : handlers)
+            h(Error{ErrorCode::SandboxError, why, {}});
+    }
+
+private:
+    void onReadyRead()
+    {
+        m_buffer += m_socket->readAll();
+        qsizetype nl;
+        while ((nl = m_buffer.indexOf('\n')) >= 0) {
+            const QByteArray line = m_buffer.left(nl);
+            m_buffer.remove(0, nl + 1);
+            QJsonParseError err;
+            const QJsonDocument doc = QJsonDocument::fromJson(line, &err);
+            const QJsonObject o = doc.object();
+            const quint64 id = quint64(o.value(QStringLiteral("id")).toDouble());
+            const auto handler = m_handlers.take(id);
+            if (handler)
+                handler(o);
+        }
+        if (m_buffer.size() > kMaxLine) {
+            m_buffer.clear();
+            failAll(QStringLiteral("the database host sent an answer over 64 MiB"));
+            m_socket->abort();
+        }
+    }
+
+    QLocalSocket *m_socket; // owned (child)
+    QByteArray m_buffer;
+    QHash<quint64, Handler> m_handlers;
+};
+
+DbHostBackend::DbHostBackend(Settings settings, QObject *parent)
+    : DatabaseBackend(parent), m_settings(std::move(settings))
+{}
+
+DbHostBackend::~DbHostBackend() = default;
+
+void DbHostBackend::start(SupervisorChannel *channel, std::function<void(Result<bool>)> done)
+{
+    m_channel = channel;
+    m_stopping = false;
+    m_log.clear();
+    QFile::remove(m_settings.socketDir + QStringLiteral("/dbhost.sock"));
+    const QJsonArray argv{QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
+                          QStringLiteral("--engine"), m_settings.engine,
+                          QStringLiteral("--database"), m_settings.databaseFile,
+                          QStringLiteral("--socket"), QStringLiteral("/run/db/dbhost.sock"),
+                          QStringLiteral("--memory-limit-mb"), QString::number(m_settings.memoryLimitMb),
+                          QStringLiteral("--threads"), QString::number(m_settings.threads)};
+    const QJsonObject exec{{QStringLiteral("op"), QStringLiteral("exec")},
+                           {QStringLiteral("argv"), argv},
+                           {QStringLiteral("cwd"), QStringLiteral("/workspace")},
+                           {QStringLiteral("timeoutMs"), 0},
+                           {QStringLiteral("maxOutputBytes"), 1024 * 1024},
+                           {QStringLiteral("stdin"), false}};
+    m_alive = true;
+    QPointer<DbHostBackend> self(this);
+    channel->request(
+        exec, {},
+        [self](Result<SupervisorChannel::Reply> r) {
+            if (!self)
+                return;
+            QString why = r ? QStringLiteral("the database host exited with status %1")
+                                  .arg(r->json.value(QStringLiteral("exitCode")).toInt())
+                            : r.error().message;
+            const QString log = QString::fromUtf8(self->m_log).trimmed();
+            if (!log.isEmpty())
+                why += QStringLiteral(": ") + log.section(u'\n', -2);
+            self->serverGone(why);
+        },
+        [self](int, QByteArrayView bytes) {
+            if (self)
+                self->m_log = QByteArray(self->m_log + bytes.toByteArray()).right(kLogTail);
+        });
+    connectOnce(QDateTime::currentMSecsSinceEpoch() + kReadyTimeoutMs, std::move(done));
+}
+
+void DbHostBackend::connectOnce(qint64 deadline, std::function<void(Result<bool>)> done)
+{
+    if (!m_alive) {
+        const QString log = QString::fromUtf8(m_log).trimmed();
+        return done(Error{ErrorCode::SandboxError, QStringLiteral("the database did not start: ") + log.section(u'\n', -2), {}});
+    }
+    const int fd = connectUnix(m_settings.socketDir + QStringLiteral("/dbhost.sock"), m_settings.uid);
+    if (fd < 0) {
+        if (QDateTime::currentMSecsSinceEpoch() > deadline)
+            return done(Error{ErrorCode::SandboxError, QStringLiteral("the database host did not become ready"), {}});
+        QPointer<DbHostBackend> self(this);
+        QTimer::singleShot(kReadyPollMs, this, [self, deadline, done] {
+            if (self)
+                self->connectOnce(deadline, done);
+        });
+        return;
+    }
+    delete m_control;
+    m_control = new Connection(fd, this);
+    done(true);
+}
+
+void DbHostBackend::acquire(std::function<void(Result<Connection *>)> then)
+{
+    if (!m_alive)
+        return then(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the database host is not running"), {}});
+    while (!m_idle.isEmpty()) {
+        Connection *c = m_idle.takeLast();
+        if (c->isOpen())
+            return then(c);
+        c->deleteLater();
+        --m_open;
+    }
+    if (m_open >= m_settings.maxConnections) {
+        m_waiters.append(std::move(then));
+        return;
+    }
+    const int fd = connectUnix(m_settings.socketDir + QStringLiteral("/dbhost.sock"), m_settings.uid);
+    if (fd < 0)
+        return then(Error{ErrorCode::SandboxError,
+                          QStringLiteral("cannot connect to the database host: %1").arg(QString::fromLocal8Bit(strerror(errno))), {}});
+    ++m_open;
+    then(new Connection(fd, this));
+}
+
+void DbHostBackend::release(Connection *c)
+{
+    if (!c->isOpen() || !m_alive) {
+        c->deleteLater();
+        --m_open;
+        if (!m_waiters.isEmpty() && m_alive)
+            acquire(m_waiters.takeFirst());
+        return;
+    }
+    if (!m_waiters.isEmpty())
+        return m_waiters.takeFirst()(c);
+    m_idle.append(c);
+}
+
+Result<QJsonObject> DbHostBackend::answerOf(const QJsonObject &line) const
+{
+    const QJsonValue err = line.value(QStringLiteral("error"));
+    if (!err.isObject()) {
+        QJsonObject out = line;
+        out.remove(QStringLiteral("id"));
+        return out;
+    }
+    const QJsonObject e = err.toObject();
+    const QString code = e.value(QStringLiteral("code")).toString();
+    const QString message = e.value(QStringLiteral("message")).toString();
+    QJsonObject data;
+    for (const char *key : {"offset", "line", "column", "statementIndex"}) {
+        const QString k = QLatin1String(key);
+        if (e.contains(k))
+            data.insert(k, e.value(k));
+    }
+    if (code == QLatin1String("sql"))
+        return Error{ErrorCode::QueryError, message, data};
+    if (code == QLatin1String("cancelled"))
+        return Error{ErrorCode::Cancelled, message, data};
+    if (code == QLatin1String("not_found"))
+        return Error{ErrorCode::NotFound, message, data};
+    if (code == QLatin1String("too_large"))
+        return Error{ErrorCode::PayloadTooLarge, message, data};
+    if (code == QLatin1String("bad_request")) {
+        data.insert(QStringLiteral("field"), message.contains(QLatin1String("parameter")) ? QStringLiteral("params") : QStringLiteral("sql"));
+        return Error{ErrorCode::InvalidParams, message, data};
+    }
+    return Error{ErrorCode::InternalError, message, data};
+}
+
+CancelFn DbHostBackend::call(QJsonObject request, PageDone done)
+{
+    const quint64 id = m_nextId++;
+    QPointer<DbHostBackend> self(this);
+    auto cancelled = std::make_shared<bool>(false);
+    acquire([self, id, request, done, cancelled](Result<Connection *> r) {
+        if (!self)
+            return;
+        if (!r)
+            return done(r.error());
+        if (*cancelled) {
+            self->release(*r);
+            return done(Error{ErrorCode::Cancelled, QStringLiteral("the query was cancelled"), {}});
+        }
+        Connection *c = *r;
+        c->send(id, request, [self, c, done](Result<QJsonObject> answer) {
+            if (!self)
+                return;
+            self->release(c);
+            if (!answer)
+                return done(answer.error());
+            done(self->answerOf(*answer));
+        });
+    });
+    return [self, id, cancelled] {
+        *cancelled = true;
+        if (self)
+            self->control({{QStringLiteral("op"), QStringLiteral("cancel")}, {QStringLiteral("target"), double(id)}});
+    };
+}
+
+void DbHostBackend::control(const QJsonObject &request)
+{
+    if (m_control && m_control->isOpen())
+        m_control->send(m_nextId++, request, {});
+}
+
+CancelFn DbHostBackend::query(const SqlRequest &request, PageDone done)
+{
+    return call({{QStringLiteral("op"), request.execute ? QStringLiteral("execute") : QStringLiteral("query")},
+                 {QStringLiteral("sql"), request.sql},
+                 {QStringLiteral("params"), request.params},
+                 {QStringLiteral("pageSize"), request.pageSize},
+                 {QStringLiteral("pageBytes"), double(request.pageBytes)}},
+                std::move(done));
+}
+
+CancelFn DbHostBackend::fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done)
+{
+    return call({{QStringLiteral("op"), QStringLiteral("fetch")},
+                 {QStringLiteral("cursor"), cursor},
+                 {QStringLiteral("pageSize"), pageSize},
+                 {QStringLiteral("pageBytes"), double(pageBytes)}},
+                std::move(done));
+}
+
+void DbHostBackend::closeCursor(const QString &cursor)
+{
+    control({{QStringLiteral("op"), QStringLiteral("close")}, {QStringLiteral("cursor"), cursor}});
+}
+
+CancelFn DbHostBackend::transaction(const QJsonArray &statements, PageDone done)
+{
+    return call({{QStringLiteral("op"), QStringLiteral("transaction")},
+                 {QStringLiteral("statements"), statements},
+                 {QStringLiteral("maxRows"), 1000}},
+                std::move(done));
+}
+
+CancelFn DbHostBackend::exportFile(const QString &sql, const QString &format, const QString &path, PageDone done)
+{
+    return call({{QStringLiteral("op"), QStringLiteral("export")},
+                 {QStringLiteral("sql"), sql},
+                 {QStringLiteral("format"), format},
+                 {QStringLiteral("path"), path}},
+                std::move(done));
+}
+
+void DbHostBackend::stop(std::function<void()> done)
+{
+    m_stopping = true;
+    if (!m_alive)
+        return done();
+    m_onStopped = std::move(done);
+    control({{QStringLiteral("op"), QStringLiteral("shutdown")}});
+    QPointer<DbHostBackend> self(this);
+    QTimer::singleShot(kStopTimeoutMs, this, [self] {
+        if (self && self->m_onStopped)
+            std::exchange(self->m_onStopped, {})();
+    });
+}
+
+void DbHostBackend::serverGone(const QString &why)
+{
+    const bool expected = m_stopping;
+    m_alive = false;
+    const auto idle = std::exchange(m_idle, {});
+    for (Connection *c : idle) {
+        c->failAll(why);
+        c->deleteLater();
+        --m_open;
+    }
+    const auto waiters = std::exchange(m_waiters, {});
+    for (const auto &w : waiters)
+        w(Error{ErrorCode::SandboxNotRunning, why, {}});
+    if (auto stopped = std::exchange(m_onStopped, {}))
+        stopped();
+    if (!expected) {
+        qCWarning(lcDbHost) << why;
+        Q_EMIT serverExited(why);
+    }
+}
+
+} // namespace Sandbox::Engine

@@ -1,0 +1,265 @@
+#include "pgconnection.h"
+
+#include "fsuidguard.h"
+
+#include <QLoggingCategory>
+#include <QPointer>
+#include <QSocketNotifier>
+#include <QThreadPool>
+#include <QTimer>
+
+#include <libpq-fe.h>
+
+Q_LOGGING_CATEGORY(lcPg, "sandboxd.databases.pg")
+
+namespace Sandbox::Engine {
+
+namespace {
+constexpr int kConnectTimeoutMs = 10000;
+}
+
+PgConnection::PgConnection(QObject *parent) : QObject(parent) {}
+
+PgConnection::~PgConnection()
+{
+    delete m_read;
+    delete m_write;
+    if (m_conn)
+        PQfinish(m_conn);
+}
+
+bool PgConnection::isOpen() const
+{
+    return m_conn && !m_connecting && PQstatus(m_conn) == CONNECTION_OK;
+}
+
+bool PgConnection::inTransaction() const
+{
+    if (!m_conn)
+        return false;
+    const PGTransactionStatusType t = PQtransactionStatus(m_conn);
+    return t == PQTRANS_INTRANS || t == PQTRANS_INERROR;
+}
+
+QString PgConnection::errorMessage() const
+{
+    return m_conn ? QString::fromUtf8(PQerrorMessage(m_conn)).trimmed() : QString();
+}
+
+void PgConnection::open(const Params &params, uid_t fsuid, std::function<void(Result<bool>)> done)
+{
+    m_fsuid = fsuid;
+    m_onOpen = std::move(done);
+    QList<const char *> keys, values;
+    for (const auto &[k, v] : params) {
+        keys.append(k.constData());
+        values.append(v.constData());
+    }
+    keys.append(nullptr);
+    values.append(nullptr);
+    {
+        FsUidGuard guard(m_fsuid);
+        m_conn = PQconnectStartParams(keys.constData(), values.constData(), 0);
+    }
+    if (!m_conn || PQstatus(m_conn) == CONNECTION_BAD) {
+        const QString why = m_conn ? errorMessage() : QStringLiteral("out of memory");
+        QTimer::singleShot(0, this, [this, why] { fail(why); });
+        return;
+    }
+    m_connecting = true;
+    QTimer::singleShot(kConnectTimeoutMs, this, [this] {
+        if (m_connecting)
+            fail(QStringLiteral("connecting to the database server timed out"));
+    });
+    // After PQconnectStart, libpq wants the socket to be writable first.
+    const int fd = PQsocket(m_conn);
+    m_read = new QSocketNotifier(fd, QSocketNotifier::Read);
+    m_write = new QSocketNotifier(fd, QSocketNotifier::Write);
+    m_read->setEnabled(false);
+    connect(m_read, &QSocketNotifier::activated, this, [this] { onReadable(); });
+    connect(m_write, &QSocketNotifier::activated, this, [this] { onWritable(); });
+}
+
+void PgConnection::pollConnect()
+{
+    PostgresPollingStatusType st;
+    {
+        FsUidGuard guard(m_fsuid);
+        st = PQconnectPoll(m_conn);
+    }
+    switch (st) {
+    case PGRES_POLLING_READING:
+        m_write->setEnabled(false);
+        m_read->setEnabled(true);
+        return;
+    case PGRES_POLLING_WRITING:
+        m_read->setEnabled(false);
+        m_write->setEnabled(true);
+        return;
+    case PGRES_POLLING_OK: {
+        m_connecting = false;
+        m_write->setEnabled(false);
+        m_read->setEnabled(false);
+        PQsetnonblocking(m_conn, 1);
+        if (auto done = std::exchange(m_onOpen, {}))
+            done(true);
+        return;
+    }
+    default:
+        fail(errorMessage());
+    }
+}
+
+void PgConnection::fail(const QString &why)
+{
+    const bool wasConnecting = m_connecting;
+    m_connecting = false;
+    m_busy = false;
+    if (m_read)
+        m_read->setEnabled(false);
+    if (m_write)
+        m_write->setEnabled(false);
+    if (wasConnecting || m_onOpen) {
+        if (auto done = std::exchange(m_onOpen, {}))
+            done(Error{ErrorCode::SandboxError, why, {}});
+        return;
+    }
+    m_sink = {};
+    Q_EMIT broken(why);
+}
+
+bool PgConnection::send(const QByteArray &sql, const QList<QByteArray> &values, const QList<bool> &isNull,
+                        const QList<bool> &binary, bool simple, bool singleRow, Sink sink)
+{
+    if (!isOpen() || m_busy)
+        return false;
+    int ok;
+    if (simple) {
+        ok = PQsendQuery(m_conn, sql.constData());
+    } else {
+        QList<const char *> ptrs;
+        QList<int> lengths, formats;
+        for (qsizetype i = 0; i < values.size(); ++i) {
+            ptrs.append(isNull.value(i) ? nullptr : values[i].constData());
+            lengths.append(int(values[i].size()));
+            formats.append(binary.value(i) ? 1 : 0);
+        }
+        ok = PQsendQueryParams(m_conn, sql.constData(), int(values.size()), nullptr, ptrs.constData(),
+                               lengths.constData(), formats.constData(), 0);
+    }
+    if (!ok)
+        return false;
+    if (singleRow)
+        PQsetSingleRowMode(m_conn);
+    m_busy = true;
+    m_sink = std::move(sink);
+    m_reading = true;
+    m_read->setEnabled(true);
+    flush();
+    return true;
+}
+
+void PgConnection::flush()
+{
+    const int r = PQflush(m_conn);
+    if (r < 0)
+        return fail(errorMessage());
+    m_write->setEnabled(r == 1);
+}
+
+void PgConnection::onWritable()
+{
+    if (m_connecting)
+        return pollConnect();
+    flush();
+}
+
+void PgConnection::onReadable()
+{
+    if (m_connecting)
+        return pollConnect();
+    if (!PQconsumeInput(m_conn))
+        return fail(errorMessage().isEmpty() ? QStringLiteral("the database server closed the connection") : errorMessage());
+    if (!m_busy) {
+        // Nothing is expected: drain notices and notifications.
+        while (PGnotify *n = PQnotifies(m_conn))
+            PQfreemem(n);
+        return;
+    }
+    processInput();
+}
+
+void PgConnection::setReading(bool on)
+{
+    m_reading = on;
+    if (!m_read)
+        return;
+    m_read->setEnabled(on && (m_busy || m_connecting));
+    if (on && m_busy) {
+        // Rows already buffered by libpq are delivered without waiting for the socket.
+        QPointer<PgConnection> self(this);
+        QTimer::singleShot(0, this, [self] {
+            if (self && self->m_reading && self->m_busy)
+                self->processInput();
+        });
+    }
+}
+
+void PgConnection::processInput()
+{
+    QPointer<PgConnection> self(this);
+    while (self && m_busy && m_reading) {
+        if (PQisBusy(m_conn))
+            break;
+        PGresult *r = PQgetResult(m_conn);
+        if (!r) {
+            m_busy = false;
+            m_read->setEnabled(true); // to notice a server that goes away while idle
+            auto sink = std::exchange(m_sink, {});
+            if (sink.finished)
+                sink.finished();
+            return;
+        }
+        const ExecStatusType status = PQresultStatus(r);
+        if (status == PGRES_COPY_IN) {
+            PQclear(r);
+            PQputCopyEnd(m_conn, "COPY FROM STDIN is not supported by this API");
+            flush();
+            continue;
+        }
+        if (status == PGRES_COPY_OUT) {
+            PQclear(r);
+            char *buf = nullptr;
+            int n;
+            while ((n = PQgetCopyData(m_conn, &buf, 1)) > 0)
+                PQfreemem(buf);
+            if (n == 0)
+                break; // more data to come: wait for the socket
+            continue;
+        }
+        if (m_sink.result)
+            m_sink.result(r);
+        PQclear(r);
+    }
+    if (self && m_read)
+        m_read->setEnabled(m_reading);
+}
+
+void PgConnection::cancel()
+{
+    if (!m_conn || !m_busy)
+        return;
+    PGcancel *c = PQgetCancel(m_conn);
+    if (!c)
+        return;
+    const uid_t fsuid = m_fsuid;
+    QThreadPool::globalInstance()->start([c, fsuid] {
+        FsUidGuard guard(fsuid);
+        char err[256];
+        if (!PQcancel(c, err, sizeof err))
+            qCWarning(lcPg) << "cancel failed:" << err;
+        PQfreeCancel(c);
+    });
+}
+
+} // namespace Sandbox::Engine

@@ -1,0 +1,83 @@
+#pragma once
+
+#include "protocol/result.h"
+
+#include <QByteArray>
+#include <QList>
+#include <QObject>
+#include <QPair>
+
+#include <functional>
+#include <sys/types.h>
+
+struct pg_conn;
+struct pg_result;
+
+class QSocketNotifier;
+
+namespace Sandbox::Engine {
+
+// One libpq connection driven by the engine's event loop: non-blocking connect, send and read
+// (QSocketNotifier on the libpq socket), never a blocking call on the engine's thread. Reading can
+// be paused: the server then blocks on a full socket, which bounds what a big result costs here.
+class PgConnection final : public QObject
+{
+    Q_OBJECT
+
+public:
+    using Params = QList<QPair<QByteArray, QByteArray>>; // libpq keywords and values
+    explicit PgConnection(QObject *parent = nullptr);
+    ~PgConnection() override;
+
+    // Connects; `done` runs once. `fsuid`: the uid whose file permissions the connect uses.
+    void open(const Params &params, uid_t fsuid, std::function<void(Result<bool>)> done);
+
+    struct Sink
+    {
+        // Each PGresult the query produces (single rows in single-row mode, then the final
+        // status). The connection frees it after the call.
+        std::function<void(pg_result *)> result;
+        // The query is over (libpq returned no more results).
+        std::function<void()> finished;
+    };
+
+    // Sends a query: with params (extended protocol, one statement) or, when `simple`, the
+    // simple protocol (scripts, no params). `binary` marks params given as raw bytes.
+    bool send(const QByteArray &sql, const QList<QByteArray> &values, const QList<bool> &isNull,
+              const QList<bool> &binary, bool simple, bool singleRow, Sink sink);
+    // Pauses or resumes delivery of results (back-pressure for cursors).
+    void setReading(bool on);
+    bool isReading() const { return m_reading; }
+    // Asks the server to cancel the running query (PQcancel runs on a pool thread).
+    void cancel();
+
+    bool isOpen() const;
+    bool isBusy() const { return m_busy; }
+    bool inTransaction() const;
+    QString errorMessage() const;
+    pg_conn *handle() const { return m_conn; }
+
+Q_SIGNALS:
+    // The connection broke (server gone); pending work has been finished with an error result.
+    void broken(const QString &why);
+
+private:
+    void pollConnect();
+    void onReadable();
+    void onWritable();
+    void processInput();
+    void flush();
+    void fail(const QString &why);
+
+    pg_conn *m_conn = nullptr; // owned
+    QSocketNotifier *m_read = nullptr;  // owned (child)
+    QSocketNotifier *m_write = nullptr; // owned (child)
+    uid_t m_fsuid = 0;
+    std::function<void(Result<bool>)> m_onOpen;
+    bool m_connecting = false;
+    bool m_busy = false;
+    bool m_reading = true;
+    Sink m_sink;
+};
+
+} // namespace Sandbox::Engine

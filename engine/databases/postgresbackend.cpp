@@ -1,0 +1,730 @@
+#include "postgresbackend.h"
+
+#include "pgconnection.h"
+#include "pgvalues.h"
+#include "runtime/supervisorchannel.h"
+
+#include <QDateTime>
+#include <QFile>
+#include <QJsonDocument>
+#include <QLoggingCategory>
+#include <QTimer>
+
+#include <libpq-fe.h>
+
+Q_DECLARE_LOGGING_CATEGORY(lcPg)
+
+namespace Sandbox::Engine {
+
+namespace {
+
+constexpr int kReadyTimeoutMs = 30000;
+constexpr int kReadyPollMs = 5;
+constexpr int kStopTimeoutMs = 10000;
+constexpr qsizetype kLogTail = 4096;
+constexpr qsizetype kMaxTransactionRows = 1000;
+const QString kDataDir = QStringLiteral("/workspace/pgdata");
+
+QString quoteIdent(const QString &name)
+{
+    QString q = name;
+    q.replace(u'"', QStringLiteral("\"\""));
+    return u'"' + q + u'"';
+}
+
+QString quoteLiteral(const QString &text)
+{
+    QString q = text;
+    q.replace(u'\'', QStringLiteral("''"));
+    return QStringLiteral("E'") + q.replace(u'\\', QStringLiteral("\\\\")) + u'\'';
+}
+
+Error pgError(const PGresult *r)
+{
+    auto field = [r](int code) { return QString::fromUtf8(PQresultErrorField(r, code)); };
+    const QString sqlstate = field(PG_DIAG_SQLSTATE);
+    QString message = field(PG_DIAG_MESSAGE_PRIMARY);
+    if (message.isEmpty())
+        message = QString::fromUtf8(PQresultErrorMessage(r)).trimmed();
+    if (sqlstate == QLatin1String("57014"))
+        return Error{ErrorCode::Cancelled, QStringLiteral("the query was cancelled"), QJsonObject{{QStringLiteral("sqlstate"), sqlstate}}};
+    QJsonObject data{{QStringLiteral("sqlstate"), sqlstate}};
+    if (const QString pos = field(PG_DIAG_STATEMENT_POSITION); !pos.isEmpty())
+        data.insert(QStringLiteral("position"), pos.toInt());
+    if (const QString detail = field(PG_DIAG_MESSAGE_DETAIL); !detail.isEmpty())
+        data.insert(QStringLiteral("detail"), detail);
+    if (const QString hint = field(PG_DIAG_MESSAGE_HINT); !hint.isEmpty())
+        data.insert(QStringLiteral("hint"), hint);
+    return Error{ErrorCode::QueryError, message, data};
+}
+
+bool isDml(const QString &command)
+{
+    return command == QLatin1String("INSERT") || command == QLatin1String("UPDATE") || command == QLatin1String("DELETE")
+           || command == QLatin1String("MERGE") || command == QLatin1String("COPY");
+}
+
+qint64 approximateSize(const QJsonValue &v)
+{
+    switch (v.type()) {
+    case QJsonValue::String: return v.toString().size() + 2;
+    case QJsonValue::Array: {
+        qint64 n = 2;
+        for (const QJsonValue &e : v.toArray())
+            n += approximateSize(e) + 1;
+        return n;
+    }
+    case QJsonValue::Object: return 64;
+    default: return 8;
+    }
+}
+
+} // namespace
+
+// One query in flight, and its cursor while rows remain: the connection stays with it.
+struct PostgresBackend::Query
+{
+    PgConnection *conn = nullptr;
+    QJsonArray fields;
+    QList<unsigned> oids;
+    bool haveFields = false;
+    QJsonArray rows;
+    qint64 bytes = 0;
+    int pageSize = 1000;
+    qint64 pageBytes = 4 * 1024 * 1024;
+    QString command;
+    qint64 rowsAffected = 0;
+    std::optional<Error> error;
+    PageDone pending;
+    bool firstPage = true;
+    bool finished = false;
+    bool execute = false;
+    QString cursor;
+    bool transaction = false;
+    QJsonArray results; // transaction: one entry per statement
+    int statementCount = 0;
+    bool holdConnection = false; // a transaction's statement: the connection stays with it
+    bool truncated = false;
+
+    void takeFields(const PGresult *r)
+    {
+        haveFields = true;
+        fields = {};
+        oids.clear();
+        for (int i = 0; i < PQnfields(r); ++i) {
+            const unsigned oid = PQftype(r, i);
+            oids.append(oid);
+            const QString name = PgValues::typeName(oid);
+            fields.append(QJsonObject{{QStringLiteral("name"), QString::fromUtf8(PQfname(r, i))},
+                                      {QStringLiteral("type"), name.isEmpty() ? QStringLiteral("oid:%1").arg(oid) : name},
+                                      {QStringLiteral("typeOid"), double(oid)}});
+        }
+    }
+};
+
+QString PostgresBackend::binDir()
+{
+    return QStringLiteral("/usr/lib/postgresql/15/bin");
+}
+
+PostgresBackend::PostgresBackend(Settings settings, QObject *parent)
+    : DatabaseBackend(parent), m_settings(std::move(settings))
+{}
+
+PostgresBackend::~PostgresBackend()
+{
+    m_waiters.clear();
+    m_cursors.clear();
+}
+
+void PostgresBackend::start(SupervisorChannel *channel, std::function<void(Result<bool>)> done)
+{
+    const bool firstInSandbox = !m_channel;
+    m_channel = channel;
+    m_stopping = false;
+    m_log.clear();
+    QString script = QStringLiteral(
+        "set -e; D=%1; if [ ! -d \"$D\" ]; then rm -rf \"$D.new\"; cp -a /run/sandbox/pg-template \"$D.new\"; "
+        "chmod 700 \"$D.new\"; mv \"$D.new\" \"$D\"; fi; ").arg(kDataDir);
+    // In a fresh sandbox every earlier server is gone with its PID namespace: a lock file left by
+    // a kill -9 is stale, and its PID may belong to someone else now.
+    if (firstInSandbox)
+        script += QStringLiteral("rm -f \"$D/postmaster.pid\"; ");
+    script += QStringLiteral("exec %1/postgres -D \"$D\" -c listen_addresses= -c unix_socket_directories=/run/db "
+                             "-c unix_socket_permissions=0700 -c max_connections=20 -c shared_buffers=32MB "
+                             "-c dynamic_shared_memory_type=posix -c huge_pages=off -c logging_collector=off "
+                             "-c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_wal_size=256MB "
+                             "-c min_wal_size=8MB -c log_min_messages=warning -c TimeZone=UTC")
+                  .arg(binDir());
+    const QJsonObject exec{{QStringLiteral("op"), QStringLiteral("exec")},
+                           {QStringLiteral("shell"), script},
+                           {QStringLiteral("cwd"), QStringLiteral("/workspace")},
+                           {QStringLiteral("timeoutMs"), 0},
+                           {QStringLiteral("maxOutputBytes"), 1024 * 1024},
+                           {QStringLiteral("stdin"), false}};
+    QPointer<PostgresBackend> self(this);
+    m_alive = true;
+    m_serverExec = channel->request(
+        exec, {},
+        [self](Result<SupervisorChannel::Reply> r) {
+            if (!self)
+                return;
+            QString why = r ? QStringLiteral("the PostgreSQL server exited with status %1")
+                                  .arg(r->json.value(QStringLiteral("exitCode")).toInt())
+                            : r.error().message;
+            const QString log = QString::fromUtf8(self->m_log).trimmed();
+            if (!log.isEmpty())
+                why += QStringLiteral(": ") + log.section(u'\n', -3);
+            self->serverGone(why);
+        },
+        [self](int, QByteArrayView bytes) {
+            if (!self)
+                return;
+            self->m_log = QByteArray(self->m_log + bytes.toByteArray()).right(kLogTail);
+        });
+    waitUntilReady(QDateTime::currentMSecsSinceEpoch() + kReadyTimeoutMs, std::move(done));
+}
+
+void PostgresBackend::waitUntilReady(qint64 deadline, std::function<void(Result<bool>)> done)
+{
+    if (!m_alive) {
+        QString why = QString::fromUtf8(m_log).trimmed();
+        return done(Error{ErrorCode::SandboxError,
+                          QStringLiteral("the PostgreSQL server did not start: ") + why.section(u'\n', -3), {}});
+    }
+    const bool admin = m_settings.initialize;
+    const QString db = admin ? QStringLiteral("template1") : m_settings.database;
+    QPointer<PostgresBackend> self(this);
+    openConnection(admin, db, [self, deadline, done, admin](Result<PgConnection *> r) {
+        if (!self)
+            return;
+        if (!r) {
+            --self->m_open;
+            if (QDateTime::currentMSecsSinceEpoch() > deadline || !self->m_alive) {
+                const QString log = QString::fromUtf8(self->m_log).trimmed();
+                return done(Error{ErrorCode::SandboxError,
+                                  QStringLiteral("the PostgreSQL server did not become ready: %1%2")
+                                      .arg(r.error().message, log.isEmpty() ? QString() : QStringLiteral(" (") + log.section(u'\n', -2) + u')'),
+                                  {}});
+            }
+            QTimer::singleShot(kReadyPollMs, self, [self, deadline, done] {
+                if (self)
+                    self->waitUntilReady(deadline, done);
+            });
+            return;
+        }
+        if (admin)
+            return self->initialize(*r, done);
+        self->release(*r);
+        done(true);
+    });
+}
+
+void PostgresBackend::initialize(PgConnection *admin, std::function<void(Result<bool>)> done)
+{
+    QStringList sql;
+    const QString role = m_settings.username;
+    if (m_settings.database != QLatin1String(kTemplateDatabase))
+        sql << QStringLiteral("ALTER DATABASE %1 RENAME TO %2").arg(QLatin1String(kTemplateDatabase), quoteIdent(m_settings.database));
+    if (role != QLatin1String(kTemplateRole))
+        sql << QStringLiteral("ALTER ROLE %1 RENAME TO %2").arg(QLatin1String(kTemplateRole), quoteIdent(role));
+    if (!m_settings.password.isEmpty())
+        sql << QStringLiteral("ALTER ROLE %1 PASSWORD %2").arg(quoteIdent(role), quoteLiteral(m_settings.password));
+    sql << QStringLiteral("SELECT 1");
+    auto failure = std::make_shared<std::optional<Error>>();
+    QPointer<PostgresBackend> self(this);
+    PgConnection::Sink sink;
+    sink.result = [failure](PGresult *r) {
+        if (PQresultStatus(r) == PGRES_FATAL_ERROR && !*failure)
+            *failure = pgError(r);
+    };
+    sink.finished = [self, admin, failure, done] {
+        admin->deleteLater();
+        if (!self)
+            return;
+        --self->m_open;
+        if (*failure)
+            return done(Error{ErrorCode::SandboxError,
+                              QStringLiteral("cannot set up the database: ") + (*failure)->message, {}});
+        self->m_settings.initialize = false;
+        self->m_settings.password.clear();
+        if (self->onInitialized)
+            self->onInitialized();
+        // The client role's first connection proves the set-up and seeds the pool.
+        self->openConnection(false, self->m_settings.database, [self, done](Result<PgConnection *> r) {
+            if (!self)
+                return;
+            if (!r) {
+                --self->m_open;
+                return done(r.error());
+            }
+            self->release(*r);
+            done(true);
+        });
+    };
+    if (!admin->send(sql.join(QStringLiteral("; ")).toUtf8(), {}, {}, {}, true, false, sink)) {
+        admin->deleteLater();
+        --m_open;
+        done(Error{ErrorCode::SandboxError, QStringLiteral("cannot set up the database: ") + admin->errorMessage(), {}});
+    }
+}
+
+void PostgresBackend::openConnection(bool admin, const QString &database, ConnDone done)
+{
+    ++m_open;
+    auto *conn = new PgConnection(this);
+    PgConnection::Params params{
+        {"host", QFile::encodeName(m_settings.socketDir)},
+        {"port", "5432"},
+        {"dbname", database.toUtf8()},
+        {"user", admin ? QByteArray(kAdminRole) : m_settings.username.toUtf8()},
+        {"application_name", "sandboxd"},
+        {"client_encoding", "UTF8"},
+        {"sslmode", "disable"},
+        {"gssencmode", "disable"},
+        {"options", "-c DateStyle=ISO,YMD -c IntervalStyle=iso_8601 -c TimeZone=UTC"},
+    };
+    QPointer<PostgresBackend> self(this);
+    conn->open(params, m_settings.uid, [self, conn, done](Result<bool> r) {
+        if (!r) {
+            conn->deleteLater();
+            return done(r.error());
+        }
+        if (!self)
+            return;
+        QObject::connect(conn, &PgConnection::broken, self, [self, conn](const QString &why) {
+            qCInfo(lcPg) << "connection broken:" << why;
+            if (self)
+                self->drop(conn);
+        });
+        done(conn);
+    });
+}
+
+void PostgresBackend::acquire(ConnDone then)
+{
+    if (!m_alive)
+        return then(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the PostgreSQL server is not running"), {}});
+    while (!m_idle.isEmpty()) {
+        PgConnection *c = m_idle.takeLast();
+        if (c->isOpen())
+            return then(c);
+        drop(c);
+    }
+    if (m_open >= m_settings.maxConnections) {
+        // Every connection is busy: an idle cursor gives its connection up (oldest first).
+        for (auto it = m_cursors.begin(); it != m_cursors.end(); ++it) {
+            if (!it.value()->pending) {
+                closeCursor(it.key());
+                break;
+            }
+        }
+    }
+    if (m_open >= m_settings.maxConnections) {
+        m_waiters.append(std::move(then));
+        return;
+    }
+    QPointer<PostgresBackend> self(this);
+    openConnection(false, m_settings.database, [self, then](Result<PgConnection *> r) {
+        if (!r && self)
+            --self->m_open;
+        then(r);
+    });
+}
+
+void PostgresBackend::release(PgConnection *conn)
+{
+    if (!conn->isOpen() || !m_alive)
+        return drop(conn);
+    if (conn->inTransaction()) {
+        // A transaction a statement left open ends with its call.
+        PgConnection::Sink sink;
+        QPointer<PostgresBackend> self(this);
+        sink.finished = [self, conn] {
+            if (self)
+                self->release(conn);
+        };
+        if (conn->send("ROLLBACK", {}, {}, {}, true, false, sink))
+            return;
+        return drop(conn);
+    }
+    if (!m_waiters.isEmpty())
+        return m_waiters.takeFirst()(conn);
+    m_idle.append(conn);
+}
+
+void PostgresBackend::drop(PgConnection *conn)
+{
+    m_idle.removeAll(conn);
+    conn->disconnect(this);
+    conn->deleteLater();
+    --m_open;
+    for (auto it = m_cursors.begin(); it != m_cursors.end(); ++it) {
+        const auto q = it.value();
+        if (q->conn == conn && !q->finished) {
+            q->conn = nullptr;
+            q->finished = true;
+            if (!q->error)
+                q->error = Error{ErrorCode::SandboxError, QStringLiteral("the connection to the database server was lost"), {}};
+            if (q->pending)
+                deliver(q, true);
+        }
+    }
+    if (!m_waiters.isEmpty() && m_alive) {
+        auto then = m_waiters.takeFirst();
+        acquire(std::move(then));
+    }
+}
+
+void PostgresBackend::deliver(const std::shared_ptr<Query> &q, bool done)
+{
+    PageDone pending = std::exchange(q->pending, {});
+    if (!pending)
+        return;
+    if (done && !q->cursor.isEmpty())
+        m_cursors.remove(q->cursor);
+    if (q->error) {
+        if (!q->cursor.isEmpty())
+            m_cursors.remove(q->cursor);
+        return pending(*q->error);
+    }
+    QJsonObject page;
+    if (q->transaction) {
+        page.insert(QStringLiteral("results"), q->results);
+    } else if (q->firstPage) {
+        if (!done) {
+            q->cursor = QStringLiteral("pg%1").arg(m_nextCursor++);
+            m_cursors.insert(q->cursor, q);
+        }
+        page = {{QStringLiteral("fields"), q->fields},
+                {QStringLiteral("rows"), q->rows},
+                {QStringLiteral("command"), q->command},
+                {QStringLiteral("rowsAffected"), double(q->rowsAffected)},
+                {QStringLiteral("cursor"), done ? QJsonValue() : QJsonValue(q->cursor)}};
+    } else {
+        page = {{QStringLiteral("rows"), q->rows}, {QStringLiteral("done"), done}};
+    }
+    q->firstPage = false;
+    q->rows = {};
+    q->bytes = 0;
+    pending(page);
+}
+
+void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *conn, const QByteArray &sql,
+                               const QList<QByteArray> &values, const QList<bool> &nulls,
+                               const QList<bool> &binary, bool simple)
+{
+    q->conn = conn;
+    QPointer<PostgresBackend> self(this);
+    PgConnection::Sink sink;
+    sink.result = [self, q](PGresult *r) {
+        if (!self)
+            return;
+        switch (PQresultStatus(r)) {
+        case PGRES_SINGLE_TUPLE: {
+            if (!q->haveFields)
+                q->takeFields(r);
+            if (q->transaction && q->rows.size() >= kMaxTransactionRows) {
+                q->truncated = true;
+                return;
+            }
+            QJsonArray row;
+            for (int i = 0; i < q->oids.size(); ++i) {
+                const QJsonValue v = PQgetisnull(r, 0, i) ? QJsonValue() : PgValues::toJson(q->oids[i], PQgetvalue(r, 0, i), PQgetlength(r, 0, i));
+                q->bytes += approximateSize(v);
+                row.append(v);
+            }
+            q->rows.append(row);
+            if (!q->transaction && (q->rows.size() >= q->pageSize || q->bytes >= q->pageBytes)) {
+                q->conn->setReading(false);
+                self->deliver(q, false);
+            }
+            return;
+        }
+        case PGRES_TUPLES_OK:
+        case PGRES_COMMAND_OK: {
+            if (!q->haveFields && PQresultStatus(r) == PGRES_TUPLES_OK)
+                q->takeFields(r);
+            q->command = QString::fromUtf8(PQcmdStatus(r)).section(u' ', 0, 0);
+            const qint64 n = QByteArray(PQcmdTuples(r)).toLongLong();
+            if (isDml(q->command))
+                q->rowsAffected += n;
+            if (q->transaction && q->statementCount > 0) {
+                q->results.append(QJsonObject{{QStringLiteral("command"), q->command},
+                                              {QStringLiteral("fields"), q->fields},
+                                              {QStringLiteral("rows"), q->rows},
+                                              {QStringLiteral("rowsAffected"), isDml(q->command) ? double(n) : 0.0},
+                                              {QStringLiteral("truncated"), q->truncated}});
+                q->rows = {};
+                q->fields = {};
+                q->haveFields = false;
+            }
+            return;
+        }
+        case PGRES_EMPTY_QUERY:
+            if (!q->error && !q->transaction)
+                q->error = Error{ErrorCode::InvalidParams, QStringLiteral("the SQL text holds no statement"),
+                                 QJsonObject{{QStringLiteral("field"), QStringLiteral("sql")}}};
+            return;
+        default:
+            if (!q->error)
+                q->error = pgError(r);
+        }
+    };
+    sink.finished = [self, q] {
+        if (!self)
+            return;
+        q->finished = true;
+        PgConnection *conn = std::exchange(q->conn, nullptr);
+        if (conn && !q->holdConnection)
+            self->release(conn);
+        self->deliver(q, true);
+    };
+    if (!conn->send(sql, values, nulls, binary, simple, !simple && !q->execute, sink)) {
+        q->error = Error{ErrorCode::SandboxError, QStringLiteral("cannot send the query: ") + conn->errorMessage(), {}};
+        q->conn = nullptr;
+        if (!q->holdConnection)
+            release(conn);
+        deliver(q, true);
+    }
+}
+
+CancelFn PostgresBackend::query(const SqlRequest &request, PageDone done)
+{
+    auto q = std::make_shared<Query>();
+    q->pageSize = request.pageSize;
+    q->pageBytes = request.pageBytes;
+    q->execute = request.execute;
+    q->pending = std::move(done);
+    QList<QByteArray> values;
+    QList<bool> nulls, binary;
+    for (qsizetype i = 0; i < request.params.size(); ++i) {
+        const auto p = PgValues::fromJson(request.params[i], int(i));
+        if (!p) {
+            q->error = p.error();
+            QTimer::singleShot(0, this, [this, q] { deliver(q, true); });
+            return [] {};
+        }
+        values.append(p->value);
+        nulls.append(p->isNull);
+        binary.append(p->binary);
+    }
+    // A script (execute without params) goes through the simple protocol, which takes several
+    // statements; everything else is one statement with bound parameters.
+    const bool simple = request.execute && request.params.isEmpty();
+    const QByteArray sql = request.sql.toUtf8();
+    QPointer<PostgresBackend> self(this);
+    auto cancelled = std::make_shared<bool>(false);
+    acquire([self, q, sql, values, nulls, binary, simple, cancelled](Result<PgConnection *> r) {
+        if (!self)
+            return;
+        if (!r) {
+            q->error = r.error();
+            return self->deliver(q, true);
+        }
+        if (*cancelled) {
+            self->release(*r);
+            q->error = Error{ErrorCode::Cancelled, QStringLiteral("the query was cancelled"), {}};
+            return self->deliver(q, true);
+        }
+        self->runQuery(q, *r, sql, values, nulls, binary, simple);
+    });
+    return [q, cancelled] {
+        *cancelled = true;
+        if (q->conn && !q->finished)
+            q->conn->cancel();
+    };
+}
+
+CancelFn PostgresBackend::fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done)
+{
+    const auto q = m_cursors.value(cursor);
+    if (!q) {
+        done(Error::notFound(QStringLiteral("cursor %1 (it was closed, finished or expired)").arg(cursor)));
+        return [] {};
+    }
+    if (q->pending) {
+        done(Error::invalidParams(QStringLiteral("cursor"), QStringLiteral("the cursor is already being fetched")));
+        return [] {};
+    }
+    q->pending = std::move(done);
+    q->pageSize = pageSize;
+    q->pageBytes = pageBytes;
+    if (q->finished || !q->conn) {
+        deliver(q, true);
+        return [] {};
+    }
+    q->conn->setReading(true);
+    return [q] {
+        if (q->conn && !q->finished)
+            q->conn->cancel();
+    };
+}
+
+void PostgresBackend::closeCursor(const QString &cursor)
+{
+    const auto q = m_cursors.take(cursor);
+    if (!q)
+        return;
+    q->pending = {};
+    if (PgConnection *conn = std::exchange(q->conn, nullptr); conn && !q->finished) {
+        // The server is blocked sending the rest: closing the connection ends its query.
+        q->finished = true;
+        drop(conn);
+    }
+}
+
+CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone done)
+{
+    // One round trip per statement, on one connection: BEGIN, each statement with its params,
+    // COMMIT; the first error rolls everything back.
+    struct Tx
+    {
+        std::shared_ptr<Query> q = std::make_shared<Query>();
+        QJsonArray statements;
+        int index = -1;
+        PgConnection *conn = nullptr;
+        PageDone done;
+        bool cancelled = false;
+        std::function<void()> step;
+    };
+    auto tx = std::make_shared<Tx>();
+    tx->statements = statements;
+    tx->done = std::move(done);
+    QPointer<PostgresBackend> self(this);
+    auto finish = std::make_shared<std::function<void(Result<QJsonObject>)>>();
+    *finish = [self, tx](Result<QJsonObject> r) {
+        if (!tx->done)
+            return;
+        auto done = std::exchange(tx->done, {});
+        if (self && tx->conn)
+            self->release(std::exchange(tx->conn, nullptr)); // release() rolls back an open transaction
+        if (self) // tx -> step -> tx: broken once the step that called us has returned
+            QTimer::singleShot(0, self, [tx] { tx->step = {}; });
+        done(std::move(r));
+    };
+    tx->step = [self, tx, finish] {
+        if (!self)
+            return;
+        ++tx->index;
+        const bool commit = tx->index == tx->statements.size();
+        QByteArray sql;
+        QList<QByteArray> values;
+        QList<bool> nulls, binary;
+        if (commit) {
+            sql = "COMMIT";
+        } else {
+            const QJsonObject s = tx->statements[tx->index].toObject();
+            sql = s.value(QStringLiteral("sql")).toString().toUtf8();
+            const QJsonArray params = s.value(QStringLiteral("params")).toArray();
+            for (qsizetype i = 0; i < params.size(); ++i) {
+                const auto p = PgValues::fromJson(params[i], int(i));
+                if (!p) {
+                    Error e = p.error();
+                    e.data = QJsonObject{{QStringLiteral("field"), QStringLiteral("statements[%1].params[%2]").arg(tx->index).arg(i)}};
+                    return (*finish)(e);
+                }
+                values.append(p->value);
+                nulls.append(p->isNull);
+                binary.append(p->binary);
+            }
+        }
+        auto sq = std::make_shared<Query>();
+        sq->transaction = true;
+        sq->statementCount = 1;
+        sq->pending = [tx, finish, commit](Result<QJsonObject> r) {
+            if (!r) {
+                Error e = r.error();
+                QJsonObject data = e.data.toObject();
+                if (!commit)
+                    data.insert(QStringLiteral("statementIndex"), tx->index);
+                e.data = data;
+                return (*finish)(e);
+            }
+            if (commit)
+                return (*finish)(QJsonObject{{QStringLiteral("results"), tx->q->results}});
+            const QJsonArray results = r->value(QStringLiteral("results")).toArray();
+            tx->q->results.append(results.isEmpty() ? QJsonValue(QJsonObject{}) : results.first());
+            if (tx->cancelled)
+                return (*finish)(Error{ErrorCode::Cancelled, QStringLiteral("the transaction was cancelled"), {}});
+            if (tx->step)
+                tx->step();
+        };
+        // The transaction keeps its connection from statement to statement.
+        sq->holdConnection = true;
+        self->runQuery(sq, tx->conn, sql, values, nulls, binary, false);
+    };
+    acquire([self, tx, finish](Result<PgConnection *> r) {
+        if (!self)
+            return;
+        if (!r)
+            return (*finish)(r.error());
+        tx->conn = *r;
+        PgConnection::Sink sink;
+        auto failed = std::make_shared<std::optional<Error>>();
+        sink.result = [failed](PGresult *res) {
+            if (PQresultStatus(res) == PGRES_FATAL_ERROR)
+                *failed = pgError(res);
+        };
+        sink.finished = [failed, finish, tx] {
+            if (*failed)
+                return (*finish)(**failed);
+            if (tx->step)
+                tx->step();
+        };
+        if (!tx->conn->send("BEGIN", {}, {}, {}, true, false, sink))
+            (*finish)(Error{ErrorCode::SandboxError, QStringLiteral("cannot start a transaction"), {}});
+    });
+    return [tx] {
+        tx->cancelled = true;
+        if (tx->conn)
+            tx->conn->cancel();
+    };
+}
+
+void PostgresBackend::stop(std::function<void()> done)
+{
+    m_stopping = true;
+    for (const QString &c : m_cursors.keys())
+        closeCursor(c);
+    const auto idle = m_idle;
+    for (PgConnection *c : idle)
+        drop(c);
+    if (!m_alive || !m_channel)
+        return done();
+    m_onStopped = std::move(done);
+    // A fast shutdown: open transactions roll back, committed ones are already on disk.
+    m_channel->request({{QStringLiteral("op"), QStringLiteral("exec")},
+                        {QStringLiteral("shell"), QStringLiteral("kill -INT \"$(head -n1 %1/postmaster.pid)\"").arg(kDataDir)},
+                        {QStringLiteral("timeoutMs"), 5000}},
+                       {}, [](Result<SupervisorChannel::Reply>) {});
+    QPointer<PostgresBackend> self(this);
+    QTimer::singleShot(kStopTimeoutMs, this, [self] {
+        if (self && self->m_onStopped) {
+            qCWarning(lcPg) << "the PostgreSQL server did not stop in time";
+            std::exchange(self->m_onStopped, {})();
+        }
+    });
+}
+
+void PostgresBackend::serverGone(const QString &why)
+{
+    const bool expected = m_stopping;
+    m_alive = false;
+    for (const QString &c : m_cursors.keys())
+        closeCursor(c);
+    const auto idle = m_idle;
+    for (PgConnection *c : idle)
+        drop(c);
+    const auto waiters = std::exchange(m_waiters, {});
+    for (const auto &w : waiters)
+        w(Error{ErrorCode::SandboxNotRunning, why, {}});
+    if (auto stopped = std::exchange(m_onStopped, {}))
+        stopped();
+    if (!expected) {
+        qCWarning(lcPg) << why;
+        Q_EMIT serverExited(why);
+    }
+}
+
+} // namespace Sandbox::Engine

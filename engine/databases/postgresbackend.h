@@ -1,0 +1,85 @@
+#pragma once
+
+#include "databasebackend.h"
+
+#include <QHash>
+#include <QList>
+#include <QPointer>
+
+#include <memory>
+#include <sys/types.h>
+
+namespace Sandbox::Engine {
+
+class PgConnection;
+
+// A PostgreSQL server in a database sandbox: Debian's `postgres`, started from a copy of the
+// engine's template cluster, listening only on a unix socket in a host directory bound into the
+// sandbox; the engine talks to it with libpq (a small pool of async connections).
+class PostgresBackend final : public DatabaseBackend
+{
+    Q_OBJECT
+
+public:
+    struct Settings
+    {
+        QString socketDir;    // host path of the sandbox's /run/db
+        uid_t uid = 0;        // the sandbox's uid: connects are checked with its permissions
+        QString database;     // the client role's database
+        QString username;     // the client role (not a superuser)
+        QString password;     // set on the role once, at initialisation
+        bool initialize = false; // first start: rename the template's database and role
+        int maxConnections = 8;
+    };
+
+    static QString binDir();
+    static constexpr const char *kAdminRole = "sandbox_admin";
+    static constexpr const char *kTemplateRole = "sandbox";
+    static constexpr const char *kTemplateDatabase = "postgres";
+
+    explicit PostgresBackend(Settings settings, QObject *parent = nullptr);
+    ~PostgresBackend() override;
+
+    // Runs once the first start renamed the database and role (the adapter persists it).
+    std::function<void()> onInitialized;
+
+    void start(SupervisorChannel *channel, std::function<void(Result<bool>)> done) override;
+    void stop(std::function<void()> done) override;
+    bool isAlive() const override { return m_alive; }
+
+    CancelFn query(const SqlRequest &request, PageDone done) override;
+    CancelFn fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done) override;
+    void closeCursor(const QString &cursor) override;
+    CancelFn transaction(const QJsonArray &statements, PageDone done) override;
+
+private:
+    struct Query;
+    using ConnDone = std::function<void(Result<PgConnection *>)>;
+
+    void waitUntilReady(qint64 deadline, std::function<void(Result<bool>)> done);
+    void initialize(PgConnection *admin, std::function<void(Result<bool>)> done);
+    void openConnection(bool admin, const QString &database, ConnDone done);
+    void acquire(ConnDone then);
+    void release(PgConnection *conn);
+    void drop(PgConnection *conn);
+    void runQuery(const std::shared_ptr<Query> &q, PgConnection *conn, const QByteArray &sql,
+                  const QList<QByteArray> &values, const QList<bool> &nulls, const QList<bool> &binary,
+                  bool simple);
+    void deliver(const std::shared_ptr<Query> &q, bool done);
+    void serverGone(const QString &why);
+
+    Settings m_settings;
+    QPointer<SupervisorChannel> m_channel;
+    quint32 m_serverExec = 0;
+    bool m_alive = false;
+    bool m_stopping = false;
+    QByteArray m_log; // the server's last log lines
+    std::function<void()> m_onStopped;
+    QList<PgConnection *> m_idle; // owned (children)
+    int m_open = 0;               // connections open or opening
+    QList<ConnDone> m_waiters;
+    QHash<QString, std::shared_ptr<Query>> m_cursors;
+    quint64 m_nextCursor = 1;
+};
+
+} // namespace Sandbox::Engine
