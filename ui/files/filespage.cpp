@@ -196,10 +196,10 @@ void FilesPage::newFile()
     const QString name = QInputDialog::getText(this, tr("New File"), tr("Name of the new file in %1:").arg(dir),
                                                QLineEdit::Normal, QString(), &ok).trimmed();
     if (ok)
-        createFileNamed(dir, name);
+        createFile(dir, name);
 }
 
-void FilesPage::createFileNamed(const QString &directory, const QString &name)
+void FilesPage::createFile(const QString &directory, const QString &name)
 {
     if (const QString why = validateName(name); !why.isEmpty())
         return onError(why);
@@ -233,10 +233,10 @@ void FilesPage::newFolder()
     const QString name = QInputDialog::getText(this, tr("New Folder"), tr("Name of the new folder in %1:").arg(dir),
                                                QLineEdit::Normal, QString(), &ok).trimmed();
     if (ok)
-        createFolderNamed(dir, name);
+        createFolder(dir, name);
 }
 
-void FilesPage::createFolderNamed(const QString &directory, const QString &name)
+void FilesPage::createFolder(const QString &directory, const QString &name)
 {
     if (const QString why = validateName(name); !why.isEmpty())
         return onError(why);

@@ -41,6 +41,9 @@ public:
     void uploadFiles();
     void downloadCurrent();
     void openCurrent();
+    // The second halves of "New File…" and "New Folder…": `name` inside `directory`.
+    void createFile(const QString &directory, const QString &name);
+    void createFolder(const QString &directory, const QString &name);
 
 private:
     QString currentPath() const;
@@ -48,8 +51,6 @@ private:
     void showMessage(const QString &text, bool error = false);
     void onError(const QString &message);
     void move(const QStringList &paths, const QString &targetDirectory);
-    void createFileNamed(const QString &directory, const QString &name);
-    void createFolderNamed(const QString &directory, const QString &name);
     static QString validateName(const QString &name);
 
     FileTreeModel *m_model;
