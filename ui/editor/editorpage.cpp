@@ -120,6 +120,10 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
     m_editor->setTabWidth(4);
     m_editor->setIndentationGuides(true);
     m_editor->setWrapMode(QsciScintilla::WrapNone);
+    // A horizontal scroll bar only when a line is wider than the view (Scintilla's default
+    // reserves 2000 pixels).
+    m_editor->SendScintilla(QsciScintillaBase::SCI_SETSCROLLWIDTH, 1);
+    m_editor->SendScintilla(QsciScintillaBase::SCI_SETSCROLLWIDTHTRACKING, 1);
     m_editor->setFrameShape(QFrame::NoFrame);
     connect(m_editor, &QsciScintilla::modificationChanged, this, &EditorPage::updateTitle);
     connect(m_editor, &QsciScintilla::linesChanged, this, &EditorPage::updateMarginWidth);
