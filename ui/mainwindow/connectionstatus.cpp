@@ -104,7 +104,8 @@ void ConnectionStatus::updateQuota()
     m_quota->setText(tr("running %1/%2 · memory %3/%4")
                          .arg(quota->running.used)
                          .arg(quota->running.limit)
-                         .arg(Style::formatSize(quota->memoryMb.used * 1024 * 1024),
+                         .arg(quota->memoryMb.used == 0 ? QStringLiteral("0")
+                                                        : Style::formatSize(quota->memoryMb.used * 1024 * 1024),
                               Style::formatSize(quota->memoryMb.limit * 1024 * 1024)));
     m_quota->setToolTip(tr("Quota of this API key: %1 of %2 sandboxes running, %3 of %4 MiB of sandbox memory, "
                            "%5 sandboxes in all")

@@ -218,6 +218,10 @@ private Q_SLOTS:
         QVERIFY(sawStarting);
         QVERIFY(pid > 0);
         QVERIFY(QFile::exists(data.filePath(QStringLiteral("api-key"))));
+        // Its output goes to a log in its data dir, not to our terminal.
+        QFile log(data.filePath(QStringLiteral("sandboxd.log")));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        QVERIFY(log.readAll().contains("sandboxd listening on"));
     }
 
     void aWrongKeyIsRefused()
