@@ -41,7 +41,7 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     m_networkWarning->setWordWrap(true);
     m_networkWarning->setStyleSheet(QStringLiteral("color: #9a6700;"));
     m_networkWarning->hide();
-    m_env->setPlaceholderText(tr("NAME=value, one per line (e.g. ANTHROPIC_API_KEY=...)"));
+    m_env->setPlaceholderText(tr("One NAME=value per line, e.g.\nANTHROPIC_API_KEY=sk-ant-…"));
     m_env->setMaximumHeight(90);
     m_env->setTabChangesFocus(true);
     form->addRow(tr("Kind:"), m_kind);

@@ -4,6 +4,7 @@
 // empty and that the text is drawn with the fonts asked for.
 #include <uitest.h>
 
+#include <connection/connectiondialog.h>
 #include <connection/connectionmanager.h>
 #include <connection/profilestore.h>
 #include <connection/secretstore.h>
@@ -14,6 +15,7 @@
 #include <files/filespage.h>
 #include <files/filetreemodel.h>
 #include <mainwindow/mainwindow.h>
+#include <mainwindow/newsandboxdialog.h>
 #include <mainwindow/sandboxlistmodel.h>
 #include <workspace/sandboxpageregistry.h>
 #include <workspace/sandboxworkspace.h>
@@ -143,6 +145,30 @@ private Q_SLOTS:
         QVERIFY2(colours(shot, scaled(rectIn(&window, files->view()))) > 20, "the file tree looks empty");
         QVERIFY2(colours(shot, scaled(rectIn(&window, editor->editor()))) > 20, "the editor looks empty");
         QVERIFY2(colours(shot, scaled(rectIn(&window, console->view()))) > 20, "the console looks empty");
+    }
+
+    // The dialogs, kept next to the main window's picture.
+    void dialogs()
+    {
+        NewSandboxDialog create;
+        create.setName(QStringLiteral("review-bot"));
+        create.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&create));
+        const QImage a = create.grab().toImage();
+        QVERIFY(a.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/new-sandbox-dialog.png")));
+        QVERIFY(colours(a, a.rect()) > 10);
+
+        ProfileStore profiles;
+        SecretStore secrets(SecretStore::Backend::File, UiTest::settingsDir() + QStringLiteral("/keys.json"));
+        ConnectionDialog connect(&profiles, &secrets, QStringLiteral("local"));
+        connect.addProfile();
+        connect.setFields(QStringLiteral("Team sandboxes"), QStringLiteral("https://sandbox.example.workers.dev"),
+                          QStringLiteral("secret"));
+        connect.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&connect));
+        const QImage b = connect.grab().toImage();
+        QVERIFY(b.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/connection-dialog.png")));
+        QVERIFY(colours(b, b.rect()) > 10);
     }
 
 private:
