@@ -13,6 +13,7 @@ APT_PACKAGES=(
   bubblewrap util-linux procps iproute2
   postgresql postgresql-client sqlite3
   xvfb xauth imagemagick fonts-dejavu-core
+  appstream desktop-file-utils
 )
 # Node.js: keep whatever the machine has (our CI image ships Node 20 with its own npm);
 # on a bare Debian 12 take Debian's.

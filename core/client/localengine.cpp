@@ -102,7 +102,15 @@ void LocalEngine::onHealth(const Result<QJsonValue> &health)
         const QUrl url = m_profile.url.isEmpty() ? ConnectionProfile::defaultLocalUrl() : m_profile.url;
         const QStringList args{QStringLiteral("--data-dir"), dataDir, QStringLiteral("--listen"),
                                url.host() + u':' + QString::number(url.port(7465))};
-        if (!QProcess::startDetached(prog, args, QString(), &pid)) {
+        // Detached, with its output in DATA_DIR/sandboxd.log rather than in our terminal (it
+        // outlives us, and would otherwise hold our stdout open for whoever reads it).
+        QProcess process;
+        process.setProgram(prog);
+        process.setArguments(args);
+        process.setStandardInputFile(QProcess::nullDevice());
+        process.setStandardOutputFile(dataDir + QStringLiteral("/sandboxd.log"), QIODevice::Append);
+        process.setStandardErrorFile(dataDir + QStringLiteral("/sandboxd.log"), QIODevice::Append);
+        if (!process.startDetached(&pid)) {
             finish(Error{ErrorCode::ConnectionError,
                          QStringLiteral("could not start %1").arg(prog), {}});
             return;

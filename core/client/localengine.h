@@ -11,7 +11,8 @@ namespace Sandbox {
 
 // Makes sure the local engine answers, starting it when nothing does (docs/protocol.md 1.2).
 // ensureRunning(): GET /health; if nothing answers, starts `sandboxd --data-dir DIR` detached
-// (found next to the running executable, then on PATH, or setProgram()), then polls /health
+// (found next to the running executable, then on PATH, or setProgram(); its output appended
+// to DATA_DIR/sandboxd.log), then polls /health
 // until it answers and DATA_DIR/api-key exists, for at most startTimeout() ms. Ends with ready()
 // (the profile with its key filled in) or failed(). Never blocks.
 class LocalEngine final : public QObject

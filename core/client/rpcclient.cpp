@@ -555,6 +555,12 @@ void RpcClient::handleStreamNotification(const QString &method, const QJsonObjec
     }
     stream->m_lastSeq = seq;
     if (method == kStreamEnd) {
+        // A stream whose work failed or was cancelled ends with `error` instead of `result`.
+        const QJsonValue error = params.value(QStringLiteral("error"));
+        if (error.isObject() && !params.contains(QStringLiteral("result"))) {
+            failStream(stream, Error::fromJson(error));
+            return;
+        }
         endStream(stream, params.value(QStringLiteral("result")));
         return;
     }

@@ -1,0 +1,250 @@
+// The main window against a real sandboxd: connected status with version and quota, a sandbox
+// created from the window with its console and files, stop/start/delete with the sidebar's live
+// status, keyboard shortcuts, an extra page registered by kind, and the open tabs and files back
+// after a restart.
+#include <uitest.h>
+
+#include <connection/connectionmanager.h>
+#include <connection/profilestore.h>
+#include <connection/secretstore.h>
+#include <console/commandline.h>
+#include <console/consolebuffer.h>
+#include <console/consolepage.h>
+#include <console/consoleview.h>
+#include <editor/editorpage.h>
+#include <files/filespage.h>
+#include <files/filetreemodel.h>
+#include <mainwindow/connectionstatus.h>
+#include <mainwindow/mainwindow.h>
+#include <mainwindow/sandboxlistmodel.h>
+#include <mainwindow/sandboxpoller.h>
+#include <workspace/sandboxpageregistry.h>
+#include <workspace/sandboxworkspace.h>
+
+#include <Qsci/qsciscintilla.h>
+
+#include <QAbstractItemModelTester>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTest>
+#include <QTreeView>
+
+using namespace Sandbox;
+using namespace Sandbox::Ui;
+
+namespace {
+// An extra page for agent sandboxes only, as the agent-session view will register one.
+class NotesPage final : public SandboxPage
+{
+public:
+    using SandboxPage::SandboxPage;
+    QString title() const override { return QStringLiteral("Notes"); }
+};
+
+class NotesFactory final : public SandboxPageFactory
+{
+public:
+    QString id() const override { return QStringLiteral("notes"); }
+    QString title() const override { return QStringLiteral("Notes"); }
+    Area area() const override { return Area::Documents; }
+    bool appliesTo(const SandboxInfo &s) const override { return s.kind == QLatin1String("agent"); }
+    SandboxPage *create(const SandboxPageContext &c, QWidget *parent) const override { return new NotesPage(c, parent); }
+};
+
+bool consoleHas(ConsolePage *console, const QString &text)
+{
+    const ConsoleBuffer &b = console->view()->buffer();
+    for (qint64 i = 0; i < b.lineCount(); ++i) {
+        if (b.line(i).text == text)
+            return true;
+    }
+    return false;
+}
+} // namespace
+
+class TestMainWindow final : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        UiTest::isolateSettings();
+        QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+        registerDefaultPages(m_registry);
+        m_registry.add(std::make_unique<NotesFactory>());
+        m_secrets = std::make_unique<SecretStore>(SecretStore::Backend::File, UiTest::settingsDir() + QStringLiteral("/keys.json"));
+    }
+
+    void connectsAndShowsStatus()
+    {
+        auto w = makeWindow();
+        QVERIFY(UiTest::waitFor([&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
+        QVERIFY(UiTest::waitFor([&] { return !w->connectionStatus()->quotaText().isEmpty(); }, 10000));
+        QCOMPARE(w->connectionStatus()->stateText(), QStringLiteral("Connected to the local engine"));
+        QVERIFY(w->connectionStatus()->versionText().contains(QStringLiteral(SANDBOX_VERSION)));
+        QVERIFY(w->action(QStringLiteral("newSandbox"))->isEnabled());
+        QAbstractItemModelTester tester(w->sandboxModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy listed(w.get(), &MainWindow::sandboxesListed);
+        QVERIFY(listed.wait(10000));
+    }
+
+    void createOpenRunAndEdit()
+    {
+        auto w = makeWindow();
+        QVERIFY(UiTest::waitFor([&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
+        QSignalSpy created(w.get(), &MainWindow::sandboxCreated);
+        AgentCreateOptions options;
+        options.type = QStringLiteral("codex");
+        options.size = QStringLiteral("basic");
+        options.name = QStringLiteral("from-the-window");
+        w->createAgent(options);
+        QVERIFY(created.wait(30000));
+        const SandboxInfo s = created.first().first().value<SandboxInfo>();
+        m_sandboxId = s.id;
+
+        // The sidebar lists it under Agents with its live status; a tab is open for it.
+        const QModelIndex row = w->sandboxModel()->indexOf(s.id, SandboxListModel::StatusColumn);
+        QVERIFY(row.isValid());
+        QCOMPARE(row.parent(), w->sandboxModel()->groupIndex(SandboxListModel::AgentsGroup));
+        QCOMPARE(row.data().toString(), QStringLiteral("running"));
+        SandboxWorkspace *ws = w->currentWorkspace();
+        QVERIFY(ws);
+        QCOMPARE(ws->sandboxId(), s.id);
+        QCOMPARE(w->sandboxTabs()->tabText(w->sandboxTabs()->currentIndex()), QStringLiteral("from-the-window"));
+
+        // Its pages: console, files, and the page registered for agents.
+        auto *console = ws->page<ConsolePage>(QStringLiteral("console"));
+        auto *files = ws->page<FilesPage>(QStringLiteral("files"));
+        QVERIFY(console);
+        QVERIFY(files);
+        QVERIFY(ws->page(QStringLiteral("notes")));
+
+        // Type a command and run it with the window's Ctrl+Return.
+        console->commandLine()->setText(QStringLiteral("printf 'print(42)\\n' > hello.py && echo written"));
+        QSignalSpy finished(console, &ConsolePage::commandFinished);
+        QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_Return));
+        QVERIFY(finished.wait(15000));
+        QVERIFY(consoleHas(console, QStringLiteral("written")));
+
+        // The file tree lists it; opening it makes an editor tab.
+        files->refresh();
+        QVERIFY(UiTest::waitFor([&] { return files->model()->indexOf(QStringLiteral("/workspace/hello.py")).isValid(); }, 10000));
+        EditorPage *editor = ws->openFile(QStringLiteral("/workspace/hello.py"));
+        QVERIFY(UiTest::waitFor([&] { return editor->state() == EditorPage::State::Text; }, 10000));
+        QCOMPARE(editor->editor()->text(), QStringLiteral("print(42)\n"));
+        QCOMPARE(ws->currentEditor(), editor);
+        QCOMPARE(ws->openFile(QStringLiteral("/workspace/hello.py")), editor); // not twice
+
+        w->saveSession();
+    }
+
+    void tabsAndFilesComeBackAfterARestart()
+    {
+        QVERIFY(!m_sandboxId.isEmpty());
+        auto w = makeWindow();
+        QVERIFY(UiTest::waitFor([&] { return w->workspace(m_sandboxId) != nullptr; }, 20000));
+        SandboxWorkspace *ws = w->workspace(m_sandboxId);
+        QVERIFY(UiTest::waitFor([&] { return ws->editors().size() == 1; }, 5000));
+        QCOMPARE(ws->editors().first()->path(), QStringLiteral("/workspace/hello.py"));
+        QVERIFY(UiTest::waitFor([&] { return ws->editors().first()->state() == EditorPage::State::Text; }, 10000));
+    }
+
+    void stopStartAndDeleteFollowTheSidebar()
+    {
+        QVERIFY(!m_sandboxId.isEmpty());
+        auto w = makeWindow();
+        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(m_sandboxId).has_value(); }, 15000));
+        w->selectSandbox(m_sandboxId);
+        QVERIFY(w->action(QStringLiteral("stopSandbox"))->isEnabled());
+        w->action(QStringLiteral("stopSandbox"))->trigger();
+        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(m_sandboxId)->status == QLatin1String("stopped"); }, 15000));
+        QVERIFY(w->action(QStringLiteral("startSandbox"))->isEnabled());
+        QVERIFY(!w->action(QStringLiteral("stopSandbox"))->isEnabled());
+        // The open tab follows (its icon and its pages know).
+        if (SandboxWorkspace *ws = w->workspace(m_sandboxId))
+            QCOMPARE(ws->sandbox().status, QStringLiteral("stopped"));
+
+        w->action(QStringLiteral("startSandbox"))->trigger();
+        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(m_sandboxId)->status == QLatin1String("running"); }, 15000));
+
+        // A sandbox stopped elsewhere shows up as stopped by the next poll.
+        Client *c = m_engine.client();
+        QVERIFY(UiTest::call<SandboxInfo>([&](Callback<SandboxInfo> cb) { return c->sandboxes().stop(m_sandboxId, this, cb); }));
+        w->poller()->refresh();
+        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(m_sandboxId)->status == QLatin1String("stopped"); }, 10000));
+
+        w->selectSandbox(m_sandboxId);
+        w->deleteSelected(false);
+        QVERIFY(UiTest::waitFor([&] { return !w->sandboxModel()->sandbox(m_sandboxId).has_value(); }, 15000));
+        QVERIFY(!w->workspace(m_sandboxId));
+        const auto gone = UiTest::call<SandboxInfo>([&](Callback<SandboxInfo> cb) { return c->sandboxes().status(m_sandboxId, this, cb); });
+        QCOMPARE(gone.error().code, ErrorCode::NotFound);
+    }
+
+    void keyboardShortcuts()
+    {
+        auto w = makeWindow();
+        QVERIFY(UiTest::waitFor([&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
+        QCOMPARE(w->action(QStringLiteral("newSandbox"))->shortcut(), QKeySequence(QKeySequence::New));
+        QCOMPARE(w->action(QStringLiteral("runCommand"))->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_Return));
+        QCOMPARE(w->action(QStringLiteral("stopCommand"))->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_Period));
+        QCOMPARE(w->action(QStringLiteral("nextTab"))->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_PageDown));
+        QCOMPARE(w->action(QStringLiteral("previousTab"))->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_PageUp));
+
+        // Two sandboxes open: Ctrl+PgDown and Ctrl+PgUp move between their tabs.
+        for (const QString &name : {QStringLiteral("one"), QStringLiteral("two")}) {
+            const auto s = m_engine.createAgent(name);
+            QVERIFY(s);
+        }
+        w->poller()->refresh();
+        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->count() >= 2; }, 10000));
+        const QList<SandboxInfo> all = w->sandboxModel()->sandboxes();
+        w->openSandbox(all.at(0).id);
+        w->openSandbox(all.at(1).id);
+        QCOMPARE(w->sandboxTabs()->count(), 2);
+        QCOMPARE(w->sandboxTabs()->currentIndex(), 1);
+        QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_PageDown));
+        QCOMPARE(w->sandboxTabs()->currentIndex(), 0);
+        QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_PageUp));
+        QCOMPARE(w->sandboxTabs()->currentIndex(), 1);
+
+        // Ctrl+. stops the running command of the current sandbox.
+        auto *console = w->currentWorkspace()->page<ConsolePage>(QStringLiteral("console"));
+        console->run(QStringLiteral("echo go; sleep 60"));
+        QVERIFY(UiTest::waitFor([&] { return consoleHas(console, QStringLiteral("go")); }, 10000));
+        QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_Period));
+        QVERIFY(UiTest::waitFor([&] { return !console->isRunning(); }, 10000));
+
+        // The extra page appears only where its factory applies.
+        QVERIFY(w->currentWorkspace()->page(QStringLiteral("notes")));
+    }
+
+    void cleanupTestCase()
+    {
+        m_connection.reset();
+    }
+
+private:
+    std::unique_ptr<MainWindow> makeWindow()
+    {
+        m_connection.reset(); // one connection per window, as in the app
+        m_connection = std::make_unique<ConnectionManager>();
+        auto w = std::make_unique<MainWindow>(m_connection.get(), &m_registry, &m_profiles, m_secrets.get());
+        w->restoreWindowState();
+        w->show();
+        w->connectWith(m_engine.localProfile(), QStringLiteral("test-engine"));
+        return w;
+    }
+
+    UiTest::Engine m_engine;
+    SandboxPageRegistry m_registry;
+    ProfileStore m_profiles;
+    std::unique_ptr<SecretStore> m_secrets;
+    std::unique_ptr<ConnectionManager> m_connection;
+    QString m_sandboxId;
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_mainwindow.moc"

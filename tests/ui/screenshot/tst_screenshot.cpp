@@ -1,0 +1,179 @@
+// The main window as a user sees it, on a real X server (Xvfb): a sandbox open with its files,
+// a Python file in the editor and a console that ran a command with colours and an error line.
+// The picture is kept in build/artefacts/mainwindow.png; the test checks that the panes are not
+// empty and that the text is drawn with the fonts asked for.
+#include <uitest.h>
+
+#include <connection/connectiondialog.h>
+#include <connection/connectionmanager.h>
+#include <connection/profilestore.h>
+#include <connection/secretstore.h>
+#include <console/consolebuffer.h>
+#include <console/consolepage.h>
+#include <console/consoleview.h>
+#include <editor/editorpage.h>
+#include <files/filespage.h>
+#include <files/filetreemodel.h>
+#include <mainwindow/mainwindow.h>
+#include <mainwindow/newsandboxdialog.h>
+#include <mainwindow/sandboxlistmodel.h>
+#include <workspace/sandboxpageregistry.h>
+#include <workspace/sandboxworkspace.h>
+
+#include <Qsci/qscilexer.h>
+#include <Qsci/qsciscintilla.h>
+
+#include <QDir>
+#include <QFontInfo>
+#include <QGuiApplication>
+#include <QImage>
+#include <QScreen>
+#include <QSet>
+#include <QSignalSpy>
+#include <QTest>
+#include <QTreeView>
+
+using namespace Sandbox;
+using namespace Sandbox::Ui;
+
+namespace {
+// Distinct colours in a rectangle: an empty pane has one or two.
+int colours(const QImage &image, const QRect &rect)
+{
+    QSet<QRgb> seen;
+    const QRect r = rect.intersected(image.rect());
+    for (int y = r.top(); y <= r.bottom(); y += 2) {
+        for (int x = r.left(); x <= r.right(); x += 2)
+            seen.insert(image.pixel(x, y));
+    }
+    return int(seen.size());
+}
+
+QRect rectIn(QWidget *window, QWidget *w)
+{
+    return QRect(w->mapTo(window, QPoint(0, 0)), w->size());
+}
+} // namespace
+
+class TestScreenshot final : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        if (QGuiApplication::platformName() != QLatin1String("xcb"))
+            QSKIP("needs an X server (run under xvfb-run)");
+        UiTest::isolateSettings();
+        QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    }
+
+    void mainWindowWithConsoleAndEditor()
+    {
+        // Some sandboxes to list: the one we open, one stopped.
+        const auto s = m_engine.createAgent(QStringLiteral("web-app"));
+        QVERIFY(s);
+        const auto other = m_engine.createAgent(QStringLiteral("experiments"), QStringLiteral("opencode"));
+        QVERIFY(other);
+        Client *c = m_engine.client();
+        QVERIFY(UiTest::call<SandboxInfo>([&](Callback<SandboxInfo> cb) { return c->sandboxes().stop(other->id, this, cb); }));
+        QVERIFY(m_engine.writeFile(s->id, QStringLiteral("/workspace/app/server.py"),
+                                   "\"\"\"A tiny HTTP server.\"\"\"\n"
+                                   "import http.server\n\n"
+                                   "PORT = 8080  # the port to listen on\n\n\n"
+                                   "class Handler(http.server.BaseHTTPRequestHandler):\n"
+                                   "    def do_GET(self):\n"
+                                   "        self.send_response(200)\n"
+                                   "        self.end_headers()\n"
+                                   "        self.wfile.write(b'hello from the sandbox\\n')\n\n\n"
+                                   "if __name__ == '__main__':\n"
+                                   "    http.server.HTTPServer(('', PORT), Handler).serve_forever()\n"));
+        QVERIFY(m_engine.writeFile(s->id, QStringLiteral("/workspace/README.md"), "# web-app\n"));
+        QVERIFY(m_engine.writeFile(s->id, QStringLiteral("/workspace/Dockerfile"), "FROM python:3.12\n"));
+        QVERIFY(m_engine.exec(s->id, QStringLiteral("mkdir -p tests docs && touch tests/test_server.py")));
+
+        SandboxPageRegistry registry;
+        registerDefaultPages(registry);
+        ProfileStore profiles;
+        SecretStore secrets(SecretStore::Backend::File, UiTest::settingsDir() + QStringLiteral("/keys.json"));
+        ConnectionManager connection;
+        MainWindow window(&connection, &registry, &profiles, &secrets);
+        window.resize(1280, 800);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QSignalSpy listed(&window, &MainWindow::sandboxesListed);
+        window.connectWith(m_engine.localProfile(), QStringLiteral("screenshot"));
+        QVERIFY(listed.wait(15000));
+
+        SandboxWorkspace *ws = window.openSandbox(s->id);
+        QVERIFY(ws);
+        auto *files = ws->page<FilesPage>(QStringLiteral("files"));
+        QVERIFY(UiTest::waitFor([&] { return files->model()->indexOf(QStringLiteral("/workspace/app")).isValid(); }, 10000));
+        files->view()->expand(files->model()->indexOf(QStringLiteral("/workspace/app")));
+        QVERIFY(UiTest::waitFor([&] { return files->model()->indexOf(QStringLiteral("/workspace/app/server.py")).isValid(); }, 10000));
+        files->view()->setCurrentIndex(files->model()->indexOf(QStringLiteral("/workspace/app/server.py")));
+
+        EditorPage *editor = ws->openFile(QStringLiteral("/workspace/app/server.py"));
+        QVERIFY(UiTest::waitFor([&] { return editor->state() == EditorPage::State::Text; }, 10000));
+        editor->editor()->setCursorPosition(3, 7);
+
+        auto *console = ws->page<ConsolePage>(QStringLiteral("console"));
+        QSignalSpy finished(console, &ConsolePage::commandFinished);
+        console->run(QStringLiteral("ls -la --color=always app; printf '\\033[1;32mPASS\\033[0m 12 tests  \\033[33m1 warning\\033[0m\\n'; "
+                                    "echo 'error: port 8080 already in use' >&2; exit 1"));
+        QVERIFY(finished.wait(15000));
+        console->run(QStringLiteral("python3 --version"));
+        QVERIFY(finished.wait(15000));
+        console->view()->flushPendingUpdate();
+        QTest::qWait(300);
+
+        // The fonts asked for are the ones drawn: fixed-pitch in the console and the editor.
+        QVERIFY(QFontInfo(console->view()->font()).fixedPitch());
+        QVERIFY(QFontInfo(editor->editor()->lexer()->font(1)).fixedPitch()); // Python comments
+
+        QImage shot = window.screen()->grabWindow(window.winId()).toImage();
+        QVERIFY(!shot.isNull());
+        QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
+        const QString path = QStringLiteral(SANDBOX_ARTEFACT_DIR "/mainwindow.png");
+        QVERIFY(shot.save(path));
+        qInfo("screenshot: %s (%dx%d)", qPrintable(path), shot.width(), shot.height());
+
+        // No empty panes: the sidebar, the file tree, the editor and the console all hold content.
+        const qreal dpr = shot.devicePixelRatio();
+        const auto scaled = [dpr](const QRect &r) { return QRect((r.topLeft() * dpr), r.size() * dpr); };
+        QVERIFY2(colours(shot, scaled(rectIn(&window, window.sidebar()))) > 20, "the sandbox list looks empty");
+        QVERIFY2(colours(shot, scaled(rectIn(&window, files->view()))) > 20, "the file tree looks empty");
+        QVERIFY2(colours(shot, scaled(rectIn(&window, editor->editor()))) > 20, "the editor looks empty");
+        QVERIFY2(colours(shot, scaled(rectIn(&window, console->view()))) > 20, "the console looks empty");
+    }
+
+    // The dialogs, kept next to the main window's picture.
+    void dialogs()
+    {
+        NewSandboxDialog create;
+        create.setName(QStringLiteral("review-bot"));
+        create.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&create));
+        const QImage a = create.grab().toImage();
+        QVERIFY(a.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/new-sandbox-dialog.png")));
+        QVERIFY(colours(a, a.rect()) > 10);
+
+        ProfileStore profiles;
+        SecretStore secrets(SecretStore::Backend::File, UiTest::settingsDir() + QStringLiteral("/keys.json"));
+        ConnectionDialog connect(&profiles, &secrets, QStringLiteral("local"));
+        connect.addProfile();
+        connect.setFields(QStringLiteral("Team sandboxes"), QStringLiteral("https://sandbox.example.workers.dev"),
+                          QStringLiteral("secret"));
+        connect.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&connect));
+        const QImage b = connect.grab().toImage();
+        QVERIFY(b.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/connection-dialog.png")));
+        QVERIFY(colours(b, b.rect()) > 10);
+    }
+
+private:
+    UiTest::Engine m_engine;
+};
+
+QTEST_MAIN(TestScreenshot)
+#include "tst_screenshot.moc"

@@ -1,0 +1,140 @@
+#include "profilestore.h"
+
+#include <QSettings>
+#include <QUuid>
+
+#include <memory>
+
+namespace Sandbox::Ui {
+
+namespace {
+const QString kGroup = QStringLiteral("profiles");
+const QString kLastUsed = QStringLiteral("connection/lastProfile");
+} // namespace
+
+ConnectionProfile StoredProfile::toConnectionProfile(const QString &apiKey) const
+{
+    if (local) {
+        ConnectionProfile p = ConnectionProfile::local(dataDir);
+        if (url.isValid() && !url.isEmpty())
+            p.url = url;
+        p.name = name;
+        return p;
+    }
+    ConnectionProfile p = ConnectionProfile::remote(url, apiKey);
+    p.name = name;
+    return p;
+}
+
+ProfileStore::ProfileStore(QSettings *settings) : m_settings(settings)
+{
+    if (!m_settings) {
+        m_owned = std::make_unique<QSettings>();
+        m_settings = m_owned.get();
+    }
+}
+
+ProfileStore::~ProfileStore() = default;
+
+QSettings &ProfileStore::settings() const
+{
+    return *m_settings;
+}
+
+StoredProfile ProfileStore::localProfile()
+{
+    StoredProfile p;
+    p.id = QString::fromLatin1(LocalId);
+    p.name = QObject::tr("Local engine (this computer)");
+    p.local = true;
+    return p;
+}
+
+QList<StoredProfile> ProfileStore::profiles() const
+{
+    QList<StoredProfile> out{localProfile()};
+    QSettings &s = settings();
+    const int n = s.beginReadArray(kGroup);
+    for (int i = 0; i < n; ++i) {
+        s.setArrayIndex(i);
+        StoredProfile p;
+        p.id = s.value(QStringLiteral("id")).toString();
+        p.name = s.value(QStringLiteral("name")).toString();
+        p.url = QUrl(s.value(QStringLiteral("url")).toString());
+        if (p.id.isEmpty() || p.id == QLatin1String(LocalId) || !p.url.isValid())
+            continue;
+        out.append(p);
+    }
+    s.endArray();
+    return out;
+}
+
+StoredProfile ProfileStore::profile(const QString &id) const
+{
+    for (const StoredProfile &p : profiles()) {
+        if (p.id == id)
+            return p;
+    }
+    return {};
+}
+
+StoredProfile ProfileStore::save(StoredProfile profile)
+{
+    if (profile.local)
+        return localProfile();
+    if (profile.id.isEmpty())
+        profile.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
+    QList<StoredProfile> list = profiles().mid(1);
+    bool replaced = false;
+    for (StoredProfile &p : list) {
+        if (p.id == profile.id) {
+            p = profile;
+            replaced = true;
+        }
+    }
+    if (!replaced)
+        list.append(profile);
+    QSettings &s = settings();
+    s.remove(kGroup);
+    s.beginWriteArray(kGroup, int(list.size()));
+    for (int i = 0; i < list.size(); ++i) {
+        s.setArrayIndex(i);
+        s.setValue(QStringLiteral("id"), list[i].id);
+        s.setValue(QStringLiteral("name"), list[i].name);
+        s.setValue(QStringLiteral("url"), list[i].url.toString());
+        // Deliberately no key here: see SecretStore.
+    }
+    s.endArray();
+    return profile;
+}
+
+void ProfileStore::remove(const QString &id)
+{
+    QList<StoredProfile> list = profiles().mid(1);
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const StoredProfile &p) { return p.id == id; }),
+               list.end());
+    QSettings &s = settings();
+    s.remove(kGroup);
+    s.beginWriteArray(kGroup, int(list.size()));
+    for (int i = 0; i < list.size(); ++i) {
+        s.setArrayIndex(i);
+        s.setValue(QStringLiteral("id"), list[i].id);
+        s.setValue(QStringLiteral("name"), list[i].name);
+        s.setValue(QStringLiteral("url"), list[i].url.toString());
+    }
+    s.endArray();
+    if (lastUsedId() == id)
+        setLastUsedId(QString::fromLatin1(LocalId));
+}
+
+QString ProfileStore::lastUsedId() const
+{
+    return settings().value(kLastUsed, QString::fromLatin1(LocalId)).toString();
+}
+
+void ProfileStore::setLastUsedId(const QString &id)
+{
+    settings().setValue(kLastUsed, id);
+}
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,66 @@
+#pragma once
+
+#include "../workspace/sandboxpage.h"
+
+class QLabel;
+class QTreeView;
+class QAction;
+
+namespace Sandbox::Ui {
+
+class FileTreeModel;
+class FileTransfer;
+
+// The files of a sandbox: a lazy tree of /workspace with refresh, new file, new folder, rename,
+// delete, upload and download (toolbar, context menu, keys), and drag and drop — local files
+// dropped on a folder are uploaded there, items dragged onto a folder are moved into it.
+// Opening a file (double-click, Enter) asks the workspace for an editor.
+class FilesPage final : public SandboxPage
+{
+    Q_OBJECT
+
+public:
+    explicit FilesPage(const SandboxPageContext &context, QWidget *parent = nullptr);
+    ~FilesPage() override;
+
+    QString title() const override;
+    QJsonObject saveState() const override;
+    void restoreState(const QJsonObject &state) override;
+    void sandboxChanged(const SandboxInfo &sandbox) override;
+
+    FileTreeModel *model() const { return m_model; }
+    QTreeView *view() const { return m_view; }
+    FileTransfer *transfer() const { return m_transfer; }
+
+    // The actions, also for tests: they work on the current item.
+    void refresh();
+    void newFile();
+    void newFolder();
+    void renameCurrent();
+    void deleteSelected();
+    void uploadFiles();
+    void downloadCurrent();
+    void openCurrent();
+    // The second halves of "New File…" and "New Folder…": `name` inside `directory`.
+    void createFile(const QString &directory, const QString &name);
+    void createFolder(const QString &directory, const QString &name);
+
+private:
+    QString currentPath() const;
+    QString currentDirectory() const;
+    void showMessage(const QString &text, bool error = false);
+    void onError(const QString &message);
+    void move(const QStringList &paths, const QString &targetDirectory);
+    static QString validateName(const QString &name);
+
+    FileTreeModel *m_model;
+    FileTransfer *m_transfer;
+    QTreeView *m_view;
+    QLabel *m_status;
+    QAction *m_renameAction = nullptr;
+    QAction *m_deleteAction = nullptr;
+    QAction *m_downloadAction = nullptr;
+    QString m_lastStatus;
+};
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,698 @@
+#include "mainwindow.h"
+
+#include "connectionstatus.h"
+#include "newsandboxdialog.h"
+#include "sandboxlistmodel.h"
+#include "sandboxpoller.h"
+
+#include "../common/uistyle.h"
+#include "../connection/connectiondialog.h"
+#include "../connection/connectionmanager.h"
+#include "../connection/profilestore.h"
+#include "../connection/secretstore.h"
+#include "../console/consolepage.h"
+#include "../editor/editorpage.h"
+#include "../files/filespage.h"
+#include "../workspace/sandboxpageregistry.h"
+#include "../workspace/sandboxworkspace.h"
+
+#include <client/client.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QHeaderView>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLoggingCategory>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QTabBar>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QTreeView>
+
+Q_LOGGING_CATEGORY(lcMainWindow, "sandbox.ui.mainwindow", QtInfoMsg)
+
+namespace Sandbox::Ui {
+
+namespace {
+const char *kSidebarId = "sandboxes";
+}
+
+MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry *registry, ProfileStore *profiles,
+                       SecretStore *secrets, QWidget *parent)
+    : QMainWindow(parent), m_connection(connection), m_registry(registry), m_profiles(profiles), m_secrets(secrets),
+      m_model(new SandboxListModel(this)), m_poller(new SandboxPoller(this)), m_sidebar(new QTreeView(this)),
+      m_sidebarDock(new QDockWidget(tr("Sandboxes"), this)), m_central(new QStackedWidget(this)),
+      m_welcome(new QLabel(this)), m_tabs(new QTabWidget(this)), m_status(new ConnectionStatus(connection, this))
+{
+    setObjectName(QStringLiteral("mainWindow"));
+    setWindowTitle(tr("Sandbox Desktop"));
+    resize(1280, 800);
+
+    // Sidebar.
+    m_sidebar->setModel(m_model);
+    m_sidebar->setObjectName(QString::fromLatin1(kSidebarId));
+    m_sidebar->setUniformRowHeights(true);
+    m_sidebar->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_sidebar->setContextMenuPolicy(Qt::CustomContextMenu);
+    m_sidebar->setRootIsDecorated(true);
+    m_sidebar->setAllColumnsShowFocus(true);
+    m_sidebar->header()->setStretchLastSection(false);
+    m_sidebar->header()->setSectionResizeMode(SandboxListModel::NameColumn, QHeaderView::Stretch);
+    m_sidebar->header()->setSectionResizeMode(SandboxListModel::TypeColumn, QHeaderView::ResizeToContents);
+    m_sidebar->header()->setSectionResizeMode(SandboxListModel::StatusColumn, QHeaderView::ResizeToContents);
+    m_sidebar->expandAll();
+    connect(m_model, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex &parent) {
+        if (parent.isValid())
+            m_sidebar->expand(parent);
+    });
+    m_sidebarDock->setObjectName(QStringLiteral("sidebarDock"));
+    m_sidebarDock->setWidget(m_sidebar);
+    m_sidebarDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable
+                               | QDockWidget::DockWidgetClosable);
+    addDockWidget(Qt::LeftDockWidgetArea, m_sidebarDock);
+    resizeDocks({m_sidebarDock}, {300}, Qt::Horizontal);
+
+    // Centre: a welcome text until a sandbox is opened, then one tab per sandbox.
+    m_welcome->setText(tr("<h3>No sandbox open</h3><p>Double-click a sandbox in the list on the left "
+                          "(or select it and press Enter) to open its console and files,<br>or create one "
+                          "with <b>Ctrl+N</b>.</p>"));
+    m_welcome->setAlignment(Qt::AlignCenter);
+    m_welcome->setWordWrap(true);
+    m_tabs->setDocumentMode(true);
+    m_tabs->setTabsClosable(true);
+    m_tabs->setMovable(true);
+    m_tabs->setObjectName(QStringLiteral("sandboxTabs"));
+    m_central->addWidget(m_welcome);
+    m_central->addWidget(m_tabs);
+    setCentralWidget(m_central);
+
+    statusBar()->addPermanentWidget(m_status, 1);
+    statusBar()->setSizeGripEnabled(true);
+
+    createActions();
+    createMenus();
+
+    connect(m_sidebar, &QTreeView::activated, this, [this](const QModelIndex &index) {
+        if (const auto s = m_model->sandboxAt(index))
+            openSandbox(s->id);
+    });
+    connect(m_sidebar->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::updateActions);
+    connect(m_sidebar, &QTreeView::customContextMenuRequested, this, [this](const QPoint &pos) {
+        const QModelIndex index = m_sidebar->indexAt(pos);
+        QMenu menu(this);
+        if (m_model->sandboxAt(index)) {
+            m_sidebar->setCurrentIndex(index);
+            menu.addAction(tr("Open"), this, [this, index] {
+                if (const auto s = m_model->sandboxAt(index))
+                    openSandbox(s->id);
+            });
+            menu.addSeparator();
+            menu.addAction(action(QStringLiteral("startSandbox")));
+            menu.addAction(action(QStringLiteral("stopSandbox")));
+            menu.addAction(action(QStringLiteral("deleteSandbox")));
+            menu.addSeparator();
+        }
+        menu.addAction(action(QStringLiteral("newSandbox")));
+        menu.addAction(action(QStringLiteral("refreshSandboxes")));
+        menu.exec(m_sidebar->viewport()->mapToGlobal(pos));
+    });
+    connect(m_tabs, &QTabWidget::tabCloseRequested, this, &MainWindow::closeSandboxTab);
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
+        updateTitle();
+        updateActions();
+        if (auto *ws = currentWorkspace())
+            selectSandbox(ws->sandboxId());
+    });
+
+    connect(m_connection, &ConnectionManager::clientChanged, this, &MainWindow::onClientChanged);
+    connect(m_connection, &ConnectionManager::connected, this, [this] {
+        m_poller->start();
+        updateActions();
+    });
+    connect(m_connection, &ConnectionManager::stateChanged, this, &MainWindow::updateActions);
+    connect(m_poller, &SandboxPoller::listed, this, &MainWindow::onListed);
+    connect(m_poller, &SandboxPoller::failed, this, [this](const QString &message) {
+        if (m_connection->state() == ConnectionManager::State::Connected)
+            statusBar()->showMessage(tr("Listing sandboxes failed: %1").arg(message), 5000);
+    });
+    onClientChanged(m_connection->client());
+    updateActions();
+}
+
+MainWindow::~MainWindow() = default;
+
+QAction *MainWindow::action(const QString &name) const
+{
+    return findChild<QAction *>(name, Qt::FindDirectChildrenOnly);
+}
+
+void MainWindow::createActions()
+{
+    const auto make = [this](const char *name, const QString &text, const QKeySequence &key, auto slot,
+                             const QIcon &icon = {}) {
+        auto *a = new QAction(icon, text, this);
+        a->setObjectName(QString::fromLatin1(name));
+        if (!key.isEmpty()) {
+            a->setShortcut(key);
+            a->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove(u'&').remove(QStringLiteral("…")),
+                                                        key.toString(QKeySequence::NativeText)));
+        }
+        connect(a, &QAction::triggered, this, slot);
+        addAction(a);
+        return a;
+    };
+    make("connect", tr("&Connect…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), [this] { showConnectionDialog(); },
+         Style::icon("network-connect", QStyle::SP_DriveNetIcon, this));
+    make("newSandbox", tr("&New Sandbox…"), QKeySequence::New, [this] { newSandbox(); },
+         Style::icon("list-add", QStyle::SP_FileDialogNewFolder, this));
+    make("startSandbox", tr("&Start Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return), [this] { startSelected(); },
+         Style::icon("media-playback-start", QStyle::SP_MediaPlay, this));
+    make("stopSandbox", tr("S&top Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X), [this] { stopSelected(); },
+         Style::icon("media-playback-stop", QStyle::SP_MediaStop, this));
+    QAction *del = make("deleteSandbox", tr("&Delete Sandbox…"), QKeySequence(), [this] { deleteSelected(true); },
+                        Style::icon("edit-delete", QStyle::SP_TrashIcon, this));
+    // Delete only from the sidebar, so that it never competes with the editor's or the file tree's.
+    auto *sidebarDelete = new QAction(m_sidebar);
+    sidebarDelete->setShortcut(QKeySequence::Delete);
+    sidebarDelete->setShortcutContext(Qt::WidgetShortcut);
+    connect(sidebarDelete, &QAction::triggered, del, &QAction::trigger);
+    m_sidebar->addAction(sidebarDelete);
+    make("refreshSandboxes", tr("&Refresh"), QKeySequence(Qt::CTRL | Qt::Key_R), [this] { m_poller->refresh(); m_connection->refreshQuota(); },
+         Style::icon("view-refresh", QStyle::SP_BrowserReload, this));
+    make("runCommand", tr("&Run Command"), QKeySequence(Qt::CTRL | Qt::Key_Return), [this] { runCommand(); },
+         Style::icon("system-run", QStyle::SP_CommandLink, this));
+    make("stopCommand", tr("Stop C&ommand"), QKeySequence(Qt::CTRL | Qt::Key_Period), [this] { stopCommand(); },
+         Style::icon("process-stop", QStyle::SP_BrowserStop, this));
+    make("nextTab", tr("&Next Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageDown), [this] { nextTab(); });
+    make("previousTab", tr("&Previous Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageUp), [this] { previousTab(); });
+    make("nextPage", tr("Next &File Tab"), QKeySequence(Qt::CTRL | Qt::Key_Tab), [this] {
+        if (auto *ws = currentWorkspace())
+            ws->cycleDocuments(+1);
+    });
+    make("previousPage", tr("Previous F&ile Tab"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab), [this] {
+        if (auto *ws = currentWorkspace())
+            ws->cycleDocuments(-1);
+    });
+    make("focusConsole", tr("Focus &Console"), QKeySequence(Qt::CTRL | Qt::Key_QuoteLeft), [this] {
+        if (auto *ws = currentWorkspace())
+            if (auto *c = ws->page<ConsolePage>(QStringLiteral("console")))
+                c->focusCommandLine();
+    });
+    make("focusFiles", tr("Focus &Files"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), [this] {
+        if (auto *ws = currentWorkspace())
+            if (auto *f = ws->page<FilesPage>(QStringLiteral("files")))
+                f->view()->setFocus();
+    });
+    make("focusSidebar", tr("Focus &Sandbox List"), QKeySequence(Qt::CTRL | Qt::Key_0), [this] {
+        m_sidebarDock->show();
+        m_sidebar->setFocus();
+    });
+    make("closeFile", tr("Close File"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] {
+        if (auto *ws = currentWorkspace())
+            ws->closeCurrentEditor();
+    });
+    make("closeSandboxTab", tr("Close Sandbox &Tab"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W),
+         [this] { closeSandboxTab(m_tabs->currentIndex()); });
+    make("quit", tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+}
+
+void MainWindow::createMenus()
+{
+    QMenu *file = menuBar()->addMenu(tr("&File"));
+    file->addAction(action(QStringLiteral("connect")));
+    file->addSeparator();
+    file->addAction(action(QStringLiteral("closeFile")));
+    file->addAction(action(QStringLiteral("closeSandboxTab")));
+    file->addSeparator();
+    file->addAction(action(QStringLiteral("quit")));
+
+    QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));
+    for (const char *name : {"newSandbox", "startSandbox", "stopSandbox", "deleteSandbox", "refreshSandboxes"})
+        sandbox->addAction(action(QString::fromLatin1(name)));
+
+    QMenu *console = menuBar()->addMenu(tr("&Console"));
+    console->addAction(action(QStringLiteral("runCommand")));
+    console->addAction(action(QStringLiteral("stopCommand")));
+
+    QMenu *view = menuBar()->addMenu(tr("&View"));
+    for (const char *name : {"nextTab", "previousTab", "nextPage", "previousPage"})
+        view->addAction(action(QString::fromLatin1(name)));
+    view->addSeparator();
+    for (const char *name : {"focusSidebar", "focusFiles", "focusConsole"})
+        view->addAction(action(QString::fromLatin1(name)));
+    view->addSeparator();
+    QAction *toggle = m_sidebarDock->toggleViewAction();
+    toggle->setText(tr("Sandbox &List"));
+    view->addAction(toggle);
+
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Sandbox Desktop"), this, [this] {
+        QMessageBox::about(this, tr("About Sandbox Desktop"),
+                           tr("<h3>Sandbox Desktop %1</h3><p>Coding agents and throw-away databases in isolated "
+                              "sandboxes, on this computer (sandboxd, bubblewrap) or on a remote endpoint.</p>")
+                               .arg(QApplication::applicationVersion()));
+    });
+
+    QToolBar *tools = addToolBar(tr("Main"));
+    tools->setObjectName(QStringLiteral("mainToolBar"));
+    tools->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    tools->setIconSize(QSize(16, 16));
+    tools->addAction(action(QStringLiteral("connect")));
+    tools->addSeparator();
+    for (const char *name : {"newSandbox", "startSandbox", "stopSandbox", "deleteSandbox", "refreshSandboxes"})
+        tools->addAction(action(QString::fromLatin1(name)));
+    tools->addSeparator();
+    tools->addAction(action(QStringLiteral("runCommand")));
+    tools->addAction(action(QStringLiteral("stopCommand")));
+}
+
+void MainWindow::connectToProfile(const StoredProfile &profile)
+{
+    if (profile.local) {
+        connectWith(profile.toConnectionProfile(), profile.id);
+        return;
+    }
+    statusBar()->showMessage(tr("Reading the API key of %1…").arg(profile.name));
+    m_secrets->read(profile.secretName(), this, [this, profile](Result<QString> key) {
+        if (!key) {
+            showError(tr("No API key stored for %1 (%2): add it in the Connect dialog.").arg(profile.name, key.error().message));
+            return;
+        }
+        connectWith(profile.toConnectionProfile(key.value()), profile.id);
+    });
+}
+
+void MainWindow::connectWith(const ConnectionProfile &profile, const QString &sessionKey)
+{
+    if (!workspaces().isEmpty())
+        saveSession();
+    m_sessionKey = sessionKey;
+    m_connection->connectTo(profile);
+}
+
+void MainWindow::showConnectionDialog()
+{
+    for (SandboxWorkspace *ws : workspaces()) {
+        if (!ws->maybeClose())
+            return;
+    }
+    ConnectionDialog dialog(m_profiles, m_secrets, m_sessionKey, this);
+    if (dialog.exec() == QDialog::Accepted)
+        connectToProfile(dialog.chosenProfile());
+}
+
+void MainWindow::onClientChanged(Client *client)
+{
+    if (m_client == client)
+        return;
+    // Everything shown belonged to the old connection.
+    m_poller->stop();
+    m_poller->setClient(client);
+    while (m_tabs->count() > 0) {
+        QWidget *w = m_tabs->widget(0);
+        m_tabs->removeTab(0);
+        w->deleteLater();
+    }
+    m_central->setCurrentWidget(m_welcome);
+    m_model->clear();
+    m_client = client;
+    m_restorePending = client != nullptr;
+    updateActions();
+    updateTitle();
+}
+
+void MainWindow::onListed(const QList<SandboxInfo> &sandboxes, bool complete)
+{
+    QList<SandboxInfo> all = sandboxes;
+    if (!complete) {
+        // Keep what we knew of the kinds that could not be listed.
+        for (const SandboxInfo &s : m_model->sandboxes()) {
+            const bool listed = std::any_of(all.begin(), all.end(), [&](const SandboxInfo &x) { return x.kind == s.kind; });
+            if (!listed)
+                all.append(s);
+        }
+    }
+    m_model->setSandboxes(all);
+    for (SandboxWorkspace *ws : workspaces()) {
+        if (const auto s = m_model->sandbox(ws->sandboxId())) {
+            if (s->status != ws->sandbox().status || s->name != ws->sandbox().name)
+                ws->setSandbox(*s);
+        } else if (ws->sandbox().status != QLatin1String("deleted")) {
+            SandboxInfo gone = ws->sandbox();
+            gone.status = QStringLiteral("deleted");
+            ws->setSandbox(gone);
+        }
+        updateTab(ws);
+    }
+    if (m_restorePending && complete)
+        restoreTabs();
+    m_connection->refreshQuota();
+    updateActions();
+    Q_EMIT sandboxesListed();
+}
+
+QString MainWindow::settingsGroup() const
+{
+    QString key = m_sessionKey;
+    key.replace(u'/', u'_');
+    return QStringLiteral("session-") + key;
+}
+
+void MainWindow::saveSession()
+{
+    if (m_restoring)
+        return;
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    if (!m_client)
+        return;
+    QJsonArray open;
+    for (SandboxWorkspace *ws : workspaces())
+        open.append(QJsonObject{{QStringLiteral("id"), ws->sandboxId()}, {QStringLiteral("state"), ws->saveState()}});
+    settings.beginGroup(settingsGroup());
+    settings.setValue(QStringLiteral("openSandboxes"), QString::fromUtf8(QJsonDocument(open).toJson(QJsonDocument::Compact)));
+    settings.setValue(QStringLiteral("currentSandbox"), currentWorkspace() ? currentWorkspace()->sandboxId() : QString());
+    settings.endGroup();
+}
+
+void MainWindow::restoreWindowState()
+{
+    QSettings settings;
+    const QByteArray geometry = settings.value(QStringLiteral("window/geometry")).toByteArray();
+    if (!geometry.isEmpty())
+        restoreGeometry(geometry);
+    const QByteArray state = settings.value(QStringLiteral("window/state")).toByteArray();
+    if (!state.isEmpty())
+        restoreState(state);
+}
+
+void MainWindow::restoreTabs()
+{
+    m_restorePending = false;
+    QSettings settings;
+    settings.beginGroup(settingsGroup());
+    const QJsonArray open = QJsonDocument::fromJson(settings.value(QStringLiteral("openSandboxes")).toString().toUtf8()).array();
+    const QString current = settings.value(QStringLiteral("currentSandbox")).toString();
+    settings.endGroup();
+    m_restoring = true;
+    for (const QJsonValue &v : open) {
+        const QJsonObject o = v.toObject();
+        const QString id = o.value(QStringLiteral("id")).toString();
+        if (!m_model->sandbox(id) || workspace(id))
+            continue;
+        if (SandboxWorkspace *ws = openSandbox(id))
+            ws->restoreState(o.value(QStringLiteral("state")).toObject());
+    }
+    m_restoring = false;
+    if (SandboxWorkspace *ws = workspace(current))
+        m_tabs->setCurrentWidget(ws);
+}
+
+QList<SandboxWorkspace *> MainWindow::workspaces() const
+{
+    QList<SandboxWorkspace *> out;
+    for (int i = 0; i < m_tabs->count(); ++i) {
+        if (auto *ws = qobject_cast<SandboxWorkspace *>(m_tabs->widget(i)))
+            out << ws;
+    }
+    return out;
+}
+
+SandboxWorkspace *MainWindow::workspace(const QString &id) const
+{
+    for (SandboxWorkspace *ws : workspaces()) {
+        if (ws->sandboxId() == id)
+            return ws;
+    }
+    return nullptr;
+}
+
+SandboxWorkspace *MainWindow::currentWorkspace() const
+{
+    return qobject_cast<SandboxWorkspace *>(m_tabs->currentWidget());
+}
+
+SandboxWorkspace *MainWindow::openSandbox(const QString &id)
+{
+    if (SandboxWorkspace *ws = workspace(id)) {
+        m_tabs->setCurrentWidget(ws);
+        return ws;
+    }
+    const auto info = m_model->sandbox(id);
+    if (!info || !m_client)
+        return nullptr;
+    auto *ws = new SandboxWorkspace(m_client, *info, *m_registry, m_tabs);
+    connect(ws, &SandboxWorkspace::message, this, [this](const QString &text) { statusBar()->showMessage(text, 5000); });
+    const int index = m_tabs->addTab(ws, ws->title());
+    m_central->setCurrentWidget(m_tabs);
+    updateTab(ws);
+    m_tabs->setCurrentIndex(index);
+    if (info->status == QLatin1String("stopped") || info->status == QLatin1String("error"))
+        statusBar()->showMessage(tr("%1 is %2: start it (Sandbox ▸ Start) to run commands").arg(ws->title(), info->status), 8000);
+    if (!m_restoring) {
+        if (auto *c = ws->page<ConsolePage>(QStringLiteral("console")))
+            c->focusCommandLine();
+        saveSession();
+    }
+    return ws;
+}
+
+bool MainWindow::closeSandboxTab(int index)
+{
+    auto *ws = qobject_cast<SandboxWorkspace *>(m_tabs->widget(index));
+    if (!ws || !ws->maybeClose())
+        return false;
+    m_tabs->removeTab(index);
+    ws->deleteLater();
+    if (m_tabs->count() == 0)
+        m_central->setCurrentWidget(m_welcome);
+    saveSession();
+    updateTitle();
+    return true;
+}
+
+void MainWindow::selectSandbox(const QString &id)
+{
+    const QModelIndex index = m_model->indexOf(id);
+    if (index.isValid() && m_sidebar->currentIndex().siblingAtColumn(0) != index)
+        m_sidebar->setCurrentIndex(index);
+}
+
+void MainWindow::updateTab(SandboxWorkspace *ws)
+{
+    const int i = m_tabs->indexOf(ws);
+    if (i < 0)
+        return;
+    const SandboxInfo &s = ws->sandbox();
+    m_tabs->setTabText(i, ws->title());
+    m_tabs->setTabIcon(i, Style::statusIcon(s.status));
+    m_tabs->setTabToolTip(i, tr("%1 · %2 · %3").arg(s.id, s.type, s.status));
+}
+
+void MainWindow::updateTitle()
+{
+    SandboxWorkspace *ws = currentWorkspace();
+    setWindowTitle(ws ? tr("%1 — Sandbox Desktop").arg(ws->title()) : tr("Sandbox Desktop"));
+}
+
+std::optional<SandboxInfo> MainWindow::selectedSandbox() const
+{
+    if (const auto s = m_model->sandboxAt(m_sidebar->currentIndex().siblingAtColumn(0)))
+        return s;
+    if (SandboxWorkspace *ws = currentWorkspace())
+        return m_model->sandbox(ws->sandboxId());
+    return std::nullopt;
+}
+
+void MainWindow::updateActions()
+{
+    const bool connected = m_connection->state() == ConnectionManager::State::Connected;
+    const auto s = selectedSandbox();
+    const QString status = s ? s->status : QString();
+    action(QStringLiteral("newSandbox"))->setEnabled(connected);
+    action(QStringLiteral("startSandbox"))->setEnabled(connected && s && status != QLatin1String("running")
+                                                       && status != QLatin1String("creating"));
+    action(QStringLiteral("stopSandbox"))->setEnabled(connected && s && (status == QLatin1String("running")
+                                                                        || status == QLatin1String("sleeping")));
+    action(QStringLiteral("deleteSandbox"))->setEnabled(connected && s.has_value());
+    action(QStringLiteral("refreshSandboxes"))->setEnabled(connected);
+    const bool hasConsole = currentWorkspace() != nullptr;
+    action(QStringLiteral("runCommand"))->setEnabled(hasConsole);
+    action(QStringLiteral("stopCommand"))->setEnabled(hasConsole);
+}
+
+void MainWindow::showError(const QString &message)
+{
+    qCInfo(lcMainWindow) << message;
+    statusBar()->showMessage(message, 15000);
+    Q_EMIT errorShown(message);
+}
+
+void MainWindow::newSandbox()
+{
+    if (!m_client)
+        return;
+    NewSandboxDialog dialog(this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    if (dialog.isDatabase())
+        createDatabase(dialog.databaseOptions());
+    else
+        createAgent(dialog.agentOptions());
+}
+
+void MainWindow::createAgent(const AgentCreateOptions &options)
+{
+    if (!m_client)
+        return;
+    statusBar()->showMessage(tr("Creating a %1 sandbox…").arg(options.type));
+    m_client->agents()
+        .create(options, this,
+                [this](Result<SandboxInfo> r) {
+                    if (!r)
+                        return showError(tr("Cannot create the sandbox: %1").arg(r.error().message));
+                    m_model->updateSandbox(r.value());
+                    statusBar()->showMessage(tr("Created %1").arg(r->id), 5000);
+                    openSandbox(r->id);
+                    m_poller->refresh();
+                    Q_EMIT sandboxCreated(r.value());
+                })
+        .detach();
+}
+
+void MainWindow::createDatabase(const DatabaseCreateOptions &options)
+{
+    if (!m_client)
+        return;
+    statusBar()->showMessage(tr("Creating a %1 database…").arg(options.type));
+    m_client->databases()
+        .create(options, this,
+                [this](Result<SandboxInfo> r) {
+                    if (!r)
+                        return showError(tr("Cannot create the database: %1").arg(r.error().message));
+                    m_model->updateSandbox(r.value());
+                    openSandbox(r->id);
+                    m_poller->refresh();
+                    Q_EMIT sandboxCreated(r.value());
+                })
+        .detach();
+}
+
+void MainWindow::applyLifecycle(const QString &verb, const QString &id)
+{
+    if (!m_client)
+        return;
+    const auto done = [this, verb, id](Result<SandboxInfo> r) {
+        if (!r)
+            return showError(tr("Cannot %1 %2: %3").arg(verb, id, r.error().message));
+        m_model->updateSandbox(r.value());
+        if (SandboxWorkspace *ws = workspace(id)) {
+            ws->setSandbox(r.value());
+            updateTab(ws);
+        }
+        m_poller->refresh();
+        updateActions();
+    };
+    // sandbox.* works for any kind.
+    if (verb == QLatin1String("start"))
+        m_client->sandboxes().start(id, this, done).detach();
+    else
+        m_client->sandboxes().stop(id, this, done).detach();
+    statusBar()->showMessage(verb == QLatin1String("start") ? tr("Starting %1…").arg(id) : tr("Stopping %1…").arg(id));
+}
+
+void MainWindow::startSelected()
+{
+    if (const auto s = selectedSandbox())
+        applyLifecycle(QStringLiteral("start"), s->id);
+}
+
+void MainWindow::stopSelected()
+{
+    if (const auto s = selectedSandbox())
+        applyLifecycle(QStringLiteral("stop"), s->id);
+}
+
+void MainWindow::deleteSelected(bool askFirst)
+{
+    const auto s = selectedSandbox();
+    if (!s || !m_client)
+        return;
+    const QString id = s->id;
+    if (askFirst
+        && QMessageBox::question(this, tr("Delete Sandbox"),
+                                 tr("Delete %1 (%2) and its /workspace? This cannot be undone.")
+                                     .arg(s->name.isEmpty() ? id : s->name, s->type),
+                                 QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel)
+               != QMessageBox::Yes)
+        return;
+    if (SandboxWorkspace *ws = workspace(id)) {
+        if (!closeSandboxTab(m_tabs->indexOf(ws)))
+            return;
+    }
+    m_client->sandboxes()
+        .remove(id, this,
+                [this, id](Result<QString> r) {
+                    if (!r)
+                        return showError(tr("Cannot delete %1: %2").arg(id, r.error().message));
+                    m_model->removeSandbox(id);
+                    statusBar()->showMessage(tr("Deleted %1").arg(id), 5000);
+                    m_poller->refresh();
+                    updateActions();
+                })
+        .detach();
+}
+
+void MainWindow::runCommand()
+{
+    SandboxWorkspace *ws = currentWorkspace();
+    auto *console = ws ? ws->page<ConsolePage>(QStringLiteral("console")) : nullptr;
+    if (!console)
+        return;
+    console->focusCommandLine();
+    console->run(console->commandLineText());
+}
+
+void MainWindow::stopCommand()
+{
+    SandboxWorkspace *ws = currentWorkspace();
+    if (auto *console = ws ? ws->page<ConsolePage>(QStringLiteral("console")) : nullptr)
+        console->stop();
+}
+
+void MainWindow::nextTab()
+{
+    if (m_tabs->count() > 1)
+        m_tabs->setCurrentIndex((m_tabs->currentIndex() + 1) % m_tabs->count());
+}
+
+void MainWindow::previousTab()
+{
+    if (m_tabs->count() > 1)
+        m_tabs->setCurrentIndex((m_tabs->currentIndex() + m_tabs->count() - 1) % m_tabs->count());
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    for (SandboxWorkspace *ws : workspaces()) {
+        if (!ws->maybeClose()) {
+            event->ignore();
+            return;
+        }
+    }
+    saveSession();
+    m_closing = true;
+    event->accept();
+}
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,124 @@
+#pragma once
+
+#include <client/connectionprofile.h>
+#include <client/types.h>
+
+#include <QMainWindow>
+#include <QPointer>
+
+class QDockWidget;
+class QLabel;
+class QStackedWidget;
+class QTabWidget;
+class QTreeView;
+
+namespace Sandbox {
+class Client;
+}
+
+namespace Sandbox::Ui {
+
+class ConnectionManager;
+class ConnectionStatus;
+class ProfileStore;
+class SandboxListModel;
+class SandboxPageRegistry;
+class SandboxPoller;
+class SandboxWorkspace;
+class SecretStore;
+struct StoredProfile;
+
+// The main window: the sidebar of sandboxes (live status; create, start, stop, delete from the
+// toolbar, the menus and a context menu), one tab per opened sandbox (its workspace), and the
+// status bar (connection, engine version, quota). Window layout and the open sandboxes with
+// their open files come back after a restart (QSettings, per connection).
+class MainWindow final : public QMainWindow
+{
+    Q_OBJECT
+
+public:
+    // Not owned: all outlive the window.
+    MainWindow(ConnectionManager *connection, const SandboxPageRegistry *registry, ProfileStore *profiles,
+               SecretStore *secrets, QWidget *parent = nullptr);
+    ~MainWindow() override;
+
+    // Connects with a stored profile (a remote one's key comes from the SecretStore).
+    void connectToProfile(const StoredProfile &profile);
+    // Connects with `profile`; `sessionKey` names the saved set of open tabs for it.
+    void connectWith(const ConnectionProfile &profile, const QString &sessionKey);
+    void showConnectionDialog();
+
+    SandboxListModel *sandboxModel() const { return m_model; }
+    QTreeView *sidebar() const { return m_sidebar; }
+    QTabWidget *sandboxTabs() const { return m_tabs; }
+    ConnectionStatus *connectionStatus() const { return m_status; }
+    SandboxPoller *poller() const { return m_poller; }
+    // A menu or toolbar action by object name ("newSandbox", "runCommand", "stopCommand", ...).
+    QAction *action(const QString &name) const;
+
+    SandboxWorkspace *openSandbox(const QString &id);
+    SandboxWorkspace *workspace(const QString &id) const;
+    SandboxWorkspace *currentWorkspace() const;
+    QList<SandboxWorkspace *> workspaces() const;
+    bool closeSandboxTab(int index);
+    void selectSandbox(const QString &id);
+
+    void newSandbox();
+    void createAgent(const AgentCreateOptions &options);
+    void createDatabase(const DatabaseCreateOptions &options);
+    void startSelected();
+    void stopSelected();
+    void deleteSelected(bool askFirst = true);
+    void runCommand();
+    void stopCommand();
+    void nextTab();
+    void previousTab();
+
+    // Writes the window layout and the open tabs to the settings (also done on close).
+    void saveSession();
+    // Reads the window layout back (the tabs come back once the sandboxes are listed).
+    void restoreWindowState();
+
+Q_SIGNALS:
+    // A listing of the sandboxes was applied to the sidebar.
+    void sandboxesListed();
+    void sandboxCreated(const Sandbox::SandboxInfo &sandbox);
+    void errorShown(const QString &message);
+
+protected:
+    void closeEvent(QCloseEvent *event) override;
+
+private:
+    void createActions();
+    void createMenus();
+    void onClientChanged(Client *client);
+    void onListed(const QList<SandboxInfo> &sandboxes, bool complete);
+    void restoreTabs();
+    void updateActions();
+    void updateTab(SandboxWorkspace *ws);
+    void updateTitle();
+    void showError(const QString &message);
+    std::optional<SandboxInfo> selectedSandbox() const;
+    void applyLifecycle(const QString &verb, const QString &id);
+    QString settingsGroup() const;
+
+    ConnectionManager *m_connection;
+    const SandboxPageRegistry *m_registry;
+    ProfileStore *m_profiles;
+    SecretStore *m_secrets;
+    SandboxListModel *m_model;
+    SandboxPoller *m_poller;
+    QTreeView *m_sidebar;
+    QDockWidget *m_sidebarDock;
+    QStackedWidget *m_central;
+    QLabel *m_welcome;
+    QTabWidget *m_tabs;
+    ConnectionStatus *m_status;
+    QPointer<Client> m_client;
+    QString m_sessionKey = QStringLiteral("local");
+    bool m_restorePending = false;
+    bool m_restoring = false;
+    bool m_closing = false;
+};
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,164 @@
+#include "newsandboxdialog.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QPushButton>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QRegularExpression>
+#include <QVBoxLayout>
+
+namespace Sandbox::Ui {
+
+NewSandboxDialog::NewSandboxDialog(QWidget *parent)
+    : QDialog(parent), m_kind(new QComboBox(this)), m_type(new QComboBox(this)), m_size(new QComboBox(this)),
+      m_name(new QLineEdit(this)), m_network(new QCheckBox(tr("Network access"), this)),
+      m_networkWarning(new QLabel(this)), m_env(new QPlainTextEdit(this)), m_envLabel(new QLabel(tr("Environment:"), this)),
+      m_error(new QLabel(this))
+{
+    setWindowTitle(tr("New Sandbox"));
+    auto *layout = new QVBoxLayout(this);
+    auto *form = new QFormLayout;
+    m_kind->addItem(tr("Coding agent"), QStringLiteral("agent"));
+    m_kind->addItem(tr("Database"), QStringLiteral("database"));
+    const QList<std::pair<QString, QString>> sizes{
+        {QStringLiteral("lite"), tr("lite — 256 MiB, 1/16 CPU")},
+        {QStringLiteral("basic"), tr("basic — 1 GiB, 1/4 CPU")},
+        {QStringLiteral("standard-1"), tr("standard-1 — 4 GiB, 1/2 CPU")},
+        {QStringLiteral("standard-2"), tr("standard-2 — 6 GiB, 1 CPU")},
+        {QStringLiteral("standard-3"), tr("standard-3 — 8 GiB, 2 CPUs")},
+        {QStringLiteral("standard-4"), tr("standard-4 — 12 GiB, 4 CPUs")},
+    };
+    for (const auto &[id, text] : sizes)
+        m_size->addItem(text, id);
+    m_size->setCurrentIndex(2);
+    m_name->setPlaceholderText(tr("optional"));
+    m_name->setMaxLength(100);
+    m_networkWarning->setText(tr("Shares this computer's network with the sandbox (no isolation of the network)."));
+    m_networkWarning->setWordWrap(true);
+    m_networkWarning->setStyleSheet(QStringLiteral("color: #9a6700;"));
+    m_networkWarning->hide();
+    m_env->setPlaceholderText(tr("One NAME=value per line, e.g.\nANTHROPIC_API_KEY=sk-ant-…"));
+    m_env->setMaximumHeight(90);
+    m_env->setTabChangesFocus(true);
+    form->addRow(tr("Kind:"), m_kind);
+    form->addRow(tr("Type:"), m_type);
+    form->addRow(tr("Size:"), m_size);
+    form->addRow(tr("Name:"), m_name);
+    form->addRow(QString(), m_network);
+    form->addRow(QString(), m_networkWarning);
+    form->addRow(m_envLabel, m_env);
+    layout->addLayout(form);
+    m_error->setStyleSheet(QStringLiteral("color: #b3261e;"));
+    m_error->setWordWrap(true);
+    m_error->hide();
+    layout->addWidget(m_error);
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Create"));
+    layout->addWidget(buttons);
+    connect(buttons, &QDialogButtonBox::accepted, this, &NewSandboxDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &NewSandboxDialog::reject);
+    connect(m_kind, &QComboBox::currentIndexChanged, this, &NewSandboxDialog::updateTypes);
+    connect(m_network, &QCheckBox::toggled, m_networkWarning, &QLabel::setVisible);
+    updateTypes();
+    resize(460, sizeHint().height());
+}
+
+bool NewSandboxDialog::isDatabase() const
+{
+    return m_kind->currentData().toString() == QLatin1String("database");
+}
+
+void NewSandboxDialog::updateTypes()
+{
+    m_type->clear();
+    if (isDatabase()) {
+        m_type->addItem(QStringLiteral("PostgreSQL"), QStringLiteral("postgres"));
+        m_type->addItem(QStringLiteral("SQLite"), QStringLiteral("sqlite"));
+        m_type->addItem(QStringLiteral("DuckDB"), QStringLiteral("duckdb"));
+    } else {
+        m_type->addItem(QStringLiteral("Claude Code"), QStringLiteral("claude-code"));
+        m_type->addItem(QStringLiteral("OpenCode"), QStringLiteral("opencode"));
+        m_type->addItem(QStringLiteral("Codex"), QStringLiteral("codex"));
+    }
+    const bool agent = !isDatabase();
+    m_network->setVisible(agent);
+    m_networkWarning->setVisible(agent && m_network->isChecked());
+    m_env->setVisible(agent);
+    m_envLabel->setVisible(agent);
+}
+
+void NewSandboxDialog::setKind(bool database)
+{
+    m_kind->setCurrentIndex(database ? 1 : 0);
+}
+
+void NewSandboxDialog::setType(const QString &type)
+{
+    const int i = m_type->findData(type);
+    if (i >= 0)
+        m_type->setCurrentIndex(i);
+}
+
+void NewSandboxDialog::setName(const QString &name)
+{
+    m_name->setText(name);
+}
+
+QMap<QString, QString> NewSandboxDialog::parseEnv(QString *error) const
+{
+    static const QRegularExpression name(QStringLiteral("^[A-Za-z_][A-Za-z0-9_]*$"));
+    QMap<QString, QString> env;
+    const QStringList lines = m_env->toPlainText().split(u'\n');
+    for (int i = 0; i < lines.size(); ++i) {
+        const QString line = lines[i].trimmed();
+        if (line.isEmpty() || line.startsWith(u'#'))
+            continue;
+        const qsizetype eq = line.indexOf(u'=');
+        const QString key = eq > 0 ? line.left(eq).trimmed() : QString();
+        if (!name.match(key).hasMatch()) {
+            *error = tr("Environment line %1: expected NAME=value").arg(i + 1);
+            return {};
+        }
+        env.insert(key, line.mid(eq + 1));
+    }
+    return env;
+}
+
+AgentCreateOptions NewSandboxDialog::agentOptions() const
+{
+    AgentCreateOptions o;
+    o.type = m_type->currentData().toString();
+    o.size = m_size->currentData().toString();
+    o.name = m_name->text().trimmed();
+    o.network = m_network->isChecked();
+    QString error;
+    o.env = parseEnv(&error);
+    return o;
+}
+
+DatabaseCreateOptions NewSandboxDialog::databaseOptions() const
+{
+    DatabaseCreateOptions o;
+    o.type = m_type->currentData().toString();
+    o.size = m_size->currentData().toString();
+    return o;
+}
+
+void NewSandboxDialog::accept()
+{
+    QString error;
+    if (!isDatabase())
+        parseEnv(&error);
+    if (!error.isEmpty()) {
+        m_error->setText(error);
+        m_error->show();
+        return;
+    }
+    QDialog::accept();
+}
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <client/types.h>
+
+#include <QDialog>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+
+namespace Sandbox::Ui {
+
+// Asks what to create: an agent (type, size, name, network, environment) or a database
+// (type, size, name). Environment values (API keys) go only into the create call.
+class NewSandboxDialog final : public QDialog
+{
+    Q_OBJECT
+
+public:
+    explicit NewSandboxDialog(QWidget *parent = nullptr);
+
+    bool isDatabase() const;
+    AgentCreateOptions agentOptions() const;
+    DatabaseCreateOptions databaseOptions() const;
+
+    void setKind(bool database);
+    void setType(const QString &type);
+    void setName(const QString &name);
+
+    void accept() override;
+
+private:
+    void updateTypes();
+    QMap<QString, QString> parseEnv(QString *error) const;
+
+    QComboBox *m_kind;
+    QComboBox *m_type;
+    QComboBox *m_size;
+    QLineEdit *m_name;
+    QCheckBox *m_network;
+    QLabel *m_networkWarning;
+    QPlainTextEdit *m_env;
+    QLabel *m_envLabel;
+    QLabel *m_error;
+};
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,87 @@
+#pragma once
+
+#include "sandboxpagefactory.h"
+
+#include <client/types.h>
+
+#include <QJsonObject>
+#include <QPointer>
+#include <QWidget>
+
+class QSplitter;
+class QStackedWidget;
+class QTabWidget;
+
+namespace Sandbox {
+class Client;
+}
+
+namespace Sandbox::Ui {
+
+class EditorPage;
+class SandboxPageRegistry;
+
+// Everything of one opened sandbox: the pages its factories make, in three areas — the side
+// (file tree), the documents (editors; the agent session and the SQL console will go here) and
+// the panel below (console) — and the editors opened from the file tree.
+class SandboxWorkspace final : public QWidget
+{
+    Q_OBJECT
+
+public:
+    SandboxWorkspace(Client *client, const SandboxInfo &sandbox, const SandboxPageRegistry &registry,
+                     QWidget *parent = nullptr);
+    ~SandboxWorkspace() override;
+
+    const SandboxInfo &sandbox() const { return m_sandbox; }
+    QString sandboxId() const { return m_sandbox.id; }
+    QString title() const;
+    // The sandbox as the list saw it last: status, name, ...; passed on to every page.
+    void setSandbox(const SandboxInfo &sandbox);
+
+    // The page a factory made, by factory id ("console", "files", ...).
+    SandboxPage *page(const QString &factoryId) const;
+    template<typename T>
+    T *page(const QString &factoryId) const { return qobject_cast<T *>(page(factoryId)); }
+    QList<SandboxPage *> pages() const;
+
+    // Opens `path` in an editor, or shows the one already open.
+    EditorPage *openFile(const QString &path);
+    QList<EditorPage *> editors() const;
+    EditorPage *currentEditor() const;
+    void showPage(SandboxPage *page);
+    // Closes the current editor (asks about unsaved changes); false if none closed.
+    bool closeCurrentEditor();
+    void fileRenamed(const QString &from, const QString &to);
+    void fileDeleted(const QString &path);
+    // Next/previous tab in the document area.
+    void cycleDocuments(int delta);
+
+    // Asks every page (unsaved editors); false if one says no.
+    bool maybeClose();
+    QJsonObject saveState() const;
+    void restoreState(const QJsonObject &state);
+
+Q_SIGNALS:
+    void message(const QString &text);
+
+private:
+    QTabWidget *areaWidget(SandboxPageFactory::Area area) const;
+    void addPage(SandboxPage *page, SandboxPageFactory::Area area, bool closable);
+    void updateTab(SandboxPage *page);
+    void closeDocument(int index);
+    void updateDocumentPlaceholder();
+
+    QPointer<Client> m_client;
+    SandboxInfo m_sandbox;
+    QSplitter *m_horizontal;
+    QSplitter *m_vertical;
+    QTabWidget *m_side;
+    QStackedWidget *m_documentStack;
+    QTabWidget *m_documents;
+    QWidget *m_documentPlaceholder;
+    QTabWidget *m_panel;
+    QHash<QString, SandboxPage *> m_factoryPages; // by factory id
+};
+
+} // namespace Sandbox::Ui
