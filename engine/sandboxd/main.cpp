@@ -1,4 +1,5 @@
 // sandboxd: the local engine. Serves docs/protocol.md on one port with real bubblewrap sandboxes.
+#include "agents/agentservice.h"
 #include "api/apiserver.h"
 #include "api/keystore.h"
 #include "api/methods.h"
@@ -110,8 +111,10 @@ int main(int argc, char **argv)
                                            QStringLiteral("ms"), QStringLiteral("600000"));
     const QCommandLineOption uidBaseOpt(QStringLiteral("uid-base"), QStringLiteral("When run as root, sandbox N runs as uid BASE+N (default 200000)."),
                                         QStringLiteral("uid"), QStringLiteral("200000"));
+    const QCommandLineOption agentsDirOpt(QStringLiteral("agents-dir"), QStringLiteral("Where the agent CLIs are installed (default: next to the binary)."),
+                                          QStringLiteral("dir"));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages."));
-    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, verboseOpt});
+    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, agentsDirOpt, verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -165,6 +168,9 @@ int main(int argc, char **argv)
     sandboxes.recover();
     StreamHub streams;
     Methods methods(&sandboxes, &streams, &keys);
+    AgentService agents(&sandboxes, &streams, &methods,
+                        cli.isSet(agentsDirOpt) ? QDir(cli.value(agentsDirOpt)).absolutePath()
+                                                : AgentService::defaultAgentsDir(QCoreApplication::applicationDirPath()));
     ApiServer server(&methods, &streams, &keys);
     QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
 
