@@ -117,6 +117,13 @@ void tst_AgentSessionView::sendShowsTheRunLive()
     QVERIFY(!m_view->totalsText().contains(QLatin1String("Tokens: 0 in")));
     QVERIFY(!m_view->sessionId().isEmpty());
 
+    // For a look by a person: SANDBOX_SCREENSHOT_DIR=DIR saves the view as it is now.
+    if (const QString dir = qEnvironmentVariable("SANDBOX_SCREENSHOT_DIR"); !dir.isEmpty()) {
+        m_view->transcript()->toggleExpanded(int(call));
+        QTest::qWait(200);
+        m_view->grab().save(dir + QStringLiteral("/agent-session-view.png"));
+    }
+
     // The file tree shows the new file.
     SandboxFileModel *files = m_view->files();
     QTRY_VERIFY_WITH_TIMEOUT(files->rowCount() > 0, 10000);

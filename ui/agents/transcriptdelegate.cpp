@@ -18,7 +18,10 @@ using Kind = AgentTranscriptModel::Kind;
 QString diffHtml(const QString &diff)
 {
     QString html = QStringLiteral("<pre style=\"margin:0\">");
-    for (const QString &line : diff.split(u'\n')) {
+    QStringList lines = diff.split(u'\n');
+    while (!lines.isEmpty() && lines.last().isEmpty())
+        lines.removeLast();
+    for (const QString &line : std::as_const(lines)) {
         const QString esc = line.toHtmlEscaped();
         if (line.startsWith(u'+') && !line.startsWith(QLatin1String("+++")))
             html += QStringLiteral("<span style=\"background:#e6ffec;color:#116329\">") + esc + QStringLiteral("</span>\n");
@@ -29,6 +32,8 @@ QString diffHtml(const QString &diff)
         else
             html += esc + u'\n';
     }
+    if (html.endsWith(u'\n'))
+        html.chop(1);
     return html + QStringLiteral("</pre>");
 }
 
