@@ -12,7 +12,9 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QSignalSpy>
+#include <QProcess>
 #include <QTcpServer>
+#include <QTemporaryDir>
 #include <QTest>
 
 using Sandbox::Mocks::MockModelServer;
@@ -57,6 +59,7 @@ private Q_SLOTS:
     void failedFileChangeFails();
     void timeoutKillsTheCli_data();
     void timeoutKillsTheCli();
+    void runOnRepoClonesThenRuns();
     void badParamsAreRefused();
     void noNetworkFailsClearly();
     void stopMidRunKillsTheCli_data();
@@ -341,6 +344,62 @@ void tst_Agents::timeoutKillsTheCli()
     QVERIFY(!cliStillRuns(type));
     // Its connection to the model API is gone with it.
     QTRY_COMPARE_WITH_TIMEOUT(m_mock.openConnections(), 0, 10000);
+}
+
+void tst_Agents::runOnRepoClonesThenRuns()
+{
+    // A real git repository, served over git's dumb HTTP protocol by the mock server.
+    QTemporaryDir dir;
+    const QString src = dir.filePath(QStringLiteral("src")), bare = dir.filePath(QStringLiteral("served/demo.git"));
+    const auto git = [](const QStringList &args, const QString &cwd = {}) {
+        QProcess p;
+        p.setWorkingDirectory(cwd);
+        p.start(QStringLiteral("git"), args);
+        return p.waitForFinished(30000) && p.exitCode() == 0;
+    };
+    QVERIFY(QDir().mkpath(src));
+    QVERIFY(git({QStringLiteral("init"), QStringLiteral("-q"), QStringLiteral("-b"), QStringLiteral("main"), src}));
+    QFile readme(src + QStringLiteral("/README.md"));
+    QVERIFY(readme.open(QIODevice::WriteOnly));
+    readme.write("# demo\n");
+    readme.close();
+    QVERIFY(git({QStringLiteral("-C"), src, QStringLiteral("add"), QStringLiteral(".")}));
+    QVERIFY(git({QStringLiteral("-C"), src, QStringLiteral("-c"), QStringLiteral("user.name=t"), QStringLiteral("-c"),
+                 QStringLiteral("user.email=t@t"), QStringLiteral("commit"), QStringLiteral("-qm"), QStringLiteral("first")}));
+    QVERIFY(git({QStringLiteral("clone"), QStringLiteral("-q"), QStringLiteral("--bare"), src, bare}));
+    QVERIFY(git({QStringLiteral("-C"), bare, QStringLiteral("update-server-info")}));
+    m_mock.setStaticRoot(dir.filePath(QStringLiteral("served")));
+
+    const QString url = m_mock.baseUrl().toString() + QStringLiteral("/files/demo.git");
+    m_rpc.notifications.clear();
+    const QJsonObject answer = m_rpc.call(
+        QStringLiteral("agents.runOnRepo"),
+        {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
+         {QStringLiteral("url"), url},
+         {QStringLiteral("prompt"), QStringLiteral("[[write:/workspace/demo/NOTES.md|notes]]")},
+         // git's dumb HTTP protocol cannot clone shallow
+         {QStringLiteral("options"), QJsonObject{{QStringLiteral("shallow"), false}, {QStringLiteral("branch"), QStringLiteral("main")},
+                                                 {QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")}}}},
+        180000);
+    const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(), QJsonDocument(answer).toJson().constData());
+    QCOMPARE(r.value(QStringLiteral("path")).toString(), QStringLiteral("/workspace/demo"));
+    // It ran in the clone: Claude Code's init event names its working directory.
+    QVERIFY(r.value(QStringLiteral("stdout")).toString().contains(QLatin1String("\"cwd\":\"/workspace/demo\"")));
+    for (const QString &f : {QStringLiteral("/workspace/demo/README.md"), QStringLiteral("/workspace/demo/NOTES.md")}) {
+        const QJsonObject st = m_rpc.result(QStringLiteral("agents.stat"), {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
+                                                                            {QStringLiteral("path"), f}});
+        QCOMPARE(st.value(QStringLiteral("type")).toString(), QStringLiteral("file"));
+    }
+
+    // A clone that fails is a failed run, with git's reason.
+    const QJsonObject bad = m_rpc.result(QStringLiteral("agents.runOnRepo"),
+                                         {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
+                                          {QStringLiteral("url"), QString(m_mock.baseUrl().toString() + QStringLiteral("/files/missing.git"))},
+                                          {QStringLiteral("prompt"), QStringLiteral("hi")}},
+                                         120000);
+    QCOMPARE(bad.value(QStringLiteral("success")).toBool(), false);
+    QVERIFY2(bad.value(QStringLiteral("error")).toString().startsWith(QLatin1String("git clone failed")), QJsonDocument(bad).toJson().constData());
 }
 
 void tst_Agents::badParamsAreRefused()

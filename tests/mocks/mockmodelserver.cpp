@@ -1,6 +1,8 @@
 #include "mockmodelserver.h"
 
 #include <QDateTime>
+#include <QDir>
+#include <QFile>
 #include <QHostAddress>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -372,6 +374,21 @@ void MockModelServer::sendSse(QTcpSocket *socket, const QList<QByteArray> &event
 void MockModelServer::handle(QTcpSocket *socket, const Request &request)
 {
     const Provider provider = providerFor(request.path);
+    if (request.method == "GET" && request.path.startsWith("/files/") && !m_staticRoot.isEmpty()) {
+        const QString rel = QString::fromUtf8(QByteArray::fromPercentEncoding(request.path.mid(7).split('?').value(0)));
+        QFile f(QDir::cleanPath(m_staticRoot + u'/' + rel));
+        const bool inside = QDir::cleanPath(f.fileName()).startsWith(QDir::cleanPath(m_staticRoot) + u'/');
+        if (!inside || rel.contains(QLatin1String("..")) || !f.open(QIODevice::ReadOnly)) {
+            socket->write("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            socket->disconnectFromHost();
+            return;
+        }
+        const QByteArray body = f.readAll();
+        socket->write("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "
+                      + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+        socket->disconnectFromHost();
+        return;
+    }
     if (request.method == "HEAD" || request.method == "GET") {
         if (request.path.endsWith("/models"))
             return sendJson(socket, 200, {{QStringLiteral("object"), QStringLiteral("list")},

@@ -62,6 +62,10 @@ public:
     int openConnections() const { return int(m_sockets.size()); }
     void clear() { m_requests.clear(); }
 
+    // Serves the files below `dir` for GET /files/PATH (e.g. a bare git repository after
+    // `git update-server-info`, for git's dumb HTTP protocol). Empty: none.
+    void setStaticRoot(const QString &dir) { m_staticRoot = dir; }
+
     // The text of the final answer after a tool result (default "Done: the file is written.").
     void setFinalText(const QString &text) { m_finalText = text; }
 
@@ -81,6 +85,7 @@ private:
     QHash<QTcpSocket *, QByteArray> m_sockets; // open connections and their unread bytes
     QList<Request> m_requests;
     QString m_finalText = QStringLiteral("Done: the file is written.");
+    QString m_staticRoot;
     int m_nextId = 1;
 };
 
