@@ -386,7 +386,9 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
         auto output = std::make_shared<Output>();
         output->clock.start();
         job->channel = r.value();
-        const auto flush = [this, job, adapter, turn] {
+        const auto flush = [this, guard = QPointer<AgentService>(this), job, adapter, turn] {
+            if (!guard)
+                return;
             for (QJsonObject e : adapter->takeEvents()) {
                 if (job->streamId.isEmpty())
                     continue;
@@ -414,7 +416,11 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
                 job->channel->cancel(job->execId);
             }
         };
-        const auto onReply = [this, job, adapter, output, flush, id, cwd, request, done](Result<SupervisorChannel::Reply> r) {
+        // The channel may answer while the engine shuts down, after this service is gone.
+        QPointer<AgentService> self(this);
+        const auto onReply = [this, self, job, adapter, output, flush, id, cwd, request, done](Result<SupervisorChannel::Reply> r) {
+            if (!self)
+                return;
             m_sandboxes->endActivity(id);
             job->channel = nullptr;
             job->execId = 0;

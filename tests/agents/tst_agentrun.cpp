@@ -21,6 +21,7 @@ private Q_SLOTS:
     void runEmitsTypedEventsAndFinishes();
     void cancelKillsTheRun();
     void failureIsAResultNotAnError();
+    void engineStopsCleanlyMidRun();
 
 private:
     AgentRunOptions options() const
@@ -131,6 +132,20 @@ void tst_AgentRun::failureIsAResultNotAnError()
     QVERIFY(!result.success);
     QVERIFY(!result.error.isEmpty());
     QVERIFY(errors.count() >= 1);
+}
+
+void tst_AgentRun::engineStopsCleanlyMidRun()
+{
+    const int before = m_mock.modelCallCount();
+    AgentRun *run = m_client->agents().runStreaming(m_id, QStringLiteral("[[sleep:300000]] wait"), options(), this);
+    QSignalSpy failed(run, &AgentRun::failed);
+    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > before && m_mock.openConnections() > 0, 60000);
+    m_engine.terminate();
+    QVERIFY2(m_engine.exitedCleanly(), qPrintable(m_engine.log().right(2000)));
+    // The CLI died with its sandbox, and the client was told.
+    QTRY_COMPARE_WITH_TIMEOUT(m_mock.openConnections(), 0, 10000);
+    m_client->close();
+    QTRY_VERIFY(failed.count() == 1);
 }
 
 QTEST_GUILESS_MAIN(tst_AgentRun)
