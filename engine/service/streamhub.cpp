@@ -146,8 +146,8 @@ void StreamHub::end(const QString &streamId, const QJsonObject &fields)
     params.insert(QStringLiteral("streamId"), s.id);
     params.insert(QStringLiteral("seq"), double(++s.lastSeq));
     QByteArray n = JsonRpc::serialize(JsonRpc::notificationObject(QStringLiteral("stream.end"), params));
-    // requestId goes in as raw JSON to keep its exact type.
-    n.insert(n.lastIndexOf('}'), ",\"requestId\":" + s.requestIdJson);
+    // requestId goes into params as raw JSON to keep its exact type ("params" is the last key).
+    n.insert(n.lastIndexOf('}', n.lastIndexOf('}') - 1), ",\"requestId\":" + s.requestIdJson);
     s.done = true;
     s.endedAt = QDateTime::currentDateTimeUtc();
     s.cancel = nullptr;

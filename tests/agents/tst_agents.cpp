@@ -215,6 +215,10 @@ void tst_Agents::runWritesAFileAndStreamsTheToolCall()
     const QJsonObject end = m_rpc.notifications.last();
     QCOMPARE(end.value(QStringLiteral("method")).toString(), QStringLiteral("stream.end"));
     QCOMPARE(end.value(QStringLiteral("params")).toObject().value(QStringLiteral("result")).toObject(), r);
+    // Every notification of the stream names the request that started it (docs/protocol.md 2.3).
+    const QJsonValue requestId = answer.value(QStringLiteral("id"));
+    for (const QJsonObject &n : m_rpc.notifications)
+        QCOMPARE(n.value(QStringLiteral("params")).toObject().value(QStringLiteral("requestId")), requestId);
 
     // The key reached the model API as the provider expects it (and only there).
     const MockModelServer::Request &last = m_mock.requests().constLast();
