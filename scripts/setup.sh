@@ -56,5 +56,28 @@ cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S "$here" -B "$build_dir" "${cmake_args[@]}" >/dev/null
 fi
+# The coding-agent CLIs, at pinned versions, from the npm registry into the build tree (never
+# globally): sandboxd mounts BUILD/agents/<type> read-only at /opt/agent in each agent sandbox
+# (--agents-dir). Reinstalled only when a pin changes. SANDBOX_SKIP_AGENT_CLIS=1 skips them.
+AGENT_CLIS=(
+  "claude-code @anthropic-ai/claude-code 2.1.332"
+  "codex @openai/codex 0.171.0"
+  "opencode opencode-ai 1.18.33"
+)
+if [ "${SANDBOX_SKIP_AGENT_CLIS:-}" != "1" ]; then
+  for entry in "${AGENT_CLIS[@]}"; do
+    read -r type pkg version <<<"$entry"
+    dir="$build_dir/agents/$type"
+    if [ "$(cat "$dir/.installed" 2>/dev/null)" != "$pkg@$version" ]; then
+      echo "setup: installing $pkg@$version into $dir"
+      rm -rf "$dir" && mkdir -p "$dir"
+      echo '{"private": true}' >"$dir/package.json"
+      (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --save-exact "$pkg@$version" >/dev/null)
+      chmod -R a+rX "$dir"
+      echo "$pkg@$version" >"$dir/.installed"
+    fi
+  done
+fi
+
 echo "setup: building in $build_dir"
 cmake --build "$build_dir" -j"$(nproc)"

@@ -1,5 +1,7 @@
 #include "agentsservice.h"
 
+#include "rpcclient.h"
+
 namespace Sandbox {
 
 AgentsService::AgentsService(ApiCaller *caller) : SandboxMethods(caller, QStringLiteral("agents"))
@@ -70,6 +72,33 @@ RpcCall AgentsService::run(const QString &id, const QString &prompt, const QJson
                            return v.toObject();
                        }),
                    callOptions);
+}
+
+AgentRun *AgentsService::runStreaming(const QString &id, const QString &prompt,
+                                     const AgentRunOptions &options, QObject *parent)
+{
+    RpcClient *rpc = m_caller->streamClient();
+    if (!rpc)
+        return nullptr;
+    QJsonObject params{{QStringLiteral("id"), id}, {QStringLiteral("prompt"), prompt}};
+    const QJsonObject o = options.toJson();
+    if (!o.isEmpty())
+        params.insert(QStringLiteral("options"), o);
+    return new AgentRun(rpc, method("run"), params, parent);
+}
+
+AgentRun *AgentsService::runConversation(const QString &id, const QStringList &prompts,
+                                         const AgentRunOptions &options, QObject *parent)
+{
+    RpcClient *rpc = m_caller->streamClient();
+    if (!rpc)
+        return nullptr;
+    QJsonObject params{{QStringLiteral("id"), id},
+                       {QStringLiteral("prompts"), QJsonArray::fromStringList(prompts)}};
+    const QJsonObject o = options.toJson();
+    if (!o.isEmpty())
+        params.insert(QStringLiteral("options"), o);
+    return new AgentRun(rpc, method("runConversation"), params, parent);
 }
 
 } // namespace Sandbox

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "agentrun.h"
 #include "sandboxmethods.h"
 
 namespace Sandbox {
@@ -22,6 +23,13 @@ public:
     // ({success, result, stdout, sessionId, usage, costUsd, durationMs, exitCode}).
     RpcCall run(const QString &id, const QString &prompt, const QJsonObject &options,
                 QObject *context, Callback<QJsonObject> callback);
+    // `agents.run` with its events as they come (docs/protocol.md 4.7). Returns nullptr when the
+    // caller cannot stream (REST). The run is owned by `parent`.
+    AgentRun *runStreaming(const QString &id, const QString &prompt, const AgentRunOptions &options,
+                           QObject *parent);
+    // `agents.runConversation`: the prompts in order, in one conversation and one stream.
+    AgentRun *runConversation(const QString &id, const QStringList &prompts,
+                              const AgentRunOptions &options, QObject *parent);
 };
 
 } // namespace Sandbox

@@ -23,6 +23,10 @@ class ExecStream final : public QObject
     Q_OBJECT
 
 public:
+    // What `stream.end` carries: an Exec result (finished()), or any other answer, e.g. an agent
+    // run's, delivered raw by ended() only (then failed() comes only when the request failed).
+    enum class ResultKind { Exec, Raw };
+
     ~ExecStream() override;
 
     // Empty until the first notification or the response of the starting request.
@@ -40,6 +44,8 @@ Q_SIGNALS:
     void started(const QString &streamId);
     // `channel` is "stdout" or "stderr"; `data` is decoded (`data` or `dataBase64`).
     void output(const QString &channel, const QByteArray &data);
+    // A typed event (`stream.event`'s `event`), e.g. of an agent run.
+    void event(const QJsonObject &event);
     // The raw `result` of `stream.end`, just before finished().
     void ended(const QJsonValue &result);
     void finished(const Sandbox::ExecResult &result);
@@ -60,6 +66,7 @@ private:
     qint64 m_lastSeq = 0;
     bool m_resuming = false;
     bool m_done = false;
+    ResultKind m_resultKind = ResultKind::Exec;
 };
 
 } // namespace Sandbox

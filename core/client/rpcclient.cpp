@@ -22,6 +22,7 @@ constexpr qint64 StableConnectionMs = 5000;
 
 const QString kStreamOutput = QStringLiteral("stream.output");
 const QString kStreamEnd = QStringLiteral("stream.end");
+const QString kStreamEvent = QStringLiteral("stream.event");
 const QString kStreamId = QStringLiteral("streamId");
 
 Error connectionError(const QString &why)
@@ -469,7 +470,7 @@ void RpcClient::handleMessage(const JsonRpc::Message &m)
             reportProtocolError(*m.error);
             return;
         }
-        if (m.method == kStreamOutput || m.method == kStreamEnd)
+        if (m.method == kStreamOutput || m.method == kStreamEnd || m.method == kStreamEvent)
             handleStreamNotification(m.method, m.params);
         else
             Q_EMIT notification(m.method, m.params);
@@ -497,9 +498,10 @@ void RpcClient::handleMessage(const JsonRpc::Message &m)
 // --- streams ----------------------------------------------------------------------------------
 
 ExecStream *RpcClient::startStream(const QString &method, const QJsonObject &params,
-                                   QObject *parent)
+                                   QObject *parent, ExecStream::ResultKind kind)
 {
     auto *stream = new ExecStream(this, parent);
+    stream->m_resultKind = kind;
     const qint64 id = enqueue(method, params, nullptr, nullptr, 0, nullptr);
     m_pending[id].stream = stream;
     stream->m_requestId = id;
@@ -564,6 +566,10 @@ void RpcClient::handleStreamNotification(const QString &method, const QJsonObjec
         endStream(stream, params.value(QStringLiteral("result")));
         return;
     }
+    if (method == kStreamEvent) {
+        Q_EMIT stream->event(params.value(QStringLiteral("event")).toObject());
+        return;
+    }
     QByteArray data;
     const QJsonValue base64 = params.value(QStringLiteral("dataBase64"));
     if (base64.isString()) {
@@ -599,6 +605,12 @@ void RpcClient::handleStreamResponse(ExecStream *stream, const Result<QJsonValue
         return; // stream.end brings the result
     }
     // The server answered without streaming: deliver the whole result at once.
+    if (stream->m_resultKind == ExecStream::ResultKind::Raw) {
+        stream->m_done = true;
+        m_unboundStreams.remove(stream);
+        Q_EMIT stream->ended(result.value());
+        return;
+    }
     Result<ExecResult> r = ExecResult::fromJson(result.value());
     if (!r) {
         failStream(stream, r.error());
@@ -660,7 +672,7 @@ void RpcClient::endStream(ExecStream *stream, const QJsonValue &result)
     m_unboundStreams.remove(stream);
     QPointer<ExecStream> guard(stream);
     Q_EMIT stream->ended(result);
-    if (!guard)
+    if (!guard || stream->m_resultKind == ExecStream::ResultKind::Raw)
         return;
     Result<ExecResult> r = ExecResult::fromJson(result);
     if (r)

@@ -93,7 +93,8 @@ public:
 
     // Sends a request that starts a stream (e.g. agents.exec with options.stream = true) and
     // returns the object that follows it, owned by `parent`. The request has no timeout.
-    ExecStream *startStream(const QString &method, const QJsonObject &params, QObject *parent);
+    ExecStream *startStream(const QString &method, const QJsonObject &params, QObject *parent,
+                            ExecStream::ResultKind kind = ExecStream::ResultKind::Exec);
 
     int pendingCount() const { return int(m_pending.size()); }
     int queuedCount() const { return int(m_queue.size()); }

@@ -1,4 +1,5 @@
 // sandboxd: the local engine. Serves docs/protocol.md on one port with real bubblewrap sandboxes.
+#include "agents/agentservice.h"
 #include "api/apiserver.h"
 #include "api/keystore.h"
 #include "api/methods.h"
@@ -118,8 +119,11 @@ int main(int argc, char **argv)
                                           QStringLiteral("mode"), QStringLiteral("bubblewrap"));
     const QCommandLineOption noDiskLimitOpt(QStringLiteral("no-disk-limit"),
                                             QStringLiteral("Plain directories as workspaces, without a size cap."));
+    const QCommandLineOption agentsDirOpt(QStringLiteral("agents-dir"), QStringLiteral("Where the agent CLIs are installed (default: next to the binary)."),
+                                          QStringLiteral("dir"));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages."));
-    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, isolationOpt, noDiskLimitOpt, verboseOpt});
+    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, isolationOpt,
+                    noDiskLimitOpt, agentsDirOpt, verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -186,6 +190,9 @@ int main(int argc, char **argv)
     StreamHub streams;
     Methods methods(&sandboxes, &streams, &keys);
     DatabaseAdapter databases(&methods, &sandboxes, DatabaseAdapter::findDbHost(QCoreApplication::applicationDirPath()));
+    AgentService agents(&sandboxes, &streams, &methods,
+                        cli.isSet(agentsDirOpt) ? QDir(cli.value(agentsDirOpt)).absolutePath()
+                                                : AgentService::defaultAgentsDir(QCoreApplication::applicationDirPath()));
     ApiServer server(&methods, &streams, &keys);
     QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
 

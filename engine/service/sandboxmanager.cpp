@@ -467,6 +467,14 @@ Result<QJsonObject> SandboxManager::info(const QString &keyId, const QString &id
     return toJson(e->rec);
 }
 
+Result<SandboxRecord> SandboxManager::record(const QString &keyId, const QString &id, const QString &kind) const
+{
+    const Entry *e = find(keyId, id, kind);
+    if (!e)
+        return Error::notFound(QStringLiteral("sandbox %1").arg(id));
+    return e->rec;
+}
+
 QJsonArray SandboxManager::list(const QString &keyId, const QString &kind) const
 {
     QList<const Entry *> mine;

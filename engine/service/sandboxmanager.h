@@ -92,6 +92,8 @@ public:
     // kind: "" for any kind. Another key's sandbox is NotFound.
     Result<QJsonObject> info(const QString &keyId, const QString &id, const QString &kind = {}) const;
     QJsonArray list(const QString &keyId, const QString &kind) const;
+    // The whole record, environment values included: for the engine's adapters, never for replies.
+    Result<SandboxRecord> record(const QString &keyId, const QString &id, const QString &kind = {}) const;
     void stop(const QString &keyId, const QString &id, const QString &kind, QObject *context, Done done);
     void start(const QString &keyId, const QString &id, const QString &kind, QObject *context, Done done);
     void remove(const QString &keyId, const QString &id, const QString &kind, QObject *context, Done done);

@@ -119,6 +119,21 @@ void StreamHub::flushCarry(Stream &s, int channel)
     publish(s, std::move(n));
 }
 
+void StreamHub::event(const QString &streamId, const QJsonObject &event)
+{
+    const auto it = m_streams.find(streamId);
+    if (it == m_streams.end() || it->second->done)
+        return;
+    Stream &s = *it->second;
+    QJsonObject params{{QStringLiteral("streamId"), s.id},
+                       {QStringLiteral("seq"), double(++s.lastSeq)},
+                       {QStringLiteral("event"), event}};
+    QByteArray n = JsonRpc::serialize(JsonRpc::notificationObject(QStringLiteral("stream.event"), params));
+    // requestId goes into params as raw JSON, to keep its exact type ("params" is the last key).
+    n.insert(n.lastIndexOf('}', n.lastIndexOf('}') - 1), ",\"requestId\":" + s.requestIdJson);
+    publish(s, std::move(n));
+}
+
 void StreamHub::end(const QString &streamId, const QJsonObject &fields)
 {
     const auto it = m_streams.find(streamId);

@@ -43,6 +43,9 @@ public:
                  std::function<void()> cancel);
     // Output bytes; split at UTF-8 boundaries, sent as `data` or, if not UTF-8, `dataBase64`.
     void output(const QString &streamId, int channel, QByteArrayView bytes);
+    // A typed event (`stream.event {streamId, seq, requestId, event}`), e.g. an agent run's
+    // normalised events (docs/protocol.md, 4.7). Shares the stream's seq and backlog.
+    void event(const QString &streamId, const QJsonObject &event);
     // The last notification: `fields` ({"result": ...} or {"error": ...}) go into its params.
     void end(const QString &streamId, const QJsonObject &fields);
 

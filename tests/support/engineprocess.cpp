@@ -88,3 +88,9 @@ QString EngineProcess::log() const
 {
     return QString::fromUtf8(m_log);
 }
+
+bool EngineProcess::exitedCleanly() const
+{
+    return m_process && m_process->state() == QProcess::NotRunning && m_process->exitStatus() == QProcess::NormalExit
+           && m_process->exitCode() == 0;
+}

@@ -27,6 +27,8 @@ public:
     QString dataDir() const { return m_dataDir; }
     qint64 pid() const { return m_process ? m_process->processId() : 0; }
     QString log() const;
+    // After terminate(): it exited by itself with status 0 (no crash, no SIGKILL needed).
+    bool exitedCleanly() const;
 
 private:
     std::unique_ptr<QTemporaryDir> m_tmp;

@@ -1,0 +1,642 @@
+#include "agentservice.h"
+
+#include "api/params.h"
+#include "runtime/sandboxprocess.h"
+#include "runtime/supervisorchannel.h"
+#include "secretredactor.h"
+#include "service/sandboxmanager.h"
+#include "service/streamhub.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLoggingCategory>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QUrl>
+
+#include <unistd.h>
+
+Q_LOGGING_CATEGORY(lcAgents, "sandboxd.agents")
+
+namespace Sandbox::Engine {
+
+namespace {
+
+const QString kAgent = QStringLiteral("agent");
+constexpr qint64 kDefaultTimeoutMs = 600000;
+constexpr qint64 kMaxTimeoutMs = 3600000;
+constexpr qsizetype kMaxPromptChars = 1024 * 1024;
+constexpr qsizetype kMaxSystemPromptChars = 256 * 1024;
+constexpr qint64 kMaxCliOutput = 64 * 1024 * 1024; // read and parsed; the answer keeps less
+constexpr qsizetype kKeptStdout = 1024 * 1024;
+constexpr qsizetype kKeptStderr = 16 * 1024;
+constexpr int kMaxConversationTurns = 100;
+
+QString cliName(const QString &type)
+{
+    return type == QLatin1String("claude-code") ? QStringLiteral("claude") : type;
+}
+
+QStringList stringList(Params &p, const QString &name)
+{
+    QStringList out;
+    const QJsonValue v = p.raw(name);
+    if (v.isUndefined() || v.isNull())
+        return out;
+    const QJsonArray a = v.toArray();
+    const bool ok = v.isArray() && a.size() <= 200 && std::all_of(a.begin(), a.end(), [](const QJsonValue &e) {
+        static const QRegularExpression re(QStringLiteral("^[A-Za-z0-9_.:()*,/ -]{1,200}$"));
+        return e.isString() && re.match(e.toString()).hasMatch();
+    });
+    if (!ok) {
+        p.fail(name, QStringLiteral("must be an array of tool names"));
+        return out;
+    }
+    for (const QJsonValue &e : a)
+        out.append(e.toString());
+    return out;
+}
+
+// Reads `options` of agents.run (docs/protocol.md, 4.7) into `o`; answers false with the error.
+bool readRunOptions(Params &p, const QJsonObject &object, AgentRunOptions &o, qint64 &timeoutMs, bool &newSession,
+                    bool &cwdGiven)
+{
+    Params opt(object, QStringLiteral("options"));
+    o.model = opt.optionalString(QStringLiteral("model"));
+    o.permissionMode = opt.optionalChoice(QStringLiteral("permissionMode"),
+                                          {QStringLiteral("default"), QStringLiteral("acceptEdits"),
+                                           QStringLiteral("bypassPermissions"), QStringLiteral("plan")},
+                                          QStringLiteral("bypassPermissions"));
+    o.maxThinkingTokens = opt.optionalInteger(QStringLiteral("maxThinkingTokens"), -1, 0, 1000000);
+    o.systemPrompt = opt.optionalString(QStringLiteral("systemPrompt"));
+    if (o.systemPrompt.size() > kMaxSystemPromptChars)
+        opt.fail(QStringLiteral("systemPrompt"), QStringLiteral("must be at most %1 characters").arg(kMaxSystemPromptChars));
+    o.allowedTools = stringList(opt, QStringLiteral("allowedTools"));
+    o.disallowedTools = stringList(opt, QStringLiteral("disallowedTools"));
+    timeoutMs = opt.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1, kMaxTimeoutMs);
+    o.sessionId = opt.optionalString(QStringLiteral("sessionId"));
+    static const QRegularExpression sessionRe(QStringLiteral("^[A-Za-z0-9_.-]{1,200}$"));
+    if (!o.sessionId.isEmpty() && !sessionRe.match(o.sessionId).hasMatch())
+        opt.fail(QStringLiteral("sessionId"), QStringLiteral("must be letters, digits, '_', '.' or '-'"));
+    newSession = opt.optionalBool(QStringLiteral("newSession"), false);
+    cwdGiven = opt.has(QStringLiteral("cwd"));
+    o.cwd = opt.optionalString(QStringLiteral("cwd"), QStringLiteral("/workspace"));
+    if (!o.cwd.startsWith(QLatin1String("/workspace")))
+        o.cwd = QStringLiteral("/workspace/") + o.cwd;
+    o.baseUrl = opt.optionalString(QStringLiteral("baseUrl"));
+    if (!o.baseUrl.isEmpty()) {
+        const QUrl url(o.baseUrl, QUrl::StrictMode);
+        if (!url.isValid() || (url.scheme() != QLatin1String("http") && url.scheme() != QLatin1String("https"))
+            || url.host().isEmpty())
+            opt.fail(QStringLiteral("baseUrl"), QStringLiteral("must be an http or https URL"));
+    }
+    o.env = opt.optionalStringMap(QStringLiteral("env"));
+    p.merge(opt);
+    return !p.failed();
+}
+
+QJsonObject failureResult(const QString &reason, const QString &sessionId = {})
+{
+    return {{QStringLiteral("success"), false},
+            {QStringLiteral("result"), QString()},
+            {QStringLiteral("stdout"), QString()},
+            {QStringLiteral("sessionId"), sessionId.isEmpty() ? QJsonValue() : QJsonValue(sessionId)},
+            {QStringLiteral("usage"), QJsonObject{}},
+            {QStringLiteral("costUsd"), QJsonValue()},
+            {QStringLiteral("durationMs"), 0},
+            {QStringLiteral("exitCode"), QJsonValue()},
+            {QStringLiteral("timedOut"), false},
+            {QStringLiteral("error"), reason}};
+}
+
+} // namespace
+
+// One request's work: a run, a conversation or a run on a repository. Registered per sandbox.
+struct AgentService::Job
+{
+    QString sandboxId;
+    QString keyId;
+    QString type;
+    QString streamId;
+    SandboxRecord record;
+    SecretRedactor redactor;
+    QPointer<QObject> context;
+    bool cancelled = false;
+    QString cancelReason;
+    // The exec running now, if any.
+    QPointer<SupervisorChannel> channel;
+    quint32 execId = 0;
+
+    void cancel(const QString &why)
+    {
+        if (cancelled)
+            return;
+        cancelled = true;
+        cancelReason = why;
+        if (channel && execId)
+            channel->cancel(execId);
+    }
+};
+
+AgentService::AgentService(SandboxManager *sandboxes, StreamHub *streams, Methods *methods, QString agentsDir,
+                           QObject *parent)
+    : QObject(parent), m_sandboxes(sandboxes), m_streams(streams), m_methods(methods), m_agentsDir(std::move(agentsDir))
+{
+    installHooks();
+    m_methods->add(QStringLiteral("agents.run"), [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+        run(p, c, r);
+    });
+    m_methods->add(QStringLiteral("agents.runConversation"),
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) { runConversation(p, c, r); });
+    m_methods->add(QStringLiteral("agents.runOnRepo"),
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) { runOnRepo(p, c, r); });
+    m_methods->add(QStringLiteral("agents.stop"), [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+        stop(p, c, r);
+    });
+}
+
+AgentService::~AgentService()
+{
+    for (const auto &job : std::as_const(m_jobs))
+        job->cancel(QStringLiteral("the engine is shutting down"));
+}
+
+QString AgentService::defaultAgentsDir(const QString &applicationDir)
+{
+    const QStringList candidates{applicationDir + QStringLiteral("/../agents"),
+                                 applicationDir + QStringLiteral("/../lib/sandbox-desktop/agents")};
+    for (const QString &c : candidates) {
+        if (QFileInfo(c).isDir())
+            return QDir::cleanPath(c);
+    }
+    return QDir::cleanPath(candidates.first());
+}
+
+QString AgentService::cliExecutable(const QString &type) const
+{
+    return m_agentsDir + u'/' + type + QStringLiteral("/node_modules/.bin/") + cliName(type);
+}
+
+void AgentService::installHooks()
+{
+    for (const QString &type : AgentAdapter::types()) {
+        SandboxTypeHooks hooks;
+        hooks.prepare = [this, type](SandboxSpec &spec, const SandboxRecord &) {
+            const QString cliDir = m_agentsDir + u'/' + type;
+            if (QFileInfo(cliDir).isDir())
+                spec.extraMounts.append({cliDir, QLatin1String(AgentAdapter::CliDir), false});
+            else
+                qCWarning(lcAgents) << "the" << type << "CLI is not installed in" << cliDir << "(run scripts/setup.sh)";
+            // The agent's home (sessions, its own config) persists with the sandbox, outside
+            // /workspace so that it does not clutter the user's files.
+            const QString home = spec.stateDir + QStringLiteral("/agent-home");
+            QDir().mkpath(home);
+            if (spec.dropPrivileges && ::chown(QFile::encodeName(home).constData(), spec.uid, spec.gid) != 0)
+                qCWarning(lcAgents) << "cannot hand" << home << "to uid" << spec.uid;
+            spec.extraMounts.append({home, QLatin1String(AgentAdapter::HomeDir), true});
+        };
+        m_sandboxes->setTypeHooks(type, hooks);
+    }
+}
+
+Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString &id, const CallContext &ctx,
+                                                                  QJsonObject *failure)
+{
+    auto record = m_sandboxes->record(ctx.keyId, id, kAgent);
+    if (!record)
+        return record.error();
+    if (m_jobs.contains(id))
+        return Error{ErrorCode::AlreadyExists,
+                     QStringLiteral("sandbox %1 is already running a prompt; wait for it or stop it first").arg(id),
+                     QJsonObject{{QStringLiteral("id"), id}}};
+    const QString exe = cliExecutable(record->type);
+    if (!QFileInfo::exists(exe))
+        return Error{ErrorCode::SandboxError,
+                     QStringLiteral("the %1 CLI is not installed (%2 is missing); run scripts/setup.sh")
+                         .arg(record->type, exe), {}};
+    auto job = std::make_shared<Job>();
+    job->sandboxId = id;
+    job->keyId = ctx.keyId;
+    job->type = record->type;
+    job->record = record.value();
+    job->context = ctx.guard ? ctx.guard.data() : static_cast<QObject *>(this);
+    job->redactor.addFromEnvironment(record->env);
+    if (!record->network) {
+        *failure = failureResult(QStringLiteral(
+            "the agent cannot reach its model API: sandbox %1 has no network. Create agent sandboxes with "
+            "network: true (they then share the host's network).").arg(id));
+        return job;
+    }
+    if (ctx.notify) {
+        std::weak_ptr<Job> weak = job;
+        job->streamId = m_streams->open(ctx.keyId, ctx.requestId, ctx.notify, [weak] {
+            if (auto j = weak.lock())
+                j->cancel(QStringLiteral("the run was cancelled"));
+        });
+        m_streams->setSinkOwner(job->streamId, ctx.connection);
+    }
+    {
+        std::weak_ptr<Job> weak = job;
+        *ctx.onCancel = [weak] {
+            if (auto j = weak.lock())
+                j->cancel(QStringLiteral("the run was cancelled"));
+        };
+    }
+    m_jobs.insert(id, job);
+    return job;
+}
+
+void AgentService::endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> result, const Methods::Reply &reply)
+{
+    if (m_jobs.value(job->sandboxId) == job)
+        m_jobs.remove(job->sandboxId);
+    if (job->cancelled && (!result || !result->value(QStringLiteral("success")).toBool())) {
+        result = Error{ErrorCode::Cancelled, job->cancelReason, {}};
+    }
+    if (!result) {
+        if (!job->streamId.isEmpty())
+            m_streams->end(job->streamId, {{QStringLiteral("error"), job->redactor.apply(result.error().toJson())}});
+        return reply(result.error());
+    }
+    QJsonObject answer = job->redactor.apply(result.value()).toObject();
+    answer.insert(QStringLiteral("streamId"), job->streamId.isEmpty() ? QJsonValue() : QJsonValue(job->streamId));
+    if (!job->streamId.isEmpty())
+        m_streams->end(job->streamId, {{QStringLiteral("result"), answer}});
+    reply(QJsonValue(answer));
+}
+
+void AgentService::prepareHome(const SandboxRecord &record, const AgentAdapter &adapter, const AgentInvocation &inv) const
+{
+    const QString home = m_sandboxes->stateDirOf(record.id) + QStringLiteral("/agent-home");
+    const EngineConfig &config = m_sandboxes->config();
+    const uid_t uid = config.uidBase + uid_t(record.slot);
+    const auto own = [&](const QString &path) {
+        if (config.dropPrivileges && ::chown(QFile::encodeName(path).constData(), uid, uid) != 0)
+            qCWarning(lcAgents) << "cannot hand" << path << "to uid" << uid;
+    };
+    const auto makeDirs = [&](const QString &rel) {
+        QString path = home;
+        for (const QString &part : rel.split(u'/', Qt::SkipEmptyParts)) {
+            path += u'/' + part;
+            if (!QFileInfo(path).isDir()) {
+                QDir().mkdir(path);
+                own(path);
+            }
+        }
+    };
+    for (const QString &dir : adapter.homeDirectories())
+        makeDirs(dir);
+    for (auto it = inv.homeFiles.cbegin(); it != inv.homeFiles.cend(); ++it) {
+        makeDirs(it.key().section(u'/', 0, -2));
+        const QString path = home + u'/' + it.key();
+        // The home is the sandbox user's: never follow a link it may have put there.
+        if (QFileInfo(path).isSymLink())
+            QFile::remove(path);
+        QSaveFile f(path);
+        if (f.open(QIODevice::WriteOnly) && f.write(it.value()) == it.value().size() && f.commit())
+            own(path);
+        else
+            qCWarning(lcAgents) << "cannot write" << path;
+    }
+}
+
+void AgentService::rememberSession(const QString &sandboxId, const QString &sessionId, const QString &cwd) const
+{
+    if (sessionId.isEmpty())
+        return;
+    const QString path = m_sandboxes->stateDirOf(sandboxId) + QStringLiteral("/agent-sessions.json");
+    QFile in(path);
+    QJsonObject all;
+    if (in.open(QIODevice::ReadOnly))
+        all = QJsonDocument::fromJson(in.readAll()).object();
+    in.close();
+    QJsonObject cwds = all.value(QStringLiteral("cwd")).toObject();
+    cwds.insert(sessionId, cwd);
+    while (cwds.size() > 1000)
+        cwds.remove(cwds.begin().key());
+    all.insert(QStringLiteral("cwd"), cwds);
+    all.insert(QStringLiteral("last"), QJsonObject{{QStringLiteral("sessionId"), sessionId}, {QStringLiteral("cwd"), cwd}});
+    QSaveFile out(path);
+    if (!out.open(QIODevice::WriteOnly) || out.write(QJsonDocument(all).toJson()) < 0 || !out.commit())
+        qCWarning(lcAgents) << "cannot write" << path;
+}
+
+QJsonObject AgentService::lastSession(const QString &sandboxId) const
+{
+    QFile in(m_sandboxes->stateDirOf(sandboxId) + QStringLiteral("/agent-sessions.json"));
+    if (!in.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(in.readAll()).object();
+}
+
+void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions options, int turn, Done done)
+{
+    if (job->cancelled)
+        return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+    // The run sees the sandbox's environment; its own `env` goes on top (and is never stored).
+    const QMap<QString, QString> runEnv = options.env;
+    QMap<QString, QString> env = job->record.env;
+    for (auto it = runEnv.cbegin(); it != runEnv.cend(); ++it)
+        env.insert(it.key(), it.value());
+    options.env = env;
+    job->redactor.addFromEnvironment(runEnv);
+
+    std::shared_ptr<AgentAdapter> adapter = AgentAdapter::create(job->type);
+    const AgentInvocation inv = adapter->invocation(options);
+    prepareHome(job->record, *adapter, inv);
+
+    QJsonObject execEnv;
+    for (auto it = runEnv.cbegin(); it != runEnv.cend(); ++it)
+        execEnv.insert(it.key(), it.value());
+    for (auto it = inv.env.cbegin(); it != inv.env.cend(); ++it)
+        execEnv.insert(it.key(), it.value());
+    QJsonObject request{{QStringLiteral("op"), QStringLiteral("exec")},
+                        {QStringLiteral("argv"), QJsonArray::fromStringList(inv.argv)},
+                        {QStringLiteral("cwd"), options.cwd},
+                        {QStringLiteral("env"), execEnv},
+                        {QStringLiteral("maxOutputBytes"), double(kMaxCliOutput)},
+                        {QStringLiteral("stdin"), false}};
+    request.insert(QStringLiteral("timeoutMs"), double(options.timeoutMs));
+    qCInfo(lcAgents).noquote() << "run" << job->type << "in" << job->sandboxId << "turn" << turn
+                               << (options.sessionId.isEmpty() ? QStringLiteral("(new session)")
+                                                               : QStringLiteral("session ") + options.sessionId);
+
+    const QString id = job->sandboxId;
+    const QString cwd = options.cwd;
+    m_sandboxes->withSupervisor(job->keyId, id, kAgent, job->context.data() ? job->context.data() : this,
+                                [this, job, adapter, request, turn, id, cwd, done](Result<SupervisorChannel *> r) {
+        if (!r)
+            return done(r.error());
+        if (job->cancelled) {
+            m_sandboxes->endActivity(id);
+            return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+        }
+        struct Output
+        {
+            QByteArray out;
+            QByteArray err;
+            bool outTruncated = false;
+            bool aborted = false;
+            QElapsedTimer clock;
+        };
+        auto output = std::make_shared<Output>();
+        output->clock.start();
+        job->channel = r.value();
+        const auto flush = [this, guard = QPointer<AgentService>(this), job, adapter, turn] {
+            if (!guard)
+                return;
+            for (QJsonObject e : adapter->takeEvents()) {
+                if (job->streamId.isEmpty())
+                    continue;
+                e.insert(QStringLiteral("turn"), turn);
+                m_streams->event(job->streamId, job->redactor.apply(e).toObject());
+            }
+        };
+        const auto onOutput = [job, adapter, output, flush](int channel, QByteArrayView bytes) {
+            if (channel == 2) {
+                adapter->feedStderr(bytes);
+                output->err.append(bytes);
+                if (output->err.size() > 2 * kKeptStderr)
+                    output->err = output->err.right(kKeptStderr);
+            } else {
+                adapter->feedStdout(bytes);
+                if (output->out.size() < kKeptStdout)
+                    output->out.append(bytes.first(qMin(bytes.size(), kKeptStdout - output->out.size())));
+                else
+                    output->outTruncated = true;
+            }
+            flush();
+            if (!adapter->abortReason().isEmpty() && !output->aborted && job->channel && job->execId) {
+                output->aborted = true;
+                qCInfo(lcAgents).noquote() << "stopping the run in" << job->sandboxId << ":" << adapter->abortReason();
+                job->channel->cancel(job->execId);
+            }
+        };
+        // The channel may answer while the engine shuts down, after this service is gone.
+        QPointer<AgentService> self(this);
+        const auto onReply = [this, self, job, adapter, output, flush, id, cwd, request, done](Result<SupervisorChannel::Reply> r) {
+            if (!self)
+                return;
+            m_sandboxes->endActivity(id);
+            job->channel = nullptr;
+            job->execId = 0;
+            if (!r) {
+                flush();
+                return done(r.error());
+            }
+            const QJsonObject &j = r->json;
+            AgentAdapter::Exit exit;
+            exit.exitCode = j.value(QStringLiteral("exitCode")).toInt();
+            exit.timedOut = j.value(QStringLiteral("timedOut")).toBool();
+            exit.timeoutMs = qint64(request.value(QStringLiteral("timeoutMs")).toDouble());
+            exit.durationMs = output->clock.elapsed();
+            exit.stderrTail = QString::fromUtf8(output->err.right(kKeptStderr));
+            QJsonObject result = adapter->finish(exit);
+            flush();
+            result.insert(QStringLiteral("stdout"), QString::fromUtf8(output->out));
+            if (output->outTruncated)
+                result.insert(QStringLiteral("stdoutTruncated"), true);
+            rememberSession(id, adapter->sessionId(), cwd);
+            if (job->cancelled)
+                return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+            done(result);
+        };
+        job->execId = job->channel->request(request, {}, onReply, onOutput);
+    });
+}
+
+void AgentService::run(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    AgentRunOptions options;
+    options.prompt = p.requiredString(QStringLiteral("prompt"));
+    if (options.prompt.size() > kMaxPromptChars)
+        p.fail(QStringLiteral("prompt"), QStringLiteral("must be at most %1 characters").arg(kMaxPromptChars));
+    qint64 timeoutMs = 0;
+    bool newSession = false, cwdGiven = false;
+    if (!readRunOptions(p, p.optionalObject(QStringLiteral("options")), options, timeoutMs, newSession, cwdGiven))
+        return reply(p.error());
+    QJsonObject failure;
+    auto job = beginJob(id, ctx, &failure);
+    if (!job)
+        return reply(job.error());
+    if (!failure.isEmpty())
+        return reply(QJsonValue(failure));
+    if (options.sessionId.isEmpty() && !newSession) {
+        const QJsonObject last = lastSession(id).value(QStringLiteral("last")).toObject();
+        options.sessionId = last.value(QStringLiteral("sessionId")).toString();
+        if (!cwdGiven && !options.sessionId.isEmpty())
+            options.cwd = last.value(QStringLiteral("cwd")).toString(options.cwd);
+    } else if (!options.sessionId.isEmpty() && !cwdGiven) {
+        options.cwd = lastSession(id).value(QStringLiteral("cwd")).toObject().value(options.sessionId).toString(options.cwd);
+    }
+    options.timeoutMs = timeoutMs;
+    std::shared_ptr<Job> j = job.value();
+    runTurn(j, options, 0, [this, j, reply](Result<QJsonObject> r) { endJob(j, std::move(r), reply); });
+}
+
+void AgentService::runConversation(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    const QJsonValue promptsValue = p.raw(QStringLiteral("prompts"));
+    const QJsonArray prompts = promptsValue.toArray();
+    const bool promptsOk = promptsValue.isArray() && !prompts.isEmpty() && prompts.size() <= kMaxConversationTurns
+                           && std::all_of(prompts.begin(), prompts.end(), [](const QJsonValue &v) {
+                                  return v.isString() && !v.toString().isEmpty() && v.toString().size() <= kMaxPromptChars;
+                              });
+    if (!p.failed() && !promptsOk)
+        p.fail(QStringLiteral("prompts"),
+               QStringLiteral("must be an array of 1 to %1 non-empty strings").arg(kMaxConversationTurns));
+    AgentRunOptions options;
+    qint64 timeoutMs = 0;
+    bool newSession = false, cwdGiven = false;
+    if (!readRunOptions(p, p.optionalObject(QStringLiteral("options")), options, timeoutMs, newSession, cwdGiven))
+        return reply(p.error());
+    QJsonObject failure;
+    auto job = beginJob(id, ctx, &failure);
+    if (!job)
+        return reply(job.error());
+    if (!failure.isEmpty())
+        return reply(QJsonValue(failure));
+    if (options.sessionId.isEmpty() && !newSession) {
+        const QJsonObject last = lastSession(id).value(QStringLiteral("last")).toObject();
+        options.sessionId = last.value(QStringLiteral("sessionId")).toString();
+        if (!cwdGiven && !options.sessionId.isEmpty())
+            options.cwd = last.value(QStringLiteral("cwd")).toString(options.cwd);
+    }
+    options.timeoutMs = timeoutMs;
+
+    struct State
+    {
+        QJsonArray turns;
+        QElapsedTimer clock;
+        double cost = -1;
+        QJsonObject usage;
+    };
+    auto state = std::make_shared<State>();
+    state->clock.start();
+    std::shared_ptr<Job> j = job.value();
+    auto next = std::make_shared<std::function<void(int, AgentRunOptions)>>();
+    *next = [this, j, prompts, state, next, reply](int turn, AgentRunOptions o) {
+        o.prompt = prompts.at(turn).toString();
+        runTurn(j, o, turn, [this, j, prompts, state, next, reply, turn, o](Result<QJsonObject> r) mutable {
+            if (!r) {
+                *next = nullptr;
+                return endJob(j, r.error(), reply);
+            }
+            const QJsonObject t = r.value();
+            state->turns.append(t);
+            const QJsonObject u = t.value(QStringLiteral("usage")).toObject();
+            for (auto it = u.begin(); it != u.end(); ++it)
+                state->usage.insert(it.key(), state->usage.value(it.key()).toDouble() + it.value().toDouble());
+            if (t.value(QStringLiteral("costUsd")).isDouble())
+                state->cost = qMax(0.0, state->cost) + t.value(QStringLiteral("costUsd")).toDouble();
+            const bool ok = t.value(QStringLiteral("success")).toBool();
+            if (ok && turn + 1 < prompts.size()) {
+                o.sessionId = t.value(QStringLiteral("sessionId")).toString(o.sessionId);
+                return (*next)(turn + 1, o);
+            }
+            QJsonObject answer = t;
+            answer.insert(QStringLiteral("turns"), state->turns);
+            answer.insert(QStringLiteral("usage"), state->usage);
+            answer.insert(QStringLiteral("costUsd"), state->cost < 0 ? QJsonValue() : QJsonValue(state->cost));
+            answer.insert(QStringLiteral("durationMs"), double(state->clock.elapsed()));
+            if (!ok && prompts.size() > 1)
+                answer.insert(QStringLiteral("error"), QStringLiteral("turn %1 of %2 failed: %3")
+                                                           .arg(turn + 1).arg(prompts.size())
+                                                           .arg(t.value(QStringLiteral("error")).toString()));
+            *next = nullptr;
+            endJob(j, answer, reply);
+        });
+    };
+    (*next)(0, options);
+}
+
+void AgentService::runOnRepo(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    const QString url = p.requiredString(QStringLiteral("url"));
+    const QString prompt = p.requiredString(QStringLiteral("prompt"));
+    Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
+    const QString branch = o.optionalString(QStringLiteral("branch"));
+    const bool shallow = o.optionalBool(QStringLiteral("shallow"), true);
+    QString path = o.optionalString(QStringLiteral("path"));
+    p.merge(o);
+    if (p.failed())
+        return reply(p.error());
+    if (path.isEmpty()) {
+        QString name = url.section(u'/', -1);
+        if (name.endsWith(QLatin1String(".git")))
+            name.chop(4);
+        static const QRegularExpression safe(QStringLiteral("^[A-Za-z0-9_.-]+$"));
+        path = QStringLiteral("/workspace/") + (safe.match(name).hasMatch() && !name.startsWith(u'.') ? name : QStringLiteral("repo"));
+    }
+    if (!path.startsWith(QLatin1String("/workspace/")))
+        path = QStringLiteral("/workspace/") + path;
+    // The run's own options: as agents.run, in the clone (a new session unless one is given).
+    QJsonObject runOptions = p.optionalObject(QStringLiteral("options"));
+    for (const char *k : {"branch", "shallow", "path"})
+        runOptions.remove(QLatin1String(k));
+    runOptions.insert(QStringLiteral("cwd"), path);
+    if (!runOptions.contains(QStringLiteral("sessionId")))
+        runOptions.insert(QStringLiteral("newSession"), true);
+
+    QJsonObject cloneOptions{{QStringLiteral("shallow"), shallow}, {QStringLiteral("path"), path}};
+    if (!branch.isEmpty())
+        cloneOptions.insert(QStringLiteral("branch"), branch);
+    CallContext quiet = ctx; // the clone does not stream
+    quiet.notify = nullptr;
+    quiet.onCancel = ctx.onCancel;
+    QPointer<AgentService> self(this);
+    m_methods->call(QStringLiteral("agents.cloneRepo"),
+                    {{QStringLiteral("id"), id}, {QStringLiteral("url"), url}, {QStringLiteral("options"), cloneOptions}}, quiet,
+                    [self, id, prompt, runOptions, ctx, reply, path](Result<QJsonValue> r) {
+        if (!self)
+            return;
+        if (!r)
+            return reply(r.error());
+        const QJsonObject clone = r->toObject();
+        if (clone.value(QStringLiteral("exitCode")).toInt() != 0) {
+            QJsonObject failure = failureResult(QStringLiteral("git clone failed (exit %1): %2")
+                                                    .arg(clone.value(QStringLiteral("exitCode")).toInt())
+                                                    .arg(clone.value(QStringLiteral("stderr")).toString().trimmed().right(2000)));
+            failure.insert(QStringLiteral("clone"), clone);
+            return reply(QJsonValue(failure));
+        }
+        self->run({{QStringLiteral("id"), id}, {QStringLiteral("prompt"), prompt}, {QStringLiteral("options"), runOptions}},
+                  ctx, [reply, path](Result<QJsonValue> r) {
+            if (!r)
+                return reply(r);
+            QJsonObject answer = r->toObject();
+            answer.insert(QStringLiteral("path"), path);
+            reply(QJsonValue(answer));
+        });
+    });
+}
+
+void AgentService::stop(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    if (p.failed())
+        return reply(p.error());
+    if (const auto record = m_sandboxes->record(ctx.keyId, id, kAgent); !record)
+        return reply(record.error());
+    if (const auto job = m_jobs.value(id))
+        job->cancel(QStringLiteral("the sandbox was stopped"));
+    QObject *context = ctx.guard ? ctx.guard.data() : this;
+    m_sandboxes->stop(ctx.keyId, id, kAgent, context, [reply](Result<QJsonObject> r) {
+        if (!r)
+            return reply(r.error());
+        reply(QJsonValue(r.value()));
+    });
+}
+
+} // namespace Sandbox::Engine

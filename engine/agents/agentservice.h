@@ -1,0 +1,70 @@
+#pragma once
+
+#include "agentadapter.h"
+#include "api/methods.h"
+
+#include <QHash>
+#include <QObject>
+#include <QString>
+
+#include <memory>
+
+namespace Sandbox::Engine {
+
+class SandboxManager;
+class StreamHub;
+struct SandboxRecord;
+
+// Coding agents in agent sandboxes (docs/protocol.md, 4.7): mounts each type's CLI read-only at
+// /opt/agent and a persistent home at /home/agent (SandboxTypeHooks), and serves agents.run,
+// agents.runConversation, agents.runOnRepo and the run-aware agents.stop. A run is one exec of the
+// CLI through the sandbox's supervisor (stdin /dev/null, under a timeout); its output is read by
+// the type's AgentAdapter and streamed as `stream.event` notifications. One run per sandbox at a
+// time. Secrets of the run's environment never leave the engine: every event and answer is
+// scrubbed of them, and none is logged.
+class AgentService final : public QObject
+{
+    Q_OBJECT
+
+public:
+    // `agentsDir` holds one directory per type (`claude-code/node_modules/.bin/claude`, ...), as
+    // scripts/setup.sh installs them.
+    AgentService(SandboxManager *sandboxes, StreamHub *streams, Methods *methods, QString agentsDir,
+                 QObject *parent = nullptr);
+    ~AgentService() override;
+
+    // Next to the binary: BIN/../agents (the build tree), then BIN/../lib/sandbox-desktop/agents.
+    static QString defaultAgentsDir(const QString &applicationDir);
+    const QString &agentsDir() const { return m_agentsDir; }
+
+    // Runs in progress (for tests and diagnostics).
+    int runningCount() const { return int(m_jobs.size()); }
+
+private:
+    struct Job;
+    using Done = std::function<void(Result<QJsonObject>)>;
+
+    void installHooks();
+    void run(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+    void runConversation(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+    void runOnRepo(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+    void stop(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+
+    // Checks what every run needs; on success a Job registered for the sandbox.
+    Result<std::shared_ptr<Job>> beginJob(const QString &id, const CallContext &ctx, QJsonObject *failure);
+    void endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> result, const Methods::Reply &reply);
+    // One CLI run; `done` gets the run's answer (or an Error when the run could not be made).
+    void runTurn(const std::shared_ptr<Job> &job, AgentRunOptions options, int turn, Done done);
+    void prepareHome(const SandboxRecord &record, const AgentAdapter &adapter, const AgentInvocation &inv) const;
+    void rememberSession(const QString &sandboxId, const QString &sessionId, const QString &cwd) const;
+    QJsonObject lastSession(const QString &sandboxId) const;
+    QString cliExecutable(const QString &type) const;
+
+    SandboxManager *m_sandboxes; // not owned
+    StreamHub *m_streams;        // not owned
+    Methods *m_methods;          // not owned
+    QString m_agentsDir;
+    QHash<QString, std::shared_ptr<Job>> m_jobs; // by sandbox id
+};
+
+} // namespace Sandbox::Engine

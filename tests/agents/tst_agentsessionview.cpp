@@ -1,0 +1,228 @@
+// The agent session view and dashboard, offscreen, driving the real Claude Code CLI in a real
+// sandbox through a real sandboxd (mock model API): type a prompt, Send, watch the transcript,
+// the totals and the file tree; a follow-up continues the session; Stop kills the run.
+#include "engineprocess.h"
+#include "mockmodelserver.h"
+
+#include <agents/agentdashboard.h>
+#include <agents/agentdashboardmodel.h>
+#include <agents/agentsessionview.h>
+#include <agents/agenttranscriptmodel.h>
+#include <agents/sandboxfilemodel.h>
+#include <client/client.h>
+
+#include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTest>
+
+using namespace Sandbox;
+using namespace Sandbox::Ui;
+using Sandbox::Mocks::MockModelServer;
+
+class tst_AgentSessionView : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void sendShowsTheRunLive();
+    void followUpContinuesTheSession();
+    void stopKillsTheRun();
+    void dashboardShowsTheSessions();
+    void fileModelLoadsLazily();
+
+private:
+    QStringList titles() const;
+
+    EngineProcess m_engine;
+    MockModelServer m_mock;
+    std::unique_ptr<Client> m_client;
+    SandboxInfo m_sandbox;
+    std::unique_ptr<AgentSessionView> m_view;
+};
+
+void tst_AgentSessionView::initTestCase()
+{
+    QVERIFY(m_mock.listen());
+    QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"), QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
+             qPrintable(m_engine.log()));
+    m_client = std::make_unique<Client>(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    m_client->open();
+    QTRY_COMPARE(m_client->rpc()->state(), RpcClient::State::Connected);
+    AgentCreateOptions create;
+    create.type = QStringLiteral("claude-code");
+    create.size = QStringLiteral("standard-2");
+    create.name = QStringLiteral("ui test");
+    create.network = true;
+    create.env = {{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-ant-ui-test-0000")},
+                  {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
+    bool done = false;
+    m_client->agents().create(create, this, [this, &done](Result<SandboxInfo> r) {
+        done = true;
+        if (r)
+            m_sandbox = r.value();
+    }).detach();
+    QTRY_VERIFY_WITH_TIMEOUT(done, 30000);
+    QVERIFY(!m_sandbox.id.isEmpty());
+    m_view = std::make_unique<AgentSessionView>(m_client.get(), m_sandbox);
+    m_view->resize(1000, 700);
+    m_view->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_view.get()));
+    m_view->modelPicker()->setCurrentText(QStringLiteral("claude-sonnet-4-5"));
+}
+
+QStringList tst_AgentSessionView::titles() const
+{
+    QStringList out;
+    const AgentTranscriptModel *m = m_view->transcript();
+    for (int i = 0; i < m->rowCount(); ++i)
+        out.append(m->index(i).data(AgentTranscriptModel::TitleRole).toString() + u'|'
+                   + m->index(i).data(AgentTranscriptModel::BodyRole).toString().left(60));
+    return out;
+}
+
+void tst_AgentSessionView::sendShowsTheRunLive()
+{
+    QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
+    QTest::keyClicks(m_view->promptEdit(), QStringLiteral("[[remember:heron]] [[write:/workspace/ui.txt|from the UI]]"));
+    QTest::mouseClick(m_view->sendButton(), Qt::LeftButton);
+    QVERIFY(m_view->isRunning());
+    QVERIFY(!m_view->sendButton()->isEnabled());
+    QVERIFY(m_view->stopButton()->isEnabled());
+    QVERIFY(m_view->promptEdit()->toPlainText().isEmpty());
+    QVERIFY(finished.wait(120000));
+    QVERIFY(finished.at(0).at(1).value<AgentRunResult>().success);
+    QVERIFY(m_view->sendButton()->isEnabled());
+
+    const QStringList t = titles();
+    QVERIFY2(t.size() >= 5, qPrintable(t.join(u'\n')));
+    QCOMPARE(t.first(), QStringLiteral("|[[remember:heron]] [[write:/workspace/ui.txt|from the UI]]"));
+    const auto rowStartingWith = [&t](const QString &prefix) {
+        for (qsizetype i = 0; i < t.size(); ++i) {
+            if (t[i].startsWith(prefix))
+                return i;
+        }
+        return qsizetype(-1);
+    };
+    const qsizetype call = rowStartingWith(QStringLiteral("Write /workspace/ui.txt|"));
+    const qsizetype change = rowStartingWith(QStringLiteral("Created /workspace/ui.txt|"));
+    QVERIFY2(call > 0 && change > call, qPrintable(t.join(u'\n')));
+    QVERIFY(t.contains(QStringLiteral("|Done: the file is written.")));
+    QVERIFY(t.last().startsWith(QLatin1String("Done in ")));
+    QVERIFY2(m_view->totalsText().contains(QLatin1String("Cost: $")), qPrintable(m_view->totalsText()));
+    QVERIFY(!m_view->totalsText().contains(QLatin1String("Tokens: 0 in")));
+    QVERIFY(!m_view->sessionId().isEmpty());
+
+    // For a look by a person: SANDBOX_SCREENSHOT_DIR=DIR saves the view as it is now.
+    if (const QString dir = qEnvironmentVariable("SANDBOX_SCREENSHOT_DIR"); !dir.isEmpty()) {
+        m_view->transcript()->toggleExpanded(int(call));
+        QTest::qWait(200);
+        m_view->grab().save(dir + QStringLiteral("/agent-session-view.png"));
+    }
+
+    // The file tree shows the new file.
+    SandboxFileModel *files = m_view->files();
+    QTRY_VERIFY_WITH_TIMEOUT(files->rowCount() > 0, 10000);
+    bool found = false;
+    for (int i = 0; i < files->rowCount(); ++i)
+        found = found || files->index(i, 0).data(SandboxFileModel::PathRole).toString() == QLatin1String("/workspace/ui.txt");
+    QVERIFY(found);
+}
+
+void tst_AgentSessionView::followUpContinuesTheSession()
+{
+    const QString session = m_view->sessionId();
+    QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
+    QVERIFY(m_view->send(QStringLiteral("[[recall]]")));
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(m_view->sessionId(), session);
+    QVERIFY(titles().contains(QStringLiteral("|I remember: heron.")));
+}
+
+void tst_AgentSessionView::stopKillsTheRun()
+{
+    QSignalSpy failed(m_view.get(), &AgentSessionView::runFailed);
+    const int before = m_mock.modelCallCount();
+    QVERIFY(m_view->send(QStringLiteral("[[sleep:300000]] slowly")));
+    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > before && m_mock.openConnections() > 0, 60000);
+    QTest::mouseClick(m_view->stopButton(), Qt::LeftButton);
+    QVERIFY(failed.wait(15000));
+    QVERIFY(!m_view->isRunning());
+    QVERIFY(m_view->sendButton()->isEnabled());
+    QVERIFY(titles().last().startsWith(QLatin1String("Error|Stopped")));
+    QTRY_COMPARE_WITH_TIMEOUT(m_mock.openConnections(), 0, 10000);
+}
+
+void tst_AgentSessionView::dashboardShowsTheSessions()
+{
+    AgentDashboard dashboard(m_client.get());
+    QAbstractItemModelTester tester(dashboard.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    dashboard.track(m_view.get());
+    QSignalSpy refreshed(&dashboard, &AgentDashboard::refreshed);
+    dashboard.refresh();
+    QVERIFY(refreshed.wait(10000));
+    const int row = dashboard.model()->rowOf(m_sandbox.id);
+    QVERIFY(row >= 0);
+    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Name).data().toString(), QStringLiteral("ui test"));
+    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Network).data().toString(), QStringLiteral("host network"));
+    // A run in the session view shows up in the dashboard.
+    QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
+    QVERIFY(m_view->send(QStringLiteral("hello")));
+    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Status).data().toString(), QStringLiteral("running a prompt"));
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Runs).data().toString(), QStringLiteral("1"));
+    QVERIFY(dashboard.model()->index(row, AgentDashboardModel::Cost).data().toString().startsWith(u'$'));
+    // Opening from the table.
+    QSignalSpy open(&dashboard, &AgentDashboard::openRequested);
+    Q_EMIT dashboard.table()->activated(dashboard.table()->model()->index(0, 0));
+    QCOMPARE(open.count(), 1);
+    QCOMPARE(open.at(0).at(0).value<SandboxInfo>().id, m_sandbox.id);
+}
+
+void tst_AgentSessionView::fileModelLoadsLazily()
+{
+    // Two levels: only the root is listed until a directory is expanded.
+    bool done = false;
+    m_client->agents().mkdir(m_sandbox.id, QStringLiteral("/workspace/sub/deeper"), true, this,
+                             [&done](Result<QString>) { done = true; }).detach();
+    QTRY_VERIFY(done);
+    SandboxFileModel model(&m_client->agents(), m_sandbox.id);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QSignalSpy loaded(&model, &SandboxFileModel::loaded);
+    // (The tester itself may already have asked for the root.)
+    QCOMPARE(model.rowCount(), 0);
+    if (model.canFetchMore({}))
+        model.fetchMore({});
+    QVERIFY(loaded.wait(10000));
+    QModelIndex sub;
+    for (int i = 0; i < model.rowCount(); ++i) {
+        if (model.index(i, 0).data(SandboxFileModel::PathRole).toString() == QLatin1String("/workspace/sub"))
+            sub = model.index(i, 0);
+    }
+    QVERIFY(sub.isValid());
+    QCOMPARE(model.index(0, 0).data(SandboxFileModel::IsDirRole).toBool(), true); // directories first
+    QVERIFY(model.hasChildren(sub));
+    QCOMPARE(model.rowCount(sub), 0); // not listed before it is asked for
+    if (model.canFetchMore(sub))
+        model.fetchMore(sub);
+    QTRY_COMPARE_WITH_TIMEOUT(model.rowCount(sub), 1, 10000);
+    QCOMPARE(model.index(0, 0, sub).data(SandboxFileModel::PathRole).toString(), QStringLiteral("/workspace/sub/deeper"));
+    // A reload drops the tree; the answer for the old tree is ignored, the new one fills it once.
+    model.reload();
+    QCOMPARE(model.rowCount(), 0);
+    if (model.canFetchMore({}))
+        model.fetchMore({});
+    QVERIFY(loaded.wait(10000));
+    QStringList paths;
+    for (int i = 0; i < model.rowCount(); ++i)
+        paths.append(model.index(i, 0).data(SandboxFileModel::PathRole).toString());
+    QCOMPARE(paths.count(QStringLiteral("/workspace/sub")), 1);
+    QCOMPARE(model.rowCount(model.index(int(paths.indexOf(QStringLiteral("/workspace/sub"))), 0)), 0);
+}
+
+QTEST_MAIN(tst_AgentSessionView)
+#include "tst_agentsessionview.moc"

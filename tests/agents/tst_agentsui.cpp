@@ -1,0 +1,259 @@
+// The agents' item models and transcript view, offscreen: model consistency
+// (QAbstractItemModelTester), tool results merged into their calls, collapsing, the dashboard's
+// bookkeeping, and a 10 000-event transcript that stays quick to append to and to scroll.
+#include <agents/agentdashboardmodel.h>
+#include <agents/agenttranscriptmodel.h>
+#include <agents/agenttranscriptview.h>
+
+#include <QAbstractItemModelTester>
+#include <QElapsedTimer>
+#include <QJsonObject>
+#include <QImage>
+#include <QScrollBar>
+#include <QTest>
+
+using namespace Sandbox;
+using namespace Sandbox::Ui;
+
+namespace {
+
+AgentEvent ev(const QJsonObject &o)
+{
+    return AgentEvent::fromJson(o).value();
+}
+
+AgentEvent text(const QString &t, int turn = 0)
+{
+    return ev({{QStringLiteral("type"), QStringLiteral("text")}, {QStringLiteral("text"), t}, {QStringLiteral("turn"), turn}});
+}
+
+AgentEvent toolCall(const QString &id, const QString &path)
+{
+    return ev({{QStringLiteral("type"), QStringLiteral("tool_call")}, {QStringLiteral("id"), id},
+               {QStringLiteral("name"), QStringLiteral("Write")},
+               {QStringLiteral("input"), QJsonObject{{QStringLiteral("file_path"), path}, {QStringLiteral("content"), QStringLiteral("x")}}}});
+}
+
+AgentEvent toolResult(const QString &id, const QString &output, bool isError)
+{
+    return ev({{QStringLiteral("type"), QStringLiteral("tool_result")}, {QStringLiteral("id"), id},
+               {QStringLiteral("name"), QStringLiteral("Write")}, {QStringLiteral("output"), output},
+               {QStringLiteral("isError"), isError}});
+}
+
+AgentEvent fileChange(const QString &path, bool ok)
+{
+    return ev({{QStringLiteral("type"), QStringLiteral("file_change")}, {QStringLiteral("path"), path},
+               {QStringLiteral("kind"), QStringLiteral("add")}, {QStringLiteral("status"), ok ? QStringLiteral("ok") : QStringLiteral("failed")},
+               {QStringLiteral("diff"), QStringLiteral("--- /dev/null\n+++ %1\n@@ -0,0 +1 @@\n+x\n").arg(path)}});
+}
+
+SandboxInfo sandbox(const QString &id, const QString &status = QStringLiteral("running"))
+{
+    SandboxInfo s;
+    s.id = id;
+    s.type = QStringLiteral("claude-code");
+    s.status = status;
+    s.network = true;
+    s.lastActiveAt = QDateTime::currentDateTimeUtc();
+    return s;
+}
+
+} // namespace
+
+class tst_AgentsUi : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void transcriptRowsFollowTheEvents();
+    void toolResultsMergeIntoTheirCall_data();
+    void toolResultsMergeIntoTheirCall();
+    void collapsibleRowsToggle();
+    void dashboardMergesAndCounts();
+    void tenThousandEventsStaySmooth();
+};
+
+void tst_AgentsUi::transcriptRowsFollowTheEvents()
+{
+    AgentTranscriptModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.addPrompt(QStringLiteral("write a file"));
+    model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("session")}, {QStringLiteral("sessionId"), QStringLiteral("s1")}}));
+    model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("thinking")}, {QStringLiteral("text"), QStringLiteral("hmm")}}));
+    model.addEvent(toolCall(QStringLiteral("t1"), QStringLiteral("/workspace/a.txt")));
+    model.addEvent(toolResult(QStringLiteral("t1"), QStringLiteral("ok"), false));
+    model.addEvent(fileChange(QStringLiteral("/workspace/a.txt"), true));
+    model.addEvent(text(QStringLiteral("**Done.**")));
+    model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("usage")}, {QStringLiteral("inputTokens"), 5}}));
+    AgentRunResult r;
+    r.success = false;
+    r.error = QStringLiteral("the model API is unreachable");
+    model.addRunEnd(r);
+    // session and usage make no rows; the tool result went into its call's row.
+    QCOMPARE(model.rowCount(), 6);
+    using K = AgentTranscriptModel::Kind;
+    const QList<K> kinds{K::Prompt, K::Thinking, K::ToolCall, K::FileChange, K::Text, K::Result};
+    for (int i = 0; i < kinds.size(); ++i)
+        QCOMPARE(K(model.index(i).data(AgentTranscriptModel::KindRole).toInt()), kinds[i]);
+    QCOMPARE(model.index(2).data(AgentTranscriptModel::TitleRole).toString(), QStringLiteral("Write /workspace/a.txt"));
+    QVERIFY(model.index(3).data(AgentTranscriptModel::BodyRole).toString().contains(QLatin1String("+x")));
+    QCOMPARE(model.index(4).data(AgentTranscriptModel::BodyRole).toString(), QStringLiteral("**Done.**"));
+    QVERIFY(model.index(5).data(AgentTranscriptModel::IsErrorRole).toBool());
+    QCOMPARE(model.index(5).data(AgentTranscriptModel::BodyRole).toString(), QStringLiteral("the model API is unreachable"));
+    model.clear();
+    QCOMPARE(model.rowCount(), 0);
+}
+
+void tst_AgentsUi::toolResultsMergeIntoTheirCall_data()
+{
+    QTest::addColumn<bool>("isError");
+    QTest::newRow("succeeded") << false;
+    QTest::newRow("failed") << true;
+}
+
+void tst_AgentsUi::toolResultsMergeIntoTheirCall()
+{
+    QFETCH(bool, isError);
+    AgentTranscriptModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.addEvent(toolCall(QStringLiteral("a"), QStringLiteral("/workspace/1")));
+    model.addEvent(toolCall(QStringLiteral("b"), QStringLiteral("/workspace/2")));
+    QVERIFY(model.index(0).data(AgentTranscriptModel::PendingRole).toBool());
+    model.addEvent(toolResult(QStringLiteral("a"), QStringLiteral("result of a"), isError));
+    QCOMPARE(model.rowCount(), 2);
+    QVERIFY(!model.index(0).data(AgentTranscriptModel::PendingRole).toBool());
+    QVERIFY(model.index(1).data(AgentTranscriptModel::PendingRole).toBool());
+    QCOMPARE(model.index(0).data(AgentTranscriptModel::IsErrorRole).toBool(), isError);
+    QVERIFY(model.index(0).data(AgentTranscriptModel::BodyRole).toString().contains(QLatin1String("result of a")));
+    QVERIFY(!model.index(1).data(AgentTranscriptModel::BodyRole).toString().contains(QLatin1String("result of a")));
+    // The same in one batch (a replay).
+    AgentTranscriptModel batch;
+    batch.addEvents({toolCall(QStringLiteral("c"), QStringLiteral("/workspace/3")), toolResult(QStringLiteral("c"), QStringLiteral("r"), isError)});
+    QCOMPARE(batch.rowCount(), 1);
+    QCOMPARE(batch.index(0).data(AgentTranscriptModel::IsErrorRole).toBool(), isError);
+}
+
+void tst_AgentsUi::collapsibleRowsToggle()
+{
+    AgentTranscriptModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.addEvent(toolCall(QStringLiteral("a"), QStringLiteral("/workspace/1")));
+    model.addEvent(text(QStringLiteral("plain")));
+    QVERIFY(!model.index(0).data(AgentTranscriptModel::ExpandedRole).toBool());
+    model.toggleExpanded(0);
+    QVERIFY(model.index(0).data(AgentTranscriptModel::ExpandedRole).toBool());
+    model.toggleExpanded(1); // text is not collapsible
+    QVERIFY(!model.index(1).data(AgentTranscriptModel::CollapsibleRole).toBool());
+
+    // In the view, a click on the header opens the row and makes it taller.
+    AgentTranscriptView view;
+    view.resize(600, 400);
+    view.setTranscript(&model);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    const int open = view.visualRect(model.index(0)).height();
+    QTest::mouseClick(view.viewport(), Qt::LeftButton, {}, view.visualRect(model.index(0)).topLeft() + QPoint(10, 5));
+    QVERIFY(!model.index(0).data(AgentTranscriptModel::ExpandedRole).toBool());
+    QTRY_VERIFY(view.visualRect(model.index(0)).height() < open);
+}
+
+void tst_AgentsUi::dashboardMergesAndCounts()
+{
+    AgentDashboardModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setSandboxes({sandbox(QStringLiteral("sb_a")), sandbox(QStringLiteral("sb_b"))});
+    QCOMPARE(model.rowCount(), 2);
+    model.runStarted(QStringLiteral("sb_b"));
+    QCOMPARE(model.index(1, AgentDashboardModel::Status).data().toString(), QStringLiteral("running a prompt"));
+    AgentRunResult r;
+    r.success = true;
+    r.usage.inputTokens = 100;
+    r.usage.outputTokens = 20;
+    r.usage.costUsd = 0.25;
+    model.runFinished(QStringLiteral("sb_b"), r);
+    r.success = false;
+    r.error = QStringLiteral("boom");
+    model.runFinished(QStringLiteral("sb_b"), r);
+    QCOMPARE(model.index(1, AgentDashboardModel::Status).data().toString(), QStringLiteral("running"));
+    QCOMPARE(model.index(1, AgentDashboardModel::Runs).data().toString(), QStringLiteral("2 (1 failed)"));
+    QCOMPARE(model.index(1, AgentDashboardModel::Cost).data().toString(), QStringLiteral("$0.5000"));
+    QCOMPARE(model.index(0, AgentDashboardModel::Cost).data().toString(), QStringLiteral("—"));
+    QCOMPARE(model.index(1, AgentDashboardModel::Network).data().toString(), QStringLiteral("host network"));
+    QCOMPARE(model.totalCostUsd(), 0.5);
+    // A new list: sb_a went away, sb_c came, sb_b kept its numbers.
+    model.setSandboxes({sandbox(QStringLiteral("sb_b"), QStringLiteral("sleeping")), sandbox(QStringLiteral("sb_c"))});
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(model.rowOf(QStringLiteral("sb_a")), -1);
+    QCOMPARE(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Cost).data().toString(), QStringLiteral("$0.5000"));
+    QCOMPARE(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Status).data().toString(), QStringLiteral("sleeping"));
+}
+
+void tst_AgentsUi::tenThousandEventsStaySmooth()
+{
+    AgentTranscriptModel model;
+    AgentTranscriptView view;
+    view.resize(900, 700);
+    view.setTranscript(&model);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+
+    // Live: 10 000 events arriving in bursts of 50, the view repainting between bursts.
+    QElapsedTimer clock;
+    clock.start();
+    qint64 worstBurstMs = 0;
+    int n = 0;
+    for (int burst = 0; burst < 200; ++burst) {
+        QElapsedTimer b;
+        b.start();
+        for (int i = 0; i < 50; ++i, ++n) {
+            switch (n % 5) {
+            case 0: model.addEvent(text(QStringLiteral("Step %1: *markdown* with `code` and a [link](http://x).\n\n- one\n- two").arg(n))); break;
+            case 1: model.addEvent(toolCall(QStringLiteral("t%1").arg(n), QStringLiteral("/workspace/f%1.txt").arg(n))); break;
+            case 2: model.addEvent(toolResult(QStringLiteral("t%1").arg(n - 1), QStringLiteral("ok"), false)); break;
+            case 3: model.addEvent(fileChange(QStringLiteral("/workspace/f%1.txt").arg(n), true)); break;
+            case 4: model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("thinking")}, {QStringLiteral("text"), QStringLiteral("thinking %1").arg(n)}})); break;
+            }
+        }
+        QCoreApplication::processEvents();
+        worstBurstMs = qMax(worstBurstMs, b.elapsed());
+    }
+    const qint64 appendMs = clock.elapsed();
+    QVERIFY(model.rowCount() >= 8000);
+    // Every row is laid out (the batched layout finished) and it followed the newest one.
+    QTRY_VERIFY_WITH_TIMEOUT(view.verticalScrollBar()->maximum() > model.rowCount() * 20, 20000);
+    const qint64 layoutMs = clock.elapsed();
+    QTRY_VERIFY(view.verticalScrollBar()->value() >= view.verticalScrollBar()->maximum() - 4);
+
+    // Scrolling: jump to the top, page down 20 times, back to the bottom; each step painted.
+    clock.restart();
+    qint64 worstFrameMs = 0;
+    const auto frame = [&](auto step) {
+        QElapsedTimer f;
+        f.start();
+        step();
+        view.viewport()->repaint();
+        worstFrameMs = qMax(worstFrameMs, f.elapsed());
+    };
+    frame([&] { view.scrollToTop(); });
+    // Really drawn: the first rows' text is on screen (dark pixels on the light background).
+    const QImage top = view.viewport()->grab().toImage();
+    int dark = 0;
+    for (int y = 0; y < top.height(); y += 2)
+        for (int x = 0; x < top.width(); x += 2)
+            dark += qGray(top.pixel(x, y)) < 100;
+    QVERIFY2(dark > 200, qPrintable(QString::number(dark)));
+    QVERIFY(view.indexAt(QPoint(10, 10)).row() == 0);
+    for (int i = 0; i < 20; ++i)
+        frame([&] { view.verticalScrollBar()->setValue(view.verticalScrollBar()->value() + view.viewport()->height()); });
+    frame([&] { view.scrollToBottom(); });
+    const qint64 scrollMs = clock.elapsed();
+    qInfo().noquote() << QStringLiteral("10 000 events: appended in %1 ms (worst burst of 50: %2 ms), all %5 rows laid out "
+                                        "after %6 ms; 22 scroll steps in %3 ms (worst frame %4 ms)")
+                             .arg(appendMs).arg(worstBurstMs).arg(scrollMs).arg(worstFrameMs).arg(model.rowCount()).arg(layoutMs);
+    QVERIFY2(worstBurstMs < 250, qPrintable(QString::number(worstBurstMs)));
+    QVERIFY2(worstFrameMs < 250, qPrintable(QString::number(worstFrameMs)));
+}
+
+QTEST_MAIN(tst_AgentsUi)
+#include "tst_agentsui.moc"

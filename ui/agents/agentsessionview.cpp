@@ -1,0 +1,242 @@
+#include "agentsessionview.h"
+
+#include "agenttranscriptmodel.h"
+#include "agenttranscriptview.h"
+#include "sandboxfilemodel.h"
+
+#include <client/agentrun.h>
+#include <client/client.h>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QLocale>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+namespace Sandbox::Ui {
+
+namespace {
+
+QStringList modelsFor(const QString &type)
+{
+    if (type == QLatin1String("claude-code"))
+        return {QString(), QStringLiteral("claude-sonnet-4-5"), QStringLiteral("claude-opus-4-1"), QStringLiteral("claude-haiku-4-5")};
+    return {QString(), QStringLiteral("gpt-5.5"), QStringLiteral("gpt-5"), QStringLiteral("gpt-5-mini")};
+}
+
+} // namespace
+
+AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, QWidget *parent)
+    : QWidget(parent),
+      m_client(client),
+      m_sandbox(sandbox),
+      m_transcript(new AgentTranscriptModel(this)),
+      m_view(new AgentTranscriptView(this)),
+      m_files(new SandboxFileModel(&client->agents(), sandbox.id, this)),
+      m_fileTree(new QTreeView(this)),
+      m_header(new QLabel(this)),
+      m_totalsLabel(new QLabel(this)),
+      m_prompt(new QPlainTextEdit(this)),
+      m_send(new QPushButton(tr("Send"), this)),
+      m_stop(new QPushButton(tr("Stop"), this)),
+      m_model(new QComboBox(this)),
+      m_permission(new QComboBox(this))
+{
+    m_view->setTranscript(m_transcript);
+    m_fileTree->setModel(m_files);
+    m_fileTree->header()->setSectionResizeMode(SandboxFileModel::Name, QHeaderView::Stretch);
+    m_fileTree->setUniformRowHeights(true);
+
+    m_header->setTextFormat(Qt::RichText);
+    m_header->setWordWrap(true);
+    m_prompt->setPlaceholderText(tr("Ask the agent… (Ctrl+Enter sends)"));
+    m_prompt->setMaximumHeight(120);
+    m_prompt->installEventFilter(this);
+    m_model->setEditable(true);
+    for (const QString &m : modelsFor(sandbox.type))
+        m_model->addItem(m.isEmpty() ? tr("(default model)") : m, m);
+    m_model->setToolTip(tr("The model the agent's CLI asks for"));
+    m_permission->addItem(tr("Bypass permissions (the sandbox is the isolation)"), QStringLiteral("bypassPermissions"));
+    m_permission->addItem(tr("Accept edits"), QStringLiteral("acceptEdits"));
+    m_permission->addItem(tr("Ask (refuse in this non-interactive run)"), QStringLiteral("default"));
+    m_permission->addItem(tr("Plan only"), QStringLiteral("plan"));
+    m_stop->setEnabled(false);
+
+    auto *controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Model:"), this));
+    controls->addWidget(m_model, 1);
+    controls->addWidget(new QLabel(tr("Permissions:"), this));
+    controls->addWidget(m_permission, 1);
+    controls->addStretch();
+    controls->addWidget(m_totalsLabel);
+
+    auto *promptRow = new QHBoxLayout;
+    promptRow->addWidget(m_prompt, 1);
+    auto *buttons = new QVBoxLayout;
+    buttons->addWidget(m_send);
+    buttons->addWidget(m_stop);
+    buttons->addStretch();
+    promptRow->addLayout(buttons);
+
+    auto *left = new QWidget(this);
+    auto *leftLayout = new QVBoxLayout(left);
+    leftLayout->setContentsMargins(0, 0, 0, 0);
+    leftLayout->addWidget(m_view, 1);
+    leftLayout->addLayout(controls);
+    leftLayout->addLayout(promptRow);
+
+    auto *splitter = new QSplitter(Qt::Horizontal, this);
+    splitter->addWidget(left);
+    splitter->addWidget(m_fileTree);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 1);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addWidget(m_header);
+    layout->addWidget(splitter, 1);
+
+    connect(m_send, &QPushButton::clicked, this, [this] { send(); });
+    connect(m_stop, &QPushButton::clicked, this, &AgentSessionView::stop);
+    updateHeader();
+    updateTotals();
+}
+
+AgentSessionView::~AgentSessionView() = default;
+
+void AgentSessionView::setSandbox(const SandboxInfo &sandbox)
+{
+    m_sandbox = sandbox;
+    updateHeader();
+}
+
+void AgentSessionView::updateHeader()
+{
+    const QString name = (m_sandbox.name.isEmpty() ? m_sandbox.id : m_sandbox.name).toHtmlEscaped();
+    const QString network = m_sandbox.network
+                                ? tr("network: <b>shared with the host</b> (the agent reaches its model API directly)")
+                                : tr("<span style=\"color:#82071e\">no network: the agent cannot reach its model API</span>");
+    m_header->setText(QStringLiteral("<b>%1</b> · %2 · %3 · %4")
+                          .arg(name, m_sandbox.type.toHtmlEscaped(),
+                               (isRunning() ? tr("running a prompt") : m_sandbox.status).toHtmlEscaped(), network));
+}
+
+QString AgentSessionView::totalsText() const
+{
+    AgentUsage u = m_totals;
+    u.inputTokens += m_current.inputTokens;
+    u.outputTokens += m_current.outputTokens;
+    std::optional<double> cost = m_totals.costUsd;
+    if (m_current.costUsd)
+        cost = cost.value_or(0) + *m_current.costUsd;
+    const QLocale locale;
+    return tr("Tokens: %1 in · %2 out · Cost: %3")
+        .arg(locale.toString(u.inputTokens), locale.toString(u.outputTokens),
+             cost ? QStringLiteral("$%1").arg(*cost, 0, 'f', 4) : tr("not reported"));
+}
+
+void AgentSessionView::updateTotals()
+{
+    m_totalsLabel->setText(totalsText());
+}
+
+void AgentSessionView::setRunning(bool running)
+{
+    m_send->setEnabled(!running);
+    m_stop->setEnabled(running);
+    m_model->setEnabled(!running);
+    m_permission->setEnabled(!running);
+    updateHeader();
+}
+
+bool AgentSessionView::eventFilter(QObject *watched, QEvent *event)
+{
+    if (watched == m_prompt && event->type() == QEvent::KeyPress) {
+        const auto *key = static_cast<QKeyEvent *>(event);
+        if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) && (key->modifiers() & Qt::ControlModifier)) {
+            send();
+            return true;
+        }
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+bool AgentSessionView::send()
+{
+    if (!send(m_prompt->toPlainText().trimmed()))
+        return false;
+    m_prompt->clear();
+    return true;
+}
+
+bool AgentSessionView::send(const QString &prompt)
+{
+    if (prompt.isEmpty() || m_run)
+        return false;
+    AgentRunOptions options;
+    options.model = m_model->currentData().toString();
+    if (options.model.isEmpty() && m_model->currentText() != m_model->itemText(0))
+        options.model = m_model->currentText().trimmed();
+    options.permissionMode = m_permission->currentData().toString();
+    options.sessionId = m_sessionId;
+    options.newSession = m_sessionId.isEmpty() && m_transcript->rowCount() == 0;
+    AgentRun *run = m_client->agents().runStreaming(m_sandbox.id, prompt, options, this);
+    if (!run) {
+        m_transcript->addError(tr("This connection cannot stream agent runs."));
+        return false;
+    }
+    m_run = run;
+    m_current = {};
+    m_transcript->addPrompt(prompt);
+    setRunning(true);
+    connect(run, &AgentRun::event, this, [this](const AgentEvent &e) { m_transcript->addEvent(e); });
+    connect(run, &AgentRun::sessionStarted, this, [this](const QString &id) { m_sessionId = id; });
+    connect(run, &AgentRun::usageChanged, this, [this](const AgentUsage &u) {
+        m_current = u;
+        updateTotals();
+    });
+    connect(run, &AgentRun::fileChange, this, [this] { m_files->reload(); });
+    connect(run, &AgentRun::finished, this, [this](const AgentRunResult &r) {
+        if (!r.sessionId.isEmpty())
+            m_sessionId = r.sessionId;
+        m_current = r.usage;
+        m_transcript->addRunEnd(r);
+        finishRun();
+        Q_EMIT runFinished(m_sandbox.id, r);
+    });
+    connect(run, &AgentRun::failed, this, [this](const Error &e) {
+        m_transcript->addError(e.code == ErrorCode::Cancelled ? tr("Stopped: %1").arg(e.message) : e.message);
+        finishRun();
+        Q_EMIT runFailed(m_sandbox.id, e.message);
+    });
+    Q_EMIT runStarted(m_sandbox.id);
+    return true;
+}
+
+void AgentSessionView::finishRun()
+{
+    m_totals.inputTokens += m_current.inputTokens;
+    m_totals.outputTokens += m_current.outputTokens;
+    if (m_current.costUsd)
+        m_totals.costUsd = m_totals.costUsd.value_or(0) + *m_current.costUsd;
+    m_current = {};
+    if (m_run)
+        m_run->deleteLater();
+    m_run = nullptr;
+    setRunning(false);
+    updateTotals();
+    m_files->reload();
+}
+
+void AgentSessionView::stop()
+{
+    if (m_run)
+        m_run->cancel();
+}
+
+} // namespace Sandbox::Ui

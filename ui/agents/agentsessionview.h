@@ -1,0 +1,91 @@
+#pragma once
+
+#include <client/agentrun.h>
+#include <client/types.h>
+
+#include <QPointer>
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QPlainTextEdit;
+class QPushButton;
+class QTreeView;
+
+namespace Sandbox {
+class Client;
+} // namespace Sandbox
+
+namespace Sandbox::Ui {
+
+class AgentTranscriptModel;
+class AgentTranscriptView;
+class SandboxFileModel;
+
+// One agent sandbox's session: the live transcript, a prompt box with Send and Stop, pickers for
+// the model and the permission mode, token and cost totals, and the sandbox's files beside it.
+// Follow-up prompts continue the same conversation. Self-contained: a tab can host it.
+class AgentSessionView final : public QWidget
+{
+    Q_OBJECT
+
+public:
+    // `client` must outlive the view.
+    AgentSessionView(Sandbox::Client *client, const Sandbox::SandboxInfo &sandbox, QWidget *parent = nullptr);
+    ~AgentSessionView() override;
+
+    const Sandbox::SandboxInfo &sandbox() const { return m_sandbox; }
+    void setSandbox(const Sandbox::SandboxInfo &sandbox);
+    bool isRunning() const { return m_run != nullptr; }
+    QString sessionId() const { return m_sessionId; }
+    const Sandbox::AgentUsage &totals() const { return m_totals; }
+
+    // Sends the prompt box's text (as the Send button does); false when empty or a run is on.
+    bool send();
+    bool send(const QString &prompt);
+    void stop();
+
+    AgentTranscriptModel *transcript() const { return m_transcript; }
+    SandboxFileModel *files() const { return m_files; }
+    // For tests and for the host window's shortcuts.
+    QPlainTextEdit *promptEdit() const { return m_prompt; }
+    QPushButton *sendButton() const { return m_send; }
+    QPushButton *stopButton() const { return m_stop; }
+    QComboBox *modelPicker() const { return m_model; }
+    QComboBox *permissionPicker() const { return m_permission; }
+    QString totalsText() const;
+
+Q_SIGNALS:
+    void runStarted(const QString &sandboxId);
+    void runFinished(const QString &sandboxId, const Sandbox::AgentRunResult &result);
+    void runFailed(const QString &sandboxId, const QString &message);
+
+protected:
+    bool eventFilter(QObject *watched, QEvent *event) override;
+
+private:
+    void updateHeader();
+    void updateTotals();
+    void setRunning(bool running);
+    void finishRun();
+
+    Sandbox::Client *m_client; // not owned
+    Sandbox::SandboxInfo m_sandbox;
+    AgentTranscriptModel *m_transcript; // owned (child)
+    AgentTranscriptView *m_view;        // owned (child widget)
+    SandboxFileModel *m_files;          // owned (child)
+    QTreeView *m_fileTree;
+    QLabel *m_header;
+    QLabel *m_totalsLabel;
+    QPlainTextEdit *m_prompt;
+    QPushButton *m_send;
+    QPushButton *m_stop;
+    QComboBox *m_model;
+    QComboBox *m_permission;
+    QPointer<Sandbox::AgentRun> m_run; // owned (child) while it runs
+    QString m_sessionId;
+    Sandbox::AgentUsage m_totals;    // finished runs
+    Sandbox::AgentUsage m_current;   // the run going on
+};
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <client/agenttypes.h>
+
+#include <QAbstractListModel>
+#include <QDateTime>
+#include <QHash>
+#include <QList>
+
+namespace Sandbox::Ui {
+
+// The transcript of an agent session as a flat list: the user's prompts and the agent's events
+// (docs/protocol.md 4.7), one row each. A tool result is merged into the row of its tool call.
+// Rows are only ever appended (or all cleared), so a view over 10 000 rows stays cheap.
+class AgentTranscriptModel final : public QAbstractListModel
+{
+    Q_OBJECT
+
+public:
+    enum class Kind { Prompt, Text, Thinking, ToolCall, FileChange, Error, Result };
+    Q_ENUM(Kind)
+
+    enum Role {
+        KindRole = Qt::UserRole + 1, // Kind as int
+        TitleRole,    // one line: "Write /workspace/a.txt", "Thinking", ...
+        BodyRole,     // markdown text, a tool's input and output, a diff
+        IsErrorRole,  // a failed tool call or file change, an error, a failed run
+        ExpandedRole, // collapsible rows (tool calls, thinking, file changes): shown open
+        CollapsibleRole,
+        TurnRole,
+        TimeRole,     // QDateTime when the row was added
+        PendingRole,  // a tool call still waiting for its result
+    };
+
+    explicit AgentTranscriptModel(QObject *parent = nullptr);
+
+    int rowCount(const QModelIndex &parent = {}) const override;
+    QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
+    bool setData(const QModelIndex &index, const QVariant &value, int role = Qt::EditRole) override;
+    Qt::ItemFlags flags(const QModelIndex &index) const override;
+    QHash<int, QByteArray> roleNames() const override;
+
+    void addPrompt(const QString &prompt);
+    void addEvent(const Sandbox::AgentEvent &event);
+    // Many at once (a replay, a long backlog): one insertion for all.
+    void addEvents(const QList<Sandbox::AgentEvent> &events);
+    // The end of a run: a closing row when it failed (the success text came as a Text event).
+    void addRunEnd(const Sandbox::AgentRunResult &result);
+    void addError(const QString &message);
+    void clear();
+
+    void toggleExpanded(int row);
+
+private:
+    struct Item
+    {
+        Kind kind = Kind::Text;
+        QString title;
+        QString body;
+        QString toolId;
+        bool isError = false;
+        bool expanded = false;
+        bool pending = false;
+        int turn = 0;
+        QDateTime time;
+    };
+    // Returns false when the event only updated an existing row (or is not shown).
+    bool itemFor(const Sandbox::AgentEvent &event, Item *item);
+    void append(QList<Item> items);
+
+    QList<Item> m_items;
+    QHash<QString, int> m_toolRows; // tool call id -> row
+};
+
+} // namespace Sandbox::Ui
