@@ -532,7 +532,7 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
     }
     if (p.failed())
         return reply(p.error());
-    if (c.type == QLatin1String("duckdb") && !QFile::exists(m_dbhostDir + QStringLiteral("/libduckdb.so")))
+    if (c.type == QLatin1String("duckdb") && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost-duckdb")))
         return reply(Error{ErrorCode::NotImplemented,
                            QStringLiteral("DuckDB is not available in this build: run scripts/setup.sh, which fetches libduckdb"), {}});
     if (c.type != QLatin1String("postgres") && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost")))
