@@ -542,7 +542,7 @@ void tst_Databases::committedRowSurvivesKill9OfTheServer()
             break;
         QTest::qWait(100);
     }
-    QCOMPARE(rows, (QJsonArray{QJsonArray{QStringLiteral("committed")}}));
+    QVERIFY2(rows == (QJsonArray{QJsonArray{QStringLiteral("committed")}}), dump(d.lastError()).constData());
 }
 
 void tst_Databases::committedRowSurvivesKill9OfSandboxd()
