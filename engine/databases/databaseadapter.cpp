@@ -19,6 +19,7 @@
 #include <QSaveFile>
 #include <QTimer>
 
+#include <cmath>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -279,7 +280,7 @@ void DatabaseAdapter::prepare(SandboxSpec &spec, const SandboxRecord &record)
         spec.extraMounts.append({m_dbhostDir, QStringLiteral("/run/sandbox/dbhost"), false});
 }
 
-DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseSettings &s, uid_t uid, qint64 memoryMb)
+DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseSettings &s, uid_t uid, const ResourceLimits &limits)
 {
     const QString run = m_sandboxes->stateDirOf(id) + QStringLiteral("/run");
     DatabaseBackend *backend = nullptr;
@@ -305,8 +306,10 @@ DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseS
         ds.socketDir = run;
         ds.uid = uid;
         ds.databaseFile = QStringLiteral("/workspace/") + s.database;
-        ds.memoryLimitMb = qMax<qint64>(64, memoryMb / 2);
-        ds.threads = 2;
+        ds.memoryLimitMb = qMax<qint64>(64, limits.memoryMb / 2);
+        // As many threads as the sandbox has CPUs (more only wait for the quota, and each one
+        // costs start-up time).
+        ds.threads = qMax(1, int(std::ceil(limits.cpus)));
         backend = new DbHostBackend(ds, this);
     }
     connect(backend, &DatabaseBackend::serverExited, this, [this, id](const QString &why) {
@@ -341,7 +344,7 @@ void DatabaseAdapter::afterStart(const SandboxRecord &record, SupervisorChannel 
         return done(Error{ErrorCode::SandboxError, QStringLiteral("the database's settings are missing"), {}});
     const EngineConfig &config = m_sandboxes->config();
     const uid_t uid = config.dropPrivileges ? config.uidBase + uid_t(record.slot) : ::getuid();
-    DatabaseBackend *backend = makeBackend(record.id, s, uid, SandboxManager::limitsFor(record.size).memoryMb);
+    DatabaseBackend *backend = makeBackend(record.id, s, uid, SandboxManager::limitsFor(record.size));
     m_backends.insert(record.id, backend);
     const QString id = record.id;
     QPointer<DatabaseBackend> guard(backend);
@@ -532,7 +535,7 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
     }
     if (p.failed())
         return reply(p.error());
-    if (c.type == QLatin1String("duckdb") && !QFile::exists(m_dbhostDir + QStringLiteral("/libduckdb.so")))
+    if (c.type == QLatin1String("duckdb") && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost-duckdb")))
         return reply(Error{ErrorCode::NotImplemented,
                            QStringLiteral("DuckDB is not available in this build: run scripts/setup.sh, which fetches libduckdb"), {}});
     if (c.type != QLatin1String("postgres") && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost")))

@@ -2,6 +2,7 @@
 
 #include "api/methods.h"
 #include "protocol/result.h"
+#include "runtime/cgroup.h"
 
 #include <QDateTime>
 #include <QHash>
@@ -70,7 +71,7 @@ private:
     void withBackend(const CallContext &ctx, const QString &id, WithBackend then);
     void startBackend(const QString &id, DatabaseBackend *backend, SupervisorChannel *channel,
                       std::function<void(Result<bool>)> done);
-    DatabaseBackend *makeBackend(const QString &id, const DatabaseSettings &settings, uid_t uid, qint64 memoryMb);
+    DatabaseBackend *makeBackend(const QString &id, const DatabaseSettings &settings, uid_t uid, const ResourceLimits &limits);
 
     void sql(const QString &method, const QJsonObject &params, const CallContext &ctx, const Reply &reply);
     void fetch(const QJsonObject &params, const CallContext &ctx, const Reply &reply);

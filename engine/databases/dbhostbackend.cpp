@@ -123,7 +123,8 @@ void DbHostBackend::start(SupervisorChannel *channel, std::function<void(Result<
     m_stopping = false;
     m_log.clear();
     QFile::remove(m_settings.socketDir + QStringLiteral("/dbhost.sock"));
-    const QJsonArray argv{QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
+    const QJsonArray argv{m_settings.engine == QLatin1String("duckdb") ? QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost-duckdb")
+                                                                        : QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
                           QStringLiteral("--engine"), m_settings.engine,
                           QStringLiteral("--database"), m_settings.databaseFile,
                           QStringLiteral("--socket"), QStringLiteral("/run/db/dbhost.sock"),

@@ -113,6 +113,7 @@ void PgConnection::pollConnect()
 void PgConnection::fail(const QString &why)
 {
     const bool wasConnecting = m_connecting;
+    const bool wasBusy = m_busy;
     m_connecting = false;
     m_busy = false;
     if (m_read)
@@ -124,8 +125,12 @@ void PgConnection::fail(const QString &why)
             done(Error{ErrorCode::SandboxError, why, {}});
         return;
     }
-    m_sink = {};
-    Q_EMIT broken(why);
+    const Sink sink = std::exchange(m_sink, {});
+    QPointer<PgConnection> self(this);
+    if (wasBusy && sink.failed)
+        sink.failed(why);
+    if (self)
+        Q_EMIT broken(why);
 }
 
 bool PgConnection::send(const QByteArray &sql, const QList<QByteArray> &values, const QList<bool> &isNull,

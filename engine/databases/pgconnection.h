@@ -39,6 +39,8 @@ public:
         std::function<void(pg_result *)> result;
         // The query is over (libpq returned no more results).
         std::function<void()> finished;
+        // The connection broke while the query ran: neither more results nor finished() follow.
+        std::function<void(const QString &why)> failed;
     };
 
     // Sends a query: with params (extended protocol, one statement) or, when `simple`, the

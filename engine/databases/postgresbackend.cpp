@@ -139,17 +139,17 @@ PostgresBackend::~PostgresBackend()
 
 void PostgresBackend::start(SupervisorChannel *channel, std::function<void(Result<bool>)> done)
 {
-    const bool firstInSandbox = !m_channel;
     m_channel = channel;
     m_stopping = false;
     m_log.clear();
     QString script = QStringLiteral(
         "set -e; D=%1; if [ ! -d \"$D\" ]; then rm -rf \"$D.new\"; cp -a /run/sandbox/pg-template \"$D.new\"; "
         "chmod 700 \"$D.new\"; mv \"$D.new\" \"$D\"; fi; ").arg(kDataDir);
-    // In a fresh sandbox every earlier server is gone with its PID namespace: a lock file left by
-    // a kill -9 is stale, and its PID may belong to someone else now.
-    if (firstInSandbox)
-        script += QStringLiteral("rm -f \"$D/postmaster.pid\"; ");
+    // A lock file left by a kill -9 names a PID that may belong to another process now (PIDs of a
+    // sandbox's namespace repeat from start to start): PostgreSQL would take it for a live server.
+    // Only a live process named postgres keeps the lock file.
+    script += QStringLiteral("if [ -f \"$D/postmaster.pid\" ]; then P=$(head -n1 \"$D/postmaster.pid\"); "
+                             "[ \"$(cat /proc/$P/comm 2>/dev/null)\" = postgres ] || rm -f \"$D/postmaster.pid\"; fi; ");
     script += QStringLiteral("exec %1/postgres -D \"$D\" -c listen_addresses= -c unix_socket_directories=/run/db "
                              "-c unix_socket_permissions=0700 -c max_connections=20 -c shared_buffers=32MB "
                              "-c dynamic_shared_memory_type=posix -c huge_pages=off -c logging_collector=off "
@@ -262,6 +262,12 @@ void PostgresBackend::initialize(PgConnection *admin, std::function<void(Result<
             done(true);
         });
     };
+    sink.failed = [self, admin, done](const QString &why) {
+        admin->deleteLater();
+        if (self)
+            --self->m_open;
+        done(Error{ErrorCode::SandboxError, QStringLiteral("cannot set up the database: ") + why, {}});
+    };
     if (!admin->send(sql.join(QStringLiteral("; ")).toUtf8(), {}, {}, {}, true, false, sink)) {
         admin->deleteLater();
         --m_open;
@@ -355,6 +361,10 @@ void PostgresBackend::release(PgConnection *conn)
 
 void PostgresBackend::drop(PgConnection *conn)
 {
+    // Dropped once, whether through release(), broken() or both.
+    if (conn->property("sandboxDropped").toBool())
+        return;
+    conn->setProperty("sandboxDropped", true);
     m_idle.removeAll(conn);
     conn->disconnect(this);
     conn->deleteLater();
@@ -478,6 +488,16 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
         PgConnection *conn = std::exchange(q->conn, nullptr);
         if (conn && !q->holdConnection)
             self->release(conn);
+        self->deliver(q, true);
+    };
+    sink.failed = [self, q](const QString &why) {
+        if (!self)
+            return;
+        // The connection is dropped by its broken() signal.
+        q->finished = true;
+        q->conn = nullptr;
+        if (!q->error)
+            q->error = Error{ErrorCode::SandboxError, QStringLiteral("the connection to the database server was lost: ") + why, {}};
         self->deliver(q, true);
     };
     if (!conn->send(sql, values, nulls, binary, simple, !simple && !q->execute, sink)) {
@@ -671,6 +691,10 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
                 return (*finish)(**failed);
             if (tx->step)
                 tx->step();
+        };
+        sink.failed = [finish, tx](const QString &why) {
+            tx->conn = nullptr; // dropped by its broken() signal
+            (*finish)(Error{ErrorCode::SandboxError, QStringLiteral("the connection to the database server was lost: ") + why, {}});
         };
         if (!tx->conn->send("BEGIN", {}, {}, {}, true, false, sink))
             (*finish)(Error{ErrorCode::SandboxError, QStringLiteral("cannot start a transaction"), {}});

@@ -136,8 +136,7 @@ void PostgresTemplate::runStep(int step)
         // Owned by root from now on (when the engine is root), so that its builder cannot change it.
         if (m_drop)
             chownTree(data, 0);
-        openForReading(data);
-        ::sync();
+        openForReading(data); // (initdb has synced the cluster itself)
         if (!QDir().rename(data, m_dir))
             return finish(Error{ErrorCode::SandboxError, QStringLiteral("cannot move the template into place"), {}});
         finish(true);

@@ -529,7 +529,7 @@ void tst_Databases::committedRowSurvivesKill9OfTheServer()
     QVERIFY(!d.execute(QStringLiteral("CREATE TABLE durable(v TEXT)")).isEmpty());
     QVERIFY(!d.execute(QStringLiteral("INSERT INTO durable VALUES ('committed')")).isEmpty());
     const QString kill = type == QLatin1String("postgres") ? QStringLiteral("kill -9 $(head -n1 /workspace/pgdata/postmaster.pid)")
-                                                           : QStringLiteral("pkill -9 -x sandbox-dbhost");
+                                                           : QStringLiteral("pkill -9 -f '^/run/sandbox/dbhost/sandbox-dbhost'");
     const QJsonObject killed = m_rpc.result(QStringLiteral("sandbox.exec"), {{QStringLiteral("id"), d.id}, {QStringLiteral("command"), kill}});
     QCOMPARE(killed.value(QStringLiteral("exitCode")).toInt(), 0);
     // The engine notices and starts the server again (crash recovery) on the next call.
@@ -542,7 +542,7 @@ void tst_Databases::committedRowSurvivesKill9OfTheServer()
             break;
         QTest::qWait(100);
     }
-    QCOMPARE(rows, (QJsonArray{QJsonArray{QStringLiteral("committed")}}));
+    QVERIFY2(rows == (QJsonArray{QJsonArray{QStringLiteral("committed")}}), dump(d.lastError()).constData());
 }
 
 void tst_Databases::committedRowSurvivesKill9OfSandboxd()

@@ -190,6 +190,9 @@ int main(int argc, char **argv)
     }
     if (engine.empty() || database.empty() || socketPath.empty())
         return usage();
+#ifndef SANDBOX_DBHOST_DUCKDB
+    (void)memoryMb, (void)threads; // DuckDB's settings
+#endif
     std::signal(SIGPIPE, SIG_IGN);
     ::umask(077);
 

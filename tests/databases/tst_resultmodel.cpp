@@ -1,0 +1,195 @@
+// The console's result model under QAbstractItemModelTester, fed by a real database: lazy pages,
+// bounded memory, NULL apart from '', copy, and export without running the query again.
+#include "engineprocess.h"
+
+#include <client/client.h>
+#include <client/rowfeed.h>
+#include <sql/resultmodel.h>
+
+#include <QAbstractItemModelTester>
+#include <QFile>
+#include <QJsonDocument>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace Sandbox;
+using namespace Sandbox::Ui;
+
+class tst_ResultModel : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+    void pagesOnDemandUnderTheTester();
+    void nullIsShownApart();
+    void boundedMemoryAndScrollBack();
+    void exportWithoutRunningAgain();
+    void errorsAreReported();
+
+private:
+    RowFeed *feed(const QString &sql, int pageSize = 100)
+    {
+        auto *f = new RowFeed(&m_client->databases(), m_id, sql, {});
+        f->setPageSize(pageSize);
+        return f;
+    }
+
+    EngineProcess m_engine;
+    Client *m_client = nullptr;
+    QString m_id;
+};
+
+void tst_ResultModel::initTestCase()
+{
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
+    m_client = new Client(ConnectionProfile::remote(m_engine.url(), m_engine.key()), this);
+    m_client->open();
+    DatabaseCreateOptions options;
+    options.type = QStringLiteral("sqlite");
+    QObject context;
+    bool done = false;
+    RpcCall call = m_client->databases().create(options, &context, [&](Result<SandboxInfo> r) {
+        QVERIFY2(r, qPrintable(r ? QString() : r.error().message));
+        m_id = r->id;
+        done = true;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(done, 60000);
+}
+
+void tst_ResultModel::cleanupTestCase()
+{
+    delete m_client;
+    m_engine.terminate();
+}
+
+static const char kNumbers[] = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %1) "
+                               "SELECT x, 'row ' || x AS label, CASE WHEN x % 10 = 0 THEN NULL WHEN x % 10 = 1 THEN '' ELSE x * 2 END AS v FROM c";
+
+void tst_ResultModel::pagesOnDemandUnderTheTester()
+{
+    ResultModel model;
+    QSignalSpy started(&model, &ResultModel::started);
+    model.setFeed(feed(QString::fromLatin1(kNumbers).arg(1050)));
+    QVERIFY(started.wait(20000));
+    QTRY_COMPARE_WITH_TIMEOUT(model.rowCount(), 100, 20000);
+    QCOMPARE(model.columnCount(), 3);
+    QCOMPARE(model.headerData(1, Qt::Horizontal).toString(), QStringLiteral("label"));
+    QVERIFY(model.canFetchMore({}));
+    // Nothing more arrives unless a view asks: no count(*), no read-ahead.
+    QTest::qWait(300);
+    QCOMPARE(model.rowCount(), 100);
+    // The tester asks (it calls fetchMore as views do) and checks every insertion.
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    while (model.canFetchMore({})) {
+        const int before = model.rowCount();
+        model.fetchMore({});
+        QTRY_VERIFY_WITH_TIMEOUT(model.rowCount() > before || !model.canFetchMore({}), 20000);
+    }
+    QCOMPARE(model.rowCount(), 1050);
+    QCOMPARE(model.index(1049, 0).data().toString(), QStringLiteral("1050"));
+    QCOMPARE(model.index(0, 1).data().toString(), QStringLiteral("row 1"));
+    QTRY_VERIFY(model.isComplete());
+}
+
+void tst_ResultModel::nullIsShownApart()
+{
+    ResultModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QSignalSpy finished(&model, &ResultModel::finished);
+    model.setFeed(feed(QString::fromLatin1(kNumbers).arg(20)));
+    QVERIFY(finished.wait(20000));
+    const QModelIndex null = model.index(9, 2);   // x = 10
+    const QModelIndex empty = model.index(10, 2); // x = 11
+    QCOMPARE(null.data(ResultModel::IsNullRole).toBool(), true);
+    QCOMPARE(empty.data(ResultModel::IsNullRole).toBool(), false);
+    QCOMPARE(null.data().toString(), QStringLiteral("NULL"));
+    QCOMPARE(empty.data().toString(), QString());
+    QVERIFY(null.data(Qt::FontRole).value<QFont>().italic());
+    QVERIFY(!empty.data(Qt::FontRole).isValid());
+    QCOMPARE(model.index(1, 2).data(Qt::TextAlignmentRole).toInt() & Qt::AlignRight, int(Qt::AlignRight));
+    // Copy: tab-separated, NULL as an empty field, with the header on request.
+    const QString copied = model.copyText({model.index(8, 0), model.index(8, 2), model.index(9, 0), model.index(9, 2), model.index(9, 1), model.index(8, 1)}, true);
+    QCOMPARE(copied, QStringLiteral("x\tlabel\tv\n9\trow 9\t18\n10\trow 10\t"));
+}
+
+void tst_ResultModel::boundedMemoryAndScrollBack()
+{
+    ResultModel model;
+    model.setMaxCachedPages(4);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QSignalSpy started(&model, &ResultModel::started);
+    model.setFeed(feed(QString::fromLatin1(kNumbers).arg(20000), 500));
+    QVERIFY(started.wait(20000));
+    while (model.canFetchMore({}) || model.isFetching()) {
+        if (!model.isFetching())
+            model.fetchMore({});
+        QTest::qWait(1);
+        QVERIFY(model.cachedPages() <= 4);
+    }
+    QCOMPARE(model.rowCount(), 20000);
+    QVERIFY(model.spillBytes() > 200000);
+    // Scrolling back reads the first rows from the spill, not from memory nor from the server.
+    QCOMPARE(model.index(0, 1).data().toString(), QStringLiteral("row 1"));
+    QCOMPARE(model.index(12345, 0).data().toString(), QStringLiteral("12346"));
+    QVERIFY(model.cachedPages() <= 4);
+}
+
+void tst_ResultModel::exportWithoutRunningAgain()
+{
+    // random() differs on every run: an export that ran the query again would not match the grid.
+    ResultModel model;
+    QSignalSpy started(&model, &ResultModel::started);
+    model.setFeed(feed(QStringLiteral("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000) "
+                                      "SELECT x, random() AS r, NULL AS n FROM c"), 250));
+    QVERIFY(started.wait(20000));
+    QTRY_COMPARE_WITH_TIMEOUT(model.rowCount(), 250, 20000);
+    const QString firstRandom = model.index(0, 1).data().toString();
+    const QString lastShown = model.index(249, 1).data().toString();
+    QTemporaryDir dir;
+    bool exported = false;
+    model.exportTo(dir.filePath(QStringLiteral("out.csv")), ResultModel::Format::Csv, this, [&](Result<qint64> r) {
+        QVERIFY(r);
+        QCOMPARE(*r, 3000);
+        exported = true;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(exported, 30000);
+    QFile csv(dir.filePath(QStringLiteral("out.csv")));
+    QVERIFY(csv.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = csv.readAll().split('\n');
+    QCOMPARE(lines.at(0).trimmed(), QByteArray("x,r,n"));
+    QCOMPARE(lines.at(1).trimmed(), "1," + firstRandom.toLatin1() + ',');
+    QCOMPARE(lines.at(250).trimmed(), "250," + lastShown.toLatin1() + ',');
+    QCOMPARE(lines.at(3000).split(',').at(0), QByteArray("3000"));
+    QCOMPARE(model.rowCount(), 3000);
+
+    bool jsonDone = false;
+    model.exportTo(dir.filePath(QStringLiteral("out.json")), ResultModel::Format::Json, this, [&](Result<qint64> r) {
+        QVERIFY(r);
+        jsonDone = true;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(jsonDone, 30000);
+    QFile json(dir.filePath(QStringLiteral("out.json")));
+    QVERIFY(json.open(QIODevice::ReadOnly));
+    const QJsonArray rows = QJsonDocument::fromJson(json.readAll()).array();
+    QCOMPARE(rows.size(), 3000);
+    QCOMPARE(SqlValue::toText(rows.first().toObject().value(QStringLiteral("r"))), firstRandom);
+    QVERIFY(rows.first().toObject().value(QStringLiteral("n")).isNull());
+}
+
+void tst_ResultModel::errorsAreReported()
+{
+    ResultModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QSignalSpy failed(&model, &ResultModel::failed);
+    model.setFeed(feed(QStringLiteral("SELECT * FROM nowhere")));
+    QVERIFY(failed.wait(20000));
+    QCOMPARE(failed.first().first().value<Error>().code, ErrorCode::QueryError);
+    QCOMPARE(model.rowCount(), 0);
+    QVERIFY(!model.canFetchMore({}));
+}
+
+QTEST_MAIN(tst_ResultModel)
+#include "tst_resultmodel.moc"

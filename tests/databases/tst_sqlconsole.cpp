@@ -1,0 +1,180 @@
+// A console session against a real PostgreSQL database (offscreen): run all, one tab per
+// statement, NULL apart from '', EXPLAIN as text, errors marked in the editor, the schema tree
+// and completion, history kept across restarts, run under the cursor, cancel.
+#include "engineprocess.h"
+
+#include <client/client.h>
+#include <sql/queryhistory.h>
+#include <sql/resultview.h>
+#include <sql/schemamodel.h>
+#include <sql/sqlconsole.h>
+#include <sql/sqleditor.h>
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTest>
+
+using namespace Sandbox;
+using namespace Sandbox::Ui;
+
+class tst_SqlConsole : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+    void runAllMakesATabPerStatement();
+    void errorIsMarkedWhereItHappened();
+    void runStatementUnderCursor();
+    void historyIsKeptAndSearchable();
+    void cancelStopsARunningStatement();
+
+private:
+    bool runAndWait(const QString &text, void (SqlConsole::*how)() = &SqlConsole::runAll, int timeoutMs = 30000);
+
+    EngineProcess m_engine;
+    Client *m_client = nullptr;
+    QString m_id;
+    SqlConsole *m_console = nullptr;
+};
+
+void tst_SqlConsole::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true);
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
+    m_client = new Client(ConnectionProfile::remote(m_engine.url(), m_engine.key()), this);
+    m_client->open();
+    DatabaseCreateOptions options;
+    options.type = QStringLiteral("postgres");
+    QObject context;
+    bool done = false;
+    RpcCall call = m_client->databases().create(options, &context, [&](Result<SandboxInfo> r) {
+        QVERIFY2(r, qPrintable(r ? QString() : r.error().message));
+        m_id = r->id;
+        done = true;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(done, 120000);
+    QFile::remove(QueryHistory(m_id).filePath());
+    m_console = new SqlConsole(m_client, m_id);
+    m_console->resize(1200, 800);
+    m_console->show();
+    QTRY_COMPARE_WITH_TIMEOUT(m_console->editor()->dialect(), QStringLiteral("postgres"), 20000);
+    QVERIFY(m_console->editor()->completionWords().contains(QStringLiteral("RETURNING")));
+}
+
+void tst_SqlConsole::cleanupTestCase()
+{
+    delete m_console;
+    delete m_client;
+    m_engine.terminate();
+}
+
+bool tst_SqlConsole::runAndWait(const QString &text, void (SqlConsole::*how)(), int timeoutMs)
+{
+    QSignalSpy finished(m_console, &SqlConsole::runFinished);
+    m_console->editor()->setText(text);
+    (m_console->*how)();
+    return finished.wait(timeoutMs);
+}
+
+void tst_SqlConsole::runAllMakesATabPerStatement()
+{
+    QVERIFY(runAndWait(QStringLiteral("CREATE TABLE people(id serial PRIMARY KEY, name text NOT NULL, note text);\n"
+                                      "INSERT INTO people(name, note) VALUES ('ada', NULL), ('bob', '');\n"
+                                      "SELECT id, name, note FROM people ORDER BY id;\n"
+                                      "EXPLAIN SELECT * FROM people WHERE id = 1;")));
+    QTabWidget *tabs = m_console->results();
+    QCOMPARE(tabs->count(), 4);
+    QVERIFY2(m_console->resultAt(0)->text().startsWith(QLatin1String("CREATE")), qPrintable(m_console->resultAt(0)->text()));
+    QVERIFY2(m_console->resultAt(1)->text().contains(QLatin1String("2 rows affected")), qPrintable(m_console->resultAt(1)->text()));
+    ResultView *select = m_console->resultAt(2);
+    QVERIFY(!select->isTextShown());
+    QCOMPARE(select->model()->rowCount(), 2);
+    QCOMPARE(select->model()->index(0, 1).data().toString(), QStringLiteral("ada"));
+    QCOMPARE(select->model()->index(0, 2).data(ResultModel::IsNullRole).toBool(), true);
+    QCOMPARE(select->model()->index(1, 2).data(ResultModel::IsNullRole).toBool(), false);
+    QVERIFY(select->status().contains(QLatin1String("2 rows")));
+    ResultView *plan = m_console->resultAt(3);
+    QVERIFY(plan->isTextShown());
+    QVERIFY2(plan->text().contains(QLatin1String("Scan")), qPrintable(plan->text()));
+    QVERIFY(m_console->elapsedText().startsWith(QLatin1String("Done in")));
+    // The CREATE refreshed the schema: tree and completion know the table and its columns.
+    QTRY_VERIFY_WITH_TIMEOUT(m_console->schema()->columnsByTable().contains(QStringLiteral("people")), 20000);
+    QCOMPARE(m_console->schema()->columnsByTable().value(QStringLiteral("people")),
+             (QStringList{QStringLiteral("id"), QStringLiteral("name"), QStringLiteral("note")}));
+    QTRY_VERIFY(m_console->editor()->completionWords().contains(QStringLiteral("people.name")));
+    QVERIFY(!m_console->schema()->findItems(QStringLiteral("people")).isEmpty());
+}
+
+void tst_SqlConsole::errorIsMarkedWhereItHappened()
+{
+    QVERIFY(runAndWait(QStringLiteral("SELECT 1;\nSELECT name\n  FROM peeple;\nSELECT 3;")));
+    QCOMPARE(m_console->results()->count(), 2); // the run stops at the error
+    ResultView *error = m_console->resultAt(1);
+    QVERIFY(error->isTextShown());
+    QVERIFY2(error->text().contains(QLatin1String("peeple")), qPrintable(error->text()));
+    SqlEditor *editor = m_console->editor();
+    QVERIFY(editor->hasErrorMark());
+    QCOMPARE(editor->errorLine(), 2);
+    const QByteArray bytes = editor->text().toUtf8();
+    QVERIFY2(bytes.mid(editor->errorByteStart()).startsWith("peeple"), bytes.mid(editor->errorByteStart()).constData());
+    // Editing clears the mark.
+    editor->append(QStringLiteral(" "));
+    QVERIFY(!editor->hasErrorMark());
+}
+
+void tst_SqlConsole::runStatementUnderCursor()
+{
+    m_console->editor()->setText(QStringLiteral("SELECT 'first';\nSELECT 'second' AS s;\nSELECT 'third';"));
+    m_console->editor()->setCursorPosition(1, 3);
+    QSignalSpy finished(m_console, &SqlConsole::runFinished);
+    QTest::keyClick(m_console->editor()->viewport(), Qt::Key_Return, Qt::ControlModifier);
+    QVERIFY(finished.wait(20000));
+    QCOMPARE(m_console->results()->count(), 1);
+    QCOMPARE(m_console->resultAt(0)->model()->index(0, 0).data().toString(), QStringLiteral("second"));
+}
+
+void tst_SqlConsole::historyIsKeptAndSearchable()
+{
+    QueryHistory *history = m_console->history();
+    QVERIFY(history->entries().size() >= 7);
+    // Kept across restarts: a new history for the same database reads them back.
+    QueryHistory reopened(m_id);
+    QCOMPARE(reopened.entries().size(), history->entries().size());
+    QCOMPARE(reopened.entries().last().sql, QStringLiteral("SELECT 'second' AS s"));
+    QVERIFY(!reopened.entries().at(reopened.entries().size() - 2).ok); // the error before it
+    reopened.setSearch(QStringLiteral("explain"));
+    QCOMPARE(reopened.filtered()->rowCount(), 1);
+    reopened.setSearch(QStringLiteral("peeple"));
+    QCOMPARE(reopened.filtered()->rowCount(), 1);
+}
+
+void tst_SqlConsole::cancelStopsARunningStatement()
+{
+    QSignalSpy finished(m_console, &SqlConsole::runFinished);
+    m_console->editor()->setText(QStringLiteral("SELECT pg_sleep(30)"));
+    m_console->runAll();
+    QTest::qWait(600);
+    QVERIFY(m_console->isRunning());
+    QVERIFY2(m_console->elapsedText().startsWith(QLatin1String("Running")), qPrintable(m_console->elapsedText()));
+    QElapsedTimer clock;
+    clock.start();
+    m_console->cancel();
+    QVERIFY(finished.size() == 1 || finished.wait(5000));
+    QVERIFY(clock.elapsed() < 2000);
+    QVERIFY(m_console->resultAt(0)->text().startsWith(QLatin1String("Cancelled")));
+    // The server stopped it: the next statement answers at once.
+    QTest::qWait(500);
+    clock.restart();
+    QVERIFY(runAndWait(QStringLiteral("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'"), &SqlConsole::runAll, 10000));
+    QVERIFY(clock.elapsed() < 5000);
+    QCOMPARE(m_console->resultAt(0)->model()->index(0, 0).data().toString(), QStringLiteral("0"));
+}
+
+QTEST_MAIN(tst_SqlConsole)
+#include "tst_sqlconsole.moc"

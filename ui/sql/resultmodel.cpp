@@ -1,0 +1,369 @@
+#include "resultmodel.h"
+
+#include <client/rowfeed.h>
+
+#include <QBrush>
+#include <QFile>
+#include <QFont>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLoggingCategory>
+#include <QPalette>
+#include <QSaveFile>
+
+#include <algorithm>
+
+Q_LOGGING_CATEGORY(lcResultModel, "sandbox.ui.sql.results")
+
+namespace Sandbox::Ui {
+
+namespace {
+
+constexpr int kMaxCellChars = 2000;
+
+bool isNumber(const QJsonValue &v)
+{
+    if (v.isDouble())
+        return true;
+    const QJsonObject o = v.toObject();
+    return o.size() == 1 && (o.contains(QStringLiteral("$int")) || o.contains(QStringLiteral("$float")));
+}
+
+QString csvCell(const QJsonValue &v)
+{
+    if (SqlValue::isNull(v))
+        return {};
+    QString s = SqlValue::toText(v, false);
+    if (s.contains(u',') || s.contains(u'"') || s.contains(u'\n') || s.contains(u'\r'))
+        s = u'"' + s.replace(u'"', QStringLiteral("\"\"")) + u'"';
+    return s;
+}
+
+} // namespace
+
+ResultModel::ResultModel(QObject *parent) : QAbstractTableModel(parent) {}
+
+ResultModel::~ResultModel() = default;
+
+void ResultModel::clear()
+{
+    beginResetModel();
+    ++m_generation;
+    if (m_feed) {
+        m_feed->disconnect(this);
+        m_feed->cancel();
+        m_feed->deleteLater();
+    }
+    m_feed = nullptr;
+    m_fields.clear();
+    m_pages.clear();
+    m_rows = 0;
+    m_cache.clear();
+    m_lru.clear();
+    delete m_spill;
+    m_spill = nullptr;
+    m_spillBytes = 0;
+    const auto exports = std::exchange(m_exports, {});
+    endResetModel();
+    for (const Export &e : exports)
+        if (e.context)
+            e.done(Error{ErrorCode::Cancelled, tr("the result was cleared"), {}});
+}
+
+void ResultModel::setFeed(RowFeed *feed)
+{
+    clear();
+    m_feed = feed;
+    feed->setParent(this);
+    const quint64 generation = m_generation;
+    connect(feed, &RowFeed::started, this, [this, generation] {
+        if (generation != m_generation)
+            return;
+        beginResetModel();
+        m_fields = m_feed->fields();
+        endResetModel();
+        Q_EMIT started();
+    });
+    connect(feed, &RowFeed::rowsArrived, this, [this, generation](const QList<QJsonArray> &rows) {
+        if (generation == m_generation) // a page for a result that is gone is dropped
+            append(rows);
+    });
+    connect(feed, &RowFeed::finished, this, [this, generation] {
+        if (generation != m_generation)
+            return;
+        Q_EMIT fetchingChanged(false);
+        Q_EMIT finished();
+        continueExport();
+    });
+    connect(feed, &RowFeed::failed, this, [this, generation](const Error &error) {
+        if (generation != m_generation)
+            return;
+        Q_EMIT fetchingChanged(false);
+        const auto exports = std::exchange(m_exports, {});
+        for (const Export &e : exports)
+            if (e.context)
+                e.done(error);
+        Q_EMIT failed(error);
+    });
+    Q_EMIT fetchingChanged(true);
+    feed->start();
+}
+
+void ResultModel::append(const QList<QJsonArray> &rows)
+{
+    if (!m_spill) {
+        m_spill = new QTemporaryFile(this);
+        if (!m_spill->open())
+            qCWarning(lcResultModel) << "cannot open a spill file:" << m_spill->errorString();
+    }
+    QJsonArray page;
+    for (const QJsonArray &r : rows)
+        page.append(r);
+    const QByteArray bytes = QJsonDocument(page).toJson(QJsonDocument::Compact);
+    Page p;
+    p.offset = m_spillBytes;
+    p.bytes = bytes.size();
+    p.firstRow = m_rows;
+    p.rows = int(rows.size());
+    m_spill->seek(m_spillBytes);
+    if (m_spill->write(bytes) != bytes.size())
+        qCWarning(lcResultModel) << "cannot write the spill file:" << m_spill->errorString();
+    m_spillBytes += bytes.size();
+
+    beginInsertRows({}, m_rows, m_rows + p.rows - 1);
+    m_pages.append(p);
+    m_rows += p.rows;
+    const int index = int(m_pages.size()) - 1;
+    m_cache.insert(index, rows);
+    m_lru.append(index);
+    while (m_lru.size() > m_maxCachedPages)
+        m_cache.remove(m_lru.takeFirst());
+    endInsertRows();
+    Q_EMIT fetchingChanged(false);
+    continueExport();
+}
+
+int ResultModel::pageOf(int row) const
+{
+    const auto it = std::upper_bound(m_pages.cbegin(), m_pages.cend(), row,
+                                     [](int r, const Page &p) { return r < p.firstRow; });
+    return int(it - m_pages.cbegin()) - 1;
+}
+
+const QList<QJsonArray> *ResultModel::loadPage(int page) const
+{
+    if (page < 0 || page >= m_pages.size())
+        return nullptr;
+    auto it = m_cache.find(page);
+    if (it == m_cache.end()) {
+        const Page &p = m_pages[page];
+        m_spill->seek(p.offset);
+        const QJsonArray rows = QJsonDocument::fromJson(m_spill->read(p.bytes)).array();
+        QList<QJsonArray> decoded;
+        decoded.reserve(rows.size());
+        for (const QJsonValue &r : rows)
+            decoded.append(r.toArray());
+        it = m_cache.insert(page, decoded);
+        m_lru.append(page);
+        while (m_lru.size() > m_maxCachedPages) {
+            const int old = m_lru.takeFirst();
+            if (old != page)
+                m_cache.remove(old);
+        }
+    } else {
+        m_lru.removeOne(page);
+        m_lru.append(page);
+    }
+    return &it.value();
+}
+
+QJsonArray ResultModel::rowAt(int row) const
+{
+    const int page = pageOf(row);
+    const QList<QJsonArray> *rows = loadPage(page);
+    if (!rows)
+        return {};
+    return rows->value(row - m_pages[page].firstRow);
+}
+
+int ResultModel::rowCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : m_rows;
+}
+
+int ResultModel::columnCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : int(m_fields.size());
+}
+
+QVariant ResultModel::data(const QModelIndex &index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+        return {};
+    const QJsonValue v = rowAt(index.row()).at(index.column());
+    const bool null = SqlValue::isNull(v);
+    switch (role) {
+    case Qt::DisplayRole: {
+        if (null)
+            return QStringLiteral("NULL");
+        QString text = SqlValue::toText(v);
+        if (text.size() > kMaxCellChars)
+            text = text.left(kMaxCellChars) + QStringLiteral("…");
+        return text.replace(u'\n', QStringLiteral("↵"));
+    }
+    case Qt::EditRole:
+    case Qt::ToolTipRole:
+        return null ? QVariant() : QVariant(SqlValue::toText(v).left(64 * 1024));
+    case Qt::ForegroundRole:
+        return null ? QVariant(QBrush(QPalette().color(QPalette::Disabled, QPalette::Text))) : QVariant();
+    case Qt::FontRole:
+        if (null) {
+            QFont f;
+            f.setItalic(true);
+            return f;
+        }
+        return {};
+    case Qt::TextAlignmentRole:
+        return isNumber(v) ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant(Qt::AlignLeft | Qt::AlignVCenter);
+    case IsNullRole:
+        return null;
+    case JsonRole:
+        return QVariant::fromValue(v);
+    default:
+        return {};
+    }
+}
+
+QVariant ResultModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation == Qt::Vertical)
+        return role == Qt::DisplayRole ? QVariant(section + 1) : QVariant();
+    if (section < 0 || section >= m_fields.size())
+        return {};
+    if (role == Qt::DisplayRole)
+        return m_fields[section].name;
+    if (role == Qt::ToolTipRole)
+        return QStringLiteral("%1 %2").arg(m_fields[section].name, m_fields[section].type);
+    return {};
+}
+
+bool ResultModel::canFetchMore(const QModelIndex &parent) const
+{
+    return !parent.isValid() && m_feed && m_feed->canFetchMore();
+}
+
+void ResultModel::fetchMore(const QModelIndex &parent)
+{
+    if (parent.isValid() || !m_feed || m_feed->isFetching() || !m_feed->canFetchMore())
+        return;
+    Q_EMIT fetchingChanged(true);
+    m_feed->fetchMore();
+}
+
+bool ResultModel::isComplete() const
+{
+    return !m_feed || m_feed->isFinished();
+}
+
+bool ResultModel::isFetching() const
+{
+    return m_feed && m_feed->isFetching();
+}
+
+QString ResultModel::copyText(const QModelIndexList &indexes, bool withHeader) const
+{
+    QMap<int, QMap<int, QString>> cells;
+    int minColumn = INT_MAX, maxColumn = -1;
+    for (const QModelIndex &i : indexes) {
+        const QJsonValue v = rowAt(i.row()).at(i.column());
+        cells[i.row()][i.column()] = SqlValue::isNull(v) ? QString() : SqlValue::toText(v);
+        minColumn = qMin(minColumn, i.column());
+        maxColumn = qMax(maxColumn, i.column());
+    }
+    QStringList lines;
+    if (withHeader && maxColumn >= 0) {
+        QStringList names;
+        for (int c = minColumn; c <= maxColumn; ++c)
+            names.append(m_fields.value(c).name);
+        lines.append(names.join(u'\t'));
+    }
+    for (auto row = cells.cbegin(); row != cells.cend(); ++row) {
+        QStringList values;
+        for (int c = minColumn; c <= maxColumn; ++c)
+            values.append(row.value().value(c).replace(u'\t', u' ').replace(u'\n', u' '));
+        lines.append(values.join(u'\t'));
+    }
+    return lines.join(u'\n');
+}
+
+void ResultModel::exportTo(const QString &path, Format format, QObject *context, std::function<void(Result<qint64>)> done)
+{
+    m_exports.append({path, format, context, std::move(done)});
+    continueExport();
+}
+
+void ResultModel::continueExport()
+{
+    if (m_exports.isEmpty())
+        return;
+    if (m_feed && !m_feed->isFinished()) {
+        // The rest of the result first: page after page into the spill, not the query again.
+        if (!m_feed->isFetching() && m_feed->canFetchMore()) {
+            Q_EMIT fetchingChanged(true);
+            m_feed->fetchMore();
+        }
+        return;
+    }
+    const auto exports = std::exchange(m_exports, {});
+    for (const Export &e : exports) {
+        QSaveFile out(e.path);
+        Result<qint64> result = qint64(0);
+        if (!out.open(QIODevice::WriteOnly)) {
+            result = Error{ErrorCode::FileError, tr("cannot write %1: %2").arg(e.path, out.errorString()), {}};
+        } else {
+            QStringList names;
+            for (const SqlField &f : m_fields)
+                names.append(f.name);
+            if (e.format == Format::Csv) {
+                QStringList header;
+                for (const QString &n : names)
+                    header.append(csvCell(n));
+                out.write(header.join(u',').toUtf8() + "\r\n");
+            } else {
+                out.write("[");
+            }
+            qint64 written = 0;
+            for (int page = 0; page < m_pages.size(); ++page) {
+                m_spill->seek(m_pages[page].offset);
+                const QJsonArray rows = QJsonDocument::fromJson(m_spill->read(m_pages[page].bytes)).array();
+                QByteArray chunk;
+                for (const QJsonValue &row : rows) {
+                    const QJsonArray r = row.toArray();
+                    if (e.format == Format::Csv) {
+                        QStringList cells;
+                        for (const QJsonValue &v : r)
+                            cells.append(csvCell(v));
+                        chunk += cells.join(u',').toUtf8() + "\r\n";
+                    } else {
+                        QJsonObject o;
+                        for (int c = 0; c < r.size() && c < names.size(); ++c)
+                            o.insert(names[c], r[c]);
+                        chunk += (written ? ",\n" : "\n") + QJsonDocument(o).toJson(QJsonDocument::Compact);
+                    }
+                    ++written;
+                }
+                out.write(chunk);
+            }
+            if (e.format == Format::Json)
+                out.write(written ? "\n]\n" : "]\n");
+            if (!out.commit())
+                result = Error{ErrorCode::FileError, tr("cannot write %1: %2").arg(e.path, out.errorString()), {}};
+            else
+                result = written;
+        }
+        if (e.context)
+            e.done(result);
+    }
+}
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,98 @@
+#pragma once
+
+#include "sqlsplitter.h"
+
+#include <client/rpccall.h>
+
+#include <QElapsedTimer>
+#include <QPointer>
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QTabWidget;
+class QTimer;
+class QToolButton;
+class QTreeView;
+
+namespace Sandbox {
+class Client;
+}
+
+namespace Sandbox::Ui {
+
+class QueryHistory;
+class ResultView;
+class SchemaModel;
+class SqlEditor;
+
+// The SQL console of one database, a self-contained widget for the database's tab set: an
+// editor (dialect keywords, completion from the live schema), run all / selection / statement
+// under the cursor (Ctrl+Enter), one result tab per statement with a live timer and Cancel,
+// the schema tree and the searchable query history (kept across restarts). Errors from the
+// server are marked in the editor where they happened.
+class SqlConsole final : public QWidget
+{
+    Q_OBJECT
+
+public:
+    // `client` is not owned and must outlive the console.
+    SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *parent = nullptr);
+    ~SqlConsole() override;
+
+    QString databaseId() const { return m_databaseId; }
+    SqlEditor *editor() const { return m_editor; }
+    QTabWidget *results() const { return m_results; }
+    ResultView *resultAt(int index) const;
+    SchemaModel *schema() const { return m_schema; }
+    QueryHistory *history() const { return m_history; }
+    QString elapsedText() const;
+    bool isRunning() const { return m_current != nullptr; }
+
+public Q_SLOTS:
+    void runAll();
+    void runSelection();
+    void runStatementUnderCursor();
+    void cancel();
+    void refreshSchema();
+
+Q_SIGNALS:
+    void runningChanged(bool running);
+    // A statement of a run ended: with its first page, its end, or an error.
+    void statementDone(int tab, bool ok);
+    // The whole run ended (all statements, an error, or Cancel).
+    void runFinished();
+
+private:
+    struct Pending
+    {
+        QString sql;
+        int offset = 0; // where it starts in the editor's text (UTF-16)
+    };
+    void run(const QList<SqlStatementRange> &statements);
+    void runNext();
+    void finishCurrent(bool ok, bool continueRun);
+    void updateTimer();
+
+    Sandbox::Client *m_client; // not owned
+    QString m_databaseId;
+    SqlEditor *m_editor;       // owned (child)
+    QTabWidget *m_results;     // owned (child)
+    SchemaModel *m_schema;     // owned (child)
+    QueryHistory *m_history;   // owned (child)
+    QTreeView *m_schemaView;   // owned (child)
+    QLineEdit *m_search;       // owned (child)
+    QToolButton *m_runButton;  // owned (child)
+    QToolButton *m_cancelButton; // owned (child)
+    QLabel *m_timer;           // owned (child)
+    QTimer *m_tick;            // owned (child)
+    QElapsedTimer m_clock;
+    QElapsedTimer m_statementClock;
+    QList<Pending> m_queue;
+    QPointer<ResultView> m_current;
+    Pending m_currentStatement;
+    bool m_schemaChanged = false;
+    RpcCall m_infoCall;
+};
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,178 @@
+#include "sqleditor.h"
+
+#include <Qsci/qsciapis.h>
+#include <Qsci/qscilexersql.h>
+
+#include <QFontDatabase>
+#include <QKeyEvent>
+
+namespace Sandbox::Ui {
+
+namespace {
+
+constexpr int kErrorIndicator = 8;
+constexpr int kErrorMarker = 1;
+
+const char kCommon[] =
+    "select from where group by having order limit offset insert into values update set delete create table "
+    "view index unique primary key foreign references drop alter add column rename to as on join inner left "
+    "right full outer cross natural using and or not null is in between like exists case when then else end "
+    "distinct all union intersect except with recursive begin commit rollback transaction default check "
+    "constraint cast true false asc desc nulls first last explain analyze over partition window filter returning "
+    "if replace temporary temp integer int bigint smallint text varchar char boolean real double precision "
+    "numeric decimal date time timestamp interval count sum avg min max coalesce nullif";
+const char kPostgres[] =
+    " serial bigserial bytea jsonb json uuid array schema grant revoke role vacuum sequence returning ilike "
+    "similar lateral materialized refresh trigger function procedure language plpgsql do copy timestamptz "
+    "tablespace extension conflict nothing";
+const char kSqlite[] =
+    " autoincrement pragma attach detach glob regexp vacuum without rowid strict blob reindex conflict abort "
+    "fail ignore indexed virtual trigger instead of";
+const char kDuckdb[] =
+    " pivot unpivot qualify summarize describe struct map list blob hugeint ubigint uuid json copy parquet "
+    "read_csv read_parquet read_json install load macro sequence positional asof";
+
+} // namespace
+
+// QsciLexerSQL with the dialect's keywords and a monospaced font in every style (its default
+// draws comments in a serif font).
+class SqlLexer final : public QsciLexerSQL
+{
+public:
+    explicit SqlLexer(QObject *parent) : QsciLexerSQL(parent) {}
+    QByteArray words;
+    const char *keywords(int set) const override
+    {
+        return set == 1 ? words.constData() : QsciLexerSQL::keywords(set);
+    }
+};
+
+SqlEditor::SqlEditor(QWidget *parent) : QsciScintilla(parent), m_lexer(new SqlLexer(this))
+{
+    setUtf8(true);
+    const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+    m_lexer->setFont(mono);
+    m_lexer->setDefaultFont(mono);
+    for (int style = 0; style <= 32; ++style)
+        m_lexer->setFont(mono, style);
+    m_apis = new QsciAPIs(m_lexer);
+    setDialect(QStringLiteral("postgres"));
+    setLexer(m_lexer);
+    setMarginLineNumbers(0, true);
+    setMarginWidth(0, QStringLiteral("0000"));
+    setMarginWidth(1, 14);
+    setMarginSensitivity(1, false);
+    markerDefine(QsciScintilla::Circle, kErrorMarker);
+    setMarkerBackgroundColor(QColor(0xd3, 0x2f, 0x2f), kErrorMarker);
+    indicatorDefine(QsciScintilla::SquiggleIndicator, kErrorIndicator);
+    setIndicatorForegroundColor(QColor(0xd3, 0x2f, 0x2f), kErrorIndicator);
+    setAnnotationDisplay(QsciScintilla::AnnotationBoxed);
+    setAutoIndent(true);
+    setBraceMatching(QsciScintilla::SloppyBraceMatch);
+    setAutoCompletionSource(QsciScintilla::AcsAPIs);
+    setAutoCompletionThreshold(2);
+    setAutoCompletionCaseSensitivity(false);
+    setAutoCompletionReplaceWord(true);
+    connect(this, &QsciScintilla::textChanged, this, [this] {
+        if (hasErrorMark())
+            clearErrors();
+    });
+}
+
+SqlEditor::~SqlEditor() = default;
+
+void SqlEditor::setDialect(const QString &engine)
+{
+    m_dialect = engine;
+    QByteArray words = kCommon;
+    words += engine == QLatin1String("sqlite") ? kSqlite : engine == QLatin1String("duckdb") ? kDuckdb : kPostgres;
+    m_lexer->words = words;
+    setLexer(m_lexer); // re-reads the keyword lists
+    rebuildCompletion();
+}
+
+void SqlEditor::setSchema(const QMap<QString, QStringList> &columnsByTable)
+{
+    m_schema = columnsByTable;
+    rebuildCompletion();
+}
+
+void SqlEditor::rebuildCompletion()
+{
+    QStringList words = QString::fromLatin1(m_lexer->words).split(u' ', Qt::SkipEmptyParts);
+    for (QString &w : words)
+        w = w.toUpper();
+    for (auto it = m_schema.cbegin(); it != m_schema.cend(); ++it) {
+        words.append(it.key());
+        words.append(it.value());
+        for (const QString &c : it.value())
+            words.append(it.key() + u'.' + c);
+    }
+    words.removeDuplicates();
+    words.sort(Qt::CaseInsensitive);
+    m_words = words;
+    m_apis->clear();
+    for (const QString &w : std::as_const(m_words))
+        m_apis->add(w);
+    m_apis->prepare();
+}
+
+void SqlEditor::keyPressEvent(QKeyEvent *event)
+{
+    if ((event->key() == Qt::Key_Return || event->key() == Qt::Key_Enter) && (event->modifiers() & Qt::ControlModifier)) {
+        if (event->modifiers() & Qt::ShiftModifier)
+            Q_EMIT runAllRequested();
+        else
+            Q_EMIT runStatementRequested();
+        event->accept();
+        return;
+    }
+    QsciScintilla::keyPressEvent(event);
+}
+
+int SqlEditor::cursorOffset() const
+{
+    const int pos = int(SendScintilla(SCI_GETCURRENTPOS));
+    return int(QString::fromUtf8(text().toUtf8().left(pos)).size());
+}
+
+QPair<int, int> SqlEditor::selectionOffsets() const
+{
+    if (!hasSelectedText())
+        return {-1, -1};
+    const QByteArray utf8 = text().toUtf8();
+    const int a = int(SendScintilla(SCI_GETSELECTIONSTART));
+    const int b = int(SendScintilla(SCI_GETSELECTIONEND));
+    return {int(QString::fromUtf8(utf8.left(a)).size()), int(QString::fromUtf8(utf8.left(b)).size())};
+}
+
+void SqlEditor::markError(int offset, int length, const QString &message)
+{
+    clearErrors();
+    const QString all = text();
+    // Scintilla counts bytes of UTF-8.
+    const int start = int(all.left(offset).toUtf8().size());
+    const int bytes = qMax(1, int(all.mid(offset, qMax(1, length)).toUtf8().size()));
+    SendScintilla(SCI_SETINDICATORCURRENT, kErrorIndicator);
+    SendScintilla(SCI_INDICATORFILLRANGE, start, bytes);
+    m_errorStart = start;
+    m_errorLine = int(SendScintilla(SCI_LINEFROMPOSITION, start));
+    markerAdd(m_errorLine, kErrorMarker);
+    annotate(m_errorLine, message, 0);
+    SendScintilla(SCI_GOTOPOS, start);
+    ensureLineVisible(m_errorLine);
+}
+
+void SqlEditor::clearErrors()
+{
+    if (m_errorLine < 0)
+        return;
+    SendScintilla(SCI_SETINDICATORCURRENT, kErrorIndicator);
+    SendScintilla(SCI_INDICATORCLEARRANGE, 0, SendScintilla(SCI_GETLENGTH));
+    markerDeleteAll(kErrorMarker);
+    clearAnnotations();
+    m_errorLine = -1;
+    m_errorStart = -1;
+}
+
+} // namespace Sandbox::Ui

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <Qsci/qsciscintilla.h>
+
+#include <QMap>
+#include <QStringList>
+
+class QsciAPIs;
+class QsciLexerSQL;
+
+namespace Sandbox::Ui {
+
+class SqlLexer;
+
+// The SQL editor: QScintilla with the dialect's keywords, completion of tables and columns from
+// the live schema, Ctrl+Enter to run the statement under the cursor (Ctrl+Shift+Enter: all), and
+// server errors marked where they happened (squiggle, margin marker, annotation).
+class SqlEditor final : public QsciScintilla
+{
+    Q_OBJECT
+
+public:
+    explicit SqlEditor(QWidget *parent = nullptr);
+    ~SqlEditor() override;
+
+    // postgres | sqlite | duckdb
+    void setDialect(const QString &engine);
+    QString dialect() const { return m_dialect; }
+    // Tables and their columns, for completion.
+    void setSchema(const QMap<QString, QStringList> &columnsByTable);
+    QStringList completionWords() const { return m_words; }
+
+    // Marks an error: `offset` and `length` in UTF-16 units of text(); the message goes beside
+    // the line. The cursor moves there.
+    void markError(int offset, int length, const QString &message);
+    void clearErrors();
+    bool hasErrorMark() const { return m_errorLine >= 0; }
+    int errorLine() const { return m_errorLine; }        // 0-based
+    int errorByteStart() const { return m_errorStart; }  // Scintilla position (bytes)
+    int cursorOffset() const;                             // UTF-16 offset of the cursor in text()
+    // The selection as UTF-16 offsets; {-1, -1} when nothing is selected.
+    QPair<int, int> selectionOffsets() const;
+
+Q_SIGNALS:
+    void runStatementRequested();
+    void runAllRequested();
+
+protected:
+    void keyPressEvent(QKeyEvent *event) override;
+
+private:
+    void rebuildCompletion();
+
+    SqlLexer *m_lexer;  // owned (child)
+    QsciAPIs *m_apis;   // owned by the lexer
+    QString m_dialect;
+    QStringList m_words;
+    QMap<QString, QStringList> m_schema;
+    int m_errorLine = -1;
+    int m_errorStart = -1;
+};
+
+} // namespace Sandbox::Ui
