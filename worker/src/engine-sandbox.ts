@@ -22,6 +22,8 @@ export interface EngineSandboxOptions {
 export class EngineSandbox implements SandboxBackend {
   private readonly conn: EngineConnection;
   private engineId: Promise<string> | null = null;
+  /** The engine's answer to the create (a database's `startupTimeMs`, `database`), once made. */
+  created: Record<string, unknown> | null = null;
 
   constructor(
     target: EngineTarget,
@@ -42,6 +44,7 @@ export class EngineSandbox implements SandboxBackend {
         ...(this.options.sleepAfter !== undefined ? { sleepAfter: this.options.sleepAfter } : {}),
         ...this.options.extra,
       })) as { id: string };
+      this.created = r as unknown as Record<string, unknown>;
       return r.id;
     })().catch((e: unknown) => {
       this.engineId = null;
