@@ -14,7 +14,10 @@ export interface DatabaseOptions {
   username?: string;
   password?: string;
   size?: Size;
-  /** The container instance (one database per name). Default 'default'. */
+  /**
+   * The database's name: its container instance, and its sandbox in the engine. A client made
+   * later with the same name (the next request) reaches the same database. Default 'default'.
+   */
   name?: string;
   /** The key the container's engine accepts; keep it secret and stable per name. */
   engineKey?: string;
@@ -108,11 +111,12 @@ export class DatabaseClient {
     const started = Date.now();
     const extra: Record<string, unknown> = {};
     for (const k of ['database', 'username', 'password'] as const) if (this.options[k] !== undefined) extra[k] = this.options[k];
-    const opts = { type: this.type, extra, ...(this.options.size ? { size: this.options.size } : {}) };
+    const name = this.options.name ?? 'default';
+    const opts = { type: this.type, extra, name, ...(this.options.size ? { size: this.options.size } : {}) };
     const sb =
       this.options.engine !== undefined
         ? getEngineSandbox(this.options.engine.url, this.options.engine.key, opts)
-        : getSandbox(this.namespace!, this.options.name ?? 'default', {
+        : getSandbox(this.namespace!, name, {
             ...opts,
             engineKey: this.options.engineKey ?? 'sk_engine_default',
           });
