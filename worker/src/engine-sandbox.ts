@@ -17,11 +17,19 @@ export interface EngineSandboxOptions {
   sleepAfter?: number;
   /** Extra creation params (databases: database, username, password). */
   extra?: Record<string, unknown>;
+  /**
+   * The sandbox's name in its engine. With a name, a new handle finds the sandbox an earlier
+   * one made (same name and type) instead of making another: a database keeps its data from
+   * one request to the next. getSandbox names it after its container.
+   */
+  name?: string;
 }
 
 export class EngineSandbox implements SandboxBackend {
   private readonly conn: EngineConnection;
   private engineId: Promise<string> | null = null;
+  /** The engine's answer to the create (a database's `startupTimeMs`, `database`), once made. */
+  created: Record<string, unknown> | null = null;
 
   constructor(
     target: EngineTarget,
@@ -30,18 +38,34 @@ export class EngineSandbox implements SandboxBackend {
     this.conn = new EngineConnection(target);
   }
 
-  /** Creates the engine's sandbox on first use (and again if a new container lost it). */
+  /**
+   * The engine's id of this sandbox: on first use, the one of this name (started again if it
+   * was stopped), or else a new one.
+   */
   id(): Promise<string> {
     this.engineId ??= (async () => {
       const kind = ['postgres', 'sqlite', 'duckdb'].includes(this.options.type) ? 'databases' : 'agents';
+      const name = this.options.name;
+      if (name !== undefined) {
+        const list = (await this.conn.request(`${kind}.list`, {})) as Record<string, Record<string, unknown>[]>;
+        const found = (list[kind] ?? []).find((s) => s.name === name && s.type === this.options.type);
+        if (found !== undefined && typeof found.id === 'string') {
+          const id = found.id;
+          const info = found.status === 'stopped' ? await this.conn.request(`${kind}.start`, { id }) : found;
+          this.created = info as Record<string, unknown>;
+          return id;
+        }
+      }
       const r = (await this.conn.request(`${kind}.create`, {
         type: this.options.type,
         ...(this.options.size ? { size: this.options.size } : {}),
         env: this.options.env ?? {},
         network: this.options.network ?? false,
         ...(this.options.sleepAfter !== undefined ? { sleepAfter: this.options.sleepAfter } : {}),
+        ...(name !== undefined ? { name } : {}),
         ...this.options.extra,
       })) as { id: string };
+      this.created = r as unknown as Record<string, unknown>;
       return r.id;
     })().catch((e: unknown) => {
       this.engineId = null;
@@ -97,7 +121,7 @@ export function getSandbox(
   };
   let configured: Promise<void> | null = null;
   const target = new ContainerEngineTarget(stub, name, options.engineKey, () => (configured ??= stub.configure(config)));
-  return new EngineSandbox(target, options);
+  return new EngineSandbox(target, { ...options, name: options.name ?? name });
 }
 
 /** A sandbox in an engine reached by URL (a local `sandboxd`: tests, `wrangler dev`). */

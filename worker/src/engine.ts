@@ -5,7 +5,7 @@
 // - tests and `wrangler dev`: ENGINE_URL + ENGINE_KEY, a real sandboxd on the loopback.
 
 import { ErrorCode, RpcError, SandboxError } from './errors';
-import type { Params } from './jsonrpc';
+import { type Params, parseJson } from './jsonrpc';
 
 export interface EngineNotification {
   method: string;
@@ -172,7 +172,7 @@ export class EngineConnection {
     if (typeof data !== 'string') return;
     let msg: unknown;
     try {
-      msg = JSON.parse(data);
+      msg = parseJson(data);
     } catch {
       return;
     }

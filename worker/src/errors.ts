@@ -20,6 +20,7 @@ export const ErrorCode = {
   SandboxError: -32011,
   Cancelled: -32012,
   FileError: -32013,
+  QueryError: -32014,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -42,6 +43,7 @@ const REST_STATUS: Record<number, number> = {
   [-32011]: 500,
   [-32012]: 499,
   [-32013]: 400,
+  [-32014]: 422,
 };
 
 /** The REST status of an error code (section 2.1); unknown codes are server errors. */

@@ -52,6 +52,33 @@ function err(id: Id, code: number, message: string): { response: RpcResponse } {
   return { response: errorResponseFor(id, { code, message }) };
 }
 
+interface RawJson {
+  rawJSON(text: string): unknown;
+  isRawJSON(v: unknown): boolean;
+}
+const RAW = JSON as unknown as Partial<RawJson>;
+
+/**
+ * JSON.parse that keeps integers beyond ±(2^53-1) exact: such a literal becomes a raw JSON value
+ * (JSON.rawJSON), which JSON.stringify writes out digit for digit. A database param
+ * `9007199254740993` thus reaches the engine as it was sent (docs/protocol.md 4.3.5), instead of
+ * being rounded to the nearest double on the way through.
+ */
+export function parseJson(text: string): unknown {
+  if (RAW.rawJSON === undefined) return JSON.parse(text);
+  const raw = RAW.rawJSON;
+  return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) => {
+    if (typeof value !== 'number' || Number.isSafeInteger(value)) return value;
+    const src = context?.source;
+    return src !== undefined && /^-?\d+$/.test(src) ? raw(src) : value;
+  });
+}
+
+/** A number kept exact by parseJson, as a plain (rounded) number; anything else as it is. */
+export function plainNumber(v: unknown): unknown {
+  return RAW.isRawJSON?.(v) === true ? Number(JSON.stringify(v)) : v;
+}
+
 function isValidId(v: unknown): v is Id {
   return v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
 }
@@ -63,6 +90,7 @@ export function decodeElement(v: unknown): Incoming {
   }
   const o = v as Record<string, unknown>;
   const hasId = Object.hasOwn(o, 'id');
+  if (hasId) o.id = plainNumber(o.id);
   const idReadable = hasId && isValidId(o.id);
   const id: Id = idReadable ? (o.id as Id) : null;
   if (hasId && !idReadable) {
@@ -89,7 +117,7 @@ export function decodeElement(v: unknown): Incoming {
 export function decodeMessage(text: string): Decoded {
   let v: unknown;
   try {
-    v = JSON.parse(text);
+    v = parseJson(text);
   } catch {
     return { batch: false, item: err(null, ErrorCode.ParseError, 'Parse error') };
   }

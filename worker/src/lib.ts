@@ -34,7 +34,18 @@ export {
 export { SandboxDO } from './sandbox-do';
 export { EngineSandbox, getSandbox, getEngineSandbox, type EngineSandboxOptions } from './engine-sandbox';
 export * from './agents/index';
-export { DatabaseClient, type DatabaseOptions, type QueryResult } from './databases/client';
+export {
+  DatabaseClient,
+  type DatabaseOptions,
+  type QueryResult,
+  type ExecuteResult,
+  type Field,
+  type Statement,
+  type TransactionResult,
+  type TableInfo,
+  type TableDescription,
+  type ExportFormat,
+} from './databases/client';
 export { PostgresClient, createPostgresContainer } from './databases/postgres';
 export { SQLiteClient, createSQLiteContainer } from './databases/sqlite';
 export { DuckDBClient, createDuckDBContainer } from './databases/duckdb';

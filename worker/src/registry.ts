@@ -37,6 +37,15 @@ export interface SandboxRow {
   engineId: string | null;
   /** The key the Worker uses towards this sandbox's container engine. */
   engineKey: string;
+  /** What the engine reported that the Sandbox object shows (databases: `database`, `startupTimeMs`). */
+  details: SandboxDetails;
+}
+
+/** Fields a database's Sandbox object gains (docs/protocol.md 4.3.1). */
+export interface SandboxDetails {
+  database?: { type: string; database: string; username?: string };
+  /** ms from the create (or last start) request to a server that answers. */
+  startupTimeMs?: number;
 }
 
 /** The Sandbox object of docs/protocol.md 3.1. */
@@ -54,6 +63,8 @@ export interface SandboxObject {
   limits: Limits;
   name?: string;
   error?: string;
+  database?: { type: string; database: string; username?: string };
+  startupTimeMs?: number;
 }
 
 export function toSandboxObject(r: SandboxRow): SandboxObject {
@@ -72,7 +83,18 @@ export function toSandboxObject(r: SandboxRow): SandboxObject {
   };
   if (r.name !== null) o.name = r.name;
   if (r.status === 'error' && r.error !== null) o.error = r.error;
+  if (r.kind === 'database') {
+    o.database = r.details.database ?? { type: r.type, database: defaultDatabaseName(r) };
+    if (r.details.startupTimeMs !== undefined) o.startupTimeMs = r.details.startupTimeMs;
+  }
   return o;
+}
+
+/** The database a row names when the engine did not say (before it answered). */
+function defaultDatabaseName(r: SandboxRow): string {
+  const given = r.extra.database;
+  if (typeof given === 'string') return given;
+  return r.type === 'sqlite' ? 'main.db' : r.type === 'duckdb' ? 'main.duckdb' : 'postgres';
 }
 
 export const RUNNING_STATUSES: readonly SandboxStatus[] = ['creating', 'running'];
@@ -109,6 +131,7 @@ function sandboxFromRow(r: Row): SandboxRow {
     extra: JSON.parse(r.extra as string) as Record<string, unknown>,
     engineId: (r.engine_id as string | null) ?? null,
     engineKey: r.engine_key as string,
+    details: typeof r.details === 'string' ? (JSON.parse(r.details) as SandboxDetails) : {},
   };
 }
 
@@ -150,7 +173,8 @@ export class Registry {
         env TEXT NOT NULL,
         extra TEXT NOT NULL,
         engine_id TEXT,
-        engine_key TEXT NOT NULL
+        engine_key TEXT NOT NULL,
+        details TEXT NOT NULL DEFAULT '{}'
       );
       CREATE INDEX IF NOT EXISTS sandboxes_by_key ON sandboxes (key_id);
       CREATE TABLE IF NOT EXISTS streams (
@@ -165,6 +189,9 @@ export class Registry {
     // every created key of that time; bootstrap keys are admin by their own column).
     const columns = this.sql.exec("SELECT name FROM pragma_table_info('keys')").toArray().map((r) => r.name);
     if (!columns.includes('admin')) this.sql.exec('ALTER TABLE keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0');
+    // Registries made before database sandboxes: their rows have no details yet.
+    const sbColumns = this.sql.exec("SELECT name FROM pragma_table_info('sandboxes')").toArray().map((r) => r.name);
+    if (!sbColumns.includes('details')) this.sql.exec("ALTER TABLE sandboxes ADD COLUMN details TEXT NOT NULL DEFAULT '{}'");
   }
 
   // --- keys ---
@@ -219,8 +246,8 @@ export class Registry {
   insertSandbox(s: SandboxRow): void {
     this.sql.exec(
       `INSERT INTO sandboxes (id, key_id, kind, type, size, status, error, name, created_at, last_active_at,
-         sleep_after, network, env, extra, engine_id, engine_key)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         sleep_after, network, env, extra, engine_id, engine_key, details)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       s.id,
       s.keyId,
       s.kind,
@@ -237,6 +264,7 @@ export class Registry {
       JSON.stringify(s.extra),
       s.engineId,
       s.engineKey,
+      JSON.stringify(s.details),
     );
   }
 
@@ -265,6 +293,14 @@ export class Registry {
 
   setEngineId(id: string, engineId: string | null): void {
     this.sql.exec('UPDATE sandboxes SET engine_id = ? WHERE id = ?', engineId, id);
+  }
+
+  setDetails(id: string, details: SandboxDetails): void {
+    this.sql.exec('UPDATE sandboxes SET details = ? WHERE id = ?', JSON.stringify(details), id);
+  }
+
+  setName(id: string, name: string | null): void {
+    this.sql.exec('UPDATE sandboxes SET name = ? WHERE id = ?', name, id);
   }
 
   touchSandbox(id: string, now: string): void {

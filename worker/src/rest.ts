@@ -10,7 +10,7 @@ import {
   errorResponse,
   toRpcError,
 } from './errors';
-import type { Params } from './jsonrpc';
+import { type Params, parseJson } from './jsonrpc';
 
 export type Call = (method: string, params: Params) => Promise<unknown>;
 
@@ -44,7 +44,7 @@ async function jsonBody(req: Request): Promise<Params> {
   if (text.trim() === '') return {};
   let v: unknown;
   try {
-    v = JSON.parse(text);
+    v = parseJson(text);
   } catch {
     throw new ParseError('Body is not JSON');
   }
@@ -81,6 +81,25 @@ function unbase64(text: string): Uint8Array {
   for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
   return out;
 }
+
+/** Section 5: every database method but create/get/list/delete, by the same name. */
+const DATABASE_ACTIONS = [
+  'query',
+  'execute',
+  'queryWithMetadata',
+  'fetch',
+  'closeCursor',
+  'transaction',
+  'version',
+  'ping',
+  'listTables',
+  'describeTable',
+  'listDatabases',
+  'createDatabase',
+  'exportData',
+  'start',
+  'restart',
+];
 
 function r(method: string, pattern: string, handle: Route['handle']): Route {
   return { method, pattern: new RegExp(`^${pattern}$`), handle };
@@ -158,11 +177,9 @@ const ROUTES: Route[] = [
     json(await call('agents.rename', { ...pick(await jsonBody(req), 'from', 'to'), id: m[1] })),
   ),
   ...lifecycle('databases'),
-  r('POST', `/api/databases/${ID}/query`, async (m, req, _u, call) =>
-    json(await call('databases.query', { ...pick(await jsonBody(req), 'sql', 'params'), id: m[1] })),
-  ),
-  r('POST', `/api/databases/${ID}/execute`, async (m, req, _u, call) =>
-    json(await call('databases.execute', { ...pick(await jsonBody(req), 'sql', 'params'), id: m[1] })),
+  // POST /api/databases/{id}/ACTION: the body is the method's params, with the id from the path.
+  r('POST', `/api/databases/${ID}/(${DATABASE_ACTIONS.join('|')})`, async (m, req, _u, call) =>
+    json(await call(`databases.${m[2]}`, { ...(await jsonBody(req)), id: m[1] })),
   ),
   r('GET', '/api/sessions/current', async (_m, _q, _u, call) => json(await call('sessions.current', {}))),
   r('GET', '/api/sessions/quota', async (_m, _q, _u, call) => json(await call('sessions.quota', {}))),
@@ -181,6 +198,8 @@ export async function handleRest(req: Request, url: URL, call: Call): Promise<Re
     }
     throw new MethodNotFoundError(`${req.method} ${url.pathname}`);
   } catch (e) {
+    // Answered before the body was read (no such route): let go of it first.
+    if (req.body !== null && !req.bodyUsed) await req.body.pipeTo(new WritableStream()).catch(() => undefined);
     return errorResponse(e instanceof RpcError ? e : toRpcError(e));
   }
 }

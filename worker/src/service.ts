@@ -31,6 +31,7 @@ import * as v from './params';
 import {
   RUNNING_STATUSES,
   type Registry,
+  type SandboxDetails,
   type SandboxRow,
   type SandboxObject,
   toSandboxObject,
@@ -75,6 +76,51 @@ type Handler = (ctx: CallContext, p: Params) => Promise<unknown>;
 
 const FILE_OPS = ['writeFile', 'readFile', 'listFiles', 'mkdir', 'deleteFile', 'stat', 'rename'] as const;
 
+/** The database methods (4.3.2-4.3.7) the engine answers as they are, with our id swapped for its. */
+const DATABASE_OPS = [
+  'query',
+  'queryWithMetadata',
+  'execute',
+  'fetch',
+  'closeCursor',
+  'transaction',
+  'version',
+  'ping',
+  'listTables',
+  'describeTable',
+  'listDatabases',
+  'createDatabase',
+  'exportData',
+] as const;
+
+/** Agent runs (4.7); each streams its events when called over a socket. */
+const AGENT_RUNS = ['agents.run', 'agents.runConversation', 'agents.runOnRepo'] as const;
+
+function hasStreamId(r: unknown): r is Record<string, unknown> {
+  return typeof r === 'object' && r !== null && !Array.isArray(r) && 'streamId' in r;
+}
+
+/**
+ * An engine error as the caller should see it: the engine's sandbox id, which callers never
+ * see, replaced by ours wherever the message names it.
+ */
+function relayed(e: unknown, row: SandboxRow): unknown {
+  const engineId = row.engineId;
+  if (!(e instanceof RpcError) || engineId === null) return e;
+  const data = e.data === undefined ? undefined : JSON.stringify(e.data);
+  if (!e.message.includes(engineId) && !(data?.includes(engineId) ?? false)) return e;
+  const swap = (t: string) => t.split(engineId).join(row.id);
+  return new RpcError(e.code, swap(e.message), data === undefined ? undefined : JSON.parse(swap(data)));
+}
+
+/** A run's answer with our sandbox id in its `error` text (e.g. "sandbox ... has no network"). */
+function relayedRun(r: unknown, row: SandboxRow): unknown {
+  const engineId = row.engineId;
+  if (engineId === null || typeof r !== 'object' || r === null || Array.isArray(r)) return r;
+  const o = r as Record<string, unknown>;
+  return typeof o.error === 'string' && o.error.includes(engineId) ? { ...o, error: o.error.split(engineId).join(row.id) } : r;
+}
+
 function now(): string {
   return new Date().toISOString();
 }
@@ -112,19 +158,23 @@ export class SandboxService {
     m.set('agents.get', async (c, p) => toSandboxObject(this.owned(c, p, 'agent')));
     m.set('agents.list', async (c) => ({ agents: this.list(c, 'agent') }));
     m.set('agents.exec', (c, p) => this.exec(c, 'agents.exec', this.owned(c, p, 'agent'), p));
-    m.set('agents.run', (c, p) => this.forward(c, 'agents.run', this.owned(c, p, 'agent'), p));
     m.set('agents.cloneRepo', (c, p) => this.forward(c, 'agents.cloneRepo', this.owned(c, p, 'agent'), p));
     m.set('agents.stop', (c, p) => this.stop(c, 'agents.stop', this.owned(c, p, 'agent')));
     m.set('agents.start', (c, p) => this.start(c, 'agents.start', this.owned(c, p, 'agent')));
     m.set('agents.delete', (c, p) => this.delete(c, 'agents.delete', this.owned(c, p, 'agent')));
+    // Agent runs (4.7): streamed as stream.event over a socket, like an exec with stream: true.
+    for (const run of AGENT_RUNS) m.set(run, (c, p) => this.run(c, run, this.owned(c, p, 'agent'), p));
     // Databases (4.3)
     m.set('databases.create', (c, p) => this.create(c, 'database', p));
     m.set('databases.get', async (c, p) => toSandboxObject(this.owned(c, p, 'database')));
     m.set('databases.list', async (c) => ({ databases: this.list(c, 'database') }));
-    m.set('databases.query', (c, p) => this.forward(c, 'databases.query', this.owned(c, p, 'database'), p));
-    m.set('databases.execute', (c, p) => this.forward(c, 'databases.execute', this.owned(c, p, 'database'), p));
     m.set('databases.stop', (c, p) => this.stop(c, 'databases.stop', this.owned(c, p, 'database')));
-    m.set('databases.delete', (c, p) => this.delete(c, 'sandbox.delete', this.owned(c, p, 'database')));
+    m.set('databases.start', (c, p) => this.start(c, 'databases.start', this.owned(c, p, 'database')));
+    m.set('databases.restart', (c, p) => this.start(c, 'databases.restart', this.owned(c, p, 'database'), true));
+    m.set('databases.delete', (c, p) => this.delete(c, 'databases.delete', this.owned(c, p, 'database')));
+    for (const op of DATABASE_OPS) {
+      m.set(`databases.${op}`, (c, p) => this.forward(c, `databases.${op}`, this.owned(c, p, 'database'), p));
+    }
     // Any sandbox by id (4.5)
     m.set('sandbox.status', async (c, p) => toSandboxObject(this.owned(c, p)));
     m.set('sandbox.exec', (c, p) => this.exec(c, 'sandbox.exec', this.owned(c, p), p));
@@ -214,7 +264,8 @@ export class SandboxService {
   // --- lifecycle ---
 
   private async create(c: CallContext, kind: SandboxKind, p: Params): Promise<SandboxObject> {
-    const type = p.type;
+    // A database's type defaults to postgres (4.3.1); an agent's must be given.
+    const type = kind === 'database' && (p.type === undefined || p.type === null) ? 'postgres' : p.type;
     if (kind === 'agent' ? !isAgentType(type) : !isDatabaseType(type)) {
       throw new InvalidParamsError(
         'type',
@@ -254,19 +305,29 @@ export class SandboxService {
       extra,
       engineId: null,
       engineKey: `sk_${randomHex(24)}`,
+      details: {},
     };
     this.registry.insertSandbox(row);
+    const started = Date.now();
     try {
       row.engineId = await this.createInEngine(row);
     } catch (e) {
       this.registry.deleteSandbox(row.id);
       await this.hooks.destroyContainer(row).catch(() => undefined);
-      throw e;
+      throw relayed(e, row);
     }
     this.registry.setEngineId(row.id, row.engineId);
     this.registry.setStatus(row.id, 'running');
     row.status = 'running';
+    if (kind === 'database') this.setStartupTime(row, started);
     return toSandboxObject(row);
+  }
+
+  /** Records the time from the request that started a database to a server that answers. */
+  private setStartupTime(row: SandboxRow, started: number): void {
+    // Our own clock: it includes the container's start, which the engine inside cannot see.
+    row.details = { ...row.details, startupTimeMs: Math.max(0, Date.now() - started) };
+    this.registry.setDetails(row.id, row.details);
   }
 
   /** Creates the engine's own sandbox for `row` and answers its engine id. */
@@ -281,8 +342,14 @@ export class SandboxService {
     };
     if (row.name !== null) params.name = row.name;
     const method = row.kind === 'agent' ? 'agents.create' : 'databases.create';
-    const r = (await this.engine(row).request(method, params)) as { id?: unknown };
+    const r = (await this.engine(row).request(method, params)) as { id?: unknown; database?: unknown };
     if (typeof r?.id !== 'string') throw new SandboxError('The sandbox engine answered without an id');
+    const db = r.database as SandboxDetails['database'] | undefined;
+    if (row.kind === 'database' && typeof db === 'object' && db !== null && typeof db.database === 'string') {
+      // What the engine made of the params (defaults, a normalised file name).
+      row.details = { ...row.details, database: db };
+      this.registry.setDetails(row.id, row.details);
+    }
     return r.id;
   }
 
@@ -307,7 +374,9 @@ export class SandboxService {
         await this.engine(row).request(method, { id: row.engineId });
       } catch (e) {
         // A container that already went away has nothing left to stop.
-        if (!(e instanceof RpcError) || (e.code !== ErrorCode.NotFound && e.code !== ErrorCode.SandboxNotRunning)) throw e;
+        if (!(e instanceof RpcError) || (e.code !== ErrorCode.NotFound && e.code !== ErrorCode.SandboxNotRunning)) {
+          throw relayed(e, row);
+        }
       }
     }
     this.registry.setStatus(row.id, 'stopped');
@@ -315,19 +384,26 @@ export class SandboxService {
     return toSandboxObject(this.registry.sandbox(c.keyId, row.id)!);
   }
 
-  private async start(c: CallContext, method: string, row: SandboxRow): Promise<SandboxObject> {
-    if (!RUNNING_STATUSES.includes(row.status)) {
-      if (row.status !== 'sleeping') this.checkQuota(c.keyId, SIZES[row.size].memoryMb, false);
+  /**
+   * start (or, with `restart`, restart even a running sandbox): quota first, then the engine;
+   * an engine that lost the sandbox (a new container) makes it again.
+   */
+  private async start(c: CallContext, method: string, row: SandboxRow, restart = false): Promise<SandboxObject> {
+    const running = RUNNING_STATUSES.includes(row.status);
+    if (restart || !running) {
+      if (!running && row.status !== 'sleeping') this.checkQuota(c.keyId, SIZES[row.size].memoryMb, false);
+      const started = Date.now();
       try {
         if (row.engineId === null) throw new RpcError(ErrorCode.NotFound, 'no engine sandbox');
         await this.engine(row).request(method, { id: row.engineId });
       } catch (e) {
-        if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound) throw e;
+        if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound) throw relayed(e, row);
         // The container lost its engine state (a new instance): make the sandbox again.
         row.engineId = await this.createInEngine(row);
         this.registry.setEngineId(row.id, row.engineId);
       }
       this.registry.setStatus(row.id, 'running');
+      if (row.kind === 'database') this.setStartupTime(row, started);
     }
     this.registry.touchSandbox(row.id, now());
     return toSandboxObject(this.registry.sandbox(c.keyId, row.id)!);
@@ -362,10 +438,14 @@ export class SandboxService {
     };
     this.registry.touchSandbox(row.id, now());
     try {
-      return await send(row.engineId ?? '');
+      try {
+        return await send(row.engineId ?? '');
+      } catch (e) {
+        if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound || !(await this.engineLost(row))) throw e;
+        return await send(row.engineId!);
+      }
     } catch (e) {
-      if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound || !(await this.engineLost(row))) throw e;
-      return send(row.engineId!);
+      throw relayed(e, row);
     }
   }
 
@@ -400,7 +480,28 @@ export class SandboxService {
     const stream = wantStream && c.conn !== null;
     const params: Params = { ...p, options: { ...options, stream } };
     if (!stream) return this.forward(c, method, row, params);
+    return this.relayStream(c, method, row, params);
+  }
 
+  /**
+   * agents.run / runConversation / runOnRepo. The engine streams every run it is asked over a
+   * socket (and the Worker always asks over one): on our socket the events are relayed under our
+   * stream id; for REST they are dropped and the answer says `streamId: null`, as the engine's
+   * own REST answer does.
+   */
+  private async run(c: CallContext, method: string, row: SandboxRow, p: Params): Promise<unknown> {
+    if (c.conn !== null) return relayedRun(await this.relayStream(c, method, row, p), row);
+    const r = relayedRun(await this.forward(c, method, row, p), row);
+    return hasStreamId(r) ? { ...r, streamId: null } : r;
+  }
+
+  /**
+   * Forwards a call that the engine answers with a stream (its notifications carry the call's
+   * request id, then their stream id): relays them to the caller's socket under a stream id of
+   * ours with the engine's seq, keeps the backlog for stream.resume, and answers the call's
+   * result with our stream id in it.
+   */
+  private async relayStream(c: CallContext, method: string, row: SandboxRow, params: Params): Promise<unknown> {
     this.requireRunning(row);
     const target = this.hooks.target(row);
     const conn = this.pool.get(target);
@@ -433,7 +534,7 @@ export class SandboxService {
     } catch (e) {
       // The engine connection dropped: the stream is resumed on a new one and its end answers.
       const live = s as Stream | null;
-      if (live === null || !(e instanceof SandboxError)) throw e;
+      if (live === null || !(e instanceof SandboxError)) throw relayed(e, row);
       return live.ended();
     }
     const engineStreamId = (r as { streamId?: unknown })?.streamId;

@@ -117,6 +117,27 @@ describe.skipIf(!hasEngine)('client with the engine', () => {
     client.close();
   });
 
+  it('serves databases.*: create, SQL with typed values, cursors, transactions, administration', async () => {
+    const client = createSandboxClient({ auth: TEST_KEYS.main, connect: harness().connect });
+    const db = await client.databases.create({ type: 'sqlite', size: 'lite', database: 'c.db' });
+    expect(db).toMatchObject({ kind: 'database', type: 'sqlite', database: { database: 'c.db' }, startupTimeMs: expect.any(Number) });
+    expect(await client.databases.execute(db.id, 'CREATE TABLE t (n INTEGER, b BLOB); INSERT INTO t VALUES (1, x\'00ff\')')).toMatchObject({
+      rowsAffected: 1,
+    });
+    expect(await client.databases.query(db.id, 'SELECT n, b FROM t WHERE n = ?', [1])).toEqual([{ n: 1, b: { $bytes: 'AP8=' } }]);
+    const tx = await client.databases.transaction(db.id, [{ sql: 'INSERT INTO t (n) VALUES (?)', params: [2] }, 'INSERT INTO t (n) VALUES (3)']);
+    expect(tx).toMatchObject({ committed: true });
+    const page = await client.databases.queryWithMetadata<number[]>(db.id, 'SELECT n FROM t ORDER BY n', [], { pageSize: 2, rowMode: 'array' });
+    expect(page).toMatchObject({ rows: [[1], [2]], hasMore: true });
+    expect(await client.databases.fetch(db.id, page.cursor!)).toMatchObject({ rows: [[3]], done: true }); // the cursor keeps its rowMode
+    expect(await client.databases.listTables(db.id)).toEqual([{ schema: 'main', name: 't', type: 'table' }]);
+    await expect(client.databases.query(db.id, 'SELECT nope FROM t')).rejects.toMatchObject({ code: -32014 });
+    expect(await client.databases.restart(db.id)).toMatchObject({ status: 'running' });
+    expect((await client.databases.ping(db.id)).ok).toBe(true);
+    expect(await client.databases.delete(db.id)).toEqual({ id: db.id, deleted: true });
+    client.close();
+  });
+
   it('lets Worker code use an engine sandbox directly (getEngineSandbox + agent classes)', async () => {
     const sandbox = getEngineSandbox(env.ENGINE_URL, env.ENGINE_KEY, { type: 'claude-code', size: 'lite' });
     const agent = createAgentSandbox('claude-code', { sandbox, apiKey: 'sk-ant-test' });

@@ -3,6 +3,7 @@
 // run time (global-setup provides it), so new cases run without touching this file.
 
 import { describe, expect, inject, it } from 'vitest';
+import { parseJson } from '../src/jsonrpc';
 import { hasEngine } from './support/engine';
 import { TEST_KEYS } from './support/keys';
 import { type Captures, match, substitute } from './support/matcher';
@@ -26,7 +27,8 @@ interface WsStep {
   expect: { open: boolean };
 }
 
-const file = inject('conformanceCases') as { version: number; cases: Case[] };
+// parseJson keeps integer literals beyond 2^53 exact (a case sends 9007199254740993 as a param).
+const file = parseJson(inject('conformanceCasesText')) as { version: number; cases: Case[] };
 
 /** Cases that create sandboxes cannot run without an engine (only allowed outside CI). */
 function needsEngine(c: Case): boolean {

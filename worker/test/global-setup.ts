@@ -17,7 +17,8 @@ declare module 'vitest' {
     engineUrl: string;
     engineKey: string;
     engineMissing: string;
-    conformanceCases: unknown;
+    /** The text of cases.json: parsed in workerd, where big integer literals stay exact. */
+    conformanceCasesText: string;
   }
 }
 
@@ -52,7 +53,7 @@ function waitForListening(child: ChildProcess): Promise<string> {
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
   // The conformance cases are read here, in Node, at every run.
   const casesPath = join(here, '..', '..', 'tests', 'conformance', 'cases.json');
-  project.provide('conformanceCases', JSON.parse(readFileSync(casesPath, 'utf8')) as unknown);
+  project.provide('conformanceCasesText', readFileSync(casesPath, 'utf8'));
 
   const bin = resolve(process.env.SANDBOXD_BIN ?? join(here, '..', '..', 'build', 'bin', 'sandboxd'));
   if (!existsSync(bin)) {

@@ -1,6 +1,6 @@
 // The JSON-RPC 2.0 codec (docs/protocol.md 2) on its own, then through the live socket.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { decodeMessage, utf8Length } from '../src/jsonrpc';
+import { decodeMessage, parseJson, utf8Length } from '../src/jsonrpc';
 import { RpcSocket } from './support/worker';
 
 describe('decodeMessage', () => {
@@ -13,6 +13,18 @@ describe('decodeMessage', () => {
     const d = decodeMessage(text);
     expect(d.batch).toBe(false);
     expect(!d.batch && 'response' in d.item && d.item.response).toMatchObject({ id: null, error: { code } });
+  });
+
+  it('keeps integers beyond 2^53 digit for digit, and everything else as JSON.parse does', () => {
+    const text = '{"a":9007199254740993,"b":[-9223372036854775808,1.5,1e400,42],"c":"9007199254740993","d":12.50}';
+    const v = parseJson(text) as { a: unknown; b: unknown[]; c: string; d: number };
+    expect(JSON.stringify(v)).toBe('{"a":9007199254740993,"b":[-9223372036854775808,1.5,null,42],"c":"9007199254740993","d":12.5}');
+    expect(v.b[3]).toBe(42);
+    expect(v.c).toBe('9007199254740993');
+    // A big request id still reads as an id (a number, rounded as any JSON-RPC peer would).
+    const d = decodeMessage('{"jsonrpc":"2.0","id":9007199254740993,"method":"x","params":{"n":9007199254740993}}');
+    expect(!d.batch && 'request' in d.item && typeof d.item.request.id).toBe('number');
+    expect(!d.batch && 'request' in d.item && JSON.stringify(d.item.request.params)).toBe('{"n":9007199254740993}');
   });
 
   it('keeps a readable id on an invalid request', () => {

@@ -36,6 +36,24 @@ describe('Stream backlog', () => {
     expect(answer).toMatchObject({ after: 8, last: 8200 });
   });
 
+  it("relays an agent run's stream.event with the event as it came, and replays it on resume", async () => {
+    const { sent, s } = sub();
+    const st = new Stream('st_run', 'key', 'sb', 'st_engine', 'r1', s);
+    const event = { type: 'tool_call', turn: 0, id: 'toolu_1', name: 'Write', input: { file_path: '/workspace/a.txt', content: 'hi' } };
+    st.push('stream.event', { streamId: 'st_engine', seq: 1, requestId: 3, event: { type: 'session', turn: 0, sessionId: 'abc' } });
+    st.push('stream.event', { streamId: 'st_engine', seq: 2, requestId: 3, event });
+    st.push('stream.end', { streamId: 'st_engine', seq: 3, requestId: 3, result: { success: true, result: 'done', streamId: 'st_engine' } });
+    const notes = sent.map((t) => JSON.parse(t) as Note);
+    expect(notes.map((n) => n.method)).toEqual(['stream.event', 'stream.event', 'stream.end']);
+    expect(notes[1]!.params).toEqual({ streamId: 'st_run', seq: 2, requestId: 'r1', event });
+    expect(notes[2]!.params.result).toEqual({ success: true, result: 'done', streamId: 'st_run' });
+    expect(await st.ended()).toEqual({ success: true, result: 'done', streamId: 'st_run' });
+    const again = sub();
+    st.resume(1, again.s, () => undefined);
+    expect(again.sent.map((t) => (JSON.parse(t) as Note).params.seq)).toEqual([2, 3]);
+    expect(again.sent[0]).toBe(sent[1]);
+  });
+
   it('ignores duplicates and rewrites the end result to its own id', async () => {
     const st = new Stream('st_w', 'key', 'sb', 'st_e', 1, null);
     st.push('stream.output', { seq: 1, data: 'a' });

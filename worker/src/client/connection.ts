@@ -50,8 +50,17 @@ export interface StreamChunk {
   data: string | Uint8Array;
 }
 
+/** One `stream.event` of an agent run (docs/protocol.md 4.7): `event.type` says what it is. */
+export interface StreamEvent {
+  streamId: string;
+  seq: number;
+  event: { type: string; turn?: number; [field: string]: unknown };
+}
+
 export interface StreamHandlers {
   onOutput?: (chunk: StreamChunk) => void;
+  /** An agent run's events, in order (resumed after a reconnect like output). */
+  onEvent?: (event: StreamEvent) => void;
   /** Called when the backlog lost output after a reconnect: seqs in [from, to] are gone. */
   onGap?: (streamId: string, from: number, to: number) => void;
 }
@@ -199,7 +208,7 @@ export class RpcConnection {
     if (typeof m !== 'object' || m === null) return;
     if (typeof m.method === 'string' && !('id' in m)) {
       const params = (m.params ?? {}) as Record<string, unknown>;
-      if (m.method === 'stream.output' || m.method === 'stream.end') this.onStream(m.method, params);
+      if (m.method === 'stream.output' || m.method === 'stream.event' || m.method === 'stream.end') this.onStream(m.method, params);
       for (const l of this.listeners) l(m.method, params);
       return;
     }
@@ -238,6 +247,11 @@ export class RpcConnection {
       const channel = params.channel === 'stderr' ? 'stderr' : 'stdout';
       const data = typeof params.data === 'string' ? params.data : decodeBase64(String(params.dataBase64 ?? ''));
       s.handlers.onOutput?.({ streamId, seq, channel, data });
+      return;
+    }
+    if (method === 'stream.event') {
+      const event = params.event;
+      if (typeof event === 'object' && event !== null) s.handlers.onEvent?.({ streamId, seq, event: event as StreamEvent['event'] });
       return;
     }
     // stream.end: its result is the request's result, which a reconnect may have lost.

@@ -5,7 +5,7 @@ import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxBackend } from
 import { RpcConnection, type StreamHandlers, type WebSocketFactory } from './connection';
 
 export { RpcConnection, SandboxRpcError, SUBPROTOCOL } from './connection';
-export type { StreamChunk, StreamHandlers, WebSocketFactory, WebSocketLike } from './connection';
+export type { StreamChunk, StreamEvent, StreamHandlers, WebSocketFactory, WebSocketLike } from './connection';
 
 /** The hosted Worker's endpoint (the original default). */
 export const SANDBOX_DO_URL = 'wss://sandbox.do/rpc';
@@ -33,36 +33,68 @@ export interface CreateAgentOptions {
 }
 
 export interface CreateDatabaseOptions {
-  type: 'postgres' | 'sqlite' | 'duckdb';
+  /** Default postgres. */
+  type?: 'postgres' | 'sqlite' | 'duckdb';
   size?: string;
   database?: string;
   username?: string;
   password?: string;
+  sleepAfter?: number;
+  name?: string;
+}
+
+/** databases.query options (4.3.2): rows per page, statement timeout, objects or arrays. */
+export interface QueryOptions {
+  pageSize?: number;
+  timeout?: number;
+  rowMode?: 'object' | 'array';
 }
 
 export interface ClientExecOptions extends ExecOptions, StreamHandlers {}
 
 export interface RunOptions {
   model?: string;
-  permissionMode?: 'default' | 'acceptEdits' | 'bypassPermissions';
+  permissionMode?: 'default' | 'acceptEdits' | 'bypassPermissions' | 'plan';
   maxThinkingTokens?: number;
   systemPrompt?: string;
   allowedTools?: string[];
   disallowedTools?: string[];
   timeout?: number;
+  /** Continue this conversation (else the sandbox's last one, unless `newSession`). */
   sessionId?: string;
+  newSession?: boolean;
+  cwd?: string;
+  /** The model API endpoint for this run. */
+  baseUrl?: string;
+  /** More environment for this run only (e.g. an API key); never stored. */
+  env?: Record<string, string>;
+}
+
+export interface RunUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
 }
 
 export interface RunResult {
   success: boolean;
+  /** The agent's final text. */
   result: unknown;
   stdout: string;
   sessionId: string | null;
-  usage: unknown;
+  usage: RunUsage | null;
   costUsd: number | null;
   durationMs: number;
   exitCode: number;
+  timedOut?: boolean;
+  error?: string | null;
+  streamId?: string | null;
 }
+
+/** An agent run's live events and gaps (over the socket every run streams, 2.3 and 4.7). */
+export type RunHandlers = Pick<StreamHandlers, 'onEvent' | 'onGap'>;
 
 export interface ReadFileOptions {
   encoding?: 'utf8' | 'base64';
@@ -79,8 +111,19 @@ export interface WriteFileOptions {
 export interface QueryResult<T> {
   rows: T[];
   rowCount: number;
-  fields: unknown[];
+  fields: { name: string; type: string; typeOid?: number }[];
   command: string;
+  rowsAffected: number;
+  /** Set while more rows may follow: databases.fetch reads them. */
+  cursor: string | null;
+  hasMore: boolean;
+}
+
+export interface FetchResult<T> {
+  rows: T[];
+  rowCount: number;
+  done: boolean;
+  cursor: string | null;
 }
 
 function splitExec(options: ClientExecOptions | undefined): { opts: ExecOptions; handlers: StreamHandlers | undefined } {
@@ -163,15 +206,39 @@ export function createSandboxClient(options: SandboxClientOptions) {
       async list(): Promise<Sandbox[]> {
         return (await rpc.request<{ agents: Sandbox[] }>('agents.list', {})).agents;
       },
-      run(id: string, prompt: string, options: RunOptions = {}): Promise<RunResult> {
-        return rpc.request('agents.run', { id, prompt, options });
+      /**
+       * Runs the sandbox's agent CLI on `prompt` (4.7). The run streams its events to
+       * `handlers.onEvent` and survives a dropped connection; it has no client-side time limit
+       * (its own is `options.timeout`).
+       */
+      run(id: string, prompt: string, options: RunOptions = {}, handlers: RunHandlers = {}): Promise<RunResult> {
+        return rpc.request('agents.run', { id, prompt, options }, { ...handlers });
+      },
+      /** Prompts in order in one conversation; the last turn's answer with every turn's in `turns`. */
+      runConversation(
+        id: string,
+        prompts: string[],
+        options: RunOptions = {},
+        handlers: RunHandlers = {},
+      ): Promise<RunResult & { turns: RunResult[] }> {
+        return rpc.request('agents.runConversation', { id, prompts, options }, { ...handlers });
+      },
+      /** Clones `url` (shallow by default) and runs `prompt` there in a new session. */
+      runOnRepo(
+        id: string,
+        url: string,
+        prompt: string,
+        options: RunOptions & { branch?: string; shallow?: boolean; path?: string } = {},
+        handlers: RunHandlers = {},
+      ): Promise<RunResult & { clone?: ExecResult }> {
+        return rpc.request('agents.runOnRepo', { id, url, prompt, options }, { ...handlers });
       },
       cloneRepo(id: string, url: string, options: { branch?: string; shallow?: boolean; path?: string } = {}): Promise<ExecResult> {
         return rpc.request('agents.cloneRepo', { id, url, options });
       },
     },
     databases: {
-      create(opts: CreateDatabaseOptions): Promise<Sandbox> {
+      create(opts: CreateDatabaseOptions = {}): Promise<Sandbox> {
         return rpc.request('databases.create', { ...opts });
       },
       get(id: string): Promise<Sandbox> {
@@ -180,17 +247,73 @@ export function createSandboxClient(options: SandboxClientOptions) {
       async list(): Promise<Sandbox[]> {
         return (await rpc.request<{ databases: Sandbox[] }>('databases.list', {})).databases;
       },
-      async query<T = Record<string, unknown>>(id: string, sql: string, params: unknown[] = []): Promise<T[]> {
-        return (await rpc.request<QueryResult<T>>('databases.query', { id, sql, params })).rows;
+      /** The first page's rows (`queryWithMetadata` gives the cursor for the rest). */
+      async query<T = Record<string, unknown>>(id: string, sql: string, params: unknown[] = [], options: QueryOptions = {}): Promise<T[]> {
+        return (await rpc.request<QueryResult<T>>('databases.query', { id, sql, params, ...options })).rows;
       },
-      queryWithMetadata<T = Record<string, unknown>>(id: string, sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-        return rpc.request('databases.query', { id, sql, params });
+      queryWithMetadata<T = Record<string, unknown>>(
+        id: string,
+        sql: string,
+        params: unknown[] = [],
+        options: QueryOptions = {},
+      ): Promise<QueryResult<T>> {
+        return rpc.request('databases.queryWithMetadata', { id, sql, params, ...options });
       },
-      execute(id: string, sql: string, params: unknown[] = []): Promise<{ rowsAffected: number }> {
-        return rpc.request('databases.execute', { id, sql, params });
+      /** The next page of a cursor; `done: true` on the last. */
+      fetch<T = Record<string, unknown>>(id: string, cursor: string, options: Omit<QueryOptions, 'rowMode'> = {}): Promise<FetchResult<T>> {
+        return rpc.request('databases.fetch', { id, cursor, ...options });
+      },
+      closeCursor(id: string, cursor: string): Promise<{ cursor: string; closed: boolean }> {
+        return rpc.request('databases.closeCursor', { id, cursor });
+      },
+      /** A statement, or (without params) a script of several statements. */
+      execute(id: string, sql: string, params: unknown[] = [], options: { timeout?: number } = {}): Promise<{ rowsAffected: number; command: string }> {
+        return rpc.request('databases.execute', params.length > 0 ? { id, sql, params, ...options } : { id, sql, ...options });
+      },
+      /** Statements that commit together or not at all (-32014 with data.statementIndex). */
+      transaction(
+        id: string,
+        statements: (string | { sql: string; params?: unknown[] })[],
+        options: { timeout?: number; rowMode?: 'object' | 'array' } = {},
+      ): Promise<{ results: (QueryResult<unknown> & { truncated: boolean })[]; committed: true }> {
+        return rpc.request('databases.transaction', { id, statements, ...options });
+      },
+      version(id: string): Promise<{ type: string; version: string }> {
+        return rpc.request('databases.version', { id });
+      },
+      ping(id: string): Promise<{ ok: boolean; latencyMs: number; error: string | null }> {
+        return rpc.request('databases.ping', { id });
+      },
+      async listTables(id: string): Promise<{ schema: string; name: string; type: 'table' | 'view' }[]> {
+        return (await rpc.request<{ tables: [] }>('databases.listTables', { id })).tables;
+      },
+      describeTable(id: string, table: string, schema?: string): Promise<Record<string, unknown>> {
+        return rpc.request('databases.describeTable', schema === undefined ? { id, table } : { id, table, schema });
+      },
+      async listDatabases(id: string): Promise<Record<string, unknown>[]> {
+        return (await rpc.request<{ databases: [] }>('databases.listDatabases', { id })).databases;
+      },
+      createDatabase(id: string, name: string): Promise<{ name: string; created: true }> {
+        return rpc.request('databases.createDatabase', { id, name });
+      },
+      exportData(
+        id: string,
+        table: string,
+        options: { format?: 'csv' | 'json' | 'parquet'; schema?: string; path?: string } = {},
+      ): Promise<{ format: string; content?: string; contentBase64?: string; path?: string; rowCount: number }> {
+        return rpc.request('databases.exportData', { id, table, ...options });
       },
       stop(id: string): Promise<Sandbox> {
         return rpc.request('databases.stop', { id });
+      },
+      start(id: string): Promise<Sandbox> {
+        return rpc.request('databases.start', { id });
+      },
+      restart(id: string): Promise<Sandbox> {
+        return rpc.request('databases.restart', { id });
+      },
+      delete(id: string): Promise<{ id: string; deleted: true }> {
+        return rpc.request('databases.delete', { id });
       },
     },
     sessions: {

@@ -1,25 +1,21 @@
 import type { SandboxContainer } from '../containers';
-import { DatabaseClient, type DatabaseOptions } from './client';
+import { DatabaseClient, type DatabaseOptions, type TableDescription } from './client';
 
+/** SQLite 3: a file inside the sandbox's /workspace (`database`, default `main.db`). */
 export class SQLiteClient extends DatabaseClient {
-  constructor(namespace: DurableObjectNamespace<SandboxContainer>, options: DatabaseOptions = {}) {
+  constructor(namespace: DurableObjectNamespace<SandboxContainer> | null, options: DatabaseOptions = {}) {
     super(namespace, 'sqlite', options);
   }
 
-  async listTables(): Promise<string[]> {
-    const rows = await this.query<{ name: string }>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-    );
-    return rows.map((r) => r.name);
-  }
-
-  tableInfo(table: string): Promise<{ cid: number; name: string; type: string; notnull: number; pk: number }[]> {
-    return this.query('SELECT * FROM pragma_table_info(?)', [table]);
+  /** The original API's name for a table's columns (describeTable's `columns`). */
+  async tableInfo(table: string): Promise<TableDescription['columns']> {
+    return (await this.describeTable(table)).columns;
   }
 }
 
+/** `namespace`: the SQLiteContainer binding; null with `options.engine` (an engine by URL). */
 export function createSQLiteContainer(
-  namespace: DurableObjectNamespace<SandboxContainer>,
+  namespace: DurableObjectNamespace<SandboxContainer> | null,
   options: DatabaseOptions = {},
 ): SQLiteClient {
   return new SQLiteClient(namespace, options);

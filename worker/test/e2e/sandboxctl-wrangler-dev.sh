@@ -255,4 +255,46 @@ grep -q "not found" <<<"$err" || fail "status after delete: $err"
 [ "$(engine_agents | grep -o '"id"' | wc -l)" -eq 0 ] || fail "the engine still holds the sandbox: $(engine_agents)"
 pass "delete removes it from the Worker and the engine"
 
+# --- a database through the Worker (docs/protocol.md 4.3): sandboxctl for its life, REST for SQL ---
+api() { # METHOD PATH [JSON]: the Worker's answer body; its status in $status
+  local args=(-sS --max-time 60 -o "$tmp/api" -w '%{http_code}' -X "$1" -H "Authorization: Bearer $key")
+  [ $# -ge 3 ] && args+=(-H 'Content-Type: application/json' --data-binary "$3")
+  status=$(curl "${args[@]}" "$base$2")
+  body=$(cat "$tmp/api")
+}
+
+run create sqlite --size lite
+expect_rc 0 "create sqlite"
+# sandboxctl prints a database's whole Sandbox object (JSON).
+db=$(sed -n 's/^ *"id": "\(sb_[0-9a-f]*\)".*/\1/p' <<<"$out" | head -n 1)
+[[ "$db" =~ ^sb_[0-9a-f]+$ ]] || fail "create sqlite printed no sandbox id: $out"
+grep -q '"startupTimeMs"' <<<"$out" || fail "create sqlite: no startupTimeMs in $out"
+api GET "/api/databases/$db"
+grep -q '"database":{[^}]*"database":"main.db"' <<<"$body" || fail "the database's Sandbox object: $body"
+pass "create sqlite -> $db, with its database in the Sandbox object"
+
+api POST "/api/databases/$db/execute" '{"sql":"CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1)"}'
+[ "$status" = 200 ] || fail "execute: $status $body"
+api POST "/api/databases/$db/execute" '{"sql":"INSERT INTO t VALUES (?)","params":[9007199254740993]}'
+[ "$status" = 200 ] || fail "insert a big integer: $status $body"
+api POST "/api/databases/$db/query" '{"sql":"SELECT n FROM t ORDER BY n","rowMode":"array"}'
+grep -q '"rows":\[\[1\],\[{"\$int":"9007199254740993"}\]\]' <<<"$body" || fail "query: $body"
+pass "SQL through the Worker keeps a big integer exact"
+
+api POST "/api/databases/$db/query" '{"sql":"SELECT 1\nFROM FROM"}'
+[ "$status" = 422 ] && grep -q '"code":-32014' <<<"$body" && grep -q '"line":2' <<<"$body" || fail "bad SQL: $status $body"
+pass "rejected SQL answers 422 -32014 with where"
+
+run stop "$db"
+expect_rc 0 "stop the database"
+api POST "/api/databases/$db/query" '{"sql":"SELECT 1"}'
+[ "$status" = 409 ] || fail "query on a stopped database: $status $body"
+run start "$db"
+expect_rc 0 "start the database"
+api POST "/api/databases/$db/query" '{"sql":"SELECT count(*) AS c FROM t"}'
+grep -q '"rows":\[{"c":2}\]' <<<"$body" || fail "after stop and start: $body"
+run delete "$db"
+expect_rc 0 "delete the database"
+pass "stop (409), start with the data intact, delete"
+
 say "all $checks checks passed"

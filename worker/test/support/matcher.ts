@@ -30,7 +30,15 @@ function operator(m: Record<string, unknown>): string | null {
   return null;
 }
 
+/** A number kept exact by parseJson (JSON.rawJSON): compared by its digits. */
+function isRaw(v: unknown): boolean {
+  return (JSON as unknown as { isRawJSON?: (v: unknown) => boolean }).isRawJSON?.(v) === true;
+}
+
 export function match(matcher: unknown, value: unknown, captures: Captures, path = '$'): string | null {
+  if (isRaw(matcher) || isRaw(value)) {
+    return JSON.stringify(matcher) === JSON.stringify(value) ? null : `${path}: expected ${show(matcher)}, got ${show(value)}`;
+  }
   if (typeof matcher === 'string' && Object.hasOwn(TYPE_MATCHERS, matcher)) {
     return TYPE_MATCHERS[matcher]!(value) ? null : `${path}: expected ${matcher}, got ${show(value)}`;
   }
@@ -138,7 +146,7 @@ export function substitute<T>(v: T, captures: Captures): T {
     }) as T;
   }
   if (Array.isArray(v)) return v.map((x) => substitute(x, captures)) as T;
-  if (isPlainObject(v)) {
+  if (isPlainObject(v) && !isRaw(v)) {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) out[k] = substitute(x, captures);
     return out as T;

@@ -2,6 +2,7 @@
 // WebSockets opened by an upgrade through SELF.fetch (the client side is accepted here).
 
 import { SELF } from 'cloudflare:test';
+import { parseJson } from '../../src/jsonrpc';
 import { TEST_KEYS } from './keys';
 
 export type AuthMode = 'key' | 'none' | 'bad' | 'other';
@@ -65,7 +66,7 @@ export async function http(
   const text = await resp.text();
   let parsed: unknown = undefined;
   try {
-    parsed = text === '' ? undefined : JSON.parse(text);
+    parsed = text === '' ? undefined : parseJson(text);
   } catch {
     parsed = undefined;
   }
@@ -99,7 +100,7 @@ export class RpcSocket {
       const data = typeof ev.data === 'string' ? ev.data : new TextDecoder().decode(ev.data as ArrayBuffer);
       let msg: unknown;
       try {
-        msg = JSON.parse(data);
+        msg = parseJson(data);
       } catch {
         msg = { unparseable: data };
       }
