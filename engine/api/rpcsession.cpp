@@ -8,7 +8,7 @@
 #include <QLoggingCategory>
 #include <QWebSocket>
 
-Q_LOGGING_CATEGORY(lcRpc, "sandboxd.rpc")
+Q_LOGGING_CATEGORY(lcRpcSession, "sandboxd.rpc")
 
 namespace Sandbox::Engine {
 
@@ -34,7 +34,7 @@ RpcSession::RpcSession(QWebSocket *socket, QString keyId, Methods *methods, Stre
         m_streams->detach(this);
         deleteLater();
     });
-    qCDebug(lcRpc) << "connection for key" << m_keyId << "from" << m_socket->peerAddress();
+    qCDebug(lcRpcSession) << "connection for key" << m_keyId << "from" << m_socket->peerAddress();
 }
 
 RpcSession::~RpcSession()

@@ -22,7 +22,7 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
-Q_LOGGING_CATEGORY(lcConsole, "sandbox.ui.sql")
+Q_LOGGING_CATEGORY(lcSqlConsole, "sandbox.ui.sql")
 
 namespace Sandbox::Ui {
 

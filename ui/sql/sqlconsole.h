@@ -6,6 +6,8 @@
 
 #include <QElapsedTimer>
 #include <QPointer>
+#include "resultview.h" // complete: QPointer<ResultView> below
+
 #include <QWidget>
 
 class QLabel;
@@ -22,7 +24,7 @@ class Client;
 namespace Sandbox::Ui {
 
 class QueryHistory;
-class ResultView;
+
 class SchemaModel;
 class SqlEditor;
 

@@ -5,6 +5,11 @@
 #include "../console/consolepage.h"
 #include "../files/filespage.h"
 
+#include <agents/agentsessionview.h>
+#include <sql/sqlconsole.h>
+
+#include <QVBoxLayout>
+
 namespace Sandbox::Ui {
 
 namespace {
@@ -37,12 +42,63 @@ public:
     }
 };
 
+// A page around a self-contained widget of another area (ui/agents, ui/sql).
+class WidgetPage final : public SandboxPage
+{
+public:
+    WidgetPage(const SandboxPageContext &context, const QString &title, QWidget *parent)
+        : SandboxPage(context, parent), m_title(title)
+    {
+        auto *layout = new QVBoxLayout(this);
+        layout->setContentsMargins(0, 0, 0, 0);
+    }
+    void setWidget(QWidget *widget) { layout()->addWidget(widget); }
+    QString title() const override { return m_title; }
+
+private:
+    QString m_title;
+};
+
+class AgentSessionPageFactory final : public SandboxPageFactory
+{
+public:
+    QString id() const override { return QStringLiteral("agent-session"); }
+    QString title() const override { return QObject::tr("Agent"); }
+    Area area() const override { return Area::Documents; }
+    bool appliesTo(const SandboxInfo &s) const override { return s.kind == QLatin1String("agent"); }
+    int order() const override { return 0; }
+    SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
+    {
+        auto *page = new WidgetPage(context, title(), parent);
+        page->setWidget(new AgentSessionView(context.client, context.sandbox, page));
+        return page;
+    }
+};
+
+class SqlConsolePageFactory final : public SandboxPageFactory
+{
+public:
+    QString id() const override { return QStringLiteral("sql-console"); }
+    QString title() const override { return QObject::tr("SQL"); }
+    Area area() const override { return Area::Documents; }
+    bool appliesTo(const SandboxInfo &s) const override { return s.kind == QLatin1String("database"); }
+    int order() const override { return 0; }
+    SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
+    {
+        auto *page = new WidgetPage(context, title(), parent);
+        page->setWidget(new SqlConsole(context.client, context.sandbox.id, page));
+        return page;
+    }
+};
+
 } // namespace
 
 void registerDefaultPages(SandboxPageRegistry &registry)
 {
     registry.add(std::make_unique<ConsolePageFactory>());
     registry.add(std::make_unique<FilesPageFactory>());
+    registry.add(std::make_unique<AgentSessionPageFactory>());
+    registry.add(std::make_unique<SqlConsolePageFactory>());
 }
 
 } // namespace Sandbox::Ui

@@ -106,7 +106,8 @@ private Q_SLOTS:
         QVERIFY(loaded.wait(10000));
         const QModelIndex src = model.indexOf(QStringLiteral("/workspace/src"));
         model.fetchMore(src);
-        QVERIFY(loaded.wait(10000));
+        // directoryLoaded also comes for the tester's own fetches: wait for src itself.
+        QVERIFY(UiTest::waitFor([&] { return model.indexOf(QStringLiteral("/workspace/src/main.py")).isValid(); }, 10000));
         const QPersistentModelIndex keep(model.indexOf(QStringLiteral("/workspace/src/main.py")));
 
         QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("rm b.txt && touch new.txt && mkdir aaa && echo more >> src/main.py")));
