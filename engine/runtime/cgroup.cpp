@@ -68,7 +68,6 @@ Result<Cgroup> Cgroup::create(const QString &name, const ResourceLimits &limits)
     const QByteArray memBytes = QByteArray::number(limits.memoryMb * 1024 * 1024);
     const QByteArray pids = QByteArray::number(limits.pids);
     const qint64 period = 100000;
-    const QByteArray quota = QByteArray::number(qMax<qint64>(1000, qint64(limits.cpus * period)));
 
     auto fail = [&](const QString &why) {
         g.remove();
@@ -89,7 +88,7 @@ Result<Cgroup> Cgroup::create(const QString &name, const ResourceLimits &limits)
             ok = writeFile(mem + QStringLiteral("/memory.memsw.limit_in_bytes"), memBytes) && ok;
         ok = writeFile(pid + QStringLiteral("/pids.max"), pids) && ok;
         ok = writeFile(cpu + QStringLiteral("/cpu.cfs_period_us"), QByteArray::number(period)) && ok;
-        ok = writeFile(cpu + QStringLiteral("/cpu.cfs_quota_us"), quota) && ok;
+        ok = writeFile(cpu + QStringLiteral("/cpu.cfs_quota_us"), "-1") && ok; // until setCpuLimit()
         if (!ok)
             return fail(QStringLiteral("cannot set limits under %1").arg(mem));
         return g;
@@ -110,7 +109,7 @@ Result<Cgroup> Cgroup::create(const QString &name, const ResourceLimits &limits)
         if (QFile::exists(dir + QStringLiteral("/memory.swap.max")))
             writeFile(dir + QStringLiteral("/memory.swap.max"), "0");
         ok = writeFile(dir + QStringLiteral("/pids.max"), pids) && ok;
-        ok = writeFile(dir + QStringLiteral("/cpu.max"), quota + ' ' + QByteArray::number(period)) && ok;
+        ok = writeFile(dir + QStringLiteral("/cpu.max"), "max " + QByteArray::number(period)) && ok; // until setCpuLimit()
         if (!ok)
             return fail(QStringLiteral("cannot set limits under %1").arg(dir));
         return g;
@@ -139,6 +138,17 @@ Cgroup Cgroup::existing(const QString &name)
         }
     }
     return g;
+}
+
+bool Cgroup::setCpuLimit(double cpus) const
+{
+    if (!isValid())
+        return false;
+    const qint64 period = 100000;
+    const QByteArray quota = QByteArray::number(qMax<qint64>(1000, qint64(cpus * period)));
+    if (m_version == Version::V1)
+        return writeFile(m_dirs[2] + QStringLiteral("/cpu.cfs_quota_us"), quota);
+    return writeFile(m_dirs[0] + QStringLiteral("/cpu.max"), quota + ' ' + QByteArray::number(period));
 }
 
 QList<int> Cgroup::pids() const

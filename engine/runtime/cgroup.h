@@ -28,7 +28,8 @@ public:
     // What this host offers; decided once per process by looking at /proc/self/mountinfo.
     static Version detectVersion();
 
-    // Creates (or reuses) the group for `name` under the engine's parent group and sets limits.
+    // Creates (or reuses) the group for `name` under the engine's parent group and sets the
+    // memory and process limits (the CPU limit comes with setCpuLimit()).
     static Result<Cgroup> create(const QString &name, const ResourceLimits &limits);
     // The existing group of `name`, if any (after a restart of sandboxd).
     static Cgroup existing(const QString &name);
@@ -39,6 +40,11 @@ public:
     // The cgroup.procs files a new process must write its pid into before it forks anything.
     // Kept as raw bytes so a child between fork and exec can use them without allocating.
     const QList<QByteArray> &procsFiles() const { return m_procsFiles; }
+
+    // The CPU quota. Applied once the sandbox has started, so that bubblewrap and the supervisor
+    // (the engine's own code) do not wait out a small quota's periods: a "lite" sandbox gets
+    // 6.25 ms of CPU per 100 ms.
+    bool setCpuLimit(double cpus) const;
 
     QList<int> pids() const;
     // SIGKILLs every process in the group until none is left (bounded number of rounds).

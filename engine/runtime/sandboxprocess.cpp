@@ -236,6 +236,8 @@ void SandboxProcess::launch()
     m_channel = new SupervisorChannel(m_process, m_process, this);
     connect(m_channel, &SupervisorChannel::ready, this, [this] {
         m_readySeen = true;
+        if (m_cgroup.isValid() && !m_cgroup.setCpuLimit(m_spec.limits.cpus))
+            qCWarning(lcRuntime) << m_spec.id << "cannot set the CPU limit";
         Q_EMIT ready();
     });
     connect(m_channel, &SupervisorChannel::protocolError, this, [this](const QString &why) {

@@ -4,6 +4,7 @@
 
 #include <QCryptographicHash>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTcpSocket>
@@ -37,6 +38,7 @@ private Q_SLOTS:
     void isolation();
     void forkBombIsContained();
     void memoryHogIsKilled();
+    void cpuLimitApplies();
     void diskIsBounded();
     void anotherKeySeesNothing();
     void quotaIsEnforced();
@@ -423,6 +425,24 @@ void tst_Sandboxd::diskIsBounded()
              qPrintable(r.value(QStringLiteral("stderr")).toString()));
     // The host's disk is untouched by it, and the sandbox gets its space back.
     QCOMPARE(exec(id, QStringLiteral("rm -f big ok && fallocate -l 1500M big && echo freed")).value(QStringLiteral("stdout")).toString(), QStringLiteral("freed\n"));
+    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+}
+
+void tst_Sandboxd::cpuLimitApplies()
+{
+    if (::geteuid() != 0)
+        QSKIP("cgroup limits need sandboxd to run as root");
+    const QString id = createAgent({{QStringLiteral("size"), QStringLiteral("lite")}}); // 1/16 CPU
+    QVERIFY(!id.isEmpty());
+    // Set once the sandbox answers (its start-up is the engine's own code and runs unthrottled).
+    QFile v1(QStringLiteral("/sys/fs/cgroup/cpu/sandboxd/%1/cpu.cfs_quota_us").arg(id));
+    QFile v2(QStringLiteral("/sys/fs/cgroup/sandboxd/%1/cpu.max").arg(id));
+    if (v1.open(QIODevice::ReadOnly))
+        QCOMPARE(v1.readAll().trimmed(), QByteArray("6250"));
+    else if (v2.open(QIODevice::ReadOnly))
+        QCOMPARE(v2.readAll().trimmed(), QByteArray("6250 100000"));
+    else
+        QFAIL("no cpu cgroup for the sandbox");
     m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
