@@ -51,6 +51,9 @@ public:
     {
         auto *layout = new QVBoxLayout(this);
         layout->setContentsMargins(0, 0, 0, 0);
+        // The hosted widget's minimum size must not squeeze the sidebar and the file pane: the
+        // document area takes what the window's splitters give it.
+        setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
     }
     void setWidget(QWidget *widget) { layout()->addWidget(widget); }
     QString title() const override { return m_title; }
