@@ -176,8 +176,8 @@ void serve(Backend *backend, int fd)
 int main(int argc, char **argv)
 {
     std::string engine, database, socketPath;
-    long long memoryMb = 1024;
-    int threads = 1;
+    [[maybe_unused]] long long memoryMb = 1024; // DuckDB only
+    [[maybe_unused]] int threads = 1; // DuckDB only
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
