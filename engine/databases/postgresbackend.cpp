@@ -49,6 +49,12 @@ Error pgError(const PGresult *r)
     if (sqlstate == QLatin1String("57014"))
         return Error{ErrorCode::Cancelled, QStringLiteral("the query was cancelled"), QJsonObject{{QStringLiteral("sqlstate"), sqlstate}}};
     QJsonObject data{{QStringLiteral("sqlstate"), sqlstate}};
+    // "bind message supplies 2 parameters, but prepared statement requires 1": the caller's
+    // params do not fit the SQL, which docs/protocol.md 4.3.2 answers as invalid params.
+    if (sqlstate == QLatin1String("08P01") && message.startsWith(QLatin1String("bind message supplies"))) {
+        data.insert(QStringLiteral("field"), QStringLiteral("params"));
+        return Error{ErrorCode::InvalidParams, QStringLiteral("params: ") + message, data};
+    }
     if (const QString pos = field(PG_DIAG_STATEMENT_POSITION); !pos.isEmpty())
         data.insert(QStringLiteral("position"), pos.toInt());
     if (const QString detail = field(PG_DIAG_MESSAGE_DETAIL); !detail.isEmpty())
