@@ -138,7 +138,12 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         m_poller->start();
         updateActions();
     });
-    connect(m_connection, &ConnectionManager::stateChanged, this, &MainWindow::updateActions);
+    connect(m_connection, &ConnectionManager::stateChanged, this, [this](ConnectionManager::State state) {
+        // Listing resumes with connected(); meanwhile nothing is queued up.
+        if (state != ConnectionManager::State::Connected)
+            m_poller->stop();
+        updateActions();
+    });
     connect(m_poller, &SandboxPoller::listed, this, &MainWindow::onListed);
     connect(m_poller, &SandboxPoller::failed, this, [this](const QString &message) {
         if (m_connection->state() == ConnectionManager::State::Connected)
