@@ -94,17 +94,7 @@ StoredProfile ProfileStore::save(StoredProfile profile)
     }
     if (!replaced)
         list.append(profile);
-    QSettings &s = settings();
-    s.remove(kGroup);
-    s.beginWriteArray(kGroup, int(list.size()));
-    for (int i = 0; i < list.size(); ++i) {
-        s.setArrayIndex(i);
-        s.setValue(QStringLiteral("id"), list[i].id);
-        s.setValue(QStringLiteral("name"), list[i].name);
-        s.setValue(QStringLiteral("url"), list[i].url.toString());
-        // Deliberately no key here: see SecretStore.
-    }
-    s.endArray();
+    writeAll(list);
     return profile;
 }
 
@@ -113,18 +103,24 @@ void ProfileStore::remove(const QString &id)
     QList<StoredProfile> list = profiles().mid(1);
     list.erase(std::remove_if(list.begin(), list.end(), [&](const StoredProfile &p) { return p.id == id; }),
                list.end());
-    QSettings &s = settings();
-    s.remove(kGroup);
-    s.beginWriteArray(kGroup, int(list.size()));
-    for (int i = 0; i < list.size(); ++i) {
-        s.setArrayIndex(i);
-        s.setValue(QStringLiteral("id"), list[i].id);
-        s.setValue(QStringLiteral("name"), list[i].name);
-        s.setValue(QStringLiteral("url"), list[i].url.toString());
-    }
-    s.endArray();
+    writeAll(list);
     if (lastUsedId() == id)
         setLastUsedId(QString::fromLatin1(LocalId));
+}
+
+void ProfileStore::writeAll(const QList<StoredProfile> &remote)
+{
+    QSettings &s = settings();
+    s.remove(kGroup);
+    s.beginWriteArray(kGroup, int(remote.size()));
+    for (int i = 0; i < remote.size(); ++i) {
+        s.setArrayIndex(i);
+        s.setValue(QStringLiteral("id"), remote[i].id);
+        s.setValue(QStringLiteral("name"), remote[i].name);
+        s.setValue(QStringLiteral("url"), remote[i].url.toString());
+        // Deliberately no key here: see SecretStore.
+    }
+    s.endArray();
 }
 
 QString ProfileStore::lastUsedId() const

@@ -51,6 +51,7 @@ public:
 
 private:
     QSettings &settings() const;
+    void writeAll(const QList<StoredProfile> &remote);
 
     QSettings *m_settings;
     std::unique_ptr<QSettings> m_owned;

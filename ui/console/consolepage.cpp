@@ -85,7 +85,12 @@ ConsolePage::ConsolePage(const SandboxPageContext &context, QWidget *parent)
     updateUi();
 }
 
-ConsolePage::~ConsolePage() = default;
+ConsolePage::~ConsolePage()
+{
+    // Closing the console ends what it runs, as closing a terminal does.
+    if (m_stream && !m_stream->isDone())
+        m_stream->cancel();
+}
 
 QString ConsolePage::title() const
 {

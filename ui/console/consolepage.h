@@ -24,6 +24,7 @@ class ConsoleView;
 // shows stdout and stderr as they come (apart, ANSI colours rendered), then the exit code and
 // duration. The stream survives dropped connections (core resumes it), so the output stays
 // whole. `cd DIR` is remembered and used as the working directory of the next commands.
+// Closing the page stops the command that runs (as closing a terminal does).
 class ConsolePage final : public SandboxPage
 {
     Q_OBJECT

@@ -56,6 +56,7 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
     auto *bannerRow = new QHBoxLayout(m_banner);
     bannerRow->setContentsMargins(8, 4, 8, 4);
     m_bannerText->setWordWrap(true);
+    m_bannerText->setTextFormat(Qt::PlainText);
     bannerRow->addWidget(m_bannerText, 1);
     auto *reloadButton = new QPushButton(tr("Reload"), m_banner);
     auto *keepButton = new QPushButton(tr("Keep My Version"), m_banner);

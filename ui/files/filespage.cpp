@@ -102,7 +102,7 @@ FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
             showMessage({});
     });
     connect(m_model, &FileTreeModel::uploadRequested, m_transfer, &FileTransfer::upload);
-    connect(m_model, &FileTreeModel::moveRequested, this, &FilesPage::move);
+    connect(m_model, &FileTreeModel::moveRequested, this, &FilesPage::moveInto);
     connect(m_transfer, &FileTransfer::progress, this, [this](const QString &text) { showMessage(text); });
     connect(m_transfer, &FileTransfer::remoteChanged, m_model, &FileTreeModel::refreshPath);
     connect(m_transfer, &FileTransfer::finished, this, [this](int files, const QStringList &errors) {
@@ -263,30 +263,35 @@ void FilesPage::renameCurrent()
                                                info.fileName(), &ok).trimmed();
     if (!ok || name == info.fileName())
         return;
-    if (const QString why = validateName(name); !why.isEmpty())
-        return onError(why);
-    move({from}, info.path() + u'/' + name);
+    rename(from, name);
 }
 
-void FilesPage::move(const QStringList &paths, const QString &target)
+void FilesPage::rename(const QString &path, const QString &newName)
 {
-    // From the tree's drag and drop `target` is a directory; from rename it is the new path.
-    const bool intoDirectory = paths.size() > 1 || m_model->isDirectory(m_model->indexOf(target))
-                               || target == m_model->rootPath();
-    for (const QString &from : paths) {
-        const QString to = intoDirectory ? target + u'/' + QFileInfo(from).fileName() : target;
-        client()->sandboxes()
-            .rename(sandbox().id, from, to, this,
-                    [this, from, to](Result<QString> r) {
-                        if (!r)
-                            return onError(tr("Cannot move %1 to %2: %3").arg(from, to, r.error().message));
-                        m_model->refreshPath(QFileInfo(from).path());
-                        m_model->refreshPath(QFileInfo(to).path());
-                        if (auto *ws = context().workspace)
-                            ws->fileRenamed(from, to);
-                    })
-            .detach();
-    }
+    if (const QString why = validateName(newName); !why.isEmpty())
+        return onError(why);
+    renameOne(path, QFileInfo(path).path() + u'/' + newName);
+}
+
+void FilesPage::moveInto(const QStringList &paths, const QString &targetDirectory)
+{
+    for (const QString &from : paths)
+        renameOne(from, targetDirectory + u'/' + QFileInfo(from).fileName());
+}
+
+void FilesPage::renameOne(const QString &from, const QString &to)
+{
+    client()->sandboxes()
+        .rename(sandbox().id, from, to, this,
+                [this, from, to](Result<QString> r) {
+                    if (!r)
+                        return onError(tr("Cannot move %1 to %2: %3").arg(from, to, r.error().message));
+                    m_model->refreshPath(QFileInfo(from).path());
+                    m_model->refreshPath(QFileInfo(to).path());
+                    if (auto *ws = context().workspace)
+                        ws->fileRenamed(from, to);
+                })
+        .detach();
 }
 
 void FilesPage::deleteSelected()

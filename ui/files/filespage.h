@@ -44,13 +44,17 @@ public:
     // The second halves of "New File…" and "New Folder…": `name` inside `directory`.
     void createFile(const QString &directory, const QString &name);
     void createFolder(const QString &directory, const QString &name);
+    // Renames `path` to `newName` in the same directory (the second half of "Rename…").
+    void rename(const QString &path, const QString &newName);
+    // Moves each of `paths` into `targetDirectory` (drag and drop in the tree).
+    void moveInto(const QStringList &paths, const QString &targetDirectory);
 
 private:
     QString currentPath() const;
     QString currentDirectory() const;
     void showMessage(const QString &text, bool error = false);
     void onError(const QString &message);
-    void move(const QStringList &paths, const QString &targetDirectory);
+    void renameOne(const QString &from, const QString &to);
     static QString validateName(const QString &name);
 
     FileTreeModel *m_model;

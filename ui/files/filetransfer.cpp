@@ -251,10 +251,13 @@ void FileTransfer::runListForDownload(Step &step)
             const QString base = s.remote.endsWith(u'/') ? s.remote : s.remote + u'/';
             int count = 0;
             for (const FileEntry &e : r->entries) {
-                if (!e.path.startsWith(base) || e.path.contains(QStringLiteral("/../")))
+                if (!e.path.startsWith(base))
                     continue;
                 const QString rel = e.path.mid(base.size());
-                const QString local = s.local + u'/' + rel;
+                const QString root = QDir::cleanPath(s.local);
+                const QString local = QDir::cleanPath(root + u'/' + rel);
+                if (!local.startsWith(root + u'/'))
+                    continue; // never outside the chosen folder, whatever the server says
                 if (e.type == FileEntry::Type::Directory) {
                     QDir().mkpath(local);
                 } else if (e.type == FileEntry::Type::File && count < MaxFilesPerTransfer) {

@@ -138,7 +138,12 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         m_poller->start();
         updateActions();
     });
-    connect(m_connection, &ConnectionManager::stateChanged, this, &MainWindow::updateActions);
+    connect(m_connection, &ConnectionManager::stateChanged, this, [this](ConnectionManager::State state) {
+        // Listing resumes with connected(); meanwhile nothing is queued up.
+        if (state != ConnectionManager::State::Connected)
+            m_poller->stop();
+        updateActions();
+    });
     connect(m_poller, &SandboxPoller::listed, this, &MainWindow::onListed);
     connect(m_poller, &SandboxPoller::failed, this, [this](const QString &message) {
         if (m_connection->state() == ConnectionManager::State::Connected)
@@ -330,16 +335,13 @@ void MainWindow::onClientChanged(Client *client)
     updateTitle();
 }
 
-void MainWindow::onListed(const QList<SandboxInfo> &sandboxes, bool complete)
+void MainWindow::onListed(const QList<SandboxInfo> &sandboxes, const QStringList &failedKinds)
 {
     QList<SandboxInfo> all = sandboxes;
-    if (!complete) {
-        // Keep what we knew of the kinds that could not be listed.
-        for (const SandboxInfo &s : m_model->sandboxes()) {
-            const bool listed = std::any_of(all.begin(), all.end(), [&](const SandboxInfo &x) { return x.kind == s.kind; });
-            if (!listed)
-                all.append(s);
-        }
+    // Keep what we knew of the kinds that could not be listed this time.
+    for (const SandboxInfo &s : m_model->sandboxes()) {
+        if (failedKinds.contains(s.kind))
+            all.append(s);
     }
     m_model->setSandboxes(all);
     for (SandboxWorkspace *ws : workspaces()) {
@@ -353,7 +355,7 @@ void MainWindow::onListed(const QList<SandboxInfo> &sandboxes, bool complete)
         }
         updateTab(ws);
     }
-    if (m_restorePending && complete)
+    if (m_restorePending && failedKinds.isEmpty())
         restoreTabs();
     m_connection->refreshQuota();
     updateActions();

@@ -92,7 +92,7 @@ private:
     void createActions();
     void createMenus();
     void onClientChanged(Client *client);
-    void onListed(const QList<SandboxInfo> &sandboxes, bool complete);
+    void onListed(const QList<SandboxInfo> &sandboxes, const QStringList &failedKinds);
     void restoreTabs();
     void updateActions();
     void updateTab(SandboxWorkspace *ws);

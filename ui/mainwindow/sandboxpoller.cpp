@@ -70,7 +70,13 @@ void SandboxPoller::finishRound()
         return;
     if (!m_error.isEmpty())
         Q_EMIT failed(m_error);
-    Q_EMIT listed(m_agents + m_databases, m_agentsOk && m_databasesOk);
+    QStringList failedKinds;
+    if (!m_agentsOk)
+        failedKinds << QStringLiteral("agent");
+    if (!m_databasesOk)
+        failedKinds << QStringLiteral("database");
+    Q_EMIT listed((m_agentsOk ? m_agents : QList<SandboxInfo>()) + (m_databasesOk ? m_databases : QList<SandboxInfo>()),
+                  failedKinds);
     if (m_again) {
         m_again = false;
         refresh();

@@ -36,8 +36,9 @@ public:
     void refresh();
 
 Q_SIGNALS:
-    // Every sandbox of the key; `complete` is false when one of the listings failed.
-    void listed(const QList<Sandbox::SandboxInfo> &sandboxes, bool complete);
+    // Every sandbox of the key; `failedKinds` names the kinds ("agent", "database") whose
+    // listing failed this time (their sandboxes are missing from `sandboxes`).
+    void listed(const QList<Sandbox::SandboxInfo> &sandboxes, const QStringList &failedKinds);
     void failed(const QString &message);
 
 private:

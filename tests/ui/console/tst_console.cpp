@@ -115,6 +115,19 @@ private Q_SLOTS:
         QVERIFY(contains(page.view()->buffer(), Kind::Stdout, QStringLiteral("again")));
     }
 
+    void closingTheConsoleStopsItsCommand()
+    {
+        {
+            ConsolePage page(context(m_engine.client()));
+            page.run(QStringLiteral("echo started; exec sleep 301"));
+            QVERIFY(UiTest::waitFor([&] { return contains(page.view()->buffer(), Kind::Stdout, QStringLiteral("started")); }, 10000));
+        }
+        QVERIFY(UiTest::waitFor([&] {
+            const auto r = m_engine.exec(m_sandbox.id, QStringLiteral("pgrep -f 'sleep 30[1]'"));
+            return r && r->exitCode == 1;
+        }, 10000));
+    }
+
     void cdChangesTheWorkingDirectory()
     {
         ConsolePage page(context(m_engine.client()));

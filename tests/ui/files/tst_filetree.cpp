@@ -171,6 +171,15 @@ private Q_SLOTS:
         QVERIFY(!exists(QStringLiteral("/workspace/docs/notes.md")));
         QVERIFY(UiTest::waitFor([&] { return !model->indexOf(QStringLiteral("/workspace/docs/notes.md")).isValid(); }));
 
+        // Rename in place (a name, not a path: "/" is refused).
+        page.rename(QStringLiteral("/workspace/docs/guides"), QStringLiteral("manual"));
+        QVERIFY(UiTest::waitFor([&] { return exists(QStringLiteral("/workspace/docs/manual")); }));
+        QVERIFY(!exists(QStringLiteral("/workspace/docs/guides")));
+        QVERIFY(UiTest::waitFor([&] { return model->indexOf(QStringLiteral("/workspace/docs/manual")).isValid(); }));
+        page.rename(QStringLiteral("/workspace/docs/manual"), QStringLiteral("../escape"));
+        QTest::qWait(200);
+        QVERIFY(exists(QStringLiteral("/workspace/docs/manual")));
+
         // Delete (the confirmation is the page's; the model refreshes the parent).
         Client *c = m_engine.client();
         QVERIFY(UiTest::call<QString>([&](Callback<QString> cb) {
