@@ -449,6 +449,20 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
     });
 }
 
+void AgentService::resumeSession(const QString &id, AgentRunOptions &options, bool newSession, bool cwdGiven) const
+{
+    // Without a sessionId a run continues the sandbox's last conversation (unless newSession);
+    // either way it runs where that conversation ran, unless the caller names a cwd.
+    if (options.sessionId.isEmpty() && !newSession) {
+        const QJsonObject last = lastSession(id).value(QStringLiteral("last")).toObject();
+        options.sessionId = last.value(QStringLiteral("sessionId")).toString();
+        if (!cwdGiven && !options.sessionId.isEmpty())
+            options.cwd = last.value(QStringLiteral("cwd")).toString(options.cwd);
+    } else if (!options.sessionId.isEmpty() && !cwdGiven) {
+        options.cwd = lastSession(id).value(QStringLiteral("cwd")).toObject().value(options.sessionId).toString(options.cwd);
+    }
+}
+
 void AgentService::run(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
 {
     Params p(params);
@@ -467,14 +481,7 @@ void AgentService::run(const QJsonObject &params, const CallContext &ctx, const 
         return reply(job.error());
     if (!failure.isEmpty())
         return reply(QJsonValue(failure));
-    if (options.sessionId.isEmpty() && !newSession) {
-        const QJsonObject last = lastSession(id).value(QStringLiteral("last")).toObject();
-        options.sessionId = last.value(QStringLiteral("sessionId")).toString();
-        if (!cwdGiven && !options.sessionId.isEmpty())
-            options.cwd = last.value(QStringLiteral("cwd")).toString(options.cwd);
-    } else if (!options.sessionId.isEmpty() && !cwdGiven) {
-        options.cwd = lastSession(id).value(QStringLiteral("cwd")).toObject().value(options.sessionId).toString(options.cwd);
-    }
+    resumeSession(id, options, newSession, cwdGiven);
     options.timeoutMs = timeoutMs;
     std::shared_ptr<Job> j = job.value();
     runTurn(j, options, 0, [this, j, reply](Result<QJsonObject> r) { endJob(j, std::move(r), reply); });
@@ -504,12 +511,7 @@ void AgentService::runConversation(const QJsonObject &params, const CallContext 
         return reply(job.error());
     if (!failure.isEmpty())
         return reply(QJsonValue(failure));
-    if (options.sessionId.isEmpty() && !newSession) {
-        const QJsonObject last = lastSession(id).value(QStringLiteral("last")).toObject();
-        options.sessionId = last.value(QStringLiteral("sessionId")).toString();
-        if (!cwdGiven && !options.sessionId.isEmpty())
-            options.cwd = last.value(QStringLiteral("cwd")).toString(options.cwd);
-    }
+    resumeSession(id, options, newSession, cwdGiven);
     options.timeoutMs = timeoutMs;
 
     struct State

@@ -58,6 +58,8 @@ private:
     void prepareHome(const SandboxRecord &record, const AgentAdapter &adapter, const AgentInvocation &inv) const;
     void rememberSession(const QString &sandboxId, const QString &sessionId, const QString &cwd) const;
     QJsonObject lastSession(const QString &sandboxId) const;
+    // Picks the conversation (and its working directory) a run continues.
+    void resumeSession(const QString &id, AgentRunOptions &options, bool newSession, bool cwdGiven) const;
     QString cliExecutable(const QString &type) const;
 
     SandboxManager *m_sandboxes; // not owned
