@@ -7,6 +7,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir="${SANDBOX_BUILD_DIR:-$here/build}"
 
 status=0
+echo "== Conventions"
+"$here/scripts/format.sh" --check || status=1
+
 echo "== C++ tests (ctest)"
 ctest --test-dir "$build_dir" --output-on-failure -j2 -LE bench || status=1
 

@@ -21,20 +21,32 @@ namespace {
 
 struct Options
 {
-    QCommandLineOption url{QStringLiteral("url"), QStringLiteral("The local engine's address (default http://127.0.0.1:7465)."),
+    QCommandLineOption url{QStringLiteral("url"),
+                           QStringLiteral(
+                               "The local engine's address (default http://127.0.0.1:7465)."),
                            QStringLiteral("url")};
-    QCommandLineOption dataDir{QStringLiteral("data-dir"), QStringLiteral("The local engine's data directory (its API key is read from there)."),
-                               QStringLiteral("dir")};
-    QCommandLineOption engine{QStringLiteral("engine"), QStringLiteral("The sandboxd to start when none runs (default: next to this program, then PATH)."),
-                              QStringLiteral("path")};
-    QCommandLineOption profile{QStringLiteral("profile"), QStringLiteral("Connect with this saved profile (its id or name)."),
+    QCommandLineOption
+        dataDir{QStringLiteral("data-dir"),
+                QStringLiteral(
+                    "The local engine's data directory (its API key is read from there)."),
+                QStringLiteral("dir")};
+    QCommandLineOption engine{
+        QStringLiteral("engine"),
+        QStringLiteral(
+            "The sandboxd to start when none runs (default: next to this program, then PATH)."),
+        QStringLiteral("path")};
+    QCommandLineOption profile{QStringLiteral("profile"),
+                               QStringLiteral("Connect with this saved profile (its id or name)."),
                                QStringLiteral("name")};
-    QCommandLineOption quitWhenReady{QStringLiteral("quit-when-ready"),
-                                     QStringLiteral("Quit once connected with the sandboxes listed, printing the time (for benchmarks).")};
+    QCommandLineOption quitWhenReady{
+        QStringLiteral("quit-when-ready"),
+        QStringLiteral(
+            "Quit once connected with the sandboxes listed, printing the time (for benchmarks).")};
 
     void addTo(QCommandLineParser &parser)
     {
-        parser.setApplicationDescription(QStringLiteral("Sandbox Desktop: coding agents and databases in isolated sandboxes."));
+        parser.setApplicationDescription(
+            QStringLiteral("Sandbox Desktop: coding agents and databases in isolated sandboxes."));
         parser.addHelpOption();
         parser.addVersionOption();
         quitWhenReady.setFlags(QCommandLineOption::HiddenFromHelp);
@@ -55,7 +67,8 @@ bool onlyWantsText(int argc, char **argv)
 
 bool hasDisplay()
 {
-    return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
+    return !qEnvironmentVariableIsEmpty("DISPLAY")
+           || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
            || !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
 }
 
@@ -84,11 +97,13 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!hasDisplay()) {
-        std::fprintf(stderr,
-                     "sandbox-desktop: no graphical display (neither DISPLAY nor WAYLAND_DISPLAY is set).\n"
-                     "Run it in a desktop session, or over `ssh -X`; without a display use the engine directly:\n"
-                     "  sandboxd            (the local engine, http://127.0.0.1:7465)\n"
-                     "  sandboxctl --help   (its command line)\n");
+        std::fprintf(
+            stderr,
+            "sandbox-desktop: no graphical display (neither DISPLAY nor WAYLAND_DISPLAY is set).\n"
+            "Run it in a desktop session, or over `ssh -X`; without a display use the engine "
+            "directly:\n"
+            "  sandboxd            (the local engine, http://127.0.0.1:7465)\n"
+            "  sandboxctl --help   (its command line)\n");
         return 2;
     }
 
@@ -119,16 +134,20 @@ int main(int argc, char **argv)
 
     if (parser.isSet(options.quitWhenReady)) {
         QObject::connect(&window, &MainWindow::sandboxesListed, &app, [&] {
-            std::printf("sandbox-desktop: ready in %lld ms\n", static_cast<long long>(sinceStart.elapsed()));
+            std::printf("sandbox-desktop: ready in %lld ms\n",
+                        static_cast<long long>(sinceStart.elapsed()));
             std::fflush(stdout);
             QTimer::singleShot(0, &app, &QCoreApplication::quit);
         });
-        QObject::connect(&connection, &ConnectionManager::stateChanged, &app, [&](ConnectionManager::State s) {
-            if (s == ConnectionManager::State::Failed || s == ConnectionManager::State::Unauthorized) {
-                std::fprintf(stderr, "sandbox-desktop: %s\n", qPrintable(connection.stateText()));
-                QCoreApplication::exit(1);
-            }
-        });
+        QObject::connect(&connection, &ConnectionManager::stateChanged, &app,
+                         [&](ConnectionManager::State s) {
+                             if (s == ConnectionManager::State::Failed
+                                 || s == ConnectionManager::State::Unauthorized) {
+                                 std::fprintf(stderr, "sandbox-desktop: %s\n",
+                                              qPrintable(connection.stateText()));
+                                 QCoreApplication::exit(1);
+                             }
+                         });
     }
 
     // Which connection: the options, else the profile used last, else the local engine.

@@ -14,8 +14,10 @@ using namespace Sandbox;
 
 namespace {
 
-const QStringList kAgentTypes{QStringLiteral("claude-code"), QStringLiteral("opencode"), QStringLiteral("codex")};
-const QStringList kDatabaseTypes{QStringLiteral("postgres"), QStringLiteral("sqlite"), QStringLiteral("duckdb")};
+const QStringList kAgentTypes{QStringLiteral("claude-code"), QStringLiteral("opencode"),
+                              QStringLiteral("codex")};
+const QStringList kDatabaseTypes{QStringLiteral("postgres"), QStringLiteral("sqlite"),
+                                 QStringLiteral("duckdb")};
 
 void writeAll(FILE *f, const QByteArray &bytes)
 {
@@ -53,32 +55,45 @@ QByteArray readAllStdin()
 } // namespace
 
 Commands::Commands(Client *client, Options options, QObject *parent)
-    : QObject(parent), m_client(client), m_options(options)
+    : QObject(parent)
+    , m_client(client)
+    , m_options(options)
 {}
 
 void Commands::fail(const Error &error)
 {
-    writeAll(stderr, QStringLiteral("sandboxctl: %1: %2\n").arg(errorCodeName(error.code), error.message).toUtf8());
+    writeAll(stderr, QStringLiteral("sandboxctl: %1: %2\n")
+                         .arg(errorCodeName(error.code), error.message)
+                         .toUtf8());
     Q_EMIT done(error.code == ErrorCode::Unauthorized ? 3 : 1);
 }
 
 void Commands::printJson(const QJsonValue &value)
 {
-    const QByteArray text = value.isArray() ? QJsonDocument(value.toArray()).toJson(QJsonDocument::Indented)
-                                            : QJsonDocument(value.toObject()).toJson(QJsonDocument::Indented);
+    const QByteArray text = value.isArray()
+                                ? QJsonDocument(value.toArray()).toJson(QJsonDocument::Indented)
+                                : QJsonDocument(value.toObject()).toJson(QJsonDocument::Indented);
     writeAll(stdout, text);
 }
 
 void Commands::printSandboxes(const QList<SandboxInfo> &list)
 {
     printLine(QStringLiteral("%1 %2 %3 %4 %5 %6")
-                  .arg(QStringLiteral("ID"), -16).arg(QStringLiteral("KIND"), -9).arg(QStringLiteral("TYPE"), -12)
-                  .arg(QStringLiteral("SIZE"), -11).arg(QStringLiteral("STATUS"), -9).arg(QStringLiteral("CREATED")));
+                  .arg(QStringLiteral("ID"), -16)
+                  .arg(QStringLiteral("KIND"), -9)
+                  .arg(QStringLiteral("TYPE"), -12)
+                  .arg(QStringLiteral("SIZE"), -11)
+                  .arg(QStringLiteral("STATUS"), -9)
+                  .arg(QStringLiteral("CREATED")));
     for (const SandboxInfo &s : list) {
-        printLine(QStringLiteral("%1 %2 %3 %4 %5 %6")
-                      .arg(s.id, -16).arg(s.kind, -9).arg(s.type, -12).arg(s.size, -11)
-                      .arg(s.status + (s.network ? QStringLiteral("+net") : QString()), -9)
-                      .arg(s.createdAt.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"))));
+        printLine(
+            QStringLiteral("%1 %2 %3 %4 %5 %6")
+                .arg(s.id, -16)
+                .arg(s.kind, -9)
+                .arg(s.type, -12)
+                .arg(s.size, -11)
+                .arg(s.status + (s.network ? QStringLiteral("+net") : QString()), -9)
+                .arg(s.createdAt.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"))));
     }
 }
 
@@ -100,7 +115,10 @@ void Commands::exec(const QString &id, const QStringList &command, const ExecOpt
         writeAll(channel == QLatin1String("stderr") ? stderr : stdout, data);
     });
     connect(stream, &ExecStream::gap, this, [](qint64 first, qint64 last) {
-        writeAll(stderr, QStringLiteral("sandboxctl: output %1 to %2 was lost while disconnected\n").arg(first).arg(last).toUtf8());
+        writeAll(stderr, QStringLiteral("sandboxctl: output %1 to %2 was lost while disconnected\n")
+                             .arg(first)
+                             .arg(last)
+                             .toUtf8());
     });
     connect(stream, &ExecStream::failed, this, &Commands::fail);
     connect(stream, &ExecStream::finished, this, [this](const ExecResult &result) {
@@ -115,17 +133,25 @@ void Commands::exec(const QString &id, const QStringList &command, const ExecOpt
 bool Commands::run(const QStringList &args, QString *usageError)
 {
     QCommandLineParser p;
-    const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("size"), QStringLiteral("size"));
-    const QCommandLineOption envOpt(QStringLiteral("env"), QStringLiteral("env"), QStringLiteral("NAME=VALUE"));
+    const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("size"),
+                                     QStringLiteral("size"));
+    const QCommandLineOption envOpt(QStringLiteral("env"), QStringLiteral("env"),
+                                    QStringLiteral("NAME=VALUE"));
     const QCommandLineOption networkOpt(QStringLiteral("network"), QStringLiteral("network"));
-    const QCommandLineOption nameOpt(QStringLiteral("name"), QStringLiteral("name"), QStringLiteral("name"));
-    const QCommandLineOption cwdOpt(QStringLiteral("cwd"), QStringLiteral("cwd"), QStringLiteral("dir"));
-    const QCommandLineOption timeoutOpt(QStringLiteral("timeout"), QStringLiteral("timeout"), QStringLiteral("ms"));
+    const QCommandLineOption nameOpt(QStringLiteral("name"), QStringLiteral("name"),
+                                     QStringLiteral("name"));
+    const QCommandLineOption cwdOpt(QStringLiteral("cwd"), QStringLiteral("cwd"),
+                                    QStringLiteral("dir"));
+    const QCommandLineOption timeoutOpt(QStringLiteral("timeout"), QStringLiteral("timeout"),
+                                        QStringLiteral("ms"));
     const QCommandLineOption stdinOpt(QStringLiteral("stdin"), QStringLiteral("stdin"));
-    const QCommandLineOption recursiveOpt({QStringLiteral("r"), QStringLiteral("recursive")}, QStringLiteral("recursive"));
-    const QCommandLineOption parentsOpt({QStringLiteral("p"), QStringLiteral("parents")}, QStringLiteral("parents"));
+    const QCommandLineOption recursiveOpt({QStringLiteral("r"), QStringLiteral("recursive")},
+                                          QStringLiteral("recursive"));
+    const QCommandLineOption parentsOpt({QStringLiteral("p"), QStringLiteral("parents")},
+                                        QStringLiteral("parents"));
     const QCommandLineOption adminOpt(QStringLiteral("admin"), QStringLiteral("admin"));
-    p.addOptions({sizeOpt, envOpt, networkOpt, nameOpt, cwdOpt, timeoutOpt, stdinOpt, recursiveOpt, parentsOpt, adminOpt});
+    p.addOptions({sizeOpt, envOpt, networkOpt, nameOpt, cwdOpt, timeoutOpt, stdinOpt, recursiveOpt,
+                  parentsOpt, adminOpt});
     if (!p.parse(QStringList{QStringLiteral("sandboxctl")} + args)) {
         *usageError = p.errorText();
         return false;
@@ -153,8 +179,9 @@ bool Commands::run(const QStringList &args, QString *usageError)
     }
     if (cmd == QLatin1String("list") || cmd == QLatin1String("ls-sandboxes")) {
         const QString what = a.value(1);
-        const QString method = what.startsWith(QLatin1String("database")) ? QStringLiteral("databases.list")
-                                                                            : QStringLiteral("agents.list");
+        const QString method = what.startsWith(QLatin1String("database"))
+                                   ? QStringLiteral("databases.list")
+                                   : QStringLiteral("agents.list");
         auto print = [this](Result<QList<SandboxInfo>> r) {
             if (!r)
                 return fail(r.error());
@@ -185,7 +212,8 @@ bool Commands::run(const QStringList &args, QString *usageError)
             return true;
         }
         if (!kAgentTypes.contains(type)) {
-            *usageError = QStringLiteral("TYPE is one of: %1").arg((kAgentTypes + kDatabaseTypes).join(QStringLiteral(", ")));
+            *usageError = QStringLiteral("TYPE is one of: %1")
+                              .arg((kAgentTypes + kDatabaseTypes).join(QStringLiteral(", ")));
             return false;
         }
         AgentCreateOptions o;
@@ -205,16 +233,18 @@ bool Commands::run(const QStringList &args, QString *usageError)
         });
         return true;
     }
-    if (cmd == QLatin1String("status") || cmd == QLatin1String("stop") || cmd == QLatin1String("start")
-        || cmd == QLatin1String("delete")) {
+    if (cmd == QLatin1String("status") || cmd == QLatin1String("stop")
+        || cmd == QLatin1String("start") || cmd == QLatin1String("delete")) {
         if (!need(1, "status|stop|start|delete ID"))
             return false;
-        const QString method = cmd == QLatin1String("status") ? QStringLiteral("sandbox.status") : QStringLiteral("sandbox.") + cmd;
+        const QString method = cmd == QLatin1String("status") ? QStringLiteral("sandbox.status")
+                                                              : QStringLiteral("sandbox.") + cmd;
         call(method, {{QStringLiteral("id"), a.at(1)}});
         return true;
     }
     if (cmd == QLatin1String("exec")) {
-        if (!need(2, "exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] -- COMMAND [ARGS...]"))
+        if (!need(2, "exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] -- "
+                     "COMMAND [ARGS...]"))
             return false;
         ExecOptions o;
         o.cwd = p.value(cwdOpt);
@@ -241,14 +271,16 @@ bool Commands::run(const QStringList &args, QString *usageError)
     if (cmd == QLatin1String("read") || cmd == QLatin1String("cat")) {
         if (!need(2, "read ID PATH"))
             return false;
-        m_call = m_client->sandboxes().readFile(a.at(1), a.at(2), {}, this, [this](Result<FileContent> r) {
-            if (!r)
-                return fail(r.error());
-            writeAll(stdout, r->content);
-            if (r->truncated)
-                writeAll(stderr, "sandboxctl: the file is larger than one read; output truncated\n");
-            Q_EMIT done(0);
-        });
+        m_call = m_client->sandboxes().readFile(
+            a.at(1), a.at(2), {}, this, [this](Result<FileContent> r) {
+                if (!r)
+                    return fail(r.error());
+                writeAll(stdout, r->content);
+                if (r->truncated)
+                    writeAll(stderr,
+                             "sandboxctl: the file is larger than one read; output truncated\n");
+                Q_EMIT done(0);
+            });
         return true;
     }
     if (cmd == QLatin1String("write")) {
@@ -268,32 +300,40 @@ bool Commands::run(const QStringList &args, QString *usageError)
         }
         WriteFileOptions o;
         o.parents = p.isSet(parentsOpt);
-        m_call = m_client->sandboxes().writeFile(a.at(1), a.at(2), content, o, this, [this](Result<WriteFileResult> r) {
-            if (!r)
-                return fail(r.error());
-            printLine(QStringLiteral("%1 (%2 bytes)").arg(r->path).arg(r->size));
-            Q_EMIT done(0);
-        });
+        m_call
+            = m_client->sandboxes()
+                  .writeFile(a.at(1), a.at(2), content, o, this, [this](Result<WriteFileResult> r) {
+                      if (!r)
+                          return fail(r.error());
+                      printLine(QStringLiteral("%1 (%2 bytes)").arg(r->path).arg(r->size));
+                      Q_EMIT done(0);
+                  });
         return true;
     }
     if (cmd == QLatin1String("ls")) {
         if (!need(1, "ls ID [PATH] [-r]"))
             return false;
-        m_call = m_client->sandboxes().listFiles(a.at(1), a.value(2, QStringLiteral("/workspace")), p.isSet(recursiveOpt), this,
-                                                 [this](Result<FileListing> r) {
-            if (!r)
-                return fail(r.error());
-            for (const FileEntry &e : r->entries) {
-                const char kind = e.type == FileEntry::Type::Directory ? 'd' : e.type == FileEntry::Type::Symlink ? 'l' : '-';
-                printLine(QStringLiteral("%1 %2 %3 %4%5")
-                              .arg(QChar::fromLatin1(kind)).arg(e.size, 10)
-                              .arg(e.mtime.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")))
-                              .arg(e.path, e.target.isEmpty() ? QString() : QStringLiteral(" -> ") + e.target));
-            }
-            if (r->truncated)
-                writeAll(stderr, "sandboxctl: the listing was truncated\n");
-            Q_EMIT done(0);
-        });
+        m_call = m_client->sandboxes().listFiles(
+            a.at(1), a.value(2, QStringLiteral("/workspace")), p.isSet(recursiveOpt), this,
+            [this](Result<FileListing> r) {
+                if (!r)
+                    return fail(r.error());
+                for (const FileEntry &e : r->entries) {
+                    const char kind = e.type == FileEntry::Type::Directory ? 'd'
+                                      : e.type == FileEntry::Type::Symlink ? 'l'
+                                                                           : '-';
+                    printLine(
+                        QStringLiteral("%1 %2 %3 %4%5")
+                            .arg(QChar::fromLatin1(kind))
+                            .arg(e.size, 10)
+                            .arg(e.mtime.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")))
+                            .arg(e.path, e.target.isEmpty() ? QString()
+                                                            : QStringLiteral(" -> ") + e.target));
+                }
+                if (r->truncated)
+                    writeAll(stderr, "sandboxctl: the listing was truncated\n");
+                Q_EMIT done(0);
+            });
         return true;
     }
     if (cmd == QLatin1String("mkdir") || cmd == QLatin1String("rm")) {
@@ -305,9 +345,11 @@ bool Commands::run(const QStringList &args, QString *usageError)
             Q_EMIT done(0);
         };
         if (cmd == QLatin1String("mkdir"))
-            m_call = m_client->sandboxes().mkdir(a.at(1), a.at(2), p.isSet(parentsOpt), this, printPath);
+            m_call = m_client->sandboxes().mkdir(a.at(1), a.at(2), p.isSet(parentsOpt), this,
+                                                 printPath);
         else
-            m_call = m_client->sandboxes().deleteFile(a.at(1), a.at(2), p.isSet(recursiveOpt), this, printPath);
+            m_call = m_client->sandboxes().deleteFile(a.at(1), a.at(2), p.isSet(recursiveOpt), this,
+                                                      printPath);
         return true;
     }
     if (cmd == QLatin1String("keys")) {
@@ -315,11 +357,13 @@ bool Commands::run(const QStringList &args, QString *usageError)
         if (sub == QLatin1String("list")) {
             call(QStringLiteral("keys.list"), {});
         } else if (sub == QLatin1String("create") && a.size() >= 3) {
-            call(QStringLiteral("keys.create"), {{QStringLiteral("name"), a.at(2)}, {QStringLiteral("admin"), p.isSet(adminOpt)}});
+            call(QStringLiteral("keys.create"),
+                 {{QStringLiteral("name"), a.at(2)}, {QStringLiteral("admin"), p.isSet(adminOpt)}});
         } else if (sub == QLatin1String("revoke") && a.size() >= 3) {
             call(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), a.at(2)}});
         } else {
-            *usageError = QStringLiteral("usage: sandboxctl keys list | keys create NAME [--admin] | keys revoke KEY_ID");
+            *usageError = QStringLiteral(
+                "usage: sandboxctl keys list | keys create NAME [--admin] | keys revoke KEY_ID");
             return false;
         }
         return true;

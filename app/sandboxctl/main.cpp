@@ -15,7 +15,8 @@ using namespace Sandbox;
 
 namespace {
 
-const char kHelp[] = R"(Usage: sandboxctl [--url URL] [--key KEY] [--data-dir DIR] [--json] COMMAND [ARGS]
+const char kHelp[]
+    = R"(Usage: sandboxctl [--url URL] [--key KEY] [--data-dir DIR] [--json] COMMAND [ARGS]
 
 Talks to a Sandbox engine: --url and --key (or SANDBOX_URL and SANDBOX_API_KEY), else the local
 engine, whose key is read from DATA_DIR/api-key (and which is started if it is not running).
@@ -52,11 +53,16 @@ int main(int argc, char **argv)
 
     QCommandLineParser p;
     p.setOptionsAfterPositionalArgumentsMode(QCommandLineParser::ParseAsPositionalArguments);
-    const QCommandLineOption urlOpt(QStringLiteral("url"), QStringLiteral("Engine URL."), QStringLiteral("url"));
-    const QCommandLineOption keyOpt(QStringLiteral("key"), QStringLiteral("API key."), QStringLiteral("key"));
-    const QCommandLineOption dataOpt(QStringLiteral("data-dir"), QStringLiteral("Local engine data dir."), QStringLiteral("dir"));
+    const QCommandLineOption urlOpt(QStringLiteral("url"), QStringLiteral("Engine URL."),
+                                    QStringLiteral("url"));
+    const QCommandLineOption keyOpt(QStringLiteral("key"), QStringLiteral("API key."),
+                                    QStringLiteral("key"));
+    const QCommandLineOption dataOpt(QStringLiteral("data-dir"),
+                                     QStringLiteral("Local engine data dir."),
+                                     QStringLiteral("dir"));
     const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("Print JSON."));
-    const QCommandLineOption helpOpt({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Help."));
+    const QCommandLineOption helpOpt({QStringLiteral("h"), QStringLiteral("help")},
+                                     QStringLiteral("Help."));
     const QCommandLineOption versionOpt(QStringLiteral("version"), QStringLiteral("Version."));
     p.addOptions({urlOpt, keyOpt, dataOpt, jsonOpt, helpOpt, versionOpt});
     // Options of the commands themselves are parsed by Commands.
@@ -67,7 +73,9 @@ int main(int argc, char **argv)
     while (!args.isEmpty() && args.first().startsWith(u'-')) {
         const QString a = args.takeFirst();
         globalArgs << a;
-        if ((a == QLatin1String("--url") || a == QLatin1String("--key") || a == QLatin1String("--data-dir")) && !args.isEmpty())
+        if ((a == QLatin1String("--url") || a == QLatin1String("--key")
+             || a == QLatin1String("--data-dir"))
+            && !args.isEmpty())
             globalArgs << args.takeFirst();
     }
     if (!p.parse(globalArgs)) {
@@ -97,10 +105,13 @@ int main(int argc, char **argv)
         int code = 1;
         auto call = rest.health(&app, [&](Result<QJsonValue> r) {
             if (r) {
-                std::printf("%s", QJsonDocument(r->toObject()).toJson(QJsonDocument::Indented).constData());
+                std::printf("%s",
+                            QJsonDocument(r->toObject()).toJson(QJsonDocument::Indented).constData());
                 code = 0;
             } else {
-                std::fprintf(stderr, "sandboxctl: %s: %s\n", qPrintable(errorCodeName(r.error().code)), qPrintable(r.error().message));
+                std::fprintf(stderr, "sandboxctl: %s: %s\n",
+                             qPrintable(errorCodeName(r.error().code)),
+                             qPrintable(r.error().message));
             }
             app.quit();
         });
@@ -116,7 +127,8 @@ int main(int argc, char **argv)
         app.quit();
     });
     QObject::connect(&client, &Client::engineFailed, &app, [&](const Error &e) {
-        std::fprintf(stderr, "sandboxctl: cannot reach the local engine: %s\n", qPrintable(e.message));
+        std::fprintf(stderr, "sandboxctl: cannot reach the local engine: %s\n",
+                     qPrintable(e.message));
         exitCode = 1;
         app.quit();
     });
@@ -136,7 +148,8 @@ int main(int argc, char **argv)
             exitCode = 3;
             app.quit();
         } else if (state == RpcClient::State::Reconnecting && !started) {
-            std::fprintf(stderr, "sandboxctl: cannot connect to %s\n", qPrintable(profile.url.toDisplayString()));
+            std::fprintf(stderr, "sandboxctl: cannot connect to %s\n",
+                         qPrintable(profile.url.toDisplayString()));
             exitCode = 1;
             app.quit();
         }

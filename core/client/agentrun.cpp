@@ -9,7 +9,8 @@ Q_LOGGING_CATEGORY(lcAgentRun, "sandbox.core.agents", QtWarningMsg)
 
 namespace Sandbox {
 
-AgentRun::AgentRun(RpcClient *client, const QString &method, const QJsonObject &params, QObject *parent)
+AgentRun::AgentRun(RpcClient *client, const QString &method, const QJsonObject &params,
+                   QObject *parent)
     : QObject(parent)
 {
     m_stream = client->startStream(method, params, this, ExecStream::ResultKind::Raw);

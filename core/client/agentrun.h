@@ -42,8 +42,10 @@ Q_SIGNALS:
     void text(const QString &text, int turn);
     void thinking(const QString &text, int turn);
     void toolCall(const QString &id, const QString &name, const QJsonValue &input, int turn);
-    void toolResult(const QString &id, const QString &name, const QString &output, bool isError, int turn);
-    void fileChange(const QString &path, const QString &kind, bool ok, const QString &diff, int turn);
+    void toolResult(const QString &id, const QString &name, const QString &output, bool isError,
+                    int turn);
+    void fileChange(const QString &path, const QString &kind, bool ok, const QString &diff,
+                    int turn);
     void usageChanged(const Sandbox::AgentUsage &usage);
     void errorReported(const QString &message, int turn);
     void finished(const Sandbox::AgentRunResult &result);

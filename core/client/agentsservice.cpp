@@ -4,7 +4,8 @@
 
 namespace Sandbox {
 
-AgentsService::AgentsService(ApiCaller *caller) : SandboxMethods(caller, QStringLiteral("agents"))
+AgentsService::AgentsService(ApiCaller *caller)
+    : SandboxMethods(caller, QStringLiteral("agents"))
 {}
 
 RpcCall AgentsService::create(const AgentCreateOptions &options, QObject *context,
@@ -24,16 +25,15 @@ RpcCall AgentsService::get(const QString &id, QObject *context, Callback<Sandbox
 
 RpcCall AgentsService::list(QObject *context, Callback<QList<SandboxInfo>> callback)
 {
-    return callFor("list", {}, context,
-                   Internal::typedCallback<QList<SandboxInfo>>(
-                       std::move(callback), [](const QJsonValue &v) {
-                           return listFromJson<SandboxInfo>(v, QStringLiteral("agents"));
-                       }));
+    return callFor(
+        "list", {}, context,
+        Internal::typedCallback<QList<SandboxInfo>>(std::move(callback), [](const QJsonValue &v) {
+            return listFromJson<SandboxInfo>(v, QStringLiteral("agents"));
+        }));
 }
 
-RpcCall AgentsService::cloneRepo(const QString &id, const QString &url,
-                                 const CloneOptions &options, QObject *context,
-                                 Callback<ExecResult> callback)
+RpcCall AgentsService::cloneRepo(const QString &id, const QString &url, const CloneOptions &options,
+                                 QObject *context, Callback<ExecResult> callback)
 {
     QJsonObject o;
     if (!options.branch.isEmpty())
@@ -63,7 +63,8 @@ RpcCall AgentsService::run(const QString &id, const QString &prompt, const QJson
     callOptions.timeoutMs = int(std::min<qint64>(timeout, 3600000) + ExecGraceMs);
     return callFor("run", params, context,
                    Internal::typedCallback<QJsonObject>(
-                       std::move(callback), [](const QJsonValue &v) -> Result<QJsonObject> {
+                       std::move(callback),
+                       [](const QJsonValue &v) -> Result<QJsonObject> {
                            if (!v.isObject())
                                return Error{ErrorCode::InternalError,
                                             QStringLiteral("malformed agents.run answer from "
@@ -75,7 +76,7 @@ RpcCall AgentsService::run(const QString &id, const QString &prompt, const QJson
 }
 
 AgentRun *AgentsService::runStreaming(const QString &id, const QString &prompt,
-                                     const AgentRunOptions &options, QObject *parent)
+                                      const AgentRunOptions &options, QObject *parent)
 {
     RpcClient *rpc = m_caller->streamClient();
     if (!rpc)

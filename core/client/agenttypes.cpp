@@ -107,7 +107,8 @@ Result<AgentRunResult> AgentRunResult::fromJson(const QJsonValue &value)
     r.result = o.value(QStringLiteral("result")).toString();
     r.error = o.value(QStringLiteral("error")).toString();
     r.sessionId = o.value(QStringLiteral("sessionId")).toString();
-    r.usage = AgentUsage::fromJson(o.value(QStringLiteral("usage")).toObject(), o.value(QStringLiteral("costUsd")));
+    r.usage = AgentUsage::fromJson(o.value(QStringLiteral("usage")).toObject(),
+                                   o.value(QStringLiteral("costUsd")));
     r.durationMs = qint64(o.value(QStringLiteral("durationMs")).toDouble());
     if (o.value(QStringLiteral("exitCode")).isDouble())
         r.exitCode = o.value(QStringLiteral("exitCode")).toInt();

@@ -31,23 +31,34 @@ struct AgentUsage
 // One normalised event of a run (`stream.event`'s `event`).
 struct AgentEvent
 {
-    enum class Type { Session, Text, Thinking, ToolCall, ToolResult, FileChange, Usage, Error, Result, Other };
+    enum class Type {
+        Session,
+        Text,
+        Thinking,
+        ToolCall,
+        ToolResult,
+        FileChange,
+        Usage,
+        Error,
+        Result,
+        Other
+    };
 
     Type type = Type::Other;
     QString typeName; // as sent, e.g. "tool_call"
     int turn = 0;
-    QString text;      // Text, Thinking, Error (message), Result (the final text)
-    QString id;        // ToolCall, ToolResult
-    QString name;      // ToolCall, ToolResult
-    QJsonValue input;  // ToolCall
-    QString output;    // ToolResult
+    QString text;         // Text, Thinking, Error (message), Result (the final text)
+    QString id;           // ToolCall, ToolResult
+    QString name;         // ToolCall, ToolResult
+    QJsonValue input;     // ToolCall
+    QString output;       // ToolResult
     bool isError = false; // ToolResult; FileChange failed; Result unsuccessful
-    QString path;      // FileChange
-    QString changeKind; // FileChange: add | update | delete
-    QString diff;      // FileChange, when known
-    QString content;   // FileChange: a new file's text, when known
-    QString sessionId; // Session
-    AgentUsage usage;  // Usage
+    QString path;         // FileChange
+    QString changeKind;   // FileChange: add | update | delete
+    QString diff;         // FileChange, when known
+    QString content;      // FileChange: a new file's text, when known
+    QString sessionId;    // Session
+    AgentUsage usage;     // Usage
     QJsonObject raw;
 
     static Result<AgentEvent> fromJson(const QJsonValue &value);

@@ -22,7 +22,8 @@ public:
     // cancelled through the handle or `context` (if not null) is destroyed first — destroying
     // the context cancels the call.
     virtual RpcCall call(const QString &method, const QJsonObject &params, QObject *context,
-                         JsonCallback callback, CallOptions options = {}) = 0;
+                         JsonCallback callback, CallOptions options = {})
+        = 0;
 
     // Streams (docs/protocol.md 2.3) need server notifications: RpcClient returns itself, a
     // caller without notifications (REST) returns nullptr.

@@ -6,9 +6,13 @@
 namespace Sandbox {
 
 Client::Client(const ConnectionProfile &profile, QObject *parent)
-    : QObject(parent), m_profile(profile),
-      m_rpc(new RpcClient(new WebSocketTransport(profile.rpcUrl(), profile.apiKey), this)),
-      m_agents(m_rpc), m_databases(m_rpc), m_sessions(m_rpc), m_sandboxes(m_rpc)
+    : QObject(parent)
+    , m_profile(profile)
+    , m_rpc(new RpcClient(new WebSocketTransport(profile.rpcUrl(), profile.apiKey), this))
+    , m_agents(m_rpc)
+    , m_databases(m_rpc)
+    , m_sessions(m_rpc)
+    , m_sandboxes(m_rpc)
 {
     if (profile.isLocal()) {
         m_engine = new LocalEngine(profile, this);
@@ -18,8 +22,13 @@ Client::Client(const ConnectionProfile &profile, QObject *parent)
 }
 
 Client::Client(Transport *transport, QObject *parent)
-    : QObject(parent), m_rpc(new RpcClient(transport, this)), m_customTransport(true),
-      m_agents(m_rpc), m_databases(m_rpc), m_sessions(m_rpc), m_sandboxes(m_rpc)
+    : QObject(parent)
+    , m_rpc(new RpcClient(transport, this))
+    , m_customTransport(true)
+    , m_agents(m_rpc)
+    , m_databases(m_rpc)
+    , m_sessions(m_rpc)
+    , m_sandboxes(m_rpc)
 {}
 
 Client::~Client() = default;

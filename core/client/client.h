@@ -56,7 +56,7 @@ private:
     void connectWith(const ConnectionProfile &profile);
 
     ConnectionProfile m_profile;
-    RpcClient *m_rpc;               // owned (child)
+    RpcClient *m_rpc;                // owned (child)
     LocalEngine *m_engine = nullptr; // owned (child), local profiles only
     bool m_autoStart = true;
     bool m_customTransport = false;

@@ -38,7 +38,9 @@ JsonCallback typed(Callback<T> callback, Parse parse)
 
 } // namespace
 
-DatabasesService::DatabasesService(ApiCaller *caller) : m_caller(caller) {}
+DatabasesService::DatabasesService(ApiCaller *caller)
+    : m_caller(caller)
+{}
 
 RpcCall DatabasesService::create(const DatabaseCreateOptions &options, QObject *context,
                                  Callback<SandboxInfo> callback)
@@ -90,7 +92,8 @@ RpcCall DatabasesService::start(const QString &id, QObject *context, Callback<Sa
                           typed<SandboxInfo>(std::move(callback), &SandboxInfo::fromJson));
 }
 
-RpcCall DatabasesService::restart(const QString &id, QObject *context, Callback<DatabaseInfo> callback)
+RpcCall DatabasesService::restart(const QString &id, QObject *context,
+                                  Callback<DatabaseInfo> callback)
 {
     return m_caller->call(QStringLiteral("databases.restart"), idOnly(id), context,
                           typed<DatabaseInfo>(std::move(callback), &DatabaseInfo::fromJson));
@@ -108,121 +111,151 @@ RpcCall DatabasesService::query(const QString &id, const QString &sql, const QJs
                                 QObject *context, Callback<QueryResult> callback)
 {
     return m_caller->call(QStringLiteral("databases.query"), sqlParams(id, sql, params), context,
-                          typed<QueryResult>(std::move(callback), &QueryResult::fromJson), waitFor(60000));
+                          typed<QueryResult>(std::move(callback), &QueryResult::fromJson),
+                          waitFor(60000));
 }
 
 RpcCall DatabasesService::execute(const QString &id, const QString &sql, const QJsonArray &params,
                                   QObject *context, Callback<qint64> callback)
 {
     return m_caller->call(QStringLiteral("databases.execute"), sqlParams(id, sql, params), context,
-                          typed<qint64>(std::move(callback), [](const QJsonValue &v) -> Result<qint64> {
-                              Internal::JsonReader r(v, QStringLiteral("ExecuteResult"));
-                              const qint64 n = r.integer(QStringLiteral("rowsAffected"));
-                              if (!r.ok())
-                                  return r.error();
-                              return n;
-                          }),
+                          typed<qint64>(std::move(callback),
+                                        [](const QJsonValue &v) -> Result<qint64> {
+                                            Internal::JsonReader r(v,
+                                                                   QStringLiteral("ExecuteResult"));
+                                            const qint64 n = r.integer(
+                                                QStringLiteral("rowsAffected"));
+                                            if (!r.ok())
+                                                return r.error();
+                                            return n;
+                                        }),
                           waitFor(60000));
 }
 
 RpcCall DatabasesService::queryPage(const QString &id, const QString &sql, const QJsonArray &params,
-                                    const QueryOptions &options, QObject *context, Callback<QueryPage> callback)
+                                    const QueryOptions &options, QObject *context,
+                                    Callback<QueryPage> callback)
 {
     QJsonObject p = sqlParams(id, sql, params);
     p.insert(QStringLiteral("rowMode"), QStringLiteral("array"));
     p.insert(QStringLiteral("pageSize"), options.pageSize);
     p.insert(QStringLiteral("timeout"), options.timeoutMs);
     return m_caller->call(QStringLiteral("databases.queryWithMetadata"), p, context,
-                          typed<QueryPage>(std::move(callback), &QueryPage::fromJson), waitFor(options.timeoutMs));
+                          typed<QueryPage>(std::move(callback), &QueryPage::fromJson),
+                          waitFor(options.timeoutMs));
 }
 
-RpcCall DatabasesService::fetch(const QString &id, const QString &cursor, int pageSize, int timeoutMs,
-                                QObject *context, Callback<QueryPage> callback)
+RpcCall DatabasesService::fetch(const QString &id, const QString &cursor, int pageSize,
+                                int timeoutMs, QObject *context, Callback<QueryPage> callback)
 {
-    const QJsonObject p{{QStringLiteral("id"), id}, {QStringLiteral("cursor"), cursor},
-                        {QStringLiteral("pageSize"), pageSize}, {QStringLiteral("timeout"), timeoutMs}};
+    const QJsonObject p{{QStringLiteral("id"), id},
+                        {QStringLiteral("cursor"), cursor},
+                        {QStringLiteral("pageSize"), pageSize},
+                        {QStringLiteral("timeout"), timeoutMs}};
     return m_caller->call(QStringLiteral("databases.fetch"), p, context,
-                          typed<QueryPage>(std::move(callback), &QueryPage::fromJson), waitFor(timeoutMs));
+                          typed<QueryPage>(std::move(callback), &QueryPage::fromJson),
+                          waitFor(timeoutMs));
 }
 
-RpcCall DatabasesService::closeCursor(const QString &id, const QString &cursor, QObject *context, Callback<bool> callback)
+RpcCall DatabasesService::closeCursor(const QString &id, const QString &cursor, QObject *context,
+                                      Callback<bool> callback)
 {
-    return m_caller->call(QStringLiteral("databases.closeCursor"), {{QStringLiteral("id"), id}, {QStringLiteral("cursor"), cursor}},
-                          context, typed<bool>(std::move(callback), [](const QJsonValue &v) -> Result<bool> {
+    return m_caller->call(QStringLiteral("databases.closeCursor"),
+                          {{QStringLiteral("id"), id}, {QStringLiteral("cursor"), cursor}}, context,
+                          typed<bool>(std::move(callback), [](const QJsonValue &v) -> Result<bool> {
                               return v.toObject().value(QStringLiteral("closed")).toBool();
                           }));
 }
 
-RpcCall DatabasesService::executeScript(const QString &id, const QString &sql, const QJsonArray &params, int timeoutMs,
-                                        QObject *context, Callback<ExecuteResult> callback)
+RpcCall DatabasesService::executeScript(const QString &id, const QString &sql,
+                                        const QJsonArray &params, int timeoutMs, QObject *context,
+                                        Callback<ExecuteResult> callback)
 {
     QJsonObject p = sqlParams(id, sql, params);
     p.insert(QStringLiteral("timeout"), timeoutMs);
     return m_caller->call(QStringLiteral("databases.execute"), p, context,
-                          typed<ExecuteResult>(std::move(callback), &ExecuteResult::fromJson), waitFor(timeoutMs));
+                          typed<ExecuteResult>(std::move(callback), &ExecuteResult::fromJson),
+                          waitFor(timeoutMs));
 }
 
-RpcCall DatabasesService::transaction(const QString &id, const QList<SqlStatement> &statements, int timeoutMs,
-                                      QObject *context, Callback<QList<QueryPage>> callback)
+RpcCall DatabasesService::transaction(const QString &id, const QList<SqlStatement> &statements,
+                                      int timeoutMs, QObject *context,
+                                      Callback<QList<QueryPage>> callback)
 {
     QJsonArray list;
     for (const SqlStatement &s : statements)
-        list.append(QJsonObject{{QStringLiteral("sql"), s.sql}, {QStringLiteral("params"), s.params}});
-    const QJsonObject p{{QStringLiteral("id"), id}, {QStringLiteral("statements"), list},
-                        {QStringLiteral("timeout"), timeoutMs}, {QStringLiteral("rowMode"), QStringLiteral("array")}};
-    return m_caller->call(QStringLiteral("databases.transaction"), p, context,
-                          typed<QList<QueryPage>>(std::move(callback), [](const QJsonValue &v) -> Result<QList<QueryPage>> {
-                              QList<QueryPage> out;
-                              for (const QJsonValue &r : v.toObject().value(QStringLiteral("results")).toArray()) {
-                                  auto page = QueryPage::fromJson(r);
-                                  if (!page)
-                                      return page.error();
-                                  out.append(*page);
-                              }
-                              return out;
-                          }),
-                          waitFor(timeoutMs));
+        list.append(
+            QJsonObject{{QStringLiteral("sql"), s.sql}, {QStringLiteral("params"), s.params}});
+    const QJsonObject p{{QStringLiteral("id"), id},
+                        {QStringLiteral("statements"), list},
+                        {QStringLiteral("timeout"), timeoutMs},
+                        {QStringLiteral("rowMode"), QStringLiteral("array")}};
+    return m_caller->call(
+        QStringLiteral("databases.transaction"), p, context,
+        typed<QList<QueryPage>>(std::move(callback),
+                                [](const QJsonValue &v) -> Result<QList<QueryPage>> {
+                                    QList<QueryPage> out;
+                                    for (const QJsonValue &r :
+                                         v.toObject().value(QStringLiteral("results")).toArray()) {
+                                        auto page = QueryPage::fromJson(r);
+                                        if (!page)
+                                            return page.error();
+                                        out.append(*page);
+                                    }
+                                    return out;
+                                }),
+        waitFor(timeoutMs));
 }
 
 RpcCall DatabasesService::version(const QString &id, QObject *context, Callback<QString> callback)
 {
     return m_caller->call(QStringLiteral("databases.version"), idOnly(id), context,
-                          typed<QString>(std::move(callback), [](const QJsonValue &v) -> Result<QString> {
-                              Internal::JsonReader r(v, QStringLiteral("Version"));
-                              const QString s = r.string(QStringLiteral("version"));
-                              if (!r.ok())
-                                  return r.error();
-                              return s;
-                          }));
+                          typed<QString>(std::move(callback),
+                                         [](const QJsonValue &v) -> Result<QString> {
+                                             Internal::JsonReader r(v, QStringLiteral("Version"));
+                                             const QString s = r.string(QStringLiteral("version"));
+                                             if (!r.ok())
+                                                 return r.error();
+                                             return s;
+                                         }));
 }
 
 RpcCall DatabasesService::ping(const QString &id, QObject *context, Callback<double> callback)
 {
-    return m_caller->call(QStringLiteral("databases.ping"), idOnly(id), context,
-                          typed<double>(std::move(callback), [](const QJsonValue &v) -> Result<double> {
-                              const QJsonObject o = v.toObject();
-                              if (!o.value(QStringLiteral("ok")).toBool())
-                                  return Error{ErrorCode::SandboxError, o.value(QStringLiteral("error")).toString(), {}};
-                              return o.value(QStringLiteral("latencyMs")).toDouble();
-                          }));
+    return m_caller
+        ->call(QStringLiteral("databases.ping"), idOnly(id), context,
+               typed<double>(std::move(callback), [](const QJsonValue &v) -> Result<double> {
+                   const QJsonObject o = v.toObject();
+                   if (!o.value(QStringLiteral("ok")).toBool())
+                       return Error{ErrorCode::SandboxError,
+                                    o.value(QStringLiteral("error")).toString(),
+                                    {}};
+                   return o.value(QStringLiteral("latencyMs")).toDouble();
+               }));
 }
 
-RpcCall DatabasesService::listTables(const QString &id, QObject *context, Callback<QList<TableInfo>> callback)
+RpcCall DatabasesService::listTables(const QString &id, QObject *context,
+                                     Callback<QList<TableInfo>> callback)
 {
-    return m_caller->call(QStringLiteral("databases.listTables"), idOnly(id), context,
-                          typed<QList<TableInfo>>(std::move(callback), [](const QJsonValue &v) -> Result<QList<TableInfo>> {
-                              QList<TableInfo> out;
-                              for (const QJsonValue &t : v.toObject().value(QStringLiteral("tables")).toArray()) {
-                                  const QJsonObject o = t.toObject();
-                                  out.append({o.value(QStringLiteral("schema")).toString(), o.value(QStringLiteral("name")).toString(),
-                                              o.value(QStringLiteral("type")).toString()});
-                              }
-                              return out;
-                          }));
+    return m_caller->call(
+        QStringLiteral("databases.listTables"), idOnly(id), context,
+        typed<QList<TableInfo>>(std::move(callback),
+                                [](const QJsonValue &v) -> Result<QList<TableInfo>> {
+                                    QList<TableInfo> out;
+                                    for (const QJsonValue &t :
+                                         v.toObject().value(QStringLiteral("tables")).toArray()) {
+                                        const QJsonObject o = t.toObject();
+                                        out.append({o.value(QStringLiteral("schema")).toString(),
+                                                    o.value(QStringLiteral("name")).toString(),
+                                                    o.value(QStringLiteral("type")).toString()});
+                                    }
+                                    return out;
+                                }));
 }
 
-RpcCall DatabasesService::describeTable(const QString &id, const QString &table, const QString &schema,
-                                        QObject *context, Callback<TableDescription> callback)
+RpcCall DatabasesService::describeTable(const QString &id, const QString &table,
+                                        const QString &schema, QObject *context,
+                                        Callback<TableDescription> callback)
 {
     QJsonObject p{{QStringLiteral("id"), id}, {QStringLiteral("table"), table}};
     if (!schema.isEmpty())
@@ -231,25 +264,32 @@ RpcCall DatabasesService::describeTable(const QString &id, const QString &table,
                           typed<TableDescription>(std::move(callback), &TableDescription::fromJson));
 }
 
-RpcCall DatabasesService::listDatabases(const QString &id, QObject *context, Callback<QList<DatabaseEntry>> callback)
+RpcCall DatabasesService::listDatabases(const QString &id, QObject *context,
+                                        Callback<QList<DatabaseEntry>> callback)
 {
-    return m_caller->call(QStringLiteral("databases.listDatabases"), idOnly(id), context,
-                          typed<QList<DatabaseEntry>>(std::move(callback), [](const QJsonValue &v) -> Result<QList<DatabaseEntry>> {
-                              QList<DatabaseEntry> out;
-                              for (const QJsonValue &d : v.toObject().value(QStringLiteral("databases")).toArray()) {
-                                  const QJsonObject o = d.toObject();
-                                  out.append({o.value(QStringLiteral("name")).toString(), o.value(QStringLiteral("owner")).toString(),
-                                              o.value(QStringLiteral("file")).toString(),
-                                              qint64(o.value(QStringLiteral("sizeBytes")).toDouble(-1))});
-                              }
-                              return out;
-                          }));
+    return m_caller
+        ->call(QStringLiteral("databases.listDatabases"), idOnly(id), context,
+               typed<QList<DatabaseEntry>>(
+                   std::move(callback), [](const QJsonValue &v) -> Result<QList<DatabaseEntry>> {
+                       QList<DatabaseEntry> out;
+                       for (const QJsonValue &d :
+                            v.toObject().value(QStringLiteral("databases")).toArray()) {
+                           const QJsonObject o = d.toObject();
+                           out.append({o.value(QStringLiteral("name")).toString(),
+                                       o.value(QStringLiteral("owner")).toString(),
+                                       o.value(QStringLiteral("file")).toString(),
+                                       qint64(o.value(QStringLiteral("sizeBytes")).toDouble(-1))});
+                       }
+                       return out;
+                   }));
 }
 
-RpcCall DatabasesService::createDatabase(const QString &id, const QString &name, QObject *context, Callback<bool> callback)
+RpcCall DatabasesService::createDatabase(const QString &id, const QString &name, QObject *context,
+                                         Callback<bool> callback)
 {
-    return m_caller->call(QStringLiteral("databases.createDatabase"), {{QStringLiteral("id"), id}, {QStringLiteral("name"), name}},
-                          context, typed<bool>(std::move(callback), [](const QJsonValue &v) -> Result<bool> {
+    return m_caller->call(QStringLiteral("databases.createDatabase"),
+                          {{QStringLiteral("id"), id}, {QStringLiteral("name"), name}}, context,
+                          typed<bool>(std::move(callback), [](const QJsonValue &v) -> Result<bool> {
                               return v.toObject().value(QStringLiteral("created")).toBool();
                           }));
 }
@@ -257,19 +297,26 @@ RpcCall DatabasesService::createDatabase(const QString &id, const QString &name,
 RpcCall DatabasesService::exportData(const QString &id, const QString &table, const QString &format,
                                      QObject *context, Callback<ExportResult> callback)
 {
-    const QJsonObject p{{QStringLiteral("id"), id}, {QStringLiteral("table"), table}, {QStringLiteral("format"), format}};
-    return m_caller->call(QStringLiteral("databases.exportData"), p, context,
-                          typed<ExportResult>(std::move(callback), [](const QJsonValue &v) -> Result<ExportResult> {
-                              const QJsonObject o = v.toObject();
-                              ExportResult e;
-                              e.format = o.value(QStringLiteral("format")).toString();
-                              e.rowCount = qint64(o.value(QStringLiteral("rowCount")).toDouble());
-                              e.content = o.contains(QStringLiteral("contentBase64"))
-                                              ? QByteArray::fromBase64(o.value(QStringLiteral("contentBase64")).toString().toLatin1())
-                                              : o.value(QStringLiteral("content")).toString().toUtf8();
-                              return e;
-                          }),
-                          waitFor(300000));
+    const QJsonObject p{{QStringLiteral("id"), id},
+                        {QStringLiteral("table"), table},
+                        {QStringLiteral("format"), format}};
+    return m_caller
+        ->call(QStringLiteral("databases.exportData"), p, context,
+               typed<ExportResult>(
+                   std::move(callback),
+                   [](const QJsonValue &v) -> Result<ExportResult> {
+                       const QJsonObject o = v.toObject();
+                       ExportResult e;
+                       e.format = o.value(QStringLiteral("format")).toString();
+                       e.rowCount = qint64(o.value(QStringLiteral("rowCount")).toDouble());
+                       e.content
+                           = o.contains(QStringLiteral("contentBase64"))
+                                 ? QByteArray::fromBase64(
+                                     o.value(QStringLiteral("contentBase64")).toString().toLatin1())
+                                 : o.value(QStringLiteral("content")).toString().toUtf8();
+                       return e;
+                   }),
+               waitFor(300000));
 }
 
 } // namespace Sandbox

@@ -38,9 +38,12 @@ QVariant toVariant(const QJsonValue &value)
     QString payload;
     switch (value.type()) {
     case QJsonValue::Null:
-    case QJsonValue::Undefined: return {};
-    case QJsonValue::Bool: return value.toBool();
-    case QJsonValue::String: return value.toString();
+    case QJsonValue::Undefined:
+        return {};
+    case QJsonValue::Bool:
+        return value.toBool();
+    case QJsonValue::String:
+        return value.toString();
     case QJsonValue::Double: {
         const qint64 i = value.toInteger(std::numeric_limits<qint64>::min());
         if (i != std::numeric_limits<qint64>::min())
@@ -79,19 +82,28 @@ QString toText(const QJsonValue &value, bool bytesAsHex)
     QString payload;
     switch (value.type()) {
     case QJsonValue::Null:
-    case QJsonValue::Undefined: return {};
-    case QJsonValue::Bool: return value.toBool() ? QStringLiteral("true") : QStringLiteral("false");
-    case QJsonValue::String: return value.toString();
+    case QJsonValue::Undefined:
+        return {};
+    case QJsonValue::Bool:
+        return value.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+    case QJsonValue::String:
+        return value.toString();
     case QJsonValue::Double: {
         const qint64 i = value.toInteger(std::numeric_limits<qint64>::min());
-        return i != std::numeric_limits<qint64>::min() ? QString::number(i) : QString::number(value.toDouble(), 'g', 17);
+        return i != std::numeric_limits<qint64>::min() ? QString::number(i)
+                                                       : QString::number(value.toDouble(), 'g', 17);
     }
-    case QJsonValue::Array: return QString::fromUtf8(QJsonDocument(value.toArray()).toJson(QJsonDocument::Compact));
+    case QJsonValue::Array:
+        return QString::fromUtf8(QJsonDocument(value.toArray()).toJson(QJsonDocument::Compact));
     case QJsonValue::Object:
-        if (tagged(value, QStringLiteral("$int"), &payload) || tagged(value, QStringLiteral("$float"), &payload))
+        if (tagged(value, QStringLiteral("$int"), &payload)
+            || tagged(value, QStringLiteral("$float"), &payload))
             return payload;
         if (tagged(value, QStringLiteral("$bytes"), &payload))
-            return bytesAsHex ? QStringLiteral("\\x") + QString::fromLatin1(QByteArray::fromBase64(payload.toLatin1()).toHex()) : payload;
+            return bytesAsHex ? QStringLiteral("\\x")
+                                    + QString::fromLatin1(
+                                        QByteArray::fromBase64(payload.toLatin1()).toHex())
+                              : payload;
         return QString::fromUtf8(QJsonDocument(value.toObject()).toJson(QJsonDocument::Compact));
     }
     return {};
@@ -114,15 +126,19 @@ QJsonValue fromVariant(const QVariant &value)
     if (!value.isValid() || value.isNull())
         return QJsonValue::Null;
     switch (value.typeId()) {
-    case QMetaType::Bool: return value.toBool();
+    case QMetaType::Bool:
+        return value.toBool();
     case QMetaType::Int:
     case QMetaType::UInt:
     case QMetaType::LongLong:
     case QMetaType::Long:
-    case QMetaType::Short: return bigInteger(value.toLongLong());
+    case QMetaType::Short:
+        return bigInteger(value.toLongLong());
     case QMetaType::ULongLong: {
         const qulonglong u = value.toULongLong();
-        return u > qulonglong(kMaxSafe) ? QJsonValue(QJsonObject{{QStringLiteral("$int"), QString::number(u)}}) : QJsonValue(qint64(u));
+        return u > qulonglong(kMaxSafe)
+                   ? QJsonValue(QJsonObject{{QStringLiteral("$int"), QString::number(u)}})
+                   : QJsonValue(qint64(u));
     }
     case QMetaType::Double:
     case QMetaType::Float: {
@@ -130,17 +146,20 @@ QJsonValue fromVariant(const QVariant &value)
         if (std::isnan(d))
             return QJsonObject{{QStringLiteral("$float"), QStringLiteral("NaN")}};
         if (std::isinf(d))
-            return QJsonObject{{QStringLiteral("$float"), d > 0 ? QStringLiteral("Infinity") : QStringLiteral("-Infinity")}};
+            return QJsonObject{{QStringLiteral("$float"),
+                                d > 0 ? QStringLiteral("Infinity") : QStringLiteral("-Infinity")}};
         return d;
     }
-    case QMetaType::QByteArray: return bytes(value.toByteArray());
+    case QMetaType::QByteArray:
+        return bytes(value.toByteArray());
     case QMetaType::QVariantList: {
         QJsonArray out;
         for (const QVariant &v : value.toList())
             out.append(fromVariant(v));
         return out;
     }
-    default: return QJsonValue::fromVariant(value);
+    default:
+        return QJsonValue::fromVariant(value);
     }
 }
 
@@ -168,7 +187,8 @@ Result<QueryPage> QueryPage::fromJson(const QJsonValue &value)
     const QJsonObject o = r.object();
     for (const QJsonValue &f : o.value(QStringLiteral("fields")).toArray()) {
         const QJsonObject fo = f.toObject();
-        p.fields.append({fo.value(QStringLiteral("name")).toString(), fo.value(QStringLiteral("type")).toString()});
+        p.fields.append({fo.value(QStringLiteral("name")).toString(),
+                         fo.value(QStringLiteral("type")).toString()});
     }
     p.rows.reserve(rows.size());
     for (const QJsonValue &row : rows) {
@@ -206,9 +226,10 @@ Result<TableDescription> TableDescription::fromJson(const QJsonValue &value)
     t.table = r.string(QStringLiteral("table"));
     for (const QJsonValue &c : r.array(QStringLiteral("columns"))) {
         const QJsonObject o = c.toObject();
-        t.columns.append({o.value(QStringLiteral("name")).toString(), o.value(QStringLiteral("type")).toString(),
-                          o.value(QStringLiteral("nullable")).toBool(true), o.value(QStringLiteral("default")),
-                          o.value(QStringLiteral("primaryKey")).toBool()});
+        t.columns.append(
+            {o.value(QStringLiteral("name")).toString(), o.value(QStringLiteral("type")).toString(),
+             o.value(QStringLiteral("nullable")).toBool(true), o.value(QStringLiteral("default")),
+             o.value(QStringLiteral("primaryKey")).toBool()});
     }
     for (const QJsonValue &i : r.object().value(QStringLiteral("indexes")).toArray()) {
         const QJsonObject o = i.toObject();

@@ -63,11 +63,11 @@ struct QueryOptions
 // A page of a result, in row arrays (rowMode "array"): the first page of a query, or a fetch.
 struct QueryPage
 {
-    QList<SqlField> fields;  // empty for a fetch
+    QList<SqlField> fields; // empty for a fetch
     QList<QJsonArray> rows;
-    QString command;         // SELECT, INSERT, ...
+    QString command; // SELECT, INSERT, ...
     qint64 rowsAffected = 0;
-    QString cursor;          // empty when no rows follow
+    QString cursor; // empty when no rows follow
     bool done = true;
 
     static Result<QueryPage> fromJson(const QJsonValue &value);
@@ -125,8 +125,8 @@ struct TableDescription
 struct DatabaseEntry
 {
     QString name;
-    QString owner;       // PostgreSQL
-    QString file;        // SQLite, DuckDB
+    QString owner; // PostgreSQL
+    QString file;  // SQLite, DuckDB
     qint64 sizeBytes = -1;
 };
 
@@ -134,7 +134,7 @@ struct DatabaseEntry
 struct DatabaseInfo
 {
     SandboxInfo sandbox;
-    QString engine;   // postgres | sqlite | duckdb
+    QString engine; // postgres | sqlite | duckdb
     QString database;
     QString username;
     qint64 startupTimeMs = -1;

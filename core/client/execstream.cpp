@@ -4,7 +4,10 @@
 
 namespace Sandbox {
 
-ExecStream::ExecStream(RpcClient *client, QObject *parent) : QObject(parent), m_client(client) {}
+ExecStream::ExecStream(RpcClient *client, QObject *parent)
+    : QObject(parent)
+    , m_client(client)
+{}
 
 ExecStream::~ExecStream()
 {

@@ -13,7 +13,9 @@ InMemoryTransport::Pair InMemoryTransport::createPair(QObject *parent)
     return {client, server};
 }
 
-InMemoryTransport::InMemoryTransport(QObject *parent) : Transport(parent) {}
+InMemoryTransport::InMemoryTransport(QObject *parent)
+    : Transport(parent)
+{}
 
 InMemoryTransport::~InMemoryTransport()
 {

@@ -4,7 +4,8 @@
 
 namespace Sandbox::Internal {
 
-JsonReader::JsonReader(const QJsonValue &value, const QString &what) : m_what(what)
+JsonReader::JsonReader(const QJsonValue &value, const QString &what)
+    : m_what(what)
 {
     if (!value.isObject())
         fail(QString(), QStringLiteral("expected an object"));
@@ -21,10 +22,10 @@ void JsonReader::fail(const QString &field, const QString &why)
 {
     if (m_error)
         return;
-    const QString message = field.isEmpty()
-                                ? QStringLiteral("malformed %1 from server: %2").arg(m_what, why)
-                                : QStringLiteral("malformed %1 from server: \"%2\" %3")
-                                      .arg(m_what, field, why);
+    const QString message
+        = field.isEmpty()
+              ? QStringLiteral("malformed %1 from server: %2").arg(m_what, why)
+              : QStringLiteral("malformed %1 from server: \"%2\" %3").arg(m_what, field, why);
     QJsonObject data{{QStringLiteral("object"), m_what}};
     if (!field.isEmpty())
         data.insert(QStringLiteral("field"), field);

@@ -16,7 +16,9 @@ constexpr int ProbeTimeoutMs = 1000;
 }
 
 LocalEngine::LocalEngine(const ConnectionProfile &profile, QObject *parent)
-    : QObject(parent), m_profile(profile), m_rest(new RestClient(profile.restUrl(), {}, this))
+    : QObject(parent)
+    , m_profile(profile)
+    , m_rest(new RestClient(profile.restUrl(), {}, this))
 {
     m_pollTimer.setSingleShot(true);
     connect(&m_pollTimer, &QTimer::timeout, this, &LocalEngine::probe);
@@ -48,7 +50,8 @@ void LocalEngine::probe()
 {
     CallOptions options;
     options.timeoutMs = ProbeTimeoutMs;
-    m_probe = m_rest->health(this, [this](Result<QJsonValue> r) { onHealth(r); }, options);
+    m_probe = m_rest->health(
+        this, [this](Result<QJsonValue> r) { onHealth(r); }, options);
 }
 
 void LocalEngine::onHealth(const Result<QJsonValue> &health)
@@ -88,18 +91,20 @@ void LocalEngine::onHealth(const Result<QJsonValue> &health)
     if (!m_started) {
         const QString prog = program();
         if (prog.isEmpty()) {
-            finish(Error{ErrorCode::ConnectionError,
-                         QStringLiteral("no engine answers at %1 and sandboxd was not found next to "
-                                        "%2 or on PATH")
-                             .arg(m_profile.url.toDisplayString(),
-                                  QCoreApplication::applicationDirPath()),
-                         {}});
+            finish(
+                Error{ErrorCode::ConnectionError,
+                      QStringLiteral("no engine answers at %1 and sandboxd was not found next to "
+                                     "%2 or on PATH")
+                          .arg(m_profile.url.toDisplayString(),
+                               QCoreApplication::applicationDirPath()),
+                      {}});
             return;
         }
         const QString dataDir = m_profile.effectiveDataDir();
         QDir().mkpath(dataDir);
         qint64 pid = 0;
-        const QUrl url = m_profile.url.isEmpty() ? ConnectionProfile::defaultLocalUrl() : m_profile.url;
+        const QUrl url = m_profile.url.isEmpty() ? ConnectionProfile::defaultLocalUrl()
+                                                 : m_profile.url;
         const QStringList args{QStringLiteral("--data-dir"), dataDir, QStringLiteral("--listen"),
                                url.host() + u':' + QString::number(url.port(7465))};
         // Detached, with its output in DATA_DIR/sandboxd.log rather than in our terminal (it
@@ -112,7 +117,8 @@ void LocalEngine::onHealth(const Result<QJsonValue> &health)
         process.setStandardErrorFile(dataDir + QStringLiteral("/sandboxd.log"), QIODevice::Append);
         if (!process.startDetached(&pid)) {
             finish(Error{ErrorCode::ConnectionError,
-                         QStringLiteral("could not start %1").arg(prog), {}});
+                         QStringLiteral("could not start %1").arg(prog),
+                         {}});
             return;
         }
         qCInfo(lcLocalEngine) << "started" << prog << args << "pid" << pid;

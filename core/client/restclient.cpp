@@ -58,14 +58,16 @@ QString segment(const QJsonObject &params, const char *key)
 QString boolText(const QJsonObject &params, const char *key)
 {
     return params.value(QLatin1StringView(key)).toBool() ? QStringLiteral("1")
-                                                          : QStringLiteral("0");
+                                                         : QStringLiteral("0");
 }
 
 } // namespace
 
 RestClient::RestClient(const QUrl &baseUrl, const QString &apiKey, QObject *parent)
-    : QObject(parent), m_network(new QNetworkAccessManager(this)), m_baseUrl(baseUrl),
-      m_apiKey(apiKey)
+    : QObject(parent)
+    , m_network(new QNetworkAccessManager(this))
+    , m_baseUrl(baseUrl)
+    , m_apiKey(apiKey)
 {}
 
 RestClient::~RestClient() = default;
@@ -75,8 +77,9 @@ RpcCall RestClient::send(const QByteArray &verb, const QString &path, const QUrl
                          QObject *context, RawHandler handler, CallOptions options)
 {
     // `path` is already percent-encoded (ids are escaped segment by segment).
-    QByteArray encoded = m_baseUrl.adjusted(QUrl::RemoveQuery | QUrl::RemoveFragment
-                                            | QUrl::StripTrailingSlash)
+    QByteArray encoded = m_baseUrl
+                             .adjusted(QUrl::RemoveQuery | QUrl::RemoveFragment
+                                       | QUrl::StripTrailingSlash)
                              .toEncoded();
     encoded += path.toUtf8();
     QUrl url = QUrl::fromEncoded(encoded, QUrl::StrictMode);
@@ -129,22 +132,24 @@ RpcCall RestClient::send(const QByteArray &verb, const QString &path, const QUrl
                 callState->cancel = nullptr;
                 if (state->cancelled || (state->hasContext && !state->context))
                     return;
-                const int status =
-                    reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+                const int status
+                    = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
                 if (state->timedOut) {
                     handler(Error{ErrorCode::Timeout,
-                                  QStringLiteral("no answer from the server in time"), {}});
-                    return;
-                }
-                if (state->tooLarge) {
-                    handler(Error{ErrorCode::PayloadTooLarge,
-                                  QStringLiteral("the answer is over %1 bytes").arg(MaxResponseBytes),
+                                  QStringLiteral("no answer from the server in time"),
                                   {}});
                     return;
                 }
+                if (state->tooLarge) {
+                    handler(
+                        Error{ErrorCode::PayloadTooLarge,
+                              QStringLiteral("the answer is over %1 bytes").arg(MaxResponseBytes),
+                              {}});
+                    return;
+                }
                 if (status == 0) {
-                    qCInfo(lcRest) << verb << url.toDisplayString() << "failed:"
-                                   << reply->errorString();
+                    qCInfo(lcRest)
+                        << verb << url.toDisplayString() << "failed:" << reply->errorString();
                     handler(Error{ErrorCode::ConnectionError, reply->errorString(), {}});
                     return;
                 }
@@ -169,34 +174,35 @@ RpcCall RestClient::request(const QByteArray &verb, const QString &path, const Q
         payload = payload.mid(1, payload.size() - 2); // the value without the wrapping array
         contentType = "application/json";
     }
-    return send(verb, path, query, payload, contentType, true, context,
-                [callback = std::move(callback)](Result<QByteArray> r) {
-                    if (!r)
-                        callback(r.error());
-                    else
-                        callback(parseJsonBody(r.value()));
-                },
-                options);
+    return send(
+        verb, path, query, payload, contentType, true, context,
+        [callback = std::move(callback)](Result<QByteArray> r) {
+            if (!r)
+                callback(r.error());
+            else
+                callback(parseJsonBody(r.value()));
+        },
+        options);
 }
 
-RpcCall RestClient::requestRaw(const QByteArray &verb, const QString &path,
-                               const QUrlQuery &query, const QByteArray &body,
-                               const QByteArray &contentType, QObject *context,
-                               Callback<QByteArray> callback, CallOptions options)
+RpcCall RestClient::requestRaw(const QByteArray &verb, const QString &path, const QUrlQuery &query,
+                               const QByteArray &body, const QByteArray &contentType,
+                               QObject *context, Callback<QByteArray> callback, CallOptions options)
 {
     return send(verb, path, query, body, contentType, true, context, std::move(callback), options);
 }
 
 RpcCall RestClient::health(QObject *context, JsonCallback callback, CallOptions options)
 {
-    return send("GET", QStringLiteral("/health"), {}, QByteArray(), QByteArray(), false, context,
-                [callback = std::move(callback)](Result<QByteArray> r) {
-                    if (!r)
-                        callback(r.error());
-                    else
-                        callback(parseJsonBody(r.value()));
-                },
-                options);
+    return send(
+        "GET", QStringLiteral("/health"), {}, QByteArray(), QByteArray(), false, context,
+        [callback = std::move(callback)](Result<QByteArray> r) {
+            if (!r)
+                callback(r.error());
+            else
+                callback(parseJsonBody(r.value()));
+        },
+        options);
 }
 
 RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObject *context,
@@ -260,12 +266,13 @@ RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObje
                             callback(r.error());
                             return;
                         }
-                        callback(QJsonValue(QJsonObject{
-                            {QStringLiteral("path"), path},
-                            {QStringLiteral("content"), QString::fromLatin1(r->toBase64())},
-                            {QStringLiteral("encoding"), QStringLiteral("base64")},
-                            {QStringLiteral("size"), double(r->size())},
-                            {QStringLiteral("truncated"), false}}));
+                        callback(QJsonValue(
+                            QJsonObject{{QStringLiteral("path"), path},
+                                        {QStringLiteral("content"),
+                                         QString::fromLatin1(r->toBase64())},
+                                        {QStringLiteral("encoding"), QStringLiteral("base64")},
+                                        {QStringLiteral("size"), double(r->size())},
+                                        {QStringLiteral("truncated"), false}}));
                     },
                     options);
             }
@@ -274,15 +281,16 @@ RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObje
                 QByteArray bytes = content.toUtf8();
                 if (params.value(QStringLiteral("encoding")).toString() == QStringLiteral("base64"))
                     bytes = QByteArray::fromBase64(content.toLatin1());
-                return send("PUT", one + QStringLiteral("/files/content"), pathQuery(false),
-                            bytes, "application/octet-stream", true, context,
-                            [callback = std::move(callback)](Result<QByteArray> r) {
-                                if (!r)
-                                    callback(r.error());
-                                else
-                                    callback(parseJsonBody(r.value()));
-                            },
-                            options);
+                return send(
+                    "PUT", one + QStringLiteral("/files/content"), pathQuery(false), bytes,
+                    "application/octet-stream", true, context,
+                    [callback = std::move(callback)](Result<QByteArray> r) {
+                        if (!r)
+                            callback(r.error());
+                        else
+                            callback(parseJsonBody(r.value()));
+                    },
+                    options);
             }
         } else {
             if (name == QStringLiteral("query") || name == QStringLiteral("execute"))
@@ -303,15 +311,17 @@ RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObje
     // No route: fail like any other call, asynchronously.
     auto callState = std::make_shared<Internal::CallState>();
     callState->cancel = [] {};
-    QTimer::singleShot(0, this, [callState, context = QPointer<QObject>(context),
-                                 hasContext = context != nullptr, callback = std::move(callback),
-                                 method] {
-        if (callState->finished || (hasContext && !context))
-            return;
-        callState->finished = true;
-        callback(Error{ErrorCode::NotImplemented,
-                       QStringLiteral("%1 has no REST route; use the WebSocket").arg(method), {}});
-    });
+    QTimer::singleShot(0, this,
+                       [callState, context = QPointer<QObject>(context),
+                        hasContext = context != nullptr, callback = std::move(callback), method] {
+                           if (callState->finished || (hasContext && !context))
+                               return;
+                           callState->finished = true;
+                           callback(Error{ErrorCode::NotImplemented,
+                                          QStringLiteral("%1 has no REST route; use the WebSocket")
+                                              .arg(method),
+                                          {}});
+                       });
     return RpcCall(callState);
 }
 

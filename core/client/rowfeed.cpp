@@ -4,9 +4,13 @@
 
 namespace Sandbox {
 
-RowFeed::RowFeed(DatabasesService *service, QString databaseId, QString sql, QJsonArray params, QObject *parent)
-    : QObject(parent), m_service(service), m_databaseId(std::move(databaseId)), m_sql(std::move(sql)),
-      m_params(std::move(params))
+RowFeed::RowFeed(DatabasesService *service, QString databaseId, QString sql, QJsonArray params,
+                 QObject *parent)
+    : QObject(parent)
+    , m_service(service)
+    , m_databaseId(std::move(databaseId))
+    , m_sql(std::move(sql))
+    , m_params(std::move(params))
 {}
 
 RowFeed::~RowFeed()
@@ -46,7 +50,8 @@ void RowFeed::closeCursor()
     if (m_cursor.isEmpty())
         return;
     // Fire and forget: the engine also closes idle cursors after a while.
-    m_service->closeCursor(m_databaseId, std::exchange(m_cursor, {}), nullptr, [](Result<bool>) {}).detach();
+    m_service->closeCursor(m_databaseId, std::exchange(m_cursor, {}), nullptr, [](Result<bool>) {})
+        .detach();
 }
 
 void RowFeed::onPage(Result<QueryPage> page)

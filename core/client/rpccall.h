@@ -53,7 +53,9 @@ class [[nodiscard]] RpcCall final
 {
 public:
     RpcCall() = default;
-    explicit RpcCall(std::shared_ptr<Internal::CallState> state) : m_state(std::move(state)) {}
+    explicit RpcCall(std::shared_ptr<Internal::CallState> state)
+        : m_state(std::move(state))
+    {}
     ~RpcCall() { cancel(); }
 
     RpcCall(RpcCall &&other) noexcept = default;

@@ -44,7 +44,8 @@ qint64 positiveInteger(const QJsonValue &v)
 } // namespace
 
 RpcClient::RpcClient(Transport *transport, QObject *parent)
-    : QObject(parent), m_transport(transport)
+    : QObject(parent)
+    , m_transport(transport)
 {
     m_transport->setParent(this);
     m_clock.start();
@@ -163,8 +164,7 @@ void RpcClient::onClosed(int closeCode, const QString &reason)
         m_wantOpen = false;
         m_reconnectTimer.stop();
         setState(State::Unauthorized);
-        failAll(Error{ErrorCode::Unauthorized,
-                      QStringLiteral("the server refused the API key"), {}},
+        failAll(Error{ErrorCode::Unauthorized, QStringLiteral("the server refused the API key"), {}},
                 true);
         return;
     }
@@ -193,10 +193,9 @@ void RpcClient::scheduleReconnect()
     const int exponent = std::clamp(m_failedAttempts - 1, 0, 20);
     const qint64 base = std::min<qint64>(qint64(m_policy.initialDelayMs) << exponent,
                                          m_policy.maxDelayMs);
-    const qint64 extra = m_policy.jitter > 0
-                             ? qint64(QRandomGenerator::global()->generateDouble()
-                                      * m_policy.jitter * double(base))
-                             : 0;
+    const qint64 extra = m_policy.jitter > 0 ? qint64(QRandomGenerator::global()->generateDouble()
+                                                      * m_policy.jitter * double(base))
+                                             : 0;
     const int delay = int(base + extra);
     m_reconnectTimer.start(delay);
     setState(State::Reconnecting);
@@ -290,7 +289,8 @@ void RpcClient::submit(qint64 id)
         return;
     case State::Unauthorized:
         failSoon(id, Error{ErrorCode::Unauthorized,
-                           QStringLiteral("the server refused the API key"), {}});
+                           QStringLiteral("the server refused the API key"),
+                           {}});
         return;
     case State::Disconnected:
         failSoon(id, connectionError(QStringLiteral("not connected")));
@@ -413,8 +413,7 @@ bool RpcClient::notify(const QString &method, const QJsonObject &params)
 {
     if (m_state != State::Connected)
         return false;
-    return m_transport->sendText(
-        JsonRpc::serialize(JsonRpc::notificationObject(method, params)));
+    return m_transport->sendText(JsonRpc::serialize(JsonRpc::notificationObject(method, params)));
 }
 
 // --- incoming ---------------------------------------------------------------------------------
@@ -450,12 +449,12 @@ void RpcClient::handleMessage(const JsonRpc::Message &m)
         auto it = m_pending.find(id);
         if (it == m_pending.end() || !it->second.sent) {
             if (!m_cancelled.contains(id)) {
-                reportProtocolError(Error{
-                    ErrorCode::InvalidRequest,
-                    QStringLiteral("a response for an unknown request id %1")
-                        .arg(QString::fromUtf8(
-                            QJsonDocument(QJsonArray{m.id}).toJson(QJsonDocument::Compact))),
-                    {}});
+                reportProtocolError(
+                    Error{ErrorCode::InvalidRequest,
+                          QStringLiteral("a response for an unknown request id %1")
+                              .arg(QString::fromUtf8(
+                                  QJsonDocument(QJsonArray{m.id}).toJson(QJsonDocument::Compact))),
+                          {}});
             }
             return;
         }
@@ -477,9 +476,11 @@ void RpcClient::handleMessage(const JsonRpc::Message &m)
         return;
     case Kind::Request:
         // This client offers no methods.
-        m_transport->sendText(JsonRpc::serialize(JsonRpc::errorObject(
-            m.id, Error{ErrorCode::MethodNotFound,
-                        QStringLiteral("Method not found: the client offers no methods"), {}})));
+        m_transport->sendText(JsonRpc::serialize(
+            JsonRpc::errorObject(m.id, Error{ErrorCode::MethodNotFound,
+                                             QStringLiteral(
+                                                 "Method not found: the client offers no methods"),
+                                             {}})));
         return;
     case Kind::Invalid: {
         const Error why = m.error.value_or(Error{ErrorCode::InvalidRequest, {}, {}});
@@ -577,7 +578,8 @@ void RpcClient::handleStreamNotification(const QString &method, const QJsonObjec
                                                       QByteArray::AbortOnBase64DecodingErrors);
         if (!decoded) {
             reportProtocolError(Error{ErrorCode::InvalidParams,
-                                      QStringLiteral("stream.output with invalid dataBase64"), {}});
+                                      QStringLiteral("stream.output with invalid dataBase64"),
+                                      {}});
             return;
         }
         data = std::move(decoded.decoded);
@@ -648,12 +650,13 @@ void RpcClient::resumeStream(ExecStream *stream)
              if (e.code == ErrorCode::ConnectionError)
                  return; // the next connection resumes it
              if (e.code == ErrorCode::StreamGap) {
-                 const qint64 first = positiveInteger(e.data.toObject().value(QStringLiteral("first")));
+                 const qint64 first = positiveInteger(
+                     e.data.toObject().value(QStringLiteral("first")));
                  if (first > s->m_lastSeq + 1) {
                      const qint64 missingFrom = s->m_lastSeq + 1;
                      s->m_lastSeq = first - 1;
-                     qCWarning(lcRpc) << "stream" << s->m_streamId << "lost" << missingFrom << "to"
-                                      << first - 1;
+                     qCWarning(lcRpc)
+                         << "stream" << s->m_streamId << "lost" << missingFrom << "to" << first - 1;
                      Q_EMIT s->gap(missingFrom, first - 1);
                      if (s)
                          resumeStream(s);
@@ -700,8 +703,8 @@ void RpcClient::cancelStream(ExecStream *stream)
             .detach();
     } else if (stream->m_requestId != 0 && m_pending.count(stream->m_requestId)
                && m_pending[stream->m_requestId].sent) {
-        notify(QStringLiteral("rpc.cancel"), QJsonObject{{QStringLiteral("id"),
-                                                          double(stream->m_requestId)}});
+        notify(QStringLiteral("rpc.cancel"),
+               QJsonObject{{QStringLiteral("id"), double(stream->m_requestId)}});
     } else if (stream->m_requestId != 0) {
         // Not sent yet: just drop it.
         const qint64 id = stream->m_requestId;

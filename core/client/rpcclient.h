@@ -128,7 +128,8 @@ private:
     enum class TellServer { No, Yes };
 
     qint64 enqueue(const QString &method, const QJsonObject &params, QObject *context,
-                   JsonCallback callback, int timeoutMs, std::shared_ptr<Internal::CallState> state);
+                   JsonCallback callback, int timeoutMs,
+                   std::shared_ptr<Internal::CallState> state);
     void submit(qint64 id);
     bool sendNow(qint64 id);
     void failSoon(qint64 id, const Error &error);
@@ -169,7 +170,7 @@ private:
 
     qint64 m_nextId = 1; // never reused, also across reconnects
     std::map<qint64, Pending> m_pending;
-    std::deque<qint64> m_queue; // ids not sent yet, in order
+    std::deque<qint64> m_queue;                // ids not sent yet, in order
     std::multimap<qint64, qint64> m_deadlines; // deadline -> id
     QElapsedTimer m_clock;
     QTimer m_timeoutTimer;

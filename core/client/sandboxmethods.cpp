@@ -46,7 +46,8 @@ JsonCallback field(Callback<QString> callback, const QString &key)
 } // namespace
 
 SandboxMethods::SandboxMethods(ApiCaller *caller, const QString &prefix)
-    : m_caller(caller), m_prefix(prefix)
+    : m_caller(caller)
+    , m_prefix(prefix)
 {}
 
 QString SandboxMethods::method(const char *name) const
@@ -78,9 +79,9 @@ ExecStream *SandboxMethods::execStreaming(const QString &id, const Command &comm
     return rpc->startStream(method("exec"), execParams(id, command, options, true), parent);
 }
 
-RpcCall SandboxMethods::writeFile(const QString &id, const QString &path,
-                                  const QByteArray &content, const WriteFileOptions &options,
-                                  QObject *context, Callback<WriteFileResult> callback)
+RpcCall SandboxMethods::writeFile(const QString &id, const QString &path, const QByteArray &content,
+                                  const WriteFileOptions &options, QObject *context,
+                                  Callback<WriteFileResult> callback)
 {
     QJsonObject params{{QStringLiteral("id"), id}, {QStringLiteral("path"), path}};
     // Text goes as is; anything that is not valid UTF-8 as base64.
@@ -103,7 +104,8 @@ RpcCall SandboxMethods::readFile(const QString &id, const QString &path,
                                  const ReadFileOptions &options, QObject *context,
                                  Callback<FileContent> callback)
 {
-    QJsonObject params{{QStringLiteral("id"), id}, {QStringLiteral("path"), path},
+    QJsonObject params{{QStringLiteral("id"), id},
+                       {QStringLiteral("path"), path},
                        {QStringLiteral("encoding"), QStringLiteral("base64")}};
     if (options.offset)
         params.insert(QStringLiteral("offset"), double(*options.offset));
@@ -153,7 +155,8 @@ RpcCall SandboxMethods::rename(const QString &id, const QString &from, const QSt
                                QObject *context, Callback<QString> callback)
 {
     return callFor("rename",
-                   {{QStringLiteral("id"), id}, {QStringLiteral("from"), from},
+                   {{QStringLiteral("id"), id},
+                    {QStringLiteral("from"), from},
                     {QStringLiteral("to"), to}},
                    context, field(std::move(callback), QStringLiteral("to")));
 }

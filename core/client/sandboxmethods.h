@@ -24,8 +24,8 @@ public:
                  QObject *context, Callback<ExecResult> callback);
     // Streamed exec (2.3): output as it comes, finished() from `stream.end`, across reconnects.
     // Returns nullptr when the caller cannot stream (REST). The stream is owned by `parent`.
-    ExecStream *execStreaming(const QString &id, const Command &command,
-                              const ExecOptions &options, QObject *parent);
+    ExecStream *execStreaming(const QString &id, const Command &command, const ExecOptions &options,
+                              QObject *parent);
 
     RpcCall writeFile(const QString &id, const QString &path, const QByteArray &content,
                       const WriteFileOptions &options, QObject *context,

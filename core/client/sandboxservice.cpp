@@ -2,7 +2,8 @@
 
 namespace Sandbox {
 
-SandboxService::SandboxService(ApiCaller *caller) : SandboxMethods(caller, QStringLiteral("sandbox"))
+SandboxService::SandboxService(ApiCaller *caller)
+    : SandboxMethods(caller, QStringLiteral("sandbox"))
 {}
 
 RpcCall SandboxService::status(const QString &id, QObject *context, Callback<SandboxInfo> callback)

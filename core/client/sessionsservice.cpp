@@ -2,7 +2,9 @@
 
 namespace Sandbox {
 
-SessionsService::SessionsService(ApiCaller *caller) : m_caller(caller) {}
+SessionsService::SessionsService(ApiCaller *caller)
+    : m_caller(caller)
+{}
 
 RpcCall SessionsService::current(QObject *context, Callback<SessionInfo> callback)
 {

@@ -2,7 +2,9 @@
 
 namespace Sandbox {
 
-Transport::Transport(QObject *parent) : QObject(parent) {}
+Transport::Transport(QObject *parent)
+    : QObject(parent)
+{}
 
 Transport::~Transport() = default;
 

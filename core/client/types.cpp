@@ -38,9 +38,9 @@ Result<SandboxInfo> SandboxInfo::fromJson(const QJsonValue &value)
     s.kind = r.oneOf(QStringLiteral("kind"), {QStringLiteral("agent"), QStringLiteral("database")});
     s.type = r.string(QStringLiteral("type"));
     s.status = r.oneOf(QStringLiteral("status"),
-                       {QStringLiteral("creating"), QStringLiteral("starting"), QStringLiteral("running"),
-                        QStringLiteral("sleeping"), QStringLiteral("stopped"),
-                        QStringLiteral("error")});
+                       {QStringLiteral("creating"), QStringLiteral("starting"),
+                        QStringLiteral("running"), QStringLiteral("sleeping"),
+                        QStringLiteral("stopped"), QStringLiteral("error")});
     s.createdAt = r.dateTime(QStringLiteral("createdAt"));
     s.size = r.optionalString(QStringLiteral("size"));
     s.name = r.optionalString(QStringLiteral("name"));

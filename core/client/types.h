@@ -37,7 +37,7 @@ struct SandboxInfo
     QString size;   // "lite" ... "standard-4"
     QString status; // "creating" | "running" | "sleeping" | "stopped" | "error"
     QString name;
-    QString error;  // set when status is "error"
+    QString error; // set when status is "error"
     QDateTime createdAt;
     QDateTime lastActiveAt;
     qint64 sleepAfterMs = 0;
@@ -51,19 +51,23 @@ struct SandboxInfo
 // A command: a string run by /bin/sh -c, or an argv run without a shell (4.1).
 struct Command
 {
-    Command(const QString &shellCommand) : json(shellCommand) {}
-    Command(const QStringList &argv) : json(QJsonArray::fromStringList(argv)) {}
+    Command(const QString &shellCommand)
+        : json(shellCommand)
+    {}
+    Command(const QStringList &argv)
+        : json(QJsonArray::fromStringList(argv))
+    {}
     QJsonValue json;
 };
 
 // `options` of agents.exec / sandbox.exec (4.1).
 struct ExecOptions
 {
-    QString cwd;                        // default /workspace
-    std::optional<qint64> timeoutMs;    // server default 300 000, at most 3 600 000
-    QMap<QString, QString> env;         // added to the sandbox's environment
+    QString cwd;                     // default /workspace
+    std::optional<qint64> timeoutMs; // server default 300 000, at most 3 600 000
+    QMap<QString, QString> env;      // added to the sandbox's environment
     std::optional<qint64> maxOutputBytes;
-    std::optional<QString> stdinText;   // fed to stdin (closed otherwise)
+    std::optional<QString> stdinText; // fed to stdin (closed otherwise)
 
     QJsonObject toJson(bool stream = false) const;
 };
@@ -72,13 +76,13 @@ struct ExecOptions
 struct ExecResult
 {
     int exitCode = 0;
-    QString signal;           // e.g. "SIGKILL" when killed by a signal
+    QString signal;            // e.g. "SIGKILL" when killed by a signal
     QByteArray standardOutput; // empty for a streamed exec
     QByteArray standardError;
     qint64 durationMs = 0;
     bool truncated = false;
     bool timedOut = false;
-    QString streamId;         // set for a streamed exec
+    QString streamId; // set for a streamed exec
 
     static Result<ExecResult> fromJson(const QJsonValue &value);
 };
@@ -153,7 +157,7 @@ struct CloneOptions
 struct AgentCreateOptions
 {
     QString type = QStringLiteral("claude-code");
-    QString size;                   // default standard-1
+    QString size; // default standard-1
     QMap<QString, QString> env;
     bool network = false;
     std::optional<qint64> sleepAfterMs;

@@ -13,7 +13,9 @@ Q_LOGGING_CATEGORY(lcWsTransport, "sandbox.core.transport", QtWarningMsg)
 namespace Sandbox {
 
 WebSocketTransport::WebSocketTransport(const QUrl &url, const QString &apiKey, QObject *parent)
-    : Transport(parent), m_url(url), m_apiKey(apiKey)
+    : Transport(parent)
+    , m_url(url)
+    , m_apiKey(apiKey)
 {}
 
 WebSocketTransport::~WebSocketTransport()
@@ -63,20 +65,21 @@ void WebSocketTransport::open()
             code = CloseAbnormal; // never got through: not a clean close
         finish(code, reason.isEmpty() ? socket->errorString() : reason);
     });
-    connect(socket, qOverload<QAbstractSocket::SocketError>(&QWebSocket::error), this, [this, socket](QAbstractSocket::SocketError error) {
-        if (socket != m_socket)
-            return;
-        const QString why = socket->errorString();
-        qCDebug(lcWsTransport) << "socket error" << error << why;
-        if (m_opened)
-            return; // disconnected() follows and reports the close
-        // QWebSocket reports a refused upgrade as "Unhandled http status code: 401 (...)".
-        static const QRegularExpression unauthorized(QStringLiteral("\\b401\\b"));
-        if (error == QAbstractSocket::ConnectionRefusedError && why.contains(unauthorized))
-            finish(CloseUnauthorized, QStringLiteral("unauthorized"));
-        else
-            finish(CloseAbnormal, why);
-    });
+    connect(socket, qOverload<QAbstractSocket::SocketError>(&QWebSocket::error), this,
+            [this, socket](QAbstractSocket::SocketError error) {
+                if (socket != m_socket)
+                    return;
+                const QString why = socket->errorString();
+                qCDebug(lcWsTransport) << "socket error" << error << why;
+                if (m_opened)
+                    return; // disconnected() follows and reports the close
+                // QWebSocket reports a refused upgrade as "Unhandled http status code: 401 (...)".
+                static const QRegularExpression unauthorized(QStringLiteral("\\b401\\b"));
+                if (error == QAbstractSocket::ConnectionRefusedError && why.contains(unauthorized))
+                    finish(CloseUnauthorized, QStringLiteral("unauthorized"));
+                else
+                    finish(CloseAbnormal, why);
+            });
 
     QNetworkRequest request(m_url);
     if (!m_apiKey.isEmpty())

@@ -45,45 +45,78 @@ int httpStatusFor(ErrorCode code)
 ErrorCode errorCodeForHttpStatus(int status)
 {
     switch (status) {
-    case 400: return ErrorCode::InvalidParams;
-    case 401: return ErrorCode::Unauthorized;
-    case 403: return ErrorCode::PathNotAllowed;
-    case 404: return ErrorCode::NotFound;
-    case 409: return ErrorCode::SandboxNotRunning;
-    case 410: return ErrorCode::StreamGap;
-    case 413: return ErrorCode::PayloadTooLarge;
-    case 429: return ErrorCode::QuotaExceeded;
-    case 422: return ErrorCode::QueryError;
-    case 499: return ErrorCode::Cancelled;
-    case 501: return ErrorCode::NotImplemented;
-    case 504: return ErrorCode::Timeout;
-    default: return ErrorCode::InternalError;
+    case 400:
+        return ErrorCode::InvalidParams;
+    case 401:
+        return ErrorCode::Unauthorized;
+    case 403:
+        return ErrorCode::PathNotAllowed;
+    case 404:
+        return ErrorCode::NotFound;
+    case 409:
+        return ErrorCode::SandboxNotRunning;
+    case 410:
+        return ErrorCode::StreamGap;
+    case 413:
+        return ErrorCode::PayloadTooLarge;
+    case 429:
+        return ErrorCode::QuotaExceeded;
+    case 422:
+        return ErrorCode::QueryError;
+    case 499:
+        return ErrorCode::Cancelled;
+    case 501:
+        return ErrorCode::NotImplemented;
+    case 504:
+        return ErrorCode::Timeout;
+    default:
+        return ErrorCode::InternalError;
     }
 }
 
 QString errorCodeName(ErrorCode code)
 {
     switch (code) {
-    case ErrorCode::ParseError: return QStringLiteral("parse error");
-    case ErrorCode::InvalidRequest: return QStringLiteral("invalid request");
-    case ErrorCode::MethodNotFound: return QStringLiteral("method not found");
-    case ErrorCode::InvalidParams: return QStringLiteral("invalid params");
-    case ErrorCode::InternalError: return QStringLiteral("internal error");
-    case ErrorCode::Unauthorized: return QStringLiteral("unauthorized");
-    case ErrorCode::NotFound: return QStringLiteral("not found");
-    case ErrorCode::QuotaExceeded: return QStringLiteral("quota exceeded");
-    case ErrorCode::Timeout: return QStringLiteral("timeout");
-    case ErrorCode::SandboxNotRunning: return QStringLiteral("sandbox not running");
-    case ErrorCode::PayloadTooLarge: return QStringLiteral("payload too large");
-    case ErrorCode::PathNotAllowed: return QStringLiteral("path not allowed");
-    case ErrorCode::AlreadyExists: return QStringLiteral("already exists");
-    case ErrorCode::StreamGap: return QStringLiteral("stream gap");
-    case ErrorCode::NotImplemented: return QStringLiteral("not implemented");
-    case ErrorCode::SandboxError: return QStringLiteral("sandbox error");
-    case ErrorCode::Cancelled: return QStringLiteral("cancelled");
-    case ErrorCode::FileError: return QStringLiteral("file error");
-    case ErrorCode::QueryError: return QStringLiteral("query error");
-    case ErrorCode::ConnectionError: return QStringLiteral("connection error");
+    case ErrorCode::ParseError:
+        return QStringLiteral("parse error");
+    case ErrorCode::InvalidRequest:
+        return QStringLiteral("invalid request");
+    case ErrorCode::MethodNotFound:
+        return QStringLiteral("method not found");
+    case ErrorCode::InvalidParams:
+        return QStringLiteral("invalid params");
+    case ErrorCode::InternalError:
+        return QStringLiteral("internal error");
+    case ErrorCode::Unauthorized:
+        return QStringLiteral("unauthorized");
+    case ErrorCode::NotFound:
+        return QStringLiteral("not found");
+    case ErrorCode::QuotaExceeded:
+        return QStringLiteral("quota exceeded");
+    case ErrorCode::Timeout:
+        return QStringLiteral("timeout");
+    case ErrorCode::SandboxNotRunning:
+        return QStringLiteral("sandbox not running");
+    case ErrorCode::PayloadTooLarge:
+        return QStringLiteral("payload too large");
+    case ErrorCode::PathNotAllowed:
+        return QStringLiteral("path not allowed");
+    case ErrorCode::AlreadyExists:
+        return QStringLiteral("already exists");
+    case ErrorCode::StreamGap:
+        return QStringLiteral("stream gap");
+    case ErrorCode::NotImplemented:
+        return QStringLiteral("not implemented");
+    case ErrorCode::SandboxError:
+        return QStringLiteral("sandbox error");
+    case ErrorCode::Cancelled:
+        return QStringLiteral("cancelled");
+    case ErrorCode::FileError:
+        return QStringLiteral("file error");
+    case ErrorCode::QueryError:
+        return QStringLiteral("query error");
+    case ErrorCode::ConnectionError:
+        return QStringLiteral("connection error");
     }
     return QStringLiteral("error %1").arg(int(code));
 }
@@ -107,7 +140,8 @@ Error Error::fromJson(const QJsonValue &value)
     const QJsonObject o = value.toObject();
     const QJsonValue code = o.value(QStringLiteral("code"));
     if (!value.isObject() || !code.isDouble())
-        return {ErrorCode::InternalError, QStringLiteral("malformed error object from server"), value};
+        return {ErrorCode::InternalError, QStringLiteral("malformed error object from server"),
+                value};
     Error e;
     e.code = ErrorCode(code.toInt());
     e.message = o.value(QStringLiteral("message")).toString();

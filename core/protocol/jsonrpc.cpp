@@ -83,7 +83,8 @@ Message parseMessage(const QJsonValue &value)
     if (params.isArray()) {
         // Structurally valid per the spec, but this protocol takes named params only.
         m.error = Error{ErrorCode::InvalidParams,
-                        QStringLiteral("Invalid params: params must be a named object"), {}};
+                        QStringLiteral("Invalid params: params must be a named object"),
+                        {}};
     } else {
         m.params = params.toObject();
     }
@@ -96,7 +97,9 @@ Incoming parse(const QByteArray &text)
     if (text.size() > MaxMessageBytes) {
         in.error = Error{ErrorCode::PayloadTooLarge,
                          QStringLiteral("message of %1 bytes is over the limit of %2 bytes")
-                             .arg(text.size()).arg(MaxMessageBytes), {}};
+                             .arg(text.size())
+                             .arg(MaxMessageBytes),
+                         {}};
         return in;
     }
     QJsonParseError perr;
@@ -109,11 +112,14 @@ Incoming parse(const QByteArray &text)
                             && QJsonDocument::fromJson("[" + trimmed + "]").isArray();
         if (scalar) {
             in.error = Error{ErrorCode::InvalidRequest,
-                             QStringLiteral("Invalid Request: a message must be a JSON object"), {}};
+                             QStringLiteral("Invalid Request: a message must be a JSON object"),
+                             {}};
         } else {
             in.error = Error{ErrorCode::ParseError,
                              QStringLiteral("Parse error: %1 at offset %2")
-                                 .arg(perr.errorString()).arg(perr.offset), {}};
+                                 .arg(perr.errorString())
+                                 .arg(perr.offset),
+                             {}};
         }
         return in;
     }
@@ -125,13 +131,16 @@ Incoming parse(const QByteArray &text)
     in.batch = true;
     if (batch.isEmpty()) {
         in.error = Error{ErrorCode::InvalidRequest,
-                         QStringLiteral("Invalid Request: empty batch"), {}};
+                         QStringLiteral("Invalid Request: empty batch"),
+                         {}};
         return in;
     }
     if (batch.size() > MaxBatchSize) {
         in.error = Error{ErrorCode::PayloadTooLarge,
                          QStringLiteral("batch of %1 requests is over the limit of %2")
-                             .arg(batch.size()).arg(MaxBatchSize), {}};
+                             .arg(batch.size())
+                             .arg(MaxBatchSize),
+                         {}};
         return in;
     }
     in.messages.reserve(batch.size());
@@ -201,13 +210,27 @@ void appendJsonString(QByteArray &out, QByteArrayView utf8)
         out.append(p + runStart, i - runStart);
         runStart = i + 1;
         switch (c) {
-        case '"': out.append("\\\"", 2); break;
-        case '\\': out.append("\\\\", 2); break;
-        case '\n': out.append("\\n", 2); break;
-        case '\r': out.append("\\r", 2); break;
-        case '\t': out.append("\\t", 2); break;
-        case '\b': out.append("\\b", 2); break;
-        case '\f': out.append("\\f", 2); break;
+        case '"':
+            out.append("\\\"", 2);
+            break;
+        case '\\':
+            out.append("\\\\", 2);
+            break;
+        case '\n':
+            out.append("\\n", 2);
+            break;
+        case '\r':
+            out.append("\\r", 2);
+            break;
+        case '\t':
+            out.append("\\t", 2);
+            break;
+        case '\b':
+            out.append("\\b", 2);
+            break;
+        case '\f':
+            out.append("\\f", 2);
+            break;
         default: {
             const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf]};
             out.append(esc, 6);

@@ -12,10 +12,18 @@ template<typename T>
 class [[nodiscard]] Result
 {
 public:
-    Result(const T &value) : m_v(std::in_place_index<0>, value) {}
-    Result(T &&value) : m_v(std::in_place_index<0>, std::move(value)) {}
-    Result(const Error &error) : m_v(std::in_place_index<1>, error) {}
-    Result(Error &&error) : m_v(std::in_place_index<1>, std::move(error)) {}
+    Result(const T &value)
+        : m_v(std::in_place_index<0>, value)
+    {}
+    Result(T &&value)
+        : m_v(std::in_place_index<0>, std::move(value))
+    {}
+    Result(const Error &error)
+        : m_v(std::in_place_index<1>, error)
+    {}
+    Result(Error &&error)
+        : m_v(std::in_place_index<1>, std::move(error))
+    {}
 
     bool ok() const { return m_v.index() == 0; }
     explicit operator bool() const { return ok(); }

@@ -19,7 +19,8 @@ QString bounded(const QString &text)
 {
     if (text.size() <= kMaxEventText)
         return text;
-    return text.left(kMaxEventText) + QStringLiteral("\n[... %1 more characters]").arg(text.size() - kMaxEventText);
+    return text.left(kMaxEventText)
+           + QStringLiteral("\n[... %1 more characters]").arg(text.size() - kMaxEventText);
 }
 } // namespace
 
@@ -74,7 +75,8 @@ void AgentAdapter::splitLines(QByteArray &buffer, QByteArrayView bytes, bool isS
     }
     buffer.remove(0, start);
     if (buffer.size() > kMaxLineBytes) {
-        qCWarning(lcAdapter) << "a line of more than" << kMaxLineBytes << "bytes from the CLI: dropped";
+        qCWarning(lcAdapter) << "a line of more than" << kMaxLineBytes
+                             << "bytes from the CLI: dropped";
         buffer.clear();
     }
 }
@@ -101,11 +103,13 @@ void AgentAdapter::emitThinking(const QString &text)
 
 void AgentAdapter::emitToolCall(const QString &id, const QString &name, const QJsonValue &input)
 {
-    emitEvent(QStringLiteral("tool_call"),
-              {{QStringLiteral("id"), id}, {QStringLiteral("name"), name}, {QStringLiteral("input"), input}});
+    emitEvent(QStringLiteral("tool_call"), {{QStringLiteral("id"), id},
+                                            {QStringLiteral("name"), name},
+                                            {QStringLiteral("input"), input}});
 }
 
-void AgentAdapter::emitToolResult(const QString &id, const QString &name, const QString &output, bool isError)
+void AgentAdapter::emitToolResult(const QString &id, const QString &name, const QString &output,
+                                  bool isError)
 {
     emitEvent(QStringLiteral("tool_result"), {{QStringLiteral("id"), id},
                                               {QStringLiteral("name"), name},
@@ -113,8 +117,8 @@ void AgentAdapter::emitToolResult(const QString &id, const QString &name, const 
                                               {QStringLiteral("isError"), isError}});
 }
 
-void AgentAdapter::emitFileChange(const QString &path, const QString &kind, bool ok, const QString &diff,
-                                  const QString &content)
+void AgentAdapter::emitFileChange(const QString &path, const QString &kind, bool ok,
+                                  const QString &diff, const QString &content)
 {
     QJsonObject e{{QStringLiteral("path"), path},
                   {QStringLiteral("kind"), kind},
@@ -125,7 +129,10 @@ void AgentAdapter::emitFileChange(const QString &path, const QString &kind, bool
         e.insert(QStringLiteral("content"), bounded(content));
     emitEvent(QStringLiteral("file_change"), e);
     if (!ok) {
-        m_failedChanges.insert(path, QStringLiteral("%1 %2").arg(kind, path.isEmpty() ? QStringLiteral("(a file)") : path));
+        m_failedChanges.insert(path,
+                               QStringLiteral("%1 %2").arg(kind, path.isEmpty()
+                                                                     ? QStringLiteral("(a file)")
+                                                                     : path));
     } else {
         m_failedChanges.remove(path);
         m_failedChanges.remove(QString());
@@ -137,15 +144,16 @@ void AgentAdapter::emitError(const QString &message)
     emitEvent(QStringLiteral("error"), {{QStringLiteral("message"), bounded(message)}});
 }
 
-void AgentAdapter::addUsage(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite, qint64 reasoning,
-                            double costUsd)
+void AgentAdapter::addUsage(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite,
+                            qint64 reasoning, double costUsd)
 {
-    setTotals(m_input + input, m_output + output, m_cacheRead + cacheRead, m_cacheWrite + cacheWrite,
-              m_reasoning + reasoning, costUsd < 0 ? m_cost : qMax(0.0, m_cost) + costUsd);
+    setTotals(m_input + input, m_output + output, m_cacheRead + cacheRead,
+              m_cacheWrite + cacheWrite, m_reasoning + reasoning,
+              costUsd < 0 ? m_cost : qMax(0.0, m_cost) + costUsd);
 }
 
-void AgentAdapter::setTotals(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite, qint64 reasoning,
-                             double costUsd)
+void AgentAdapter::setTotals(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite,
+                             qint64 reasoning, double costUsd)
 {
     m_input = input;
     m_output = output;
@@ -194,11 +202,14 @@ QJsonObject AgentAdapter::finish(const Exit &exit)
         feedStderr("\n");
     complete(exit);
     if (!m_failedChanges.isEmpty())
-        fail(QStringLiteral("a file change failed: ") + QStringList(m_failedChanges.values()).join(QStringLiteral(", ")));
+        fail(QStringLiteral("a file change failed: ")
+             + QStringList(m_failedChanges.values()).join(QStringLiteral(", ")));
     if (exit.timedOut)
-        fail(QStringLiteral("the agent did not finish within %1 ms and was killed").arg(exit.timeoutMs));
+        fail(QStringLiteral("the agent did not finish within %1 ms and was killed")
+                 .arg(exit.timeoutMs));
     else if (m_abortReason.isEmpty() && exit.exitCode != 0) {
-        QString why = QStringLiteral("the %1 CLI exited with status %2").arg(type()).arg(exit.exitCode);
+        QString why
+            = QStringLiteral("the %1 CLI exited with status %2").arg(type()).arg(exit.exitCode);
         const QString tail = exit.stderrTail.trimmed().section(u'\n', -3);
         if (!tail.isEmpty())
             why += QStringLiteral(": ") + tail;
@@ -215,16 +226,18 @@ QJsonObject AgentAdapter::finish(const Exit &exit)
                       {QStringLiteral("reasoningTokens"), double(m_reasoning)}};
     QJsonObject result{{QStringLiteral("success"), success},
                        {QStringLiteral("result"), m_resultText},
-                       {QStringLiteral("sessionId"), m_sessionId.isEmpty() ? QJsonValue() : QJsonValue(m_sessionId)},
+                       {QStringLiteral("sessionId"),
+                        m_sessionId.isEmpty() ? QJsonValue() : QJsonValue(m_sessionId)},
                        {QStringLiteral("usage"), usage},
                        {QStringLiteral("costUsd"), m_cost < 0 ? QJsonValue() : QJsonValue(m_cost)},
                        {QStringLiteral("durationMs"), double(exit.durationMs)},
                        {QStringLiteral("exitCode"), exit.exitCode},
                        {QStringLiteral("timedOut"), exit.timedOut},
                        {QStringLiteral("error"), success ? QJsonValue() : QJsonValue(m_failure)}};
-    emitEvent(QStringLiteral("result"), {{QStringLiteral("success"), success},
-                                         {QStringLiteral("result"), bounded(m_resultText)},
-                                         {QStringLiteral("error"), result.value(QStringLiteral("error"))}});
+    emitEvent(QStringLiteral("result"),
+              {{QStringLiteral("success"), success},
+               {QStringLiteral("result"), bounded(m_resultText)},
+               {QStringLiteral("error"), result.value(QStringLiteral("error"))}});
     return result;
 }
 
@@ -233,7 +246,8 @@ QString diffForNewFile(const QString &path, const QString &content)
     QStringList lines = content.split(u'\n');
     if (!lines.isEmpty() && lines.last().isEmpty())
         lines.removeLast();
-    QString diff = QStringLiteral("--- /dev/null\n+++ ") + path + QStringLiteral("\n@@ -0,0 +1,%1 @@\n").arg(lines.size());
+    QString diff = QStringLiteral("--- /dev/null\n+++ ") + path
+                   + QStringLiteral("\n@@ -0,0 +1,%1 @@\n").arg(lines.size());
     for (const QString &l : std::as_const(lines))
         diff += u'+' + l + u'\n';
     return diff;
@@ -250,11 +264,14 @@ QList<QPair<QString, QString>> filesInPatch(const QString &patch)
     {
         const char *marker;
         const char *kind;
-    } markers[] = {{"*** Add File: ", "add"}, {"*** Update File: ", "update"}, {"*** Delete File: ", "delete"}};
+    } markers[] = {{"*** Add File: ", "add"},
+                   {"*** Update File: ", "update"},
+                   {"*** Delete File: ", "delete"}};
     for (const QString &line : patch.split(u'\n')) {
         for (const auto &m : markers) {
             if (line.startsWith(QLatin1String(m.marker)))
-                out.append({line.mid(qsizetype(qstrlen(m.marker))).trimmed(), QLatin1String(m.kind)});
+                out.append(
+                    {line.mid(qsizetype(qstrlen(m.marker))).trimmed(), QLatin1String(m.kind)});
         }
     }
     return out;

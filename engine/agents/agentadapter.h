@@ -25,7 +25,7 @@ struct AgentRunOptions
     QString sessionId; // continue this conversation; empty: a new one
     qint64 timeoutMs = 600000;
     QString cwd = QStringLiteral("/workspace");
-    QString baseUrl;   // the model API's endpoint; empty: the sandbox's env or the provider's default
+    QString baseUrl; // the model API's endpoint; empty: the sandbox's env or the provider's default
     // The sandbox's environment plus the run's own `env` (values: API keys stay in the engine).
     QMap<QString, QString> env;
 };
@@ -100,11 +100,11 @@ protected:
                         const QString &content = {});
     void emitError(const QString &message);
     // Token counts of one model call (added to the run's totals); costUsd < 0: not known.
-    void addUsage(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite, qint64 reasoning,
-                  double costUsd = -1);
+    void addUsage(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite,
+                  qint64 reasoning, double costUsd = -1);
     // Replaces the totals (a CLI that reports them for the whole run at the end).
-    void setTotals(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite, qint64 reasoning,
-                   double costUsd);
+    void setTotals(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite,
+                   qint64 reasoning, double costUsd);
     void setSession(const QString &id);
     void fail(const QString &reason);
     void abortRun(const QString &reason);
@@ -119,7 +119,7 @@ private:
     QList<QJsonObject> m_events;
     QByteArray m_stdoutBuffer;
     QByteArray m_stderrBuffer;
-    QString m_failure; // the first reason the run failed
+    QString m_failure;                      // the first reason the run failed
     QMap<QString, QString> m_failedChanges; // path ("" when unknown) -> why
     QString m_abortReason;
     qint64 m_input = 0, m_output = 0, m_cacheRead = 0, m_cacheWrite = 0, m_reasoning = 0;

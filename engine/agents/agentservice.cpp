@@ -48,10 +48,12 @@ QStringList stringList(Params &p, const QString &name)
     if (v.isUndefined() || v.isNull())
         return out;
     const QJsonArray a = v.toArray();
-    const bool ok = v.isArray() && a.size() <= 200 && std::all_of(a.begin(), a.end(), [](const QJsonValue &e) {
-        static const QRegularExpression re(QStringLiteral("^[A-Za-z0-9_.:()*,/ -]{1,200}$"));
-        return e.isString() && re.match(e.toString()).hasMatch();
-    });
+    const bool ok = v.isArray() && a.size() <= 200
+                    && std::all_of(a.begin(), a.end(), [](const QJsonValue &e) {
+                           static const QRegularExpression re(
+                               QStringLiteral("^[A-Za-z0-9_.:()*,/ -]{1,200}$"));
+                           return e.isString() && re.match(e.toString()).hasMatch();
+                       });
     if (!ok) {
         p.fail(name, QStringLiteral("must be an array of tool names"));
         return out;
@@ -62,26 +64,29 @@ QStringList stringList(Params &p, const QString &name)
 }
 
 // Reads `options` of agents.run (docs/protocol.md, 4.7) into `o`; answers false with the error.
-bool readRunOptions(Params &p, const QJsonObject &object, AgentRunOptions &o, qint64 &timeoutMs, bool &newSession,
-                    bool &cwdGiven)
+bool readRunOptions(Params &p, const QJsonObject &object, AgentRunOptions &o, qint64 &timeoutMs,
+                    bool &newSession, bool &cwdGiven)
 {
     Params opt(object, QStringLiteral("options"));
     o.model = opt.optionalString(QStringLiteral("model"));
     o.permissionMode = opt.optionalChoice(QStringLiteral("permissionMode"),
                                           {QStringLiteral("default"), QStringLiteral("acceptEdits"),
-                                           QStringLiteral("bypassPermissions"), QStringLiteral("plan")},
+                                           QStringLiteral("bypassPermissions"),
+                                           QStringLiteral("plan")},
                                           QStringLiteral("bypassPermissions"));
     o.maxThinkingTokens = opt.optionalInteger(QStringLiteral("maxThinkingTokens"), -1, 0, 1000000);
     o.systemPrompt = opt.optionalString(QStringLiteral("systemPrompt"));
     if (o.systemPrompt.size() > kMaxSystemPromptChars)
-        opt.fail(QStringLiteral("systemPrompt"), QStringLiteral("must be at most %1 characters").arg(kMaxSystemPromptChars));
+        opt.fail(QStringLiteral("systemPrompt"),
+                 QStringLiteral("must be at most %1 characters").arg(kMaxSystemPromptChars));
     o.allowedTools = stringList(opt, QStringLiteral("allowedTools"));
     o.disallowedTools = stringList(opt, QStringLiteral("disallowedTools"));
     timeoutMs = opt.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1, kMaxTimeoutMs);
     o.sessionId = opt.optionalString(QStringLiteral("sessionId"));
     static const QRegularExpression sessionRe(QStringLiteral("^[A-Za-z0-9_.-]{1,200}$"));
     if (!o.sessionId.isEmpty() && !sessionRe.match(o.sessionId).hasMatch())
-        opt.fail(QStringLiteral("sessionId"), QStringLiteral("must be letters, digits, '_', '.' or '-'"));
+        opt.fail(QStringLiteral("sessionId"),
+                 QStringLiteral("must be letters, digits, '_', '.' or '-'"));
     newSession = opt.optionalBool(QStringLiteral("newSession"), false);
     cwdGiven = opt.has(QStringLiteral("cwd"));
     o.cwd = opt.optionalString(QStringLiteral("cwd"), QStringLiteral("/workspace"));
@@ -90,7 +95,8 @@ bool readRunOptions(Params &p, const QJsonObject &object, AgentRunOptions &o, qi
     o.baseUrl = opt.optionalString(QStringLiteral("baseUrl"));
     if (!o.baseUrl.isEmpty()) {
         const QUrl url(o.baseUrl, QUrl::StrictMode);
-        if (!url.isValid() || (url.scheme() != QLatin1String("http") && url.scheme() != QLatin1String("https"))
+        if (!url.isValid()
+            || (url.scheme() != QLatin1String("http") && url.scheme() != QLatin1String("https"))
             || url.host().isEmpty())
             opt.fail(QStringLiteral("baseUrl"), QStringLiteral("must be an http or https URL"));
     }
@@ -104,7 +110,8 @@ QJsonObject failureResult(const QString &reason, const QString &sessionId = {})
     return {{QStringLiteral("success"), false},
             {QStringLiteral("result"), QString()},
             {QStringLiteral("stdout"), QString()},
-            {QStringLiteral("sessionId"), sessionId.isEmpty() ? QJsonValue() : QJsonValue(sessionId)},
+            {QStringLiteral("sessionId"),
+             sessionId.isEmpty() ? QJsonValue() : QJsonValue(sessionId)},
             {QStringLiteral("usage"), QJsonObject{}},
             {QStringLiteral("costUsd"), QJsonValue()},
             {QStringLiteral("durationMs"), 0},
@@ -142,21 +149,29 @@ struct AgentService::Job
     }
 };
 
-AgentService::AgentService(SandboxManager *sandboxes, StreamHub *streams, Methods *methods, QString agentsDir,
-                           QObject *parent)
-    : QObject(parent), m_sandboxes(sandboxes), m_streams(streams), m_methods(methods), m_agentsDir(std::move(agentsDir))
+AgentService::AgentService(SandboxManager *sandboxes, StreamHub *streams, Methods *methods,
+                           QString agentsDir, QObject *parent)
+    : QObject(parent)
+    , m_sandboxes(sandboxes)
+    , m_streams(streams)
+    , m_methods(methods)
+    , m_agentsDir(std::move(agentsDir))
 {
     installHooks();
-    m_methods->add(QStringLiteral("agents.run"), [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-        run(p, c, r);
-    });
+    m_methods->add(QStringLiteral("agents.run"), [this](const QJsonObject &p, const CallContext &c,
+                                                        const Methods::Reply &r) { run(p, c, r); });
     m_methods->add(QStringLiteral("agents.runConversation"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) { runConversation(p, c, r); });
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+                       runConversation(p, c, r);
+                   });
     m_methods->add(QStringLiteral("agents.runOnRepo"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) { runOnRepo(p, c, r); });
-    m_methods->add(QStringLiteral("agents.stop"), [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-        stop(p, c, r);
-    });
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+                       runOnRepo(p, c, r);
+                   });
+    m_methods->add(QStringLiteral("agents.stop"),
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+                       stop(p, c, r);
+                   });
 }
 
 AgentService::~AgentService()
@@ -190,12 +205,14 @@ void AgentService::installHooks()
             if (QFileInfo(cliDir).isDir())
                 spec.extraMounts.append({cliDir, QLatin1String(AgentAdapter::CliDir), false});
             else
-                qCWarning(lcAgents) << "the" << type << "CLI is not installed in" << cliDir << "(run scripts/setup.sh)";
+                qCWarning(lcAgents) << "the" << type << "CLI is not installed in" << cliDir
+                                    << "(run scripts/setup.sh)";
             // The agent's home (sessions, its own config) persists with the sandbox, outside
             // /workspace so that it does not clutter the user's files.
             const QString home = spec.stateDir + QStringLiteral("/agent-home");
             QDir().mkpath(home);
-            if (spec.dropPrivileges && ::chown(QFile::encodeName(home).constData(), spec.uid, spec.gid) != 0)
+            if (spec.dropPrivileges
+                && ::chown(QFile::encodeName(home).constData(), spec.uid, spec.gid) != 0)
                 qCWarning(lcAgents) << "cannot hand" << home << "to uid" << spec.uid;
             spec.extraMounts.append({home, QLatin1String(AgentAdapter::HomeDir), true});
         };
@@ -203,7 +220,8 @@ void AgentService::installHooks()
     }
 }
 
-Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString &id, const CallContext &ctx,
+Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString &id,
+                                                                  const CallContext &ctx,
                                                                   QJsonObject *failure)
 {
     auto record = m_sandboxes->record(ctx.keyId, id, kAgent);
@@ -211,13 +229,17 @@ Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString 
         return record.error();
     if (m_jobs.contains(id))
         return Error{ErrorCode::AlreadyExists,
-                     QStringLiteral("sandbox %1 is already running a prompt; wait for it or stop it first").arg(id),
+                     QStringLiteral(
+                         "sandbox %1 is already running a prompt; wait for it or stop it first")
+                         .arg(id),
                      QJsonObject{{QStringLiteral("id"), id}}};
     const QString exe = cliExecutable(record->type);
     if (!QFileInfo::exists(exe))
         return Error{ErrorCode::SandboxError,
-                     QStringLiteral("the %1 CLI is not installed (%2 is missing); run scripts/setup.sh")
-                         .arg(record->type, exe), {}};
+                     QStringLiteral(
+                         "the %1 CLI is not installed (%2 is missing); run scripts/setup.sh")
+                         .arg(record->type, exe),
+                     {}};
     auto job = std::make_shared<Job>();
     job->sandboxId = id;
     job->keyId = ctx.keyId;
@@ -226,9 +248,11 @@ Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString 
     job->context = ctx.guard ? ctx.guard.data() : static_cast<QObject *>(this);
     job->redactor.addFromEnvironment(record->env);
     if (!record->network) {
-        *failure = failureResult(QStringLiteral(
-            "the agent cannot reach its model API: sandbox %1 has no network. Create agent sandboxes with "
-            "network: true (they then share the host's network).").arg(id));
+        *failure = failureResult(
+            QStringLiteral("the agent cannot reach its model API: sandbox %1 has no network. "
+                           "Create agent sandboxes with "
+                           "network: true (they then share the host's network).")
+                .arg(id));
         return job;
     }
     if (ctx.notify) {
@@ -250,7 +274,8 @@ Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString 
     return job;
 }
 
-void AgentService::endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> result, const Methods::Reply &reply)
+void AgentService::endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> result,
+                          const Methods::Reply &reply)
 {
     if (m_jobs.value(job->sandboxId) == job)
         m_jobs.remove(job->sandboxId);
@@ -259,17 +284,20 @@ void AgentService::endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> r
     }
     if (!result) {
         if (!job->streamId.isEmpty())
-            m_streams->end(job->streamId, {{QStringLiteral("error"), job->redactor.apply(result.error().toJson())}});
+            m_streams->end(job->streamId, {{QStringLiteral("error"),
+                                            job->redactor.apply(result.error().toJson())}});
         return reply(result.error());
     }
     QJsonObject answer = job->redactor.apply(result.value()).toObject();
-    answer.insert(QStringLiteral("streamId"), job->streamId.isEmpty() ? QJsonValue() : QJsonValue(job->streamId));
+    answer.insert(QStringLiteral("streamId"),
+                  job->streamId.isEmpty() ? QJsonValue() : QJsonValue(job->streamId));
     if (!job->streamId.isEmpty())
         m_streams->end(job->streamId, {{QStringLiteral("result"), answer}});
     reply(QJsonValue(answer));
 }
 
-void AgentService::prepareHome(const SandboxRecord &record, const AgentAdapter &adapter, const AgentInvocation &inv) const
+void AgentService::prepareHome(const SandboxRecord &record, const AgentAdapter &adapter,
+                               const AgentInvocation &inv) const
 {
     const QString home = m_sandboxes->stateDirOf(record.id) + QStringLiteral("/agent-home");
     const EngineConfig &config = m_sandboxes->config();
@@ -304,11 +332,13 @@ void AgentService::prepareHome(const SandboxRecord &record, const AgentAdapter &
     }
 }
 
-void AgentService::rememberSession(const QString &sandboxId, const QString &sessionId, const QString &cwd) const
+void AgentService::rememberSession(const QString &sandboxId, const QString &sessionId,
+                                   const QString &cwd) const
 {
     if (sessionId.isEmpty())
         return;
-    const QString path = m_sandboxes->stateDirOf(sandboxId) + QStringLiteral("/agent-sessions.json");
+    const QString path = m_sandboxes->stateDirOf(sandboxId)
+                         + QStringLiteral("/agent-sessions.json");
     QFile in(path);
     QJsonObject all;
     if (in.open(QIODevice::ReadOnly))
@@ -319,9 +349,11 @@ void AgentService::rememberSession(const QString &sandboxId, const QString &sess
     while (cwds.size() > 1000)
         cwds.remove(cwds.begin().key());
     all.insert(QStringLiteral("cwd"), cwds);
-    all.insert(QStringLiteral("last"), QJsonObject{{QStringLiteral("sessionId"), sessionId}, {QStringLiteral("cwd"), cwd}});
+    all.insert(QStringLiteral("last"),
+               QJsonObject{{QStringLiteral("sessionId"), sessionId}, {QStringLiteral("cwd"), cwd}});
     QSaveFile out(path);
-    if (!out.open(QIODevice::WriteOnly) || out.write(QJsonDocument(all).toJson()) < 0 || !out.commit())
+    if (!out.open(QIODevice::WriteOnly) || out.write(QJsonDocument(all).toJson()) < 0
+        || !out.commit())
         qCWarning(lcAgents) << "cannot write" << path;
 }
 
@@ -333,7 +365,8 @@ QJsonObject AgentService::lastSession(const QString &sandboxId) const
     return QJsonDocument::fromJson(in.readAll()).object();
 }
 
-void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions options, int turn, Done done)
+void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions options, int turn,
+                           Done done)
 {
     if (job->cancelled)
         return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
@@ -362,94 +395,101 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
                         {QStringLiteral("stdin"), false}};
     request.insert(QStringLiteral("timeoutMs"), double(options.timeoutMs));
     qCInfo(lcAgents).noquote() << "run" << job->type << "in" << job->sandboxId << "turn" << turn
-                               << (options.sessionId.isEmpty() ? QStringLiteral("(new session)")
-                                                               : QStringLiteral("session ") + options.sessionId);
+                               << (options.sessionId.isEmpty()
+                                       ? QStringLiteral("(new session)")
+                                       : QStringLiteral("session ") + options.sessionId);
 
     const QString id = job->sandboxId;
     const QString cwd = options.cwd;
-    m_sandboxes->withSupervisor(job->keyId, id, kAgent, job->context.data() ? job->context.data() : this,
-                                [this, job, adapter, request, turn, id, cwd, done](Result<SupervisorChannel *> r) {
-        if (!r)
-            return done(r.error());
-        if (job->cancelled) {
-            m_sandboxes->endActivity(id);
-            return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
-        }
-        struct Output
-        {
-            QByteArray out;
-            QByteArray err;
-            bool outTruncated = false;
-            bool aborted = false;
-            QElapsedTimer clock;
-        };
-        auto output = std::make_shared<Output>();
-        output->clock.start();
-        job->channel = r.value();
-        const auto flush = [this, guard = QPointer<AgentService>(this), job, adapter, turn] {
-            if (!guard)
-                return;
-            for (QJsonObject e : adapter->takeEvents()) {
-                if (job->streamId.isEmpty())
-                    continue;
-                e.insert(QStringLiteral("turn"), turn);
-                m_streams->event(job->streamId, job->redactor.apply(e).toObject());
-            }
-        };
-        const auto onOutput = [job, adapter, output, flush](int channel, QByteArrayView bytes) {
-            if (channel == 2) {
-                adapter->feedStderr(bytes);
-                output->err.append(bytes);
-                if (output->err.size() > 2 * kKeptStderr)
-                    output->err = output->err.right(kKeptStderr);
-            } else {
-                adapter->feedStdout(bytes);
-                if (output->out.size() < kKeptStdout)
-                    output->out.append(bytes.first(qMin(bytes.size(), kKeptStdout - output->out.size())));
-                else
-                    output->outTruncated = true;
-            }
-            flush();
-            if (!adapter->abortReason().isEmpty() && !output->aborted && job->channel && job->execId) {
-                output->aborted = true;
-                qCInfo(lcAgents).noquote() << "stopping the run in" << job->sandboxId << ":" << adapter->abortReason();
-                job->channel->cancel(job->execId);
-            }
-        };
-        // The channel may answer while the engine shuts down, after this service is gone.
-        QPointer<AgentService> self(this);
-        const auto onReply = [this, self, job, adapter, output, flush, id, cwd, request, done](Result<SupervisorChannel::Reply> r) {
-            if (!self)
-                return;
-            m_sandboxes->endActivity(id);
-            job->channel = nullptr;
-            job->execId = 0;
-            if (!r) {
-                flush();
+    m_sandboxes->withSupervisor(
+        job->keyId, id, kAgent, job->context.data() ? job->context.data() : this,
+        [this, job, adapter, request, turn, id, cwd, done](Result<SupervisorChannel *> r) {
+            if (!r)
                 return done(r.error());
-            }
-            const QJsonObject &j = r->json;
-            AgentAdapter::Exit exit;
-            exit.exitCode = j.value(QStringLiteral("exitCode")).toInt();
-            exit.timedOut = j.value(QStringLiteral("timedOut")).toBool();
-            exit.timeoutMs = qint64(request.value(QStringLiteral("timeoutMs")).toDouble());
-            exit.durationMs = output->clock.elapsed();
-            exit.stderrTail = QString::fromUtf8(output->err.right(kKeptStderr));
-            QJsonObject result = adapter->finish(exit);
-            flush();
-            result.insert(QStringLiteral("stdout"), QString::fromUtf8(output->out));
-            if (output->outTruncated)
-                result.insert(QStringLiteral("stdoutTruncated"), true);
-            rememberSession(id, adapter->sessionId(), cwd);
-            if (job->cancelled)
+            if (job->cancelled) {
+                m_sandboxes->endActivity(id);
                 return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
-            done(result);
-        };
-        job->execId = job->channel->request(request, {}, onReply, onOutput);
-    });
+            }
+            struct Output
+            {
+                QByteArray out;
+                QByteArray err;
+                bool outTruncated = false;
+                bool aborted = false;
+                QElapsedTimer clock;
+            };
+            auto output = std::make_shared<Output>();
+            output->clock.start();
+            job->channel = r.value();
+            const auto flush = [this, guard = QPointer<AgentService>(this), job, adapter, turn] {
+                if (!guard)
+                    return;
+                for (QJsonObject e : adapter->takeEvents()) {
+                    if (job->streamId.isEmpty())
+                        continue;
+                    e.insert(QStringLiteral("turn"), turn);
+                    m_streams->event(job->streamId, job->redactor.apply(e).toObject());
+                }
+            };
+            const auto onOutput = [job, adapter, output, flush](int channel, QByteArrayView bytes) {
+                if (channel == 2) {
+                    adapter->feedStderr(bytes);
+                    output->err.append(bytes);
+                    if (output->err.size() > 2 * kKeptStderr)
+                        output->err = output->err.right(kKeptStderr);
+                } else {
+                    adapter->feedStdout(bytes);
+                    if (output->out.size() < kKeptStdout)
+                        output->out.append(
+                            bytes.first(qMin(bytes.size(), kKeptStdout - output->out.size())));
+                    else
+                        output->outTruncated = true;
+                }
+                flush();
+                if (!adapter->abortReason().isEmpty() && !output->aborted && job->channel
+                    && job->execId) {
+                    output->aborted = true;
+                    qCInfo(lcAgents).noquote()
+                        << "stopping the run in" << job->sandboxId << ":" << adapter->abortReason();
+                    job->channel->cancel(job->execId);
+                }
+            };
+            // The channel may answer while the engine shuts down, after this service is gone.
+            QPointer<AgentService> self(this);
+            const auto onReply = [this, self, job, adapter, output, flush, id, cwd, request,
+                                  done](Result<SupervisorChannel::Reply> r) {
+                if (!self)
+                    return;
+                m_sandboxes->endActivity(id);
+                job->channel = nullptr;
+                job->execId = 0;
+                if (!r) {
+                    flush();
+                    return done(r.error());
+                }
+                const QJsonObject &j = r->json;
+                AgentAdapter::Exit exit;
+                exit.exitCode = j.value(QStringLiteral("exitCode")).toInt();
+                exit.timedOut = j.value(QStringLiteral("timedOut")).toBool();
+                exit.timeoutMs = qint64(request.value(QStringLiteral("timeoutMs")).toDouble());
+                exit.durationMs = output->clock.elapsed();
+                exit.stderrTail = QString::fromUtf8(output->err.right(kKeptStderr));
+                QJsonObject result = adapter->finish(exit);
+                flush();
+                result.insert(QStringLiteral("stdout"), QString::fromUtf8(output->out));
+                if (output->outTruncated)
+                    result.insert(QStringLiteral("stdoutTruncated"), true);
+                rememberSession(id, adapter->sessionId(), cwd);
+                if (job->cancelled)
+                    return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+                done(result);
+            };
+            job->execId = job->channel->request(request, {}, onReply, onOutput);
+        });
 }
 
-void AgentService::resumeSession(const QString &id, AgentRunOptions &options, bool newSession, bool cwdGiven) const
+void AgentService::resumeSession(const QString &id, AgentRunOptions &options, bool newSession,
+                                 bool cwdGiven) const
 {
     // Without a sessionId a run continues the sandbox's last conversation (unless newSession);
     // either way it runs where that conversation ran, unless the caller names a cwd.
@@ -459,21 +499,28 @@ void AgentService::resumeSession(const QString &id, AgentRunOptions &options, bo
         if (!cwdGiven && !options.sessionId.isEmpty())
             options.cwd = last.value(QStringLiteral("cwd")).toString(options.cwd);
     } else if (!options.sessionId.isEmpty() && !cwdGiven) {
-        options.cwd = lastSession(id).value(QStringLiteral("cwd")).toObject().value(options.sessionId).toString(options.cwd);
+        options.cwd = lastSession(id)
+                          .value(QStringLiteral("cwd"))
+                          .toObject()
+                          .value(options.sessionId)
+                          .toString(options.cwd);
     }
 }
 
-void AgentService::run(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
+void AgentService::run(const QJsonObject &params, const CallContext &ctx,
+                       const Methods::Reply &reply)
 {
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     AgentRunOptions options;
     options.prompt = p.requiredString(QStringLiteral("prompt"));
     if (options.prompt.size() > kMaxPromptChars)
-        p.fail(QStringLiteral("prompt"), QStringLiteral("must be at most %1 characters").arg(kMaxPromptChars));
+        p.fail(QStringLiteral("prompt"),
+               QStringLiteral("must be at most %1 characters").arg(kMaxPromptChars));
     qint64 timeoutMs = 0;
     bool newSession = false, cwdGiven = false;
-    if (!readRunOptions(p, p.optionalObject(QStringLiteral("options")), options, timeoutMs, newSession, cwdGiven))
+    if (!readRunOptions(p, p.optionalObject(QStringLiteral("options")), options, timeoutMs,
+                        newSession, cwdGiven))
         return reply(p.error());
     QJsonObject failure;
     auto job = beginJob(id, ctx, &failure);
@@ -484,26 +531,32 @@ void AgentService::run(const QJsonObject &params, const CallContext &ctx, const 
     resumeSession(id, options, newSession, cwdGiven);
     options.timeoutMs = timeoutMs;
     std::shared_ptr<Job> j = job.value();
-    runTurn(j, options, 0, [this, j, reply](Result<QJsonObject> r) { endJob(j, std::move(r), reply); });
+    runTurn(j, options, 0,
+            [this, j, reply](Result<QJsonObject> r) { endJob(j, std::move(r), reply); });
 }
 
-void AgentService::runConversation(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
+void AgentService::runConversation(const QJsonObject &params, const CallContext &ctx,
+                                   const Methods::Reply &reply)
 {
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QJsonValue promptsValue = p.raw(QStringLiteral("prompts"));
     const QJsonArray prompts = promptsValue.toArray();
-    const bool promptsOk = promptsValue.isArray() && !prompts.isEmpty() && prompts.size() <= kMaxConversationTurns
+    const bool promptsOk = promptsValue.isArray() && !prompts.isEmpty()
+                           && prompts.size() <= kMaxConversationTurns
                            && std::all_of(prompts.begin(), prompts.end(), [](const QJsonValue &v) {
-                                  return v.isString() && !v.toString().isEmpty() && v.toString().size() <= kMaxPromptChars;
+                                  return v.isString() && !v.toString().isEmpty()
+                                         && v.toString().size() <= kMaxPromptChars;
                               });
     if (!p.failed() && !promptsOk)
         p.fail(QStringLiteral("prompts"),
-               QStringLiteral("must be an array of 1 to %1 non-empty strings").arg(kMaxConversationTurns));
+               QStringLiteral("must be an array of 1 to %1 non-empty strings")
+                   .arg(kMaxConversationTurns));
     AgentRunOptions options;
     qint64 timeoutMs = 0;
     bool newSession = false, cwdGiven = false;
-    if (!readRunOptions(p, p.optionalObject(QStringLiteral("options")), options, timeoutMs, newSession, cwdGiven))
+    if (!readRunOptions(p, p.optionalObject(QStringLiteral("options")), options, timeoutMs,
+                        newSession, cwdGiven))
         return reply(p.error());
     QJsonObject failure;
     auto job = beginJob(id, ctx, &failure);
@@ -527,40 +580,47 @@ void AgentService::runConversation(const QJsonObject &params, const CallContext 
     auto next = std::make_shared<std::function<void(int, AgentRunOptions)>>();
     *next = [this, j, prompts, state, next, reply](int turn, AgentRunOptions o) {
         o.prompt = prompts.at(turn).toString();
-        runTurn(j, o, turn, [this, j, prompts, state, next, reply, turn, o](Result<QJsonObject> r) mutable {
-            if (!r) {
-                *next = nullptr;
-                return endJob(j, r.error(), reply);
-            }
-            const QJsonObject t = r.value();
-            state->turns.append(t);
-            const QJsonObject u = t.value(QStringLiteral("usage")).toObject();
-            for (auto it = u.begin(); it != u.end(); ++it)
-                state->usage.insert(it.key(), state->usage.value(it.key()).toDouble() + it.value().toDouble());
-            if (t.value(QStringLiteral("costUsd")).isDouble())
-                state->cost = qMax(0.0, state->cost) + t.value(QStringLiteral("costUsd")).toDouble();
-            const bool ok = t.value(QStringLiteral("success")).toBool();
-            if (ok && turn + 1 < prompts.size()) {
-                o.sessionId = t.value(QStringLiteral("sessionId")).toString(o.sessionId);
-                return (*next)(turn + 1, o);
-            }
-            QJsonObject answer = t;
-            answer.insert(QStringLiteral("turns"), state->turns);
-            answer.insert(QStringLiteral("usage"), state->usage);
-            answer.insert(QStringLiteral("costUsd"), state->cost < 0 ? QJsonValue() : QJsonValue(state->cost));
-            answer.insert(QStringLiteral("durationMs"), double(state->clock.elapsed()));
-            if (!ok && prompts.size() > 1)
-                answer.insert(QStringLiteral("error"), QStringLiteral("turn %1 of %2 failed: %3")
-                                                           .arg(turn + 1).arg(prompts.size())
-                                                           .arg(t.value(QStringLiteral("error")).toString()));
-            *next = nullptr;
-            endJob(j, answer, reply);
-        });
+        runTurn(j, o, turn,
+                [this, j, prompts, state, next, reply, turn, o](Result<QJsonObject> r) mutable {
+                    if (!r) {
+                        *next = nullptr;
+                        return endJob(j, r.error(), reply);
+                    }
+                    const QJsonObject t = r.value();
+                    state->turns.append(t);
+                    const QJsonObject u = t.value(QStringLiteral("usage")).toObject();
+                    for (auto it = u.begin(); it != u.end(); ++it)
+                        state->usage.insert(it.key(), state->usage.value(it.key()).toDouble()
+                                                          + it.value().toDouble());
+                    if (t.value(QStringLiteral("costUsd")).isDouble())
+                        state->cost = qMax(0.0, state->cost)
+                                      + t.value(QStringLiteral("costUsd")).toDouble();
+                    const bool ok = t.value(QStringLiteral("success")).toBool();
+                    if (ok && turn + 1 < prompts.size()) {
+                        o.sessionId = t.value(QStringLiteral("sessionId")).toString(o.sessionId);
+                        return (*next)(turn + 1, o);
+                    }
+                    QJsonObject answer = t;
+                    answer.insert(QStringLiteral("turns"), state->turns);
+                    answer.insert(QStringLiteral("usage"), state->usage);
+                    answer.insert(QStringLiteral("costUsd"),
+                                  state->cost < 0 ? QJsonValue() : QJsonValue(state->cost));
+                    answer.insert(QStringLiteral("durationMs"), double(state->clock.elapsed()));
+                    if (!ok && prompts.size() > 1)
+                        answer.insert(QStringLiteral("error"),
+                                      QStringLiteral("turn %1 of %2 failed: %3")
+                                          .arg(turn + 1)
+                                          .arg(prompts.size())
+                                          .arg(t.value(QStringLiteral("error")).toString()));
+                    *next = nullptr;
+                    endJob(j, answer, reply);
+                });
     };
     (*next)(0, options);
 }
 
-void AgentService::runOnRepo(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
+void AgentService::runOnRepo(const QJsonObject &params, const CallContext &ctx,
+                             const Methods::Reply &reply)
 {
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
@@ -578,7 +638,9 @@ void AgentService::runOnRepo(const QJsonObject &params, const CallContext &ctx, 
         if (name.endsWith(QLatin1String(".git")))
             name.chop(4);
         static const QRegularExpression safe(QStringLiteral("^[A-Za-z0-9_.-]+$"));
-        path = QStringLiteral("/workspace/") + (safe.match(name).hasMatch() && !name.startsWith(u'.') ? name : QStringLiteral("repo"));
+        path = QStringLiteral("/workspace/")
+               + (safe.match(name).hasMatch() && !name.startsWith(u'.') ? name
+                                                                        : QStringLiteral("repo"));
     }
     if (!path.startsWith(QLatin1String("/workspace/")))
         path = QStringLiteral("/workspace/") + path;
@@ -598,32 +660,41 @@ void AgentService::runOnRepo(const QJsonObject &params, const CallContext &ctx, 
     quiet.onCancel = ctx.onCancel;
     QPointer<AgentService> self(this);
     m_methods->call(QStringLiteral("agents.cloneRepo"),
-                    {{QStringLiteral("id"), id}, {QStringLiteral("url"), url}, {QStringLiteral("options"), cloneOptions}}, quiet,
-                    [self, id, prompt, runOptions, ctx, reply, path](Result<QJsonValue> r) {
-        if (!self)
-            return;
-        if (!r)
-            return reply(r.error());
-        const QJsonObject clone = r->toObject();
-        if (clone.value(QStringLiteral("exitCode")).toInt() != 0) {
-            QJsonObject failure = failureResult(QStringLiteral("git clone failed (exit %1): %2")
-                                                    .arg(clone.value(QStringLiteral("exitCode")).toInt())
-                                                    .arg(clone.value(QStringLiteral("stderr")).toString().trimmed().right(2000)));
-            failure.insert(QStringLiteral("clone"), clone);
-            return reply(QJsonValue(failure));
-        }
-        self->run({{QStringLiteral("id"), id}, {QStringLiteral("prompt"), prompt}, {QStringLiteral("options"), runOptions}},
-                  ctx, [reply, path](Result<QJsonValue> r) {
-            if (!r)
-                return reply(r);
-            QJsonObject answer = r->toObject();
-            answer.insert(QStringLiteral("path"), path);
-            reply(QJsonValue(answer));
-        });
-    });
+                    {{QStringLiteral("id"), id},
+                     {QStringLiteral("url"), url},
+                     {QStringLiteral("options"), cloneOptions}},
+                    quiet, [self, id, prompt, runOptions, ctx, reply, path](Result<QJsonValue> r) {
+                        if (!self)
+                            return;
+                        if (!r)
+                            return reply(r.error());
+                        const QJsonObject clone = r->toObject();
+                        if (clone.value(QStringLiteral("exitCode")).toInt() != 0) {
+                            QJsonObject failure = failureResult(
+                                QStringLiteral("git clone failed (exit %1): %2")
+                                    .arg(clone.value(QStringLiteral("exitCode")).toInt())
+                                    .arg(clone.value(QStringLiteral("stderr"))
+                                             .toString()
+                                             .trimmed()
+                                             .right(2000)));
+                            failure.insert(QStringLiteral("clone"), clone);
+                            return reply(QJsonValue(failure));
+                        }
+                        self->run({{QStringLiteral("id"), id},
+                                   {QStringLiteral("prompt"), prompt},
+                                   {QStringLiteral("options"), runOptions}},
+                                  ctx, [reply, path](Result<QJsonValue> r) {
+                                      if (!r)
+                                          return reply(r);
+                                      QJsonObject answer = r->toObject();
+                                      answer.insert(QStringLiteral("path"), path);
+                                      reply(QJsonValue(answer));
+                                  });
+                    });
 }
 
-void AgentService::stop(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
+void AgentService::stop(const QJsonObject &params, const CallContext &ctx,
+                        const Methods::Reply &reply)
 {
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));

@@ -46,20 +46,26 @@ private:
 
     void installHooks();
     void run(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
-    void runConversation(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+    void runConversation(const QJsonObject &params, const CallContext &ctx,
+                         const Methods::Reply &reply);
     void runOnRepo(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void stop(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
 
     // Checks what every run needs; on success a Job registered for the sandbox.
-    Result<std::shared_ptr<Job>> beginJob(const QString &id, const CallContext &ctx, QJsonObject *failure);
-    void endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> result, const Methods::Reply &reply);
+    Result<std::shared_ptr<Job>> beginJob(const QString &id, const CallContext &ctx,
+                                          QJsonObject *failure);
+    void endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> result,
+                const Methods::Reply &reply);
     // One CLI run; `done` gets the run's answer (or an Error when the run could not be made).
     void runTurn(const std::shared_ptr<Job> &job, AgentRunOptions options, int turn, Done done);
-    void prepareHome(const SandboxRecord &record, const AgentAdapter &adapter, const AgentInvocation &inv) const;
-    void rememberSession(const QString &sandboxId, const QString &sessionId, const QString &cwd) const;
+    void prepareHome(const SandboxRecord &record, const AgentAdapter &adapter,
+                     const AgentInvocation &inv) const;
+    void rememberSession(const QString &sandboxId, const QString &sessionId,
+                         const QString &cwd) const;
     QJsonObject lastSession(const QString &sandboxId) const;
     // Picks the conversation (and its working directory) a run continues.
-    void resumeSession(const QString &id, AgentRunOptions &options, bool newSession, bool cwdGiven) const;
+    void resumeSession(const QString &id, AgentRunOptions &options, bool newSession,
+                       bool cwdGiven) const;
     QString cliExecutable(const QString &type) const;
 
     SandboxManager *m_sandboxes; // not owned

@@ -14,8 +14,8 @@ constexpr int kUnreachableAfter = 3;
 
 bool isFileTool(const QString &name)
 {
-    return name == QLatin1String("Write") || name == QLatin1String("Edit") || name == QLatin1String("MultiEdit")
-           || name == QLatin1String("NotebookEdit");
+    return name == QLatin1String("Write") || name == QLatin1String("Edit")
+           || name == QLatin1String("MultiEdit") || name == QLatin1String("NotebookEdit");
 }
 
 QString textOfContent(const QJsonValue &content)
@@ -57,9 +57,13 @@ AgentInvocation ClaudeCodeAdapter::invocation(const AgentRunOptions &o) const
 {
     AgentInvocation inv;
     inv.argv = {QLatin1String(CliDir) + QStringLiteral("/node_modules/.bin/claude"),
-                QStringLiteral("-p"), o.prompt,
-                QStringLiteral("--output-format"), QStringLiteral("stream-json"), QStringLiteral("--verbose"),
-                QStringLiteral("--permission-mode"), o.permissionMode};
+                QStringLiteral("-p"),
+                o.prompt,
+                QStringLiteral("--output-format"),
+                QStringLiteral("stream-json"),
+                QStringLiteral("--verbose"),
+                QStringLiteral("--permission-mode"),
+                o.permissionMode};
     if (!o.model.isEmpty())
         inv.argv << QStringLiteral("--model") << o.model;
     if (o.maxThinkingTokens >= 0)
@@ -96,7 +100,8 @@ void ClaudeCodeAdapter::parseLine(const QJsonObject &line)
             // error_status null: no HTTP answer at all (refused, DNS, timeout).
             if (line.value(QStringLiteral("error_status")).isNull()) {
                 if (++m_connectionRetries >= kUnreachableAfter)
-                    abortRun(QStringLiteral("the model API is unreachable (%1 connection failures in a row)")
+                    abortRun(QStringLiteral(
+                                 "the model API is unreachable (%1 connection failures in a row)")
                                  .arg(m_connectionRetries));
             } else {
                 m_connectionRetries = 0;
@@ -134,7 +139,8 @@ void ClaudeCodeAdapter::onAssistant(const QJsonObject &message)
 void ClaudeCodeAdapter::onToolResults(const QJsonObject &line)
 {
     const QJsonObject details = line.value(QStringLiteral("tool_use_result")).toObject();
-    const QJsonArray content = line.value(QStringLiteral("message")).toObject().value(QStringLiteral("content")).toArray();
+    const QJsonArray content
+        = line.value(QStringLiteral("message")).toObject().value(QStringLiteral("content")).toArray();
     for (const QJsonValue &v : content) {
         const QJsonObject block = v.toObject();
         if (block.value(QStringLiteral("type")).toString() != QLatin1String("tool_result"))
@@ -146,14 +152,18 @@ void ClaudeCodeAdapter::onToolResults(const QJsonObject &line)
         emitToolResult(id, use.name, output, isError);
         if (!isFileTool(use.name))
             continue;
-        const QString path = details.value(QStringLiteral("filePath"))
-                                 .toString(use.input.value(QStringLiteral("file_path"))
-                                               .toString(use.input.value(QStringLiteral("notebook_path")).toString()));
-        const bool created = details.value(QStringLiteral("type")).toString() == QLatin1String("create");
+        const QString path
+            = details.value(QStringLiteral("filePath"))
+                  .toString(
+                      use.input.value(QStringLiteral("file_path"))
+                          .toString(use.input.value(QStringLiteral("notebook_path")).toString()));
+        const bool created = details.value(QStringLiteral("type")).toString()
+                             == QLatin1String("create");
         const QString kind = created ? QStringLiteral("add") : QStringLiteral("update");
         QString diff = unifiedDiff(path, details.value(QStringLiteral("structuredPatch")).toArray());
-        const QString newContent = details.value(QStringLiteral("content")).toString(
-            use.input.value(QStringLiteral("content")).toString());
+        const QString newContent = details.value(QStringLiteral("content"))
+                                       .toString(
+                                           use.input.value(QStringLiteral("content")).toString());
         if (diff.isEmpty() && created)
             diff = diffForNewFile(path, newContent);
         emitFileChange(path, kind, !isError, diff, created ? newContent : QString());
@@ -172,11 +182,15 @@ void ClaudeCodeAdapter::onResult(const QJsonObject &line)
               qint64(u.value(QStringLiteral("output_tokens")).toDouble()),
               qint64(u.value(QStringLiteral("cache_read_input_tokens")).toDouble()),
               qint64(u.value(QStringLiteral("cache_creation_input_tokens")).toDouble()),
-              qint64(u.value(QStringLiteral("output_tokens_details")).toObject().value(QStringLiteral("thinking_tokens")).toDouble()),
+              qint64(u.value(QStringLiteral("output_tokens_details"))
+                         .toObject()
+                         .value(QStringLiteral("thinking_tokens"))
+                         .toDouble()),
               line.value(QStringLiteral("total_cost_usd")).toDouble(-1));
     // `subtype` says "success" even when the API was unreachable; `is_error` tells the truth.
-    m_isError = line.value(QStringLiteral("is_error")).toBool()
-                || line.value(QStringLiteral("subtype")).toString().startsWith(QLatin1String("error"));
+    m_isError
+        = line.value(QStringLiteral("is_error")).toBool()
+          || line.value(QStringLiteral("subtype")).toString().startsWith(QLatin1String("error"));
     if (m_isError) {
         m_errorText = result.isString() && !result.toString().isEmpty()
                           ? result.toString()
@@ -188,7 +202,9 @@ void ClaudeCodeAdapter::onResult(const QJsonObject &line)
         const QString tool = d.toObject().value(QStringLiteral("tool_name")).toString();
         emitError(QStringLiteral("permission denied: %1").arg(tool));
         if (isFileTool(tool))
-            fail(QStringLiteral("a file change was not permitted (%1); use permissionMode acceptEdits or bypassPermissions").arg(tool));
+            fail(QStringLiteral("a file change was not permitted (%1); use permissionMode "
+                                "acceptEdits or bypassPermissions")
+                     .arg(tool));
     }
 }
 

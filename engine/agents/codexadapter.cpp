@@ -30,8 +30,9 @@ AgentInvocation CodexAdapter::invocation(const AgentRunOptions &o) const
         baseUrl = (baseUrl.endsWith(u'/') ? baseUrl.chopped(1) : baseUrl) + QStringLiteral("/v1");
 
     AgentInvocation inv;
-    inv.argv = {QLatin1String(CliDir) + QStringLiteral("/node_modules/.bin/codex"), QStringLiteral("exec"),
-                QStringLiteral("--skip-git-repo-check"), QStringLiteral("--json"),
+    inv.argv = {QLatin1String(CliDir) + QStringLiteral("/node_modules/.bin/codex"),
+                QStringLiteral("exec"), QStringLiteral("--skip-git-repo-check"),
+                QStringLiteral("--json"),
                 QStringLiteral("--dangerously-bypass-approvals-and-sandbox")};
     const auto config = [&inv](const QString &key, const QString &value) {
         inv.argv << QStringLiteral("-c") << key + u'=' + value;
@@ -40,14 +41,16 @@ AgentInvocation CodexAdapter::invocation(const AgentRunOptions &o) const
     config(QStringLiteral("model_providers.sandbox.name"), toml(QStringLiteral("sandbox")));
     config(QStringLiteral("model_providers.sandbox.base_url"), toml(baseUrl));
     config(QStringLiteral("model_providers.sandbox.wire_api"), toml(QStringLiteral("responses")));
-    config(QStringLiteral("model_providers.sandbox.env_key"), toml(QStringLiteral("OPENAI_API_KEY")));
+    config(QStringLiteral("model_providers.sandbox.env_key"),
+           toml(QStringLiteral("OPENAI_API_KEY")));
     config(QStringLiteral("model_providers.sandbox.request_max_retries"), QStringLiteral("1"));
     config(QStringLiteral("model_providers.sandbox.stream_max_retries"), QStringLiteral("1"));
     if (!o.systemPrompt.isEmpty())
         config(QStringLiteral("developer_instructions"), toml(o.systemPrompt));
     if (o.maxThinkingTokens == 0)
         config(QStringLiteral("model_reasoning_effort"), toml(QStringLiteral("minimal")));
-    inv.argv << QStringLiteral("-m") << (o.model.isEmpty() ? QLatin1String(kDefaultModel) : o.model);
+    inv.argv << QStringLiteral("-m")
+             << (o.model.isEmpty() ? QLatin1String(kDefaultModel) : o.model);
     // A prompt that starts with '-' would be read as an option.
     const QString prompt = o.prompt.startsWith(u'-') ? u' ' + o.prompt : o.prompt;
     if (!o.sessionId.isEmpty())
@@ -65,7 +68,8 @@ void CodexAdapter::parseLine(const QJsonObject &line)
     if (type == QLatin1String("thread.started")) {
         setSession(line.value(QStringLiteral("thread_id")).toString());
     } else if (type == QLatin1String("item.started") || type == QLatin1String("item.completed")) {
-        onItem(line.value(QStringLiteral("item")).toObject(), type == QLatin1String("item.completed"));
+        onItem(line.value(QStringLiteral("item")).toObject(),
+               type == QLatin1String("item.completed"));
     } else if (type == QLatin1String("turn.completed")) {
         m_sawResult = true;
         const QJsonObject u = line.value(QStringLiteral("usage")).toObject();
@@ -75,7 +79,9 @@ void CodexAdapter::parseLine(const QJsonObject &line)
                  qint64(u.value(QStringLiteral("cache_write_input_tokens")).toDouble()),
                  qint64(u.value(QStringLiteral("reasoning_output_tokens")).toDouble()));
     } else if (type == QLatin1String("turn.failed")) {
-        const QString message = line.value(QStringLiteral("error")).toObject().value(QStringLiteral("message"))
+        const QString message = line.value(QStringLiteral("error"))
+                                    .toObject()
+                                    .value(QStringLiteral("message"))
                                     .toString(QStringLiteral("the turn failed"));
         emitError(message);
         fail(message);
@@ -106,35 +112,46 @@ void CodexAdapter::onItem(const QJsonObject &item, bool completed)
     } else if (kind == QLatin1String("command_execution")) {
         if (!completed) {
             emitToolCall(id, QStringLiteral("shell"),
-                         QJsonObject{{QStringLiteral("command"), item.value(QStringLiteral("command"))}});
+                         QJsonObject{
+                             {QStringLiteral("command"), item.value(QStringLiteral("command"))}});
         } else {
             const int exitCode = item.value(QStringLiteral("exit_code")).toInt(-1);
-            emitToolResult(id, QStringLiteral("shell"), item.value(QStringLiteral("aggregated_output")).toString(),
+            emitToolResult(id, QStringLiteral("shell"),
+                           item.value(QStringLiteral("aggregated_output")).toString(),
                            exitCode != 0 || status == QLatin1String("failed"));
         }
     } else if (kind == QLatin1String("file_change")) {
         const QJsonArray changes = item.value(QStringLiteral("changes")).toArray();
         if (!completed) {
-            emitToolCall(id, QStringLiteral("apply_patch"), QJsonObject{{QStringLiteral("changes"), changes}});
+            emitToolCall(id, QStringLiteral("apply_patch"),
+                         QJsonObject{{QStringLiteral("changes"), changes}});
             return;
         }
         const bool ok = status == QLatin1String("completed");
-        emitToolResult(id, QStringLiteral("apply_patch"), ok ? QStringLiteral("applied") : QStringLiteral("failed"), !ok);
+        emitToolResult(id, QStringLiteral("apply_patch"),
+                       ok ? QStringLiteral("applied") : QStringLiteral("failed"), !ok);
         for (const QJsonValue &c : changes) {
             const QJsonObject change = c.toObject();
             emitFileChange(change.value(QStringLiteral("path")).toString(),
-                           change.value(QStringLiteral("kind")).toString(QStringLiteral("update")), ok);
+                           change.value(QStringLiteral("kind")).toString(QStringLiteral("update")),
+                           ok);
         }
     } else if (kind == QLatin1String("mcp_tool_call")) {
-        const QString name = item.value(QStringLiteral("server")).toString() + u'.' + item.value(QStringLiteral("tool")).toString();
+        const QString name = item.value(QStringLiteral("server")).toString() + u'.'
+                             + item.value(QStringLiteral("tool")).toString();
         if (!completed)
             emitToolCall(id, name, item.value(QStringLiteral("arguments")));
         else
-            emitToolResult(id, name, QString::fromUtf8(QJsonDocument(item.value(QStringLiteral("result")).toObject()).toJson(QJsonDocument::Compact)),
+            emitToolResult(id, name,
+                           QString::fromUtf8(
+                               QJsonDocument(item.value(QStringLiteral("result")).toObject())
+                                   .toJson(QJsonDocument::Compact)),
                            status == QLatin1String("failed"));
     } else if (kind == QLatin1String("web_search")) {
         if (!completed)
-            emitToolCall(id, QStringLiteral("web_search"), QJsonObject{{QStringLiteral("query"), item.value(QStringLiteral("query"))}});
+            emitToolCall(id, QStringLiteral("web_search"),
+                         QJsonObject{
+                             {QStringLiteral("query"), item.value(QStringLiteral("query"))}});
     } else if (kind == QLatin1String("error")) {
         emitError(item.value(QStringLiteral("message")).toString());
     }

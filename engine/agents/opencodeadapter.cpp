@@ -14,8 +14,9 @@ constexpr const char *kInstructionsFile = ".config/sandbox/instructions.md";
 
 bool isFileTool(const QString &name)
 {
-    return name == QLatin1String("write") || name == QLatin1String("edit") || name == QLatin1String("patch")
-           || name == QLatin1String("multiedit") || name == QLatin1String("apply_patch");
+    return name == QLatin1String("write") || name == QLatin1String("edit")
+           || name == QLatin1String("patch") || name == QLatin1String("multiedit")
+           || name == QLatin1String("apply_patch");
 }
 
 } // namespace
@@ -33,13 +34,16 @@ AgentInvocation OpenCodeAdapter::invocation(const AgentRunOptions &o) const
 
     QJsonObject permission;
     if (o.permissionMode == QLatin1String("bypassPermissions"))
-        permission = {{QStringLiteral("edit"), QStringLiteral("allow")}, {QStringLiteral("bash"), QStringLiteral("allow")},
+        permission = {{QStringLiteral("edit"), QStringLiteral("allow")},
+                      {QStringLiteral("bash"), QStringLiteral("allow")},
                       {QStringLiteral("webfetch"), QStringLiteral("allow")}};
     else if (o.permissionMode == QLatin1String("acceptEdits"))
-        permission = {{QStringLiteral("edit"), QStringLiteral("allow")}, {QStringLiteral("bash"), QStringLiteral("deny")},
+        permission = {{QStringLiteral("edit"), QStringLiteral("allow")},
+                      {QStringLiteral("bash"), QStringLiteral("deny")},
                       {QStringLiteral("webfetch"), QStringLiteral("deny")}};
     else
-        permission = {{QStringLiteral("edit"), QStringLiteral("deny")}, {QStringLiteral("bash"), QStringLiteral("deny")},
+        permission = {{QStringLiteral("edit"), QStringLiteral("deny")},
+                      {QStringLiteral("bash"), QStringLiteral("deny")},
                       {QStringLiteral("webfetch"), QStringLiteral("deny")}};
 
     QJsonObject models;
@@ -47,8 +51,9 @@ AgentInvocation OpenCodeAdapter::invocation(const AgentRunOptions &o) const
     const QJsonObject provider{
         {QStringLiteral("npm"), QStringLiteral("@ai-sdk/openai-compatible")},
         {QStringLiteral("name"), QStringLiteral("sandbox")},
-        {QStringLiteral("options"), QJsonObject{{QStringLiteral("baseURL"), baseUrl},
-                                                {QStringLiteral("apiKey"), QStringLiteral("{env:OPENAI_API_KEY}")}}},
+        {QStringLiteral("options"),
+         QJsonObject{{QStringLiteral("baseURL"), baseUrl},
+                     {QStringLiteral("apiKey"), QStringLiteral("{env:OPENAI_API_KEY}")}}},
         {QStringLiteral("models"), models},
     };
     QJsonObject config;
@@ -71,20 +76,28 @@ AgentInvocation OpenCodeAdapter::invocation(const AgentRunOptions &o) const
     if (!o.systemPrompt.isEmpty()) {
         inv.homeFiles.insert(QLatin1String(kInstructionsFile), o.systemPrompt.toUtf8());
         config.insert(QStringLiteral("instructions"),
-                      QJsonArray{QString(QLatin1String(HomeDir) + u'/' + QLatin1String(kInstructionsFile))});
+                      QJsonArray{QString(QLatin1String(HomeDir) + u'/'
+                                         + QLatin1String(kInstructionsFile))});
     }
 
     inv.argv = {QLatin1String(CliDir) + QStringLiteral("/node_modules/.bin/opencode"),
-                QStringLiteral("--print-logs"), QStringLiteral("--log-level"), QStringLiteral("ERROR"),
-                QStringLiteral("run"), QStringLiteral("--pure"), QStringLiteral("--format"), QStringLiteral("json")};
+                QStringLiteral("--print-logs"),
+                QStringLiteral("--log-level"),
+                QStringLiteral("ERROR"),
+                QStringLiteral("run"),
+                QStringLiteral("--pure"),
+                QStringLiteral("--format"),
+                QStringLiteral("json")};
     if (!o.sessionId.isEmpty())
         inv.argv << QStringLiteral("--session") << o.sessionId;
     inv.argv << QStringLiteral("--") << o.prompt;
 
     inv.env.insert(QStringLiteral("HOME"), QLatin1String(HomeDir));
-    inv.env.insert(QStringLiteral("OPENCODE_CONFIG_CONTENT"), QString::fromUtf8(QJsonDocument(config).toJson(QJsonDocument::Compact)));
-    for (const char *flag : {"OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_LSP_DOWNLOAD",
-                             "OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_SHARE"})
+    inv.env.insert(QStringLiteral("OPENCODE_CONFIG_CONTENT"),
+                   QString::fromUtf8(QJsonDocument(config).toJson(QJsonDocument::Compact)));
+    for (const char *flag : {"OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE",
+                             "OPENCODE_DISABLE_LSP_DOWNLOAD", "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+                             "OPENCODE_DISABLE_SHARE"})
         inv.env.insert(QLatin1String(flag), QStringLiteral("1"));
     return inv;
 }
@@ -103,17 +116,24 @@ void OpenCodeAdapter::parseLine(const QJsonObject &line)
     } else if (type == QLatin1String("step_finish")) {
         const QJsonObject t = part.value(QStringLiteral("tokens")).toObject();
         const QJsonObject cache = t.value(QStringLiteral("cache")).toObject();
-        addUsage(qint64(t.value(QStringLiteral("input")).toDouble()), qint64(t.value(QStringLiteral("output")).toDouble()),
-                 qint64(cache.value(QStringLiteral("read")).toDouble()), qint64(cache.value(QStringLiteral("write")).toDouble()),
-                 qint64(t.value(QStringLiteral("reasoning")).toDouble()), part.value(QStringLiteral("cost")).toDouble(-1));
+        addUsage(qint64(t.value(QStringLiteral("input")).toDouble()),
+                 qint64(t.value(QStringLiteral("output")).toDouble()),
+                 qint64(cache.value(QStringLiteral("read")).toDouble()),
+                 qint64(cache.value(QStringLiteral("write")).toDouble()),
+                 qint64(t.value(QStringLiteral("reasoning")).toDouble()),
+                 part.value(QStringLiteral("cost")).toDouble(-1));
         const QString reason = part.value(QStringLiteral("reason")).toString();
         if (reason != QLatin1String("tool-calls"))
             m_sawResult = true;
     } else if (type == QLatin1String("error")) {
         const QJsonObject error = line.value(QStringLiteral("error")).toObject();
-        QString message = error.value(QStringLiteral("data")).toObject().value(QStringLiteral("message")).toString();
+        QString message = error.value(QStringLiteral("data"))
+                              .toObject()
+                              .value(QStringLiteral("message"))
+                              .toString();
         if (message.isEmpty())
-            message = error.value(QStringLiteral("name")).toString(QStringLiteral("OpenCode reported an error"));
+            message = error.value(QStringLiteral("name"))
+                          .toString(QStringLiteral("OpenCode reported an error"));
         emitError(message);
         fail(message);
     }
@@ -130,7 +150,9 @@ void OpenCodeAdapter::onToolUse(const QJsonObject &part)
     if (status != QLatin1String("completed") && status != QLatin1String("error"))
         return;
     const bool isError = status == QLatin1String("error");
-    emitToolResult(id, tool, isError ? state.value(QStringLiteral("error")).toString() : state.value(QStringLiteral("output")).toString(),
+    emitToolResult(id, tool,
+                   isError ? state.value(QStringLiteral("error")).toString()
+                           : state.value(QStringLiteral("output")).toString(),
                    isError);
     if (!isFileTool(tool))
         return;
@@ -143,7 +165,8 @@ void OpenCodeAdapter::onToolUse(const QJsonObject &part)
             emitFileChange(path, kind, !isError, meta.value(QStringLiteral("diff")).toString());
         return;
     }
-    const QString path = input.value(QStringLiteral("filePath")).toString(meta.value(QStringLiteral("filepath")).toString());
+    const QString path = input.value(QStringLiteral("filePath"))
+                             .toString(meta.value(QStringLiteral("filepath")).toString());
     const bool existed = meta.value(QStringLiteral("exists")).toBool(tool != QLatin1String("write"));
     const QString kind = existed ? QStringLiteral("update") : QStringLiteral("add");
     QString diff = meta.value(QStringLiteral("diff")).toString();
@@ -157,10 +180,12 @@ void OpenCodeAdapter::parseStderrLine(const QByteArray &line)
 {
     if (!line.contains("level=ERROR"))
         return;
-    const bool connection = line.contains("Cannot connect to API") || line.contains("Unable to connect");
+    const bool connection = line.contains("Cannot connect to API")
+                            || line.contains("Unable to connect");
     // Title requests (small=true) fail too; count the agent's own calls.
     if (connection && !line.contains("small=true") && ++m_connectionFailures >= kUnreachableAfter)
-        abortRun(QStringLiteral("the model API is unreachable: OpenCode could not connect to it (%1 attempts)")
+        abortRun(QStringLiteral(
+                     "the model API is unreachable: OpenCode could not connect to it (%1 attempts)")
                      .arg(m_connectionFailures));
 }
 

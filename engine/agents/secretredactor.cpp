@@ -12,7 +12,8 @@ constexpr qsizetype kMinSecretLength = 8;
 
 bool SecretRedactor::isSecretName(const QString &name)
 {
-    static const QRegularExpression re(QStringLiteral("(KEY|TOKEN|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL)"),
+    static const QRegularExpression re(QStringLiteral(
+                                           "(KEY|TOKEN|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL)"),
                                        QRegularExpression::CaseInsensitiveOption);
     return re.match(name).hasMatch();
 }
@@ -30,7 +31,8 @@ void SecretRedactor::addSecret(const QString &value)
     if (value.size() < kMinSecretLength || m_secrets.contains(value))
         return;
     m_secrets.append(value);
-    std::sort(m_secrets.begin(), m_secrets.end(), [](const QString &a, const QString &b) { return a.size() > b.size(); });
+    std::sort(m_secrets.begin(), m_secrets.end(),
+              [](const QString &a, const QString &b) { return a.size() > b.size(); });
 }
 
 QString SecretRedactor::apply(const QString &text) const

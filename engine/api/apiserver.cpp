@@ -29,32 +29,42 @@ QString peerKey(const QHostAddress &address, quint16 port)
 
 QByteArray errorBody(const Error &e)
 {
-    return QJsonDocument(QJsonObject{{QStringLiteral("error"), e.toJson()}}).toJson(QJsonDocument::Compact);
+    return QJsonDocument(QJsonObject{{QStringLiteral("error"), e.toJson()}})
+        .toJson(QJsonDocument::Compact);
 }
 
 QByteArray statusReason(int status)
 {
     switch (status) {
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    default: return "Error";
+    case 401:
+        return "Unauthorized";
+    case 404:
+        return "Not Found";
+    default:
+        return "Error";
     }
 }
 
 // A complete HTTP response written straight to a socket (before any HTTP server owns it).
-void writeRawResponse(QTcpSocket *socket, int status, const QByteArray &body, const QByteArray &extraHeaders = {})
+void writeRawResponse(QTcpSocket *socket, int status, const QByteArray &body,
+                      const QByteArray &extraHeaders = {})
 {
-    socket->write("HTTP/1.1 " + QByteArray::number(status) + ' ' + statusReason(status) + "\r\n"
-                  "Content-Type: application/json\r\nContent-Length: " + QByteArray::number(body.size())
-                  + "\r\nConnection: close\r\n" + extraHeaders + "\r\n" + body);
+    socket->write("HTTP/1.1 " + QByteArray::number(status) + ' ' + statusReason(status)
+                  + "\r\n"
+                    "Content-Type: application/json\r\nContent-Length: "
+                  + QByteArray::number(body.size()) + "\r\nConnection: close\r\n" + extraHeaders
+                  + "\r\n" + body);
     socket->disconnectFromHost();
 }
 
 } // namespace
 
 ApiServer::ApiServer(Methods *methods, StreamHub *streams, KeyStore *keys, QObject *parent)
-    : QAbstractHttpServer(parent), m_methods(methods), m_streams(streams), m_keys(keys),
-      m_wsServer(QStringLiteral("sandboxd"), QWebSocketServer::NonSecureMode)
+    : QAbstractHttpServer(parent)
+    , m_methods(methods)
+    , m_streams(streams)
+    , m_keys(keys)
+    , m_wsServer(QStringLiteral("sandboxd"), QWebSocketServer::NonSecureMode)
 {
     m_wsServer.setSupportedSubprotocols({QStringLiteral("sandbox.v1")});
     connect(&m_wsServer, &QWebSocketServer::newConnection, this, &ApiServer::onWebSocket);
@@ -68,11 +78,15 @@ ApiServer::~ApiServer()
 
 Result<QUrl> ApiServer::listen(const QHostAddress &address, quint16 port)
 {
-    auto *gate = new ConnectionGate([this](QTcpSocket *socket, const QByteArray &head) { onUpgrade(socket, head); },
+    auto *gate = new ConnectionGate([this](QTcpSocket *socket,
+                                           const QByteArray &head) { onUpgrade(socket, head); },
                                     this);
     if (!gate->listen(address, port)) {
         const Error e{ErrorCode::InternalError,
-                      QStringLiteral("cannot listen on %1:%2: %3").arg(address.toString()).arg(port).arg(gate->errorString()),
+                      QStringLiteral("cannot listen on %1:%2: %3")
+                          .arg(address.toString())
+                          .arg(port)
+                          .arg(gate->errorString()),
                       {}};
         delete gate;
         return e;
@@ -89,7 +103,9 @@ Result<QString> ApiServer::authenticate(QByteArrayView authorization)
 {
     const QByteArray token = KeyStore::bearerToken(authorization);
     if (token.isEmpty())
-        return Error{ErrorCode::Unauthorized, QStringLiteral("missing API key: send Authorization: Bearer KEY"), {}};
+        return Error{ErrorCode::Unauthorized,
+                     QStringLiteral("missing API key: send Authorization: Bearer KEY"),
+                     {}};
     return m_keys->verify(token);
 }
 
@@ -97,8 +113,10 @@ void ApiServer::onUpgrade(QTcpSocket *socket, const QByteArray &head)
 {
     const QUrl target(QString::fromLatin1(HttpHead::target(head)));
     if (target.path() != QLatin1String("/rpc")) {
-        writeRawResponse(socket, 404, errorBody(Error{ErrorCode::MethodNotFound,
-                                                      QStringLiteral("WebSockets are served at /rpc only"), {}}));
+        writeRawResponse(socket, 404,
+                         errorBody(Error{ErrorCode::MethodNotFound,
+                                         QStringLiteral("WebSockets are served at /rpc only"),
+                                         {}}));
         return;
     }
     const QUrlQuery query(target);
@@ -106,7 +124,9 @@ void ApiServer::onUpgrade(QTcpSocket *socket, const QByteArray &head)
     if (query.hasQueryItem(QStringLiteral("key")) || query.hasQueryItem(QStringLiteral("token"))
         || query.hasQueryItem(QStringLiteral("apiKey"))) {
         key = Error{ErrorCode::Unauthorized,
-                    QStringLiteral("API keys in URLs are refused; use the Authorization header or the bearer subprotocol"), {}};
+                    QStringLiteral("API keys in URLs are refused; use the Authorization header or "
+                                   "the bearer subprotocol"),
+                    {}};
     } else if (const QByteArray auth = HttpHead::header(head, "authorization"); !auth.isEmpty()) {
         key = authenticate(auth);
     } else {
@@ -118,7 +138,8 @@ void ApiServer::onUpgrade(QTcpSocket *socket, const QByteArray &head)
         }
     }
     if (!key) {
-        qCInfo(lcApi) << "refused a WebSocket from" << socket->peerAddress() << ":" << key.error().message;
+        qCInfo(lcApi) << "refused a WebSocket from" << socket->peerAddress() << ":"
+                      << key.error().message;
         writeRawResponse(socket, 401, errorBody(key.error()), "WWW-Authenticate: Bearer\r\n");
         return;
     }
@@ -152,7 +173,8 @@ void ApiServer::disconnectKey(const QString &keyId)
 
 int ApiServer::sessionCount() const
 {
-    return int(std::count_if(m_sessions.begin(), m_sessions.end(), [](const auto &s) { return !s.isNull(); }));
+    return int(std::count_if(m_sessions.begin(), m_sessions.end(),
+                             [](const auto &s) { return !s.isNull(); }));
 }
 
 bool ApiServer::handleRequest(const QHttpServerRequest &request, QTcpSocket *socket)
@@ -163,11 +185,13 @@ bool ApiServer::handleRequest(const QHttpServerRequest &request, QTcpSocket *soc
 
     auto responder = std::make_shared<QHttpServerResponder>(makeResponder(request, socket));
     QPointer<QTcpSocket> alive(socket);
-    const auto sendJson = [responder, alive](int status, const QByteArray &body, bool authChallenge = false) {
+    const auto sendJson = [responder, alive](int status, const QByteArray &body,
+                                             bool authChallenge = false) {
         if (!alive)
             return;
         if (authChallenge)
-            responder->write(body, {{"Content-Type", "application/json"}, {"WWW-Authenticate", "Bearer"}},
+            responder->write(body,
+                             {{"Content-Type", "application/json"}, {"WWW-Authenticate", "Bearer"}},
                              StatusCode(status));
         else
             responder->write(body, {{"Content-Type", "application/json"}}, StatusCode(status));
@@ -177,13 +201,15 @@ bool ApiServer::handleRequest(const QHttpServerRequest &request, QTcpSocket *soc
     };
 
     const QString path = request.url().path();
-    const QByteArray method = QHttpServerRequest::staticMetaObject.enumerator(
-                                  QHttpServerRequest::staticMetaObject.indexOfEnumerator("Method"))
-                                  .valueToKey(int(request.method()));
+    const QByteArray method
+        = QHttpServerRequest::staticMetaObject
+              .enumerator(QHttpServerRequest::staticMetaObject.indexOfEnumerator("Method"))
+              .valueToKey(int(request.method()));
     if (path == QLatin1String("/health") && request.method() == QHttpServerRequest::Method::Get) {
-        sendJson(200, QJsonDocument(QJsonObject{{QStringLiteral("status"), QStringLiteral("ok")},
-                                                {QStringLiteral("version"), QStringLiteral(SANDBOX_VERSION)},
-                                                {QStringLiteral("backend"), QStringLiteral("local")}})
+        sendJson(200, QJsonDocument(
+                          QJsonObject{{QStringLiteral("status"), QStringLiteral("ok")},
+                                      {QStringLiteral("version"), QStringLiteral(SANDBOX_VERSION)},
+                                      {QStringLiteral("backend"), QStringLiteral("local")}})
                           .toJson(QJsonDocument::Compact));
         return true;
     }
@@ -197,7 +223,9 @@ bool ApiServer::handleRequest(const QHttpServerRequest &request, QTcpSocket *soc
         return true;
     }
     if (request.body().size() > 16 * 1024 * 1024 + 1024) {
-        sendError(Error{ErrorCode::PayloadTooLarge, QStringLiteral("the body is over the limit of 16 MiB"), {}});
+        sendError(Error{ErrorCode::PayloadTooLarge,
+                        QStringLiteral("the body is over the limit of 16 MiB"),
+                        {}});
         return true;
     }
     const auto call = routeRestRequest(method.toUpper(), path, request.query(), request.body());
@@ -210,30 +238,37 @@ bool ApiServer::handleRequest(const QHttpServerRequest &request, QTcpSocket *soc
     ctx.guard = socket;
     const int successStatus = call->successStatus;
     const bool raw = call->response == RestCall::Body::RawFileContent;
-    m_methods->call(call->method, call->params, ctx,
-                    [responder, alive, sendJson, sendError, successStatus, raw](Result<QJsonValue> r) {
-        if (!r)
-            return sendError(r.error());
-        if (raw) {
-            if (!alive)
-                return;
-            const QByteArray bytes = QByteArray::fromBase64(
-                r->toObject().value(QStringLiteral("content")).toString().toLatin1());
-            responder->write(bytes, {{"Content-Type", "application/octet-stream"}}, StatusCode::Ok);
-            return;
-        }
-        const QJsonValue v = r.value();
-        sendJson(successStatus, v.isObject() ? QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact)
-                                             : QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact));
-    });
+    m_methods
+        ->call(call->method, call->params, ctx,
+               [responder, alive, sendJson, sendError, successStatus, raw](Result<QJsonValue> r) {
+                   if (!r)
+                       return sendError(r.error());
+                   if (raw) {
+                       if (!alive)
+                           return;
+                       const QByteArray bytes = QByteArray::fromBase64(
+                           r->toObject().value(QStringLiteral("content")).toString().toLatin1());
+                       responder->write(bytes, {{"Content-Type", "application/octet-stream"}},
+                                        StatusCode::Ok);
+                       return;
+                   }
+                   const QJsonValue v = r.value();
+                   sendJson(successStatus,
+                            v.isObject()
+                                ? QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact)
+                                : QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact));
+               });
     return true;
 }
 
 void ApiServer::missingHandler(const QHttpServerRequest &request, QTcpSocket *socket)
 {
     auto responder = makeResponder(request, socket);
-    responder.write(errorBody(Error{ErrorCode::InvalidRequest,
-                                    QStringLiteral("a WebSocket upgrade must be the first request on a connection"), {}}),
+    responder.write(errorBody(
+                        Error{ErrorCode::InvalidRequest,
+                              QStringLiteral(
+                                  "a WebSocket upgrade must be the first request on a connection"),
+                              {}}),
                     {{"Content-Type", "application/json"}}, StatusCode::BadRequest);
 }
 

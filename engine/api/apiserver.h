@@ -39,7 +39,7 @@ protected:
 private:
     void onUpgrade(QTcpSocket *socket, const QByteArray &head);
     void onWebSocket();
-    Result<QString> authenticate(QByteArrayView authorization) ;
+    Result<QString> authenticate(QByteArrayView authorization);
 
     Methods *m_methods;   // not owned
     StreamHub *m_streams; // not owned

@@ -40,7 +40,8 @@ bool isWebSocketUpgrade(const QByteArray &head)
 } // namespace HttpHead
 
 ConnectionGate::ConnectionGate(UpgradeHandler onUpgrade, QObject *parent)
-    : QTcpServer(parent), m_onUpgrade(std::move(onUpgrade))
+    : QTcpServer(parent)
+    , m_onUpgrade(std::move(onUpgrade))
 {}
 
 void ConnectionGate::incomingConnection(qintptr handle)
@@ -52,7 +53,10 @@ void ConnectionGate::incomingConnection(qintptr handle)
     }
     auto *timer = new QTimer(socket);
     timer->setSingleShot(true);
-    connect(timer, &QTimer::timeout, socket, [socket] { socket->abort(); socket->deleteLater(); });
+    connect(timer, &QTimer::timeout, socket, [socket] {
+        socket->abort();
+        socket->deleteLater();
+    });
     timer->start(kHeadTimeoutMs);
     connect(socket, &QTcpSocket::readyRead, this, [this, socket] { inspect(socket); });
     connect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater);
@@ -64,7 +68,8 @@ void ConnectionGate::inspect(QTcpSocket *socket)
     const qsizetype end = peeked.indexOf("\r\n\r\n");
     if (end < 0) {
         if (peeked.size() >= MaxHeadBytes) {
-            socket->write("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            socket->write("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
+                          "0\r\nConnection: close\r\n\r\n");
             socket->disconnectFromHost();
         }
         return; // wait for the rest of the head
@@ -79,9 +84,11 @@ void ConnectionGate::inspect(QTcpSocket *socket)
     bool lengthOk = false;
     const qint64 length = HttpHead::header(head, "content-length").toLongLong(&lengthOk);
     if (lengthOk && length > MaxBodyBytes) {
-        const QByteArray body = R"({"error":{"code":-32006,"message":"the body is over the limit of 16 MiB"}})";
-        socket->write("HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: "
-                      + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+        const QByteArray body
+            = R"({"error":{"code":-32006,"message":"the body is over the limit of 16 MiB"}})";
+        socket->write(
+            "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: "
+            + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
         socket->disconnectFromHost();
         return;
     }

@@ -31,7 +31,10 @@ bool constantTimeEquals(QByteArrayView a, QByteArrayView b)
 
 } // namespace
 
-KeyStore::KeyStore(Registry *registry) : m_registry(registry), m_keys(registry->keys()) {}
+KeyStore::KeyStore(Registry *registry)
+    : m_registry(registry)
+    , m_keys(registry->keys())
+{}
 
 Result<bool> KeyStore::import(const QString &name, QByteArrayView key, bool admin)
 {
@@ -40,8 +43,12 @@ Result<bool> KeyStore::import(const QString &name, QByteArrayView key, bool admi
         if (k.hash == hash)
             return false;
     }
-    const KeyRecord record{QStringLiteral("key_") + QString::fromLatin1(randomBytes(8).toHex()), name, hash,
-                           QDateTime::currentDateTimeUtc(), {}, admin};
+    const KeyRecord record{QStringLiteral("key_") + QString::fromLatin1(randomBytes(8).toHex()),
+                           name,
+                           hash,
+                           QDateTime::currentDateTimeUtc(),
+                           {},
+                           admin};
     if (const auto ok = m_registry->insertKey(record); !ok)
         return ok.error();
     m_keys.append(record);
@@ -50,7 +57,8 @@ Result<bool> KeyStore::import(const QString &name, QByteArrayView key, bool admi
 
 bool KeyStore::isAdmin(const QString &id) const
 {
-    return std::any_of(m_keys.begin(), m_keys.end(), [&](const KeyRecord &k) { return k.id == id && k.admin; });
+    return std::any_of(m_keys.begin(), m_keys.end(),
+                       [&](const KeyRecord &k) { return k.id == id && k.admin; });
 }
 
 Result<NewKey> KeyStore::create(const QString &name, bool admin)

@@ -59,18 +59,24 @@ struct ExecState
 } // namespace
 
 Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, QObject *parent)
-    : QObject(parent), m_sandboxes(sandboxes), m_streams(streams), m_keys(keys)
+    : QObject(parent)
+    , m_sandboxes(sandboxes)
+    , m_streams(streams)
+    , m_keys(keys)
 {
     // agents.*
-    add(QStringLiteral("agents.create"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+    add(QStringLiteral("agents.create"), [this](const QJsonObject &params, const CallContext &ctx,
+                                                const Reply &reply) {
         Params p(params);
         CreateSandbox c;
         c.keyId = ctx.keyId;
         c.kind = kAgent;
         c.type = p.requiredString(QStringLiteral("type"));
         if (!p.failed() && !agentTypes().contains(c.type))
-            p.fail(QStringLiteral("type"), QStringLiteral("must be one of: %1").arg(agentTypes().join(QStringLiteral(", "))));
-        c.size = p.optionalChoice(QStringLiteral("size"), SandboxManager::sizes(), QStringLiteral("standard-1"));
+            p.fail(QStringLiteral("type"), QStringLiteral("must be one of: %1")
+                                               .arg(agentTypes().join(QStringLiteral(", "))));
+        c.size = p.optionalChoice(QStringLiteral("size"), SandboxManager::sizes(),
+                                  QStringLiteral("standard-1"));
         c.env = p.optionalStringMap(QStringLiteral("env"));
         c.network = p.optionalBool(QStringLiteral("network"), false);
         c.sleepAfterMs = p.optionalInteger(QStringLiteral("sleepAfter"), -1, 0, kMaxSleepAfterMs);
@@ -79,16 +85,22 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
             return reply(p.error());
         m_sandboxes->create(c, ctx.guard ? ctx.guard.data() : this, forward(reply));
     });
-    add(QStringLiteral("agents.list"), [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
-        reply(QJsonValue(QJsonObject{{QStringLiteral("agents"), m_sandboxes->list(ctx.keyId, kAgent)}}));
-    });
-    add(QStringLiteral("agents.run"), [](const QJsonObject &, const CallContext &, const Reply &reply) {
+    add(QStringLiteral("agents.list"),
+        [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+            reply(QJsonValue(
+                QJsonObject{{QStringLiteral("agents"), m_sandboxes->list(ctx.keyId, kAgent)}}));
+        });
+    add(QStringLiteral("agents.run"), [](const QJsonObject &, const CallContext &,
+                                         const Reply &reply) {
         reply(Error{ErrorCode::NotImplemented,
-                    QStringLiteral("agents.run is not available in this engine version yet; use agents.exec"), {}});
+                    QStringLiteral(
+                        "agents.run is not available in this engine version yet; use agents.exec"),
+                    {}});
     });
-    add(QStringLiteral("agents.cloneRepo"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-        cloneRepo(params, ctx, reply);
-    });
+    add(QStringLiteral("agents.cloneRepo"),
+        [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            cloneRepo(params, ctx, reply);
+        });
     addSandboxMethods(QStringLiteral("agents."), kAgent);
 
     // databases.*: registered by the database adapter (engine/databases/databaseadapter.cpp).
@@ -97,22 +109,24 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
     addSandboxMethods(QStringLiteral("sandbox."), {});
 
     // sessions.*
-    add(QStringLiteral("sessions.current"), [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
-        QJsonObject o{{QStringLiteral("id"), ctx.keyId},
-                      {QStringLiteral("backend"), QStringLiteral("local")},
-                      {QStringLiteral("version"), QStringLiteral(SANDBOX_VERSION)},
-                      {QStringLiteral("sandboxes"), m_sandboxes->counts(ctx.keyId)}};
-        for (const NewKey &k : m_keys->list()) {
-            if (k.id == ctx.keyId) {
-                o.insert(QStringLiteral("name"), k.name);
-                o.insert(QStringLiteral("createdAt"), k.createdAt.toString(Qt::ISODateWithMs));
+    add(QStringLiteral("sessions.current"),
+        [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+            QJsonObject o{{QStringLiteral("id"), ctx.keyId},
+                          {QStringLiteral("backend"), QStringLiteral("local")},
+                          {QStringLiteral("version"), QStringLiteral(SANDBOX_VERSION)},
+                          {QStringLiteral("sandboxes"), m_sandboxes->counts(ctx.keyId)}};
+            for (const NewKey &k : m_keys->list()) {
+                if (k.id == ctx.keyId) {
+                    o.insert(QStringLiteral("name"), k.name);
+                    o.insert(QStringLiteral("createdAt"), k.createdAt.toString(Qt::ISODateWithMs));
+                }
             }
-        }
-        reply(QJsonValue(o));
-    });
-    add(QStringLiteral("sessions.quota"), [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
-        reply(QJsonValue(m_sandboxes->quota(ctx.keyId)));
-    });
+            reply(QJsonValue(o));
+        });
+    add(QStringLiteral("sessions.quota"),
+        [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+            reply(QJsonValue(m_sandboxes->quota(ctx.keyId)));
+        });
 
     // keys.*: every key sees itself; only an admin key (the engine's first) manages others.
     const auto keyJson = [](const NewKey &k) {
@@ -125,9 +139,13 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
         return o;
     };
     const auto notAdmin = [] {
-        return Error{ErrorCode::Unauthorized, QStringLiteral("only an admin key can manage other keys"), {}};
+        return Error{ErrorCode::Unauthorized,
+                     QStringLiteral("only an admin key can manage other keys"),
+                     {}};
     };
-    add(QStringLiteral("keys.create"), [this, keyJson, notAdmin](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+    add(QStringLiteral("keys.create"), [this, keyJson, notAdmin](const QJsonObject &params,
+                                                                 const CallContext &ctx,
+                                                                 const Reply &reply) {
         if (!m_keys->isAdmin(ctx.keyId))
             return reply(notAdmin());
         Params p(params);
@@ -140,48 +158,57 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
             return reply(k.error());
         reply(QJsonValue(keyJson(k.value())));
     });
-    add(QStringLiteral("keys.list"), [this, keyJson](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
-        const bool admin = m_keys->isAdmin(ctx.keyId);
-        QJsonArray keys;
-        for (const NewKey &k : m_keys->list()) {
-            if (admin || k.id == ctx.keyId)
-                keys.append(keyJson(k));
-        }
-        reply(QJsonValue(QJsonObject{{QStringLiteral("keys"), keys}}));
-    });
-    add(QStringLiteral("keys.revoke"), [this, notAdmin](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-        Params p(params);
-        const QString id = p.requiredString(QStringLiteral("id"));
-        if (p.failed())
-            return reply(p.error());
-        if (!m_keys->isAdmin(ctx.keyId))
-            return reply(notAdmin());
-        const QList<NewKey> all = m_keys->list();
-        const bool lastAdmin = m_keys->isAdmin(id)
-                               && std::count_if(all.begin(), all.end(), [](const NewKey &k) { return k.admin; }) == 1;
-        if (lastAdmin)
-            return reply(Error::invalidParams(QStringLiteral("id"), QStringLiteral("the last admin key cannot be revoked")));
-        const auto revoked = m_keys->revoke(id);
-        if (!revoked)
-            return reply(revoked.error());
-        if (!*revoked)
-            return reply(Error::notFound(QStringLiteral("key %1").arg(id)));
-        m_sandboxes->removeAllOf(id);
-        Q_EMIT keyRevoked(id);
-        reply(QJsonValue(QJsonObject{{QStringLiteral("id"), id}, {QStringLiteral("revoked"), true}}));
-    });
+    add(QStringLiteral("keys.list"),
+        [this, keyJson](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+            const bool admin = m_keys->isAdmin(ctx.keyId);
+            QJsonArray keys;
+            for (const NewKey &k : m_keys->list()) {
+                if (admin || k.id == ctx.keyId)
+                    keys.append(keyJson(k));
+            }
+            reply(QJsonValue(QJsonObject{{QStringLiteral("keys"), keys}}));
+        });
+    add(QStringLiteral("keys.revoke"),
+        [this, notAdmin](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            Params p(params);
+            const QString id = p.requiredString(QStringLiteral("id"));
+            if (p.failed())
+                return reply(p.error());
+            if (!m_keys->isAdmin(ctx.keyId))
+                return reply(notAdmin());
+            const QList<NewKey> all = m_keys->list();
+            const bool lastAdmin = m_keys->isAdmin(id)
+                                   && std::count_if(all.begin(), all.end(), [](const NewKey &k) {
+                                          return k.admin;
+                                      }) == 1;
+            if (lastAdmin)
+                return reply(
+                    Error::invalidParams(QStringLiteral("id"),
+                                         QStringLiteral("the last admin key cannot be revoked")));
+            const auto revoked = m_keys->revoke(id);
+            if (!revoked)
+                return reply(revoked.error());
+            if (!*revoked)
+                return reply(Error::notFound(QStringLiteral("key %1").arg(id)));
+            m_sandboxes->removeAllOf(id);
+            Q_EMIT keyRevoked(id);
+            reply(QJsonValue(
+                QJsonObject{{QStringLiteral("id"), id}, {QStringLiteral("revoked"), true}}));
+        });
 
     // stream.cancel (stream.resume and rpc.cancel belong to the connection: see RpcSession).
-    add(QStringLiteral("stream.cancel"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-        Params p(params);
-        const QString id = p.requiredString(QStringLiteral("streamId"));
-        if (p.failed())
-            return reply(p.error());
-        const auto r = m_streams->cancel(ctx.keyId, id);
-        if (!r)
-            return reply(r.error());
-        reply(QJsonValue(QJsonObject{{QStringLiteral("streamId"), id}, {QStringLiteral("cancelled"), true}}));
-    });
+    add(QStringLiteral("stream.cancel"),
+        [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            Params p(params);
+            const QString id = p.requiredString(QStringLiteral("streamId"));
+            if (p.failed())
+                return reply(p.error());
+            const auto r = m_streams->cancel(ctx.keyId, id);
+            if (!r)
+                return reply(r.error());
+            reply(QJsonValue(QJsonObject{{QStringLiteral("streamId"), id},
+                                         {QStringLiteral("cancelled"), true}}));
+        });
 }
 
 void Methods::add(const QString &name, Handler handler)
@@ -189,11 +216,14 @@ void Methods::add(const QString &name, Handler handler)
     m_handlers.insert(name, std::move(handler));
 }
 
-void Methods::call(const QString &method, const QJsonObject &params, const CallContext &context, Reply reply)
+void Methods::call(const QString &method, const QJsonObject &params, const CallContext &context,
+                   Reply reply)
 {
     const auto it = m_handlers.constFind(method);
     if (it == m_handlers.constEnd())
-        return reply(Error{ErrorCode::MethodNotFound, QStringLiteral("Method not found: %1").arg(method), {}});
+        return reply(Error{ErrorCode::MethodNotFound,
+                           QStringLiteral("Method not found: %1").arg(method),
+                           {}});
     (*it)(params, context, reply);
 }
 
@@ -207,14 +237,17 @@ void Methods::addSandboxMethods(const QString &prefix, const QString &kind)
         return std::nullopt;
     };
     const QString getName = kind.isEmpty() ? QStringLiteral("status") : QStringLiteral("get");
-    add(prefix + getName, [this, kind, idOnly](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+    add(prefix + getName, [this, kind, idOnly](const QJsonObject &params, const CallContext &ctx,
+                                               const Reply &reply) {
         QString id;
         if (const auto e = idOnly(params, &id))
             return reply(*e);
         reply(toValue(m_sandboxes->info(ctx.keyId, id, kind)));
     });
-    for (const QString &verb : {QStringLiteral("stop"), QStringLiteral("start"), QStringLiteral("delete")}) {
-        add(prefix + verb, [this, kind, verb, idOnly](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+    for (const QString &verb :
+         {QStringLiteral("stop"), QStringLiteral("start"), QStringLiteral("delete")}) {
+        add(prefix + verb, [this, kind, verb, idOnly](const QJsonObject &params,
+                                                      const CallContext &ctx, const Reply &reply) {
             QString id;
             if (const auto e = idOnly(params, &id))
                 return reply(*e);
@@ -227,49 +260,58 @@ void Methods::addSandboxMethods(const QString &prefix, const QString &kind)
                 m_sandboxes->remove(ctx.keyId, id, kind, context, forward(reply));
         });
     }
-    add(prefix + QStringLiteral("exec"), [this, kind](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-        exec(kind, params, ctx, reply);
-    });
+    add(prefix + QStringLiteral("exec"),
+        [this, kind](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            exec(kind, params, ctx, reply);
+        });
     static const char *const fileMethods[][2] = {
-        {"writeFile", "writeFile"}, {"readFile", "readFile"}, {"listFiles", "list"}, {"mkdir", "mkdir"},
-        {"deleteFile", "delete"},   {"stat", "stat"},         {"rename", "rename"},
+        {"writeFile", "writeFile"}, {"readFile", "readFile"}, {"listFiles", "list"},
+        {"mkdir", "mkdir"},         {"deleteFile", "delete"}, {"stat", "stat"},
+        {"rename", "rename"},
     };
     for (const auto &[method, op] : fileMethods) {
         const QString opName = QLatin1String(op);
-        add(prefix + QLatin1String(method), [this, kind, opName](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-            fileOp(kind, opName, params, ctx, reply);
-        });
+        add(prefix + QLatin1String(method),
+            [this, kind, opName](const QJsonObject &params, const CallContext &ctx,
+                                 const Reply &reply) { fileOp(kind, opName, params, ctx, reply); });
     }
 }
 
-void Methods::exec(const QString &kind, const QJsonObject &params, const CallContext &ctx, const Reply &reply)
+void Methods::exec(const QString &kind, const QJsonObject &params, const CallContext &ctx,
+                   const Reply &reply)
 {
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     QJsonObject request{{QStringLiteral("op"), QStringLiteral("exec")}};
     const QJsonValue command = p.raw(QStringLiteral("command"));
     const QJsonArray argv = command.toArray();
-    const bool argvOk = !argv.isEmpty() && std::all_of(argv.begin(), argv.end(), [](const QJsonValue &v) {
-        return v.isString() && !v.toString().contains(QChar(0));
-    });
-    if (command.isString() && !command.toString().trimmed().isEmpty() && !command.toString().contains(QChar(0)))
+    const bool argvOk = !argv.isEmpty()
+                        && std::all_of(argv.begin(), argv.end(), [](const QJsonValue &v) {
+                               return v.isString() && !v.toString().contains(QChar(0));
+                           });
+    if (command.isString() && !command.toString().trimmed().isEmpty()
+        && !command.toString().contains(QChar(0)))
         request.insert(QStringLiteral("shell"), command);
     else if (command.isArray() && argvOk && !argv.first().toString().isEmpty())
         request.insert(QStringLiteral("argv"), command);
     else if (!p.failed())
-        p.fail(QStringLiteral("command"), QStringLiteral("must be a non-empty string or a non-empty array of strings"));
+        p.fail(QStringLiteral("command"),
+               QStringLiteral("must be a non-empty string or a non-empty array of strings"));
 
     Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
-    request.insert(QStringLiteral("cwd"), o.optionalString(QStringLiteral("cwd"), QStringLiteral("/workspace")));
+    request.insert(QStringLiteral("cwd"),
+                   o.optionalString(QStringLiteral("cwd"), QStringLiteral("/workspace")));
     request.insert(QStringLiteral("timeoutMs"),
-                   double(o.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1, kMaxTimeoutMs)));
+                   double(o.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1,
+                                            kMaxTimeoutMs)));
     QJsonObject env;
     const auto envMap = o.optionalStringMap(QStringLiteral("env"));
     for (auto it = envMap.cbegin(); it != envMap.cend(); ++it)
         env.insert(it.key(), it.value());
     request.insert(QStringLiteral("env"), env);
     request.insert(QStringLiteral("maxOutputBytes"),
-                   double(o.optionalInteger(QStringLiteral("maxOutputBytes"), kDefaultMaxOutput, 0, kMaxOutput)));
+                   double(o.optionalInteger(QStringLiteral("maxOutputBytes"), kDefaultMaxOutput, 0,
+                                            kMaxOutput)));
     const bool stream = o.optionalBool(QStringLiteral("stream"), false) && ctx.notify;
     const bool hasStdin = o.has(QStringLiteral("stdin"));
     const QByteArray stdinBytes = o.optionalString(QStringLiteral("stdin")).toUtf8();
@@ -280,61 +322,67 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
 
     QObject *context = ctx.guard ? ctx.guard.data() : this;
     const CallContext c = ctx;
-    m_sandboxes->withSupervisor(ctx.keyId, id, kind, context,
-                                [this, id, request, stream, hasStdin, stdinBytes, c, reply](Result<SupervisorChannel *> r) {
-        if (!r)
-            return reply(r.error());
-        auto state = std::make_shared<ExecState>();
-        state->channel = r.value();
-        if (stream)
-            state->streamId = m_streams->open(c.keyId, c.requestId, c.notify, [state] { state->cancel(); });
-        if (!state->streamId.isEmpty())
-            m_streams->setSinkOwner(state->streamId, c.connection);
-        *c.onCancel = [state] { state->cancel(); };
-
-        const auto onOutput = [this, state](int channel, QByteArrayView bytes) {
-            if (!state->streamId.isEmpty())
-                m_streams->output(state->streamId, channel, bytes);
-            else
-                (channel == 2 ? state->err : state->out).append(bytes);
-        };
-        const auto onReply = [this, id, state, reply](Result<SupervisorChannel::Reply> r) {
-            m_sandboxes->endActivity(id);
-            if (!r) {
-                if (!state->streamId.isEmpty())
-                    m_streams->end(state->streamId, {{QStringLiteral("error"), r.error().toJson()}});
+    m_sandboxes->withSupervisor(
+        ctx.keyId, id, kind, context,
+        [this, id, request, stream, hasStdin, stdinBytes, c, reply](Result<SupervisorChannel *> r) {
+            if (!r)
                 return reply(r.error());
-            }
-            const QJsonObject &j = r->json;
-            if (state->cancelled || j.value(QStringLiteral("cancelled")).toBool()) {
-                const Error e{ErrorCode::Cancelled, QStringLiteral("the command was cancelled"), {}};
-                if (!state->streamId.isEmpty())
-                    m_streams->end(state->streamId, {{QStringLiteral("error"), e.toJson()}});
-                return reply(e);
-            }
-            QJsonObject result{
-                {QStringLiteral("exitCode"), j.value(QStringLiteral("exitCode"))},
-                {QStringLiteral("signal"), j.value(QStringLiteral("signal"))},
-                {QStringLiteral("stdout"), QString::fromUtf8(state->out)},
-                {QStringLiteral("stderr"), QString::fromUtf8(state->err)},
-                {QStringLiteral("durationMs"), j.value(QStringLiteral("durationMs"))},
-                {QStringLiteral("truncated"), j.value(QStringLiteral("truncated")).toBool()},
-                {QStringLiteral("timedOut"), j.value(QStringLiteral("timedOut")).toBool()},
-                {QStringLiteral("streamId"), state->streamId.isEmpty() ? QJsonValue() : QJsonValue(state->streamId)},
-            };
-            if (result.value(QStringLiteral("signal")).isUndefined())
-                result.insert(QStringLiteral("signal"), QJsonValue());
+            auto state = std::make_shared<ExecState>();
+            state->channel = r.value();
+            if (stream)
+                state->streamId = m_streams->open(c.keyId, c.requestId, c.notify,
+                                                  [state] { state->cancel(); });
             if (!state->streamId.isEmpty())
-                m_streams->end(state->streamId, {{QStringLiteral("result"), result}});
-            reply(QJsonValue(result));
-        };
-        state->execId = state->channel->request(request, {}, onReply, onOutput);
-        if (hasStdin) {
-            if (!stdinBytes.isEmpty())
-                state->channel->sendStdin(state->execId, stdinBytes);
-            state->channel->sendStdin(state->execId, {});
-        }
-    });
+                m_streams->setSinkOwner(state->streamId, c.connection);
+            *c.onCancel = [state] { state->cancel(); };
+
+            const auto onOutput = [this, state](int channel, QByteArrayView bytes) {
+                if (!state->streamId.isEmpty())
+                    m_streams->output(state->streamId, channel, bytes);
+                else
+                    (channel == 2 ? state->err : state->out).append(bytes);
+            };
+            const auto onReply = [this, id, state, reply](Result<SupervisorChannel::Reply> r) {
+                m_sandboxes->endActivity(id);
+                if (!r) {
+                    if (!state->streamId.isEmpty())
+                        m_streams->end(state->streamId,
+                                       {{QStringLiteral("error"), r.error().toJson()}});
+                    return reply(r.error());
+                }
+                const QJsonObject &j = r->json;
+                if (state->cancelled || j.value(QStringLiteral("cancelled")).toBool()) {
+                    const Error e{ErrorCode::Cancelled,
+                                  QStringLiteral("the command was cancelled"),
+                                  {}};
+                    if (!state->streamId.isEmpty())
+                        m_streams->end(state->streamId, {{QStringLiteral("error"), e.toJson()}});
+                    return reply(e);
+                }
+                QJsonObject result{
+                    {QStringLiteral("exitCode"), j.value(QStringLiteral("exitCode"))},
+                    {QStringLiteral("signal"), j.value(QStringLiteral("signal"))},
+                    {QStringLiteral("stdout"), QString::fromUtf8(state->out)},
+                    {QStringLiteral("stderr"), QString::fromUtf8(state->err)},
+                    {QStringLiteral("durationMs"), j.value(QStringLiteral("durationMs"))},
+                    {QStringLiteral("truncated"), j.value(QStringLiteral("truncated")).toBool()},
+                    {QStringLiteral("timedOut"), j.value(QStringLiteral("timedOut")).toBool()},
+                    {QStringLiteral("streamId"),
+                     state->streamId.isEmpty() ? QJsonValue() : QJsonValue(state->streamId)},
+                };
+                if (result.value(QStringLiteral("signal")).isUndefined())
+                    result.insert(QStringLiteral("signal"), QJsonValue());
+                if (!state->streamId.isEmpty())
+                    m_streams->end(state->streamId, {{QStringLiteral("result"), result}});
+                reply(QJsonValue(result));
+            };
+            state->execId = state->channel->request(request, {}, onReply, onOutput);
+            if (hasStdin) {
+                if (!stdinBytes.isEmpty())
+                    state->channel->sendStdin(state->execId, stdinBytes);
+                state->channel->sendStdin(state->execId, {});
+            }
+        });
 }
 
 void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &params,
@@ -349,19 +397,29 @@ void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &
         request.insert(QStringLiteral("from"), p.requiredString(QStringLiteral("from")));
         request.insert(QStringLiteral("to"), p.requiredString(QStringLiteral("to")));
     } else if (op == QLatin1String("list")) {
-        request.insert(QStringLiteral("path"), p.optionalString(QStringLiteral("path"), QStringLiteral("/workspace")));
-        request.insert(QStringLiteral("recursive"), p.optionalBool(QStringLiteral("recursive"), false));
+        request.insert(QStringLiteral("path"),
+                       p.optionalString(QStringLiteral("path"), QStringLiteral("/workspace")));
+        request.insert(QStringLiteral("recursive"),
+                       p.optionalBool(QStringLiteral("recursive"), false));
     } else {
         request.insert(QStringLiteral("path"), p.requiredString(QStringLiteral("path")));
     }
     if (op == QLatin1String("readFile")) {
-        wantBase64 = p.optionalChoice(QStringLiteral("encoding"), {QStringLiteral("utf8"), QStringLiteral("base64")},
-                                      QStringLiteral("utf8")) == QLatin1String("base64");
-        request.insert(QStringLiteral("offset"), double(p.optionalInteger(QStringLiteral("offset"), 0, 0, std::numeric_limits<qint64>::max() / 2)));
-        request.insert(QStringLiteral("length"), double(p.optionalInteger(QStringLiteral("length"), kMaxFileBytes, 0, kMaxFileBytes)));
+        wantBase64 = p.optionalChoice(QStringLiteral("encoding"),
+                                      {QStringLiteral("utf8"), QStringLiteral("base64")},
+                                      QStringLiteral("utf8"))
+                     == QLatin1String("base64");
+        request.insert(QStringLiteral("offset"),
+                       double(p.optionalInteger(QStringLiteral("offset"), 0, 0,
+                                                std::numeric_limits<qint64>::max() / 2)));
+        request.insert(QStringLiteral("length"),
+                       double(p.optionalInteger(QStringLiteral("length"), kMaxFileBytes, 0,
+                                                kMaxFileBytes)));
     } else if (op == QLatin1String("writeFile")) {
-        const bool base64 = p.optionalChoice(QStringLiteral("encoding"), {QStringLiteral("utf8"), QStringLiteral("base64")},
-                                             QStringLiteral("utf8")) == QLatin1String("base64");
+        const bool base64 = p.optionalChoice(QStringLiteral("encoding"),
+                                             {QStringLiteral("utf8"), QStringLiteral("base64")},
+                                             QStringLiteral("utf8"))
+                            == QLatin1String("base64");
         const QJsonValue content = p.raw(QStringLiteral("content"));
         if (!content.isString()) {
             p.fail(QStringLiteral("content"), QStringLiteral("must be a string"));
@@ -375,42 +433,54 @@ void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &
             data = content.toString().toUtf8();
         }
         if (data.size() > kMaxFileBytes)
-            return reply(Error{ErrorCode::PayloadTooLarge,
-                               QStringLiteral("a file of %1 bytes is over the limit of %2 bytes per call")
-                                   .arg(data.size()).arg(kMaxFileBytes), {}});
+            return reply(
+                Error{ErrorCode::PayloadTooLarge,
+                      QStringLiteral("a file of %1 bytes is over the limit of %2 bytes per call")
+                          .arg(data.size())
+                          .arg(kMaxFileBytes),
+                      {}});
         request.insert(QStringLiteral("parents"), p.optionalBool(QStringLiteral("parents"), false));
         request.insert(QStringLiteral("append"), p.optionalBool(QStringLiteral("append"), false));
         if (p.has(QStringLiteral("mode")))
-            request.insert(QStringLiteral("mode"), double(p.optionalInteger(QStringLiteral("mode"), 0644, 0, 07777)));
+            request.insert(QStringLiteral("mode"),
+                           double(p.optionalInteger(QStringLiteral("mode"), 0644, 0, 07777)));
     } else if (op == QLatin1String("mkdir")) {
         request.insert(QStringLiteral("parents"), p.optionalBool(QStringLiteral("parents"), false));
     } else if (op == QLatin1String("delete")) {
-        request.insert(QStringLiteral("recursive"), p.optionalBool(QStringLiteral("recursive"), false));
+        request.insert(QStringLiteral("recursive"),
+                       p.optionalBool(QStringLiteral("recursive"), false));
     }
     if (p.failed())
         return reply(p.error());
 
     QObject *context = ctx.guard ? ctx.guard.data() : this;
-    m_sandboxes->withSupervisor(ctx.keyId, id, kind, context,
-                                [this, id, op, request, data, wantBase64, reply](Result<SupervisorChannel *> r) {
-        if (!r)
-            return reply(r.error());
-        r.value()->request(request, data, [this, id, op, wantBase64, reply](Result<SupervisorChannel::Reply> r) {
-            m_sandboxes->endActivity(id);
+    m_sandboxes->withSupervisor(
+        ctx.keyId, id, kind, context,
+        [this, id, op, request, data, wantBase64, reply](Result<SupervisorChannel *> r) {
             if (!r)
                 return reply(r.error());
-            QJsonObject result = r->json;
-            if (op == QLatin1String("readFile")) {
-                const bool utf8 = !wantBase64 && Utf8::isValid(r->data);
-                result.insert(QStringLiteral("content"), utf8 ? QString::fromUtf8(r->data)
-                                                              : QString::fromLatin1(r->data.toBase64()));
-                result.insert(QStringLiteral("encoding"), utf8 ? QStringLiteral("utf8") : QStringLiteral("base64"));
-            } else if (op == QLatin1String("delete")) {
-                result.insert(QStringLiteral("deleted"), true);
-            }
-            reply(QJsonValue(result));
+            r.value()->request(request, data,
+                               [this, id, op, wantBase64,
+                                reply](Result<SupervisorChannel::Reply> r) {
+                                   m_sandboxes->endActivity(id);
+                                   if (!r)
+                                       return reply(r.error());
+                                   QJsonObject result = r->json;
+                                   if (op == QLatin1String("readFile")) {
+                                       const bool utf8 = !wantBase64 && Utf8::isValid(r->data);
+                                       result.insert(QStringLiteral("content"),
+                                                     utf8
+                                                         ? QString::fromUtf8(r->data)
+                                                         : QString::fromLatin1(r->data.toBase64()));
+                                       result.insert(QStringLiteral("encoding"),
+                                                     utf8 ? QStringLiteral("utf8")
+                                                          : QStringLiteral("base64"));
+                                   } else if (op == QLatin1String("delete")) {
+                                       result.insert(QStringLiteral("deleted"), true);
+                                   }
+                                   reply(QJsonValue(result));
+                               });
         });
-    });
 }
 
 void Methods::cloneRepo(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
@@ -423,8 +493,10 @@ void Methods::cloneRepo(const QJsonObject &params, const CallContext &ctx, const
     const bool shallow = o.optionalBool(QStringLiteral("shallow"), false);
     QString path = o.optionalString(QStringLiteral("path"));
     p.merge(o);
-    const bool schemeOk = url.startsWith(QLatin1String("https://")) || url.startsWith(QLatin1String("http://"))
-                          || url.startsWith(QLatin1String("ssh://")) || url.startsWith(QLatin1String("git://"));
+    const bool schemeOk = url.startsWith(QLatin1String("https://"))
+                          || url.startsWith(QLatin1String("http://"))
+                          || url.startsWith(QLatin1String("ssh://"))
+                          || url.startsWith(QLatin1String("git://"));
     if (!p.failed() && !schemeOk)
         p.fail(QStringLiteral("url"), QStringLiteral("must be an https, http, ssh or git URL"));
     if (!p.failed() && branch.startsWith(u'-'))
@@ -435,8 +507,11 @@ void Methods::cloneRepo(const QJsonObject &params, const CallContext &ctx, const
     if (!info)
         return reply(info.error());
     if (!info->value(QStringLiteral("network")).toBool())
-        return reply(Error{ErrorCode::SandboxError,
-                           QStringLiteral("cloning needs network access; create the sandbox with network: true"), {}});
+        return reply(
+            Error{ErrorCode::SandboxError,
+                  QStringLiteral(
+                      "cloning needs network access; create the sandbox with network: true"),
+                  {}});
     if (path.isEmpty()) {
         QString name = url.section(u'/', -1);
         if (name.endsWith(QLatin1String(".git")))

@@ -40,14 +40,17 @@ class Methods final : public QObject
 public:
     using Reply = std::function<void(Result<QJsonValue>)>;
 
-    Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, QObject *parent = nullptr);
+    Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys,
+            QObject *parent = nullptr);
 
-    using Handler = std::function<void(const QJsonObject &params, const CallContext &, const Reply &)>;
+    using Handler
+        = std::function<void(const QJsonObject &params, const CallContext &, const Reply &)>;
 
     bool has(const QString &method) const { return m_handlers.contains(method); }
     // Adds or replaces a method: the agents and databases adapters register theirs here.
     void add(const QString &name, Handler handler);
-    void call(const QString &method, const QJsonObject &params, const CallContext &context, Reply reply);
+    void call(const QString &method, const QJsonObject &params, const CallContext &context,
+              Reply reply);
 
 Q_SIGNALS:
     void keyRevoked(const QString &keyId);
@@ -55,7 +58,8 @@ Q_SIGNALS:
 private:
     void addSandboxMethods(const QString &prefix, const QString &kind);
 
-    void exec(const QString &kind, const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+    void exec(const QString &kind, const QJsonObject &params, const CallContext &ctx,
+              const Reply &reply);
     void fileOp(const QString &kind, const QString &op, const QJsonObject &params,
                 const CallContext &ctx, const Reply &reply);
     void cloneRepo(const QJsonObject &params, const CallContext &ctx, const Reply &reply);

@@ -18,7 +18,8 @@ QString Params::requiredString(const QString &name)
 {
     const QJsonValue v = m_object.value(name);
     if (!v.isString() || v.toString().isEmpty()) {
-        fail(name, v.isUndefined() ? QStringLiteral("is required") : QStringLiteral("must be a non-empty string"));
+        fail(name, v.isUndefined() ? QStringLiteral("is required")
+                                   : QStringLiteral("must be a non-empty string"));
         return {};
     }
     return v.toString();
@@ -100,7 +101,8 @@ QJsonObject Params::optionalObject(const QString &name)
     return v.toObject();
 }
 
-QString Params::optionalChoice(const QString &name, const QStringList &choices, const QString &fallback)
+QString Params::optionalChoice(const QString &name, const QStringList &choices,
+                               const QString &fallback)
 {
     const QString s = optionalString(name, fallback);
     if (!failed() && !choices.contains(s))

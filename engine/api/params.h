@@ -17,7 +17,9 @@ class Params final
 {
 public:
     explicit Params(const QJsonObject &object, const QString &prefix = {})
-        : m_object(object), m_prefix(prefix) {}
+        : m_object(object)
+        , m_prefix(prefix)
+    {}
 
     QString requiredString(const QString &name);
     QString optionalString(const QString &name, const QString &fallback = {});
@@ -38,7 +40,10 @@ public:
     void merge(const Params &nested);
 
 private:
-    QString field(const QString &name) const { return m_prefix.isEmpty() ? name : m_prefix + u'.' + name; }
+    QString field(const QString &name) const
+    {
+        return m_prefix.isEmpty() ? name : m_prefix + u'.' + name;
+    }
 
     QJsonObject m_object;
     QString m_prefix;

@@ -15,9 +15,14 @@ Result<QJsonObject> jsonBody(const QByteArray &body)
     const QJsonDocument doc = QJsonDocument::fromJson(body, &err);
     if (err.error != QJsonParseError::NoError)
         return Error{ErrorCode::ParseError,
-                     QStringLiteral("Parse error: %1 at offset %2").arg(err.errorString()).arg(err.offset), {}};
+                     QStringLiteral("Parse error: %1 at offset %2")
+                         .arg(err.errorString())
+                         .arg(err.offset),
+                     {}};
     if (!doc.isObject())
-        return Error{ErrorCode::InvalidRequest, QStringLiteral("the body must be a JSON object"), {}};
+        return Error{ErrorCode::InvalidRequest,
+                     QStringLiteral("the body must be a JSON object"),
+                     {}};
     return doc.object();
 }
 
@@ -30,7 +35,8 @@ bool queryBool(const QUrlQuery &q, const QString &name)
 Error noRoute(QByteArrayView method, const QString &path)
 {
     return Error{ErrorCode::MethodNotFound,
-                 QStringLiteral("no route for %1 %2").arg(QString::fromLatin1(method), path), {}};
+                 QStringLiteral("no route for %1 %2").arg(QString::fromLatin1(method), path),
+                 {}};
 }
 
 } // namespace
@@ -103,17 +109,21 @@ Result<RestCall> routeRestRequest(QByteArrayView m, const QString &path, const Q
     const QString &action = parts[3];
     if (parts.size() == 4 && post) {
         static const QStringList common{QStringLiteral("stop"), QStringLiteral("start")};
-        static const QStringList agents{QStringLiteral("run"), QStringLiteral("exec"), QStringLiteral("cloneRepo")};
+        static const QStringList agents{QStringLiteral("run"), QStringLiteral("exec"),
+                                        QStringLiteral("cloneRepo")};
         static const QStringList databases{QStringLiteral("query"), QStringLiteral("execute"),
                                            // the database adapter's (docs/protocol.md 4.3)
-                                           QStringLiteral("queryWithMetadata"), QStringLiteral("fetch"),
-                                           QStringLiteral("closeCursor"), QStringLiteral("transaction"),
-                                           QStringLiteral("version"), QStringLiteral("ping"), QStringLiteral("listTables"),
-                                           QStringLiteral("describeTable"), QStringLiteral("listDatabases"),
-                                           QStringLiteral("createDatabase"), QStringLiteral("exportData"),
-                                           QStringLiteral("restart")};
-        const bool known = common.contains(action)
-                           || (collection == QLatin1String("agents") ? agents : databases).contains(action);
+                                           QStringLiteral("queryWithMetadata"),
+                                           QStringLiteral("fetch"), QStringLiteral("closeCursor"),
+                                           QStringLiteral("transaction"), QStringLiteral("version"),
+                                           QStringLiteral("ping"), QStringLiteral("listTables"),
+                                           QStringLiteral("describeTable"),
+                                           QStringLiteral("listDatabases"),
+                                           QStringLiteral("createDatabase"),
+                                           QStringLiteral("exportData"), QStringLiteral("restart")};
+        const bool known
+            = common.contains(action)
+              || (collection == QLatin1String("agents") ? agents : databases).contains(action);
         if (known) {
             auto r = withBody(ns + action, idParam);
             if (r && action == QLatin1String("exec")) {
@@ -133,11 +143,13 @@ Result<RestCall> routeRestRequest(QByteArrayView m, const QString &path, const Q
             params.insert(QStringLiteral("path"), p);
         const QString sub = parts.size() == 5 ? parts[4] : QString();
         if (parts.size() == 4 && get) {
-            params.insert(QStringLiteral("recursive"), queryBool(query, QStringLiteral("recursive")));
+            params.insert(QStringLiteral("recursive"),
+                          queryBool(query, QStringLiteral("recursive")));
             return plain(ns + QStringLiteral("listFiles"), params);
         }
         if (parts.size() == 4 && del) {
-            params.insert(QStringLiteral("recursive"), queryBool(query, QStringLiteral("recursive")));
+            params.insert(QStringLiteral("recursive"),
+                          queryBool(query, QStringLiteral("recursive")));
             return plain(ns + QStringLiteral("deleteFile"), params);
         }
         if (sub == QLatin1String("content") && get) {

@@ -21,7 +21,7 @@ struct RestCall
     Body response = Body::Json; // RawFileContent: answer readFile's bytes as they are
 };
 
-Result<RestCall> routeRestRequest(QByteArrayView httpMethod, const QString &path, const QUrlQuery &query,
-                                  const QByteArray &body);
+Result<RestCall> routeRestRequest(QByteArrayView httpMethod, const QString &path,
+                                  const QUrlQuery &query, const QByteArray &body);
 
 } // namespace Sandbox::Engine

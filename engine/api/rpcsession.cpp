@@ -21,7 +21,11 @@ struct RpcSession::Batch
 
 RpcSession::RpcSession(QWebSocket *socket, QString keyId, Methods *methods, StreamHub *streams,
                        QObject *parent)
-    : QObject(parent), m_socket(socket), m_keyId(std::move(keyId)), m_methods(methods), m_streams(streams)
+    : QObject(parent)
+    , m_socket(socket)
+    , m_keyId(std::move(keyId))
+    , m_methods(methods)
+    , m_streams(streams)
 {
     m_socket->setParent(this);
     // Up to twice the limit a message is read and answered -32006; beyond that the socket is
@@ -60,9 +64,12 @@ QString RpcSession::inFlightKey(const QJsonValue &id) const
 
 void RpcSession::onBinary(const QByteArray &)
 {
-    send(JsonRpc::serialize(JsonRpc::errorObject(
-        QJsonValue::Null, Error{ErrorCode::InvalidRequest,
-                                QStringLiteral("Invalid Request: send JSON-RPC as text messages"), {}})));
+    send(JsonRpc::serialize(
+        JsonRpc::errorObject(QJsonValue::Null,
+                             Error{ErrorCode::InvalidRequest,
+                                   QStringLiteral(
+                                       "Invalid Request: send JSON-RPC as text messages"),
+                                   {}})));
 }
 
 void RpcSession::onText(const QString &text)
@@ -103,12 +110,16 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
     if (m.kind == Kind::Invalid || m.kind == Kind::Response) {
         const Error e = m.error && m.kind == Kind::Invalid
                             ? *m.error
-                            : Error{ErrorCode::InvalidRequest, QStringLiteral("Invalid Request: the server takes no responses"), {}};
+                            : Error{ErrorCode::InvalidRequest,
+                                    QStringLiteral(
+                                        "Invalid Request: the server takes no responses"),
+                                    {}};
         answer(JsonRpc::errorObject(m.id, e), batch);
         return;
     }
     const bool notification = m.isNotification();
-    auto reply = [this, id = m.id, notification, batch, key = inFlightKey(m.id), guard = QPointer<RpcSession>(this)](Result<QJsonValue> r) {
+    auto reply = [this, id = m.id, notification, batch, key = inFlightKey(m.id),
+                  guard = QPointer<RpcSession>(this)](Result<QJsonValue> r) {
         if (!guard)
             return;
         if (notification)
@@ -116,7 +127,8 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
         // A request answered already (cancelled) answers no more.
         if (!m_inFlight.remove(key))
             return;
-        answer(r ? JsonRpc::resultObject(id, r.value()) : JsonRpc::errorObject(id, r.error()), batch);
+        answer(r ? JsonRpc::resultObject(id, r.value()) : JsonRpc::errorObject(id, r.error()),
+               batch);
     };
     if (m.error) { // params that are not a named object
         if (!notification)
@@ -127,13 +139,19 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
     if (!notification) {
         if (m_inFlight.contains(key)) {
             answer(JsonRpc::errorObject(m.id, Error{ErrorCode::InvalidRequest,
-                                                    QStringLiteral("Invalid Request: id %1 is already in use").arg(key), {}}),
+                                                    QStringLiteral(
+                                                        "Invalid Request: id %1 is already in use")
+                                                        .arg(key),
+                                                    {}}),
                    batch);
             return;
         }
         if (m_inFlight.size() >= MaxInFlight) {
             answer(JsonRpc::errorObject(m.id, Error{ErrorCode::PayloadTooLarge,
-                                                    QStringLiteral("too many requests in flight (limit %1)").arg(MaxInFlight), {}}),
+                                                    QStringLiteral(
+                                                        "too many requests in flight (limit %1)")
+                                                        .arg(MaxInFlight),
+                                                    {}}),
                    batch);
             return;
         }
@@ -160,7 +178,9 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
         if (cancel && targetKey != key) {
             if (*cancel)
                 (*cancel)();
-            answer(JsonRpc::errorObject(target, Error{ErrorCode::Cancelled, QStringLiteral("cancelled by the client"), {}}),
+            answer(JsonRpc::errorObject(target, Error{ErrorCode::Cancelled,
+                                                      QStringLiteral("cancelled by the client"),
+                                                      {}}),
                    {});
             reply(QJsonValue(QJsonObject{{QStringLiteral("cancelled"), true}}));
         } else {
@@ -171,7 +191,8 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
     if (m.method == QLatin1String("stream.resume")) {
         Params p(m.params);
         const QString streamId = p.requiredString(QStringLiteral("streamId"));
-        const qint64 after = p.optionalInteger(QStringLiteral("after"), 0, 0, std::numeric_limits<qint64>::max() / 2);
+        const qint64 after = p.optionalInteger(QStringLiteral("after"), 0, 0,
+                                               std::numeric_limits<qint64>::max() / 2);
         if (p.failed())
             return reply(p.error());
         auto r = m_streams->resume(m_keyId, streamId, after, ctx.notify);

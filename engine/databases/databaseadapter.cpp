@@ -50,7 +50,8 @@ QString newCursorId()
 {
     quint32 r[3];
     QRandomGenerator::system()->fillRange(r, 3);
-    return QStringLiteral("cur_") + QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(r), sizeof r).toHex());
+    return QStringLiteral("cur_")
+           + QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(r), sizeof r).toHex());
 }
 
 QString quoteIdent(const QString &name)
@@ -70,7 +71,8 @@ void locate(const QString &sql, Error &error)
     qint64 position = -1;
     if (data.contains(QStringLiteral("offset"))) {
         const QByteArray utf8 = sql.toUtf8();
-        const qint64 offset = qBound<qint64>(0, data.take(QStringLiteral("offset")).toInteger(), utf8.size());
+        const qint64 offset = qBound<qint64>(0, data.take(QStringLiteral("offset")).toInteger(),
+                                             utf8.size());
         position = QString::fromUtf8(utf8.left(offset)).toUcs4().size() + 1;
     } else if (data.contains(QStringLiteral("position"))) {
         position = data.value(QStringLiteral("position")).toInteger();
@@ -122,23 +124,31 @@ QString csvCell(const QJsonValue &v)
     QString s;
     switch (v.type()) {
     case QJsonValue::Null:
-    case QJsonValue::Undefined: return {};
-    case QJsonValue::Bool: return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+    case QJsonValue::Undefined:
+        return {};
+    case QJsonValue::Bool:
+        return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
     case QJsonValue::Double: {
         const qint64 i = v.toInteger(std::numeric_limits<qint64>::min());
-        return i != std::numeric_limits<qint64>::min() ? QString::number(i) : QString::number(v.toDouble(), 'g', 17);
+        return i != std::numeric_limits<qint64>::min() ? QString::number(i)
+                                                       : QString::number(v.toDouble(), 'g', 17);
     }
-    case QJsonValue::String: s = v.toString(); break;
+    case QJsonValue::String:
+        s = v.toString();
+        break;
     case QJsonValue::Object: {
         const QJsonObject o = v.toObject();
-        if (o.size() == 1 && (o.contains(QStringLiteral("$int")) || o.contains(QStringLiteral("$float"))
-                              || o.contains(QStringLiteral("$bytes"))))
+        if (o.size() == 1
+            && (o.contains(QStringLiteral("$int")) || o.contains(QStringLiteral("$float"))
+                || o.contains(QStringLiteral("$bytes"))))
             s = o.begin().value().toString();
         else
             s = QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
         break;
     }
-    case QJsonValue::Array: s = QString::fromUtf8(QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact)); break;
+    case QJsonValue::Array:
+        s = QString::fromUtf8(QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact));
+        break;
     }
     if (s.contains(u',') || s.contains(u'"') || s.contains(u'\n') || s.contains(u'\r'))
         s = u'"' + QString(s).replace(u'"', QStringLiteral("\"\"")) + u'"';
@@ -187,18 +197,29 @@ DatabaseSettings DatabaseSettings::fromJson(const QJsonObject &o)
     return s;
 }
 
-DatabaseAdapter::DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QString dbhostDir, QObject *parent)
-    : QObject(parent), m_methods(methods), m_sandboxes(sandboxes), m_dbhostDir(std::move(dbhostDir)),
-      m_template(new PostgresTemplate(sandboxes->config().dataDir + QStringLiteral("/databases/postgres-15-template"),
-                                      sandboxes->config().uidBase, sandboxes->config().dropPrivileges, this)),
-      m_cursorSweep(new QTimer(this))
+DatabaseAdapter::DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QString dbhostDir,
+                                 QObject *parent)
+    : QObject(parent)
+    , m_methods(methods)
+    , m_sandboxes(sandboxes)
+    , m_dbhostDir(std::move(dbhostDir))
+    , m_template(new PostgresTemplate(sandboxes->config().dataDir
+                                          + QStringLiteral("/databases/postgres-15-template"),
+                                      sandboxes->config().uidBase,
+                                      sandboxes->config().dropPrivileges, this))
+    , m_cursorSweep(new QTimer(this))
 {
     for (const QString &type : databaseTypes()) {
         SandboxTypeHooks hooks;
-        hooks.prepare = [this](SandboxSpec &spec, const SandboxRecord &record) { prepare(spec, record); };
+        hooks.prepare = [this](SandboxSpec &spec, const SandboxRecord &record) {
+            prepare(spec, record);
+        };
         hooks.afterStart = [this](const SandboxRecord &record, SupervisorChannel *channel,
-                                  std::function<void(Result<bool>)> done) { afterStart(record, channel, std::move(done)); };
-        hooks.beforeStop = [this](const SandboxRecord &record, SupervisorChannel *, std::function<void()> done) {
+                                  std::function<void(Result<bool>)> done) {
+            afterStart(record, channel, std::move(done));
+        };
+        hooks.beforeStop = [this](const SandboxRecord &record, SupervisorChannel *,
+                                  std::function<void()> done) {
             beforeStop(record, std::move(done));
         };
         hooks.removed = [this](const SandboxRecord &record) { removed(record); };
@@ -218,7 +239,8 @@ DatabaseAdapter::~DatabaseAdapter()
 QString DatabaseAdapter::findDbHost(const QString &applicationDir)
 {
     const QStringList candidates{applicationDir + QStringLiteral("/../libexec/sandbox-dbhost"),
-                                 applicationDir + QStringLiteral("/../libexec/sandbox-desktop/dbhost")};
+                                 applicationDir
+                                     + QStringLiteral("/../libexec/sandbox-desktop/dbhost")};
     for (const QString &c : candidates)
         if (QFile::exists(c + QStringLiteral("/sandbox-dbhost")))
             return QDir::cleanPath(c);
@@ -275,12 +297,14 @@ void DatabaseAdapter::prepare(SandboxSpec &spec, const SandboxRecord &record)
     ::chmod(QFile::encodeName(run).constData(), 0700);
     spec.extraMounts.append({run, QStringLiteral("/run/db"), true});
     if (s.type == QLatin1String("postgres"))
-        spec.extraMounts.append({m_template->path(), QStringLiteral("/run/sandbox/pg-template"), false});
+        spec.extraMounts.append(
+            {m_template->path(), QStringLiteral("/run/sandbox/pg-template"), false});
     else
         spec.extraMounts.append({m_dbhostDir, QStringLiteral("/run/sandbox/dbhost"), false});
 }
 
-DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseSettings &s, uid_t uid, const ResourceLimits &limits)
+DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseSettings &s,
+                                              uid_t uid, const ResourceLimits &limits)
 {
     const QString run = m_sandboxes->stateDirOf(id) + QStringLiteral("/run");
     DatabaseBackend *backend = nullptr;
@@ -321,7 +345,8 @@ DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseS
     return backend;
 }
 
-void DatabaseAdapter::startBackend(const QString &id, DatabaseBackend *backend, SupervisorChannel *channel,
+void DatabaseAdapter::startBackend(const QString &id, DatabaseBackend *backend,
+                                   SupervisorChannel *channel,
                                    std::function<void(Result<bool>)> done)
 {
     QElapsedTimer clock;
@@ -341,10 +366,13 @@ void DatabaseAdapter::afterStart(const SandboxRecord &record, SupervisorChannel 
         old->deleteLater();
     const DatabaseSettings s = settingsOf(record.id);
     if (!databaseTypes().contains(s.type))
-        return done(Error{ErrorCode::SandboxError, QStringLiteral("the database's settings are missing"), {}});
+        return done(Error{ErrorCode::SandboxError,
+                          QStringLiteral("the database's settings are missing"),
+                          {}});
     const EngineConfig &config = m_sandboxes->config();
     const uid_t uid = config.dropPrivileges ? config.uidBase + uid_t(record.slot) : ::getuid();
-    DatabaseBackend *backend = makeBackend(record.id, s, uid, SandboxManager::limitsFor(record.size));
+    DatabaseBackend *backend = makeBackend(record.id, s, uid,
+                                           SandboxManager::limitsFor(record.size));
     m_backends.insert(record.id, backend);
     const QString id = record.id;
     QPointer<DatabaseBackend> guard(backend);
@@ -387,112 +415,131 @@ void DatabaseAdapter::removed(const SandboxRecord &record)
 void DatabaseAdapter::withBackend(const CallContext &ctx, const QString &id, WithBackend then)
 {
     QObject *context = ctx.guard ? ctx.guard.data() : this;
-    m_sandboxes->withSupervisor(ctx.keyId, id, kDatabase, context, [this, id, then](Result<SupervisorChannel *> r) {
-        if (!r)
-            return then(r.error());
-        DatabaseBackend *backend = m_backends.value(id);
-        if (!backend) {
-            m_sandboxes->endActivity(id);
-            return then(Error{ErrorCode::SandboxError, QStringLiteral("the database %1 has no server").arg(id), {}});
-        }
-        if (backend->isAlive())
-            return then(backend);
-        // The server died (a crash, kill -9): start it again, with crash recovery, and go on.
-        qCInfo(lcDatabases) << "restarting the server of" << id;
-        QPointer<DatabaseBackend> guard(backend);
-        startBackend(id, backend, r.value(), [this, id, guard, then](Result<bool> started) {
-            if (!started || !guard) {
+    m_sandboxes->withSupervisor(
+        ctx.keyId, id, kDatabase, context, [this, id, then](Result<SupervisorChannel *> r) {
+            if (!r)
+                return then(r.error());
+            DatabaseBackend *backend = m_backends.value(id);
+            if (!backend) {
                 m_sandboxes->endActivity(id);
-                return then(started ? Error{ErrorCode::SandboxError, QStringLiteral("the database went away"), {}}
-                                    : started.error());
+                return then(Error{ErrorCode::SandboxError,
+                                  QStringLiteral("the database %1 has no server").arg(id),
+                                  {}});
             }
-            then(guard.data());
+            if (backend->isAlive())
+                return then(backend);
+            // The server died (a crash, kill -9): start it again, with crash recovery, and go on.
+            qCInfo(lcDatabases) << "restarting the server of" << id;
+            QPointer<DatabaseBackend> guard(backend);
+            startBackend(id, backend, r.value(), [this, id, guard, then](Result<bool> started) {
+                if (!started || !guard) {
+                    m_sandboxes->endActivity(id);
+                    return then(started ? Error{ErrorCode::SandboxError,
+                                                QStringLiteral("the database went away"),
+                                                {}}
+                                        : started.error());
+                }
+                then(guard.data());
+            });
         });
-    });
 }
 
 // --- methods -----------------------------------------------------------------------------------
 
 void DatabaseAdapter::registerMethods()
 {
-    auto add = [this](const QString &name, Methods::Handler h) { m_methods->add(name, std::move(h)); };
-    add(QStringLiteral("databases.create"), [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
-        create(p, ctx, reply);
-    });
-    add(QStringLiteral("databases.list"), [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
-        QJsonArray out;
-        for (const QJsonValue &v : m_sandboxes->list(ctx.keyId, kDatabase))
-            out.append(decorate(v.toObject()));
-        reply(QJsonValue(QJsonObject{{QStringLiteral("databases"), out}}));
-    });
-    add(QStringLiteral("databases.get"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-        Params p(params);
-        const QString id = p.requiredString(QStringLiteral("id"));
-        if (p.failed())
-            return reply(p.error());
-        const auto info = m_sandboxes->info(ctx.keyId, id, kDatabase);
-        if (!info)
-            return reply(info.error());
-        reply(QJsonValue(decorate(*info)));
-    });
-    for (const QString &verb : {QStringLiteral("stop"), QStringLiteral("start"), QStringLiteral("delete"), QStringLiteral("restart")}) {
-        add(QStringLiteral("databases.") + verb, [this, verb](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+    auto add = [this](const QString &name, Methods::Handler h) {
+        m_methods->add(name, std::move(h));
+    };
+    add(QStringLiteral("databases.create"), [this](const QJsonObject &p, const CallContext &ctx,
+                                                   const Reply &reply) { create(p, ctx, reply); });
+    add(QStringLiteral("databases.list"),
+        [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+            QJsonArray out;
+            for (const QJsonValue &v : m_sandboxes->list(ctx.keyId, kDatabase))
+                out.append(decorate(v.toObject()));
+            reply(QJsonValue(QJsonObject{{QStringLiteral("databases"), out}}));
+        });
+    add(QStringLiteral("databases.get"),
+        [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
             Params p(params);
             const QString id = p.requiredString(QStringLiteral("id"));
             if (p.failed())
                 return reply(p.error());
-            QObject *context = ctx.guard ? ctx.guard.data() : this;
-            const QString keyId = ctx.keyId;
-            auto answer = [this, reply](Result<QJsonObject> r) {
-                if (!r)
-                    return reply(r.error());
-                reply(QJsonValue(r->contains(QStringLiteral("deleted")) ? *r : decorate(*r)));
-            };
-            if (verb == QLatin1String("stop"))
-                m_sandboxes->stop(keyId, id, kDatabase, context, answer);
-            else if (verb == QLatin1String("start"))
-                m_sandboxes->start(keyId, id, kDatabase, context, answer);
-            else if (verb == QLatin1String("delete"))
-                m_sandboxes->remove(keyId, id, kDatabase, context, answer);
-            else
-                m_sandboxes->stop(keyId, id, kDatabase, context, [this, keyId, id, context, answer](Result<QJsonObject> r) {
+            const auto info = m_sandboxes->info(ctx.keyId, id, kDatabase);
+            if (!info)
+                return reply(info.error());
+            reply(QJsonValue(decorate(*info)));
+        });
+    for (const QString &verb : {QStringLiteral("stop"), QStringLiteral("start"),
+                                QStringLiteral("delete"), QStringLiteral("restart")}) {
+        add(QStringLiteral("databases.") + verb,
+            [this, verb](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+                Params p(params);
+                const QString id = p.requiredString(QStringLiteral("id"));
+                if (p.failed())
+                    return reply(p.error());
+                QObject *context = ctx.guard ? ctx.guard.data() : this;
+                const QString keyId = ctx.keyId;
+                auto answer = [this, reply](Result<QJsonObject> r) {
                     if (!r)
-                        return answer(r);
+                        return reply(r.error());
+                    reply(QJsonValue(r->contains(QStringLiteral("deleted")) ? *r : decorate(*r)));
+                };
+                if (verb == QLatin1String("stop"))
+                    m_sandboxes->stop(keyId, id, kDatabase, context, answer);
+                else if (verb == QLatin1String("start"))
                     m_sandboxes->start(keyId, id, kDatabase, context, answer);
-                });
+                else if (verb == QLatin1String("delete"))
+                    m_sandboxes->remove(keyId, id, kDatabase, context, answer);
+                else
+                    m_sandboxes->stop(keyId, id, kDatabase, context,
+                                      [this, keyId, id, context, answer](Result<QJsonObject> r) {
+                                          if (!r)
+                                              return answer(r);
+                                          m_sandboxes->start(keyId, id, kDatabase, context, answer);
+                                      });
+            });
+    }
+    for (const QString &m :
+         {QStringLiteral("databases.query"), QStringLiteral("databases.queryWithMetadata"),
+          QStringLiteral("databases.execute")}) {
+        add(m, [this, m](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
+            sql(m, p, ctx, reply);
         });
     }
-    for (const QString &m : {QStringLiteral("databases.query"), QStringLiteral("databases.queryWithMetadata"),
-                             QStringLiteral("databases.execute")}) {
-        add(m, [this, m](const QJsonObject &p, const CallContext &ctx, const Reply &reply) { sql(m, p, ctx, reply); });
-    }
-    add(QStringLiteral("databases.fetch"), [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
-        fetch(p, ctx, reply);
-    });
-    add(QStringLiteral("databases.closeCursor"), [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-        Params p(params);
-        const QString id = p.requiredString(QStringLiteral("id"));
-        const QString cursor = p.requiredString(QStringLiteral("cursor"));
-        if (p.failed())
-            return reply(p.error());
-        Cursor *c = m_cursors.value(cursor);
-        const bool mine = c && c->keyId == ctx.keyId && c->databaseId == id;
-        if (mine)
-            closeCursor(cursor);
-        reply(QJsonValue(QJsonObject{{QStringLiteral("cursor"), cursor}, {QStringLiteral("closed"), mine}}));
-    });
-    add(QStringLiteral("databases.transaction"), [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
-        transaction(p, ctx, reply);
-    });
-    for (const QString &m : {QStringLiteral("version"), QStringLiteral("ping"), QStringLiteral("listTables"),
-                             QStringLiteral("describeTable"), QStringLiteral("listDatabases"), QStringLiteral("createDatabase")}) {
-        add(QStringLiteral("databases.") + m, [this, m](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
-            admin(m, p, ctx, reply);
+    add(QStringLiteral("databases.fetch"), [this](const QJsonObject &p, const CallContext &ctx,
+                                                  const Reply &reply) { fetch(p, ctx, reply); });
+    add(QStringLiteral("databases.closeCursor"),
+        [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            Params p(params);
+            const QString id = p.requiredString(QStringLiteral("id"));
+            const QString cursor = p.requiredString(QStringLiteral("cursor"));
+            if (p.failed())
+                return reply(p.error());
+            Cursor *c = m_cursors.value(cursor);
+            const bool mine = c && c->keyId == ctx.keyId && c->databaseId == id;
+            if (mine)
+                closeCursor(cursor);
+            reply(QJsonValue(
+                QJsonObject{{QStringLiteral("cursor"), cursor}, {QStringLiteral("closed"), mine}}));
         });
+    add(QStringLiteral("databases.transaction"),
+        [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
+            transaction(p, ctx, reply);
+        });
+    for (const QString &m : {QStringLiteral("version"), QStringLiteral("ping"),
+                             QStringLiteral("listTables"), QStringLiteral("describeTable"),
+                             QStringLiteral("listDatabases"), QStringLiteral("createDatabase")}) {
+        add(QStringLiteral("databases.") + m,
+            [this, m](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
+                admin(m, p, ctx, reply);
+            });
     }
-    add(QStringLiteral("databases.exportData"), [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
-        exportData(p, ctx, reply);
-    });
+    add(QStringLiteral("databases.exportData"),
+        [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
+            exportData(p, ctx, reply);
+        });
 }
 
 void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
@@ -502,23 +549,31 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
     c.keyId = ctx.keyId;
     c.kind = kDatabase;
     c.type = p.optionalChoice(QStringLiteral("type"), databaseTypes(), QStringLiteral("postgres"));
-    c.size = p.optionalChoice(QStringLiteral("size"), SandboxManager::sizes(), QStringLiteral("standard-1"));
+    c.size = p.optionalChoice(QStringLiteral("size"), SandboxManager::sizes(),
+                              QStringLiteral("standard-1"));
     c.sleepAfterMs = p.optionalInteger(QStringLiteral("sleepAfter"), -1, 0, kMaxSleepAfterMs);
     DatabaseSettings s;
     s.type = c.type;
     const bool pg = c.type == QLatin1String("postgres");
-    s.database = p.optionalString(QStringLiteral("database"),
-                                  pg ? QStringLiteral("postgres") : c.type == QLatin1String("sqlite") ? QStringLiteral("main.db")
-                                                                                                      : QStringLiteral("main.duckdb"));
-    s.username = p.optionalString(QStringLiteral("username"), pg ? QStringLiteral("sandbox") : QString());
+    s.database = p.optionalString(QStringLiteral("database"), pg ? QStringLiteral("postgres")
+                                                              : c.type == QLatin1String("sqlite")
+                                                                  ? QStringLiteral("main.db")
+                                                                  : QStringLiteral("main.duckdb"));
+    s.username = p.optionalString(QStringLiteral("username"),
+                                  pg ? QStringLiteral("sandbox") : QString());
     s.password = p.optionalString(QStringLiteral("password"));
     c.name = p.optionalString(QStringLiteral("name"), s.database);
     if (!p.failed() && pg) {
         if (!validName(s.database) || s.database.startsWith(QLatin1String("template")))
-            p.fail(QStringLiteral("database"), QStringLiteral("must be a name of letters, digits, _ $ - (at most 63), not template0/1"));
+            p.fail(QStringLiteral("database"),
+                   QStringLiteral(
+                       "must be a name of letters, digits, _ $ - (at most 63), not template0/1"));
         else if (!validName(s.username) || s.username == QLatin1String(PostgresBackend::kAdminRole)
                  || s.username.startsWith(QLatin1String("pg_")))
-            p.fail(QStringLiteral("username"), QStringLiteral("must be a name of letters, digits, _ $ - (at most 63), not a reserved role"));
+            p.fail(
+                QStringLiteral("username"),
+                QStringLiteral(
+                    "must be a name of letters, digits, _ $ - (at most 63), not a reserved role"));
         else if (s.password.size() > 1000 || s.password.contains(QChar(0)))
             p.fail(QStringLiteral("password"), QStringLiteral("must be at most 1000 characters"));
     } else if (!p.failed()) {
@@ -527,19 +582,26 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
         if (file.startsWith(QLatin1String("/workspace/")))
             file = file.mid(11);
         const QString clean = QDir::cleanPath(file);
-        if (file.isEmpty() || file.startsWith(u'/') || clean.startsWith(QLatin1String("..")) || clean != file
-            || file.contains(QChar(0)) || file.size() > 200)
-            p.fail(QStringLiteral("database"), QStringLiteral("must be a file name inside /workspace, e.g. \"app.db\""));
+        if (file.isEmpty() || file.startsWith(u'/') || clean.startsWith(QLatin1String(".."))
+            || clean != file || file.contains(QChar(0)) || file.size() > 200)
+            p.fail(QStringLiteral("database"),
+                   QStringLiteral("must be a file name inside /workspace, e.g. \"app.db\""));
         s.database = file;
         s.username.clear();
     }
     if (p.failed())
         return reply(p.error());
-    if (c.type == QLatin1String("duckdb") && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost-duckdb")))
+    if (c.type == QLatin1String("duckdb")
+        && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost-duckdb")))
         return reply(Error{ErrorCode::NotImplemented,
-                           QStringLiteral("DuckDB is not available in this build: run scripts/setup.sh, which fetches libduckdb"), {}});
-    if (c.type != QLatin1String("postgres") && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost")))
-        return reply(Error{ErrorCode::SandboxError, QStringLiteral("sandbox-dbhost not found in %1").arg(m_dbhostDir), {}});
+                           QStringLiteral("DuckDB is not available in this build: run "
+                                          "scripts/setup.sh, which fetches libduckdb"),
+                           {}});
+    if (c.type != QLatin1String("postgres")
+        && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost")))
+        return reply(Error{ErrorCode::SandboxError,
+                           QStringLiteral("sandbox-dbhost not found in %1").arg(m_dbhostDir),
+                           {}});
 
     QElapsedTimer clock;
     clock.start();
@@ -591,7 +653,10 @@ static void runTimed(QObject *owner, qint64 timeoutMs, const CallContext &ctx,
         if (st->timer)
             st->timer->deleteLater();
         if (st->timedOut)
-            r = Error{ErrorCode::Timeout, QStringLiteral("the statement ran past its timeout of %1 ms and was cancelled").arg(timeoutMs),
+            r = Error{ErrorCode::Timeout,
+                      QStringLiteral(
+                          "the statement ran past its timeout of %1 ms and was cancelled")
+                          .arg(timeoutMs),
                       QJsonObject{{QStringLiteral("timeoutMs"), double(timeoutMs)}}};
         done(std::move(r));
     };
@@ -618,7 +683,8 @@ static void runTimed(QObject *owner, qint64 timeoutMs, const CallContext &ctx,
     };
 }
 
-void DatabaseAdapter::sql(const QString &method, const QJsonObject &params, const CallContext &ctx, const Reply &reply)
+void DatabaseAdapter::sql(const QString &method, const QJsonObject &params, const CallContext &ctx,
+                          const Reply &reply)
 {
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
@@ -630,11 +696,15 @@ void DatabaseAdapter::sql(const QString &method, const QJsonObject &params, cons
     else if (!rawParams.isUndefined() && !rawParams.isNull() && !p.failed())
         p.fail(QStringLiteral("params"), QStringLiteral("must be an array"));
     req.execute = method == QLatin1String("databases.execute");
-    req.pageSize = int(p.optionalInteger(QStringLiteral("pageSize"), kDefaultPageSize, 1, kMaxPageSize));
+    req.pageSize = int(
+        p.optionalInteger(QStringLiteral("pageSize"), kDefaultPageSize, 1, kMaxPageSize));
     req.pageBytes = kPageBytes;
-    const qint64 timeoutMs = p.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1, kMaxTimeoutMs);
-    const bool objectRows = p.optionalChoice(QStringLiteral("rowMode"), {QStringLiteral("object"), QStringLiteral("array")},
-                                             QStringLiteral("object")) == QLatin1String("object");
+    const qint64 timeoutMs = p.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1,
+                                               kMaxTimeoutMs);
+    const bool objectRows = p.optionalChoice(QStringLiteral("rowMode"),
+                                             {QStringLiteral("object"), QStringLiteral("array")},
+                                             QStringLiteral("object"))
+                            == QLatin1String("object");
     if (!p.failed() && req.sql.trimmed().isEmpty())
         p.fail(QStringLiteral("sql"), QStringLiteral("must not be empty"));
     if (p.failed())
@@ -644,64 +714,71 @@ void DatabaseAdapter::sql(const QString &method, const QJsonObject &params, cons
         if (!b)
             return reply(b.error());
         QPointer<DatabaseBackend> backend = *b;
-        runTimed(this, timeoutMs, c, [backend, req](PageDone done) { return backend->query(req, std::move(done)); },
-                 [this, id, req, objectRows, c, backend, reply](Result<QJsonObject> r) {
-            if (!r) {
-                m_sandboxes->endActivity(id);
-                Error e = r.error();
-                if (e.code == ErrorCode::QueryError || e.code == ErrorCode::InvalidParams)
-                    locate(req.sql, e);
-                return reply(e);
-            }
-            QJsonObject page = *r;
-            if (req.execute) {
-                m_sandboxes->endActivity(id);
-                return reply(QJsonValue(QJsonObject{{QStringLiteral("rowsAffected"), page.value(QStringLiteral("rowsAffected"))},
-                                                    {QStringLiteral("command"), page.value(QStringLiteral("command"))}}));
-            }
-            const QJsonArray fields = page.value(QStringLiteral("fields")).toArray();
-            const QJsonArray rows = page.value(QStringLiteral("rows")).toArray();
-            const QString backendCursor = page.value(QStringLiteral("cursor")).toString();
-            QJsonValue cursor;
-            if (!backendCursor.isEmpty() && backend) {
-                // Keep at most kMaxCursorsPerDatabase: the least recently used goes first.
-                QList<Cursor *> mine;
-                for (Cursor *x : std::as_const(m_cursors))
-                    if (x->databaseId == id)
-                        mine.append(x);
-                std::sort(mine.begin(), mine.end(), [](Cursor *a, Cursor *b) { return a->lastUsed < b->lastUsed; });
-                for (qsizetype i = 0; i + kMaxCursorsPerDatabase <= mine.size(); ++i)
-                    closeCursor(mine[i]->id);
-                auto *cur = new Cursor;
-                cur->id = newCursorId();
-                cur->keyId = c.keyId;
-                cur->databaseId = id;
-                cur->backendCursor = backendCursor;
-                cur->fields = fields;
-                cur->objectRows = objectRows;
-                cur->lastUsed = QDateTime::currentMSecsSinceEpoch();
-                m_cursors.insert(cur->id, cur);
-                cursor = cur->id; // the sandbox stays busy (awake) until the cursor closes
-            } else {
-                m_sandboxes->endActivity(id);
-            }
-            // A paged result's command tag is only known at its end: name it by its first word.
-            QString command = page.value(QStringLiteral("command")).toString();
-            if (command.isEmpty()) {
-                static const QRegularExpression word(QStringLiteral("^(?:\\s|--[^\\n]*\\n|/\\*.*?\\*/)*([A-Za-z]+)"),
-                                                     QRegularExpression::DotMatchesEverythingOption);
-                command = word.match(req.sql).captured(1).toUpper();
-            }
-            reply(QJsonValue(QJsonObject{
-                {QStringLiteral("rows"), objectRows ? toObjects(fields, rows) : rows},
-                {QStringLiteral("rowCount"), rows.size()},
-                {QStringLiteral("fields"), fields},
-                {QStringLiteral("command"), command},
-                {QStringLiteral("rowsAffected"), page.value(QStringLiteral("rowsAffected"))},
-                {QStringLiteral("cursor"), cursor},
-                {QStringLiteral("hasMore"), !cursor.isNull()},
-            }));
-        });
+        runTimed(
+            this, timeoutMs, c,
+            [backend, req](PageDone done) { return backend->query(req, std::move(done)); },
+            [this, id, req, objectRows, c, backend, reply](Result<QJsonObject> r) {
+                if (!r) {
+                    m_sandboxes->endActivity(id);
+                    Error e = r.error();
+                    if (e.code == ErrorCode::QueryError || e.code == ErrorCode::InvalidParams)
+                        locate(req.sql, e);
+                    return reply(e);
+                }
+                QJsonObject page = *r;
+                if (req.execute) {
+                    m_sandboxes->endActivity(id);
+                    return reply(
+                        QJsonValue(QJsonObject{{QStringLiteral("rowsAffected"),
+                                                page.value(QStringLiteral("rowsAffected"))},
+                                               {QStringLiteral("command"),
+                                                page.value(QStringLiteral("command"))}}));
+                }
+                const QJsonArray fields = page.value(QStringLiteral("fields")).toArray();
+                const QJsonArray rows = page.value(QStringLiteral("rows")).toArray();
+                const QString backendCursor = page.value(QStringLiteral("cursor")).toString();
+                QJsonValue cursor;
+                if (!backendCursor.isEmpty() && backend) {
+                    // Keep at most kMaxCursorsPerDatabase: the least recently used goes first.
+                    QList<Cursor *> mine;
+                    for (Cursor *x : std::as_const(m_cursors))
+                        if (x->databaseId == id)
+                            mine.append(x);
+                    std::sort(mine.begin(), mine.end(),
+                              [](Cursor *a, Cursor *b) { return a->lastUsed < b->lastUsed; });
+                    for (qsizetype i = 0; i + kMaxCursorsPerDatabase <= mine.size(); ++i)
+                        closeCursor(mine[i]->id);
+                    auto *cur = new Cursor;
+                    cur->id = newCursorId();
+                    cur->keyId = c.keyId;
+                    cur->databaseId = id;
+                    cur->backendCursor = backendCursor;
+                    cur->fields = fields;
+                    cur->objectRows = objectRows;
+                    cur->lastUsed = QDateTime::currentMSecsSinceEpoch();
+                    m_cursors.insert(cur->id, cur);
+                    cursor = cur->id; // the sandbox stays busy (awake) until the cursor closes
+                } else {
+                    m_sandboxes->endActivity(id);
+                }
+                // A paged result's command tag is only known at its end: name it by its first word.
+                QString command = page.value(QStringLiteral("command")).toString();
+                if (command.isEmpty()) {
+                    static const QRegularExpression
+                        word(QStringLiteral("^(?:\\s|--[^\\n]*\\n|/\\*.*?\\*/)*([A-Za-z]+)"),
+                             QRegularExpression::DotMatchesEverythingOption);
+                    command = word.match(req.sql).captured(1).toUpper();
+                }
+                reply(QJsonValue(QJsonObject{
+                    {QStringLiteral("rows"), objectRows ? toObjects(fields, rows) : rows},
+                    {QStringLiteral("rowCount"), rows.size()},
+                    {QStringLiteral("fields"), fields},
+                    {QStringLiteral("command"), command},
+                    {QStringLiteral("rowsAffected"), page.value(QStringLiteral("rowsAffected"))},
+                    {QStringLiteral("cursor"), cursor},
+                    {QStringLiteral("hasMore"), !cursor.isNull()},
+                }));
+            });
     });
 }
 
@@ -710,53 +787,67 @@ void DatabaseAdapter::fetch(const QJsonObject &params, const CallContext &ctx, c
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString cursorId = p.requiredString(QStringLiteral("cursor"));
-    const int pageSize = int(p.optionalInteger(QStringLiteral("pageSize"), kDefaultPageSize, 1, kMaxPageSize));
-    const qint64 timeoutMs = p.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1, kMaxTimeoutMs);
+    const int pageSize = int(
+        p.optionalInteger(QStringLiteral("pageSize"), kDefaultPageSize, 1, kMaxPageSize));
+    const qint64 timeoutMs = p.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1,
+                                               kMaxTimeoutMs);
     if (p.failed())
         return reply(p.error());
     Cursor *c = m_cursors.value(cursorId);
     if (!c || c->keyId != ctx.keyId || c->databaseId != id)
-        return reply(Error::notFound(QStringLiteral("cursor %1 (it was closed, read to the end or expired)").arg(cursorId)));
+        return reply(Error::notFound(
+            QStringLiteral("cursor %1 (it was closed, read to the end or expired)").arg(cursorId)));
     if (c->fetching)
-        return reply(Error::invalidParams(QStringLiteral("cursor"), QStringLiteral("a fetch on this cursor is already running")));
+        return reply(
+            Error::invalidParams(QStringLiteral("cursor"),
+                                 QStringLiteral("a fetch on this cursor is already running")));
     DatabaseBackend *backend = m_backends.value(id);
     if (!backend || !backend->isAlive()) {
         closeCursor(cursorId);
-        return reply(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the database server stopped; the cursor is gone"), {}});
+        return reply(Error{ErrorCode::SandboxNotRunning,
+                           QStringLiteral("the database server stopped; the cursor is gone"),
+                           {}});
     }
     c->fetching = true;
     c->lastUsed = QDateTime::currentMSecsSinceEpoch();
     QPointer<DatabaseBackend> guard(backend);
     const QString backendCursor = c->backendCursor;
-    runTimed(this, timeoutMs, ctx,
-             [guard, backendCursor, pageSize](PageDone done) {
-                 if (!guard) {
-                     done(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the database server stopped"), {}});
-                     return CancelFn([] {});
-                 }
-                 return guard->fetch(backendCursor, pageSize, kPageBytes, std::move(done));
-             },
-             [this, cursorId, reply](Result<QJsonObject> r) {
-                 Cursor *c = m_cursors.value(cursorId);
-                 if (!c)
-                     return reply(r ? Error{ErrorCode::Cancelled, QStringLiteral("the cursor was closed"), {}} : r.error());
-                 c->fetching = false;
-                 c->lastUsed = QDateTime::currentMSecsSinceEpoch();
-                 if (!r) {
-                     closeCursor(cursorId);
-                     return reply(r.error());
-                 }
-                 const QJsonArray rows = r->value(QStringLiteral("rows")).toArray();
-                 const bool done = r->value(QStringLiteral("done")).toBool();
-                 const QJsonArray fields = c->fields;
-                 const bool objects = c->objectRows;
-                 if (done)
-                     closeCursor(cursorId);
-                 reply(QJsonValue(QJsonObject{{QStringLiteral("rows"), objects ? toObjects(fields, rows) : rows},
-                                              {QStringLiteral("rowCount"), rows.size()},
-                                              {QStringLiteral("done"), done},
-                                              {QStringLiteral("cursor"), done ? QJsonValue() : QJsonValue(cursorId)}}));
-             });
+    runTimed(
+        this, timeoutMs, ctx,
+        [guard, backendCursor, pageSize](PageDone done) {
+            if (!guard) {
+                done(Error{ErrorCode::SandboxNotRunning,
+                           QStringLiteral("the database server stopped"),
+                           {}});
+                return CancelFn([] {});
+            }
+            return guard->fetch(backendCursor, pageSize, kPageBytes, std::move(done));
+        },
+        [this, cursorId, reply](Result<QJsonObject> r) {
+            Cursor *c = m_cursors.value(cursorId);
+            if (!c)
+                return reply(
+                    r ? Error{ErrorCode::Cancelled, QStringLiteral("the cursor was closed"), {}}
+                      : r.error());
+            c->fetching = false;
+            c->lastUsed = QDateTime::currentMSecsSinceEpoch();
+            if (!r) {
+                closeCursor(cursorId);
+                return reply(r.error());
+            }
+            const QJsonArray rows = r->value(QStringLiteral("rows")).toArray();
+            const bool done = r->value(QStringLiteral("done")).toBool();
+            const QJsonArray fields = c->fields;
+            const bool objects = c->objectRows;
+            if (done)
+                closeCursor(cursorId);
+            reply(QJsonValue(
+                QJsonObject{{QStringLiteral("rows"), objects ? toObjects(fields, rows) : rows},
+                            {QStringLiteral("rowCount"), rows.size()},
+                            {QStringLiteral("done"), done},
+                            {QStringLiteral("cursor"),
+                             done ? QJsonValue() : QJsonValue(cursorId)}}));
+        });
 }
 
 void DatabaseAdapter::closeCursor(const QString &cursorId)
@@ -781,61 +872,87 @@ void DatabaseAdapter::expireCursors()
         closeCursor(id);
 }
 
-void DatabaseAdapter::transaction(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
+void DatabaseAdapter::transaction(const QJsonObject &params, const CallContext &ctx,
+                                  const Reply &reply)
 {
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
-    const qint64 timeoutMs = p.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1, kMaxTimeoutMs);
-    const bool objectRows = p.optionalChoice(QStringLiteral("rowMode"), {QStringLiteral("object"), QStringLiteral("array")},
-                                             QStringLiteral("object")) == QLatin1String("object");
+    const qint64 timeoutMs = p.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1,
+                                               kMaxTimeoutMs);
+    const bool objectRows = p.optionalChoice(QStringLiteral("rowMode"),
+                                             {QStringLiteral("object"), QStringLiteral("array")},
+                                             QStringLiteral("object"))
+                            == QLatin1String("object");
     QJsonArray statements;
     const QJsonArray given = p.raw(QStringLiteral("statements")).toArray();
     for (qsizetype i = 0; i < given.size() && !p.failed(); ++i) {
         const QJsonValue s = given[i];
-        QJsonObject st = s.isString() ? QJsonObject{{QStringLiteral("sql"), s.toString()}} : s.toObject();
+        QJsonObject st = s.isString() ? QJsonObject{{QStringLiteral("sql"), s.toString()}}
+                                      : s.toObject();
         if (st.value(QStringLiteral("sql")).toString().trimmed().isEmpty())
-            p.fail(QStringLiteral("statements[%1].sql").arg(i), QStringLiteral("must be a non-empty string"));
-        else if (st.contains(QStringLiteral("params")) && !st.value(QStringLiteral("params")).isArray())
-            p.fail(QStringLiteral("statements[%1].params").arg(i), QStringLiteral("must be an array"));
+            p.fail(QStringLiteral("statements[%1].sql").arg(i),
+                   QStringLiteral("must be a non-empty string"));
+        else if (st.contains(QStringLiteral("params"))
+                 && !st.value(QStringLiteral("params")).isArray())
+            p.fail(QStringLiteral("statements[%1].params").arg(i),
+                   QStringLiteral("must be an array"));
         statements.append(st);
     }
     if (!p.failed() && (statements.isEmpty() || statements.size() > kMaxStatements))
-        p.fail(QStringLiteral("statements"), QStringLiteral("must be 1 to %1 statements").arg(kMaxStatements));
+        p.fail(QStringLiteral("statements"),
+               QStringLiteral("must be 1 to %1 statements").arg(kMaxStatements));
     if (p.failed())
         return reply(p.error());
     const CallContext c = ctx;
-    withBackend(ctx, id, [this, id, statements, timeoutMs, objectRows, c, reply](Result<DatabaseBackend *> b) {
-        if (!b)
-            return reply(b.error());
-        QPointer<DatabaseBackend> backend = *b;
-        runTimed(this, timeoutMs, c, [backend, statements](PageDone done) { return backend->transaction(statements, std::move(done)); },
-                 [this, id, statements, objectRows, reply](Result<QJsonObject> r) {
-            m_sandboxes->endActivity(id);
-            if (!r) {
-                Error e = r.error();
-                const int index = e.data.toObject().value(QStringLiteral("statementIndex")).toInt(-1);
-                if (index >= 0 && index < statements.size() && e.code == ErrorCode::QueryError)
-                    locate(statements[index].toObject().value(QStringLiteral("sql")).toString(), e);
-                e.message = (index >= 0 ? QStringLiteral("statement %1: ").arg(index) : QString()) + e.message
-                            + QStringLiteral(" (the transaction was rolled back)");
-                return reply(e);
-            }
-            QJsonArray results;
-            for (const QJsonValue &v : r->value(QStringLiteral("results")).toArray()) {
-                QJsonObject o = v.toObject();
-                const QJsonArray rows = o.value(QStringLiteral("rows")).toArray();
-                if (objectRows)
-                    o.insert(QStringLiteral("rows"), toObjects(o.value(QStringLiteral("fields")).toArray(), rows));
-                o.insert(QStringLiteral("rowCount"), rows.size());
-                results.append(o);
-            }
-            reply(QJsonValue(QJsonObject{{QStringLiteral("results"), results}, {QStringLiteral("committed"), true}}));
+    withBackend(
+        ctx, id,
+        [this, id, statements, timeoutMs, objectRows, c, reply](Result<DatabaseBackend *> b) {
+            if (!b)
+                return reply(b.error());
+            QPointer<DatabaseBackend> backend = *b;
+            runTimed(
+                this, timeoutMs, c,
+                [backend, statements](PageDone done) {
+                    return backend->transaction(statements, std::move(done));
+                },
+                [this, id, statements, objectRows, reply](Result<QJsonObject> r) {
+                    m_sandboxes->endActivity(id);
+                    if (!r) {
+                        Error e = r.error();
+                        const int index
+                            = e.data.toObject().value(QStringLiteral("statementIndex")).toInt(-1);
+                        if (index >= 0 && index < statements.size()
+                            && e.code == ErrorCode::QueryError)
+                            locate(statements[index]
+                                       .toObject()
+                                       .value(QStringLiteral("sql"))
+                                       .toString(),
+                                   e);
+                        e.message = (index >= 0 ? QStringLiteral("statement %1: ").arg(index)
+                                                : QString())
+                                    + e.message
+                                    + QStringLiteral(" (the transaction was rolled back)");
+                        return reply(e);
+                    }
+                    QJsonArray results;
+                    for (const QJsonValue &v : r->value(QStringLiteral("results")).toArray()) {
+                        QJsonObject o = v.toObject();
+                        const QJsonArray rows = o.value(QStringLiteral("rows")).toArray();
+                        if (objectRows)
+                            o.insert(QStringLiteral("rows"),
+                                     toObjects(o.value(QStringLiteral("fields")).toArray(), rows));
+                        o.insert(QStringLiteral("rowCount"), rows.size());
+                        results.append(o);
+                    }
+                    reply(QJsonValue(QJsonObject{{QStringLiteral("results"), results},
+                                                 {QStringLiteral("committed"), true}}));
+                });
         });
-    });
 }
 
-void DatabaseAdapter::internalQuery(const CallContext &ctx, const QString &id, const QString &sqlText,
-                                    const QJsonArray &params, std::function<void(Result<QJsonObject>)> done)
+void DatabaseAdapter::internalQuery(const CallContext &ctx, const QString &id,
+                                    const QString &sqlText, const QJsonArray &params,
+                                    std::function<void(Result<QJsonObject>)> done)
 {
     const CallContext c = ctx;
     withBackend(ctx, id, [this, id, sqlText, params, c, done](Result<DatabaseBackend *> b) {
@@ -846,17 +963,21 @@ void DatabaseAdapter::internalQuery(const CallContext &ctx, const QString &id, c
         req.params = params;
         req.pageSize = kMaxPageSize;
         QPointer<DatabaseBackend> backend = *b;
-        runTimed(this, kDefaultTimeoutMs, c, [backend, req](PageDone d) { return backend->query(req, std::move(d)); },
-                 [this, id, backend, done](Result<QJsonObject> r) {
-            m_sandboxes->endActivity(id);
-            if (r && !r->value(QStringLiteral("cursor")).toString().isEmpty() && backend)
-                backend->closeCursor(r->value(QStringLiteral("cursor")).toString()); // more than enough rows
-            done(r);
-        });
+        runTimed(
+            this, kDefaultTimeoutMs, c,
+            [backend, req](PageDone d) { return backend->query(req, std::move(d)); },
+            [this, id, backend, done](Result<QJsonObject> r) {
+                m_sandboxes->endActivity(id);
+                if (r && !r->value(QStringLiteral("cursor")).toString().isEmpty() && backend)
+                    backend->closeCursor(
+                        r->value(QStringLiteral("cursor")).toString()); // more than enough rows
+                done(r);
+            });
     });
 }
 
-void DatabaseAdapter::admin(const QString &method, const QJsonObject &params, const CallContext &ctx, const Reply &reply)
+void DatabaseAdapter::admin(const QString &method, const QJsonObject &params,
+                            const CallContext &ctx, const Reply &reply)
 {
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
@@ -867,50 +988,69 @@ void DatabaseAdapter::admin(const QString &method, const QJsonObject &params, co
         return reply(info.error());
     const QString type = info->value(QStringLiteral("type")).toString();
     const bool pg = type == QLatin1String("postgres"), lite = type == QLatin1String("sqlite");
-    auto rows = [](const Result<QJsonObject> &r) { return r->value(QStringLiteral("rows")).toArray(); };
+    auto rows = [](const Result<QJsonObject> &r) {
+        return r->value(QStringLiteral("rows")).toArray();
+    };
 
     if (method == QLatin1String("version")) {
-        const QString q = pg ? QStringLiteral("SELECT version()") : lite ? QStringLiteral("SELECT 'SQLite ' || sqlite_version()")
-                                                                          : QStringLiteral("SELECT 'DuckDB ' || version()");
+        const QString q = pg     ? QStringLiteral("SELECT version()")
+                          : lite ? QStringLiteral("SELECT 'SQLite ' || sqlite_version()")
+                                 : QStringLiteral("SELECT 'DuckDB ' || version()");
         return internalQuery(ctx, id, q, {}, [reply, rows, type](Result<QJsonObject> r) {
             if (!r)
                 return reply(r.error());
             reply(QJsonValue(QJsonObject{{QStringLiteral("type"), type},
-                                         {QStringLiteral("version"), rows(r).at(0).toArray().at(0).toString()}}));
+                                         {QStringLiteral("version"),
+                                          rows(r).at(0).toArray().at(0).toString()}}));
         });
     }
     if (method == QLatin1String("ping")) {
         QElapsedTimer clock;
         clock.start();
-        return internalQuery(ctx, id, QStringLiteral("SELECT 1"), {}, [reply, clock](Result<QJsonObject> r) {
-            reply(QJsonValue(QJsonObject{{QStringLiteral("ok"), bool(r)},
-                                         {QStringLiteral("latencyMs"), double(clock.nsecsElapsed()) / 1e6},
-                                         {QStringLiteral("error"), r ? QJsonValue() : QJsonValue(r.error().message)}}));
-        });
+        return internalQuery(ctx, id, QStringLiteral("SELECT 1"), {},
+                             [reply, clock](Result<QJsonObject> r) {
+                                 reply(QJsonValue(QJsonObject{{QStringLiteral("ok"), bool(r)},
+                                                              {QStringLiteral("latencyMs"),
+                                                               double(clock.nsecsElapsed()) / 1e6},
+                                                              {QStringLiteral("error"),
+                                                               r ? QJsonValue()
+                                                                 : QJsonValue(r.error().message)}}));
+                             });
     }
     if (method == QLatin1String("listTables")) {
-        const QString q = lite
-            ? QStringLiteral("SELECT 'main', name, type FROM sqlite_schema WHERE type IN ('table','view') "
-                             "AND name NOT LIKE 'sqlite_%' ORDER BY name")
-            : QStringLiteral("SELECT table_schema, table_name, CASE WHEN table_type = 'VIEW' THEN 'view' ELSE 'table' END "
-                             "FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
-                             "%1 ORDER BY 1, 2").arg(pg ? QString() : QStringLiteral("AND table_catalog = current_database()"));
+        const QString q
+            = lite ? QStringLiteral(
+                  "SELECT 'main', name, type FROM sqlite_schema WHERE type IN ('table','view') "
+                  "AND name NOT LIKE 'sqlite_%' ORDER BY name")
+                   : QStringLiteral("SELECT table_schema, table_name, CASE WHEN table_type = "
+                                    "'VIEW' THEN 'view' ELSE 'table' END "
+                                    "FROM information_schema.tables WHERE table_schema NOT IN "
+                                    "('pg_catalog', 'information_schema') "
+                                    "%1 ORDER BY 1, 2")
+                         .arg(pg ? QString()
+                                 : QStringLiteral("AND table_catalog = current_database()"));
         return internalQuery(ctx, id, q, {}, [reply, rows](Result<QJsonObject> r) {
             if (!r)
                 return reply(r.error());
             QJsonArray tables;
             for (const QJsonValue &row : rows(r)) {
                 const QJsonArray a = row.toArray();
-                tables.append(QJsonObject{{QStringLiteral("schema"), a[0]}, {QStringLiteral("name"), a[1]}, {QStringLiteral("type"), a[2]}});
+                tables.append(QJsonObject{{QStringLiteral("schema"), a[0]},
+                                          {QStringLiteral("name"), a[1]},
+                                          {QStringLiteral("type"), a[2]}});
             }
             reply(QJsonValue(QJsonObject{{QStringLiteral("tables"), tables}}));
         });
     }
     if (method == QLatin1String("listDatabases")) {
-        const QString q = pg ? QStringLiteral("SELECT datname, pg_get_userbyid(datdba), pg_database_size(oid) FROM pg_database "
-                                              "WHERE NOT datistemplate ORDER BY 1")
-                        : lite ? QStringLiteral("SELECT name, file, NULL FROM pragma_database_list ORDER BY seq")
-                               : QStringLiteral("SELECT database_name, path, NULL FROM duckdb_databases() WHERE NOT internal ORDER BY 1");
+        const QString q
+            = pg ? QStringLiteral(
+                  "SELECT datname, pg_get_userbyid(datdba), pg_database_size(oid) FROM pg_database "
+                  "WHERE NOT datistemplate ORDER BY 1")
+              : lite
+                  ? QStringLiteral("SELECT name, file, NULL FROM pragma_database_list ORDER BY seq")
+                  : QStringLiteral("SELECT database_name, path, NULL FROM duckdb_databases() WHERE "
+                                   "NOT internal ORDER BY 1");
         return internalQuery(ctx, id, q, {}, [reply, rows, pg](Result<QJsonObject> r) {
             if (!r)
                 return reply(r.error());
@@ -929,12 +1069,16 @@ void DatabaseAdapter::admin(const QString &method, const QJsonObject &params, co
     if (method == QLatin1String("createDatabase")) {
         const QString name = p.requiredString(QStringLiteral("name"));
         if (!p.failed() && !validName(name))
-            p.fail(QStringLiteral("name"), QStringLiteral("must be a name of letters, digits, _ $ - (at most 63)"));
+            p.fail(QStringLiteral("name"),
+                   QStringLiteral("must be a name of letters, digits, _ $ - (at most 63)"));
         if (p.failed())
             return reply(p.error());
         if (!pg)
             return reply(Error{ErrorCode::NotImplemented,
-                               QStringLiteral("createDatabase is for PostgreSQL; a %1 database is one file (ATTACH another file instead)").arg(type), {}});
+                               QStringLiteral("createDatabase is for PostgreSQL; a %1 database is "
+                                              "one file (ATTACH another file instead)")
+                                   .arg(type),
+                               {}});
         const CallContext c = ctx;
         return withBackend(ctx, id, [this, id, name, c, reply](Result<DatabaseBackend *> b) {
             if (!b)
@@ -943,100 +1087,134 @@ void DatabaseAdapter::admin(const QString &method, const QJsonObject &params, co
             req.sql = QStringLiteral("CREATE DATABASE %1").arg(quoteIdent(name));
             req.execute = true;
             QPointer<DatabaseBackend> backend = *b;
-            runTimed(this, kDefaultTimeoutMs, c, [backend, req](PageDone d) { return backend->query(req, std::move(d)); },
-                     [this, id, name, reply](Result<QJsonObject> r) {
-                m_sandboxes->endActivity(id);
-                if (!r) {
-                    Error e = r.error();
-                    if (e.data.toObject().value(QStringLiteral("sqlstate")).toString() == QLatin1String("42P04"))
-                        e.code = ErrorCode::AlreadyExists;
-                    return reply(e);
-                }
-                reply(QJsonValue(QJsonObject{{QStringLiteral("name"), name}, {QStringLiteral("created"), true}}));
-            });
+            runTimed(
+                this, kDefaultTimeoutMs, c,
+                [backend, req](PageDone d) { return backend->query(req, std::move(d)); },
+                [this, id, name, reply](Result<QJsonObject> r) {
+                    m_sandboxes->endActivity(id);
+                    if (!r) {
+                        Error e = r.error();
+                        if (e.data.toObject().value(QStringLiteral("sqlstate")).toString()
+                            == QLatin1String("42P04"))
+                            e.code = ErrorCode::AlreadyExists;
+                        return reply(e);
+                    }
+                    reply(QJsonValue(QJsonObject{{QStringLiteral("name"), name},
+                                                 {QStringLiteral("created"), true}}));
+                });
         });
     }
     // describeTable
     const QString table = p.requiredString(QStringLiteral("table"));
-    const QString schema = p.optionalString(QStringLiteral("schema"), pg ? QStringLiteral("public") : lite ? QStringLiteral("main") : QStringLiteral("main"));
+    const QString schema = p.optionalString(QStringLiteral("schema"), pg ? QStringLiteral("public")
+                                                                      : lite
+                                                                          ? QStringLiteral("main")
+                                                                          : QStringLiteral("main"));
     if (p.failed())
         return reply(p.error());
     QString columnsSql, indexesSql;
     QJsonArray args{schema, table};
     if (pg) {
         columnsSql = QStringLiteral(
-            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_get_expr(d.adbin, d.adrelid), "
-            "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND a.attnum = ANY(i.indkey)) "
-            "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
+            "pg_get_expr(d.adbin, d.adrelid), "
+            "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND "
+            "a.attnum = ANY(i.indkey)) "
+            "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON "
+            "n.oid = c.relnamespace "
             "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
-            "WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum");
+            "WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped ORDER "
+            "BY a.attnum");
         indexesSql = QStringLiteral(
             "SELECT i.relname, ix.indisunique, ix.indisprimary, pg_get_indexdef(ix.indexrelid), "
-            "array(SELECT a.attname FROM unnest(ix.indkey) k JOIN pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k) "
-            "FROM pg_index ix JOIN pg_class t ON t.oid = ix.indrelid JOIN pg_class i ON i.oid = ix.indexrelid "
-            "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1 AND t.relname = $2 ORDER BY 1");
+            "array(SELECT a.attname FROM unnest(ix.indkey) k JOIN pg_attribute a ON a.attrelid = "
+            "ix.indrelid AND a.attnum = k) "
+            "FROM pg_index ix JOIN pg_class t ON t.oid = ix.indrelid JOIN pg_class i ON i.oid = "
+            "ix.indexrelid "
+            "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1 AND t.relname = $2 "
+            "ORDER BY 1");
     } else if (lite) {
-        columnsSql = QStringLiteral("SELECT name, type, NOT \"notnull\", dflt_value, pk > 0 FROM pragma_table_info(?2, ?1) ORDER BY cid");
-        indexesSql = QStringLiteral("SELECT il.name, il.\"unique\", il.origin = 'pk', s.sql, "
-                                    "(SELECT json_group_array(ii.name) FROM pragma_index_info(il.name, ?1) ii) "
-                                    "FROM pragma_index_list(?2, ?1) il LEFT JOIN sqlite_schema s ON s.name = il.name ORDER BY 1");
+        columnsSql = QStringLiteral("SELECT name, type, NOT \"notnull\", dflt_value, pk > 0 FROM "
+                                    "pragma_table_info(?2, ?1) ORDER BY cid");
+        indexesSql = QStringLiteral(
+            "SELECT il.name, il.\"unique\", il.origin = 'pk', s.sql, "
+            "(SELECT json_group_array(ii.name) FROM pragma_index_info(il.name, ?1) ii) "
+            "FROM pragma_index_list(?2, ?1) il LEFT JOIN sqlite_schema s ON s.name = il.name ORDER "
+            "BY 1");
     } else {
         columnsSql = QStringLiteral(
             "SELECT c.column_name, c.data_type, c.is_nullable = 'YES', c.column_default, "
-            "coalesce((SELECT list_contains(k.constraint_column_names, c.column_name) FROM duckdb_constraints() k "
-            "WHERE k.schema_name = $1 AND k.table_name = $2 AND k.constraint_type = 'PRIMARY KEY' LIMIT 1), false) "
+            "coalesce((SELECT list_contains(k.constraint_column_names, c.column_name) FROM "
+            "duckdb_constraints() k "
+            "WHERE k.schema_name = $1 AND k.table_name = $2 AND k.constraint_type = 'PRIMARY KEY' "
+            "LIMIT 1), false) "
             "FROM information_schema.columns c WHERE c.table_schema = $1 AND c.table_name = $2 "
             "AND c.table_catalog = current_database() ORDER BY c.ordinal_position");
-        indexesSql = QStringLiteral("SELECT index_name, is_unique, is_primary, sql, expressions FROM duckdb_indexes() "
-                                    "WHERE schema_name = $1 AND table_name = $2 ORDER BY 1");
+        indexesSql = QStringLiteral(
+            "SELECT index_name, is_unique, is_primary, sql, expressions FROM duckdb_indexes() "
+            "WHERE schema_name = $1 AND table_name = $2 ORDER BY 1");
     }
     const CallContext c = ctx;
-    internalQuery(ctx, id, columnsSql, args, [this, c, id, indexesSql, args, table, schema, reply, rows, lite](Result<QJsonObject> r) {
-        if (!r)
-            return reply(r.error());
-        QJsonArray columns;
-        for (const QJsonValue &row : rows(r)) {
-            const QJsonArray a = row.toArray();
-            columns.append(QJsonObject{{QStringLiteral("name"), a[0]},
-                                       {QStringLiteral("type"), a[1]},
-                                       {QStringLiteral("nullable"), a[2].isBool() ? a[2].toBool() : a[2].toInt() != 0},
-                                       {QStringLiteral("default"), a[3]},
-                                       {QStringLiteral("primaryKey"), a[4].isBool() ? a[4].toBool() : a[4].toInt() != 0}});
-        }
-        if (columns.isEmpty())
-            return reply(Error::notFound(QStringLiteral("table %1.%2").arg(schema, table)));
-        internalQuery(c, id, indexesSql, args, [reply, rows, columns, table, schema, lite](Result<QJsonObject> r) {
-            QJsonArray indexes;
-            if (r) {
-                for (const QJsonValue &row : rows(r)) {
-                    const QJsonArray a = row.toArray();
-                    QJsonValue cols = a[4];
-                    if (cols.isString()) { // SQLite json_group_array, DuckDB expressions text
-                        const QJsonDocument d = QJsonDocument::fromJson(cols.toString().toUtf8());
-                        cols = d.isArray() ? QJsonValue(d.array()) : QJsonValue(QJsonArray{cols});
-                    }
-                    indexes.append(QJsonObject{{QStringLiteral("name"), a[0]},
-                                               {QStringLiteral("unique"), a[1].isBool() ? a[1].toBool() : a[1].toInt() != 0},
-                                               {QStringLiteral("primary"), a[2].isBool() ? a[2].toBool() : a[2].toInt() != 0},
-                                               {QStringLiteral("definition"), a[3]},
-                                               {QStringLiteral("columns"), cols}});
-                }
+    internalQuery(
+        ctx, id, columnsSql, args,
+        [this, c, id, indexesSql, args, table, schema, reply, rows, lite](Result<QJsonObject> r) {
+            if (!r)
+                return reply(r.error());
+            QJsonArray columns;
+            for (const QJsonValue &row : rows(r)) {
+                const QJsonArray a = row.toArray();
+                columns.append(QJsonObject{{QStringLiteral("name"), a[0]},
+                                           {QStringLiteral("type"), a[1]},
+                                           {QStringLiteral("nullable"),
+                                            a[2].isBool() ? a[2].toBool() : a[2].toInt() != 0},
+                                           {QStringLiteral("default"), a[3]},
+                                           {QStringLiteral("primaryKey"),
+                                            a[4].isBool() ? a[4].toBool() : a[4].toInt() != 0}});
             }
-            Q_UNUSED(lite);
-            reply(QJsonValue(QJsonObject{{QStringLiteral("schema"), schema},
-                                         {QStringLiteral("table"), table},
-                                         {QStringLiteral("columns"), columns},
-                                         {QStringLiteral("indexes"), indexes}}));
+            if (columns.isEmpty())
+                return reply(Error::notFound(QStringLiteral("table %1.%2").arg(schema, table)));
+            internalQuery(
+                c, id, indexesSql, args,
+                [reply, rows, columns, table, schema, lite](Result<QJsonObject> r) {
+                    QJsonArray indexes;
+                    if (r) {
+                        for (const QJsonValue &row : rows(r)) {
+                            const QJsonArray a = row.toArray();
+                            QJsonValue cols = a[4];
+                            if (cols.isString()) { // SQLite json_group_array, DuckDB expressions text
+                                const QJsonDocument d = QJsonDocument::fromJson(
+                                    cols.toString().toUtf8());
+                                cols = d.isArray() ? QJsonValue(d.array())
+                                                   : QJsonValue(QJsonArray{cols});
+                            }
+                            indexes.append(
+                                QJsonObject{{QStringLiteral("name"), a[0]},
+                                            {QStringLiteral("unique"),
+                                             a[1].isBool() ? a[1].toBool() : a[1].toInt() != 0},
+                                            {QStringLiteral("primary"),
+                                             a[2].isBool() ? a[2].toBool() : a[2].toInt() != 0},
+                                            {QStringLiteral("definition"), a[3]},
+                                            {QStringLiteral("columns"), cols}});
+                        }
+                    }
+                    Q_UNUSED(lite);
+                    reply(QJsonValue(QJsonObject{{QStringLiteral("schema"), schema},
+                                                 {QStringLiteral("table"), table},
+                                                 {QStringLiteral("columns"), columns},
+                                                 {QStringLiteral("indexes"), indexes}}));
+                });
         });
-    });
 }
 
-void DatabaseAdapter::exportData(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
+void DatabaseAdapter::exportData(const QJsonObject &params, const CallContext &ctx,
+                                 const Reply &reply)
 {
     Params p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString table = p.requiredString(QStringLiteral("table"));
-    const QString format = p.optionalChoice(QStringLiteral("format"), {QStringLiteral("csv"), QStringLiteral("json"), QStringLiteral("parquet")},
+    const QString format = p.optionalChoice(QStringLiteral("format"),
+                                            {QStringLiteral("csv"), QStringLiteral("json"),
+                                             QStringLiteral("parquet")},
                                             QStringLiteral("csv"));
     const QString schema = p.optionalString(QStringLiteral("schema"));
     const QString path = p.optionalString(QStringLiteral("path"));
@@ -1049,10 +1227,12 @@ void DatabaseAdapter::exportData(const QJsonObject &params, const CallContext &c
     const bool duck = type == QLatin1String("duckdb");
     if ((format == QLatin1String("parquet") || !path.isEmpty()) && !duck)
         return reply(Error{ErrorCode::NotImplemented,
-                           format == QLatin1String("parquet") ? QStringLiteral("parquet export is for DuckDB databases")
-                                                              : QStringLiteral("export to a file (path) is for DuckDB databases"),
+                           format == QLatin1String("parquet")
+                               ? QStringLiteral("parquet export is for DuckDB databases")
+                               : QStringLiteral("export to a file (path) is for DuckDB databases"),
                            {}});
-    const QString source = (schema.isEmpty() ? QString() : quoteIdent(schema) + u'.') + quoteIdent(table);
+    const QString source = (schema.isEmpty() ? QString() : quoteIdent(schema) + u'.')
+                           + quoteIdent(table);
     const QString select = QStringLiteral("SELECT * FROM ") + source;
     const CallContext c = ctx;
 
@@ -1062,50 +1242,76 @@ void DatabaseAdapter::exportData(const QJsonObject &params, const CallContext &c
         if (!target.isEmpty() && !target.startsWith(QLatin1String("/workspace/")))
             target = QStringLiteral("/workspace/") + target;
         if (!target.isEmpty() && QDir::cleanPath(target) != target)
-            return reply(Error{ErrorCode::PathNotAllowed, QStringLiteral("the export path must stay inside /workspace"), {}});
+            return reply(Error{ErrorCode::PathNotAllowed,
+                               QStringLiteral("the export path must stay inside /workspace"),
+                               {}});
         const bool temporary = target.isEmpty();
         if (temporary)
-            target = QStringLiteral("/workspace/.export-%1.%2").arg(QRandomGenerator::system()->generate(), 0, 16).arg(format);
-        return withBackend(ctx, id, [this, id, select, format, target, temporary, c, reply](Result<DatabaseBackend *> b) {
-            if (!b)
-                return reply(b.error());
-            QPointer<DbHostBackend> backend = qobject_cast<DbHostBackend *>(*b);
-            runTimed(this, kMaxTimeoutMs / 12, c,
-                     [backend, select, format, target](PageDone d) { return backend->exportFile(select, format, target, std::move(d)); },
-                     [this, id, format, target, temporary, c, reply](Result<QJsonObject> r) {
-                if (!r) {
-                    m_sandboxes->endActivity(id);
-                    return reply(r.error());
-                }
-                const double rowCount = r->value(QStringLiteral("rowCount")).toDouble();
-                if (!temporary) {
-                    m_sandboxes->endActivity(id);
-                    return reply(QJsonValue(QJsonObject{{QStringLiteral("format"), format}, {QStringLiteral("path"), target},
-                                                        {QStringLiteral("rowCount"), rowCount}}));
-                }
-                // Read the file back through the supervisor (16 MiB per call), then remove it.
-                m_sandboxes->endActivity(id);
-                m_methods->call(QStringLiteral("sandbox.readFile"),
-                                {{QStringLiteral("id"), id}, {QStringLiteral("path"), target}, {QStringLiteral("encoding"), QStringLiteral("base64")}},
-                                c, [this, id, format, target, rowCount, c, reply](Result<QJsonValue> file) {
-                    m_methods->call(QStringLiteral("sandbox.deleteFile"), {{QStringLiteral("id"), id}, {QStringLiteral("path"), target}},
-                                    c, [](Result<QJsonValue>) {});
-                    if (!file)
-                        return reply(file.error());
-                    const QJsonObject f = file->toObject();
-                    if (f.value(QStringLiteral("truncated")).toBool())
-                        return reply(Error{ErrorCode::PayloadTooLarge,
-                                           QStringLiteral("the export is over 16 MiB; give a path to write it into /workspace"), {}});
-                    QJsonObject out{{QStringLiteral("format"), format}, {QStringLiteral("rowCount"), rowCount}};
-                    if (format == QLatin1String("parquet"))
-                        out.insert(QStringLiteral("contentBase64"), f.value(QStringLiteral("content")));
-                    else
-                        out.insert(QStringLiteral("content"), QString::fromUtf8(QByteArray::fromBase64(
-                                                                  f.value(QStringLiteral("content")).toString().toLatin1())));
-                    reply(QJsonValue(out));
-                });
+            target = QStringLiteral("/workspace/.export-%1.%2")
+                         .arg(QRandomGenerator::system()->generate(), 0, 16)
+                         .arg(format);
+        return withBackend(
+            ctx, id,
+            [this, id, select, format, target, temporary, c, reply](Result<DatabaseBackend *> b) {
+                if (!b)
+                    return reply(b.error());
+                QPointer<DbHostBackend> backend = qobject_cast<DbHostBackend *>(*b);
+                runTimed(
+                    this, kMaxTimeoutMs / 12, c,
+                    [backend, select, format, target](PageDone d) {
+                        return backend->exportFile(select, format, target, std::move(d));
+                    },
+                    [this, id, format, target, temporary, c, reply](Result<QJsonObject> r) {
+                        if (!r) {
+                            m_sandboxes->endActivity(id);
+                            return reply(r.error());
+                        }
+                        const double rowCount = r->value(QStringLiteral("rowCount")).toDouble();
+                        if (!temporary) {
+                            m_sandboxes->endActivity(id);
+                            return reply(
+                                QJsonValue(QJsonObject{{QStringLiteral("format"), format},
+                                                       {QStringLiteral("path"), target},
+                                                       {QStringLiteral("rowCount"), rowCount}}));
+                        }
+                        // Read the file back through the supervisor (16 MiB per call), then remove it.
+                        m_sandboxes->endActivity(id);
+                        m_methods->call(QStringLiteral("sandbox.readFile"),
+                                        {{QStringLiteral("id"), id},
+                                         {QStringLiteral("path"), target},
+                                         {QStringLiteral("encoding"), QStringLiteral("base64")}},
+                                        c,
+                                        [this, id, format, target, rowCount, c,
+                                         reply](Result<QJsonValue> file) {
+                                            m_methods->call(QStringLiteral("sandbox.deleteFile"),
+                                                            {{QStringLiteral("id"), id},
+                                                             {QStringLiteral("path"), target}},
+                                                            c, [](Result<QJsonValue>) {});
+                                            if (!file)
+                                                return reply(file.error());
+                                            const QJsonObject f = file->toObject();
+                                            if (f.value(QStringLiteral("truncated")).toBool())
+                                                return reply(
+                                                    Error{ErrorCode::PayloadTooLarge,
+                                                          QStringLiteral(
+                                                              "the export is over 16 MiB; give a "
+                                                              "path to write it into /workspace"),
+                                                          {}});
+                                            QJsonObject out{{QStringLiteral("format"), format},
+                                                            {QStringLiteral("rowCount"), rowCount}};
+                                            if (format == QLatin1String("parquet"))
+                                                out.insert(QStringLiteral("contentBase64"),
+                                                           f.value(QStringLiteral("content")));
+                                            else
+                                                out.insert(QStringLiteral("content"),
+                                                           QString::fromUtf8(QByteArray::fromBase64(
+                                                               f.value(QStringLiteral("content"))
+                                                                   .toString()
+                                                                   .toLatin1())));
+                                            reply(QJsonValue(out));
+                                        });
+                    });
             });
-        });
     }
 
     // CSV and JSON: the engine pages through the table and formats as it goes, within a bound.
@@ -1135,7 +1341,8 @@ void DatabaseAdapter::exportData(const QJsonObject &params, const CallContext &c
                     for (qsizetype i = 0; i < a.size() && i < ex->names.size(); ++i)
                         o.insert(ex->names[i], a[i]);
                     ex->content += (ex->firstRow ? QString() : QStringLiteral(",\n"))
-                                   + QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+                                   + QString::fromUtf8(
+                                       QJsonDocument(o).toJson(QJsonDocument::Compact));
                 }
                 ex->firstRow = false;
                 ++ex->rowCount;
@@ -1149,30 +1356,36 @@ void DatabaseAdapter::exportData(const QJsonObject &params, const CallContext &c
             if (!r)
                 return reply(r.error());
             if (!csv)
-                ex->content = u'[' + ex->content + (ex->firstRow ? QStringLiteral("]") : QStringLiteral("\n]"));
+                ex->content = u'[' + ex->content
+                              + (ex->firstRow ? QStringLiteral("]") : QStringLiteral("\n]"));
             reply(QJsonValue(QJsonObject{{QStringLiteral("format"), format},
                                          {QStringLiteral("content"), ex->content},
                                          {QStringLiteral("rowCount"), double(ex->rowCount)}}));
         };
         *step = [backend, ex, addRows, finish, step](const QString &cursor) {
             if (!backend)
-                return finish(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the database stopped"), {}});
-            backend->fetch(cursor, 5000, kPageBytes, [backend, ex, addRows, finish, step, cursor](Result<QJsonObject> r) {
-                if (!r)
-                    return finish(r.error());
-                addRows(r->value(QStringLiteral("rows")).toArray());
-                if (ex->content.size() * 2 > kMaxExportBytes) {
-                    if (backend)
-                        backend->closeCursor(cursor);
-                    return finish(Error{ErrorCode::PayloadTooLarge,
-                                        QStringLiteral("the export is over %1 MiB; export to a file (DuckDB) or page with query/fetch")
-                                            .arg(kMaxExportBytes / 1048576), {}});
-                }
-                if (r->value(QStringLiteral("done")).toBool())
-                    return finish(true);
-                if (*step)
-                    (*step)(cursor);
-            });
+                return finish(
+                    Error{ErrorCode::SandboxNotRunning, QStringLiteral("the database stopped"), {}});
+            backend->fetch(cursor, 5000, kPageBytes,
+                           [backend, ex, addRows, finish, step, cursor](Result<QJsonObject> r) {
+                               if (!r)
+                                   return finish(r.error());
+                               addRows(r->value(QStringLiteral("rows")).toArray());
+                               if (ex->content.size() * 2 > kMaxExportBytes) {
+                                   if (backend)
+                                       backend->closeCursor(cursor);
+                                   return finish(Error{ErrorCode::PayloadTooLarge,
+                                                       QStringLiteral(
+                                                           "the export is over %1 MiB; export to a "
+                                                           "file (DuckDB) or page with query/fetch")
+                                                           .arg(kMaxExportBytes / 1048576),
+                                                       {}});
+                               }
+                               if (r->value(QStringLiteral("done")).toBool())
+                                   return finish(true);
+                               if (*step)
+                                   (*step)(cursor);
+                           });
         };
         SqlRequest req;
         req.sql = select;

@@ -49,7 +49,8 @@ class DatabaseAdapter final : public QObject
 
 public:
     // `dbhostDir`: the directory holding sandbox-dbhost (and libduckdb.so).
-    DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QString dbhostDir, QObject *parent = nullptr);
+    DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QString dbhostDir,
+                    QObject *parent = nullptr);
     ~DatabaseAdapter() override;
 
     // Finds sandbox-dbhost next to sandboxd (build tree or installed layout).
@@ -63,7 +64,8 @@ private:
     void registerMethods();
     void create(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
     void prepare(SandboxSpec &spec, const SandboxRecord &record);
-    void afterStart(const SandboxRecord &record, SupervisorChannel *channel, std::function<void(Result<bool>)> done);
+    void afterStart(const SandboxRecord &record, SupervisorChannel *channel,
+                    std::function<void(Result<bool>)> done);
     void beforeStop(const SandboxRecord &record, std::function<void()> done);
     void removed(const SandboxRecord &record);
 
@@ -71,16 +73,19 @@ private:
     void withBackend(const CallContext &ctx, const QString &id, WithBackend then);
     void startBackend(const QString &id, DatabaseBackend *backend, SupervisorChannel *channel,
                       std::function<void(Result<bool>)> done);
-    DatabaseBackend *makeBackend(const QString &id, const DatabaseSettings &settings, uid_t uid, const ResourceLimits &limits);
+    DatabaseBackend *makeBackend(const QString &id, const DatabaseSettings &settings, uid_t uid,
+                                 const ResourceLimits &limits);
 
-    void sql(const QString &method, const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+    void sql(const QString &method, const QJsonObject &params, const CallContext &ctx,
+             const Reply &reply);
     void fetch(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
     void transaction(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
-    void admin(const QString &method, const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+    void admin(const QString &method, const QJsonObject &params, const CallContext &ctx,
+               const Reply &reply);
     void exportData(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
     // Runs one internal statement and answers all of its rows (as arrays), for the admin methods.
-    void internalQuery(const CallContext &ctx, const QString &id, const QString &sql, const QJsonArray &params,
-                       std::function<void(Result<QJsonObject>)> done);
+    void internalQuery(const CallContext &ctx, const QString &id, const QString &sql,
+                       const QJsonArray &params, std::function<void(Result<QJsonObject>)> done);
 
     QJsonObject decorate(QJsonObject sandbox) const;
     DatabaseSettings settingsOf(const QString &id) const;
@@ -88,10 +93,10 @@ private:
     void closeCursor(const QString &cursorId);
     void expireCursors();
 
-    Methods *m_methods;           // not owned
-    SandboxManager *m_sandboxes;  // not owned
+    Methods *m_methods;          // not owned
+    SandboxManager *m_sandboxes; // not owned
     QString m_dbhostDir;
-    PostgresTemplate *m_template; // owned (child)
+    PostgresTemplate *m_template;                 // owned (child)
     QHash<QString, DatabaseBackend *> m_backends; // owned (children), by sandbox id
     QHash<QString, qint64> m_startupMs;           // by sandbox id: the last start's time to ready
     QHash<QString, Cursor *> m_cursors;           // owned, by cursor id

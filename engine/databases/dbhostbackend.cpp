@@ -56,7 +56,9 @@ class DbHostBackend::Connection final : public QObject
 public:
     using Handler = std::function<void(Result<QJsonObject>)>;
 
-    Connection(int fd, QObject *parent) : QObject(parent), m_socket(new QLocalSocket(this))
+    Connection(int fd, QObject *parent)
+        : QObject(parent)
+        , m_socket(new QLocalSocket(this))
     {
         m_socket->setSocketDescriptor(fd, QLocalSocket::ConnectedState, QIODevice::ReadWrite);
         QObject::connect(m_socket, &QLocalSocket::readyRead, this, [this] { onReadyRead(); });
@@ -112,7 +114,8 @@ private:
 };
 
 DbHostBackend::DbHostBackend(Settings settings, QObject *parent)
-    : DatabaseBackend(parent), m_settings(std::move(settings))
+    : DatabaseBackend(parent)
+    , m_settings(std::move(settings))
 {}
 
 DbHostBackend::~DbHostBackend() = default;
@@ -123,13 +126,19 @@ void DbHostBackend::start(SupervisorChannel *channel, std::function<void(Result<
     m_stopping = false;
     m_log.clear();
     QFile::remove(m_settings.socketDir + QStringLiteral("/dbhost.sock"));
-    const QJsonArray argv{m_settings.engine == QLatin1String("duckdb") ? QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost-duckdb")
-                                                                        : QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
-                          QStringLiteral("--engine"), m_settings.engine,
-                          QStringLiteral("--database"), m_settings.databaseFile,
-                          QStringLiteral("--socket"), QStringLiteral("/run/db/dbhost.sock"),
-                          QStringLiteral("--memory-limit-mb"), QString::number(m_settings.memoryLimitMb),
-                          QStringLiteral("--threads"), QString::number(m_settings.threads)};
+    const QJsonArray argv{m_settings.engine == QLatin1String("duckdb")
+                              ? QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost-duckdb")
+                              : QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
+                          QStringLiteral("--engine"),
+                          m_settings.engine,
+                          QStringLiteral("--database"),
+                          m_settings.databaseFile,
+                          QStringLiteral("--socket"),
+                          QStringLiteral("/run/db/dbhost.sock"),
+                          QStringLiteral("--memory-limit-mb"),
+                          QString::number(m_settings.memoryLimitMb),
+                          QStringLiteral("--threads"),
+                          QString::number(m_settings.threads)};
     const QJsonObject exec{{QStringLiteral("op"), QStringLiteral("exec")},
                            {QStringLiteral("argv"), argv},
                            {QStringLiteral("cwd"), QStringLiteral("/workspace")},
@@ -162,12 +171,17 @@ void DbHostBackend::connectOnce(qint64 deadline, std::function<void(Result<bool>
 {
     if (!m_alive) {
         const QString log = QString::fromUtf8(m_log).trimmed();
-        return done(Error{ErrorCode::SandboxError, QStringLiteral("the database did not start: ") + log.section(u'\n', -2), {}});
+        return done(Error{ErrorCode::SandboxError,
+                          QStringLiteral("the database did not start: ") + log.section(u'\n', -2),
+                          {}});
     }
-    const int fd = connectUnix(m_settings.socketDir + QStringLiteral("/dbhost.sock"), m_settings.uid);
+    const int fd = connectUnix(m_settings.socketDir + QStringLiteral("/dbhost.sock"),
+                               m_settings.uid);
     if (fd < 0) {
         if (QDateTime::currentMSecsSinceEpoch() > deadline)
-            return done(Error{ErrorCode::SandboxError, QStringLiteral("the database host did not become ready"), {}});
+            return done(Error{ErrorCode::SandboxError,
+                              QStringLiteral("the database host did not become ready"),
+                              {}});
         QPointer<DbHostBackend> self(this);
         QTimer::singleShot(kReadyPollMs, this, [self, deadline, done] {
             if (self)
@@ -183,7 +197,9 @@ void DbHostBackend::connectOnce(qint64 deadline, std::function<void(Result<bool>
 void DbHostBackend::acquire(std::function<void(Result<Connection *>)> then)
 {
     if (!m_alive)
-        return then(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the database host is not running"), {}});
+        return then(Error{ErrorCode::SandboxNotRunning,
+                          QStringLiteral("the database host is not running"),
+                          {}});
     while (!m_idle.isEmpty()) {
         Connection *c = m_idle.takeLast();
         if (c->isOpen())
@@ -195,10 +211,13 @@ void DbHostBackend::acquire(std::function<void(Result<Connection *>)> then)
         m_waiters.append(std::move(then));
         return;
     }
-    const int fd = connectUnix(m_settings.socketDir + QStringLiteral("/dbhost.sock"), m_settings.uid);
+    const int fd = connectUnix(m_settings.socketDir + QStringLiteral("/dbhost.sock"),
+                               m_settings.uid);
     if (fd < 0)
         return then(Error{ErrorCode::SandboxError,
-                          QStringLiteral("cannot connect to the database host: %1").arg(QString::fromLocal8Bit(strerror(errno))), {}});
+                          QStringLiteral("cannot connect to the database host: %1")
+                              .arg(QString::fromLocal8Bit(strerror(errno))),
+                          {}});
     ++m_open;
     then(new Connection(fd, this));
 }
@@ -243,7 +262,9 @@ Result<QJsonObject> DbHostBackend::answerOf(const QJsonObject &line) const
     if (code == QLatin1String("too_large"))
         return Error{ErrorCode::PayloadTooLarge, message, data};
     if (code == QLatin1String("bad_request")) {
-        data.insert(QStringLiteral("field"), message.contains(QLatin1String("parameter")) ? QStringLiteral("params") : QStringLiteral("sql"));
+        data.insert(QStringLiteral("field"), message.contains(QLatin1String("parameter"))
+                                                 ? QStringLiteral("params")
+                                                 : QStringLiteral("sql"));
         return Error{ErrorCode::InvalidParams, message, data};
     }
     return Error{ErrorCode::InternalError, message, data};
@@ -276,7 +297,8 @@ CancelFn DbHostBackend::call(QJsonObject request, PageDone done)
     return [self, id, cancelled] {
         *cancelled = true;
         if (self)
-            self->control({{QStringLiteral("op"), QStringLiteral("cancel")}, {QStringLiteral("target"), double(id)}});
+            self->control({{QStringLiteral("op"), QStringLiteral("cancel")},
+                           {QStringLiteral("target"), double(id)}});
     };
 }
 
@@ -288,7 +310,8 @@ void DbHostBackend::control(const QJsonObject &request)
 
 CancelFn DbHostBackend::query(const SqlRequest &request, PageDone done)
 {
-    return call({{QStringLiteral("op"), request.execute ? QStringLiteral("execute") : QStringLiteral("query")},
+    return call({{QStringLiteral("op"),
+                  request.execute ? QStringLiteral("execute") : QStringLiteral("query")},
                  {QStringLiteral("sql"), request.sql},
                  {QStringLiteral("params"), request.params},
                  {QStringLiteral("pageSize"), request.pageSize},
@@ -318,7 +341,8 @@ CancelFn DbHostBackend::transaction(const QJsonArray &statements, PageDone done)
                 std::move(done));
 }
 
-CancelFn DbHostBackend::exportFile(const QString &sql, const QString &format, const QString &path, PageDone done)
+CancelFn DbHostBackend::exportFile(const QString &sql, const QString &format, const QString &path,
+                                   PageDone done)
 {
     return call({{QStringLiteral("op"), QStringLiteral("export")},
                  {QStringLiteral("sql"), sql},

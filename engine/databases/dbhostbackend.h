@@ -22,10 +22,10 @@ class DbHostBackend final : public DatabaseBackend
 public:
     struct Settings
     {
-        QString engine;        // sqlite | duckdb
-        QString socketDir;     // host path of the sandbox's /run/db
-        uid_t uid = 0;         // the sandbox's uid: connects are checked with its permissions
-        QString databaseFile;  // path inside the sandbox, e.g. /workspace/main.db
+        QString engine;       // sqlite | duckdb
+        QString socketDir;    // host path of the sandbox's /run/db
+        uid_t uid = 0;        // the sandbox's uid: connects are checked with its permissions
+        QString databaseFile; // path inside the sandbox, e.g. /workspace/main.db
         qint64 memoryLimitMb = 1024;
         int threads = 1;
         int maxConnections = 6;
@@ -43,7 +43,8 @@ public:
     void closeCursor(const QString &cursor) override;
     CancelFn transaction(const QJsonArray &statements, PageDone done) override;
     // DuckDB: COPY (sql) TO path (FORMAT parquet|csv|json), path inside /workspace.
-    CancelFn exportFile(const QString &sql, const QString &format, const QString &path, PageDone done);
+    CancelFn exportFile(const QString &sql, const QString &format, const QString &path,
+                        PageDone done);
 
 private:
     class Connection;

@@ -18,7 +18,9 @@ namespace {
 constexpr int kConnectTimeoutMs = 10000;
 }
 
-PgConnection::PgConnection(QObject *parent) : QObject(parent) {}
+PgConnection::PgConnection(QObject *parent)
+    : QObject(parent)
+{}
 
 PgConnection::~PgConnection()
 {
@@ -133,8 +135,9 @@ void PgConnection::fail(const QString &why)
         Q_EMIT broken(why);
 }
 
-bool PgConnection::send(const QByteArray &sql, const QList<QByteArray> &values, const QList<bool> &isNull,
-                        const QList<bool> &binary, bool simple, bool singleRow, Sink sink)
+bool PgConnection::send(const QByteArray &sql, const QList<QByteArray> &values,
+                        const QList<bool> &isNull, const QList<bool> &binary, bool simple,
+                        bool singleRow, Sink sink)
 {
     if (!isOpen() || m_busy)
         return false;
@@ -149,8 +152,8 @@ bool PgConnection::send(const QByteArray &sql, const QList<QByteArray> &values, 
             lengths.append(int(values[i].size()));
             formats.append(binary.value(i) ? 1 : 0);
         }
-        ok = PQsendQueryParams(m_conn, sql.constData(), int(values.size()), nullptr, ptrs.constData(),
-                               lengths.constData(), formats.constData(), 0);
+        ok = PQsendQueryParams(m_conn, sql.constData(), int(values.size()), nullptr,
+                               ptrs.constData(), lengths.constData(), formats.constData(), 0);
     }
     if (!ok)
         return false;
@@ -184,7 +187,9 @@ void PgConnection::onReadable()
     if (m_connecting)
         return pollConnect();
     if (!PQconsumeInput(m_conn))
-        return fail(errorMessage().isEmpty() ? QStringLiteral("the database server closed the connection") : errorMessage());
+        return fail(errorMessage().isEmpty()
+                        ? QStringLiteral("the database server closed the connection")
+                        : errorMessage());
     if (!m_busy) {
         // Nothing is expected: drain notices and notifications.
         while (PGnotify *n = PQnotifies(m_conn))

@@ -71,7 +71,7 @@ private:
     void flush();
     void fail(const QString &why);
 
-    pg_conn *m_conn = nullptr; // owned
+    pg_conn *m_conn = nullptr;          // owned
     QSocketNotifier *m_read = nullptr;  // owned (child)
     QSocketNotifier *m_write = nullptr; // owned (child)
     uid_t m_fsuid = 0;

@@ -22,22 +22,79 @@ struct TypeRow
 
 // pg_type.dat of PostgreSQL 15 (the common built-in types).
 const TypeRow kTypes[] = {
-    {16, "bool", 0}, {17, "bytea", 0}, {18, "char", 0}, {19, "name", 0}, {20, "int8", 0}, {21, "int2", 0},
-    {23, "int4", 0}, {24, "regproc", 0}, {25, "text", 0}, {26, "oid", 0}, {28, "xid", 0}, {114, "json", 0},
-    {142, "xml", 0}, {194, "pg_node_tree", 0}, {600, "point", 0}, {650, "cidr", 0}, {700, "float4", 0},
-    {701, "float8", 0}, {705, "unknown", 0}, {790, "money", 0}, {829, "macaddr", 0}, {869, "inet", 0},
-    {1042, "bpchar", 0}, {1043, "varchar", 0}, {1082, "date", 0}, {1083, "time", 0}, {1114, "timestamp", 0},
-    {1184, "timestamptz", 0}, {1186, "interval", 0}, {1266, "timetz", 0}, {1560, "bit", 0}, {1562, "varbit", 0},
-    {1700, "numeric", 0}, {2205, "regclass", 0}, {2206, "regtype", 0}, {2249, "record", 0}, {2278, "void", 0},
-    {2950, "uuid", 0}, {3220, "pg_lsn", 0}, {3614, "tsvector", 0}, {3615, "tsquery", 0}, {3802, "jsonb", 0},
-    {3904, "int4range", 0}, {3906, "numrange", 0}, {3910, "tstzrange", 0}, {3912, "daterange", 0},
-    {3926, "int8range", 0}, {4072, "jsonpath", 0},
-    {1000, "_bool", 16}, {1001, "_bytea", 17}, {1002, "_char", 18}, {1003, "_name", 19}, {1005, "_int2", 21},
-    {1007, "_int4", 23}, {1009, "_text", 25}, {1014, "_bpchar", 1042}, {1015, "_varchar", 1043},
-    {1016, "_int8", 20}, {1021, "_float4", 700}, {1022, "_float8", 701}, {1028, "_oid", 26},
-    {1115, "_timestamp", 1114}, {1182, "_date", 1082}, {1183, "_time", 1083}, {1185, "_timestamptz", 1184},
-    {1187, "_interval", 1186}, {1231, "_numeric", 1700}, {199, "_json", 114}, {3807, "_jsonb", 3802},
-    {2951, "_uuid", 2950}, {1041, "_inet", 869}, {143, "_xml", 142}, {1270, "_timetz", 1266},
+    {16, "bool", 0},
+    {17, "bytea", 0},
+    {18, "char", 0},
+    {19, "name", 0},
+    {20, "int8", 0},
+    {21, "int2", 0},
+    {23, "int4", 0},
+    {24, "regproc", 0},
+    {25, "text", 0},
+    {26, "oid", 0},
+    {28, "xid", 0},
+    {114, "json", 0},
+    {142, "xml", 0},
+    {194, "pg_node_tree", 0},
+    {600, "point", 0},
+    {650, "cidr", 0},
+    {700, "float4", 0},
+    {701, "float8", 0},
+    {705, "unknown", 0},
+    {790, "money", 0},
+    {829, "macaddr", 0},
+    {869, "inet", 0},
+    {1042, "bpchar", 0},
+    {1043, "varchar", 0},
+    {1082, "date", 0},
+    {1083, "time", 0},
+    {1114, "timestamp", 0},
+    {1184, "timestamptz", 0},
+    {1186, "interval", 0},
+    {1266, "timetz", 0},
+    {1560, "bit", 0},
+    {1562, "varbit", 0},
+    {1700, "numeric", 0},
+    {2205, "regclass", 0},
+    {2206, "regtype", 0},
+    {2249, "record", 0},
+    {2278, "void", 0},
+    {2950, "uuid", 0},
+    {3220, "pg_lsn", 0},
+    {3614, "tsvector", 0},
+    {3615, "tsquery", 0},
+    {3802, "jsonb", 0},
+    {3904, "int4range", 0},
+    {3906, "numrange", 0},
+    {3910, "tstzrange", 0},
+    {3912, "daterange", 0},
+    {3926, "int8range", 0},
+    {4072, "jsonpath", 0},
+    {1000, "_bool", 16},
+    {1001, "_bytea", 17},
+    {1002, "_char", 18},
+    {1003, "_name", 19},
+    {1005, "_int2", 21},
+    {1007, "_int4", 23},
+    {1009, "_text", 25},
+    {1014, "_bpchar", 1042},
+    {1015, "_varchar", 1043},
+    {1016, "_int8", 20},
+    {1021, "_float4", 700},
+    {1022, "_float8", 701},
+    {1028, "_oid", 26},
+    {1115, "_timestamp", 1114},
+    {1182, "_date", 1082},
+    {1183, "_time", 1083},
+    {1185, "_timestamptz", 1184},
+    {1187, "_interval", 1186},
+    {1231, "_numeric", 1700},
+    {199, "_json", 114},
+    {3807, "_jsonb", 3802},
+    {2951, "_uuid", 2950},
+    {1041, "_inet", 869},
+    {143, "_xml", 142},
+    {1270, "_timetz", 1266},
 };
 
 const TypeRow *find(unsigned oid)
@@ -86,14 +143,26 @@ QJsonValue timestampValue(const QByteArray &text, bool withZone)
 QJsonValue scalar(unsigned oid, const QByteArray &text)
 {
     switch (oid) {
-    case 16: return QJsonValue(text == "t");
-    case 21: case 23: case 26: case 28: return QJsonValue(text.toLongLong());
-    case 20: return bigInt(text);
-    case 700: case 701: return floatValue(text);
-    case 17: return byteaValue(text);
-    case 1114: return timestampValue(text, false);
-    case 1184: return timestampValue(text, true);
-    default: return QString::fromUtf8(text);
+    case 16:
+        return QJsonValue(text == "t");
+    case 21:
+    case 23:
+    case 26:
+    case 28:
+        return QJsonValue(text.toLongLong());
+    case 20:
+        return bigInt(text);
+    case 700:
+    case 701:
+        return floatValue(text);
+    case 17:
+        return byteaValue(text);
+    case 1114:
+        return timestampValue(text, false);
+    case 1184:
+        return timestampValue(text, true);
+    default:
+        return QString::fromUtf8(text);
     }
 }
 
@@ -101,7 +170,11 @@ QJsonValue scalar(unsigned oid, const QByteArray &text)
 class ArrayParser
 {
 public:
-    ArrayParser(const char *text, int length, unsigned element) : m_s(text), m_n(length), m_element(element) {}
+    ArrayParser(const char *text, int length, unsigned element)
+        : m_s(text)
+        , m_n(length)
+        , m_element(element)
+    {}
 
     QJsonValue parse()
     {
@@ -211,21 +284,26 @@ Result<Param> fromJson(const QJsonValue &v, int index)
     case QJsonValue::String:
         p.value = v.toString().toUtf8();
         if (p.value.contains('\0'))
-            return Error::invalidParams(QStringLiteral("params[%1]").arg(index),
-                                        QStringLiteral("PostgreSQL text cannot hold a NUL character; use {\"$bytes\"}"));
+            return Error::invalidParams(
+                QStringLiteral("params[%1]").arg(index),
+                QStringLiteral("PostgreSQL text cannot hold a NUL character; use {\"$bytes\"}"));
         return p;
     case QJsonValue::Object: {
         const QJsonObject o = v.toObject();
         if (o.size() == 1 && o.contains(QStringLiteral("$bytes"))) {
-            auto decoded = QByteArray::fromBase64Encoding(o.value(QStringLiteral("$bytes")).toString().toLatin1(),
+            auto decoded = QByteArray::fromBase64Encoding(o.value(QStringLiteral("$bytes"))
+                                                              .toString()
+                                                              .toLatin1(),
                                                           QByteArray::AbortOnBase64DecodingErrors);
             if (!decoded)
-                return Error::invalidParams(QStringLiteral("params[%1]").arg(index), QStringLiteral("$bytes is not valid base64"));
+                return Error::invalidParams(QStringLiteral("params[%1]").arg(index),
+                                            QStringLiteral("$bytes is not valid base64"));
             p.value = *decoded;
             p.binary = true;
             return p;
         }
-        if (o.size() == 1 && (o.contains(QStringLiteral("$int")) || o.contains(QStringLiteral("$float")))) {
+        if (o.size() == 1
+            && (o.contains(QStringLiteral("$int")) || o.contains(QStringLiteral("$float")))) {
             p.value = o.begin().value().toString().toUtf8();
             return p;
         }
@@ -234,7 +312,8 @@ Result<Param> fromJson(const QJsonValue &v, int index)
     }
     case QJsonValue::Array: {
         // A PostgreSQL array literal: {1,2,"text with \"quotes\"",NULL}; nested arrays nest.
-        std::function<QByteArray(const QJsonArray &)> literal = [&](const QJsonArray &a) -> QByteArray {
+        std::function<QByteArray(const QJsonArray &)> literal =
+            [&](const QJsonArray &a) -> QByteArray {
             QByteArray out = "{";
             for (qsizetype i = 0; i < a.size(); ++i) {
                 if (i)
@@ -247,8 +326,9 @@ Result<Param> fromJson(const QJsonValue &v, int index)
                 } else {
                     QByteArray s = e.isString() ? e.toString().toUtf8()
                                    : e.isBool() ? QByteArray(e.toBool() ? "true" : "false")
-                                   : e.isObject() ? QJsonDocument(e.toObject()).toJson(QJsonDocument::Compact)
-                                                  : QByteArray::number(e.toDouble(), 'g', 17);
+                                   : e.isObject()
+                                       ? QJsonDocument(e.toObject()).toJson(QJsonDocument::Compact)
+                                       : QByteArray::number(e.toDouble(), 'g', 17);
                     s.replace('\\', "\\\\").replace('"', "\\\"");
                     out += '"';
                     out += s;

@@ -47,11 +47,13 @@ Error pgError(const PGresult *r)
     if (message.isEmpty())
         message = QString::fromUtf8(PQresultErrorMessage(r)).trimmed();
     if (sqlstate == QLatin1String("57014"))
-        return Error{ErrorCode::Cancelled, QStringLiteral("the query was cancelled"), QJsonObject{{QStringLiteral("sqlstate"), sqlstate}}};
+        return Error{ErrorCode::Cancelled, QStringLiteral("the query was cancelled"),
+                     QJsonObject{{QStringLiteral("sqlstate"), sqlstate}}};
     QJsonObject data{{QStringLiteral("sqlstate"), sqlstate}};
     // "bind message supplies 2 parameters, but prepared statement requires 1": the caller's
     // params do not fit the SQL, which docs/protocol.md 4.3.2 answers as invalid params.
-    if (sqlstate == QLatin1String("08P01") && message.startsWith(QLatin1String("bind message supplies"))) {
+    if (sqlstate == QLatin1String("08P01")
+        && message.startsWith(QLatin1String("bind message supplies"))) {
         data.insert(QStringLiteral("field"), QStringLiteral("params"));
         return Error{ErrorCode::InvalidParams, QStringLiteral("params: ") + message, data};
     }
@@ -66,22 +68,26 @@ Error pgError(const PGresult *r)
 
 bool isDml(const QString &command)
 {
-    return command == QLatin1String("INSERT") || command == QLatin1String("UPDATE") || command == QLatin1String("DELETE")
-           || command == QLatin1String("MERGE") || command == QLatin1String("COPY");
+    return command == QLatin1String("INSERT") || command == QLatin1String("UPDATE")
+           || command == QLatin1String("DELETE") || command == QLatin1String("MERGE")
+           || command == QLatin1String("COPY");
 }
 
 qint64 approximateSize(const QJsonValue &v)
 {
     switch (v.type()) {
-    case QJsonValue::String: return v.toString().size() + 2;
+    case QJsonValue::String:
+        return v.toString().size() + 2;
     case QJsonValue::Array: {
         qint64 n = 2;
         for (const QJsonValue &e : v.toArray())
             n += approximateSize(e) + 1;
         return n;
     }
-    case QJsonValue::Object: return 64;
-    default: return 8;
+    case QJsonValue::Object:
+        return 64;
+    default:
+        return 8;
     }
 }
 
@@ -122,7 +128,8 @@ struct PostgresBackend::Query
             oids.append(oid);
             const QString name = PgValues::typeName(oid);
             fields.append(QJsonObject{{QStringLiteral("name"), QString::fromUtf8(PQfname(r, i))},
-                                      {QStringLiteral("type"), name.isEmpty() ? QStringLiteral("oid:%1").arg(oid) : name},
+                                      {QStringLiteral("type"),
+                                       name.isEmpty() ? QStringLiteral("oid:%1").arg(oid) : name},
                                       {QStringLiteral("typeOid"), double(oid)}});
         }
     }
@@ -134,7 +141,8 @@ QString PostgresBackend::binDir()
 }
 
 PostgresBackend::PostgresBackend(Settings settings, QObject *parent)
-    : DatabaseBackend(parent), m_settings(std::move(settings))
+    : DatabaseBackend(parent)
+    , m_settings(std::move(settings))
 {}
 
 PostgresBackend::~PostgresBackend()
@@ -148,20 +156,24 @@ void PostgresBackend::start(SupervisorChannel *channel, std::function<void(Resul
     m_channel = channel;
     m_stopping = false;
     m_log.clear();
-    QString script = QStringLiteral(
-        "set -e; D=%1; if [ ! -d \"$D\" ]; then rm -rf \"$D.new\"; cp -a /run/sandbox/pg-template \"$D.new\"; "
-        "chmod 700 \"$D.new\"; mv \"$D.new\" \"$D\"; fi; ").arg(kDataDir);
+    QString script = QStringLiteral("set -e; D=%1; if [ ! -d \"$D\" ]; then rm -rf \"$D.new\"; cp "
+                                    "-a /run/sandbox/pg-template \"$D.new\"; "
+                                    "chmod 700 \"$D.new\"; mv \"$D.new\" \"$D\"; fi; ")
+                         .arg(kDataDir);
     // A lock file left by a kill -9 names a PID that may belong to another process now (PIDs of a
     // sandbox's namespace repeat from start to start): PostgreSQL would take it for a live server.
     // Only a live process named postgres keeps the lock file.
-    script += QStringLiteral("if [ -f \"$D/postmaster.pid\" ]; then P=$(head -n1 \"$D/postmaster.pid\"); "
-                             "[ \"$(cat /proc/$P/comm 2>/dev/null)\" = postgres ] || rm -f \"$D/postmaster.pid\"; fi; ");
-    script += QStringLiteral("exec %1/postgres -D \"$D\" -c listen_addresses= -c unix_socket_directories=/run/db "
-                             "-c unix_socket_permissions=0700 -c max_connections=20 -c shared_buffers=32MB "
-                             "-c dynamic_shared_memory_type=posix -c huge_pages=off -c logging_collector=off "
-                             "-c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_wal_size=256MB "
-                             "-c min_wal_size=8MB -c log_min_messages=warning -c TimeZone=UTC")
-                  .arg(binDir());
+    script += QStringLiteral(
+        "if [ -f \"$D/postmaster.pid\" ]; then P=$(head -n1 \"$D/postmaster.pid\"); "
+        "[ \"$(cat /proc/$P/comm 2>/dev/null)\" = postgres ] || rm -f \"$D/postmaster.pid\"; fi; ");
+    script
+        += QStringLiteral(
+               "exec %1/postgres -D \"$D\" -c listen_addresses= -c unix_socket_directories=/run/db "
+               "-c unix_socket_permissions=0700 -c max_connections=20 -c shared_buffers=32MB "
+               "-c dynamic_shared_memory_type=posix -c huge_pages=off -c logging_collector=off "
+               "-c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_wal_size=256MB "
+               "-c min_wal_size=8MB -c log_min_messages=warning -c TimeZone=UTC")
+               .arg(binDir());
     const QJsonObject exec{{QStringLiteral("op"), QStringLiteral("exec")},
                            {QStringLiteral("shell"), script},
                            {QStringLiteral("cwd"), QStringLiteral("/workspace")},
@@ -195,8 +207,10 @@ void PostgresBackend::waitUntilReady(qint64 deadline, std::function<void(Result<
 {
     if (!m_alive) {
         QString why = QString::fromUtf8(m_log).trimmed();
-        return done(Error{ErrorCode::SandboxError,
-                          QStringLiteral("the PostgreSQL server did not start: ") + why.section(u'\n', -3), {}});
+        return done(
+            Error{ErrorCode::SandboxError,
+                  QStringLiteral("the PostgreSQL server did not start: ") + why.section(u'\n', -3),
+                  {}});
     }
     const bool admin = m_settings.initialize;
     const QString db = admin ? QStringLiteral("template1") : m_settings.database;
@@ -210,7 +224,10 @@ void PostgresBackend::waitUntilReady(qint64 deadline, std::function<void(Result<
                 const QString log = QString::fromUtf8(self->m_log).trimmed();
                 return done(Error{ErrorCode::SandboxError,
                                   QStringLiteral("the PostgreSQL server did not become ready: %1%2")
-                                      .arg(r.error().message, log.isEmpty() ? QString() : QStringLiteral(" (") + log.section(u'\n', -2) + u')'),
+                                      .arg(r.error().message,
+                                           log.isEmpty() ? QString()
+                                                         : QStringLiteral(" (")
+                                                               + log.section(u'\n', -2) + u')'),
                                   {}});
             }
             QTimer::singleShot(kReadyPollMs, self, [self, deadline, done] {
@@ -231,11 +248,14 @@ void PostgresBackend::initialize(PgConnection *admin, std::function<void(Result<
     QStringList sql;
     const QString role = m_settings.username;
     if (m_settings.database != QLatin1String(kTemplateDatabase))
-        sql << QStringLiteral("ALTER DATABASE %1 RENAME TO %2").arg(QLatin1String(kTemplateDatabase), quoteIdent(m_settings.database));
+        sql << QStringLiteral("ALTER DATABASE %1 RENAME TO %2")
+                   .arg(QLatin1String(kTemplateDatabase), quoteIdent(m_settings.database));
     if (role != QLatin1String(kTemplateRole))
-        sql << QStringLiteral("ALTER ROLE %1 RENAME TO %2").arg(QLatin1String(kTemplateRole), quoteIdent(role));
+        sql << QStringLiteral("ALTER ROLE %1 RENAME TO %2")
+                   .arg(QLatin1String(kTemplateRole), quoteIdent(role));
     if (!m_settings.password.isEmpty())
-        sql << QStringLiteral("ALTER ROLE %1 PASSWORD %2").arg(quoteIdent(role), quoteLiteral(m_settings.password));
+        sql << QStringLiteral("ALTER ROLE %1 PASSWORD %2")
+                   .arg(quoteIdent(role), quoteLiteral(m_settings.password));
     sql << QStringLiteral("SELECT 1");
     auto failure = std::make_shared<std::optional<Error>>();
     QPointer<PostgresBackend> self(this);
@@ -251,33 +271,39 @@ void PostgresBackend::initialize(PgConnection *admin, std::function<void(Result<
         --self->m_open;
         if (*failure)
             return done(Error{ErrorCode::SandboxError,
-                              QStringLiteral("cannot set up the database: ") + (*failure)->message, {}});
+                              QStringLiteral("cannot set up the database: ") + (*failure)->message,
+                              {}});
         self->m_settings.initialize = false;
         self->m_settings.password.clear();
         if (self->onInitialized)
             self->onInitialized();
         // The client role's first connection proves the set-up and seeds the pool.
-        self->openConnection(false, self->m_settings.database, [self, done](Result<PgConnection *> r) {
-            if (!self)
-                return;
-            if (!r) {
-                --self->m_open;
-                return done(r.error());
-            }
-            self->release(*r);
-            done(true);
-        });
+        self->openConnection(false, self->m_settings.database,
+                             [self, done](Result<PgConnection *> r) {
+                                 if (!self)
+                                     return;
+                                 if (!r) {
+                                     --self->m_open;
+                                     return done(r.error());
+                                 }
+                                 self->release(*r);
+                                 done(true);
+                             });
     };
     sink.failed = [self, admin, done](const QString &why) {
         admin->deleteLater();
         if (self)
             --self->m_open;
-        done(Error{ErrorCode::SandboxError, QStringLiteral("cannot set up the database: ") + why, {}});
+        done(Error{ErrorCode::SandboxError,
+                   QStringLiteral("cannot set up the database: ") + why,
+                   {}});
     };
     if (!admin->send(sql.join(QStringLiteral("; ")).toUtf8(), {}, {}, {}, true, false, sink)) {
         admin->deleteLater();
         --m_open;
-        done(Error{ErrorCode::SandboxError, QStringLiteral("cannot set up the database: ") + admin->errorMessage(), {}});
+        done(Error{ErrorCode::SandboxError,
+                   QStringLiteral("cannot set up the database: ") + admin->errorMessage(),
+                   {}});
     }
 }
 
@@ -316,7 +342,9 @@ void PostgresBackend::openConnection(bool admin, const QString &database, ConnDo
 void PostgresBackend::acquire(ConnDone then)
 {
     if (!m_alive)
-        return then(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the PostgreSQL server is not running"), {}});
+        return then(Error{ErrorCode::SandboxNotRunning,
+                          QStringLiteral("the PostgreSQL server is not running"),
+                          {}});
     while (!m_idle.isEmpty()) {
         PgConnection *c = m_idle.takeLast();
         if (c->isOpen())
@@ -381,7 +409,9 @@ void PostgresBackend::drop(PgConnection *conn)
             q->conn = nullptr;
             q->finished = true;
             if (!q->error)
-                q->error = Error{ErrorCode::SandboxError, QStringLiteral("the connection to the database server was lost"), {}};
+                q->error = Error{ErrorCode::SandboxError,
+                                 QStringLiteral("the connection to the database server was lost"),
+                                 {}};
             if (q->pending)
                 deliver(q, true);
         }
@@ -426,9 +456,9 @@ void PostgresBackend::deliver(const std::shared_ptr<Query> &q, bool done)
     pending(page);
 }
 
-void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *conn, const QByteArray &sql,
-                               const QList<QByteArray> &values, const QList<bool> &nulls,
-                               const QList<bool> &binary, bool simple)
+void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *conn,
+                               const QByteArray &sql, const QList<QByteArray> &values,
+                               const QList<bool> &nulls, const QList<bool> &binary, bool simple)
 {
     q->conn = conn;
     QPointer<PostgresBackend> self(this);
@@ -446,7 +476,10 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
             }
             QJsonArray row;
             for (int i = 0; i < q->oids.size(); ++i) {
-                const QJsonValue v = PQgetisnull(r, 0, i) ? QJsonValue() : PgValues::toJson(q->oids[i], PQgetvalue(r, 0, i), PQgetlength(r, 0, i));
+                const QJsonValue v = PQgetisnull(r, 0, i)
+                                         ? QJsonValue()
+                                         : PgValues::toJson(q->oids[i], PQgetvalue(r, 0, i),
+                                                            PQgetlength(r, 0, i));
                 q->bytes += approximateSize(v);
                 row.append(v);
             }
@@ -469,7 +502,8 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
                 q->results.append(QJsonObject{{QStringLiteral("command"), q->command},
                                               {QStringLiteral("fields"), q->fields},
                                               {QStringLiteral("rows"), q->rows},
-                                              {QStringLiteral("rowsAffected"), isDml(q->command) ? double(n) : 0.0},
+                                              {QStringLiteral("rowsAffected"),
+                                               isDml(q->command) ? double(n) : 0.0},
                                               {QStringLiteral("truncated"), q->truncated}});
                 q->rows = {};
                 q->fields = {};
@@ -479,7 +513,8 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
         }
         case PGRES_EMPTY_QUERY:
             if (!q->error && !q->transaction)
-                q->error = Error{ErrorCode::InvalidParams, QStringLiteral("the SQL text holds no statement"),
+                q->error = Error{ErrorCode::InvalidParams,
+                                 QStringLiteral("the SQL text holds no statement"),
                                  QJsonObject{{QStringLiteral("field"), QStringLiteral("sql")}}};
             return;
         default:
@@ -503,11 +538,16 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
         q->finished = true;
         q->conn = nullptr;
         if (!q->error)
-            q->error = Error{ErrorCode::SandboxError, QStringLiteral("the connection to the database server was lost: ") + why, {}};
+            q->error = Error{ErrorCode::SandboxError,
+                             QStringLiteral("the connection to the database server was lost: ")
+                                 + why,
+                             {}};
         self->deliver(q, true);
     };
     if (!conn->send(sql, values, nulls, binary, simple, !simple && !q->execute, sink)) {
-        q->error = Error{ErrorCode::SandboxError, QStringLiteral("cannot send the query: ") + conn->errorMessage(), {}};
+        q->error = Error{ErrorCode::SandboxError,
+                         QStringLiteral("cannot send the query: ") + conn->errorMessage(),
+                         {}};
         q->conn = nullptr;
         if (!q->holdConnection)
             release(conn);
@@ -566,11 +606,13 @@ CancelFn PostgresBackend::fetch(const QString &cursor, int pageSize, qint64 page
 {
     const auto q = m_cursors.value(cursor);
     if (!q) {
-        done(Error::notFound(QStringLiteral("cursor %1 (it was closed, finished or expired)").arg(cursor)));
+        done(Error::notFound(
+            QStringLiteral("cursor %1 (it was closed, finished or expired)").arg(cursor)));
         return [] {};
     }
     if (q->pending) {
-        done(Error::invalidParams(QStringLiteral("cursor"), QStringLiteral("the cursor is already being fetched")));
+        done(Error::invalidParams(QStringLiteral("cursor"),
+                                  QStringLiteral("the cursor is already being fetched")));
         return [] {};
     }
     q->pending = std::move(done);
@@ -624,7 +666,8 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
             return;
         auto done = std::exchange(tx->done, {});
         if (self && tx->conn)
-            self->release(std::exchange(tx->conn, nullptr)); // release() rolls back an open transaction
+            self->release(
+                std::exchange(tx->conn, nullptr)); // release() rolls back an open transaction
         if (self) // tx -> step -> tx: broken once the step that called us has returned
             QTimer::singleShot(0, self, [tx] { tx->step = {}; });
         done(std::move(r));
@@ -647,7 +690,9 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
                 const auto p = PgValues::fromJson(params[i], int(i));
                 if (!p) {
                     Error e = p.error();
-                    e.data = QJsonObject{{QStringLiteral("field"), QStringLiteral("statements[%1].params[%2]").arg(tx->index).arg(i)}};
+                    e.data = QJsonObject{
+                        {QStringLiteral("field"),
+                         QStringLiteral("statements[%1].params[%2]").arg(tx->index).arg(i)}};
                     return (*finish)(e);
                 }
                 values.append(p->value);
@@ -672,7 +717,9 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
             const QJsonArray results = r->value(QStringLiteral("results")).toArray();
             tx->q->results.append(results.isEmpty() ? QJsonValue(QJsonObject{}) : results.first());
             if (tx->cancelled)
-                return (*finish)(Error{ErrorCode::Cancelled, QStringLiteral("the transaction was cancelled"), {}});
+                return (*finish)(Error{ErrorCode::Cancelled,
+                                       QStringLiteral("the transaction was cancelled"),
+                                       {}});
             if (tx->step)
                 tx->step();
         };
@@ -700,10 +747,13 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
         };
         sink.failed = [finish, tx](const QString &why) {
             tx->conn = nullptr; // dropped by its broken() signal
-            (*finish)(Error{ErrorCode::SandboxError, QStringLiteral("the connection to the database server was lost: ") + why, {}});
+            (*finish)(Error{ErrorCode::SandboxError,
+                            QStringLiteral("the connection to the database server was lost: ") + why,
+                            {}});
         };
         if (!tx->conn->send("BEGIN", {}, {}, {}, true, false, sink))
-            (*finish)(Error{ErrorCode::SandboxError, QStringLiteral("cannot start a transaction"), {}});
+            (*finish)(
+                Error{ErrorCode::SandboxError, QStringLiteral("cannot start a transaction"), {}});
     });
     return [tx] {
         tx->cancelled = true;
@@ -725,7 +775,8 @@ void PostgresBackend::stop(std::function<void()> done)
     m_onStopped = std::move(done);
     // A fast shutdown: open transactions roll back, committed ones are already on disk.
     m_channel->request({{QStringLiteral("op"), QStringLiteral("exec")},
-                        {QStringLiteral("shell"), QStringLiteral("kill -INT \"$(head -n1 %1/postmaster.pid)\"").arg(kDataDir)},
+                        {QStringLiteral("shell"),
+                         QStringLiteral("kill -INT \"$(head -n1 %1/postmaster.pid)\"").arg(kDataDir)},
                         {QStringLiteral("timeoutMs"), 5000}},
                        {}, [](Result<SupervisorChannel::Reply>) {});
     QPointer<PostgresBackend> self(this);

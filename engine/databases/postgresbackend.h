@@ -23,11 +23,11 @@ class PostgresBackend final : public DatabaseBackend
 public:
     struct Settings
     {
-        QString socketDir;    // host path of the sandbox's /run/db
-        uid_t uid = 0;        // the sandbox's uid: connects are checked with its permissions
-        QString database;     // the client role's database
-        QString username;     // the client role (not a superuser)
-        QString password;     // set on the role once, at initialisation
+        QString socketDir;       // host path of the sandbox's /run/db
+        uid_t uid = 0;           // the sandbox's uid: connects are checked with its permissions
+        QString database;        // the client role's database
+        QString username;        // the client role (not a superuser)
+        QString password;        // set on the role once, at initialisation
         bool initialize = false; // first start: rename the template's database and role
         int maxConnections = 8;
     };
@@ -63,8 +63,8 @@ private:
     void release(PgConnection *conn);
     void drop(PgConnection *conn);
     void runQuery(const std::shared_ptr<Query> &q, PgConnection *conn, const QByteArray &sql,
-                  const QList<QByteArray> &values, const QList<bool> &nulls, const QList<bool> &binary,
-                  bool simple);
+                  const QList<QByteArray> &values, const QList<bool> &nulls,
+                  const QList<bool> &binary, bool simple);
     void deliver(const std::shared_ptr<Query> &q, bool done);
     void serverGone(const QString &why);
 

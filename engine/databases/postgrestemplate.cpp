@@ -28,7 +28,8 @@ QString building(const QString &dir)
 void dropTo(QProcess *p, uid_t uid)
 {
     p->setChildProcessModifier([uid] {
-        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0)
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0
+            || ::setresuid(uid, uid, uid) != 0)
             ::_exit(125);
     });
 }
@@ -37,7 +38,8 @@ bool chownTree(const QString &dir, uid_t uid)
 {
     if (::chown(QFile::encodeName(dir).constData(), uid, uid) != 0)
         return false;
-    QDirIterator it(dir, QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden | QDir::System, QDirIterator::Subdirectories);
+    QDirIterator it(dir, QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden | QDir::System,
+                    QDirIterator::Subdirectories);
     while (it.hasNext())
         if (::lchown(QFile::encodeName(it.next()).constData(), uid, uid) != 0)
             return false;
@@ -48,7 +50,8 @@ bool chownTree(const QString &dir, uid_t uid)
 void openForReading(const QString &dir)
 {
     ::chmod(QFile::encodeName(dir).constData(), 0755);
-    QDirIterator it(dir, QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden | QDir::System, QDirIterator::Subdirectories);
+    QDirIterator it(dir, QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden | QDir::System,
+                    QDirIterator::Subdirectories);
     while (it.hasNext()) {
         const QString path = it.next();
         ::chmod(QFile::encodeName(path).constData(), it.fileInfo().isDir() ? 0755 : 0644);
@@ -57,8 +60,12 @@ void openForReading(const QString &dir)
 
 } // namespace
 
-PostgresTemplate::PostgresTemplate(QString dir, uid_t builderUid, bool dropPrivileges, QObject *parent)
-    : QObject(parent), m_dir(std::move(dir)), m_uid(builderUid), m_drop(dropPrivileges)
+PostgresTemplate::PostgresTemplate(QString dir, uid_t builderUid, bool dropPrivileges,
+                                   QObject *parent)
+    : QObject(parent)
+    , m_dir(std::move(dir))
+    , m_uid(builderUid)
+    , m_drop(dropPrivileges)
 {
     // initdb looks its user up in /etc/passwd: build as `nobody` when there is one.
     if (const passwd *pw = ::getpwnam("nobody"))
@@ -67,7 +74,8 @@ PostgresTemplate::PostgresTemplate(QString dir, uid_t builderUid, bool dropPrivi
 
 bool PostgresTemplate::isReady() const
 {
-    return QFile::exists(m_dir + QStringLiteral("/PG_VERSION")) && QFile::exists(m_dir + QStringLiteral("/.sandbox-template-ready"));
+    return QFile::exists(m_dir + QStringLiteral("/PG_VERSION"))
+           && QFile::exists(m_dir + QStringLiteral("/.sandbox-template-ready"));
 }
 
 void PostgresTemplate::ensure(QObject *context, std::function<void(Result<bool>)> done)
@@ -84,7 +92,9 @@ void PostgresTemplate::ensure(QObject *context, std::function<void(Result<bool>)
     QDir().mkpath(QFileInfo(m_dir).path());
     ::chmod(QFile::encodeName(QFileInfo(m_dir).path()).constData(), 0711);
     if (!QDir().mkpath(building(m_dir)) || (m_drop && !chownTree(building(m_dir), m_uid)))
-        return finish(Error{ErrorCode::SandboxError, QStringLiteral("cannot create %1").arg(building(m_dir)), {}});
+        return finish(Error{ErrorCode::SandboxError,
+                            QStringLiteral("cannot create %1").arg(building(m_dir)),
+                            {}});
     runStep(0);
 }
 
@@ -99,14 +109,16 @@ void PostgresTemplate::runStep(int step)
     QByteArray input;
     if (step == 0) {
         p->setProgram(PostgresBackend::binDir() + QStringLiteral("/initdb"));
-        p->setArguments({QStringLiteral("-D"), data, QStringLiteral("-U"), QLatin1String(PostgresBackend::kAdminRole),
-                         QStringLiteral("-A"), QStringLiteral("trust"), QStringLiteral("-E"), QStringLiteral("UTF8"),
+        p->setArguments({QStringLiteral("-D"), data, QStringLiteral("-U"),
+                         QLatin1String(PostgresBackend::kAdminRole), QStringLiteral("-A"),
+                         QStringLiteral("trust"), QStringLiteral("-E"), QStringLiteral("UTF8"),
                          QStringLiteral("--locale=C.UTF-8"), QStringLiteral("--wal-segsize=1")});
     } else {
         // Single-user mode: no socket, no other connection; one statement per line.
         p->setProgram(PostgresBackend::binDir() + QStringLiteral("/postgres"));
-        p->setArguments({QStringLiteral("--single"), QStringLiteral("-D"), data, QStringLiteral("-c"),
-                         QStringLiteral("min_wal_size=2MB"), QStringLiteral("template1")});
+        p->setArguments({QStringLiteral("--single"), QStringLiteral("-D"), data,
+                         QStringLiteral("-c"), QStringLiteral("min_wal_size=2MB"),
+                         QStringLiteral("template1")});
         input = QByteArrayLiteral(
             "CREATE ROLE sandbox LOGIN CREATEDB NOSUPERUSER NOCREATEROLE NOREPLICATION\n"
             "ALTER DATABASE postgres OWNER TO sandbox\n"
@@ -116,19 +128,24 @@ void PostgresTemplate::runStep(int step)
         const QString out = QString::fromUtf8(p->readAll());
         p->deleteLater();
         if (status != QProcess::NormalExit || code != 0 || out.contains(QLatin1String("ERROR:")))
-            return finish(Error{ErrorCode::SandboxError,
-                                QStringLiteral("preparing the PostgreSQL template failed (%1): %2")
-                                    .arg(step == 0 ? QStringLiteral("initdb") : QStringLiteral("set-up"), out.trimmed().right(600)),
-                                {}});
+            return finish(
+                Error{ErrorCode::SandboxError,
+                      QStringLiteral("preparing the PostgreSQL template failed (%1): %2")
+                          .arg(step == 0 ? QStringLiteral("initdb") : QStringLiteral("set-up"),
+                               out.trimmed().right(600)),
+                      {}});
         if (step == 0)
             return runStep(1);
         const QString data = building(m_dir);
         QFile hba(data + QStringLiteral("/pg_hba.conf"));
         // The socket lives in a directory only the engine and the sandbox itself can reach.
         if (!hba.open(QIODevice::WriteOnly | QIODevice::Truncate)
-            || hba.write("# Sandbox Desktop: unix socket only, reachable by the engine and the sandbox itself.\n"
-                         "local all all trust\n") < 0)
-            return finish(Error{ErrorCode::SandboxError, QStringLiteral("cannot write pg_hba.conf"), {}});
+            || hba.write("# Sandbox Desktop: unix socket only, reachable by the engine and the "
+                         "sandbox itself.\n"
+                         "local all all trust\n")
+                   < 0)
+            return finish(
+                Error{ErrorCode::SandboxError, QStringLiteral("cannot write pg_hba.conf"), {}});
         hba.close();
         QFile ready(data + QStringLiteral("/.sandbox-template-ready"));
         ready.open(QIODevice::WriteOnly);
@@ -138,14 +155,20 @@ void PostgresTemplate::runStep(int step)
             chownTree(data, 0);
         openForReading(data); // (initdb has synced the cluster itself)
         if (!QDir().rename(data, m_dir))
-            return finish(Error{ErrorCode::SandboxError, QStringLiteral("cannot move the template into place"), {}});
+            return finish(Error{ErrorCode::SandboxError,
+                                QStringLiteral("cannot move the template into place"),
+                                {}});
         finish(true);
     });
     connect(p, &QProcess::errorOccurred, this, [this, p](QProcess::ProcessError e) {
         if (e == QProcess::FailedToStart) {
             p->deleteLater();
-            finish(Error{ErrorCode::SandboxError,
-                         QStringLiteral("cannot run %1: is PostgreSQL 15 installed (apt-get install postgresql)?").arg(p->program()), {}});
+            finish(
+                Error{ErrorCode::SandboxError,
+                      QStringLiteral(
+                          "cannot run %1: is PostgreSQL 15 installed (apt-get install postgresql)?")
+                          .arg(p->program()),
+                      {}});
         }
     });
     p->start();

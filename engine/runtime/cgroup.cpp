@@ -87,8 +87,10 @@ Result<Cgroup> Cgroup::create(const QString &name, const ResourceLimits &limits)
         if (QFile::exists(mem + QStringLiteral("/memory.memsw.limit_in_bytes")))
             ok = writeFile(mem + QStringLiteral("/memory.memsw.limit_in_bytes"), memBytes) && ok;
         ok = writeFile(pid + QStringLiteral("/pids.max"), pids) && ok;
-        ok = writeFile(cpu + QStringLiteral("/cpu.cfs_period_us"), QByteArray::number(period)) && ok;
-        ok = writeFile(cpu + QStringLiteral("/cpu.cfs_quota_us"), "-1") && ok; // until setCpuLimit()
+        ok = writeFile(cpu + QStringLiteral("/cpu.cfs_period_us"), QByteArray::number(period))
+             && ok;
+        ok = writeFile(cpu + QStringLiteral("/cpu.cfs_quota_us"), "-1")
+             && ok; // until setCpuLimit()
         if (!ok)
             return fail(QStringLiteral("cannot set limits under %1").arg(mem));
         return g;
@@ -109,13 +111,15 @@ Result<Cgroup> Cgroup::create(const QString &name, const ResourceLimits &limits)
         if (QFile::exists(dir + QStringLiteral("/memory.swap.max")))
             writeFile(dir + QStringLiteral("/memory.swap.max"), "0");
         ok = writeFile(dir + QStringLiteral("/pids.max"), pids) && ok;
-        ok = writeFile(dir + QStringLiteral("/cpu.max"), "max " + QByteArray::number(period)) && ok; // until setCpuLimit()
+        ok = writeFile(dir + QStringLiteral("/cpu.max"), "max " + QByteArray::number(period))
+             && ok; // until setCpuLimit()
         if (!ok)
             return fail(QStringLiteral("cannot set limits under %1").arg(dir));
         return g;
     }
     return Error{ErrorCode::SandboxError,
-                 QStringLiteral("cgroup: this host has no usable cgroup hierarchy"), {}};
+                 QStringLiteral("cgroup: this host has no usable cgroup hierarchy"),
+                 {}};
 }
 
 Cgroup Cgroup::existing(const QString &name)
@@ -148,7 +152,8 @@ bool Cgroup::setCpuLimit(double cpus) const
     const QByteArray quota = QByteArray::number(qMax<qint64>(1000, qint64(cpus * period)));
     if (m_version == Version::V1)
         return writeFile(m_dirs[2] + QStringLiteral("/cpu.cfs_quota_us"), quota);
-    return writeFile(m_dirs[0] + QStringLiteral("/cpu.max"), quota + ' ' + QByteArray::number(period));
+    return writeFile(m_dirs[0] + QStringLiteral("/cpu.max"),
+                     quota + ' ' + QByteArray::number(period));
 }
 
 QList<int> Cgroup::pids() const
@@ -207,8 +212,9 @@ int Cgroup::oomKills() const
 {
     if (m_dirs.isEmpty())
         return 0;
-    const QString file = m_version == Version::V1 ? m_dirs[0] + QStringLiteral("/memory.oom_control")
-                                                  : m_dirs[0] + QStringLiteral("/memory.events");
+    const QString file = m_version == Version::V1
+                             ? m_dirs[0] + QStringLiteral("/memory.oom_control")
+                             : m_dirs[0] + QStringLiteral("/memory.events");
     for (const QByteArray &line : readFile(file).split('\n')) {
         if (line.startsWith("oom_kill "))
             return line.mid(9).trimmed().toInt();

@@ -11,10 +11,10 @@
 #include <QTimer>
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <grp.h>
 #include <linux/close_range.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,7 +37,8 @@ QString cgroupName(const QString &id)
 } // namespace
 
 SandboxProcess::SandboxProcess(SandboxSpec spec, QObject *parent)
-    : QObject(parent), m_spec(std::move(spec))
+    : QObject(parent)
+    , m_spec(std::move(spec))
 {}
 
 SandboxProcess::~SandboxProcess()
@@ -71,25 +72,56 @@ QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
         QStringLiteral("--disable-userns"),
         QStringLiteral("--die-with-parent"),
         QStringLiteral("--new-session"),
-        QStringLiteral("--ro-bind"), QStringLiteral("/usr"), QStringLiteral("/usr"),
-        QStringLiteral("--ro-bind"), QStringLiteral("/etc"), QStringLiteral("/etc"),
-        QStringLiteral("--symlink"), QStringLiteral("usr/bin"), QStringLiteral("/bin"),
-        QStringLiteral("--symlink"), QStringLiteral("usr/sbin"), QStringLiteral("/sbin"),
-        QStringLiteral("--symlink"), QStringLiteral("usr/lib"), QStringLiteral("/lib"),
-        QStringLiteral("--symlink"), QStringLiteral("usr/lib64"), QStringLiteral("/lib64"),
-        QStringLiteral("--ro-bind"), spec.stateDir + QStringLiteral("/passwd"), QStringLiteral("/etc/passwd"),
-        QStringLiteral("--ro-bind"), spec.stateDir + QStringLiteral("/group"), QStringLiteral("/etc/group"),
-        QStringLiteral("--bind"), spec.workspaceDir, QStringLiteral("/workspace"),
-        QStringLiteral("--ro-bind"), spec.supervisorPath, QStringLiteral("/run/sandbox/sandbox-supervisor"),
-        QStringLiteral("--proc"), QStringLiteral("/proc"),
-        QStringLiteral("--dev"), QStringLiteral("/dev"),
-        QStringLiteral("--size"), tmpBytes, QStringLiteral("--tmpfs"), QStringLiteral("/tmp"),
-        QStringLiteral("--size"), tmpBytes, QStringLiteral("--tmpfs"), QStringLiteral("/dev/shm"),
-        QStringLiteral("--hostname"), spec.id,
-        QStringLiteral("--chdir"), QStringLiteral("/workspace"),
+        QStringLiteral("--ro-bind"),
+        QStringLiteral("/usr"),
+        QStringLiteral("/usr"),
+        QStringLiteral("--ro-bind"),
+        QStringLiteral("/etc"),
+        QStringLiteral("/etc"),
+        QStringLiteral("--symlink"),
+        QStringLiteral("usr/bin"),
+        QStringLiteral("/bin"),
+        QStringLiteral("--symlink"),
+        QStringLiteral("usr/sbin"),
+        QStringLiteral("/sbin"),
+        QStringLiteral("--symlink"),
+        QStringLiteral("usr/lib"),
+        QStringLiteral("/lib"),
+        QStringLiteral("--symlink"),
+        QStringLiteral("usr/lib64"),
+        QStringLiteral("/lib64"),
+        QStringLiteral("--ro-bind"),
+        spec.stateDir + QStringLiteral("/passwd"),
+        QStringLiteral("/etc/passwd"),
+        QStringLiteral("--ro-bind"),
+        spec.stateDir + QStringLiteral("/group"),
+        QStringLiteral("/etc/group"),
+        QStringLiteral("--bind"),
+        spec.workspaceDir,
+        QStringLiteral("/workspace"),
+        QStringLiteral("--ro-bind"),
+        spec.supervisorPath,
+        QStringLiteral("/run/sandbox/sandbox-supervisor"),
+        QStringLiteral("--proc"),
+        QStringLiteral("/proc"),
+        QStringLiteral("--dev"),
+        QStringLiteral("/dev"),
+        QStringLiteral("--size"),
+        tmpBytes,
+        QStringLiteral("--tmpfs"),
+        QStringLiteral("/tmp"),
+        QStringLiteral("--size"),
+        tmpBytes,
+        QStringLiteral("--tmpfs"),
+        QStringLiteral("/dev/shm"),
+        QStringLiteral("--hostname"),
+        spec.id,
+        QStringLiteral("--chdir"),
+        QStringLiteral("/workspace"),
     };
     for (const SandboxSpec::Mount &m : spec.extraMounts)
-        a << (m.writable ? QStringLiteral("--bind") : QStringLiteral("--ro-bind")) << m.hostPath << m.sandboxPath;
+        a << (m.writable ? QStringLiteral("--bind") : QStringLiteral("--ro-bind")) << m.hostPath
+          << m.sandboxPath;
     if (spec.network)
         a << QStringLiteral("--share-net");
     a << QStringLiteral("/run/sandbox/sandbox-supervisor");
@@ -100,20 +132,24 @@ Result<bool> SandboxProcess::prepareFiles() const
 {
     if (!QDir().mkpath(m_spec.workspaceDir) || !QDir().mkpath(m_spec.stateDir))
         return Error{ErrorCode::SandboxError,
-                     QStringLiteral("cannot create %1").arg(m_spec.workspaceDir), {}};
+                     QStringLiteral("cannot create %1").arg(m_spec.workspaceDir),
+                     {}};
     // The sandbox's uid must pass through the state directory to reach its workspace and files.
     ::chmod(QFile::encodeName(m_spec.stateDir).constData(), 0711);
     // A passwd and group entry for the sandbox's uid, so that tools that look the user up work.
-    auto writeWithEntry = [&](const QString &hostFile, const QString &target, const QByteArray &entry) {
+    auto writeWithEntry = [&](const QString &hostFile, const QString &target,
+                              const QByteArray &entry) {
         QFile in(hostFile);
         QByteArray content = in.open(QIODevice::ReadOnly) ? in.readAll() : QByteArray();
         if (!content.isEmpty() && !content.endsWith('\n'))
             content.append('\n');
         content.append(entry);
         QFile out(target);
-        if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate) || out.write(content) != content.size())
+        if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)
+            || out.write(content) != content.size())
             return false;
-        out.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ReadGroup | QFile::ReadOther);
+        out.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ReadGroup
+                           | QFile::ReadOther);
         return true;
     };
     const uid_t uid = m_spec.dropPrivileges ? m_spec.uid : ::getuid();
@@ -121,14 +157,19 @@ Result<bool> SandboxProcess::prepareFiles() const
     const QByteArray pw = "sandbox:x:" + QByteArray::number(uid) + ':' + QByteArray::number(gid)
                           + ":Sandbox:/workspace:/bin/sh\n";
     const QByteArray gr = "sandbox:x:" + QByteArray::number(gid) + ":\n";
-    if (!writeWithEntry(QStringLiteral("/etc/passwd"), m_spec.stateDir + QStringLiteral("/passwd"), pw)
-        || !writeWithEntry(QStringLiteral("/etc/group"), m_spec.stateDir + QStringLiteral("/group"), gr))
+    if (!writeWithEntry(QStringLiteral("/etc/passwd"), m_spec.stateDir + QStringLiteral("/passwd"),
+                        pw)
+        || !writeWithEntry(QStringLiteral("/etc/group"), m_spec.stateDir + QStringLiteral("/group"),
+                           gr))
         return Error{ErrorCode::SandboxError,
-                     QStringLiteral("cannot write the sandbox's passwd file in %1").arg(m_spec.stateDir), {}};
+                     QStringLiteral("cannot write the sandbox's passwd file in %1")
+                         .arg(m_spec.stateDir),
+                     {}};
     if (m_spec.dropPrivileges
         && ::chown(QFile::encodeName(m_spec.workspaceDir).constData(), uid, gid) != 0)
         return Error{ErrorCode::SandboxError,
-                     QStringLiteral("cannot hand %1 to uid %2").arg(m_spec.workspaceDir).arg(uid), {}};
+                     QStringLiteral("cannot hand %1 to uid %2").arg(m_spec.workspaceDir).arg(uid),
+                     {}};
     return true;
 }
 
@@ -139,10 +180,13 @@ void SandboxProcess::start()
     };
     if (m_spec.bubblewrap && !QFile::exists(m_spec.bwrapPath))
         return fail(Error{ErrorCode::SandboxError,
-                          QStringLiteral("bubblewrap not found at %1").arg(m_spec.bwrapPath), {}});
+                          QStringLiteral("bubblewrap not found at %1").arg(m_spec.bwrapPath),
+                          {}});
     if (!QFile::exists(m_spec.supervisorPath))
-        return fail(Error{ErrorCode::SandboxError,
-                          QStringLiteral("sandbox-supervisor not found at %1").arg(m_spec.supervisorPath), {}});
+        return fail(
+            Error{ErrorCode::SandboxError,
+                  QStringLiteral("sandbox-supervisor not found at %1").arg(m_spec.supervisorPath),
+                  {}});
     if (const auto prepared = prepareFiles(); !prepared)
         return fail(prepared.error());
 
@@ -156,7 +200,8 @@ void SandboxProcess::start()
         return launch();
     m_volume = new WorkspaceVolume(m_spec.diskImage, m_spec.workspaceDir, m_spec.limits.diskMb,
                                    m_spec.dropPrivileges ? m_spec.uid : ::getuid(),
-                                   m_spec.dropPrivileges ? m_spec.gid : ::getgid(), m_spec.volumePool, this);
+                                   m_spec.dropPrivileges ? m_spec.gid : ::getgid(),
+                                   m_spec.volumePool, this);
     m_volume->mount([this](Result<bool> mounted) {
         if (!mounted) {
             m_cgroup.remove();
@@ -184,7 +229,10 @@ void SandboxProcess::launch()
         if (current.isSymLink() || !current.exists()) {
             QFile::remove(ws);
             if (!QFile::link(m_spec.workspaceDir, ws))
-                return fail(Error{ErrorCode::SandboxError, QStringLiteral("cannot link /workspace to %1").arg(m_spec.workspaceDir), {}});
+                return fail(
+                    Error{ErrorCode::SandboxError,
+                          QStringLiteral("cannot link /workspace to %1").arg(m_spec.workspaceDir),
+                          {}});
         }
         m_process->setProgram(m_spec.supervisorPath);
         m_process->setArguments({QStringLiteral("--workspace"), ws});
@@ -252,14 +300,14 @@ void SandboxProcess::launch()
         }
         m_stderrTail = QByteArray(m_stderrTail + err).right(kStderrTail);
     });
-    connect(m_process, &QProcess::finished, this, [this](int code, QProcess::ExitStatus status) {
-        onFinished(code, int(status));
-    });
+    connect(m_process, &QProcess::finished, this,
+            [this](int code, QProcess::ExitStatus status) { onFinished(code, int(status)); });
     connect(m_process, &QProcess::errorOccurred, this, [this](QProcess::ProcessError error) {
         if (error == QProcess::FailedToStart) {
             Q_EMIT failed(Error{ErrorCode::SandboxError,
                                 QStringLiteral("cannot start bubblewrap (%1): %2")
-                                    .arg(m_spec.bwrapPath, m_process->errorString()), {}});
+                                    .arg(m_spec.bwrapPath, m_process->errorString()),
+                                {}});
         }
     });
     qCDebug(lcRuntime) << "starting" << m_spec.id << m_process->arguments();
@@ -296,9 +344,10 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
     if (m_stopping) {
         reason = QStringLiteral("stopped");
     } else {
-        reason = exitStatus == QProcess::CrashExit
-                     ? QStringLiteral("the sandbox's supervisor was killed")
-                     : QStringLiteral("the sandbox's supervisor exited with status %1").arg(exitCode);
+        reason
+            = exitStatus == QProcess::CrashExit
+                  ? QStringLiteral("the sandbox's supervisor was killed")
+                  : QStringLiteral("the sandbox's supervisor exited with status %1").arg(exitCode);
         const QString tail = QString::fromUtf8(m_stderrTail).trimmed();
         if (!tail.isEmpty())
             reason += QStringLiteral(": ") + tail.section(u'\n', -1);
@@ -308,7 +357,9 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
     if (m_channel)
         m_channel->failAll(Error{ErrorCode::SandboxNotRunning, reason, {}});
     if (!m_readySeen && !m_stopping) {
-        Q_EMIT failed(Error{ErrorCode::SandboxError, QStringLiteral("the sandbox did not start: ") + reason, {}});
+        Q_EMIT failed(Error{ErrorCode::SandboxError,
+                            QStringLiteral("the sandbox did not start: ") + reason,
+                            {}});
         return;
     }
     Q_EMIT exited(reason);

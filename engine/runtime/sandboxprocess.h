@@ -89,9 +89,9 @@ private:
 
     SandboxSpec m_spec;
     Cgroup m_cgroup;
-    QProcess *m_process = nullptr;           // owned (child)
-    SupervisorChannel *m_channel = nullptr;  // owned (child)
-    WorkspaceVolume *m_volume = nullptr;     // owned (child)
+    QProcess *m_process = nullptr;          // owned (child)
+    SupervisorChannel *m_channel = nullptr; // owned (child)
+    WorkspaceVolume *m_volume = nullptr;    // owned (child)
     QByteArray m_stderrTail;
     bool m_stopping = false;
     bool m_readySeen = false;

@@ -40,7 +40,9 @@ Error supervisorError(const QJsonObject &error)
 }
 
 SupervisorChannel::SupervisorChannel(QIODevice *in, QIODevice *out, QObject *parent)
-    : QObject(parent), m_in(in), m_out(out)
+    : QObject(parent)
+    , m_in(in)
+    , m_out(out)
 {
     connect(out, &QIODevice::readyRead, this, &SupervisorChannel::onReadyRead);
 }
@@ -114,7 +116,8 @@ void SupervisorChannel::onReadyRead()
         const char *p = m_buffer.constData() + m_bufferPos;
         const quint32 length = qFromLittleEndian<quint32>(p);
         if (length < SupervisorWire::HeaderBytes || length > SupervisorWire::MaxLength) {
-            const QString why = QStringLiteral("bad frame length %1 from the supervisor").arg(length);
+            const QString why
+                = QStringLiteral("bad frame length %1 from the supervisor").arg(length);
             qCWarning(lcSupervisor) << why;
             m_buffer.clear();
             m_bufferPos = 0;
@@ -162,7 +165,8 @@ void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payl
         reply.json = QJsonDocument::fromJson(jsonPart.toByteArray(), &perr).object();
         if (perr.error != QJsonParseError::NoError) {
             p.onReply(Error{ErrorCode::SandboxError,
-                            QStringLiteral("malformed answer from the supervisor"), {}});
+                            QStringLiteral("malformed answer from the supervisor"),
+                            {}});
             return;
         }
         if (nul >= 0)

@@ -52,7 +52,8 @@ Q_SIGNALS:
 
 private:
     void onReadyRead();
-    void writeFrame(SupervisorWire::FrameType type, quint32 id, QByteArrayView a, QByteArrayView b = {});
+    void writeFrame(SupervisorWire::FrameType type, quint32 id, QByteArrayView a,
+                    QByteArrayView b = {});
     void dispatch(SupervisorWire::FrameType type, quint32 id, QByteArrayView payload);
 
     struct Pending

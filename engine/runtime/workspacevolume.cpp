@@ -19,7 +19,8 @@ namespace Sandbox::Engine {
 bool WorkspaceVolume::isSupported()
 {
     return ::geteuid() == 0 && QFile::exists(QStringLiteral("/dev/loop-control"))
-           && QFile::exists(QStringLiteral("/usr/sbin/mkfs.ext4")) && QFile::exists(QStringLiteral("/usr/bin/mount"));
+           && QFile::exists(QStringLiteral("/usr/sbin/mkfs.ext4"))
+           && QFile::exists(QStringLiteral("/usr/bin/mount"));
 }
 
 namespace {
@@ -34,16 +35,26 @@ QString spareName(const QString &poolDir, qint64 sizeMb, int n)
 QStringList mkfsArguments(const QString &image)
 {
     // Without pre-initialised tables: ~15 ms whatever the size.
-    return {QStringLiteral("-q"), QStringLiteral("-F"), QStringLiteral("-m"), QStringLiteral("0"), QStringLiteral("-E"),
-            QStringLiteral("lazy_itable_init=1,lazy_journal_init=1"), image};
+    return {QStringLiteral("-q"),
+            QStringLiteral("-F"),
+            QStringLiteral("-m"),
+            QStringLiteral("0"),
+            QStringLiteral("-E"),
+            QStringLiteral("lazy_itable_init=1,lazy_journal_init=1"),
+            image};
 }
 
 } // namespace
 
-WorkspaceVolume::WorkspaceVolume(QString imagePath, QString mountPoint, qint64 sizeMb, uid_t uid, gid_t gid,
-                                 QString poolDir, QObject *parent)
-    : QObject(parent), m_image(std::move(imagePath)), m_mountPoint(std::move(mountPoint)), m_sizeMb(sizeMb),
-      m_uid(uid), m_gid(gid), m_poolDir(std::move(poolDir))
+WorkspaceVolume::WorkspaceVolume(QString imagePath, QString mountPoint, qint64 sizeMb, uid_t uid,
+                                 gid_t gid, QString poolDir, QObject *parent)
+    : QObject(parent)
+    , m_image(std::move(imagePath))
+    , m_mountPoint(std::move(mountPoint))
+    , m_sizeMb(sizeMb)
+    , m_uid(uid)
+    , m_gid(gid)
+    , m_poolDir(std::move(poolDir))
 {}
 
 void WorkspaceVolume::refillPool(const QString &poolDir, qint64 sizeMb, QObject *owner)
@@ -66,12 +77,14 @@ void WorkspaceVolume::makeSpare(const QString &poolDir, qint64 sizeMb, int n, QO
     }
     image.close();
     auto *mkfs = new QProcess(owner);
-    QObject::connect(mkfs, &QProcess::finished, owner, [mkfs, tmp, spare](int code, QProcess::ExitStatus status) {
-        mkfs->deleteLater();
-        // The rename makes the spare appear whole, or not at all.
-        if (status != QProcess::NormalExit || code != 0 || !QFile::rename(tmp, spare))
-            QFile::remove(tmp);
-    });
+    QObject::connect(mkfs, &QProcess::finished, owner,
+                     [mkfs, tmp, spare](int code, QProcess::ExitStatus status) {
+                         mkfs->deleteLater();
+                         // The rename makes the spare appear whole, or not at all.
+                         if (status != QProcess::NormalExit || code != 0
+                             || !QFile::rename(tmp, spare))
+                             QFile::remove(tmp);
+                     });
     mkfs->start(QStringLiteral("/usr/sbin/mkfs.ext4"), mkfsArguments(tmp));
 }
 
@@ -82,7 +95,10 @@ Result<bool> WorkspaceVolume::attach()
     const QByteArray target = QFile::encodeName(m_mountPoint);
     const int control = ::open("/dev/loop-control", O_RDWR | O_CLOEXEC);
     if (control < 0)
-        return Error{ErrorCode::SandboxError, QStringLiteral("cannot open /dev/loop-control: %1").arg(QString::fromLocal8Bit(strerror(errno))), {}};
+        return Error{ErrorCode::SandboxError,
+                     QStringLiteral("cannot open /dev/loop-control: %1")
+                         .arg(QString::fromLocal8Bit(strerror(errno))),
+                     {}};
     const int file = ::open(image.constData(), O_RDWR | O_CLOEXEC);
     if (file < 0) {
         ::close(control);
@@ -104,14 +120,17 @@ Result<bool> WorkspaceVolume::attach()
             ::close(loop);
             continue; // taken meanwhile by someone else: try the next free one
         }
-        const int mounted = ::mount(device.constData(), target.constData(), "ext4", MS_NOSUID | MS_NODEV, nullptr);
+        const int mounted = ::mount(device.constData(), target.constData(), "ext4",
+                                    MS_NOSUID | MS_NODEV, nullptr);
         const int mountErrno = errno;
         ::close(loop); // autoclear: the device goes when the mount goes
         ::close(file);
         ::close(control);
         if (mounted != 0)
             return Error{ErrorCode::SandboxError,
-                         QStringLiteral("cannot mount the workspace image: %1").arg(QString::fromLocal8Bit(strerror(mountErrno))), {}};
+                         QStringLiteral("cannot mount the workspace image: %1")
+                             .arg(QString::fromLocal8Bit(strerror(mountErrno))),
+                         {}};
         return true;
     }
     ::close(file);
@@ -124,7 +143,8 @@ WorkspaceVolume::~WorkspaceVolume()
     unmount();
 }
 
-void WorkspaceVolume::run(const QString &program, const QStringList &args, std::function<void(Result<bool>)> next)
+void WorkspaceVolume::run(const QString &program, const QStringList &args,
+                          std::function<void(Result<bool>)> next)
 {
     auto *p = new QProcess(this);
     p->setProcessChannelMode(QProcess::MergedChannels);
@@ -132,7 +152,9 @@ void WorkspaceVolume::run(const QString &program, const QStringList &args, std::
         p->deleteLater();
         if (status != QProcess::NormalExit || code != 0)
             return next(Error{ErrorCode::SandboxError,
-                              QStringLiteral("%1 failed: %2").arg(program, QString::fromLocal8Bit(p->readAll()).trimmed()), {}});
+                              QStringLiteral("%1 failed: %2")
+                                  .arg(program, QString::fromLocal8Bit(p->readAll()).trimmed()),
+                              {}});
         next(true);
     });
     connect(p, &QProcess::errorOccurred, this, [p, program, next](QProcess::ProcessError e) {
@@ -160,7 +182,9 @@ void WorkspaceVolume::mount(Done done)
         // The file system's root belongs to the sandbox's user; lost+found goes.
         QDir(m_mountPoint + QStringLiteral("/lost+found")).removeRecursively();
         if (::chown(QFile::encodeName(m_mountPoint).constData(), m_uid, m_gid) != 0)
-            return done(Error{ErrorCode::SandboxError, QStringLiteral("cannot hand the workspace to its user"), {}});
+            return done(Error{ErrorCode::SandboxError,
+                              QStringLiteral("cannot hand the workspace to its user"),
+                              {}});
         ::chmod(QFile::encodeName(m_mountPoint).constData(), 0700);
         done(true);
     };
@@ -170,19 +194,23 @@ void WorkspaceVolume::mount(Done done)
     bool tookSpare = false;
     for (int n = 0; n < kSparesPerSize && !tookSpare && !m_poolDir.isEmpty(); ++n) {
         tookSpare = ::rename(QFile::encodeName(spareName(m_poolDir, m_sizeMb, n)).constData(),
-                             QFile::encodeName(m_image).constData()) == 0;
+                             QFile::encodeName(m_image).constData())
+                    == 0;
     }
     if (tookSpare)
         return doMount(true);
     QFile image(m_image);
     if (!image.open(QIODevice::WriteOnly) || !image.resize(m_sizeMb * 1024 * 1024))
-        return done(Error{ErrorCode::SandboxError, QStringLiteral("cannot create %1: %2").arg(m_image, image.errorString()), {}});
+        return done(Error{ErrorCode::SandboxError,
+                          QStringLiteral("cannot create %1: %2").arg(m_image, image.errorString()),
+                          {}});
     image.close();
-    run(QStringLiteral("/usr/sbin/mkfs.ext4"), mkfsArguments(m_image), [this, doMount](Result<bool> r) {
-        if (!r)
-            QFile::remove(m_image);
-        doMount(r);
-    });
+    run(QStringLiteral("/usr/sbin/mkfs.ext4"), mkfsArguments(m_image),
+        [this, doMount](Result<bool> r) {
+            if (!r)
+                QFile::remove(m_image);
+            doMount(r);
+        });
 }
 
 void WorkspaceVolume::unmount()

@@ -46,7 +46,8 @@ public:
     static bool isMounted(const QString &mountPoint);
 
 private:
-    void run(const QString &program, const QStringList &args, std::function<void(Result<bool>)> next);
+    void run(const QString &program, const QStringList &args,
+             std::function<void(Result<bool>)> next);
     Result<bool> attach();
     static void makeSpare(const QString &poolDir, qint64 sizeMb, int n, QObject *owner);
 

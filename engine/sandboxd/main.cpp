@@ -20,8 +20,8 @@
 #include <QStandardPaths>
 
 #include <csignal>
-#include <fcntl.h>
 #include <cstdio>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,7 +48,8 @@ QString defaultDataDir()
 {
     if (::geteuid() == 0)
         return QStringLiteral("/var/lib/sandboxd");
-    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/sandboxd");
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation)
+           + QStringLiteral("/sandboxd");
 }
 
 QString findSupervisor(const QString &given)
@@ -57,7 +58,9 @@ QString findSupervisor(const QString &given)
         return given;
     const QString appDir = QCoreApplication::applicationDirPath();
     const QStringList candidates{appDir + QStringLiteral("/sandbox-supervisor"),
-                                 appDir + QStringLiteral("/../libexec/sandbox-desktop/sandbox-supervisor")};
+                                 appDir
+                                     + QStringLiteral(
+                                         "/../libexec/sandbox-desktop/sandbox-supervisor")};
     for (const QString &candidate : candidates) {
         if (QFile::exists(candidate))
             return QDir::cleanPath(candidate);
@@ -94,36 +97,62 @@ int main(int argc, char **argv)
     app.setApplicationVersion(QStringLiteral(SANDBOX_VERSION));
 
     QCommandLineParser cli;
-    cli.setApplicationDescription(QStringLiteral("The Sandbox Desktop local engine: bubblewrap sandboxes behind "
-                                                 "a REST and JSON-RPC API (docs/protocol.md)."));
+    cli.setApplicationDescription(
+        QStringLiteral("The Sandbox Desktop local engine: bubblewrap sandboxes behind "
+                       "a REST and JSON-RPC API (docs/protocol.md)."));
     cli.addHelpOption();
     cli.addVersionOption();
-    const QCommandLineOption listenOpt(QStringLiteral("listen"), QStringLiteral("Address to listen on (default 127.0.0.1:7465; port 0 picks one)."),
-                                       QStringLiteral("host:port"), QStringLiteral("127.0.0.1:7465"));
-    const QCommandLineOption dataOpt(QStringLiteral("data-dir"), QStringLiteral("State directory (default %1).").arg(defaultDataDir()),
+    const QCommandLineOption
+        listenOpt(QStringLiteral("listen"),
+                  QStringLiteral(
+                      "Address to listen on (default 127.0.0.1:7465; port 0 picks one)."),
+                  QStringLiteral("host:port"), QStringLiteral("127.0.0.1:7465"));
+    const QCommandLineOption dataOpt(QStringLiteral("data-dir"),
+                                     QStringLiteral("State directory (default %1).")
+                                         .arg(defaultDataDir()),
                                      QStringLiteral("dir"), defaultDataDir());
-    const QCommandLineOption supervisorOpt(QStringLiteral("supervisor"), QStringLiteral("Path of sandbox-supervisor."),
+    const QCommandLineOption supervisorOpt(QStringLiteral("supervisor"),
+                                           QStringLiteral("Path of sandbox-supervisor."),
                                            QStringLiteral("path"));
-    const QCommandLineOption noCgroupsOpt(QStringLiteral("no-cgroups"), QStringLiteral("Do not use cgroups (no memory, process or CPU limits)."));
-    const QCommandLineOption maxRunningOpt(QStringLiteral("max-running"), QStringLiteral("Running sandboxes per key (default 8)."),
+    const QCommandLineOption
+        noCgroupsOpt(QStringLiteral("no-cgroups"),
+                     QStringLiteral("Do not use cgroups (no memory, process or CPU limits)."));
+    const QCommandLineOption maxRunningOpt(QStringLiteral("max-running"),
+                                           QStringLiteral("Running sandboxes per key (default 8)."),
                                            QStringLiteral("n"), QStringLiteral("8"));
-    const QCommandLineOption maxMemoryOpt(QStringLiteral("max-memory-mb"), QStringLiteral("Sandbox memory per key in MiB (default 16384)."),
+    const QCommandLineOption maxMemoryOpt(QStringLiteral("max-memory-mb"),
+                                          QStringLiteral(
+                                              "Sandbox memory per key in MiB (default 16384)."),
                                           QStringLiteral("mib"), QStringLiteral("16384"));
-    const QCommandLineOption sleepAfterOpt(QStringLiteral("sleep-after"), QStringLiteral("Default idle time before a sandbox sleeps, in ms (default 600000)."),
-                                           QStringLiteral("ms"), QStringLiteral("600000"));
-    const QCommandLineOption uidBaseOpt(QStringLiteral("uid-base"), QStringLiteral("When run as root, sandbox N runs as uid BASE+N (default 200000)."),
-                                        QStringLiteral("uid"), QStringLiteral("200000"));
-    const QCommandLineOption isolationOpt(QStringLiteral("isolation"),
-                                          QStringLiteral("bubblewrap (default), or container when the engine runs inside a "
-                                                         "container that is itself the sandbox boundary."),
-                                          QStringLiteral("mode"), QStringLiteral("bubblewrap"));
-    const QCommandLineOption noDiskLimitOpt(QStringLiteral("no-disk-limit"),
-                                            QStringLiteral("Plain directories as workspaces, without a size cap."));
-    const QCommandLineOption agentsDirOpt(QStringLiteral("agents-dir"), QStringLiteral("Where the agent CLIs are installed (default: next to the binary)."),
-                                          QStringLiteral("dir"));
-    const QCommandLineOption verboseOpt(QStringLiteral("verbose"), QStringLiteral("Log debug messages."));
-    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt, sleepAfterOpt, uidBaseOpt, isolationOpt,
-                    noDiskLimitOpt, agentsDirOpt, verboseOpt});
+    const QCommandLineOption
+        sleepAfterOpt(QStringLiteral("sleep-after"),
+                      QStringLiteral(
+                          "Default idle time before a sandbox sleeps, in ms (default 600000)."),
+                      QStringLiteral("ms"), QStringLiteral("600000"));
+    const QCommandLineOption
+        uidBaseOpt(QStringLiteral("uid-base"),
+                   QStringLiteral(
+                       "When run as root, sandbox N runs as uid BASE+N (default 200000)."),
+                   QStringLiteral("uid"), QStringLiteral("200000"));
+    const QCommandLineOption
+        isolationOpt(QStringLiteral("isolation"),
+                     QStringLiteral(
+                         "bubblewrap (default), or container when the engine runs inside a "
+                         "container that is itself the sandbox boundary."),
+                     QStringLiteral("mode"), QStringLiteral("bubblewrap"));
+    const QCommandLineOption
+        noDiskLimitOpt(QStringLiteral("no-disk-limit"),
+                       QStringLiteral("Plain directories as workspaces, without a size cap."));
+    const QCommandLineOption
+        agentsDirOpt(QStringLiteral("agents-dir"),
+                     QStringLiteral(
+                         "Where the agent CLIs are installed (default: next to the binary)."),
+                     QStringLiteral("dir"));
+    const QCommandLineOption verboseOpt(QStringLiteral("verbose"),
+                                        QStringLiteral("Log debug messages."));
+    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt,
+                    sleepAfterOpt, uidBaseOpt, isolationOpt, noDiskLimitOpt, agentsDirOpt,
+                    verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -134,7 +163,9 @@ int main(int argc, char **argv)
     const uint port = listen.mid(colon + 1).toUInt(&portOk);
     const QHostAddress address(colon > 0 ? listen.left(colon) : QString());
     if (colon <= 0 || !portOk || port > 65535 || address.isNull())
-        die(QStringLiteral("--listen wants HOST:PORT with a numeric address, e.g. 127.0.0.1:7465, not '%1'").arg(listen));
+        die(QStringLiteral(
+                "--listen wants HOST:PORT with a numeric address, e.g. 127.0.0.1:7465, not '%1'")
+                .arg(listen));
 
     const QString dataDir = QDir(cli.value(dataOpt)).absolutePath();
     if (!QDir().mkpath(dataDir + QStringLiteral("/sandboxes")))
@@ -157,7 +188,8 @@ int main(int argc, char **argv)
     KeyStore keys(registry->get());
     // In a container the key comes from outside (the Worker); on a desktop the first start makes one.
     if (const QByteArray envKey = qgetenv("SANDBOXD_API_KEY"); !envKey.isEmpty()) {
-        if (const auto imported = keys.import(QStringLiteral("environment"), envKey, true); !imported)
+        if (const auto imported = keys.import(QStringLiteral("environment"), envKey, true);
+            !imported)
             die(imported.error().message);
         qunsetenv("SANDBOXD_API_KEY");
     } else {
@@ -176,23 +208,27 @@ int main(int argc, char **argv)
     config.maxMemoryMbPerKey = cli.value(maxMemoryOpt).toLongLong();
     config.defaultSleepAfterMs = cli.value(sleepAfterOpt).toLongLong();
     if (!QFile::exists(config.supervisorPath))
-        die(QStringLiteral("sandbox-supervisor not found at %1 (use --supervisor)").arg(config.supervisorPath));
+        die(QStringLiteral("sandbox-supervisor not found at %1 (use --supervisor)")
+                .arg(config.supervisorPath));
     const QString isolation = cli.value(isolationOpt);
     if (isolation != QLatin1String("bubblewrap") && isolation != QLatin1String("container"))
         die(QStringLiteral("--isolation is bubblewrap or container, not '%1'").arg(isolation));
     config.bubblewrap = isolation == QLatin1String("bubblewrap");
     config.diskImages = !cli.isSet(noDiskLimitOpt) && WorkspaceVolume::isSupported();
     if (config.bubblewrap && !QFile::exists(config.bwrapPath))
-        die(QStringLiteral("bubblewrap not found at %1: apt-get install bubblewrap").arg(config.bwrapPath));
+        die(QStringLiteral("bubblewrap not found at %1: apt-get install bubblewrap")
+                .arg(config.bwrapPath));
 
     SandboxManager sandboxes(config, registry->get());
     sandboxes.recover();
     StreamHub streams;
     Methods methods(&sandboxes, &streams, &keys);
-    DatabaseAdapter databases(&methods, &sandboxes, DatabaseAdapter::findDbHost(QCoreApplication::applicationDirPath()));
+    DatabaseAdapter databases(&methods, &sandboxes,
+                              DatabaseAdapter::findDbHost(QCoreApplication::applicationDirPath()));
     AgentService agents(&sandboxes, &streams, &methods,
                         cli.isSet(agentsDirOpt) ? QDir(cli.value(agentsDirOpt)).absolutePath()
-                                                : AgentService::defaultAgentsDir(QCoreApplication::applicationDirPath()));
+                                                : AgentService::defaultAgentsDir(
+                                                    QCoreApplication::applicationDirPath()));
     ApiServer server(&methods, &streams, &keys);
     QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
 

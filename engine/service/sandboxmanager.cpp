@@ -31,12 +31,9 @@ struct SizeRow
 
 // docs/protocol.md, 3.1 (Cloudflare's instance types).
 const SizeRow kSizes[] = {
-    {"lite", {256, 128, 0.0625, 2048, 64}},
-    {"basic", {1024, 256, 0.25, 4096, 128}},
-    {"standard-1", {4096, 512, 0.5, 8192, 256}},
-    {"standard-2", {6144, 1024, 1, 12288, 512}},
-    {"standard-3", {8192, 1024, 2, 16384, 512}},
-    {"standard-4", {12288, 2048, 4, 20480, 1024}},
+    {"lite", {256, 128, 0.0625, 2048, 64}},      {"basic", {1024, 256, 0.25, 4096, 128}},
+    {"standard-1", {4096, 512, 0.5, 8192, 256}}, {"standard-2", {6144, 1024, 1, 12288, 512}},
+    {"standard-3", {8192, 1024, 2, 16384, 512}}, {"standard-4", {12288, 2048, 4, 20480, 1024}},
 };
 
 QString isoTime(const QDateTime &t)
@@ -54,7 +51,8 @@ QString newSandboxId()
     quint32 r[2];
     QRandomGenerator::system()->fillRange(r, 2);
     return QStringLiteral("sb_")
-           + QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(r), sizeof r).toHex().left(12));
+           + QString::fromLatin1(
+               QByteArray(reinterpret_cast<const char *>(r), sizeof r).toHex().left(12));
 }
 
 } // namespace
@@ -72,7 +70,9 @@ struct SandboxManager::Entry
 };
 
 SandboxManager::SandboxManager(EngineConfig config, Registry *registry, QObject *parent)
-    : QObject(parent), m_config(std::move(config)), m_registry(registry)
+    : QObject(parent)
+    , m_config(std::move(config))
+    , m_registry(registry)
 {
     for (const SandboxRecord &r : m_registry->sandboxes()) {
         auto *e = new Entry;
@@ -103,8 +103,10 @@ void SandboxManager::recover()
         QDir pool(m_config.dataDir + QStringLiteral("/volumes"));
         for (const QString &stale : pool.entryList({QStringLiteral("*.tmp")}, QDir::Files))
             pool.remove(stale);
-        for (const QString &size : {QStringLiteral("lite"), QStringLiteral("basic"), QStringLiteral("standard-1")})
-            WorkspaceVolume::refillPool(m_config.dataDir + QStringLiteral("/volumes"), limitsFor(size).diskMb, this);
+        for (const QString &size :
+             {QStringLiteral("lite"), QStringLiteral("basic"), QStringLiteral("standard-1")})
+            WorkspaceVolume::refillPool(m_config.dataDir + QStringLiteral("/volumes"),
+                                        limitsFor(size).diskMb, this);
     }
     for (Entry *e : std::as_const(m_entries)) {
         if (!isLive(e->rec.status))
@@ -157,11 +159,10 @@ QJsonObject SandboxManager::toJson(const SandboxRecord &r)
         {QStringLiteral("sleepAfter"), double(r.sleepAfterMs)},
         {QStringLiteral("network"), r.network},
         {QStringLiteral("env"), envNames},
-        {QStringLiteral("limits"),
-         QJsonObject{{QStringLiteral("memoryMb"), double(l.memoryMb)},
-                     {QStringLiteral("pids"), l.pids},
-                     {QStringLiteral("cpus"), l.cpus},
-                     {QStringLiteral("diskMb"), double(l.diskMb)}}},
+        {QStringLiteral("limits"), QJsonObject{{QStringLiteral("memoryMb"), double(l.memoryMb)},
+                                               {QStringLiteral("pids"), l.pids},
+                                               {QStringLiteral("cpus"), l.cpus},
+                                               {QStringLiteral("diskMb"), double(l.diskMb)}}},
     };
     if (!r.error.isEmpty())
         o.insert(QStringLiteral("error"), r.error);
@@ -211,16 +212,21 @@ Result<bool> SandboxManager::checkQuota(const QString &keyId, const QString &siz
     const qint64 wanted = limitsFor(size).memoryMb;
     if (exceptId.isEmpty() && total + 1 > m_config.maxSandboxesPerKey)
         return Error{ErrorCode::QuotaExceeded,
-                     QStringLiteral("quota exceeded: at most %1 sandboxes per key").arg(m_config.maxSandboxesPerKey),
+                     QStringLiteral("quota exceeded: at most %1 sandboxes per key")
+                         .arg(m_config.maxSandboxesPerKey),
                      QJsonObject{{QStringLiteral("limit"), QStringLiteral("sandboxes")}}};
     if (running + 1 > m_config.maxRunningPerKey)
         return Error{ErrorCode::QuotaExceeded,
-                     QStringLiteral("quota exceeded: at most %1 running sandboxes per key").arg(m_config.maxRunningPerKey),
+                     QStringLiteral("quota exceeded: at most %1 running sandboxes per key")
+                         .arg(m_config.maxRunningPerKey),
                      QJsonObject{{QStringLiteral("limit"), QStringLiteral("running")}}};
     if (memory + wanted > m_config.maxMemoryMbPerKey)
         return Error{ErrorCode::QuotaExceeded,
-                     QStringLiteral("quota exceeded: %1 MiB of sandbox memory in use, %2 more would pass the limit of %3 MiB")
-                         .arg(memory).arg(wanted).arg(m_config.maxMemoryMbPerKey),
+                     QStringLiteral("quota exceeded: %1 MiB of sandbox memory in use, %2 more "
+                                    "would pass the limit of %3 MiB")
+                         .arg(memory)
+                         .arg(wanted)
+                         .arg(m_config.maxMemoryMbPerKey),
                      QJsonObject{{QStringLiteral("limit"), QStringLiteral("memoryMb")}}};
     return true;
 }
@@ -229,7 +235,8 @@ QJsonObject SandboxManager::quota(const QString &keyId) const
 {
     const Usage u = usageOf(keyId);
     auto pair = [](qint64 used, qint64 limit) {
-        return QJsonObject{{QStringLiteral("used"), double(used)}, {QStringLiteral("limit"), double(limit)}};
+        return QJsonObject{{QStringLiteral("used"), double(used)},
+                           {QStringLiteral("limit"), double(limit)}};
     };
     return {{QStringLiteral("running"), pair(u.running, m_config.maxRunningPerKey)},
             {QStringLiteral("memoryMb"), pair(u.memoryMb, m_config.maxMemoryMbPerKey)},
@@ -268,7 +275,8 @@ void SandboxManager::armIdleTimer(Entry *e)
             Entry *e = m_entries.value(id);
             if (!e || e->busy > 0 || e->rec.status != kRunning)
                 return;
-            qCInfo(lcManager) << "sandbox" << id << "idle for" << e->rec.sleepAfterMs << "ms: sleeping";
+            qCInfo(lcManager) << "sandbox" << id << "idle for" << e->rec.sleepAfterMs
+                              << "ms: sleeping";
             teardown(e, [this, e] { setStatus(e, kSleeping); });
         });
     }
@@ -294,7 +302,8 @@ void SandboxManager::launch(Entry *e)
     const QString image = stateDirOf(e->rec.id) + QStringLiteral("/workspace.ext4");
     const QDir workspace(spec.workspaceDir);
     if (m_config.diskImages
-        && (QFile::exists(image) || !workspace.exists() || workspace.isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden)))
+        && (QFile::exists(image) || !workspace.exists()
+            || workspace.isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden)))
         spec.diskImage = image;
     if (!spec.diskImage.isEmpty()) {
         spec.volumePool = m_config.dataDir + QStringLiteral("/volumes");
@@ -410,7 +419,9 @@ void SandboxManager::teardown(Entry *e, std::function<void()> then)
         const auto waiters = std::exchange(e->waiters, {});
         for (const auto &[context, w] : waiters) {
             if (context)
-                w(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the sandbox is stopping"), {}});
+                w(Error{ErrorCode::SandboxNotRunning,
+                        QStringLiteral("the sandbox is stopping"),
+                        {}});
         }
         const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
         QPointer<SandboxProcess> proc = e->proc;
@@ -437,7 +448,8 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
     e->rec.name = request.name;
     e->rec.env = request.env;
     e->rec.network = request.network;
-    e->rec.sleepAfterMs = request.sleepAfterMs >= 0 ? request.sleepAfterMs : m_config.defaultSleepAfterMs;
+    e->rec.sleepAfterMs = request.sleepAfterMs >= 0 ? request.sleepAfterMs
+                                                    : m_config.defaultSleepAfterMs;
     e->rec.createdAt = QDateTime::currentDateTimeUtc();
     e->rec.lastActiveAt = e->rec.createdAt;
     e->rec.slot = m_registry->nextSlot();
@@ -459,7 +471,8 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
     launch(e);
 }
 
-Result<QJsonObject> SandboxManager::info(const QString &keyId, const QString &id, const QString &kind) const
+Result<QJsonObject> SandboxManager::info(const QString &keyId, const QString &id,
+                                         const QString &kind) const
 {
     const Entry *e = find(keyId, id, kind);
     if (!e)
@@ -467,7 +480,8 @@ Result<QJsonObject> SandboxManager::info(const QString &keyId, const QString &id
     return toJson(e->rec);
 }
 
-Result<SandboxRecord> SandboxManager::record(const QString &keyId, const QString &id, const QString &kind) const
+Result<SandboxRecord> SandboxManager::record(const QString &keyId, const QString &id,
+                                             const QString &kind) const
 {
     const Entry *e = find(keyId, id, kind);
     if (!e)
@@ -482,9 +496,8 @@ QJsonArray SandboxManager::list(const QString &keyId, const QString &kind) const
         if (e->rec.keyId == keyId && (kind.isEmpty() || e->rec.kind == kind))
             mine.append(e);
     }
-    std::sort(mine.begin(), mine.end(), [](const Entry *a, const Entry *b) {
-        return a->rec.createdAt < b->rec.createdAt;
-    });
+    std::sort(mine.begin(), mine.end(),
+              [](const Entry *a, const Entry *b) { return a->rec.createdAt < b->rec.createdAt; });
     QJsonArray out;
     for (const Entry *e : mine)
         out.append(toJson(e->rec));
@@ -503,7 +516,8 @@ void SandboxManager::withSupervisor(const QString &keyId, const QString &id, con
     const QString &status = e->rec.status;
     if (e->tearingDown || status == kStopped)
         return then(Error{ErrorCode::SandboxNotRunning,
-                          QStringLiteral("sandbox %1 is %2").arg(id, e->tearingDown ? QStringLiteral("stopping") : status),
+                          QStringLiteral("sandbox %1 is %2")
+                              .arg(id, e->tearingDown ? QStringLiteral("stopping") : status),
                           QJsonObject{{QStringLiteral("status"), status}}});
     if (status == kRunning && e->proc && e->proc->isReady()) {
         ++e->busy;

@@ -26,10 +26,12 @@ struct SandboxTypeHooks
     std::function<void(SandboxSpec &spec, const SandboxRecord &record)> prepare;
     // Runs once the supervisor answers, before the sandbox counts as running; an error fails the start.
     std::function<void(const SandboxRecord &record, SupervisorChannel *channel,
-                       std::function<void(Result<bool>)> done)> afterStart;
+                       std::function<void(Result<bool>)> done)>
+        afterStart;
     // Runs before the sandbox is stopped (a clean database shutdown); must call done.
     std::function<void(const SandboxRecord &record, SupervisorChannel *channel,
-                       std::function<void()> done)> beforeStop;
+                       std::function<void()> done)>
+        beforeStop;
     // Runs when the sandbox is deleted, after it stopped.
     std::function<void(const SandboxRecord &record)> removed;
 };
@@ -42,7 +44,7 @@ struct EngineConfig
     bool dropPrivileges = false; // true when sandboxd runs as root
     uid_t uidBase = 200000;      // sandbox N runs as uidBase + N
     bool useCgroups = true;
-    bool bubblewrap = true; // false: --isolation container
+    bool bubblewrap = true;  // false: --isolation container
     bool diskImages = false; // workspaces as size-capped ext4 images (needs root and loop devices)
     int maxRunningPerKey = 8;
     qint64 maxMemoryMbPerKey = 16384;
@@ -90,13 +92,18 @@ public:
 
     void create(const CreateSandbox &request, QObject *context, Done done);
     // kind: "" for any kind. Another key's sandbox is NotFound.
-    Result<QJsonObject> info(const QString &keyId, const QString &id, const QString &kind = {}) const;
+    Result<QJsonObject> info(const QString &keyId, const QString &id,
+                             const QString &kind = {}) const;
     QJsonArray list(const QString &keyId, const QString &kind) const;
     // The whole record, environment values included: for the engine's adapters, never for replies.
-    Result<SandboxRecord> record(const QString &keyId, const QString &id, const QString &kind = {}) const;
-    void stop(const QString &keyId, const QString &id, const QString &kind, QObject *context, Done done);
-    void start(const QString &keyId, const QString &id, const QString &kind, QObject *context, Done done);
-    void remove(const QString &keyId, const QString &id, const QString &kind, QObject *context, Done done);
+    Result<SandboxRecord> record(const QString &keyId, const QString &id,
+                                 const QString &kind = {}) const;
+    void stop(const QString &keyId, const QString &id, const QString &kind, QObject *context,
+              Done done);
+    void start(const QString &keyId, const QString &id, const QString &kind, QObject *context,
+               Done done);
+    void remove(const QString &keyId, const QString &id, const QString &kind, QObject *context,
+                Done done);
     // Stops and deletes every sandbox of a key (the key was revoked).
     void removeAllOf(const QString &keyId);
 
@@ -129,12 +136,13 @@ private:
     void touch(Entry *e);
     void armIdleTimer(Entry *e);
     void teardown(Entry *e, std::function<void()> then);
-    Result<bool> checkQuota(const QString &keyId, const QString &size, const QString &exceptId) const;
+    Result<bool> checkQuota(const QString &keyId, const QString &size,
+                            const QString &exceptId) const;
     QString workspaceOf(const QString &id) const;
     void becameReady(Entry *e);
 
     EngineConfig m_config;
-    Registry *m_registry; // not owned
+    Registry *m_registry;              // not owned
     QHash<QString, Entry *> m_entries; // owned
     QHash<QString, SandboxTypeHooks> m_hooks;
 };

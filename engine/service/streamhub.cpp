@@ -28,9 +28,13 @@ struct StreamHub::Stream
     qint64 firstSeq() const { return lastSeq - qint64(backlog.size()) + 1; }
 };
 
-StreamHub::StreamHub(QObject *parent) : StreamHub(Limits{}, parent) {}
+StreamHub::StreamHub(QObject *parent)
+    : StreamHub(Limits{}, parent)
+{}
 
-StreamHub::StreamHub(Limits limits, QObject *parent) : QObject(parent), m_limits(limits)
+StreamHub::StreamHub(Limits limits, QObject *parent)
+    : QObject(parent)
+    , m_limits(limits)
 {
     auto *timer = new QTimer(this);
     timer->setInterval(30 * 1000);
@@ -65,7 +69,8 @@ void StreamHub::publish(Stream &s, QByteArray &&notification)
     s.backlogBytes += notification.size();
     s.backlog.push_back(std::move(notification));
     while (!s.backlog.empty()
-           && (s.backlogBytes > m_limits.backlogBytes || qsizetype(s.backlog.size()) > m_limits.backlogChunks)) {
+           && (s.backlogBytes > m_limits.backlogBytes
+               || qsizetype(s.backlog.size()) > m_limits.backlogChunks)) {
         s.backlogBytes -= s.backlog.front().size();
         s.backlog.pop_front();
     }
@@ -112,8 +117,9 @@ void StreamHub::flushCarry(Stream &s, int channel)
     if (rest.isEmpty())
         return;
     // Bytes that never completed a character: send them as they are, base64-encoded.
-    QByteArray n = R"({"jsonrpc":"2.0","method":"stream.output","params":{"streamId":")" + s.id.toLatin1()
-                   + R"(","seq":)" + QByteArray::number(++s.lastSeq) + R"(,"requestId":)" + s.requestIdJson
+    QByteArray n = R"({"jsonrpc":"2.0","method":"stream.output","params":{"streamId":")"
+                   + s.id.toLatin1() + R"(","seq":)" + QByteArray::number(++s.lastSeq)
+                   + R"(,"requestId":)" + s.requestIdJson
                    + (channel == 2 ? R"(,"channel":"stderr")" : R"(,"channel":"stdout")")
                    + R"(,"dataBase64":")" + rest.toBase64() + "\"}}";
     publish(s, std::move(n));
@@ -128,7 +134,8 @@ void StreamHub::event(const QString &streamId, const QJsonObject &event)
     QJsonObject params{{QStringLiteral("streamId"), s.id},
                        {QStringLiteral("seq"), double(++s.lastSeq)},
                        {QStringLiteral("event"), event}};
-    QByteArray n = JsonRpc::serialize(JsonRpc::notificationObject(QStringLiteral("stream.event"), params));
+    QByteArray n = JsonRpc::serialize(
+        JsonRpc::notificationObject(QStringLiteral("stream.event"), params));
     // requestId goes into params as raw JSON, to keep its exact type ("params" is the last key).
     n.insert(n.lastIndexOf('}', n.lastIndexOf('}') - 1), ",\"requestId\":" + s.requestIdJson);
     publish(s, std::move(n));
@@ -145,7 +152,8 @@ void StreamHub::end(const QString &streamId, const QJsonObject &fields)
     QJsonObject params = fields;
     params.insert(QStringLiteral("streamId"), s.id);
     params.insert(QStringLiteral("seq"), double(++s.lastSeq));
-    QByteArray n = JsonRpc::serialize(JsonRpc::notificationObject(QStringLiteral("stream.end"), params));
+    QByteArray n = JsonRpc::serialize(
+        JsonRpc::notificationObject(QStringLiteral("stream.end"), params));
     // requestId goes in as raw JSON to keep its exact type, inside `params` like in stream.output
     // (the serialized object ends with params' closing brace, then the message's).
     n.insert(n.lastIndexOf('}', n.lastIndexOf('}') - 1), ",\"requestId\":" + s.requestIdJson);
@@ -168,7 +176,9 @@ Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString 
     if (after < s.firstSeq() - 1) {
         return Error{ErrorCode::StreamGap,
                      QStringLiteral("stream %1 no longer holds notifications %2 to %3")
-                         .arg(streamId).arg(after + 1).arg(s.firstSeq() - 1),
+                         .arg(streamId)
+                         .arg(after + 1)
+                         .arg(s.firstSeq() - 1),
                      QJsonObject{{QStringLiteral("first"), double(s.firstSeq())}}};
     }
     s.sink = nullptr;

@@ -16,7 +16,10 @@ namespace {
 class Statement final
 {
 public:
-    Statement(sqlite3 *db, const char *sql) { m_rc = sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr); }
+    Statement(sqlite3 *db, const char *sql)
+    {
+        m_rc = sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr);
+    }
     ~Statement() { sqlite3_finalize(m_stmt); }
     Statement(const Statement &) = delete;
     Statement &operator=(const Statement &) = delete;
@@ -66,7 +69,8 @@ private:
 Error dbError(sqlite3 *db, const char *what)
 {
     return Error{ErrorCode::InternalError,
-                 QStringLiteral("registry: %1: %2").arg(QLatin1String(what), QString::fromUtf8(sqlite3_errmsg(db))),
+                 QStringLiteral("registry: %1: %2")
+                     .arg(QLatin1String(what), QString::fromUtf8(sqlite3_errmsg(db))),
                  {}};
 }
 
@@ -105,12 +109,16 @@ Result<std::unique_ptr<Registry>> Registry::open(const QString &path)
         "PRAGMA journal_mode=WAL",
         "PRAGMA synchronous=FULL",
         "PRAGMA busy_timeout=2000",
-        "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,"
+        "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT "
+        "NULL UNIQUE,"
         " created_at INTEGER NOT NULL, last_used_at INTEGER, admin INTEGER NOT NULL DEFAULT 0)",
-        "CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, key_id TEXT NOT NULL, kind TEXT NOT NULL,"
-        " type TEXT NOT NULL, size TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', status TEXT NOT NULL,"
+        "CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, key_id TEXT NOT NULL, kind "
+        "TEXT NOT NULL,"
+        " type TEXT NOT NULL, size TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', status TEXT NOT "
+        "NULL,"
         " error TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL, last_active_at INTEGER,"
-        " sleep_after_ms INTEGER NOT NULL, network INTEGER NOT NULL, env TEXT NOT NULL, slot INTEGER NOT NULL UNIQUE)",
+        " sleep_after_ms INTEGER NOT NULL, network INTEGER NOT NULL, env TEXT NOT NULL, slot "
+        "INTEGER NOT NULL UNIQUE)",
     };
     for (const char *sql : schema) {
         if (auto ok = r->exec(sql); !ok)
@@ -119,7 +127,9 @@ Result<std::unique_ptr<Registry>> Registry::open(const QString &path)
     return r;
 }
 
-Registry::Registry(sqlite3 *db) : m_db(db) {}
+Registry::Registry(sqlite3 *db)
+    : m_db(db)
+{}
 
 Registry::~Registry()
 {
@@ -131,7 +141,8 @@ Result<bool> Registry::exec(const char *sql)
     char *err = nullptr;
     if (sqlite3_exec(m_db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
         const Error e{ErrorCode::InternalError,
-                      QStringLiteral("registry: %1").arg(QString::fromUtf8(err)), {}};
+                      QStringLiteral("registry: %1").arg(QString::fromUtf8(err)),
+                      {}};
         sqlite3_free(err);
         return e;
     }
@@ -140,7 +151,9 @@ Result<bool> Registry::exec(const char *sql)
 
 Result<bool> Registry::insertKey(const KeyRecord &key)
 {
-    Statement s(m_db, "INSERT INTO keys (id, name, hash, created_at, last_used_at, admin) VALUES (?,?,?,?,?,?)");
+    Statement s(
+        m_db,
+        "INSERT INTO keys (id, name, hash, created_at, last_used_at, admin) VALUES (?,?,?,?,?,?)");
     s.bind(1, key.id);
     s.bind(2, key.name);
     s.bind(3, key.hash);
@@ -164,9 +177,12 @@ Result<bool> Registry::removeKey(const QString &id)
 QList<KeyRecord> Registry::keys() const
 {
     QList<KeyRecord> out;
-    Statement s(m_db, "SELECT id, name, hash, created_at, last_used_at, admin FROM keys ORDER BY created_at");
+    Statement
+        s(m_db,
+          "SELECT id, name, hash, created_at, last_used_at, admin FROM keys ORDER BY created_at");
     while (s.ok() && s.step() == SQLITE_ROW)
-        out.append(KeyRecord{s.text(0), s.text(1), s.blob(2), s.time(3), s.time(4), s.integer(5) != 0});
+        out.append(
+            KeyRecord{s.text(0), s.text(1), s.blob(2), s.time(3), s.time(4), s.integer(5) != 0});
     return out;
 }
 
@@ -181,11 +197,12 @@ void Registry::touchKey(const QString &id, const QDateTime &when)
 
 Result<bool> Registry::upsertSandbox(const SandboxRecord &r)
 {
-    Statement s(m_db,
-                "INSERT INTO sandboxes (id, key_id, kind, type, size, name, status, error, created_at,"
-                " last_active_at, sleep_after_ms, network, env, slot) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                " ON CONFLICT(id) DO UPDATE SET status=excluded.status, error=excluded.error,"
-                " last_active_at=excluded.last_active_at, name=excluded.name");
+    Statement s(
+        m_db,
+        "INSERT INTO sandboxes (id, key_id, kind, type, size, name, status, error, created_at,"
+        " last_active_at, sleep_after_ms, network, env, slot) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " ON CONFLICT(id) DO UPDATE SET status=excluded.status, error=excluded.error,"
+        " last_active_at=excluded.last_active_at, name=excluded.name");
     s.bind(1, r.id);
     s.bind(2, r.keyId);
     s.bind(3, r.kind);
@@ -217,8 +234,10 @@ Result<bool> Registry::removeSandbox(const QString &id)
 QList<SandboxRecord> Registry::sandboxes() const
 {
     QList<SandboxRecord> out;
-    Statement s(m_db, "SELECT id, key_id, kind, type, size, name, status, error, created_at, last_active_at,"
-                      " sleep_after_ms, network, env, slot FROM sandboxes ORDER BY created_at");
+    Statement
+        s(m_db,
+          "SELECT id, key_id, kind, type, size, name, status, error, created_at, last_active_at,"
+          " sleep_after_ms, network, env, slot FROM sandboxes ORDER BY created_at");
     while (s.ok() && s.step() == SQLITE_ROW) {
         SandboxRecord r;
         r.id = s.text(0);

@@ -40,9 +40,9 @@ std::string checkedString(const json &value, const std::string &what)
 } // namespace
 
 ExecRunner::ExecRunner(const Paths &paths, FrameChannel &channel)
-    : m_paths(paths), m_channel(channel)
-{
-}
+    : m_paths(paths)
+    , m_channel(channel)
+{}
 
 ExecRunner::~ExecRunner()
 {
@@ -86,7 +86,8 @@ void ExecRunner::start(uint32_t id, const json &req)
         if (!req["env"].is_object())
             throw RequestError("bad_request", "'env' must be an object of strings");
         for (const auto &[key, value] : req["env"].items()) {
-            if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos)
+            if (key.empty() || key.find('=') != std::string::npos
+                || key.find('\0') != std::string::npos)
                 throw RequestError("bad_request", "invalid environment variable name '" + key + "'");
             spec.env.emplace_back(key, checkedString(value, "env '" + key + "'"));
         }
@@ -100,16 +101,19 @@ void ExecRunner::start(uint32_t id, const json &req)
         cwd = checkedString(req["cwd"], "'cwd'");
     const auto rel = Paths::normalise(cwd);
     if (!rel || cwd.empty())
-        throw RequestError("path_not_allowed", "cwd '" + cwd + "' is outside " + std::string(Paths::kRoot));
+        throw RequestError("path_not_allowed",
+                           "cwd '" + cwd + "' is outside " + std::string(Paths::kRoot));
     spec.cwdPath = Paths::virtualPath(*rel);
     const int cwdFd = m_paths.openAt(*rel, O_PATH | O_DIRECTORY);
     if (cwdFd == -EXDEV)
-        throw RequestError("path_not_allowed", "cwd " + spec.cwdPath + " resolves outside " + std::string(Paths::kRoot));
+        throw RequestError("path_not_allowed", "cwd " + spec.cwdPath + " resolves outside "
+                                                   + std::string(Paths::kRoot));
     spec.cwdFd = cwdFd >= 0 ? cwdFd : -1;
     spec.cwdErrno = cwdFd >= 0 ? 0 : -cwdFd;
 
     // [0] read end, [1] write end; all close-on-exec, the reaper rearranges them.
-    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, status[2] = {-1, -1}, control[2] = {-1, -1};
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, status[2] = {-1, -1},
+        control[2] = {-1, -1};
     auto closeAll = [&] {
         for (int *p : {out, err, in, status, control})
             closeFd(p[0]), closeFd(p[1]);
@@ -117,10 +121,11 @@ void ExecRunner::start(uint32_t id, const json &req)
             ::close(spec.cwdFd);
     };
     if (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0 || ::pipe2(status, O_CLOEXEC) < 0
-            || ::pipe2(control, O_CLOEXEC) < 0 || (wantStdin && ::pipe2(in, O_CLOEXEC) < 0)) {
+        || ::pipe2(control, O_CLOEXEC) < 0 || (wantStdin && ::pipe2(in, O_CLOEXEC) < 0)) {
         const int e = errno;
         closeAll();
-        throw RequestError("exec_failed", std::string("cannot create pipes: ") + std::strerror(e), e);
+        throw RequestError("exec_failed", std::string("cannot create pipes: ") + std::strerror(e),
+                           e);
     }
     spec.stdinFd = in[0];
     spec.stdoutFd = out[1];
@@ -224,11 +229,24 @@ void ExecRunner::process(const std::vector<pollfd> &fds)
             continue;
         Exec &e = it->second;
         switch (slot.kind) {
-        case Slot::Out: if (e.out == slot.fd) readOutput(e, false); break;
-        case Slot::Err: if (e.err == slot.fd) readOutput(e, true); break;
-        case Slot::Status: if (e.status == slot.fd) readStatus(e); break;
-        case Slot::In: if (e.in == slot.fd) flushStdin(e); break;
-        case Slot::Signal: break;
+        case Slot::Out:
+            if (e.out == slot.fd)
+                readOutput(e, false);
+            break;
+        case Slot::Err:
+            if (e.err == slot.fd)
+                readOutput(e, true);
+            break;
+        case Slot::Status:
+            if (e.status == slot.fd)
+                readStatus(e);
+            break;
+        case Slot::In:
+            if (e.in == slot.fd)
+                flushStdin(e);
+            break;
+        case Slot::Signal:
+            break;
         }
     }
     const auto now = Clock::now();
@@ -272,9 +290,11 @@ void ExecRunner::readOutput(Exec &e, bool isStderr)
         return;
     }
     uint64_t &sent = e.sent[isStderr ? 1 : 0];
-    const size_t allowed = size_t(std::min<uint64_t>(uint64_t(n), e.maxOutput - std::min(sent, e.maxOutput)));
+    const size_t allowed = size_t(
+        std::min<uint64_t>(uint64_t(n), e.maxOutput - std::min(sent, e.maxOutput)));
     if (allowed > 0) {
-        m_channel.send(isStderr ? FrameType::Stderr : FrameType::Stdout, e.id, {std::string_view(buf, allowed)});
+        m_channel.send(isStderr ? FrameType::Stderr : FrameType::Stdout, e.id,
+                       {std::string_view(buf, allowed)});
         sent += allowed;
     }
     if (allowed < size_t(n))
@@ -299,7 +319,8 @@ void ExecRunner::readStatus(Exec &e)
 void ExecRunner::flushStdin(Exec &e)
 {
     while (e.in >= 0 && e.stdinOffset < e.stdinQueue.size()) {
-        const ssize_t n = ::write(e.in, e.stdinQueue.data() + e.stdinOffset, e.stdinQueue.size() - e.stdinOffset);
+        const ssize_t n = ::write(e.in, e.stdinQueue.data() + e.stdinOffset,
+                                  e.stdinQueue.size() - e.stdinOffset);
         if (n > 0) {
             e.stdinOffset += size_t(n);
         } else if (n < 0 && errno == EINTR) {
@@ -349,8 +370,10 @@ bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
 {
     if (e.reaperLost && !e.waitStatus) {
         release(e);
-        const Reply r = Reply::error("exec_failed", "the exec's reaper process exited without reporting");
-        m_channel.send(FrameType::Response, e.id, {r.body.dump(-1, ' ', false, json::error_handler_t::replace)});
+        const Reply r = Reply::error("exec_failed",
+                                     "the exec's reaper process exited without reporting");
+        m_channel.send(FrameType::Response, e.id,
+                       {r.body.dump(-1, ' ', false, json::error_handler_t::replace)});
         return true;
     }
     if (!e.waitStatus)
@@ -364,7 +387,8 @@ bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
     const json body = {
         {"exitCode", exitCode},
         {"signal", signaled ? json(signalName(WTERMSIG(status))) : json(nullptr)},
-        {"durationMs", std::chrono::duration_cast<std::chrono::milliseconds>(e.exited - e.started).count()},
+        {"durationMs",
+         std::chrono::duration_cast<std::chrono::milliseconds>(e.exited - e.started).count()},
         {"timedOut", e.timedOut},
         {"cancelled", e.cancelled},
         {"truncated", e.truncated},

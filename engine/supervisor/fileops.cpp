@@ -23,8 +23,14 @@ namespace {
 struct Fd
 {
     int fd;
-    explicit Fd(int f) : fd(f) {}
-    ~Fd() { if (fd >= 0) ::close(fd); }
+    explicit Fd(int f)
+        : fd(f)
+    {}
+    ~Fd()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
     Fd(const Fd &) = delete;
     Fd &operator=(const Fd &) = delete;
     operator int() const { return fd; }
@@ -45,7 +51,9 @@ std::optional<mode_t> optMode(const json &req)
         if (!s.empty() && *end == '\0' && v <= 07777)
             return mode_t(v);
     }
-    throw RequestError("bad_request", "'mode' must be a permission number (e.g. 420) or an octal string (\"0644\")");
+    throw RequestError(
+        "bad_request",
+        "'mode' must be a permission number (e.g. 420) or an octal string (\"0644\")");
 }
 
 void writeAll(int fd, std::string_view data, const std::string &virt)
@@ -108,13 +116,12 @@ std::vector<std::string> dirNames(int dirFd, size_t limit, bool &more)
 
 FileOps::FileOps(const Paths &paths)
     : m_paths(paths)
-{
-}
+{}
 
 bool FileOps::handles(const std::string &op)
 {
     return op == "readFile" || op == "writeFile" || op == "list" || op == "stat" || op == "mkdir"
-            || op == "delete" || op == "rename";
+           || op == "delete" || op == "rename";
 }
 
 Reply FileOps::handle(const std::string &op, const json &req, std::string_view data)
@@ -143,7 +150,8 @@ FileOps::Target FileOps::target(const json &req, const char *key) const
         throw RequestError("bad_request", std::string("'") + key + "' is empty");
     const auto rel = Paths::normalise(path);
     if (!rel)
-        throw RequestError("path_not_allowed", "path '" + path + "' is outside " + std::string(Paths::kRoot));
+        throw RequestError("path_not_allowed",
+                           "path '" + path + "' is outside " + std::string(Paths::kRoot));
     return {*rel, Paths::virtualPath(*rel)};
 }
 
@@ -151,7 +159,8 @@ int FileOps::openChecked(const std::string &rel, const std::string &virt, int fl
 {
     const int fd = m_paths.openAt(rel, flags);
     if (fd == -EXDEV)
-        throw RequestError("path_not_allowed", virt + ": resolves outside " + std::string(Paths::kRoot));
+        throw RequestError("path_not_allowed",
+                           virt + ": resolves outside " + std::string(Paths::kRoot));
     if (fd < 0)
         throwErrno(-fd, virt);
     return fd;
@@ -179,16 +188,18 @@ void FileOps::makeDirs(const std::string &rel, bool includingLast) const
         Fd parent(openParent(prefix, virt));
         if (::mkdirat(parent, Paths::leafOf(prefix).c_str(), 0777) < 0 && errno != EEXIST)
             throwErrno(errno, virt);
-        ::close(openChecked(prefix, virt, O_PATH | O_DIRECTORY)); // an existing non-directory: ENOTDIR
+        ::close(
+            openChecked(prefix, virt, O_PATH | O_DIRECTORY)); // an existing non-directory: ENOTDIR
     }
 }
 
-json FileOps::entry(int dirFd, const std::string &name, const std::string &virt, const struct stat &st)
+json FileOps::entry(int dirFd, const std::string &name, const std::string &virt,
+                    const struct stat &st)
 {
-    const char *type = S_ISREG(st.st_mode) ? "file"
-            : S_ISDIR(st.st_mode)          ? "directory"
-            : S_ISLNK(st.st_mode)          ? "symlink"
-                                           : "other";
+    const char *type = S_ISREG(st.st_mode)   ? "file"
+                       : S_ISDIR(st.st_mode) ? "directory"
+                       : S_ISLNK(st.st_mode) ? "symlink"
+                                             : "other";
     return {{"name", name},
             {"path", virt},
             {"type", type},
@@ -229,7 +240,8 @@ Reply FileOps::readFile(const json &req)
         got += size_t(n);
     }
     r.data.resize(got);
-    r.body = {{"path", t.virt}, {"size", size}, {"offset", start}, {"truncated", start + got < size}};
+    r.body
+        = {{"path", t.virt}, {"size", size}, {"offset", start}, {"truncated", start + got < size}};
     return r;
 }
 
@@ -256,10 +268,11 @@ Reply FileOps::writeFile(const json &req, std::string_view data)
             const std::string link = readLink(dir, leaf);
             const std::string parent = Paths::parentOf(rel);
             const auto next = link.empty() || link.front() == '/'
-                    ? std::nullopt
-                    : Paths::normalise(parent.empty() ? link : parent + "/" + link);
+                                  ? std::nullopt
+                                  : Paths::normalise(parent.empty() ? link : parent + "/" + link);
             if (!next)
-                throw RequestError("path_not_allowed", t.virt + ": symlink leads outside " + std::string(Paths::kRoot));
+                throw RequestError("path_not_allowed",
+                                   t.virt + ": symlink leads outside " + std::string(Paths::kRoot));
             if (next->empty())
                 throwErrno(EISDIR, t.virt);
             rel = *next;
@@ -267,7 +280,8 @@ Reply FileOps::writeFile(const json &req, std::string_view data)
         }
 
         if (append) {
-            Fd fd(::openat(dir, leaf.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+            Fd fd(::openat(dir, leaf.c_str(),
+                           O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
                            mode.value_or(0644)));
             if (fd < 0)
                 throwErrno(errno, t.virt);
@@ -286,10 +300,12 @@ Reply FileOps::writeFile(const json &req, std::string_view data)
         char suffix[32];
         std::snprintf(suffix, sizeof suffix, ".tmp-%016llx", static_cast<unsigned long long>(rng()));
         const std::string tmp = "." + leaf.substr(0, 200) + suffix;
-        Fd fd(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        Fd fd(
+            ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
         if (fd < 0)
             throwErrno(errno, t.virt);
-        const mode_t finalMode = mode.value_or(exists && S_ISREG(st.st_mode) ? (st.st_mode & 07777) : 0644);
+        const mode_t finalMode = mode.value_or(exists && S_ISREG(st.st_mode) ? (st.st_mode & 07777)
+                                                                             : 0644);
         try {
             writeAll(fd, data, t.virt);
             if (::fchmod(fd, finalMode) < 0 || ::renameat(dir, tmp.c_str(), dir, leaf.c_str()) < 0)
@@ -372,7 +388,7 @@ Reply FileOps::mkdir(const json &req)
         struct stat st;
         Fd dir(t.rel.empty() ? -1 : m_paths.openAt(Paths::parentOf(t.rel), O_PATH | O_DIRECTORY));
         if (dir >= 0 && ::fstatat(dir, Paths::leafOf(t.rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
-                && !S_ISDIR(st.st_mode))
+            && !S_ISDIR(st.st_mode))
             throw RequestError("already_exists", t.virt + ": exists and is not a directory", EEXIST);
         makeDirs(t.rel, true);
         return r;
@@ -399,7 +415,8 @@ void FileOps::removeTree(int parentFd, const std::string &name, const std::strin
         for (const auto &child : names) {
             struct stat st;
             const std::string childVirt = virt + "/" + child;
-            const bool isDir = ::fstatat(fd, child.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+            const bool isDir = ::fstatat(fd, child.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
+                               && S_ISDIR(st.st_mode);
             if (isDir)
                 removeTree(fd, child, childVirt);
             if (::unlinkat(fd, child.c_str(), isDir ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
@@ -414,7 +431,8 @@ Reply FileOps::remove(const json &req)
 {
     const Target t = target(req, "path");
     if (t.rel.empty())
-        throw RequestError("path_not_allowed", "refusing to delete " + std::string(Paths::kRoot) + " itself");
+        throw RequestError("path_not_allowed",
+                           "refusing to delete " + std::string(Paths::kRoot) + " itself");
     Fd dir(openParent(t.rel, t.virt));
     const std::string leaf = Paths::leafOf(t.rel);
     struct stat st;
@@ -438,10 +456,12 @@ Reply FileOps::rename(const json &req)
     const Target from = target(req, "from");
     const Target to = target(req, "to");
     if (from.rel.empty() || to.rel.empty())
-        throw RequestError("path_not_allowed", "cannot rename " + std::string(Paths::kRoot) + " itself");
+        throw RequestError("path_not_allowed",
+                           "cannot rename " + std::string(Paths::kRoot) + " itself");
     Fd fromDir(openParent(from.rel, from.virt));
     Fd toDir(openParent(to.rel, to.virt));
-    if (::renameat(fromDir, Paths::leafOf(from.rel).c_str(), toDir, Paths::leafOf(to.rel).c_str()) < 0)
+    if (::renameat(fromDir, Paths::leafOf(from.rel).c_str(), toDir, Paths::leafOf(to.rel).c_str())
+        < 0)
         throwErrno(errno, from.virt + " -> " + to.virt);
     Reply r;
     r.body = {{"from", from.virt}, {"to", to.virt}};

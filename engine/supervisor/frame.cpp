@@ -23,9 +23,9 @@ void writeLe32(char *p, uint32_t v)
 } // namespace
 
 FrameChannel::FrameChannel(int inFd, int outFd)
-    : m_in(inFd), m_out(outFd)
-{
-}
+    : m_in(inFd)
+    , m_out(outFd)
+{}
 
 FrameChannel::ReadResult FrameChannel::readAvailable()
 {
@@ -55,7 +55,7 @@ std::optional<Frame> FrameChannel::next()
     const uint32_t length = readLe32(p);
     if (length < kHeaderSize || length > kMaxLength) {
         m_protocolError = "invalid frame length " + std::to_string(length) + " (must be "
-                + std::to_string(kHeaderSize) + ".." + std::to_string(kMaxLength) + ")";
+                          + std::to_string(kHeaderSize) + ".." + std::to_string(kMaxLength) + ")";
         return std::nullopt;
     }
     if (available < 4 + size_t(length))

@@ -16,10 +16,11 @@ namespace {
 
 int usage()
 {
-    std::fprintf(stderr,
-                 "usage: sandbox-supervisor [--workspace DIR] [--no-openat2]\n"
-                 "  --workspace DIR  the directory that plays /workspace (default /workspace; for tests)\n"
-                 "  --no-openat2     resolve paths with the O_NOFOLLOW walk only (for tests)\n");
+    std::fprintf(
+        stderr,
+        "usage: sandbox-supervisor [--workspace DIR] [--no-openat2]\n"
+        "  --workspace DIR  the directory that plays /workspace (default /workspace; for tests)\n"
+        "  --no-openat2     resolve paths with the O_NOFOLLOW walk only (for tests)\n");
     return 2;
 }
 
@@ -52,8 +53,8 @@ int main(int argc, char **argv)
 
     Paths paths;
     if (!paths.openRoot(workspace, useOpenat2)) {
-        std::fprintf(stderr, "sandbox-supervisor: cannot open workspace %s: %s\n", workspace.c_str(),
-                     std::strerror(errno));
+        std::fprintf(stderr, "sandbox-supervisor: cannot open workspace %s: %s\n",
+                     workspace.c_str(), std::strerror(errno));
         return 1;
     }
     Supervisor supervisor(paths);

@@ -48,7 +48,7 @@ std::optional<std::string> Paths::normalise(std::string_view path)
         return std::nullopt;
     if (!path.empty() && path.front() == '/') {
         if (path.substr(0, kRoot.size()) != kRoot
-                || (path.size() > kRoot.size() && path[kRoot.size()] != '/'))
+            || (path.size() > kRoot.size() && path[kRoot.size()] != '/'))
             return std::nullopt;
         path.remove_prefix(kRoot.size());
     }
@@ -142,7 +142,7 @@ int Paths::walk(const std::string &rel, int flags, mode_t mode) const
         const bool last = todo.empty();
         struct stat st;
         if (::fstatat(dirs.back(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
-                && S_ISLNK(st.st_mode) && (!last || followLast)) {
+            && S_ISLNK(st.st_mode) && (!last || followLast)) {
             char target[PATH_MAX];
             const ssize_t n = ::readlinkat(dirs.back(), part.c_str(), target, sizeof target - 1);
             if (n < 0) {
@@ -158,7 +158,8 @@ int Paths::walk(const std::string &rel, int flags, mode_t mode) const
             continue;
         }
         if (!last) {
-            const int fd = ::openat(dirs.back(), part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            const int fd = ::openat(dirs.back(), part.c_str(),
+                                    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (fd < 0)
                 result = -errno;
             else

@@ -35,8 +35,10 @@ void Reaper::run(const ReaperSpec &spec)
 {
     // Move everything we keep to fixed numbers (via copies above 10, so they cannot collide),
     // then drop every other descriptor the supervisor had: engine pipes, other execs' pipes.
-    const int stdinFd = spec.stdinFd >= 0 ? spec.stdinFd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    const int sources[] = {stdinFd, spec.stdoutFd, spec.stderrFd, spec.controlFd, spec.statusFd, spec.cwdFd, STDERR_FILENO};
+    const int stdinFd = spec.stdinFd >= 0 ? spec.stdinFd
+                                          : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int sources[] = {stdinFd,       spec.stdoutFd, spec.stderrFd, spec.controlFd,
+                           spec.statusFd, spec.cwdFd,    STDERR_FILENO};
     int copies[7];
     for (int i = 0; i < 7; ++i)
         copies[i] = sources[i] >= 0 ? ::fcntl(sources[i], F_DUPFD_CLOEXEC, 10) : -1;
@@ -197,7 +199,11 @@ void Reaper::killTree()
 
 std::vector<pid_t> Reaper::liveDescendants(pid_t root)
 {
-    struct Info { pid_t ppid; char state; };
+    struct Info
+    {
+        pid_t ppid;
+        char state;
+    };
     std::unordered_map<pid_t, Info> procs;
     if (DIR *dir = ::opendir("/proc")) {
         while (dirent *d = ::readdir(dir)) {

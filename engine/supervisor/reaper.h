@@ -11,8 +11,8 @@ struct ReaperSpec
 {
     std::vector<std::string> argv;
     std::vector<std::pair<std::string, std::string>> env;
-    int stdinFd = -1;   // read end of the STDIN pipe, or -1 for /dev/null
-    int stdoutFd = -1;  // write ends of the output pipes
+    int stdinFd = -1;  // read end of the STDIN pipe, or -1 for /dev/null
+    int stdoutFd = -1; // write ends of the output pipes
     int stderrFd = -1;
     int controlFd = -1; // read end: any byte or EOF means "kill the whole tree"
     int statusFd = -1;  // write end: receives the command's wait status (an int), once
@@ -33,7 +33,9 @@ public:
 private:
     enum Fds { InFd = 0, OutFd = 1, ErrFd = 2, ControlFd = 3, StatusFd = 4, CwdFd = 5, LogFd = 6 };
 
-    explicit Reaper(pid_t command) : m_command(command) {}
+    explicit Reaper(pid_t command)
+        : m_command(command)
+    {}
     [[noreturn]] static void execCommand(const ReaperSpec &spec);
     [[noreturn]] void loop(int signalFd);
     bool reap(bool block); // true when no child is left

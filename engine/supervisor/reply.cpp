@@ -16,10 +16,14 @@ Reply Reply::error(std::string_view code, const std::string &message, int err)
 std::string_view Reply::codeForErrno(int err)
 {
     switch (err) {
-    case ENOENT: return "not_found";
-    case EEXIST: return "already_exists";
-    case EFBIG: return "too_large";
-    default: return "file_error";
+    case ENOENT:
+        return "not_found";
+    case EEXIST:
+        return "already_exists";
+    case EFBIG:
+        return "too_large";
+    default:
+        return "file_error";
     }
 }
 
@@ -55,6 +59,7 @@ std::optional<uint64_t> optionalUnsigned(const nlohmann::json &req, const char *
         return std::nullopt;
     const auto &v = req[key];
     if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0))
-        throw RequestError("bad_request", std::string("'") + key + "' must be a non-negative integer");
+        throw RequestError("bad_request",
+                           std::string("'") + key + "' must be a non-negative integer");
     return req[key].get<uint64_t>();
 }

@@ -26,7 +26,8 @@ class RequestError : public std::exception
 {
 public:
     RequestError(std::string_view code, const std::string &message, int err = 0)
-        : m_reply(Reply::error(code, message, err)) {}
+        : m_reply(Reply::error(code, message, err))
+    {}
     const Reply &reply() const { return m_reply; }
     const char *what() const noexcept override { return "request error"; }
 

@@ -15,8 +15,7 @@ Supervisor::Supervisor(const Paths &paths)
     , m_files(paths)
     , m_execs(paths, m_channel)
     , m_started(std::chrono::steady_clock::now())
-{
-}
+{}
 
 int Supervisor::run()
 {
@@ -51,7 +50,8 @@ int Supervisor::run()
                 return 0;
             }
             if (result == FrameChannel::ReadResult::Error) {
-                std::fprintf(stderr, "sandbox-supervisor: reading from the engine: %s\n", std::strerror(errno));
+                std::fprintf(stderr, "sandbox-supervisor: reading from the engine: %s\n",
+                             std::strerror(errno));
                 return 1;
             }
         }
@@ -84,7 +84,8 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
 {
     const size_t nul = payload.find('\0');
     const std::string_view text = payload.substr(0, nul);
-    const std::string_view data = nul == std::string_view::npos ? std::string_view() : payload.substr(nul + 1);
+    const std::string_view data = nul == std::string_view::npos ? std::string_view()
+                                                                : payload.substr(nul + 1);
     std::string op;
     try {
         const json req = json::parse(text);
@@ -97,7 +98,8 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
             Reply r;
             r.body = {{"pid", ::getpid()},
                       {"uptimeMs", std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - m_started).count()},
+                                       std::chrono::steady_clock::now() - m_started)
+                                       .count()},
                       {"execs", m_execs.running()}};
             respond(id, r);
         } else if (op == "exec") {
@@ -112,7 +114,8 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
     } catch (const json::exception &e) {
         respond(id, Reply::error("bad_request", std::string("malformed request: ") + e.what()));
     } catch (const std::exception &e) {
-        respond(id, Reply::error(op == "exec" ? "exec_failed" : "file_error", std::string("internal error: ") + e.what()));
+        respond(id, Reply::error(op == "exec" ? "exec_failed" : "file_error",
+                                 std::string("internal error: ") + e.what()));
     }
 }
 

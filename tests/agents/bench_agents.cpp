@@ -25,7 +25,9 @@ namespace {
 double median(QList<double> v)
 {
     std::sort(v.begin(), v.end());
-    return v.isEmpty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    return v.isEmpty()    ? 0
+           : v.size() % 2 ? v[v.size() / 2]
+                          : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 const QString kKey = QStringLiteral("sk-bench-0123456789abcdef");
@@ -55,9 +57,10 @@ private:
 void bench_Agents::initTestCase()
 {
     QVERIFY(m_mock.listen());
-    QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"), QStringLiteral(SANDBOX_BINARY_DIR "/agents"),
-                             QStringLiteral("--max-memory-mb"), QStringLiteral("1000000"), QStringLiteral("--max-running"),
-                             QStringLiteral("64")}),
+    QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"),
+                             QStringLiteral(SANDBOX_BINARY_DIR "/agents"),
+                             QStringLiteral("--max-memory-mb"), QStringLiteral("1000000"),
+                             QStringLiteral("--max-running"), QStringLiteral("64")}),
              qPrintable(m_engine.log()));
     QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
 }
@@ -66,15 +69,19 @@ QJsonObject bench_Agents::envFor(const QString &type) const
 {
     const QString base = m_mock.baseUrl().toString();
     if (type == QLatin1String("claude-code"))
-        return {{QStringLiteral("ANTHROPIC_API_KEY"), kKey}, {QStringLiteral("ANTHROPIC_BASE_URL"), base}};
-    return {{QStringLiteral("OPENAI_API_KEY"), kKey}, {QStringLiteral("OPENAI_BASE_URL"), QString(base + QStringLiteral("/v1"))}};
+        return {{QStringLiteral("ANTHROPIC_API_KEY"), kKey},
+                {QStringLiteral("ANTHROPIC_BASE_URL"), base}};
+    return {{QStringLiteral("OPENAI_API_KEY"), kKey},
+            {QStringLiteral("OPENAI_BASE_URL"), QString(base + QStringLiteral("/v1"))}};
 }
 
 QString bench_Agents::createSandbox(const QString &type)
 {
     const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), type}, {QStringLiteral("size"), QStringLiteral("standard-3")},
-                                         {QStringLiteral("network"), true}, {QStringLiteral("env"), envFor(type)}});
+                                        {{QStringLiteral("type"), type},
+                                         {QStringLiteral("size"), QStringLiteral("standard-3")},
+                                         {QStringLiteral("network"), true},
+                                         {QStringLiteral("env"), envFor(type)}});
     return sb.value(QStringLiteral("id")).toString();
 }
 
@@ -94,18 +101,24 @@ void bench_Agents::createToCliReady()
     constexpr int rounds = 3;
     QList<double> create, ready, direct;
     const QString exe = QStringLiteral("/opt/agent/node_modules/.bin/") + cli;
-    const QString hostExe = QStringLiteral(SANDBOX_BINARY_DIR "/agents/") + type + QStringLiteral("/node_modules/.bin/") + cli;
+    const QString hostExe = QStringLiteral(SANDBOX_BINARY_DIR "/agents/") + type
+                            + QStringLiteral("/node_modules/.bin/") + cli;
     for (int i = 0; i < rounds; ++i) {
         QElapsedTimer t;
         t.start();
         const QString id = createSandbox(type);
         QVERIFY(!id.isEmpty());
         create.append(t.nsecsElapsed() / 1e6);
-        const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
-                                           {{QStringLiteral("id"), id}, {QStringLiteral("command"), QJsonArray{exe, QStringLiteral("--version")}},
-                                            {QStringLiteral("options"), QJsonObject{{QStringLiteral("env"), QJsonObject{{QStringLiteral("HOME"), QStringLiteral("/home/agent")}}}}}},
-                                           120000);
-        QVERIFY2(r.value(QStringLiteral("exitCode")).toInt() == 0, QJsonDocument(r).toJson().constData());
+        const QJsonObject r = m_rpc.result(
+            QStringLiteral("agents.exec"),
+            {{QStringLiteral("id"), id},
+             {QStringLiteral("command"), QJsonArray{exe, QStringLiteral("--version")}},
+             {QStringLiteral("options"),
+              QJsonObject{{QStringLiteral("env"),
+                           QJsonObject{{QStringLiteral("HOME"), QStringLiteral("/home/agent")}}}}}},
+            120000);
+        QVERIFY2(r.value(QStringLiteral("exitCode")).toInt() == 0,
+                 QJsonDocument(r).toJson().constData());
         ready.append(t.nsecsElapsed() / 1e6);
         m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 
@@ -124,10 +137,16 @@ void bench_Agents::createToCliReady()
         direct.append(d.nsecsElapsed() / 1e6);
     }
     const double readyMs = median(ready), directMs = median(direct);
-    qInfo().noquote() << QStringLiteral("%1: create %2 ms, create -> CLI ready (%3 --version) %4 ms; "
-                                        "the CLI alone on the host %5 ms; ratio %6 (median of %7)")
-                             .arg(type).arg(median(create), 0, 'f', 1).arg(cli).arg(readyMs, 0, 'f', 1)
-                             .arg(directMs, 0, 'f', 1).arg(readyMs / directMs, 0, 'f', 2).arg(rounds);
+    qInfo().noquote() << QStringLiteral(
+                             "%1: create %2 ms, create -> CLI ready (%3 --version) %4 ms; "
+                             "the CLI alone on the host %5 ms; ratio %6 (median of %7)")
+                             .arg(type)
+                             .arg(median(create), 0, 'f', 1)
+                             .arg(cli)
+                             .arg(readyMs, 0, 'f', 1)
+                             .arg(directMs, 0, 'f', 1)
+                             .arg(readyMs / directMs, 0, 'f', 2)
+                             .arg(rounds);
 }
 
 void bench_Agents::runOverhead_data()
@@ -155,11 +174,13 @@ void bench_Agents::runOverhead()
     for (int i = 0; i <= rounds; ++i) {
         QElapsedTimer t;
         t.start();
-        const QJsonObject r = m_rpc.result(QStringLiteral("agents.run"),
-                                           {{QStringLiteral("id"), id},
-                                            {QStringLiteral("prompt"), prompt.arg(QStringLiteral("/workspace/e%1.txt").arg(i))},
-                                            {QStringLiteral("options"), runOptions}},
-                                           180000);
+        const QJsonObject r
+            = m_rpc.result(QStringLiteral("agents.run"),
+                           {{QStringLiteral("id"), id},
+                            {QStringLiteral("prompt"),
+                             prompt.arg(QStringLiteral("/workspace/e%1.txt").arg(i))},
+                            {QStringLiteral("options"), runOptions}},
+                           180000);
         const double ms = t.nsecsElapsed() / 1e6;
         QVERIFY2(r.value(QStringLiteral("success")).toBool(), QJsonDocument(r).toJson().constData());
         if (i > 0)
@@ -190,7 +211,8 @@ void bench_Agents::runOverhead()
         for (auto it = o.env.cbegin(); it != o.env.cend(); ++it)
             penv.insert(it.key(), it.value());
         for (auto it = inv.env.cbegin(); it != inv.env.cend(); ++it)
-            penv.insert(it.key(), QString(it.value()).replace(QLatin1String(AgentAdapter::HomeDir), home.path()));
+            penv.insert(it.key(), QString(it.value())
+                                      .replace(QLatin1String(AgentAdapter::HomeDir), home.path()));
         for (const QString &dir : adapter->homeDirectories())
             QDir(home.path()).mkpath(dir);
         QProcess p;
@@ -206,15 +228,21 @@ void bench_Agents::runOverhead()
         const double ms = t.nsecsElapsed() / 1e6;
         adapter->feedStdout(p.readAllStandardOutput());
         const QJsonObject result = adapter->finish({p.exitCode(), false, 0, qint64(ms), {}});
-        QVERIFY2(result.value(QStringLiteral("success")).toBool(), QJsonDocument(result).toJson().constData());
+        QVERIFY2(result.value(QStringLiteral("success")).toBool(),
+                 QJsonDocument(result).toJson().constData());
         if (i > 0)
             direct.append(ms);
     }
     const double e = median(engine), d = median(direct);
-    qInfo().noquote() << QStringLiteral("%1: agents.run through sandboxd %2 ms, the same CLI run directly %3 ms; "
-                                        "engine overhead %4 ms per run, ratio %5 (median of %6)")
-                             .arg(type).arg(e, 0, 'f', 1).arg(d, 0, 'f', 1).arg(e - d, 0, 'f', 1)
-                             .arg(e / d, 0, 'f', 2).arg(rounds);
+    qInfo().noquote()
+        << QStringLiteral("%1: agents.run through sandboxd %2 ms, the same CLI run directly %3 ms; "
+                          "engine overhead %4 ms per run, ratio %5 (median of %6)")
+               .arg(type)
+               .arg(e, 0, 'f', 1)
+               .arg(d, 0, 'f', 1)
+               .arg(e - d, 0, 'f', 1)
+               .arg(e / d, 0, 'f', 2)
+               .arg(rounds);
     m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 

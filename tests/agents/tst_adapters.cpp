@@ -34,12 +34,14 @@ struct Outcome
     }
 };
 
-Outcome feed(const QString &type, const QByteArray &stdoutText, int exitCode = 0, const QByteArray &stderrText = {})
+Outcome feed(const QString &type, const QByteArray &stdoutText, int exitCode = 0,
+             const QByteArray &stderrText = {})
 {
     auto adapter = AgentAdapter::create(type);
     // In odd pieces, as a pipe delivers them.
     for (qsizetype i = 0; i < stdoutText.size(); i += 37)
-        adapter->feedStdout(QByteArrayView(stdoutText).sliced(i, qMin<qsizetype>(37, stdoutText.size() - i)));
+        adapter->feedStdout(
+            QByteArrayView(stdoutText).sliced(i, qMin<qsizetype>(37, stdoutText.size() - i)));
     adapter->feedStderr(stderrText);
     Outcome o;
     o.result = adapter->finish({exitCode, false, 0, 10, QString::fromUtf8(stderrText)});
@@ -69,7 +71,8 @@ private Q_SLOTS:
 
 void tst_Adapters::claudeWriteSucceeds()
 {
-    const QByteArray out = R"j({"type":"system","subtype":"init","cwd":"/workspace","session_id":"s-1","model":"m"}
+    const QByteArray out
+        = R"j({"type":"system","subtype":"init","cwd":"/workspace","session_id":"s-1","model":"m"}
 {"type":"assistant","message":{"content":[{"thinking":"plan","type":"thinking"}]},"session_id":"s-1"}
 {"type":"assistant","message":{"content":[{"id":"t1","input":{"file_path":"/workspace/a","content":"x\ny"},"name":"Write","type":"tool_use"}]},"session_id":"s-1"}
 {"type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"File created"}]},"tool_use_result":{"type":"create","filePath":"/workspace/a","content":"x\ny","structuredPatch":[]}}
@@ -81,9 +84,14 @@ void tst_Adapters::claudeWriteSucceeds()
     QCOMPARE(o.result.value(QStringLiteral("result")).toString(), QStringLiteral("Done."));
     QCOMPARE(o.result.value(QStringLiteral("sessionId")).toString(), QStringLiteral("s-1"));
     QCOMPARE(o.result.value(QStringLiteral("costUsd")).toDouble(), 0.5);
-    QCOMPARE(o.result.value(QStringLiteral("usage")).toObject().value(QStringLiteral("cacheReadTokens")).toInt(), 2);
-    QCOMPARE(o.types(), (QStringList{QStringLiteral("session"), QStringLiteral("thinking"), QStringLiteral("tool_call"),
-                                     QStringLiteral("tool_result"), QStringLiteral("file_change"), QStringLiteral("text"),
+    QCOMPARE(o.result.value(QStringLiteral("usage"))
+                 .toObject()
+                 .value(QStringLiteral("cacheReadTokens"))
+                 .toInt(),
+             2);
+    QCOMPARE(o.types(), (QStringList{QStringLiteral("session"), QStringLiteral("thinking"),
+                                     QStringLiteral("tool_call"), QStringLiteral("tool_result"),
+                                     QStringLiteral("file_change"), QStringLiteral("text"),
                                      QStringLiteral("usage"), QStringLiteral("result")}));
     const QJsonObject change = o.first(QStringLiteral("file_change"));
     QCOMPARE(change.value(QStringLiteral("kind")).toString(), QStringLiteral("add"));
@@ -98,13 +106,16 @@ void tst_Adapters::claudeIsErrorFailsDespiteSubtypeSuccess()
 )j";
     const Outcome o = feed(QStringLiteral("claude-code"), out, 0);
     QVERIFY(!o.result.value(QStringLiteral("success")).toBool());
-    QCOMPARE(o.result.value(QStringLiteral("error")).toString(), QStringLiteral("API Error: Connection refused"));
+    QCOMPARE(o.result.value(QStringLiteral("error")).toString(),
+             QStringLiteral("API Error: Connection refused"));
 }
 
 void tst_Adapters::claudeRetriesOfAnUnreachableApiAbort()
 {
     auto adapter = AgentAdapter::create(QStringLiteral("claude-code"));
-    const QByteArray retry = R"j({"type":"system","subtype":"api_retry","attempt":1,"error_status":null,"error":"unknown"})j" "\n";
+    const QByteArray retry
+        = R"j({"type":"system","subtype":"api_retry","attempt":1,"error_status":null,"error":"unknown"})j"
+          "\n";
     adapter->feedStdout(retry);
     adapter->feedStdout(retry);
     QVERIFY(adapter->abortReason().isEmpty());
@@ -113,7 +124,8 @@ void tst_Adapters::claudeRetriesOfAnUnreachableApiAbort()
     // An HTTP error (a status) is not "unreachable".
     auto other = AgentAdapter::create(QStringLiteral("claude-code"));
     for (int i = 0; i < 5; ++i)
-        other->feedStdout(R"j({"type":"system","subtype":"api_retry","error_status":529})j" "\n");
+        other->feedStdout(R"j({"type":"system","subtype":"api_retry","error_status":529})j"
+                          "\n");
     QVERIFY(other->abortReason().isEmpty());
 }
 
@@ -128,23 +140,29 @@ void tst_Adapters::codexFileChangeFailedFailsDespiteExitZero()
 )j";
     const Outcome o = feed(QStringLiteral("codex"), out, 0);
     QVERIFY(!o.result.value(QStringLiteral("success")).toBool());
-    QCOMPARE(o.result.value(QStringLiteral("error")).toString(), QStringLiteral("a file change failed: add /usr/x"));
+    QCOMPARE(o.result.value(QStringLiteral("error")).toString(),
+             QStringLiteral("a file change failed: add /usr/x"));
     QCOMPARE(o.result.value(QStringLiteral("sessionId")).toString(), QStringLiteral("th-1"));
     QVERIFY(o.result.value(QStringLiteral("costUsd")).isNull());
-    QCOMPARE(o.first(QStringLiteral("file_change")).value(QStringLiteral("status")).toString(), QStringLiteral("failed"));
+    QCOMPARE(o.first(QStringLiteral("file_change")).value(QStringLiteral("status")).toString(),
+             QStringLiteral("failed"));
 
     // The same change redone successfully afterwards: the run succeeds.
     QByteArray redone = out;
-    redone.replace(R"j({"type":"item.completed","item":{"id":"i1")j",
-                   R"j({"type":"item.completed","item":{"id":"i2","type":"file_change","changes":[{"path":"/usr/x","kind":"add"}],"status":"completed"}}
+    redone.replace(
+        R"j({"type":"item.completed","item":{"id":"i1")j",
+        R"j({"type":"item.completed","item":{"id":"i2","type":"file_change","changes":[{"path":"/usr/x","kind":"add"}],"status":"completed"}}
 {"type":"item.completed","item":{"id":"i1")j");
-    QVERIFY(feed(QStringLiteral("codex"), redone, 0).result.value(QStringLiteral("success")).toBool());
+    QVERIFY(
+        feed(QStringLiteral("codex"), redone, 0).result.value(QStringLiteral("success")).toBool());
 }
 
 void tst_Adapters::codexReconnectingAborts()
 {
     auto adapter = AgentAdapter::create(QStringLiteral("codex"));
-    const QByteArray line = R"j({"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"})j" "\n";
+    const QByteArray line
+        = R"j({"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"})j"
+          "\n";
     adapter->feedStdout(line);
     QVERIFY(adapter->abortReason().isEmpty());
     adapter->feedStdout(line);
@@ -153,7 +171,9 @@ void tst_Adapters::codexReconnectingAborts()
     QVERIFY(!r.value(QStringLiteral("success")).toBool());
     QVERIFY(r.value(QStringLiteral("error")).toString().contains(QLatin1String("unreachable")));
     // turn.failed fails the run.
-    const Outcome f = feed(QStringLiteral("codex"), R"j({"type":"turn.failed","error":{"message":"quota exceeded"}})j" "\n");
+    const Outcome f = feed(QStringLiteral("codex"),
+                           R"j({"type":"turn.failed","error":{"message":"quota exceeded"}})j"
+                           "\n");
     QCOMPARE(f.result.value(QStringLiteral("error")).toString(), QStringLiteral("quota exceeded"));
 }
 
@@ -167,21 +187,32 @@ void tst_Adapters::opencodeWriteAndNoFinalAnswer()
 )j";
     const Outcome o = feed(QStringLiteral("opencode"), out);
     QVERIFY(o.result.value(QStringLiteral("success")).toBool());
-    QCOMPARE(o.result.value(QStringLiteral("usage")).toObject().value(QStringLiteral("inputTokens")).toInt(), 15);
+    QCOMPARE(o.result.value(QStringLiteral("usage"))
+                 .toObject()
+                 .value(QStringLiteral("inputTokens"))
+                 .toInt(),
+             15);
     QCOMPARE(o.result.value(QStringLiteral("costUsd")).toDouble(), 0.03);
-    QCOMPARE(o.first(QStringLiteral("file_change")).value(QStringLiteral("path")).toString(), QStringLiteral("/workspace/h"));
+    QCOMPARE(o.first(QStringLiteral("file_change")).value(QStringLiteral("path")).toString(),
+             QStringLiteral("/workspace/h"));
     // Killed after the tool call, before any final step: not a success even with exit code 0.
     const QByteArray cut = out.left(out.indexOf(R"j({"type":"text")j"));
     const Outcome c = feed(QStringLiteral("opencode"), cut, 0);
     QVERIFY(!c.result.value(QStringLiteral("success")).toBool());
-    QVERIFY(c.result.value(QStringLiteral("error")).toString().contains(QLatin1String("without a final answer")));
+    QVERIFY(c.result.value(QStringLiteral("error"))
+                .toString()
+                .contains(QLatin1String("without a final answer")));
 }
 
 void tst_Adapters::opencodeConnectionErrorsOnStderrAbort()
 {
     auto adapter = AgentAdapter::create(QStringLiteral("opencode"));
-    const QByteArray title = R"j(timestamp=x level=ERROR message="stream error" small=true agent=title error.error="AI_RetryError: Cannot connect to API")j" "\n";
-    const QByteArray build = R"j(timestamp=x level=ERROR message="stream error" small=false agent=build error.error="AI_APICallError: Cannot connect to API: Unable to connect")j" "\n";
+    const QByteArray title
+        = R"j(timestamp=x level=ERROR message="stream error" small=true agent=title error.error="AI_RetryError: Cannot connect to API")j"
+          "\n";
+    const QByteArray build
+        = R"j(timestamp=x level=ERROR message="stream error" small=false agent=build error.error="AI_APICallError: Cannot connect to API: Unable to connect")j"
+          "\n";
     adapter->feedStderr(title);
     adapter->feedStderr(title);
     adapter->feedStderr(build);
@@ -195,18 +226,33 @@ void tst_Adapters::invocations_data()
     QTest::addColumn<QString>("type");
     QTest::addColumn<QStringList>("expected"); // arguments that must be there
     QTest::newRow("claude-code") << QStringLiteral("claude-code")
-                                 << QStringList{QStringLiteral("/opt/agent/node_modules/.bin/claude"), QStringLiteral("-p"),
-                                                QStringLiteral("--resume"), QStringLiteral("S"), QStringLiteral("--permission-mode"),
-                                                QStringLiteral("acceptEdits"), QStringLiteral("--append-system-prompt"),
-                                                QStringLiteral("--allowedTools"), QStringLiteral("Read,Write"),
-                                                QStringLiteral("--max-thinking-tokens"), QStringLiteral("1000")};
-    QTest::newRow("codex") << QStringLiteral("codex")
-                           << QStringList{QStringLiteral("/opt/agent/node_modules/.bin/codex"), QStringLiteral("exec"),
-                                          QStringLiteral("--json"), QStringLiteral("resume"), QStringLiteral("S"),
-                                          QStringLiteral("model_providers.sandbox.base_url=\"http://h:1/v1\"")};
+                                 << QStringList{QStringLiteral(
+                                                    "/opt/agent/node_modules/.bin/claude"),
+                                                QStringLiteral("-p"),
+                                                QStringLiteral("--resume"),
+                                                QStringLiteral("S"),
+                                                QStringLiteral("--permission-mode"),
+                                                QStringLiteral("acceptEdits"),
+                                                QStringLiteral("--append-system-prompt"),
+                                                QStringLiteral("--allowedTools"),
+                                                QStringLiteral("Read,Write"),
+                                                QStringLiteral("--max-thinking-tokens"),
+                                                QStringLiteral("1000")};
+    QTest::newRow("codex")
+        << QStringLiteral("codex")
+        << QStringList{QStringLiteral("/opt/agent/node_modules/.bin/codex"),
+                       QStringLiteral("exec"),
+                       QStringLiteral("--json"),
+                       QStringLiteral("resume"),
+                       QStringLiteral("S"),
+                       QStringLiteral("model_providers.sandbox.base_url=\"http://h:1/v1\"")};
     QTest::newRow("opencode") << QStringLiteral("opencode")
-                              << QStringList{QStringLiteral("/opt/agent/node_modules/.bin/opencode"), QStringLiteral("run"),
-                                             QStringLiteral("--session"), QStringLiteral("S"), QStringLiteral("--format"),
+                              << QStringList{QStringLiteral(
+                                                 "/opt/agent/node_modules/.bin/opencode"),
+                                             QStringLiteral("run"),
+                                             QStringLiteral("--session"),
+                                             QStringLiteral("S"),
+                                             QStringLiteral("--format"),
                                              QStringLiteral("json")};
 }
 
@@ -226,35 +272,44 @@ void tst_Adapters::invocations()
     const auto adapter = AgentAdapter::create(type);
     const AgentInvocation inv = adapter->invocation(o);
     for (const QString &arg : expected)
-        QVERIFY2(inv.argv.contains(arg), qPrintable(arg + QStringLiteral(" missing from ") + inv.argv.join(u' ')));
+        QVERIFY2(inv.argv.contains(arg),
+                 qPrintable(arg + QStringLiteral(" missing from ") + inv.argv.join(u' ')));
     QCOMPARE(inv.env.value(QStringLiteral("HOME")), QStringLiteral("/home/agent"));
     // A key is never on the command line (visible in /proc to every process).
     QVERIFY(!inv.argv.join(u' ').contains(QLatin1String("sk-secret-value-123")));
     // A prompt that starts with '-' is not taken for an option.
-    const qsizetype p = inv.argv.indexOf(QRegularExpression(QStringLiteral(".*starts with a dash")));
+    const qsizetype p = inv.argv.indexOf(
+        QRegularExpression(QStringLiteral(".*starts with a dash")));
     QVERIFY(p > 0);
-    QVERIFY(inv.argv[p - 1] == QLatin1String("-p") || inv.argv[p - 1] == QLatin1String("--") || !inv.argv[p].startsWith(u'-'));
+    QVERIFY(inv.argv[p - 1] == QLatin1String("-p") || inv.argv[p - 1] == QLatin1String("--")
+            || !inv.argv[p].startsWith(u'-'));
 }
 
 void tst_Adapters::redactorScrubsSecrets()
 {
     SecretRedactor r;
-    r.addFromEnvironment({{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-ant-abcdef123456")},
-                          {QStringLiteral("MY_TOKEN"), QStringLiteral("tok-zzzzzzzzzz")},
-                          {QStringLiteral("SHORT_KEY"), QStringLiteral("abc")},
-                          {QStringLiteral("PATH"), QStringLiteral("/usr/bin:/bin/with/long")}});
-    QCOMPARE(r.apply(QStringLiteral("key sk-ant-abcdef123456 and tok-zzzzzzzzzz")), QStringLiteral("key [redacted] and [redacted]"));
-    QCOMPARE(r.apply(QStringLiteral("abc /usr/bin:/bin/with/long")), QStringLiteral("abc /usr/bin:/bin/with/long"));
-    const QJsonValue j = r.apply(QJsonObject{{QStringLiteral("a"), QJsonArray{QStringLiteral("x sk-ant-abcdef123456")}},
-                                             {QStringLiteral("sk-ant-abcdef123456"), 1}});
-    QCOMPARE(j.toObject().value(QStringLiteral("a")).toArray().at(0).toString(), QStringLiteral("x [redacted]"));
+    r.addFromEnvironment(
+        {{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-ant-abcdef123456")},
+         {QStringLiteral("MY_TOKEN"), QStringLiteral("tok-zzzzzzzzzz")},
+         {QStringLiteral("SHORT_KEY"), QStringLiteral("abc")},
+         {QStringLiteral("PATH"), QStringLiteral("/usr/bin:/bin/with/long")}});
+    QCOMPARE(r.apply(QStringLiteral("key sk-ant-abcdef123456 and tok-zzzzzzzzzz")),
+             QStringLiteral("key [redacted] and [redacted]"));
+    QCOMPARE(r.apply(QStringLiteral("abc /usr/bin:/bin/with/long")),
+             QStringLiteral("abc /usr/bin:/bin/with/long"));
+    const QJsonValue j = r.apply(
+        QJsonObject{{QStringLiteral("a"), QJsonArray{QStringLiteral("x sk-ant-abcdef123456")}},
+                    {QStringLiteral("sk-ant-abcdef123456"), 1}});
+    QCOMPARE(j.toObject().value(QStringLiteral("a")).toArray().at(0).toString(),
+             QStringLiteral("x [redacted]"));
     QVERIFY(j.toObject().contains(QStringLiteral("[redacted]")));
 }
 
 void tst_Adapters::patchFiles()
 {
-    const auto files = filesInPatch(QStringLiteral("*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: /w/b\n@@\n-y\n+z\n"
-                                                   "*** Delete File: c\n*** End Patch\n"));
+    const auto files = filesInPatch(QStringLiteral(
+        "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: /w/b\n@@\n-y\n+z\n"
+        "*** Delete File: c\n*** End Patch\n"));
     QCOMPARE(files.size(), 3);
     QCOMPARE(files[0], (QPair<QString, QString>{QStringLiteral("a.txt"), QStringLiteral("add")}));
     QCOMPARE(files[1], (QPair<QString, QString>{QStringLiteral("/w/b"), QStringLiteral("update")}));

@@ -41,7 +41,8 @@ private:
 void tst_AgentRun::initTestCase()
 {
     QVERIFY(m_mock.listen());
-    QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"), QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
+    QVERIFY2(m_engine.start(
+                 {QStringLiteral("--agents-dir"), QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
              qPrintable(m_engine.log()));
     m_client = std::make_unique<Client>(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
     m_client->open();
@@ -51,24 +52,31 @@ void tst_AgentRun::initTestCase()
     create.type = QStringLiteral("claude-code");
     create.size = QStringLiteral("standard-2");
     create.network = true;
-    create.env = {{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-ant-test-agentrun-1234")},
+    create.env = {{QStringLiteral("ANTHROPIC_API_KEY"),
+                   QStringLiteral("sk-ant-test-agentrun-1234")},
                   {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
     bool done = false;
-    m_client->agents().create(create, this, [this, &done](Result<SandboxInfo> r) {
-        done = true;
-        if (r)
-            m_id = r->id;
-        else
-            qWarning() << r.error().message;
-    }).detach();
+    m_client->agents()
+        .create(create, this,
+                [this, &done](Result<SandboxInfo> r) {
+                    done = true;
+                    if (r)
+                        m_id = r->id;
+                    else
+                        qWarning() << r.error().message;
+                })
+        .detach();
     QTRY_VERIFY_WITH_TIMEOUT(done, 30000);
     QVERIFY(!m_id.isEmpty());
 }
 
 void tst_AgentRun::runEmitsTypedEventsAndFinishes()
 {
-    AgentRun *run = m_client->agents().runStreaming(
-        m_id, QStringLiteral("[[think:plan first]] [[write:/workspace/a.txt|alpha]]"), options(), this);
+    AgentRun *run = m_client->agents()
+                        .runStreaming(m_id,
+                                      QStringLiteral(
+                                          "[[think:plan first]] [[write:/workspace/a.txt|alpha]]"),
+                                      options(), this);
     QVERIFY(run);
     QSignalSpy started(run, &AgentRun::started);
     QSignalSpy thinking(run, &AgentRun::thinking);
@@ -79,7 +87,8 @@ void tst_AgentRun::runEmitsTypedEventsAndFinishes()
     QSignalSpy finished(run, &AgentRun::finished);
     QSignalSpy failed(run, &AgentRun::failed);
     QStringList order;
-    connect(run, &AgentRun::event, this, [&order](const AgentEvent &e) { order.append(e.typeName); });
+    connect(run, &AgentRun::event, this,
+            [&order](const AgentEvent &e) { order.append(e.typeName); });
     QVERIFY(finished.wait(120000));
     QCOMPARE(failed.count(), 0);
     QCOMPARE(started.count(), 1);
@@ -94,7 +103,8 @@ void tst_AgentRun::runEmitsTypedEventsAndFinishes()
     QCOMPARE(texts.last().at(0).toString(), QStringLiteral("Done: the file is written."));
     QVERIFY(usage.count() >= 1);
     QVERIFY(order.indexOf(QStringLiteral("thinking")) < order.indexOf(QStringLiteral("tool_call")));
-    QVERIFY(order.indexOf(QStringLiteral("tool_call")) < order.indexOf(QStringLiteral("file_change")));
+    QVERIFY(order.indexOf(QStringLiteral("tool_call"))
+            < order.indexOf(QStringLiteral("file_change")));
     QCOMPARE(order.last(), QStringLiteral("result"));
     const auto result = finished.at(0).at(0).value<AgentRunResult>();
     QVERIFY(result.success);
@@ -109,10 +119,12 @@ void tst_AgentRun::runEmitsTypedEventsAndFinishes()
 void tst_AgentRun::cancelKillsTheRun()
 {
     const int before = m_mock.modelCallCount();
-    AgentRun *run = m_client->agents().runStreaming(m_id, QStringLiteral("[[sleep:300000]] wait"), options(), this);
+    AgentRun *run = m_client->agents().runStreaming(m_id, QStringLiteral("[[sleep:300000]] wait"),
+                                                    options(), this);
     QSignalSpy failed(run, &AgentRun::failed);
     QSignalSpy finished(run, &AgentRun::finished);
-    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > before && m_mock.openConnections() > 0, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > before && m_mock.openConnections() > 0,
+                             60000);
     run->cancel();
     QVERIFY(failed.wait(15000));
     QCOMPARE(failed.at(0).at(0).value<Error>().code, ErrorCode::Cancelled);
@@ -137,9 +149,11 @@ void tst_AgentRun::failureIsAResultNotAnError()
 void tst_AgentRun::engineStopsCleanlyMidRun()
 {
     const int before = m_mock.modelCallCount();
-    AgentRun *run = m_client->agents().runStreaming(m_id, QStringLiteral("[[sleep:300000]] wait"), options(), this);
+    AgentRun *run = m_client->agents().runStreaming(m_id, QStringLiteral("[[sleep:300000]] wait"),
+                                                    options(), this);
     QSignalSpy failed(run, &AgentRun::failed);
-    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > before && m_mock.openConnections() > 0, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > before && m_mock.openConnections() > 0,
+                             60000);
     m_engine.terminate();
     QVERIFY2(m_engine.exitedCleanly(), qPrintable(m_engine.log().right(2000)));
     // The CLI died with its sandbox, and the client was told.

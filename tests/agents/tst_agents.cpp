@@ -11,8 +11,8 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QSignalSpy>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
@@ -68,7 +68,8 @@ private Q_SLOTS:
 
 private:
     void addTypes();
-    QJsonObject run(const QString &type, const QString &prompt, QJsonObject options = {}, int timeoutMs = 180000);
+    QJsonObject run(const QString &type, const QString &prompt, QJsonObject options = {},
+                    int timeoutMs = 180000);
     QList<QJsonObject> eventsOf(const QJsonObject &answer) const;
     bool cliStillRuns(const QString &type);
 
@@ -82,28 +83,37 @@ private:
 
 void tst_Agents::initTestCase()
 {
-    for (const QString &type : {QStringLiteral("claude-code"), QStringLiteral("codex"), QStringLiteral("opencode")}) {
+    for (const QString &type :
+         {QStringLiteral("claude-code"), QStringLiteral("codex"), QStringLiteral("opencode")}) {
         const QString cli = type == QLatin1String("claude-code") ? QStringLiteral("claude") : type;
-        if (!QFileInfo::exists(agentsDir() + u'/' + type + QStringLiteral("/node_modules/.bin/") + cli))
-            QFAIL(qPrintable(QStringLiteral("the %1 CLI is not installed in %2: run scripts/setup.sh").arg(type, agentsDir())));
+        if (!QFileInfo::exists(agentsDir() + u'/' + type + QStringLiteral("/node_modules/.bin/")
+                               + cli))
+            QFAIL(
+                qPrintable(QStringLiteral("the %1 CLI is not installed in %2: run scripts/setup.sh")
+                               .arg(type, agentsDir())));
     }
     QVERIFY(m_mock.listen());
-    QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"), agentsDir(), QStringLiteral("--max-memory-mb"),
-                             QStringLiteral("65536")}),
+    QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"), agentsDir(),
+                             QStringLiteral("--max-memory-mb"), QStringLiteral("65536")}),
              qPrintable(m_engine.log()));
     QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
-    connect(m_rpc.socket(), &QWebSocket::textMessageReceived, this, [this](const QString &t) { m_allText.append(t); });
+    connect(m_rpc.socket(), &QWebSocket::textMessageReceived, this,
+            [this](const QString &t) { m_allText.append(t); });
 
     const QString base = m_mock.baseUrl().toString();
-    for (const QString &type : {QStringLiteral("claude-code"), QStringLiteral("codex"), QStringLiteral("opencode")}) {
+    for (const QString &type :
+         {QStringLiteral("claude-code"), QStringLiteral("codex"), QStringLiteral("opencode")}) {
         const QJsonObject env = type == QLatin1String("claude-code")
                                     ? QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"), kSecret},
                                                   {QStringLiteral("ANTHROPIC_BASE_URL"), base}}
                                     : QJsonObject{{QStringLiteral("OPENAI_API_KEY"), kSecret},
-                                                  {QStringLiteral("OPENAI_BASE_URL"), QString(base + QStringLiteral("/v1"))}};
+                                                  {QStringLiteral("OPENAI_BASE_URL"),
+                                                   QString(base + QStringLiteral("/v1"))}};
         const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                            {{QStringLiteral("type"), type}, {QStringLiteral("size"), QStringLiteral("standard-3")},
-                                             {QStringLiteral("network"), true}, {QStringLiteral("env"), env}});
+                                            {{QStringLiteral("type"), type},
+                                             {QStringLiteral("size"), QStringLiteral("standard-3")},
+                                             {QStringLiteral("network"), true},
+                                             {QStringLiteral("env"), env}});
         QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
         QCOMPARE(sb.value(QStringLiteral("network")).toBool(), true);
         m_ids.insert(type, sb.value(QStringLiteral("id")).toString());
@@ -123,20 +133,25 @@ void tst_Agents::addTypes()
     QTest::newRow("opencode") << QStringLiteral("opencode");
 }
 
-QJsonObject tst_Agents::run(const QString &type, const QString &prompt, QJsonObject options, int timeoutMs)
+QJsonObject tst_Agents::run(const QString &type, const QString &prompt, QJsonObject options,
+                            int timeoutMs)
 {
     if (type == QLatin1String("claude-code") && !options.contains(QStringLiteral("model")))
         options.insert(QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5"));
     m_rpc.notifications.clear();
     return m_rpc.call(QStringLiteral("agents.run"),
-                      {{QStringLiteral("id"), m_ids.value(type)}, {QStringLiteral("prompt"), prompt},
+                      {{QStringLiteral("id"), m_ids.value(type)},
+                       {QStringLiteral("prompt"), prompt},
                        {QStringLiteral("options"), options}},
                       timeoutMs);
 }
 
 QList<QJsonObject> tst_Agents::eventsOf(const QJsonObject &answer) const
 {
-    const QString streamId = answer.value(QStringLiteral("result")).toObject().value(QStringLiteral("streamId")).toString();
+    const QString streamId = answer.value(QStringLiteral("result"))
+                                 .toObject()
+                                 .value(QStringLiteral("streamId"))
+                                 .toString();
     QList<QJsonObject> out;
     qint64 lastSeq = 0;
     for (const QJsonObject &n : m_rpc.notifications) {
@@ -158,8 +173,9 @@ bool tst_Agents::cliStillRuns(const QString &type)
     // argv without a shell: pgrep does not match itself.
     const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
                                        {{QStringLiteral("id"), m_ids.value(type)},
-                                        {QStringLiteral("command"), QJsonArray{QStringLiteral("pgrep"), QStringLiteral("-f"),
-                                                                               QStringLiteral("/opt/agent/")}}});
+                                        {QStringLiteral("command"),
+                                         QJsonArray{QStringLiteral("pgrep"), QStringLiteral("-f"),
+                                                    QStringLiteral("/opt/agent/")}}});
     return r.value(QStringLiteral("exitCode")).toInt() == 0;
 }
 
@@ -173,23 +189,35 @@ void tst_Agents::runWritesAFileAndStreamsTheToolCall()
     QFETCH(QString, type);
     const int callsBefore = m_mock.modelCallCount();
     const QString path = QStringLiteral("/workspace/hello-%1.txt").arg(type);
-    const QJsonObject answer = run(type, QStringLiteral("Please [[write:%1|Hello from %2\\nsecond line]] [[remember:zebra]]").arg(path, type),
-                                   {{QStringLiteral("newSession"), true}});
+    const QJsonObject answer
+        = run(type,
+              QStringLiteral("Please [[write:%1|Hello from %2\\nsecond line]] [[remember:zebra]]")
+                  .arg(path, type),
+              {{QStringLiteral("newSession"), true}});
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
-    QVERIFY2(r.value(QStringLiteral("success")).toBool(), QJsonDocument(answer).toJson().constData());
-    QCOMPARE(r.value(QStringLiteral("result")).toString(), QStringLiteral("Done: the file is written."));
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(),
+             QJsonDocument(answer).toJson().constData());
+    QCOMPARE(r.value(QStringLiteral("result")).toString(),
+             QStringLiteral("Done: the file is written."));
     QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(), 0);
     QVERIFY(!r.value(QStringLiteral("sessionId")).toString().isEmpty());
-    QVERIFY(r.value(QStringLiteral("usage")).toObject().value(QStringLiteral("inputTokens")).toDouble() > 0);
-    QVERIFY(r.value(QStringLiteral("stdout")).toString().contains(QLatin1String("Done: the file is written.")));
-    QVERIFY(m_mock.modelCallCount() >= callsBefore + 2); // the tool call, then the answer after its result
+    QVERIFY(
+        r.value(QStringLiteral("usage")).toObject().value(QStringLiteral("inputTokens")).toDouble()
+        > 0);
+    QVERIFY(r.value(QStringLiteral("stdout"))
+                .toString()
+                .contains(QLatin1String("Done: the file is written.")));
+    QVERIFY(m_mock.modelCallCount()
+            >= callsBefore + 2); // the tool call, then the answer after its result
     m_sessions.insert(type, r.value(QStringLiteral("sessionId")).toString());
 
     // The file is really there, in the sandbox.
     const QJsonObject file = m_rpc.result(QStringLiteral("agents.readFile"),
-                                          {{QStringLiteral("id"), m_ids.value(type)}, {QStringLiteral("path"), path}});
+                                          {{QStringLiteral("id"), m_ids.value(type)},
+                                           {QStringLiteral("path"), path}});
     // (Codex's apply_patch ends the file with a newline; the others write it as given.)
-    QCOMPARE(file.value(QStringLiteral("content")).toString().trimmed(), QStringLiteral("Hello from %1\nsecond line").arg(type));
+    QCOMPARE(file.value(QStringLiteral("content")).toString().trimmed(),
+             QStringLiteral("Hello from %1\nsecond line").arg(type));
 
     // The stream showed the tool call, the file change and the final text, in that order.
     const QList<QJsonObject> events = eventsOf(answer);
@@ -199,7 +227,8 @@ void tst_Agents::runWritesAFileAndStreamsTheToolCall()
         const QString t = events[i].value(QStringLiteral("type")).toString();
         if (t == QLatin1String("tool_call") && toolCall < 0)
             toolCall = i;
-        if (t == QLatin1String("file_change") && events[i].value(QStringLiteral("path")).toString() == path) {
+        if (t == QLatin1String("file_change")
+            && events[i].value(QStringLiteral("path")).toString() == path) {
             QCOMPARE(events[i].value(QStringLiteral("status")).toString(), QStringLiteral("ok"));
             QCOMPARE(events[i].value(QStringLiteral("kind")).toString(), QStringLiteral("add"));
             fileChange = i;
@@ -210,15 +239,19 @@ void tst_Agents::runWritesAFileAndStreamsTheToolCall()
             result = i;
     }
     QVERIFY2(toolCall >= 0 && fileChange > toolCall && text > fileChange && result > text,
-             QJsonDocument(QJsonArray::fromVariantList(QVariantList(events.begin(), events.end()))).toJson().constData());
+             QJsonDocument(QJsonArray::fromVariantList(QVariantList(events.begin(), events.end())))
+                 .toJson()
+                 .constData());
     // The stream ends with the same answer.
     const QJsonObject end = m_rpc.notifications.last();
     QCOMPARE(end.value(QStringLiteral("method")).toString(), QStringLiteral("stream.end"));
-    QCOMPARE(end.value(QStringLiteral("params")).toObject().value(QStringLiteral("result")).toObject(), r);
+    QCOMPARE(end.value(QStringLiteral("params")).toObject().value(QStringLiteral("result")).toObject(),
+             r);
     // Every notification of the stream names the request that started it (docs/protocol.md 2.3).
     const QJsonValue requestId = answer.value(QStringLiteral("id"));
     for (const QJsonObject &n : m_rpc.notifications)
-        QCOMPARE(n.value(QStringLiteral("params")).toObject().value(QStringLiteral("requestId")), requestId);
+        QCOMPARE(n.value(QStringLiteral("params")).toObject().value(QStringLiteral("requestId")),
+                 requestId);
 
     // The key reached the model API as the provider expects it (and only there).
     const MockModelServer::Request &last = m_mock.requests().constLast();
@@ -238,39 +271,51 @@ void tst_Agents::secondTurnContinuesTheSession()
         QSKIP("the first turn failed");
     // No sessionId: the sandbox's last conversation goes on. The mock answers from the history
     // the CLI sends, so "zebra" comes back only if the first turn was really sent again.
-    const QJsonObject answer = run(type, QStringLiteral("What did I ask you to remember? [[recall]]"));
+    const QJsonObject answer = run(type,
+                                   QStringLiteral("What did I ask you to remember? [[recall]]"));
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
-    QVERIFY2(r.value(QStringLiteral("success")).toBool(), QJsonDocument(answer).toJson().constData());
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(),
+             QJsonDocument(answer).toJson().constData());
     QCOMPARE(r.value(QStringLiteral("result")).toString(), QStringLiteral("I remember: zebra."));
     QCOMPARE(r.value(QStringLiteral("sessionId")).toString(), m_sessions.value(type));
 
     // An explicit new session remembers nothing.
-    const QJsonObject fresh = run(type, QStringLiteral("[[recall]]"), {{QStringLiteral("newSession"), true}});
+    const QJsonObject fresh = run(type, QStringLiteral("[[recall]]"),
+                                  {{QStringLiteral("newSession"), true}});
     const QJsonObject f = fresh.value(QStringLiteral("result")).toObject();
     QVERIFY2(f.value(QStringLiteral("success")).toBool(), QJsonDocument(fresh).toJson().constData());
     QCOMPARE(f.value(QStringLiteral("result")).toString(), QStringLiteral("I remember nothing."));
     QVERIFY(f.value(QStringLiteral("sessionId")).toString() != m_sessions.value(type));
 
     // And the first session can still be picked by id.
-    const QJsonObject again = run(type, QStringLiteral("[[recall]]"), {{QStringLiteral("sessionId"), m_sessions.value(type)}});
-    QCOMPARE(again.value(QStringLiteral("result")).toObject().value(QStringLiteral("result")).toString(),
+    const QJsonObject again = run(type, QStringLiteral("[[recall]]"),
+                                  {{QStringLiteral("sessionId"), m_sessions.value(type)}});
+    QCOMPARE(again.value(QStringLiteral("result"))
+                 .toObject()
+                 .value(QStringLiteral("result"))
+                 .toString(),
              QStringLiteral("I remember: zebra."));
 }
 
 void tst_Agents::conversationRunsPromptsInOrder()
 {
     m_rpc.notifications.clear();
-    const QJsonObject answer = m_rpc.call(
-        QStringLiteral("agents.runConversation"),
-        {{QStringLiteral("id"), m_ids.value(QStringLiteral("codex"))},
-         {QStringLiteral("prompts"), QJsonArray{QStringLiteral("[[remember:otter]] hi"), QStringLiteral("[[remember:lynx]] and"),
-                                                QStringLiteral("[[recall]]")}},
-         {QStringLiteral("options"), QJsonObject{{QStringLiteral("newSession"), true}}}},
-        180000);
+    const QJsonObject answer = m_rpc.call(QStringLiteral("agents.runConversation"),
+                                          {{QStringLiteral("id"),
+                                            m_ids.value(QStringLiteral("codex"))},
+                                           {QStringLiteral("prompts"),
+                                            QJsonArray{QStringLiteral("[[remember:otter]] hi"),
+                                                       QStringLiteral("[[remember:lynx]] and"),
+                                                       QStringLiteral("[[recall]]")}},
+                                           {QStringLiteral("options"),
+                                            QJsonObject{{QStringLiteral("newSession"), true}}}},
+                                          180000);
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
-    QVERIFY2(r.value(QStringLiteral("success")).toBool(), QJsonDocument(answer).toJson().constData());
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(),
+             QJsonDocument(answer).toJson().constData());
     QCOMPARE(r.value(QStringLiteral("turns")).toArray().size(), 3);
-    QCOMPARE(r.value(QStringLiteral("result")).toString(), QStringLiteral("I remember: otter, lynx."));
+    QCOMPARE(r.value(QStringLiteral("result")).toString(),
+             QStringLiteral("I remember: otter, lynx."));
     // Events of every turn went into the one stream, marked with their turn.
     QSet<int> turns;
     for (const QJsonObject &e : eventsOf(answer))
@@ -289,7 +334,9 @@ void tst_Agents::unreachableApiFails()
     const QString url = QStringLiteral("http://127.0.0.1:%1").arg(closedPort());
     QElapsedTimer clock;
     clock.start();
-    const QJsonObject answer = run(type, QStringLiteral("hello"), {{QStringLiteral("baseUrl"), url}, {QStringLiteral("newSession"), true}});
+    const QJsonObject answer = run(type, QStringLiteral("hello"),
+                                   {{QStringLiteral("baseUrl"), url},
+                                    {QStringLiteral("newSession"), true}});
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
     QVERIFY2(!r.isEmpty(), QJsonDocument(answer).toJson().constData());
     QCOMPARE(r.value(QStringLiteral("success")).toBool(), false);
@@ -297,7 +344,8 @@ void tst_Agents::unreachableApiFails()
     QVERIFY2(error.contains(QLatin1String("unreachable"), Qt::CaseInsensitive)
                  || error.contains(QLatin1String("connect"), Qt::CaseInsensitive),
              qPrintable(error));
-    QVERIFY2(clock.elapsed() < 90000, "an unreachable API must fail in seconds, not after minutes of retries");
+    QVERIFY2(clock.elapsed() < 90000,
+             "an unreachable API must fail in seconds, not after minutes of retries");
     QVERIFY(!cliStillRuns(type));
 }
 
@@ -315,13 +363,16 @@ void tst_Agents::failedFileChangeFails()
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
     QVERIFY2(!r.isEmpty(), QJsonDocument(answer).toJson().constData());
     QCOMPARE(r.value(QStringLiteral("success")).toBool(), false);
-    QVERIFY2(r.value(QStringLiteral("error")).toString().contains(QLatin1String("file change failed")),
+    QVERIFY2(r.value(QStringLiteral("error"))
+                 .toString()
+                 .contains(QLatin1String("file change failed")),
              QJsonDocument(r).toJson().constData());
     bool sawFailedChange = false;
     for (const QJsonObject &e : eventsOf(answer))
-        sawFailedChange = sawFailedChange
-                          || (e.value(QStringLiteral("type")).toString() == QLatin1String("file_change")
-                              && e.value(QStringLiteral("status")).toString() == QLatin1String("failed"));
+        sawFailedChange
+            = sawFailedChange
+              || (e.value(QStringLiteral("type")).toString() == QLatin1String("file_change")
+                  && e.value(QStringLiteral("status")).toString() == QLatin1String("failed"));
     QVERIFY(sawFailedChange);
 }
 
@@ -338,12 +389,15 @@ void tst_Agents::timeoutKillsTheCli()
     clock.start();
     // The mock holds its answer for two minutes.
     const QJsonObject answer = run(type, QStringLiteral("[[sleep:120000]] take your time"),
-                                   {{QStringLiteral("timeout"), timeoutMs}, {QStringLiteral("newSession"), true}});
+                                   {{QStringLiteral("timeout"), timeoutMs},
+                                    {QStringLiteral("newSession"), true}});
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
     QVERIFY2(!r.isEmpty(), QJsonDocument(answer).toJson().constData());
     QCOMPARE(r.value(QStringLiteral("success")).toBool(), false);
     QCOMPARE(r.value(QStringLiteral("timedOut")).toBool(), true);
-    QVERIFY(r.value(QStringLiteral("error")).toString().contains(QLatin1String("did not finish within 8000 ms")));
+    QVERIFY(r.value(QStringLiteral("error"))
+                .toString()
+                .contains(QLatin1String("did not finish within 8000 ms")));
     QVERIFY2(clock.elapsed() < timeoutMs + 20000, qPrintable(QString::number(clock.elapsed())));
     QVERIFY(!cliStillRuns(type));
     // Its connection to the model API is gone with it.
@@ -354,7 +408,8 @@ void tst_Agents::runOnRepoClonesThenRuns()
 {
     // A real git repository, served over git's dumb HTTP protocol by the mock server.
     QTemporaryDir dir;
-    const QString src = dir.filePath(QStringLiteral("src")), bare = dir.filePath(QStringLiteral("served/demo.git"));
+    const QString src = dir.filePath(QStringLiteral("src")),
+                  bare = dir.filePath(QStringLiteral("served/demo.git"));
     const auto git = [](const QStringList &args, const QString &cwd = {}) {
         QProcess p;
         p.setWorkingDirectory(cwd);
@@ -362,48 +417,66 @@ void tst_Agents::runOnRepoClonesThenRuns()
         return p.waitForFinished(30000) && p.exitCode() == 0;
     };
     QVERIFY(QDir().mkpath(src));
-    QVERIFY(git({QStringLiteral("init"), QStringLiteral("-q"), QStringLiteral("-b"), QStringLiteral("main"), src}));
+    QVERIFY(git({QStringLiteral("init"), QStringLiteral("-q"), QStringLiteral("-b"),
+                 QStringLiteral("main"), src}));
     QFile readme(src + QStringLiteral("/README.md"));
     QVERIFY(readme.open(QIODevice::WriteOnly));
     readme.write("# demo\n");
     readme.close();
     QVERIFY(git({QStringLiteral("-C"), src, QStringLiteral("add"), QStringLiteral(".")}));
-    QVERIFY(git({QStringLiteral("-C"), src, QStringLiteral("-c"), QStringLiteral("user.name=t"), QStringLiteral("-c"),
-                 QStringLiteral("user.email=t@t"), QStringLiteral("commit"), QStringLiteral("-qm"), QStringLiteral("first")}));
-    QVERIFY(git({QStringLiteral("clone"), QStringLiteral("-q"), QStringLiteral("--bare"), src, bare}));
+    QVERIFY(git({QStringLiteral("-C"), src, QStringLiteral("-c"), QStringLiteral("user.name=t"),
+                 QStringLiteral("-c"), QStringLiteral("user.email=t@t"), QStringLiteral("commit"),
+                 QStringLiteral("-qm"), QStringLiteral("first")}));
+    QVERIFY(
+        git({QStringLiteral("clone"), QStringLiteral("-q"), QStringLiteral("--bare"), src, bare}));
     QVERIFY(git({QStringLiteral("-C"), bare, QStringLiteral("update-server-info")}));
     m_mock.setStaticRoot(dir.filePath(QStringLiteral("served")));
 
     const QString url = m_mock.baseUrl().toString() + QStringLiteral("/files/demo.git");
     m_rpc.notifications.clear();
-    const QJsonObject answer = m_rpc.call(
-        QStringLiteral("agents.runOnRepo"),
-        {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
-         {QStringLiteral("url"), url},
-         {QStringLiteral("prompt"), QStringLiteral("[[write:/workspace/demo/NOTES.md|notes]]")},
-         // git's dumb HTTP protocol cannot clone shallow
-         {QStringLiteral("options"), QJsonObject{{QStringLiteral("shallow"), false}, {QStringLiteral("branch"), QStringLiteral("main")},
-                                                 {QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")}}}},
-        180000);
+    const QJsonObject answer
+        = m_rpc.call(QStringLiteral("agents.runOnRepo"),
+                     {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
+                      {QStringLiteral("url"), url},
+                      {QStringLiteral("prompt"),
+                       QStringLiteral("[[write:/workspace/demo/NOTES.md|notes]]")},
+                      // git's dumb HTTP protocol cannot clone shallow
+                      {QStringLiteral("options"),
+                       QJsonObject{{QStringLiteral("shallow"), false},
+                                   {QStringLiteral("branch"), QStringLiteral("main")},
+                                   {QStringLiteral("model"),
+                                    QStringLiteral("claude-sonnet-4-5")}}}},
+                     180000);
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
-    QVERIFY2(r.value(QStringLiteral("success")).toBool(), QJsonDocument(answer).toJson().constData());
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(),
+             QJsonDocument(answer).toJson().constData());
     QCOMPARE(r.value(QStringLiteral("path")).toString(), QStringLiteral("/workspace/demo"));
     // It ran in the clone: Claude Code's init event names its working directory.
-    QVERIFY(r.value(QStringLiteral("stdout")).toString().contains(QLatin1String("\"cwd\":\"/workspace/demo\"")));
-    for (const QString &f : {QStringLiteral("/workspace/demo/README.md"), QStringLiteral("/workspace/demo/NOTES.md")}) {
-        const QJsonObject st = m_rpc.result(QStringLiteral("agents.stat"), {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
-                                                                            {QStringLiteral("path"), f}});
+    QVERIFY(r.value(QStringLiteral("stdout"))
+                .toString()
+                .contains(QLatin1String("\"cwd\":\"/workspace/demo\"")));
+    for (const QString &f : {QStringLiteral("/workspace/demo/README.md"),
+                             QStringLiteral("/workspace/demo/NOTES.md")}) {
+        const QJsonObject st = m_rpc.result(QStringLiteral("agents.stat"),
+                                            {{QStringLiteral("id"),
+                                              m_ids.value(QStringLiteral("claude-code"))},
+                                             {QStringLiteral("path"), f}});
         QCOMPARE(st.value(QStringLiteral("type")).toString(), QStringLiteral("file"));
     }
 
     // A clone that fails is a failed run, with git's reason.
-    const QJsonObject bad = m_rpc.result(QStringLiteral("agents.runOnRepo"),
-                                         {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
-                                          {QStringLiteral("url"), QString(m_mock.baseUrl().toString() + QStringLiteral("/files/missing.git"))},
-                                          {QStringLiteral("prompt"), QStringLiteral("hi")}},
-                                         120000);
+    const QJsonObject bad
+        = m_rpc.result(QStringLiteral("agents.runOnRepo"),
+                       {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
+                        {QStringLiteral("url"), QString(m_mock.baseUrl().toString()
+                                                        + QStringLiteral("/files/missing.git"))},
+                        {QStringLiteral("prompt"), QStringLiteral("hi")}},
+                       120000);
     QCOMPARE(bad.value(QStringLiteral("success")).toBool(), false);
-    QVERIFY2(bad.value(QStringLiteral("error")).toString().startsWith(QLatin1String("git clone failed")), QJsonDocument(bad).toJson().constData());
+    QVERIFY2(bad.value(QStringLiteral("error"))
+                 .toString()
+                 .startsWith(QLatin1String("git clone failed")),
+             QJsonDocument(bad).toJson().constData());
 }
 
 void tst_Agents::badParamsAreRefused()
@@ -415,52 +488,75 @@ void tst_Agents::badParamsAreRefused()
         QString field;
     } cases[] = {
         {{{QStringLiteral("id"), id}}, QStringLiteral("prompt")},
-        {{{QStringLiteral("id"), id}, {QStringLiteral("prompt"), QStringLiteral("x")},
-          {QStringLiteral("options"), QJsonObject{{QStringLiteral("permissionMode"), QStringLiteral("yolo")}}}},
+        {{{QStringLiteral("id"), id},
+          {QStringLiteral("prompt"), QStringLiteral("x")},
+          {QStringLiteral("options"),
+           QJsonObject{{QStringLiteral("permissionMode"), QStringLiteral("yolo")}}}},
          QStringLiteral("options.permissionMode")},
-        {{{QStringLiteral("id"), id}, {QStringLiteral("prompt"), QStringLiteral("x")},
-          {QStringLiteral("options"), QJsonObject{{QStringLiteral("sessionId"), QStringLiteral("../../etc")}}}},
+        {{{QStringLiteral("id"), id},
+          {QStringLiteral("prompt"), QStringLiteral("x")},
+          {QStringLiteral("options"),
+           QJsonObject{{QStringLiteral("sessionId"), QStringLiteral("../../etc")}}}},
          QStringLiteral("options.sessionId")},
-        {{{QStringLiteral("id"), id}, {QStringLiteral("prompt"), QStringLiteral("x")},
+        {{{QStringLiteral("id"), id},
+          {QStringLiteral("prompt"), QStringLiteral("x")},
           {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 0}}}},
          QStringLiteral("options.timeout")},
-        {{{QStringLiteral("id"), id}, {QStringLiteral("prompt"), QStringLiteral("x")},
-          {QStringLiteral("options"), QJsonObject{{QStringLiteral("baseUrl"), QStringLiteral("file:///etc/passwd")}}}},
+        {{{QStringLiteral("id"), id},
+          {QStringLiteral("prompt"), QStringLiteral("x")},
+          {QStringLiteral("options"),
+           QJsonObject{{QStringLiteral("baseUrl"), QStringLiteral("file:///etc/passwd")}}}},
          QStringLiteral("options.baseUrl")},
-        {{{QStringLiteral("id"), id}, {QStringLiteral("prompt"), QStringLiteral("x")},
-          {QStringLiteral("options"), QJsonObject{{QStringLiteral("allowedTools"), QJsonArray{1, 2}}}}},
+        {{{QStringLiteral("id"), id},
+          {QStringLiteral("prompt"), QStringLiteral("x")},
+          {QStringLiteral("options"),
+           QJsonObject{{QStringLiteral("allowedTools"), QJsonArray{1, 2}}}}},
          QStringLiteral("options.allowedTools")},
     };
     for (const auto &c : cases) {
-        const QJsonObject error = m_rpc.call(QStringLiteral("agents.run"), c.params).value(QStringLiteral("error")).toObject();
+        const QJsonObject error = m_rpc.call(QStringLiteral("agents.run"), c.params)
+                                      .value(QStringLiteral("error"))
+                                      .toObject();
         QCOMPARE(error.value(QStringLiteral("code")).toInt(), -32602);
-        QCOMPARE(error.value(QStringLiteral("data")).toObject().value(QStringLiteral("field")).toString(), c.field);
+        QCOMPARE(error.value(QStringLiteral("data"))
+                     .toObject()
+                     .value(QStringLiteral("field"))
+                     .toString(),
+                 c.field);
     }
-    const QJsonObject missing = m_rpc.call(QStringLiteral("agents.run"), {{QStringLiteral("id"), QStringLiteral("sb_nope")},
-                                                                         {QStringLiteral("prompt"), QStringLiteral("x")}});
-    QCOMPARE(missing.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32002);
+    const QJsonObject missing = m_rpc.call(QStringLiteral("agents.run"),
+                                           {{QStringLiteral("id"), QStringLiteral("sb_nope")},
+                                            {QStringLiteral("prompt"), QStringLiteral("x")}});
+    QCOMPARE(missing.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32002);
 }
 
 void tst_Agents::noNetworkFailsClearly()
 {
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                                                                          {QStringLiteral("size"), QStringLiteral("lite")}});
+    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
+                                        {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                                         {QStringLiteral("size"), QStringLiteral("lite")}});
     QVERIFY(!sb.isEmpty());
     QCOMPARE(sb.value(QStringLiteral("network")).toBool(), false);
-    const QJsonObject r = m_rpc.result(QStringLiteral("agents.run"), {{QStringLiteral("id"), sb.value(QStringLiteral("id"))},
-                                                                     {QStringLiteral("prompt"), QStringLiteral("hi")}});
+    const QJsonObject r = m_rpc.result(QStringLiteral("agents.run"),
+                                       {{QStringLiteral("id"), sb.value(QStringLiteral("id"))},
+                                        {QStringLiteral("prompt"), QStringLiteral("hi")}});
     QCOMPARE(r.value(QStringLiteral("success")).toBool(), false);
     QVERIFY(r.value(QStringLiteral("error")).toString().contains(QLatin1String("network: true")));
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), sb.value(QStringLiteral("id"))}});
+    m_rpc.result(QStringLiteral("agents.delete"),
+                 {{QStringLiteral("id"), sb.value(QStringLiteral("id"))}});
 }
 
 void tst_Agents::stopMidRunKillsTheCli_data()
 {
     QTest::addColumn<QString>("type");
     QTest::addColumn<QString>("how");
-    QTest::newRow("claude-code, rpc.cancel") << QStringLiteral("claude-code") << QStringLiteral("rpc.cancel");
-    QTest::newRow("codex, stream.cancel") << QStringLiteral("codex") << QStringLiteral("stream.cancel");
-    QTest::newRow("opencode, agents.stop") << QStringLiteral("opencode") << QStringLiteral("agents.stop");
+    QTest::newRow("claude-code, rpc.cancel")
+        << QStringLiteral("claude-code") << QStringLiteral("rpc.cancel");
+    QTest::newRow("codex, stream.cancel")
+        << QStringLiteral("codex") << QStringLiteral("stream.cancel");
+    QTest::newRow("opencode, agents.stop")
+        << QStringLiteral("opencode") << QStringLiteral("agents.stop");
 }
 
 void tst_Agents::stopMidRunKillsTheCli()
@@ -476,20 +572,25 @@ void tst_Agents::stopMidRunKillsTheCli()
     const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
                               {QStringLiteral("id"), requestId},
                               {QStringLiteral("method"), QStringLiteral("agents.run")},
-                              {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), m_ids.value(type)},
-                                                                     {QStringLiteral("prompt"), QStringLiteral("[[sleep:300000]] slow")},
-                                                                     {QStringLiteral("options"), options}}}};
+                              {QStringLiteral("params"),
+                               QJsonObject{{QStringLiteral("id"), m_ids.value(type)},
+                                           {QStringLiteral("prompt"),
+                                            QStringLiteral("[[sleep:300000]] slow")},
+                                           {QStringLiteral("options"), options}}}};
     m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
     // Mid-run: the CLI has asked the model and waits for its answer.
-    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > callsBefore && m_mock.openConnections() > 0, 120000);
+    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > callsBefore && m_mock.openConnections() > 0,
+                             120000);
     QVERIFY(cliStillRuns(type));
     QElapsedTimer clock;
     clock.start();
     if (how == QLatin1String("rpc.cancel")) {
-        m_rpc.sendText(QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                                                 {QStringLiteral("method"), QStringLiteral("rpc.cancel")},
-                                                 {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), requestId}}}})
-                           .toJson(QJsonDocument::Compact));
+        m_rpc.sendText(
+            QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                      {QStringLiteral("method"), QStringLiteral("rpc.cancel")},
+                                      {QStringLiteral("params"),
+                                       QJsonObject{{QStringLiteral("id"), requestId}}}})
+                .toJson(QJsonDocument::Compact));
     } else if (how == QLatin1String("stream.cancel")) {
         QString streamId;
         for (const QJsonObject &n : m_rpc.notifications) {
@@ -498,10 +599,12 @@ void tst_Agents::stopMidRunKillsTheCli()
                 streamId = p.value(QStringLiteral("streamId")).toString();
         }
         QVERIFY2(!streamId.isEmpty(), "no stream notification before the model call");
-        const QJsonObject c = m_rpc.result(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), streamId}});
+        const QJsonObject c = m_rpc.result(QStringLiteral("stream.cancel"),
+                                           {{QStringLiteral("streamId"), streamId}});
         QCOMPARE(c.value(QStringLiteral("cancelled")).toBool(), true);
     } else {
-        const QJsonObject stopped = m_rpc.result(QStringLiteral("agents.stop"), {{QStringLiteral("id"), m_ids.value(type)}});
+        const QJsonObject stopped = m_rpc.result(QStringLiteral("agents.stop"),
+                                                 {{QStringLiteral("id"), m_ids.value(type)}});
         QCOMPARE(stopped.value(QStringLiteral("status")).toString(), QStringLiteral("stopped"));
     }
     // The run answers "cancelled" at once, and the CLI is gone (its connection closed).
@@ -514,7 +617,8 @@ void tst_Agents::stopMidRunKillsTheCli()
         if (answer.isEmpty())
             QTest::qWait(200);
     }
-    QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32012);
+    QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32012);
     QVERIFY2(clock.elapsed() < 15000, qPrintable(QString::number(clock.elapsed())));
     QTRY_COMPARE_WITH_TIMEOUT(m_mock.openConnections(), 0, 10000);
     if (how != QLatin1String("agents.stop"))

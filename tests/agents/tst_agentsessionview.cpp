@@ -48,7 +48,8 @@ private:
 void tst_AgentSessionView::initTestCase()
 {
     QVERIFY(m_mock.listen());
-    QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"), QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
+    QVERIFY2(m_engine.start(
+                 {QStringLiteral("--agents-dir"), QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
              qPrintable(m_engine.log()));
     m_client = std::make_unique<Client>(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
     m_client->open();
@@ -61,11 +62,14 @@ void tst_AgentSessionView::initTestCase()
     create.env = {{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-ant-ui-test-0000")},
                   {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
     bool done = false;
-    m_client->agents().create(create, this, [this, &done](Result<SandboxInfo> r) {
-        done = true;
-        if (r)
-            m_sandbox = r.value();
-    }).detach();
+    m_client->agents()
+        .create(create, this,
+                [this, &done](Result<SandboxInfo> r) {
+                    done = true;
+                    if (r)
+                        m_sandbox = r.value();
+                })
+        .detach();
     QTRY_VERIFY_WITH_TIMEOUT(done, 30000);
     QVERIFY(!m_sandbox.id.isEmpty());
     m_view = std::make_unique<AgentSessionView>(m_client.get(), m_sandbox);
@@ -88,7 +92,8 @@ QStringList tst_AgentSessionView::titles() const
 void tst_AgentSessionView::sendShowsTheRunLive()
 {
     QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
-    QTest::keyClicks(m_view->promptEdit(), QStringLiteral("[[remember:heron]] [[write:/workspace/ui.txt|from the UI]]"));
+    QTest::keyClicks(m_view->promptEdit(),
+                     QStringLiteral("[[remember:heron]] [[write:/workspace/ui.txt|from the UI]]"));
     QTest::mouseClick(m_view->sendButton(), Qt::LeftButton);
     QVERIFY(m_view->isRunning());
     QVERIFY(!m_view->sendButton()->isEnabled());
@@ -100,7 +105,8 @@ void tst_AgentSessionView::sendShowsTheRunLive()
 
     const QStringList t = titles();
     QVERIFY2(t.size() >= 5, qPrintable(t.join(u'\n')));
-    QCOMPARE(t.first(), QStringLiteral("|[[remember:heron]] [[write:/workspace/ui.txt|from the UI]]"));
+    QCOMPARE(t.first(),
+             QStringLiteral("|[[remember:heron]] [[write:/workspace/ui.txt|from the UI]]"));
     const auto rowStartingWith = [&t](const QString &prefix) {
         for (qsizetype i = 0; i < t.size(); ++i) {
             if (t[i].startsWith(prefix))
@@ -113,7 +119,8 @@ void tst_AgentSessionView::sendShowsTheRunLive()
     QVERIFY2(call > 0 && change > call, qPrintable(t.join(u'\n')));
     QVERIFY(t.contains(QStringLiteral("|Done: the file is written.")));
     QVERIFY(t.last().startsWith(QLatin1String("Done in ")));
-    QVERIFY2(m_view->totalsText().contains(QLatin1String("Cost: $")), qPrintable(m_view->totalsText()));
+    QVERIFY2(m_view->totalsText().contains(QLatin1String("Cost: $")),
+             qPrintable(m_view->totalsText()));
     QVERIFY(!m_view->totalsText().contains(QLatin1String("Tokens: 0 in")));
     QVERIFY(!m_view->sessionId().isEmpty());
 
@@ -129,7 +136,9 @@ void tst_AgentSessionView::sendShowsTheRunLive()
     QTRY_VERIFY_WITH_TIMEOUT(files->rowCount() > 0, 10000);
     bool found = false;
     for (int i = 0; i < files->rowCount(); ++i)
-        found = found || files->index(i, 0).data(SandboxFileModel::PathRole).toString() == QLatin1String("/workspace/ui.txt");
+        found = found
+                || files->index(i, 0).data(SandboxFileModel::PathRole).toString()
+                       == QLatin1String("/workspace/ui.txt");
     QVERIFY(found);
 }
 
@@ -148,7 +157,8 @@ void tst_AgentSessionView::stopKillsTheRun()
     QSignalSpy failed(m_view.get(), &AgentSessionView::runFailed);
     const int before = m_mock.modelCallCount();
     QVERIFY(m_view->send(QStringLiteral("[[sleep:300000]] slowly")));
-    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > before && m_mock.openConnections() > 0, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > before && m_mock.openConnections() > 0,
+                             60000);
     QTest::mouseClick(m_view->stopButton(), Qt::LeftButton);
     QVERIFY(failed.wait(15000));
     QVERIFY(!m_view->isRunning());
@@ -160,22 +170,28 @@ void tst_AgentSessionView::stopKillsTheRun()
 void tst_AgentSessionView::dashboardShowsTheSessions()
 {
     AgentDashboard dashboard(m_client.get());
-    QAbstractItemModelTester tester(dashboard.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester tester(dashboard.model(),
+                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
     dashboard.track(m_view.get());
     QSignalSpy refreshed(&dashboard, &AgentDashboard::refreshed);
     dashboard.refresh();
     QVERIFY(refreshed.wait(10000));
     const int row = dashboard.model()->rowOf(m_sandbox.id);
     QVERIFY(row >= 0);
-    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Name).data().toString(), QStringLiteral("ui test"));
-    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Network).data().toString(), QStringLiteral("host network"));
+    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Name).data().toString(),
+             QStringLiteral("ui test"));
+    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Network).data().toString(),
+             QStringLiteral("host network"));
     // A run in the session view shows up in the dashboard.
     QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
     QVERIFY(m_view->send(QStringLiteral("hello")));
-    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Status).data().toString(), QStringLiteral("running a prompt"));
+    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Status).data().toString(),
+             QStringLiteral("running a prompt"));
     QVERIFY(finished.wait(120000));
-    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Runs).data().toString(), QStringLiteral("1"));
-    QVERIFY(dashboard.model()->index(row, AgentDashboardModel::Cost).data().toString().startsWith(u'$'));
+    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Runs).data().toString(),
+             QStringLiteral("1"));
+    QVERIFY(
+        dashboard.model()->index(row, AgentDashboardModel::Cost).data().toString().startsWith(u'$'));
     // Opening from the table.
     QSignalSpy open(&dashboard, &AgentDashboard::openRequested);
     Q_EMIT dashboard.table()->activated(dashboard.table()->model()->index(0, 0));
@@ -187,8 +203,10 @@ void tst_AgentSessionView::fileModelLoadsLazily()
 {
     // Two levels: only the root is listed until a directory is expanded.
     bool done = false;
-    m_client->agents().mkdir(m_sandbox.id, QStringLiteral("/workspace/sub/deeper"), true, this,
-                             [&done](Result<QString>) { done = true; }).detach();
+    m_client->agents()
+        .mkdir(m_sandbox.id, QStringLiteral("/workspace/sub/deeper"), true, this,
+               [&done](Result<QString>) { done = true; })
+        .detach();
     QTRY_VERIFY(done);
     SandboxFileModel model(&m_client->agents(), m_sandbox.id);
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -200,17 +218,20 @@ void tst_AgentSessionView::fileModelLoadsLazily()
     QVERIFY(loaded.wait(10000));
     QModelIndex sub;
     for (int i = 0; i < model.rowCount(); ++i) {
-        if (model.index(i, 0).data(SandboxFileModel::PathRole).toString() == QLatin1String("/workspace/sub"))
+        if (model.index(i, 0).data(SandboxFileModel::PathRole).toString()
+            == QLatin1String("/workspace/sub"))
             sub = model.index(i, 0);
     }
     QVERIFY(sub.isValid());
-    QCOMPARE(model.index(0, 0).data(SandboxFileModel::IsDirRole).toBool(), true); // directories first
+    QCOMPARE(model.index(0, 0).data(SandboxFileModel::IsDirRole).toBool(),
+             true); // directories first
     QVERIFY(model.hasChildren(sub));
     QCOMPARE(model.rowCount(sub), 0); // not listed before it is asked for
     if (model.canFetchMore(sub))
         model.fetchMore(sub);
     QTRY_COMPARE_WITH_TIMEOUT(model.rowCount(sub), 1, 10000);
-    QCOMPARE(model.index(0, 0, sub).data(SandboxFileModel::PathRole).toString(), QStringLiteral("/workspace/sub/deeper"));
+    QCOMPARE(model.index(0, 0, sub).data(SandboxFileModel::PathRole).toString(),
+             QStringLiteral("/workspace/sub/deeper"));
     // A reload drops the tree; the answer for the old tree is ignored, the new one fills it once.
     model.reload();
     QCOMPARE(model.rowCount(), 0);
@@ -221,7 +242,8 @@ void tst_AgentSessionView::fileModelLoadsLazily()
     for (int i = 0; i < model.rowCount(); ++i)
         paths.append(model.index(i, 0).data(SandboxFileModel::PathRole).toString());
     QCOMPARE(paths.count(QStringLiteral("/workspace/sub")), 1);
-    QCOMPARE(model.rowCount(model.index(int(paths.indexOf(QStringLiteral("/workspace/sub"))), 0)), 0);
+    QCOMPARE(model.rowCount(model.index(int(paths.indexOf(QStringLiteral("/workspace/sub"))), 0)),
+             0);
 }
 
 QTEST_MAIN(tst_AgentSessionView)

@@ -7,8 +7,8 @@
 
 #include <QAbstractItemModelTester>
 #include <QElapsedTimer>
-#include <QJsonObject>
 #include <QImage>
+#include <QJsonObject>
 #include <QScrollBar>
 #include <QTest>
 
@@ -24,28 +24,38 @@ AgentEvent ev(const QJsonObject &o)
 
 AgentEvent text(const QString &t, int turn = 0)
 {
-    return ev({{QStringLiteral("type"), QStringLiteral("text")}, {QStringLiteral("text"), t}, {QStringLiteral("turn"), turn}});
+    return ev({{QStringLiteral("type"), QStringLiteral("text")},
+               {QStringLiteral("text"), t},
+               {QStringLiteral("turn"), turn}});
 }
 
 AgentEvent toolCall(const QString &id, const QString &path)
 {
-    return ev({{QStringLiteral("type"), QStringLiteral("tool_call")}, {QStringLiteral("id"), id},
-               {QStringLiteral("name"), QStringLiteral("Write")},
-               {QStringLiteral("input"), QJsonObject{{QStringLiteral("file_path"), path}, {QStringLiteral("content"), QStringLiteral("x")}}}});
+    return ev(
+        {{QStringLiteral("type"), QStringLiteral("tool_call")},
+         {QStringLiteral("id"), id},
+         {QStringLiteral("name"), QStringLiteral("Write")},
+         {QStringLiteral("input"), QJsonObject{{QStringLiteral("file_path"), path},
+                                               {QStringLiteral("content"), QStringLiteral("x")}}}});
 }
 
 AgentEvent toolResult(const QString &id, const QString &output, bool isError)
 {
-    return ev({{QStringLiteral("type"), QStringLiteral("tool_result")}, {QStringLiteral("id"), id},
-               {QStringLiteral("name"), QStringLiteral("Write")}, {QStringLiteral("output"), output},
+    return ev({{QStringLiteral("type"), QStringLiteral("tool_result")},
+               {QStringLiteral("id"), id},
+               {QStringLiteral("name"), QStringLiteral("Write")},
+               {QStringLiteral("output"), output},
                {QStringLiteral("isError"), isError}});
 }
 
 AgentEvent fileChange(const QString &path, bool ok)
 {
-    return ev({{QStringLiteral("type"), QStringLiteral("file_change")}, {QStringLiteral("path"), path},
-               {QStringLiteral("kind"), QStringLiteral("add")}, {QStringLiteral("status"), ok ? QStringLiteral("ok") : QStringLiteral("failed")},
-               {QStringLiteral("diff"), QStringLiteral("--- /dev/null\n+++ %1\n@@ -0,0 +1 @@\n+x\n").arg(path)}});
+    return ev({{QStringLiteral("type"), QStringLiteral("file_change")},
+               {QStringLiteral("path"), path},
+               {QStringLiteral("kind"), QStringLiteral("add")},
+               {QStringLiteral("status"), ok ? QStringLiteral("ok") : QStringLiteral("failed")},
+               {QStringLiteral("diff"),
+                QStringLiteral("--- /dev/null\n+++ %1\n@@ -0,0 +1 @@\n+x\n").arg(path)}});
 }
 
 SandboxInfo sandbox(const QString &id, const QString &status = QStringLiteral("running"))
@@ -79,13 +89,16 @@ void tst_AgentsUi::transcriptRowsFollowTheEvents()
     AgentTranscriptModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.addPrompt(QStringLiteral("write a file"));
-    model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("session")}, {QStringLiteral("sessionId"), QStringLiteral("s1")}}));
-    model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("thinking")}, {QStringLiteral("text"), QStringLiteral("hmm")}}));
+    model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("session")},
+                       {QStringLiteral("sessionId"), QStringLiteral("s1")}}));
+    model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("thinking")},
+                       {QStringLiteral("text"), QStringLiteral("hmm")}}));
     model.addEvent(toolCall(QStringLiteral("t1"), QStringLiteral("/workspace/a.txt")));
     model.addEvent(toolResult(QStringLiteral("t1"), QStringLiteral("ok"), false));
     model.addEvent(fileChange(QStringLiteral("/workspace/a.txt"), true));
     model.addEvent(text(QStringLiteral("**Done.**")));
-    model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("usage")}, {QStringLiteral("inputTokens"), 5}}));
+    model.addEvent(ev(
+        {{QStringLiteral("type"), QStringLiteral("usage")}, {QStringLiteral("inputTokens"), 5}}));
     AgentRunResult r;
     r.success = false;
     r.error = QStringLiteral("the model API is unreachable");
@@ -96,11 +109,15 @@ void tst_AgentsUi::transcriptRowsFollowTheEvents()
     const QList<K> kinds{K::Prompt, K::Thinking, K::ToolCall, K::FileChange, K::Text, K::Result};
     for (int i = 0; i < kinds.size(); ++i)
         QCOMPARE(K(model.index(i).data(AgentTranscriptModel::KindRole).toInt()), kinds[i]);
-    QCOMPARE(model.index(2).data(AgentTranscriptModel::TitleRole).toString(), QStringLiteral("Write /workspace/a.txt"));
-    QVERIFY(model.index(3).data(AgentTranscriptModel::BodyRole).toString().contains(QLatin1String("+x")));
-    QCOMPARE(model.index(4).data(AgentTranscriptModel::BodyRole).toString(), QStringLiteral("**Done.**"));
+    QCOMPARE(model.index(2).data(AgentTranscriptModel::TitleRole).toString(),
+             QStringLiteral("Write /workspace/a.txt"));
+    QVERIFY(
+        model.index(3).data(AgentTranscriptModel::BodyRole).toString().contains(QLatin1String("+x")));
+    QCOMPARE(model.index(4).data(AgentTranscriptModel::BodyRole).toString(),
+             QStringLiteral("**Done.**"));
     QVERIFY(model.index(5).data(AgentTranscriptModel::IsErrorRole).toBool());
-    QCOMPARE(model.index(5).data(AgentTranscriptModel::BodyRole).toString(), QStringLiteral("the model API is unreachable"));
+    QCOMPARE(model.index(5).data(AgentTranscriptModel::BodyRole).toString(),
+             QStringLiteral("the model API is unreachable"));
     model.clear();
     QCOMPARE(model.rowCount(), 0);
 }
@@ -125,11 +142,18 @@ void tst_AgentsUi::toolResultsMergeIntoTheirCall()
     QVERIFY(!model.index(0).data(AgentTranscriptModel::PendingRole).toBool());
     QVERIFY(model.index(1).data(AgentTranscriptModel::PendingRole).toBool());
     QCOMPARE(model.index(0).data(AgentTranscriptModel::IsErrorRole).toBool(), isError);
-    QVERIFY(model.index(0).data(AgentTranscriptModel::BodyRole).toString().contains(QLatin1String("result of a")));
-    QVERIFY(!model.index(1).data(AgentTranscriptModel::BodyRole).toString().contains(QLatin1String("result of a")));
+    QVERIFY(model.index(0)
+                .data(AgentTranscriptModel::BodyRole)
+                .toString()
+                .contains(QLatin1String("result of a")));
+    QVERIFY(!model.index(1)
+                 .data(AgentTranscriptModel::BodyRole)
+                 .toString()
+                 .contains(QLatin1String("result of a")));
     // The same in one batch (a replay).
     AgentTranscriptModel batch;
-    batch.addEvents({toolCall(QStringLiteral("c"), QStringLiteral("/workspace/3")), toolResult(QStringLiteral("c"), QStringLiteral("r"), isError)});
+    batch.addEvents({toolCall(QStringLiteral("c"), QStringLiteral("/workspace/3")),
+                     toolResult(QStringLiteral("c"), QStringLiteral("r"), isError)});
     QCOMPARE(batch.rowCount(), 1);
     QCOMPARE(batch.index(0).data(AgentTranscriptModel::IsErrorRole).toBool(), isError);
 }
@@ -153,7 +177,8 @@ void tst_AgentsUi::collapsibleRowsToggle()
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
     const int open = view.visualRect(model.index(0)).height();
-    QTest::mouseClick(view.viewport(), Qt::LeftButton, {}, view.visualRect(model.index(0)).topLeft() + QPoint(10, 5));
+    QTest::mouseClick(view.viewport(), Qt::LeftButton, {},
+                      view.visualRect(model.index(0)).topLeft() + QPoint(10, 5));
     QVERIFY(!model.index(0).data(AgentTranscriptModel::ExpandedRole).toBool());
     QTRY_VERIFY(view.visualRect(model.index(0)).height() < open);
 }
@@ -165,7 +190,8 @@ void tst_AgentsUi::dashboardMergesAndCounts()
     model.setSandboxes({sandbox(QStringLiteral("sb_a")), sandbox(QStringLiteral("sb_b"))});
     QCOMPARE(model.rowCount(), 2);
     model.runStarted(QStringLiteral("sb_b"));
-    QCOMPARE(model.index(1, AgentDashboardModel::Status).data().toString(), QStringLiteral("running a prompt"));
+    QCOMPARE(model.index(1, AgentDashboardModel::Status).data().toString(),
+             QStringLiteral("running a prompt"));
     AgentRunResult r;
     r.success = true;
     r.usage.inputTokens = 100;
@@ -175,18 +201,29 @@ void tst_AgentsUi::dashboardMergesAndCounts()
     r.success = false;
     r.error = QStringLiteral("boom");
     model.runFinished(QStringLiteral("sb_b"), r);
-    QCOMPARE(model.index(1, AgentDashboardModel::Status).data().toString(), QStringLiteral("running"));
-    QCOMPARE(model.index(1, AgentDashboardModel::Runs).data().toString(), QStringLiteral("2 (1 failed)"));
-    QCOMPARE(model.index(1, AgentDashboardModel::Cost).data().toString(), QStringLiteral("$0.5000"));
+    QCOMPARE(model.index(1, AgentDashboardModel::Status).data().toString(),
+             QStringLiteral("running"));
+    QCOMPARE(model.index(1, AgentDashboardModel::Runs).data().toString(),
+             QStringLiteral("2 (1 failed)"));
+    QCOMPARE(model.index(1, AgentDashboardModel::Cost).data().toString(),
+             QStringLiteral("$0.5000"));
     QCOMPARE(model.index(0, AgentDashboardModel::Cost).data().toString(), QStringLiteral("—"));
-    QCOMPARE(model.index(1, AgentDashboardModel::Network).data().toString(), QStringLiteral("host network"));
+    QCOMPARE(model.index(1, AgentDashboardModel::Network).data().toString(),
+             QStringLiteral("host network"));
     QCOMPARE(model.totalCostUsd(), 0.5);
     // A new list: sb_a went away, sb_c came, sb_b kept its numbers.
-    model.setSandboxes({sandbox(QStringLiteral("sb_b"), QStringLiteral("sleeping")), sandbox(QStringLiteral("sb_c"))});
+    model.setSandboxes({sandbox(QStringLiteral("sb_b"), QStringLiteral("sleeping")),
+                        sandbox(QStringLiteral("sb_c"))});
     QCOMPARE(model.rowCount(), 2);
     QCOMPARE(model.rowOf(QStringLiteral("sb_a")), -1);
-    QCOMPARE(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Cost).data().toString(), QStringLiteral("$0.5000"));
-    QCOMPARE(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Status).data().toString(), QStringLiteral("sleeping"));
+    QCOMPARE(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Cost)
+                 .data()
+                 .toString(),
+             QStringLiteral("$0.5000"));
+    QCOMPARE(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Status)
+                 .data()
+                 .toString(),
+             QStringLiteral("sleeping"));
 }
 
 void tst_AgentsUi::tenThousandEventsStaySmooth()
@@ -208,11 +245,27 @@ void tst_AgentsUi::tenThousandEventsStaySmooth()
         b.start();
         for (int i = 0; i < 50; ++i, ++n) {
             switch (n % 5) {
-            case 0: model.addEvent(text(QStringLiteral("Step %1: *markdown* with `code` and a [link](http://x).\n\n- one\n- two").arg(n))); break;
-            case 1: model.addEvent(toolCall(QStringLiteral("t%1").arg(n), QStringLiteral("/workspace/f%1.txt").arg(n))); break;
-            case 2: model.addEvent(toolResult(QStringLiteral("t%1").arg(n - 1), QStringLiteral("ok"), false)); break;
-            case 3: model.addEvent(fileChange(QStringLiteral("/workspace/f%1.txt").arg(n), true)); break;
-            case 4: model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("thinking")}, {QStringLiteral("text"), QStringLiteral("thinking %1").arg(n)}})); break;
+            case 0:
+                model.addEvent(text(
+                    QStringLiteral(
+                        "Step %1: *markdown* with `code` and a [link](http://x).\n\n- one\n- two")
+                        .arg(n)));
+                break;
+            case 1:
+                model.addEvent(toolCall(QStringLiteral("t%1").arg(n),
+                                        QStringLiteral("/workspace/f%1.txt").arg(n)));
+                break;
+            case 2:
+                model.addEvent(
+                    toolResult(QStringLiteral("t%1").arg(n - 1), QStringLiteral("ok"), false));
+                break;
+            case 3:
+                model.addEvent(fileChange(QStringLiteral("/workspace/f%1.txt").arg(n), true));
+                break;
+            case 4:
+                model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("thinking")},
+                                   {QStringLiteral("text"), QStringLiteral("thinking %1").arg(n)}}));
+                break;
             }
         }
         QCoreApplication::processEvents();
@@ -245,12 +298,22 @@ void tst_AgentsUi::tenThousandEventsStaySmooth()
     QVERIFY2(dark > 200, qPrintable(QString::number(dark)));
     QVERIFY(view.indexAt(QPoint(10, 10)).row() == 0);
     for (int i = 0; i < 20; ++i)
-        frame([&] { view.verticalScrollBar()->setValue(view.verticalScrollBar()->value() + view.viewport()->height()); });
+        frame([&] {
+            view.verticalScrollBar()->setValue(view.verticalScrollBar()->value()
+                                               + view.viewport()->height());
+        });
     frame([&] { view.scrollToBottom(); });
     const qint64 scrollMs = clock.elapsed();
-    qInfo().noquote() << QStringLiteral("10 000 events: appended in %1 ms (worst burst of 50: %2 ms), all %5 rows laid out "
-                                        "after %6 ms; 22 scroll steps in %3 ms (worst frame %4 ms)")
-                             .arg(appendMs).arg(worstBurstMs).arg(scrollMs).arg(worstFrameMs).arg(model.rowCount()).arg(layoutMs);
+    qInfo().noquote()
+        << QStringLiteral(
+               "10 000 events: appended in %1 ms (worst burst of 50: %2 ms), all %5 rows laid out "
+               "after %6 ms; 22 scroll steps in %3 ms (worst frame %4 ms)")
+               .arg(appendMs)
+               .arg(worstBurstMs)
+               .arg(scrollMs)
+               .arg(worstFrameMs)
+               .arg(model.rowCount())
+               .arg(layoutMs);
     QVERIFY2(worstBurstMs < 250, qPrintable(QString::number(worstBurstMs)));
     QVERIFY2(worstFrameMs < 250, qPrintable(QString::number(worstFrameMs)));
 }

@@ -40,13 +40,15 @@ Run tst_Sandboxctl::ctl(const QStringList &args, const QByteArray &stdinData, co
 {
     QProcess p;
     p.setProgram(QStringLiteral(SANDBOXCTL_BIN));
-    p.setArguments(QStringList{QStringLiteral("--url"), m_engine.url().toString(), QStringLiteral("--key"),
-                               key.isEmpty() ? m_engine.key() : key} + args);
+    p.setArguments(QStringList{QStringLiteral("--url"), m_engine.url().toString(),
+                               QStringLiteral("--key"), key.isEmpty() ? m_engine.key() : key}
+                   + args);
     p.start();
     p.write(stdinData);
     p.closeWriteChannel();
     p.waitForFinished(120000);
-    return Run{p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
+    return Run{p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+               p.readAllStandardOutput(), p.readAllStandardError()};
 }
 
 void tst_Sandboxctl::initTestCase()
@@ -56,7 +58,8 @@ void tst_Sandboxctl::initTestCase()
 
 void tst_Sandboxctl::lifecycle()
 {
-    const Run created = ctl({QStringLiteral("create"), QStringLiteral("claude-code"), QStringLiteral("--size"), QStringLiteral("basic"),
+    const Run created = ctl({QStringLiteral("create"), QStringLiteral("claude-code"),
+                             QStringLiteral("--size"), QStringLiteral("basic"),
                              QStringLiteral("--env"), QStringLiteral("GREETING=hi there")});
     QCOMPARE(created.exitCode, 0);
     m_id = QString::fromUtf8(created.out.trimmed());
@@ -79,12 +82,15 @@ void tst_Sandboxctl::execPassesExitCodeAndOutput_data()
     QTest::addColumn<int>("exitCode");
     QTest::addColumn<QByteArray>("out");
     QTest::addColumn<QByteArray>("err");
-    QTest::newRow("shell line") << QStringList{QStringLiteral("echo $GREETING; echo bad >&2; exit 7")} << 7
-                                << QByteArray("hi there\n") << QByteArray("bad\n");
-    QTest::newRow("argv") << QStringList{QStringLiteral("printf"), QStringLiteral("%s-"), QStringLiteral("a b"), QStringLiteral("$X")} << 0
-                          << QByteArray("a b-$X-") << QByteArray();
-    QTest::newRow("many lines stream through") << QStringList{QStringLiteral("seq 1 50000 | tail -n 2")} << 0
-                                               << QByteArray("49999\n50000\n") << QByteArray();
+    QTest::newRow("shell line") << QStringList{QStringLiteral(
+        "echo $GREETING; echo bad >&2; exit 7")}
+                                << 7 << QByteArray("hi there\n") << QByteArray("bad\n");
+    QTest::newRow("argv") << QStringList{QStringLiteral("printf"), QStringLiteral("%s-"),
+                                         QStringLiteral("a b"), QStringLiteral("$X")}
+                          << 0 << QByteArray("a b-$X-") << QByteArray();
+    QTest::newRow("many lines stream through")
+        << QStringList{QStringLiteral("seq 1 50000 | tail -n 2")} << 0
+        << QByteArray("49999\n50000\n") << QByteArray();
 }
 
 void tst_Sandboxctl::execPassesExitCodeAndOutput()
@@ -104,14 +110,17 @@ void tst_Sandboxctl::filesRoundTrip()
     QByteArray bytes;
     for (int i = 0; i < 1024; ++i)
         bytes.append(char(i % 256));
-    const Run w = ctl({QStringLiteral("write"), m_id, QStringLiteral("deep/dir/blob.bin"), QStringLiteral("-"), QStringLiteral("-p")}, bytes);
+    const Run w = ctl({QStringLiteral("write"), m_id, QStringLiteral("deep/dir/blob.bin"),
+                       QStringLiteral("-"), QStringLiteral("-p")},
+                      bytes);
     QCOMPARE(w.exitCode, 0);
     const Run r = ctl({QStringLiteral("read"), m_id, QStringLiteral("deep/dir/blob.bin")});
     QCOMPARE(r.exitCode, 0);
     QCOMPARE(r.out, bytes);
     const Run ls = ctl({QStringLiteral("ls"), m_id, QStringLiteral("deep"), QStringLiteral("-r")});
     QVERIFY(ls.out.contains("/workspace/deep/dir/blob.bin"));
-    QCOMPARE(ctl({QStringLiteral("rm"), m_id, QStringLiteral("deep"), QStringLiteral("-r")}).exitCode, 0);
+    QCOMPARE(ctl({QStringLiteral("rm"), m_id, QStringLiteral("deep"), QStringLiteral("-r")}).exitCode,
+             0);
     QCOMPARE(ctl({QStringLiteral("read"), m_id, QStringLiteral("deep/dir/blob.bin")}).exitCode, 1);
 }
 
@@ -121,11 +130,18 @@ void tst_Sandboxctl::errors_data()
     QTest::addColumn<QString>("key");
     QTest::addColumn<int>("exitCode");
     QTest::addColumn<QByteArray>("message");
-    QTest::newRow("unknown sandbox") << QStringList{QStringLiteral("status"), QStringLiteral("sb_000000000000")} << QString() << 1 << QByteArray("not found");
-    QTest::newRow("path outside the sandbox") << QStringList{QStringLiteral("read"), QStringLiteral("%ID%"), QStringLiteral("/etc/shadow")} << QString() << 1 << QByteArray("path not allowed");
-    QTest::newRow("unknown command") << QStringList{QStringLiteral("fly")} << QString() << 2 << QByteArray("unknown command");
-    QTest::newRow("bad type") << QStringList{QStringLiteral("create"), QStringLiteral("vim")} << QString() << 2 << QByteArray("TYPE is one of");
-    QTest::newRow("wrong key") << QStringList{QStringLiteral("list")} << QStringLiteral("sk_wrong") << 3 << QByteArray("unauthorized");
+    QTest::newRow("unknown sandbox")
+        << QStringList{QStringLiteral("status"), QStringLiteral("sb_000000000000")} << QString()
+        << 1 << QByteArray("not found");
+    QTest::newRow("path outside the sandbox")
+        << QStringList{QStringLiteral("read"), QStringLiteral("%ID%"), QStringLiteral("/etc/shadow")}
+        << QString() << 1 << QByteArray("path not allowed");
+    QTest::newRow("unknown command")
+        << QStringList{QStringLiteral("fly")} << QString() << 2 << QByteArray("unknown command");
+    QTest::newRow("bad type") << QStringList{QStringLiteral("create"), QStringLiteral("vim")}
+                              << QString() << 2 << QByteArray("TYPE is one of");
+    QTest::newRow("wrong key") << QStringList{QStringLiteral("list")} << QStringLiteral("sk_wrong")
+                               << 3 << QByteArray("unauthorized");
 }
 
 void tst_Sandboxctl::errors()

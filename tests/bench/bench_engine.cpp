@@ -36,10 +36,13 @@ Stats stats(QList<double> v)
     return {v[v.size() / 2], v[qMin(v.size() - 1, qsizetype(v.size() * 9 / 10))]};
 }
 
-void report(const char *name, const Stats &s, const char *baselineName, const Stats &b, const char *unit)
+void report(const char *name, const Stats &s, const char *baselineName, const Stats &b,
+            const char *unit)
 {
-    std::printf("BENCH %-28s median %8.2f %s  p90 %8.2f %s | baseline %-22s median %8.2f %s | ratio %.2fx\n", name,
-                s.median, unit, s.p90, unit, baselineName, b.median, unit, s.median / b.median);
+    std::printf("BENCH %-28s median %8.2f %s  p90 %8.2f %s | baseline %-22s median %8.2f %s | "
+                "ratio %.2fx\n",
+                name, s.median, unit, s.p90, unit, baselineName, b.median, unit,
+                s.median / b.median);
     std::fflush(stdout);
 }
 
@@ -68,9 +71,11 @@ private:
 void bench_Engine::initTestCase()
 {
     // SANDBOXD_EXTRA_ARGS compares configurations, e.g. "--no-disk-limit".
-    const QStringList extra = qEnvironmentVariable("SANDBOXD_EXTRA_ARGS").split(u' ', Qt::SkipEmptyParts);
-    QVERIFY2(m_engine.start(QStringList{QStringLiteral("--max-running"), QStringLiteral("64"), QStringLiteral("--max-memory-mb"),
-                                        QStringLiteral("1000000")} + extra),
+    const QStringList extra
+        = qEnvironmentVariable("SANDBOXD_EXTRA_ARGS").split(u' ', Qt::SkipEmptyParts);
+    QVERIFY2(m_engine.start(QStringList{QStringLiteral("--max-running"), QStringLiteral("64"),
+                                        QStringLiteral("--max-memory-mb"), QStringLiteral("1000000")}
+                            + extra),
              qPrintable(m_engine.log()));
     QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
 }
@@ -83,27 +88,54 @@ void bench_Engine::createToFirstOutput()
     for (int i = 0; i < runs; ++i) {
         QElapsedTimer t;
         t.start();
-        const QString id = m_rpc.result(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("codex")},
-                                                                          {QStringLiteral("size"), QStringLiteral("lite")}})
-                               .value(QStringLiteral("id")).toString();
+        const QString id = m_rpc
+                               .result(QStringLiteral("agents.create"),
+                                       {{QStringLiteral("type"), QStringLiteral("codex")},
+                                        {QStringLiteral("size"), QStringLiteral("lite")}})
+                               .value(QStringLiteral("id"))
+                               .toString();
         QVERIFY(!id.isEmpty());
-        const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"), {{QStringLiteral("id"), id}, {QStringLiteral("command"), QJsonArray{QStringLiteral("echo"), QStringLiteral("ready")}}});
+        const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
+                                           {{QStringLiteral("id"), id},
+                                            {QStringLiteral("command"),
+                                             QJsonArray{QStringLiteral("echo"),
+                                                        QStringLiteral("ready")}}});
         QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("ready\n"));
         engine.append(msSince(t));
         ids.append(id);
     }
     // Baseline: bubblewrap alone, with the same isolation flags, running /bin/true.
     QTemporaryDir ws;
-    const QStringList bwrap{QStringLiteral("--unshare-all"), QStringLiteral("--unshare-user"), QStringLiteral("--disable-userns"),
-                            QStringLiteral("--die-with-parent"), QStringLiteral("--new-session"),
-                            QStringLiteral("--ro-bind"), QStringLiteral("/usr"), QStringLiteral("/usr"),
-                            QStringLiteral("--ro-bind"), QStringLiteral("/etc"), QStringLiteral("/etc"),
-                            QStringLiteral("--symlink"), QStringLiteral("usr/lib"), QStringLiteral("/lib"),
-                            QStringLiteral("--symlink"), QStringLiteral("usr/lib64"), QStringLiteral("/lib64"),
-                            QStringLiteral("--symlink"), QStringLiteral("usr/bin"), QStringLiteral("/bin"),
-                            QStringLiteral("--bind"), ws.path(), QStringLiteral("/workspace"),
-                            QStringLiteral("--proc"), QStringLiteral("/proc"), QStringLiteral("--dev"), QStringLiteral("/dev"),
-                            QStringLiteral("--tmpfs"), QStringLiteral("/tmp"), QStringLiteral("/bin/true")};
+    const QStringList bwrap{QStringLiteral("--unshare-all"),
+                            QStringLiteral("--unshare-user"),
+                            QStringLiteral("--disable-userns"),
+                            QStringLiteral("--die-with-parent"),
+                            QStringLiteral("--new-session"),
+                            QStringLiteral("--ro-bind"),
+                            QStringLiteral("/usr"),
+                            QStringLiteral("/usr"),
+                            QStringLiteral("--ro-bind"),
+                            QStringLiteral("/etc"),
+                            QStringLiteral("/etc"),
+                            QStringLiteral("--symlink"),
+                            QStringLiteral("usr/lib"),
+                            QStringLiteral("/lib"),
+                            QStringLiteral("--symlink"),
+                            QStringLiteral("usr/lib64"),
+                            QStringLiteral("/lib64"),
+                            QStringLiteral("--symlink"),
+                            QStringLiteral("usr/bin"),
+                            QStringLiteral("/bin"),
+                            QStringLiteral("--bind"),
+                            ws.path(),
+                            QStringLiteral("/workspace"),
+                            QStringLiteral("--proc"),
+                            QStringLiteral("/proc"),
+                            QStringLiteral("--dev"),
+                            QStringLiteral("/dev"),
+                            QStringLiteral("--tmpfs"),
+                            QStringLiteral("/tmp"),
+                            QStringLiteral("/bin/true")};
     for (int i = 0; i < runs; ++i) {
         QElapsedTimer t;
         t.start();
@@ -120,11 +152,16 @@ void bench_Engine::createToFirstOutput()
 
 void bench_Engine::execRoundTrip()
 {
-    const QString id = m_rpc.result(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("codex")}}).value(QStringLiteral("id")).toString();
+    const QString id = m_rpc
+                           .result(QStringLiteral("agents.create"),
+                                   {{QStringLiteral("type"), QStringLiteral("codex")}})
+                           .value(QStringLiteral("id"))
+                           .toString();
     QVERIFY(!id.isEmpty());
     constexpr int runs = 300;
     QList<double> engine, baseline;
-    const QJsonObject params{{QStringLiteral("id"), id}, {QStringLiteral("command"), QJsonArray{QStringLiteral("/bin/true")}}};
+    const QJsonObject params{{QStringLiteral("id"), id},
+                             {QStringLiteral("command"), QJsonArray{QStringLiteral("/bin/true")}}};
     for (int i = 0; i < runs; ++i) {
         QElapsedTimer t;
         t.start();
@@ -149,16 +186,24 @@ void bench_Engine::execRoundTrip()
 
 void bench_Engine::streamThroughput()
 {
-    const QString id = m_rpc.result(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("codex")},
-                                                                      {QStringLiteral("size"), QStringLiteral("standard-2")}})
-                           .value(QStringLiteral("id")).toString();
+    const QString id = m_rpc
+                           .result(QStringLiteral("agents.create"),
+                                   {{QStringLiteral("type"), QStringLiteral("codex")},
+                                    {QStringLiteral("size"), QStringLiteral("standard-2")}})
+                           .value(QStringLiteral("id"))
+                           .toString();
     QVERIFY(!id.isEmpty());
     constexpr qint64 bytes = 64 * 1024 * 1024;
     // Printable data (base64 of random bytes), made inside the sandbox's private /tmp... which is
     // a capped tmpfs, so in /workspace instead.
-    const QJsonObject made = m_rpc.result(QStringLiteral("agents.exec"),
-                                          {{QStringLiteral("id"), id},
-                                           {QStringLiteral("command"), QStringLiteral("head -c %1 /dev/urandom | base64 -w 100 | head -c %2 > data.txt; wc -c < data.txt").arg(bytes).arg(bytes)}});
+    const QJsonObject made = m_rpc.result(
+        QStringLiteral("agents.exec"),
+        {{QStringLiteral("id"), id},
+         {QStringLiteral("command"),
+          QStringLiteral(
+              "head -c %1 /dev/urandom | base64 -w 100 | head -c %2 > data.txt; wc -c < data.txt")
+              .arg(bytes)
+              .arg(bytes)}});
     QCOMPARE(made.value(QStringLiteral("stdout")).toString().trimmed().toLongLong(), bytes);
 
     // The product's own client (core): JSON-RPC over a WebSocket, decoding every chunk.
@@ -173,17 +218,26 @@ void bench_Engine::streamThroughput()
         bool finished = false;
         QElapsedTimer t;
         t.start();
-        auto *stream = client.sandboxes().execStreaming(id, QStringList{QStringLiteral("cat"), QStringLiteral("data.txt")}, options, this);
-        connect(stream, &Sandbox::ExecStream::output, this, [&](const QString &, const QByteArray &data) { received += data.size(); });
-        connect(stream, &Sandbox::ExecStream::finished, this, [&](const Sandbox::ExecResult &) { finished = true; });
-        connect(stream, &Sandbox::ExecStream::failed, this, [&](const Sandbox::Error &e) { qWarning() << e.message; finished = true; });
+        auto *stream = client.sandboxes().execStreaming(id,
+                                                        QStringList{QStringLiteral("cat"),
+                                                                    QStringLiteral("data.txt")},
+                                                        options, this);
+        connect(stream, &Sandbox::ExecStream::output, this,
+                [&](const QString &, const QByteArray &data) { received += data.size(); });
+        connect(stream, &Sandbox::ExecStream::finished, this,
+                [&](const Sandbox::ExecResult &) { finished = true; });
+        connect(stream, &Sandbox::ExecStream::failed, this, [&](const Sandbox::Error &e) {
+            qWarning() << e.message;
+            finished = true;
+        });
         QTRY_VERIFY_WITH_TIMEOUT(finished, 300000);
         const double seconds = msSince(t) / 1000.0;
         QCOMPARE(received, bytes);
         engine.append(double(bytes) / (1024 * 1024) / seconds);
         delete stream;
     }
-    const QString hostFile = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id + QStringLiteral("/workspace/data.txt");
+    const QString hostFile = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id
+                             + QStringLiteral("/workspace/data.txt");
     for (int run = 0; run < 3; ++run) {
         QElapsedTimer t;
         t.start();

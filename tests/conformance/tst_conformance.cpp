@@ -45,7 +45,13 @@ public:
         while (it.hasNext()) {
             const auto m = it.next();
             const QJsonValue v = captures.value(m.captured(1));
-            repl.append({m.captured(0), v.isString() ? v.toString() : QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact)).mid(1).chopped(1)});
+            repl.append({m.captured(0),
+                         v.isString()
+                             ? v.toString()
+                             : QString::fromUtf8(
+                                   QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact))
+                                   .mid(1)
+                                   .chopped(1)});
         }
         for (const auto &[from, to] : repl)
             s.replace(from, to);
@@ -59,22 +65,36 @@ public:
             const QString p = pattern.toString();
             if (p.startsWith(u'$') && !p.startsWith(QLatin1String("${"))) {
                 bool ok = true;
-                if (p == QLatin1String("$string")) ok = actual.isString();
-                else if (p == QLatin1String("$number")) ok = actual.isDouble();
-                else if (p == QLatin1String("$integer")) ok = actual.isDouble() && actual.toDouble() == double(qint64(actual.toDouble()));
-                else if (p == QLatin1String("$boolean")) ok = actual.isBool();
-                else if (p == QLatin1String("$object")) ok = actual.isObject();
-                else if (p == QLatin1String("$array")) ok = actual.isArray();
-                else if (p == QLatin1String("$null")) ok = actual.isNull();
-                else if (p == QLatin1String("$any")) ok = !actual.isUndefined();
-                else if (p == QLatin1String("$absent")) ok = actual.isUndefined();
-                else return where + QStringLiteral(": unknown matcher ") + p;
-                return ok ? QString() : where + QStringLiteral(": expected %1, got %2").arg(p, show(actual));
+                if (p == QLatin1String("$string"))
+                    ok = actual.isString();
+                else if (p == QLatin1String("$number"))
+                    ok = actual.isDouble();
+                else if (p == QLatin1String("$integer"))
+                    ok = actual.isDouble()
+                         && actual.toDouble() == double(qint64(actual.toDouble()));
+                else if (p == QLatin1String("$boolean"))
+                    ok = actual.isBool();
+                else if (p == QLatin1String("$object"))
+                    ok = actual.isObject();
+                else if (p == QLatin1String("$array"))
+                    ok = actual.isArray();
+                else if (p == QLatin1String("$null"))
+                    ok = actual.isNull();
+                else if (p == QLatin1String("$any"))
+                    ok = !actual.isUndefined();
+                else if (p == QLatin1String("$absent"))
+                    ok = actual.isUndefined();
+                else
+                    return where + QStringLiteral(": unknown matcher ") + p;
+                return ok ? QString()
+                          : where + QStringLiteral(": expected %1, got %2").arg(p, show(actual));
             }
             const QString expected = substituteString(p);
             return actual.isString() && actual.toString() == expected
                        ? QString()
-                       : where + QStringLiteral(": expected \"%1\", got %2").arg(expected, show(actual));
+                       : where
+                             + QStringLiteral(": expected \"%1\", got %2")
+                                   .arg(expected, show(actual));
         }
         if (pattern.isObject()) {
             const QJsonObject po = pattern.toObject();
@@ -85,17 +105,25 @@ public:
                 return {};
             }
             if (po.contains(QStringLiteral("$startsWith"))) {
-                return actual.toString().startsWith(po.value(QStringLiteral("$startsWith")).toString())
-                           ? QString() : where + QStringLiteral(": wrong prefix in ") + show(actual);
+                return actual.toString().startsWith(
+                           po.value(QStringLiteral("$startsWith")).toString())
+                           ? QString()
+                           : where + QStringLiteral(": wrong prefix in ") + show(actual);
             }
-            if (po.contains(QStringLiteral("$unordered")) || po.contains(QStringLiteral("$contains"))) {
+            if (po.contains(QStringLiteral("$unordered"))
+                || po.contains(QStringLiteral("$contains"))) {
                 const bool exact = po.contains(QStringLiteral("$unordered"));
-                const QJsonArray want = po.value(exact ? QStringLiteral("$unordered") : QStringLiteral("$contains")).toArray();
+                const QJsonArray want = po.value(exact ? QStringLiteral("$unordered")
+                                                       : QStringLiteral("$contains"))
+                                            .toArray();
                 if (!actual.isArray())
                     return where + QStringLiteral(": expected an array, got ") + show(actual);
                 QJsonArray have = actual.toArray();
                 if (exact && have.size() != want.size())
-                    return where + QStringLiteral(": expected %1 elements, got %2").arg(want.size()).arg(have.size());
+                    return where
+                           + QStringLiteral(": expected %1 elements, got %2")
+                                 .arg(want.size())
+                                 .arg(have.size());
                 for (const QJsonValue &w : want) {
                     bool found = false;
                     for (qsizetype i = 0; i < have.size() && !found; ++i) {
@@ -108,7 +136,8 @@ public:
                         }
                     }
                     if (!found)
-                        return where + QStringLiteral(": no element matches ") + show(w) + QStringLiteral(" in ") + show(actual);
+                        return where + QStringLiteral(": no element matches ") + show(w)
+                               + QStringLiteral(" in ") + show(actual);
                 }
                 return {};
             }
@@ -126,7 +155,8 @@ public:
             const QJsonArray pa = pattern.toArray();
             const QJsonArray aa = actual.toArray();
             if (!actual.isArray() || pa.size() != aa.size())
-                return where + QStringLiteral(": expected an array of %1, got ").arg(pa.size()) + show(actual);
+                return where + QStringLiteral(": expected an array of %1, got ").arg(pa.size())
+                       + show(actual);
             for (qsizetype i = 0; i < pa.size(); ++i) {
                 const QString err = match(pa[i], aa[i], where + QStringLiteral("[%1]").arg(i));
                 if (!err.isEmpty())
@@ -134,14 +164,19 @@ public:
             }
             return {};
         }
-        return pattern == actual ? QString() : where + QStringLiteral(": expected %1, got %2").arg(show(pattern), show(actual));
+        return pattern == actual
+                   ? QString()
+                   : where
+                         + QStringLiteral(": expected %1, got %2").arg(show(pattern), show(actual));
     }
 
     static QString show(const QJsonValue &v)
     {
         if (v.isUndefined())
             return QStringLiteral("(absent)");
-        QString s = QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact)).mid(1).chopped(1);
+        QString s = QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact))
+                        .mid(1)
+                        .chopped(1);
         return s.size() > 400 ? s.left(400) + QStringLiteral("...") : s;
     }
 };
@@ -167,7 +202,8 @@ void tst_Conformance::initTestCase()
     QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
     RpcTestClient c;
     QVERIFY(c.open(m_engine.wsUrl(), m_engine.key()));
-    const QJsonObject k = c.result(QStringLiteral("keys.create"), {{QStringLiteral("name"), QStringLiteral("other")}});
+    const QJsonObject k = c.result(QStringLiteral("keys.create"),
+                                   {{QStringLiteral("name"), QStringLiteral("other")}});
     m_otherKey = k.value(QStringLiteral("key")).toString();
     QVERIFY(!m_otherKey.isEmpty());
 }
@@ -177,10 +213,12 @@ void tst_Conformance::cases_data()
     QTest::addColumn<QJsonObject>("testCase");
     QFile f(QStringLiteral(SANDBOX_SOURCE_DIR "/tests/conformance/cases.json"));
     QVERIFY(f.open(QIODevice::ReadOnly));
-    const QJsonArray cases = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("cases")).toArray();
+    const QJsonArray cases
+        = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("cases")).toArray();
     QVERIFY(!cases.isEmpty());
     for (const QJsonValue &c : cases)
-        QTest::newRow(qPrintable(c.toObject().value(QStringLiteral("name")).toString())) << c.toObject();
+        QTest::newRow(qPrintable(c.toObject().value(QStringLiteral("name")).toString()))
+            << c.toObject();
 }
 
 void tst_Conformance::cases()
@@ -199,28 +237,38 @@ void tst_Conformance::cases()
             const QJsonObject h = m.substitute(s.value(QStringLiteral("http"))).toObject();
             const QString auth = h.value(QStringLiteral("auth")).toString(QStringLiteral("key"));
             QString bearer = m_engine.key();
-            if (auth == QLatin1String("none")) bearer.clear();
-            else if (auth == QLatin1String("bad")) bearer = QStringLiteral("sk_wrong0000000000000000000000000000000000000");
-            else if (auth == QLatin1String("other")) bearer = m_otherKey;
+            if (auth == QLatin1String("none"))
+                bearer.clear();
+            else if (auth == QLatin1String("bad"))
+                bearer = QStringLiteral("sk_wrong0000000000000000000000000000000000000");
+            else if (auth == QLatin1String("other"))
+                bearer = m_otherKey;
             QByteArray body;
             if (h.contains(QStringLiteral("rawBody")))
                 body = h.value(QStringLiteral("rawBody")).toString().toUtf8();
             else if (h.contains(QStringLiteral("body")))
-                body = QJsonDocument(h.value(QStringLiteral("body")).toObject()).toJson(QJsonDocument::Compact);
+                body = QJsonDocument(h.value(QStringLiteral("body")).toObject())
+                           .toJson(QJsonDocument::Compact);
             QUrl url = m_engine.url();
             const QString pathAndQuery = h.value(QStringLiteral("path")).toString();
             url = url.resolved(QUrl(pathAndQuery));
-            const HttpAnswer a = httpRequest(h.value(QStringLiteral("method")).toString().toLatin1(), url, bearer, body);
+            const HttpAnswer a = httpRequest(h.value(QStringLiteral("method")).toString().toLatin1(),
+                                             url, bearer, body);
             QVERIFY2(a.status == expect.value(QStringLiteral("status")).toInt(),
-                     qPrintable(where + QStringLiteral(": HTTP status %1, body %2").arg(a.status).arg(QString::fromUtf8(a.body))));
+                     qPrintable(where
+                                + QStringLiteral(": HTTP status %1, body %2")
+                                      .arg(a.status)
+                                      .arg(QString::fromUtf8(a.body))));
             if (expect.contains(QStringLiteral("body"))) {
-                const QString err = m.match(expect.value(QStringLiteral("body")), a.json(), where + QStringLiteral(" body"));
+                const QString err = m.match(expect.value(QStringLiteral("body")), a.json(),
+                                            where + QStringLiteral(" body"));
                 QVERIFY2(err.isEmpty(), qPrintable(err));
             }
             continue;
         }
         if (s.contains(QStringLiteral("ws"))) {
-            const QString auth = s.value(QStringLiteral("ws")).toObject().value(QStringLiteral("auth")).toString();
+            const QString auth
+                = s.value(QStringLiteral("ws")).toObject().value(QStringLiteral("auth")).toString();
             RpcTestClient probe;
             QUrl url = m_engine.wsUrl();
             bool open = false;
@@ -232,14 +280,18 @@ void tst_Conformance::cases()
                 url.setQuery(QStringLiteral("key=") + m_engine.key());
                 open = probe.open(url, {});
             } else if (auth == QLatin1String("subprotocol")) {
-                open = probe.open(url, {}, {QStringLiteral("sandbox.v1"), QStringLiteral("bearer.") + m_engine.key()});
+                open = probe.open(url, {},
+                                  {QStringLiteral("sandbox.v1"),
+                                   QStringLiteral("bearer.") + m_engine.key()});
                 if (open)
                     QCOMPARE(probe.socket()->subprotocol(), QStringLiteral("sandbox.v1"));
             }
-            QVERIFY2(open == expect.value(QStringLiteral("open")).toBool(), qPrintable(where + QStringLiteral(": ws auth ") + auth));
+            QVERIFY2(open == expect.value(QStringLiteral("open")).toBool(),
+                     qPrintable(where + QStringLiteral(": ws auth ") + auth));
             continue;
         }
-        QVERIFY2(s.contains(QStringLiteral("rpc")), qPrintable(where + QStringLiteral(": unknown step")));
+        QVERIFY2(s.contains(QStringLiteral("rpc")),
+                 qPrintable(where + QStringLiteral(": unknown step")));
         if (!rpc.isOpen())
             QVERIFY(rpc.open(m_engine.wsUrl(), m_engine.key()));
         const QJsonObject r = s.value(QStringLiteral("rpc")).toObject();
@@ -249,14 +301,18 @@ void tst_Conformance::cases()
         } else {
             const QJsonValue send = m.substitute(r.value(QStringLiteral("send")));
             sentId = send.toObject().value(QStringLiteral("id"));
-            rpc.sendText(send.isArray() ? QJsonDocument(send.toArray()).toJson(QJsonDocument::Compact)
-                                        : QJsonDocument(send.toObject()).toJson(QJsonDocument::Compact));
+            rpc.sendText(send.isArray()
+                             ? QJsonDocument(send.toArray()).toJson(QJsonDocument::Compact)
+                             : QJsonDocument(send.toObject()).toJson(QJsonDocument::Compact));
         }
         if (expect.value(QStringLiteral("nothing")).toBool()) {
-            rpc.sendText(R"({"jsonrpc":"2.0","id":"sentinel","method":"sessions.current","params":{}})");
+            rpc.sendText(
+                R"({"jsonrpc":"2.0","id":"sentinel","method":"sessions.current","params":{}})");
             const QJsonValue next = rpc.nextMessage();
-            QVERIFY2(next.toObject().value(QStringLiteral("id")) == QJsonValue(QStringLiteral("sentinel")),
-                     qPrintable(where + QStringLiteral(": expected no answer, got ") + Matcher::show(next)));
+            QVERIFY2(next.toObject().value(QStringLiteral("id"))
+                         == QJsonValue(QStringLiteral("sentinel")),
+                     qPrintable(where + QStringLiteral(": expected no answer, got ")
+                                + Matcher::show(next)));
             continue;
         }
         const QJsonValue answer = rpc.nextMessage();
@@ -270,7 +326,8 @@ void tst_Conformance::cases()
             for (const QJsonObject &n : std::as_const(rpc.notifications)) {
                 const QJsonObject p = n.value(QStringLiteral("params")).toObject();
                 if (n.value(QStringLiteral("method")) == QLatin1String("stream.output")
-                    && p.value(QStringLiteral("requestId")) == sentId && p.value(QStringLiteral("channel")) == channel)
+                    && p.value(QStringLiteral("requestId")) == sentId
+                    && p.value(QStringLiteral("channel")) == channel)
                     text += p.value(QStringLiteral("data")).toString();
             }
             QCOMPARE(text, expect.value(channel).toString());

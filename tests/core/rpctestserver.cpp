@@ -4,7 +4,8 @@
 #include <QWebSocket>
 
 RpcTestServer::RpcTestServer(QObject *parent)
-    : QObject(parent), m_server(QStringLiteral("test"), QWebSocketServer::NonSecureMode)
+    : QObject(parent)
+    , m_server(QStringLiteral("test"), QWebSocketServer::NonSecureMode)
 {
     handler = [](QWebSocket *socket, const QJsonObject &message) {
         if (message.value(QStringLiteral("method")).toString() == QStringLiteral("test.echo"))

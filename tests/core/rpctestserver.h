@@ -10,7 +10,6 @@
 
 #include <functional>
 
-
 // A real JSON-RPC server on 127.0.0.1 for the client tests: a QWebSocketServer whose behaviour
 // each test sets through `handler`. Records what it received.
 class RpcTestServer final : public QObject

@@ -21,7 +21,7 @@ namespace {
 struct HttpRequest
 {
     QByteArray method;
-    QByteArray target; // path?query
+    QByteArray target;                    // path?query
     QMap<QByteArray, QByteArray> headers; // lower-case names
     QByteArray body;
 };
@@ -74,7 +74,8 @@ public:
                         return;
                     QByteArray out = "HTTP/1.1 " + QByteArray::number(response.status)
                                      + " X\r\nContent-Type: " + response.contentType
-                                     + "\r\nContent-Length: " + QByteArray::number(response.body.size())
+                                     + "\r\nContent-Length: "
+                                     + QByteArray::number(response.body.size())
                                      + "\r\nConnection: close\r\n\r\n" + response.body;
                     s->write(out);
                     s->disconnectFromHost();
@@ -85,7 +86,10 @@ public:
     }
 
     bool listen() { return m_server.listen(QHostAddress::LocalHost); }
-    QUrl url() const { return QUrl(QStringLiteral("http://127.0.0.1:%1").arg(m_server.serverPort())); }
+    QUrl url() const
+    {
+        return QUrl(QStringLiteral("http://127.0.0.1:%1").arg(m_server.serverPort()));
+    }
 
 private:
     QTcpServer m_server;
@@ -126,42 +130,57 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("target");
         QTest::addColumn<QByteArray>("body"); // empty: none expected
 
-        QTest::newRow("agents.list") << QStringLiteral("agents.list") << QJsonObject{}
-                                     << QByteArray("GET") << QByteArray("/api/agents")
-                                     << QByteArray();
+        QTest::newRow("agents.list")
+            << QStringLiteral("agents.list") << QJsonObject{} << QByteArray("GET")
+            << QByteArray("/api/agents") << QByteArray();
         QTest::newRow("agents.create posts its params")
-            << QStringLiteral("agents.create") << QJsonObject{{QStringLiteral("type"), QStringLiteral("codex")}}
-            << QByteArray("POST") << QByteArray("/api/agents") << QByteArray(R"({"type":"codex"})");
+            << QStringLiteral("agents.create")
+            << QJsonObject{{QStringLiteral("type"), QStringLiteral("codex")}} << QByteArray("POST")
+            << QByteArray("/api/agents") << QByteArray(R"({"type":"codex"})");
         QTest::newRow("agents.get with an id that needs escaping")
-            << QStringLiteral("agents.get") << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb/1 x")}}
-            << QByteArray("GET") << QByteArray("/api/agents/sb%2F1%20x") << QByteArray();
+            << QStringLiteral("agents.get")
+            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb/1 x")}} << QByteArray("GET")
+            << QByteArray("/api/agents/sb%2F1%20x") << QByteArray();
         QTest::newRow("agents.exec posts command and options")
             << QStringLiteral("agents.exec")
-            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")}, {QStringLiteral("command"), QStringLiteral("ls")}}
-            << QByteArray("POST") << QByteArray("/api/agents/sb_1/exec") << QByteArray(R"({"command":"ls"})");
+            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")},
+                           {QStringLiteral("command"), QStringLiteral("ls")}}
+            << QByteArray("POST") << QByteArray("/api/agents/sb_1/exec")
+            << QByteArray(R"({"command":"ls"})");
         QTest::newRow("agents.listFiles as a query")
             << QStringLiteral("agents.listFiles")
-            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")}, {QStringLiteral("path"), QStringLiteral("src")}, {QStringLiteral("recursive"), true}}
-            << QByteArray("GET") << QByteArray("/api/agents/sb_1/files?path=src&recursive=1") << QByteArray();
+            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")},
+                           {QStringLiteral("path"), QStringLiteral("src")},
+                           {QStringLiteral("recursive"), true}}
+            << QByteArray("GET") << QByteArray("/api/agents/sb_1/files?path=src&recursive=1")
+            << QByteArray();
         QTest::newRow("agents.stat with a path full of separators")
             << QStringLiteral("agents.stat")
-            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")}, {QStringLiteral("path"), QStringLiteral("a b&c=d+e.txt")}}
-            << QByteArray("GET") << QByteArray("/api/agents/sb_1/files/stat?path=a%20b%26c%3Dd%2Be.txt") << QByteArray();
+            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")},
+                           {QStringLiteral("path"), QStringLiteral("a b&c=d+e.txt")}}
+            << QByteArray("GET")
+            << QByteArray("/api/agents/sb_1/files/stat?path=a%20b%26c%3Dd%2Be.txt") << QByteArray();
         QTest::newRow("agents.delete")
-            << QStringLiteral("agents.delete") << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")}}
-            << QByteArray("DELETE") << QByteArray("/api/agents/sb_1") << QByteArray();
+            << QStringLiteral("agents.delete")
+            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")}} << QByteArray("DELETE")
+            << QByteArray("/api/agents/sb_1") << QByteArray();
         QTest::newRow("agents.writeFile sends raw bytes")
             << QStringLiteral("agents.writeFile")
-            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")}, {QStringLiteral("path"), QStringLiteral("a.bin")},
-                           {QStringLiteral("content"), QStringLiteral("AP8=")}, {QStringLiteral("encoding"), QStringLiteral("base64")}}
-            << QByteArray("PUT") << QByteArray("/api/agents/sb_1/files/content?path=a.bin") << QByteArray("\x00\xff", 2);
+            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")},
+                           {QStringLiteral("path"), QStringLiteral("a.bin")},
+                           {QStringLiteral("content"), QStringLiteral("AP8=")},
+                           {QStringLiteral("encoding"), QStringLiteral("base64")}}
+            << QByteArray("PUT") << QByteArray("/api/agents/sb_1/files/content?path=a.bin")
+            << QByteArray("\x00\xff", 2);
         QTest::newRow("databases.query")
             << QStringLiteral("databases.query")
-            << QJsonObject{{QStringLiteral("id"), QStringLiteral("db_1")}, {QStringLiteral("sql"), QStringLiteral("select 1")}}
-            << QByteArray("POST") << QByteArray("/api/databases/db_1/query") << QByteArray(R"({"sql":"select 1"})");
-        QTest::newRow("sessions.quota") << QStringLiteral("sessions.quota") << QJsonObject{}
-                                        << QByteArray("GET") << QByteArray("/api/sessions/quota")
-                                        << QByteArray();
+            << QJsonObject{{QStringLiteral("id"), QStringLiteral("db_1")},
+                           {QStringLiteral("sql"), QStringLiteral("select 1")}}
+            << QByteArray("POST") << QByteArray("/api/databases/db_1/query")
+            << QByteArray(R"({"sql":"select 1"})");
+        QTest::newRow("sessions.quota")
+            << QStringLiteral("sessions.quota") << QJsonObject{} << QByteArray("GET")
+            << QByteArray("/api/sessions/quota") << QByteArray();
     }
 
     void methodsMapToRoutes()
@@ -173,9 +192,7 @@ private Q_SLOTS:
         QFETCH(QByteArray, body);
 
         TinyHttpServer server;
-        server.handler = [](const HttpRequest &) {
-            return HttpResponse{200, R"({"ok":true})"};
-        };
+        server.handler = [](const HttpRequest &) { return HttpResponse{200, R"({"ok":true})"}; };
         QVERIFY(server.listen());
         RestClient rest(server.url(), kKey);
         Answer a;
@@ -207,7 +224,8 @@ private Q_SLOTS:
         QVERIFY(server.listen());
         RestClient rest(server.url(), kKey);
         std::optional<Result<SessionInfo>> session;
-        RpcCall a = SessionsService(&rest).current(nullptr, [&](Result<SessionInfo> r) { session = r; });
+        RpcCall a = SessionsService(&rest).current(nullptr,
+                                                   [&](Result<SessionInfo> r) { session = r; });
         QTRY_VERIFY(session);
         QVERIFY(session->ok());
         QCOMPARE(session->value().sandboxesTotal, 3);
@@ -230,15 +248,23 @@ private Q_SLOTS:
         QTest::addColumn<int>("expectedCode");
         QTest::addColumn<QString>("expectedMessage"); // empty: any
 
-        QTest::newRow("an error body") << 404 << QByteArray(R"({"error":{"code":-32002,"message":"sandbox sb_9 not found","data":{"id":"sb_9"}}})")
-                                       << int(ErrorCode::NotFound) << QStringLiteral("sandbox sb_9 not found");
-        QTest::newRow("401 with an error body") << 401 << QByteArray(R"({"error":{"code":-32001,"message":"unauthorized"}})")
-                                                << int(ErrorCode::Unauthorized) << QStringLiteral("unauthorized");
-        QTest::newRow("409 without a body") << 409 << QByteArray() << int(ErrorCode::SandboxNotRunning) << QString();
-        QTest::newRow("500 with HTML") << 500 << QByteArray("<html>oops</html>") << int(ErrorCode::InternalError) << QString();
-        QTest::newRow("429 with a malformed error object") << 429 << QByteArray(R"({"error":"slow down"})")
-                                                           << int(ErrorCode::QuotaExceeded) << QString();
-        QTest::newRow("200 that is not JSON") << 200 << QByteArray("not json") << int(ErrorCode::InternalError) << QString();
+        QTest::newRow("an error body")
+            << 404
+            << QByteArray(
+                   R"({"error":{"code":-32002,"message":"sandbox sb_9 not found","data":{"id":"sb_9"}}})")
+            << int(ErrorCode::NotFound) << QStringLiteral("sandbox sb_9 not found");
+        QTest::newRow("401 with an error body")
+            << 401 << QByteArray(R"({"error":{"code":-32001,"message":"unauthorized"}})")
+            << int(ErrorCode::Unauthorized) << QStringLiteral("unauthorized");
+        QTest::newRow("409 without a body")
+            << 409 << QByteArray() << int(ErrorCode::SandboxNotRunning) << QString();
+        QTest::newRow("500 with HTML")
+            << 500 << QByteArray("<html>oops</html>") << int(ErrorCode::InternalError) << QString();
+        QTest::newRow("429 with a malformed error object")
+            << 429 << QByteArray(R"({"error":"slow down"})") << int(ErrorCode::QuotaExceeded)
+            << QString();
+        QTest::newRow("200 that is not JSON")
+            << 200 << QByteArray("not json") << int(ErrorCode::InternalError) << QString();
     }
 
     void errorMapping()
@@ -252,8 +278,8 @@ private Q_SLOTS:
         QVERIFY(server.listen());
         RestClient rest(server.url(), kKey);
         Answer a;
-        RpcCall call = rest.request("GET", QStringLiteral("/api/agents/sb_9"), {}, QJsonValue::Undefined,
-                                    nullptr, a.callback());
+        RpcCall call = rest.request("GET", QStringLiteral("/api/agents/sb_9"), {},
+                                    QJsonValue::Undefined, nullptr, a.callback());
         QTRY_COMPARE(a.count, 1);
         QVERIFY(!a.result->ok());
         QCOMPARE(int(a.result->error().code), expectedCode);

@@ -91,8 +91,8 @@ private Q_SLOTS:
     {
         QTest::addColumn<QByteArray>("payload"); // "$ID" is replaced by the request's id
         QTest::addColumn<bool>("binary");
-        QTest::addColumn<bool>("thenAnswer");    // the server also sends the proper answer
-        QTest::addColumn<int>("expectedCode");   // 0: the call succeeds
+        QTest::addColumn<bool>("thenAnswer");  // the server also sends the proper answer
+        QTest::addColumn<int>("expectedCode"); // 0: the call succeeds
         QTest::addColumn<bool>("expectProtocolError");
 
         QTest::newRow("text that is not JSON")
@@ -106,13 +106,13 @@ private Q_SLOTS:
             << QByteArray(R"({"jsonrpc":"2.0","id":987654,"result":1})") << false << true << 0
             << true;
         QTest::newRow("a response with a string id nobody used")
-            << QByteArray(R"({"jsonrpc":"2.0","id":"x","result":1})") << false << true << 0
-            << true;
+            << QByteArray(R"({"jsonrpc":"2.0","id":"x","result":1})") << false << true << 0 << true;
         QTest::newRow("a response without result or error")
             << QByteArray(R"({"jsonrpc":"2.0","id":$ID})") << false << false
             << int(ErrorCode::InternalError) << true;
         QTest::newRow("a response with both result and error")
-            << QByteArray(R"({"jsonrpc":"2.0","id":$ID,"result":1,"error":{"code":1,"message":"x"}})")
+            << QByteArray(
+                   R"({"jsonrpc":"2.0","id":$ID,"result":1,"error":{"code":1,"message":"x"}})")
             << false << false << int(ErrorCode::InternalError) << true;
         QTest::newRow("an error object that is a string")
             << QByteArray(R"({"jsonrpc":"2.0","id":$ID,"error":"boom"})") << false << false
@@ -129,11 +129,11 @@ private Q_SLOTS:
         QTest::newRow("a stream.output without seq")
             << QByteArray(R"({"jsonrpc":"2.0","method":"stream.output","params":{"streamId":"s"}})")
             << false << true << 0 << true;
-        QTest::newRow("a binary frame") << QByteArray("\x00\x01\x02", 3) << true << true << 0
-                                        << true;
+        QTest::newRow("a binary frame")
+            << QByteArray("\x00\x01\x02", 3) << true << true << 0 << true;
         QTest::newRow("the answer inside a batch")
-            << QByteArray(R"([{"jsonrpc":"2.0","id":$ID,"result":{"n":1}}])") << false << false
-            << 0 << false;
+            << QByteArray(R"([{"jsonrpc":"2.0","id":$ID,"result":{"n":1}}])") << false << false << 0
+            << false;
         QTest::newRow("a message over 16 MiB")
             << QByteArray("HUGE") << false << false << int(ErrorCode::ConnectionError) << false;
     }
@@ -156,7 +156,8 @@ private Q_SLOTS:
             }
             if (method != QStringLiteral("test.malformed"))
                 return;
-            const QByteArray id = QByteArray::number(message.value(QStringLiteral("id")).toInteger());
+            const QByteArray id = QByteArray::number(
+                message.value(QStringLiteral("id")).toInteger());
             if (payload == "HUGE") {
                 socket->sendTextMessage(QString(17 * 1024 * 1024, u'x'));
             } else if (binary) {
@@ -191,8 +192,8 @@ private Q_SLOTS:
             QCOMPARE(protocolErrors.count(), 0);
 
         // The client keeps working (after a reconnect, for the oversized message).
-        QVERIFY(QTest::qWaitFor(
-            [&] { return client->state() == RpcClient::State::Connected; }, 5000));
+        QVERIFY(
+            QTest::qWaitFor([&] { return client->state() == RpcClient::State::Connected; }, 5000));
         Answer b;
         RpcCall next = client->call(QStringLiteral("test.echo"), echoParams(2), nullptr,
                                     b.callback());
@@ -237,8 +238,10 @@ private Q_SLOTS:
                     && server.received.last().value(QStringLiteral("method")).toString()
                            == QStringLiteral("rpc.cancel"));
         const QJsonObject request = server.received.first();
-        QCOMPARE(server.received.last().value(QStringLiteral("params")).toObject().value(
-                     QStringLiteral("id")),
+        QCOMPARE(server.received.last()
+                     .value(QStringLiteral("params"))
+                     .toObject()
+                     .value(QStringLiteral("id")),
                  request.value(QStringLiteral("id")));
         // A late answer is no error and runs nothing.
         QSignalSpy protocolErrors(client.get(), &RpcClient::protocolError);
@@ -279,8 +282,8 @@ private Q_SLOTS:
 
         Answer a;
         auto context = std::make_unique<QObject>();
-        auto call = std::make_unique<RpcCall>(client->call(QStringLiteral("test.hang"), {},
-                                                           context.get(), a.callback()));
+        auto call = std::make_unique<RpcCall>(
+            client->call(QStringLiteral("test.hang"), {}, context.get(), a.callback()));
         QTRY_VERIFY(!hung.isEmpty());
         QVERIFY(call->isPending());
         QCOMPARE(client->pendingCount(), 1);
@@ -296,14 +299,12 @@ private Q_SLOTS:
             QVERIFY(!call->isPending());
         QCOMPARE(client->pendingCount(), how == QStringLiteral("moved") ? 1 : 0);
 
-        QTRY_VERIFY(std::any_of(server.received.cbegin(), server.received.cend(),
-                                [&](const QJsonObject &m) {
-                                    return m.value(QStringLiteral("method")).toString()
-                                               == QStringLiteral("rpc.cancel")
-                                           && m.value(QStringLiteral("params")).toObject().value(
-                                                  QStringLiteral("id"))
-                                                  == hung.value(QStringLiteral("id"));
-                                }));
+        QTRY_VERIFY(
+            std::any_of(server.received.cbegin(), server.received.cend(), [&](const QJsonObject &m) {
+                return m.value(QStringLiteral("method")).toString() == QStringLiteral("rpc.cancel")
+                       && m.value(QStringLiteral("params")).toObject().value(QStringLiteral("id"))
+                              == hung.value(QStringLiteral("id"));
+            }));
         // The server answers anyway (it may have been too late): the callback still never runs.
         RpcTestServer::reply(server.current(), hung, 1);
         Answer b;
@@ -444,11 +445,11 @@ private Q_SLOTS:
         int failed = 0;
         std::vector<RpcCall> calls;
         for (int i = 0; i < RpcClient::MaxQueuedRequests + 1; ++i) {
-            calls.push_back(client->call(QStringLiteral("test.echo"), {}, nullptr,
-                                         [&](Result<QJsonValue> r) {
-                                             QCOMPARE(r.error().code, ErrorCode::ConnectionError);
-                                             ++failed;
-                                         }));
+            calls.push_back(
+                client->call(QStringLiteral("test.echo"), {}, nullptr, [&](Result<QJsonValue> r) {
+                    QCOMPARE(r.error().code, ErrorCode::ConnectionError);
+                    ++failed;
+                }));
         }
         QCOMPARE(client->queuedCount(), RpcClient::MaxQueuedRequests);
         QTRY_COMPARE(failed, 1);
@@ -475,8 +476,9 @@ private Q_SLOTS:
         auto client = makeClient(server.url());
         QVERIFY(connectClient(client.get()));
         QSignalSpy notifications(client.get(), &RpcClient::notification);
-        RpcTestServer::sendRaw(server.current(),
-                               R"({"jsonrpc":"2.0","method":"sandbox.changed","params":{"id":"sb_1"}})");
+        RpcTestServer::sendRaw(
+            server.current(),
+            R"({"jsonrpc":"2.0","method":"sandbox.changed","params":{"id":"sb_1"}})");
         QTRY_COMPARE(notifications.count(), 1);
         QCOMPARE(notifications.at(0).at(0).toString(), QStringLiteral("sandbox.changed"));
         QCOMPARE(notifications.at(0).at(1).toJsonObject().value(QStringLiteral("id")).toString(),
@@ -485,8 +487,11 @@ private Q_SLOTS:
         RpcTestServer::sendRaw(server.current(),
                                R"({"jsonrpc":"2.0","id":"s1","method":"client.ping","params":{}})");
         QTRY_VERIFY(!server.received.isEmpty());
-        QCOMPARE(server.received.last().value(QStringLiteral("error")).toObject().value(
-                     QStringLiteral("code")).toInt(),
+        QCOMPARE(server.received.last()
+                     .value(QStringLiteral("error"))
+                     .toObject()
+                     .value(QStringLiteral("code"))
+                     .toInt(),
                  int(ErrorCode::MethodNotFound));
     }
 
@@ -495,16 +500,20 @@ private Q_SLOTS:
         RpcTestServer server;
         server.handler = [](QWebSocket *socket, const QJsonObject &m) {
             if (m.value(QStringLiteral("method")).toString() == QStringLiteral("sessions.current"))
-                RpcTestServer::reply(socket, m, QJsonObject{
-                    {QStringLiteral("id"), QStringLiteral("key_1")},
-                    {QStringLiteral("backend"), QStringLiteral("local")},
-                    {QStringLiteral("version"), QStringLiteral("0.1.0")},
-                    {QStringLiteral("sandboxes"), QJsonObject{{QStringLiteral("total"), 0},
+                RpcTestServer::reply(socket, m,
+                                     QJsonObject{{QStringLiteral("id"), QStringLiteral("key_1")},
+                                                 {QStringLiteral("backend"),
+                                                  QStringLiteral("local")},
+                                                 {QStringLiteral("version"),
+                                                  QStringLiteral("0.1.0")},
+                                                 {QStringLiteral("sandboxes"),
+                                                  QJsonObject{{QStringLiteral("total"), 0},
                                                               {QStringLiteral("running"), 0}}}});
         };
         QVERIFY(server.listen());
-        Client client(ConnectionProfile::remote(
-            QUrl(QStringLiteral("http://127.0.0.1:%1").arg(server.port())), kKey));
+        Client client(
+            ConnectionProfile::remote(QUrl(QStringLiteral("http://127.0.0.1:%1").arg(server.port())),
+                                      kKey));
         QCOMPARE(client.rpc()->state(), RpcClient::State::Disconnected);
         std::optional<Result<SessionInfo>> session;
         client.open();
@@ -525,11 +534,11 @@ private Q_SLOTS:
         RpcClient client(pair.client);
         connect(pair.server, &Transport::textReceived, this, [&](const QByteArray &text) {
             const QJsonObject m = QJsonDocument::fromJson(text).object();
-            pair.server->sendText(QJsonDocument(QJsonObject{
-                                                    {QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                                                    {QStringLiteral("id"), m.value(QStringLiteral("id"))},
-                                                    {QStringLiteral("result"), QStringLiteral("pong")}})
-                                      .toJson(QJsonDocument::Compact));
+            pair.server->sendText(
+                QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                          {QStringLiteral("id"), m.value(QStringLiteral("id"))},
+                                          {QStringLiteral("result"), QStringLiteral("pong")}})
+                    .toJson(QJsonDocument::Compact));
         });
         client.open();
         Answer a;

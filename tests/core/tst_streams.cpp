@@ -44,9 +44,9 @@ public:
     int drops = 0;
     int minBetweenDrops = 50;
     int maxBetweenDrops = 3000;
-    int backlogLimit = 0;       // chunks kept; 0: all
-    int resendOverlap = 0;      // a sloppy server that resends this many before `after`
-    bool answerRequest = true;  // answer the exec request after the end (if its connection lives)
+    int backlogLimit = 0;      // chunks kept; 0: all
+    int resendOverlap = 0;     // a sloppy server that resends this many before `after`
+    bool answerRequest = true; // answer the exec request after the end (if its connection lives)
     bool burstWhenDropped = false; // produce everything at once after the first drop
     QRandomGenerator random;
 
@@ -54,7 +54,7 @@ public:
     QString streamId = QStringLiteral("st_test");
     QList<QJsonObject> backlog; // backlog[i] has seq firstKept + i
     qint64 firstKept = 1;
-    qint64 produced = 0;        // seq of the last notification made
+    qint64 produced = 0; // seq of the last notification made
     bool done = false;
     QPointer<QWebSocket> follower;
     QPointer<QWebSocket> requester;
@@ -65,7 +65,8 @@ public:
     int gapsAnswered = 0;
     QTimer producer;
 
-    explicit StreamingServer(quint32 seed) : random(seed)
+    explicit StreamingServer(quint32 seed)
+        : random(seed)
     {
         producer.setInterval(0);
         connect(&producer, &QTimer::timeout, this, [this] { produce(linesPerTick); });
@@ -83,8 +84,10 @@ public:
             RpcTestServer::reply(socket, m, params);
         } else if (method == QStringLiteral("agents.exec")) {
             nextDropAt = pickDrop();
-            QVERIFY(params.value(QStringLiteral("options")).toObject().value(
-                QStringLiteral("stream")).toBool());
+            QVERIFY(params.value(QStringLiteral("options"))
+                        .toObject()
+                        .value(QStringLiteral("stream"))
+                        .toBool());
             request = m;
             requester = socket;
             follower = socket;
@@ -95,14 +98,17 @@ public:
             const qint64 after = params.value(QStringLiteral("after")).toInteger();
             if (after + 1 < firstKept) {
                 ++gapsAnswered;
-                RpcTestServer::send(socket, QJsonObject{
-                    {QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                    {QStringLiteral("id"), m.value(QStringLiteral("id"))},
-                    {QStringLiteral("error"),
-                     QJsonObject{{QStringLiteral("code"), -32009},
-                                 {QStringLiteral("message"), QStringLiteral("stream gap")},
-                                 {QStringLiteral("data"),
-                                  QJsonObject{{QStringLiteral("first"), double(firstKept)}}}}}});
+                RpcTestServer::send(socket,
+                                    QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                                {QStringLiteral("id"),
+                                                 m.value(QStringLiteral("id"))},
+                                                {QStringLiteral("error"),
+                                                 QJsonObject{{QStringLiteral("code"), -32009},
+                                                             {QStringLiteral("message"),
+                                                              QStringLiteral("stream gap")},
+                                                             {QStringLiteral("data"),
+                                                              QJsonObject{{QStringLiteral("first"),
+                                                                           double(firstKept)}}}}}});
                 return;
             }
             RpcTestServer::reply(socket, m,
@@ -158,7 +164,8 @@ public:
                 append(notification(QStringLiteral("stream.end"),
                                     {{QStringLiteral("streamId"), streamId},
                                      {QStringLiteral("seq"), double(seq)},
-                                     {QStringLiteral("requestId"), request.value(QStringLiteral("id"))},
+                                     {QStringLiteral("requestId"),
+                                      request.value(QStringLiteral("id"))},
                                      {QStringLiteral("result"), result}}));
                 if (answerRequest && requester) {
                     QJsonObject full = result;
@@ -287,7 +294,7 @@ private Q_SLOTS:
         QCOMPARE(c.outputs, s.total);
         QCOMPARE(c.stdoutData.size(), expectedLines(1, s.total).size());
         QVERIFY(c.stdoutData == expectedLines(1, s.total)); // every line once, in order
-        QCOMPARE(s.drops, 0);                                 // all the drops happened
+        QCOMPARE(s.drops, 0);                               // all the drops happened
         QCOMPARE(s.server.connectionCount, drops + 1);
         QCOMPARE(s.resumes, drops);
         QCOMPARE(client->openStreamCount(), 0);
@@ -347,11 +354,13 @@ private Q_SLOTS:
         QFETCH(int, code);
         RpcTestServer server;
         server.handler = [code](QWebSocket *socket, const QJsonObject &m) {
-            RpcTestServer::send(socket, QJsonObject{
-                {QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                {QStringLiteral("id"), m.value(QStringLiteral("id"))},
-                {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), code},
-                                                      {QStringLiteral("message"), QStringLiteral("no")}}}});
+            RpcTestServer::send(socket,
+                                QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                            {QStringLiteral("id"), m.value(QStringLiteral("id"))},
+                                            {QStringLiteral("error"),
+                                             QJsonObject{{QStringLiteral("code"), code},
+                                                         {QStringLiteral("message"),
+                                                          QStringLiteral("no")}}}});
         };
         QVERIFY(server.listen());
         auto client = connectTo(server.url());
@@ -377,17 +386,23 @@ private Q_SLOTS:
             const QString method = m.value(QStringLiteral("method")).toString();
             if (method == QStringLiteral("agents.exec")) {
                 exec = m;
-                RpcTestServer::send(socket, notification(QStringLiteral("stream.output"),
-                    {{QStringLiteral("streamId"), QStringLiteral("st_x")}, {QStringLiteral("seq"), 1},
-                     {QStringLiteral("requestId"), m.value(QStringLiteral("id"))},
-                     {QStringLiteral("channel"), QStringLiteral("stderr")},
-                     {QStringLiteral("dataBase64"), QStringLiteral("/w==")}}));
+                RpcTestServer::send(
+                    socket,
+                    notification(QStringLiteral("stream.output"),
+                                 {{QStringLiteral("streamId"), QStringLiteral("st_x")},
+                                  {QStringLiteral("seq"), 1},
+                                  {QStringLiteral("requestId"), m.value(QStringLiteral("id"))},
+                                  {QStringLiteral("channel"), QStringLiteral("stderr")},
+                                  {QStringLiteral("dataBase64"), QStringLiteral("/w==")}}));
             } else if (method == QStringLiteral("stream.resume")) {
-                RpcTestServer::send(socket, QJsonObject{
-                    {QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                    {QStringLiteral("id"), m.value(QStringLiteral("id"))},
-                    {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), -32002},
-                                                          {QStringLiteral("message"), QStringLiteral("no such stream")}}}});
+                RpcTestServer::send(socket,
+                                    QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                                {QStringLiteral("id"),
+                                                 m.value(QStringLiteral("id"))},
+                                                {QStringLiteral("error"),
+                                                 QJsonObject{{QStringLiteral("code"), -32002},
+                                                             {QStringLiteral("message"),
+                                                              QStringLiteral("no such stream")}}}});
             }
         };
         QVERIFY(server.listen());
@@ -419,8 +434,8 @@ private Q_SLOTS:
         QVERIFY(client);
         auto owner = std::make_unique<QObject>();
         ExecStream *stream = AgentsService(client.get())
-                                 .execStreaming(QStringLiteral("sb_1"), QStringLiteral("x"),
-                                                {}, owner.get());
+                                 .execStreaming(QStringLiteral("sb_1"), QStringLiteral("x"), {},
+                                                owner.get());
         QSignalSpy output(stream, &ExecStream::output);
         QSignalSpy notifications(client.get(), &RpcClient::notification);
         QTRY_VERIFY(output.count() > 10);

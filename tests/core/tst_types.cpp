@@ -41,28 +41,30 @@ private Q_SLOTS:
  "sleepAfter":600000,"network":false,"env":["DEBUG"],
  "limits":{"memoryMb":4096,"pids":512,"cpus":0.5,"diskMb":8192}})";
         QTest::newRow("the example of the protocol") << doc << QString();
-        QTest::newRow("only the required fields")
-            << QByteArray(R"({"id":"sb_1","kind":"database","type":"sqlite","status":"stopped","createdAt":"2026-01-01T00:00:00Z"})")
-            << QString();
+        QTest::newRow("only the required fields") << QByteArray(
+            R"({"id":"sb_1","kind":"database","type":"sqlite","status":"stopped","createdAt":"2026-01-01T00:00:00Z"})")
+                                                  << QString();
         QTest::newRow("not an object") << QByteArray(R"(["sb_1"])") << QStringLiteral("?");
-        QTest::newRow("id missing") << QByteArray(doc).replace(R"("id":"sb_2b7c1e0a9d4f",)", "")
-                                    << QStringLiteral("id");
+        QTest::newRow("id missing")
+            << QByteArray(doc).replace(R"("id":"sb_2b7c1e0a9d4f",)", "") << QStringLiteral("id");
         QTest::newRow("id empty") << QByteArray(doc).replace("sb_2b7c1e0a9d4f", "")
                                   << QStringLiteral("id");
-        QTest::newRow("status unknown") << QByteArray(doc).replace(R"("running")", R"("dancing")")
-                                        << QStringLiteral("status");
-        QTest::newRow("kind a number") << QByteArray(doc).replace(R"("agent")", "1")
-                                       << QStringLiteral("kind");
-        QTest::newRow("createdAt not a time") << QByteArray(doc).replace("2026-11-29T09:00:00.000Z", "yesterday")
-                                              << QStringLiteral("createdAt");
-        QTest::newRow("sleepAfter a fraction") << QByteArray(doc).replace("600000", "1.5")
-                                               << QStringLiteral("sleepAfter");
-        QTest::newRow("network a string") << QByteArray(doc).replace(R"("network":false)", R"("network":"no")")
-                                          << QStringLiteral("network");
-        QTest::newRow("env with a number") << QByteArray(doc).replace(R"(["DEBUG"])", R"(["DEBUG",3])")
-                                           << QStringLiteral("env");
-        QTest::newRow("limits without pids") << QByteArray(doc).replace(R"("pids":512,)", "")
-                                             << QStringLiteral("pids");
+        QTest::newRow("status unknown")
+            << QByteArray(doc).replace(R"("running")", R"("dancing")") << QStringLiteral("status");
+        QTest::newRow("kind a number")
+            << QByteArray(doc).replace(R"("agent")", "1") << QStringLiteral("kind");
+        QTest::newRow("createdAt not a time")
+            << QByteArray(doc).replace("2026-11-29T09:00:00.000Z", "yesterday")
+            << QStringLiteral("createdAt");
+        QTest::newRow("sleepAfter a fraction")
+            << QByteArray(doc).replace("600000", "1.5") << QStringLiteral("sleepAfter");
+        QTest::newRow("network a string")
+            << QByteArray(doc).replace(R"("network":false)", R"("network":"no")")
+            << QStringLiteral("network");
+        QTest::newRow("env with a number")
+            << QByteArray(doc).replace(R"(["DEBUG"])", R"(["DEBUG",3])") << QStringLiteral("env");
+        QTest::newRow("limits without pids")
+            << QByteArray(doc).replace(R"("pids":512,)", "") << QStringLiteral("pids");
     }
 
     void sandboxFromJson()
@@ -98,15 +100,20 @@ private Q_SLOTS:
     {
         QTest::addColumn<QByteArray>("json");
         QTest::addColumn<QString>("badField");
-        QTest::newRow("the example of the protocol")
-            << QByteArray(R"({"exitCode":0,"signal":null,"stdout":"hi\n","stderr":"","durationMs":4,"truncated":false,"timedOut":false,"streamId":null})")
-            << QString();
+        QTest::newRow("the example of the protocol") << QByteArray(
+            R"({"exitCode":0,"signal":null,"stdout":"hi\n","stderr":"","durationMs":4,"truncated":false,"timedOut":false,"streamId":null})")
+                                                     << QString();
         QTest::newRow("the result of a stream.end")
-            << QByteArray(R"({"exitCode":137,"durationMs":3,"truncated":false,"timedOut":true})") << QString();
-        QTest::newRow("exitCode missing") << QByteArray(R"({"stdout":""})") << QStringLiteral("exitCode");
-        QTest::newRow("exitCode a string") << QByteArray(R"({"exitCode":"0"})") << QStringLiteral("exitCode");
-        QTest::newRow("stdout a number") << QByteArray(R"({"exitCode":0,"stdout":5})") << QStringLiteral("stdout");
-        QTest::newRow("timedOut a string") << QByteArray(R"({"exitCode":0,"timedOut":"yes"})") << QStringLiteral("timedOut");
+            << QByteArray(R"({"exitCode":137,"durationMs":3,"truncated":false,"timedOut":true})")
+            << QString();
+        QTest::newRow("exitCode missing")
+            << QByteArray(R"({"stdout":""})") << QStringLiteral("exitCode");
+        QTest::newRow("exitCode a string")
+            << QByteArray(R"({"exitCode":"0"})") << QStringLiteral("exitCode");
+        QTest::newRow("stdout a number")
+            << QByteArray(R"({"exitCode":0,"stdout":5})") << QStringLiteral("stdout");
+        QTest::newRow("timedOut a string")
+            << QByteArray(R"({"exitCode":0,"timedOut":"yes"})") << QStringLiteral("timedOut");
         QTest::newRow("null") << QByteArray("null") << QStringLiteral("?");
     }
 
@@ -122,15 +129,18 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("json");
         QTest::addColumn<QString>("badField");
         QTest::addColumn<int>("type");
-        QTest::newRow("the example of the protocol")
-            << QByteArray(R"({"name":"main.py","path":"/workspace/src/main.py","type":"file","size":120,"mode":420,"mtime":"2026-11-29T09:00:00.000Z","target":null})")
-            << QString() << int(FileEntry::Type::File);
-        QTest::newRow("a symlink") << QByteArray(R"({"name":"l","path":"/workspace/l","type":"symlink","size":0,"target":"x"})")
+        QTest::newRow("the example of the protocol") << QByteArray(
+            R"({"name":"main.py","path":"/workspace/src/main.py","type":"file","size":120,"mode":420,"mtime":"2026-11-29T09:00:00.000Z","target":null})")
+                                                     << QString() << int(FileEntry::Type::File);
+        QTest::newRow("a symlink") << QByteArray(
+            R"({"name":"l","path":"/workspace/l","type":"symlink","size":0,"target":"x"})")
                                    << QString() << int(FileEntry::Type::Symlink);
-        QTest::newRow("an unknown type") << QByteArray(R"({"name":"l","path":"/workspace/l","type":"fifo","size":0})")
-                                         << QStringLiteral("type") << 0;
-        QTest::newRow("a negative size") << QByteArray(R"({"name":"l","path":"/workspace/l","type":"file","size":-1})")
-                                         << QStringLiteral("size") << 0;
+        QTest::newRow("an unknown type")
+            << QByteArray(R"({"name":"l","path":"/workspace/l","type":"fifo","size":0})")
+            << QStringLiteral("type") << 0;
+        QTest::newRow("a negative size")
+            << QByteArray(R"({"name":"l","path":"/workspace/l","type":"file","size":-1})")
+            << QStringLiteral("size") << 0;
         QTest::newRow("no path") << QByteArray(R"({"name":"l","type":"file","size":1})")
                                  << QStringLiteral("path") << 0;
     }
@@ -157,8 +167,8 @@ private Q_SLOTS:
         QVERIFY(!bad);
         QCOMPARE(bad.error().data.toObject().value(QStringLiteral("field")).toString(),
                  QStringLiteral("path"));
-        const Result<QList<SandboxInfo>> notArray = listFromJson<SandboxInfo>(
-            parse(R"({"agents":{}})"), QStringLiteral("agents"));
+        const Result<QList<SandboxInfo>> notArray
+            = listFromJson<SandboxInfo>(parse(R"({"agents":{}})"), QStringLiteral("agents"));
         QVERIFY(!notArray);
     }
 
@@ -167,14 +177,18 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("json");
         QTest::addColumn<QByteArray>("content");
         QTest::addColumn<QString>("badField");
-        QTest::newRow("utf8") << QByteArray(R"({"path":"a","content":"h\u00e9","encoding":"utf8","size":3,"truncated":false})")
+        QTest::newRow("utf8") << QByteArray(
+            R"({"path":"a","content":"h\u00e9","encoding":"utf8","size":3,"truncated":false})")
                               << QByteArray("h\xc3\xa9") << QString();
-        QTest::newRow("base64") << QByteArray(R"({"path":"a","content":"AP8=","encoding":"base64","size":2,"truncated":false})")
+        QTest::newRow("base64") << QByteArray(
+            R"({"path":"a","content":"AP8=","encoding":"base64","size":2,"truncated":false})")
                                 << QByteArray("\x00\xff", 2) << QString();
-        QTest::newRow("invalid base64") << QByteArray(R"({"path":"a","content":"*!","encoding":"base64"})")
-                                        << QByteArray() << QStringLiteral("content");
-        QTest::newRow("unknown encoding") << QByteArray(R"({"path":"a","content":"x","encoding":"rot13"})")
-                                          << QByteArray() << QStringLiteral("encoding");
+        QTest::newRow("invalid base64")
+            << QByteArray(R"({"path":"a","content":"*!","encoding":"base64"})") << QByteArray()
+            << QStringLiteral("content");
+        QTest::newRow("unknown encoding")
+            << QByteArray(R"({"path":"a","content":"x","encoding":"rot13"})") << QByteArray()
+            << QStringLiteral("encoding");
     }
 
     void fileContentDecodes()
@@ -192,18 +206,24 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("json");
         QTest::addColumn<bool>("isQuota");
         QTest::addColumn<QString>("badField");
-        QTest::newRow("session") << QByteArray(R"({"id":"key_1","name":"default","createdAt":"2026-11-29T09:00:00.000Z","backend":"local","version":"0.1.0","sandboxes":{"total":2,"running":1}})")
+        QTest::newRow("session") << QByteArray(
+            R"({"id":"key_1","name":"default","createdAt":"2026-11-29T09:00:00.000Z","backend":"local","version":"0.1.0","sandboxes":{"total":2,"running":1}})")
                                  << false << QString();
-        QTest::newRow("session with an unknown backend") << QByteArray(R"({"id":"key_1","backend":"mainframe","sandboxes":{"total":2,"running":1}})")
+        QTest::newRow("session with an unknown backend") << QByteArray(
+            R"({"id":"key_1","backend":"mainframe","sandboxes":{"total":2,"running":1}})")
                                                          << false << QStringLiteral("backend");
-        QTest::newRow("session without sandboxes.running") << QByteArray(R"({"id":"key_1","backend":"cloudflare","sandboxes":{"total":2}})")
-                                                           << false << QStringLiteral("running");
-        QTest::newRow("quota") << QByteArray(R"({"running":{"used":1,"limit":8},"memoryMb":{"used":4096,"limit":16384},"sandboxes":{"used":3,"limit":100}})")
+        QTest::newRow("session without sandboxes.running")
+            << QByteArray(R"({"id":"key_1","backend":"cloudflare","sandboxes":{"total":2}})")
+            << false << QStringLiteral("running");
+        QTest::newRow("quota") << QByteArray(
+            R"({"running":{"used":1,"limit":8},"memoryMb":{"used":4096,"limit":16384},"sandboxes":{"used":3,"limit":100}})")
                                << true << QString();
-        QTest::newRow("quota with a string limit") << QByteArray(R"({"running":{"used":1,"limit":"8"},"memoryMb":{"used":4096,"limit":16384},"sandboxes":{"used":3,"limit":100}})")
+        QTest::newRow("quota with a string limit") << QByteArray(
+            R"({"running":{"used":1,"limit":"8"},"memoryMb":{"used":4096,"limit":16384},"sandboxes":{"used":3,"limit":100}})")
                                                    << true << QStringLiteral("limit");
-        QTest::newRow("quota without memoryMb") << QByteArray(R"({"running":{"used":1,"limit":8},"sandboxes":{"used":3,"limit":100}})")
-                                                << true << QStringLiteral("memoryMb");
+        QTest::newRow("quota without memoryMb")
+            << QByteArray(R"({"running":{"used":1,"limit":8},"sandboxes":{"used":3,"limit":100}})")
+            << true << QStringLiteral("memoryMb");
     }
 
     void sessionAndQuota()
@@ -229,7 +249,9 @@ private Q_SLOTS:
                  QStringLiteral("1"));
         QCOMPARE(j.value(QStringLiteral("stream")).toBool(), true);
         QCOMPARE(j.value(QStringLiteral("stdin")).toString(), QStringLiteral("in"));
-        QCOMPARE(Command(QStringList{QStringLiteral("ls"), QStringLiteral("-l")}).json.toArray().size(), 2);
+        QCOMPARE(
+            Command(QStringList{QStringLiteral("ls"), QStringLiteral("-l")}).json.toArray().size(),
+            2);
     }
 };
 

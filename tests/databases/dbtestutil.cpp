@@ -13,7 +13,10 @@ QJsonObject DbCall::query(const QString &sql, const QJsonArray &params, QJsonObj
 QJsonObject DbCall::execute(const QString &sql, const QJsonArray &params) const
 {
     return rpc->result(QStringLiteral("databases.execute"),
-                       {{QStringLiteral("id"), id}, {QStringLiteral("sql"), sql}, {QStringLiteral("params"), params}}, 120000);
+                       {{QStringLiteral("id"), id},
+                        {QStringLiteral("sql"), sql},
+                        {QStringLiteral("params"), params}},
+                       120000);
 }
 
 QJsonObject DbCall::method(const QString &name, QJsonObject params) const
@@ -27,6 +30,8 @@ QString Dialect::endless() const
     if (type == QLatin1String("postgres"))
         return QStringLiteral("SELECT pg_sleep(60)");
     if (type == QLatin1String("sqlite"))
-        return QStringLiteral("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c");
-    return QStringLiteral("SELECT count(*) FROM range(100000) a, range(100000) b WHERE a.range * b.range = -1");
+        return QStringLiteral("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                              "SELECT count(*) FROM c");
+    return QStringLiteral(
+        "SELECT count(*) FROM range(100000) a, range(100000) b WHERE a.range * b.range = -1");
 }

@@ -12,7 +12,8 @@ struct DbCall
     RpcTestClient *rpc;
     QString id;
 
-    QJsonObject query(const QString &sql, const QJsonArray &params = {}, QJsonObject extra = {}) const;
+    QJsonObject query(const QString &sql, const QJsonArray &params = {},
+                      QJsonObject extra = {}) const;
     QJsonObject execute(const QString &sql, const QJsonArray &params = {}) const;
     QJsonObject method(const QString &name, QJsonObject params = {}) const;
     // The error object of the last failed call (empty when it succeeded).
@@ -23,7 +24,10 @@ struct DbCall
 struct Dialect
 {
     QString type;
-    QString p(int n) const { return type == QLatin1String("sqlite") ? QStringLiteral("?") : QStringLiteral("$%1").arg(n); }
+    QString p(int n) const
+    {
+        return type == QLatin1String("sqlite") ? QStringLiteral("?") : QStringLiteral("$%1").arg(n);
+    }
     // A statement that runs until it is cancelled.
     QString endless() const;
 };

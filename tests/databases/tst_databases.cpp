@@ -13,7 +13,7 @@ namespace {
 
 QByteArray dump(const QJsonValue &v)
 {
-    return v.isObject() ? QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact)
+    return v.isObject()  ? QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact)
            : v.isArray() ? QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact)
                          : QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact);
 }
@@ -93,9 +93,12 @@ void tst_Databases::initTestCase()
 {
     QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
     QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
-    for (const QString &type : {QStringLiteral("postgres"), QStringLiteral("sqlite"), QStringLiteral("duckdb")}) {
+    for (const QString &type :
+         {QStringLiteral("postgres"), QStringLiteral("sqlite"), QStringLiteral("duckdb")}) {
         const QJsonObject r = m_rpc.result(QStringLiteral("databases.create"),
-                                           {{QStringLiteral("type"), type}, {QStringLiteral("size"), QStringLiteral("basic")}}, 120000);
+                                           {{QStringLiteral("type"), type},
+                                            {QStringLiteral("size"), QStringLiteral("basic")}},
+                                           120000);
         QVERIFY2(!r.isEmpty(), dump(m_rpc.lastError()).constData());
         m_ids.insert(type, r.value(QStringLiteral("id")).toString());
     }
@@ -106,11 +109,15 @@ void tst_Databases::cleanupTestCase()
     m_engine.terminate();
 }
 
-void tst_Databases::createAnswersWhenReady_data() { engines(); }
+void tst_Databases::createAnswersWhenReady_data()
+{
+    engines();
+}
 void tst_Databases::createAnswersWhenReady()
 {
     QFETCH(QString, type);
-    QJsonObject params{{QStringLiteral("type"), type}, {QStringLiteral("size"), QStringLiteral("lite")}};
+    QJsonObject params{{QStringLiteral("type"), type},
+                       {QStringLiteral("size"), QStringLiteral("lite")}};
     if (type == QLatin1String("postgres")) {
         params.insert(QStringLiteral("database"), QStringLiteral("shop"));
         params.insert(QStringLiteral("username"), QStringLiteral("clerk"));
@@ -129,8 +136,9 @@ void tst_Databases::createAnswersWhenReady()
     QVERIFY2(!one.isEmpty(), dump(d.lastError()).constData());
     QCOMPARE(one.value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{1}}));
     if (type == QLatin1String("postgres")) {
-        const QJsonObject who = d.query(QStringLiteral("SELECT current_user::text, current_database()::text, "
-                                                       "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"));
+        const QJsonObject who = d.query(
+            QStringLiteral("SELECT current_user::text, current_database()::text, "
+                           "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"));
         QCOMPARE(who.value(QStringLiteral("rows")).toArray().first().toArray(),
                  (QJsonArray{QStringLiteral("clerk"), QStringLiteral("shop"), false}));
     } else {
@@ -138,15 +146,27 @@ void tst_Databases::createAnswersWhenReady()
         QVERIFY2(dump(files).contains("/workspace/data/shop.db"), dump(files).constData());
     }
     // Bad create params name the field.
-    m_rpc.result(QStringLiteral("databases.create"), {{QStringLiteral("type"), QStringLiteral("oracle")}});
+    m_rpc.result(QStringLiteral("databases.create"),
+                 {{QStringLiteral("type"), QStringLiteral("oracle")}});
     QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32602);
-    QCOMPARE(m_rpc.lastError().value(QStringLiteral("data")).toObject().value(QStringLiteral("field")).toString(), QStringLiteral("type"));
-    m_rpc.result(QStringLiteral("databases.create"), {{QStringLiteral("type"), type}, {QStringLiteral("database"), QStringLiteral("../../etc/x")}});
+    QCOMPARE(m_rpc.lastError()
+                 .value(QStringLiteral("data"))
+                 .toObject()
+                 .value(QStringLiteral("field"))
+                 .toString(),
+             QStringLiteral("type"));
+    m_rpc.result(QStringLiteral("databases.create"),
+                 {{QStringLiteral("type"), type},
+                  {QStringLiteral("database"), QStringLiteral("../../etc/x")}});
     QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32602);
-    QVERIFY(!m_rpc.result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), d.id}}).isEmpty());
+    QVERIFY(
+        !m_rpc.result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), d.id}}).isEmpty());
 }
 
-void tst_Databases::typesRoundTrip_data() { engines(); }
+void tst_Databases::typesRoundTrip_data()
+{
+    engines();
+}
 void tst_Databases::typesRoundTrip()
 {
     QFETCH(QString, type);
@@ -154,11 +174,14 @@ void tst_Databases::typesRoundTrip()
     const Dialect q{type};
     QString ddl;
     if (type == QLatin1String("postgres"))
-        ddl = QStringLiteral("CREATE TABLE types(i8 bigint, n numeric, b bytea, ts timestamptz, j jsonb, a int[], t text, f float8, bo boolean)");
+        ddl = QStringLiteral("CREATE TABLE types(i8 bigint, n numeric, b bytea, ts timestamptz, j "
+                             "jsonb, a int[], t text, f float8, bo boolean)");
     else if (type == QLatin1String("sqlite"))
-        ddl = QStringLiteral("CREATE TABLE types(i8 INTEGER, n TEXT, b BLOB, ts TEXT, j TEXT, a TEXT, t TEXT, f REAL, bo INTEGER)");
+        ddl = QStringLiteral("CREATE TABLE types(i8 INTEGER, n TEXT, b BLOB, ts TEXT, j TEXT, a "
+                             "TEXT, t TEXT, f REAL, bo INTEGER)");
     else
-        ddl = QStringLiteral("CREATE TABLE types(i8 BIGINT, n DECIMAL(38,10), b BLOB, ts TIMESTAMPTZ, j JSON, a INTEGER[], t VARCHAR, f DOUBLE, bo BOOLEAN)");
+        ddl = QStringLiteral("CREATE TABLE types(i8 BIGINT, n DECIMAL(38,10), b BLOB, ts "
+                             "TIMESTAMPTZ, j JSON, a INTEGER[], t VARCHAR, f DOUBLE, bo BOOLEAN)");
     QVERIFY2(!d.execute(ddl).isEmpty(), dump(d.lastError()).constData());
 
     QByteArray allBytes;
@@ -166,55 +189,83 @@ void tst_Databases::typesRoundTrip()
         allBytes.append(char(i));
     const QString b64 = QString::fromLatin1(allBytes.toBase64());
     const QJsonObject json{{QStringLiteral("k"), QJsonArray{1, QStringLiteral("x")}}};
-    const QJsonArray row1{tagged("$int", QStringLiteral("9007199254740993")), QStringLiteral("12345678901234567890.0123456789"),
-                          tagged("$bytes", b64), QStringLiteral("2024-02-29T23:59:59.123456Z"), json,
-                          QJsonArray{1, 2, QJsonValue()}, QString(), 0.1, true};
+    const QJsonArray row1{tagged("$int", QStringLiteral("9007199254740993")),
+                          QStringLiteral("12345678901234567890.0123456789"),
+                          tagged("$bytes", b64),
+                          QStringLiteral("2024-02-29T23:59:59.123456Z"),
+                          json,
+                          QJsonArray{1, 2, QJsonValue()},
+                          QString(),
+                          0.1,
+                          true};
     QStringList marks;
     for (int i = 1; i <= 9; ++i)
         marks << q.p(i);
-    const QString insert = QStringLiteral("INSERT INTO types VALUES (%1)").arg(marks.join(QStringLiteral(", ")));
+    const QString insert
+        = QStringLiteral("INSERT INTO types VALUES (%1)").arg(marks.join(QStringLiteral(", ")));
     QVERIFY2(!d.execute(insert, row1).isEmpty(), dump(d.lastError()).constData());
-    const QJsonArray row2{tagged("$int", QStringLiteral("-9223372036854775808")), QJsonValue(), QJsonValue(), QJsonValue(),
-                          QJsonValue(), QJsonValue(), QStringLiteral(""), QJsonValue(), QJsonValue()};
+    const QJsonArray row2{tagged("$int", QStringLiteral("-9223372036854775808")),
+                          QJsonValue(),
+                          QJsonValue(),
+                          QJsonValue(),
+                          QJsonValue(),
+                          QJsonValue(),
+                          QStringLiteral(""),
+                          QJsonValue(),
+                          QJsonValue()};
     QVERIFY2(!d.execute(insert, row2).isEmpty(), dump(d.lastError()).constData());
 
     const QJsonObject r = d.query(QStringLiteral("SELECT * FROM types ORDER BY i8 DESC"));
     QVERIFY2(!r.isEmpty(), dump(d.lastError()).constData());
     QCOMPARE(r.value(QStringLiteral("rowCount")).toInt(), 2);
     const QJsonArray got = r.value(QStringLiteral("rows")).toArray().at(0).toArray();
-    QCOMPARE(got.at(0), QJsonValue(tagged("$int", QStringLiteral("9007199254740993")))); // beyond 2^53, exact
-    QCOMPARE(got.at(1).toString().toDouble(), 12345678901234567890.0123456789);           // exact digits:
+    QCOMPARE(got.at(0),
+             QJsonValue(tagged("$int", QStringLiteral("9007199254740993")))); // beyond 2^53, exact
+    QCOMPARE(got.at(1).toString().toDouble(), 12345678901234567890.0123456789); // exact digits:
     QVERIFY(got.at(1).toString().startsWith(QLatin1String("12345678901234567890.0123456789")));
-    QCOMPARE(got.at(2), QJsonValue(tagged("$bytes", b64)));                                // every byte value
-    QCOMPARE(got.at(3).toString(), QStringLiteral("2024-02-29T23:59:59.123456Z"));        // UTC, microseconds
-    QCOMPARE(QJsonDocument::fromJson(got.at(4).toString().toUtf8()).object(), json);      // JSON as its text
+    QCOMPARE(got.at(2), QJsonValue(tagged("$bytes", b64))); // every byte value
+    QCOMPARE(got.at(3).toString(),
+             QStringLiteral("2024-02-29T23:59:59.123456Z")); // UTC, microseconds
+    QCOMPARE(QJsonDocument::fromJson(got.at(4).toString().toUtf8()).object(),
+             json); // JSON as its text
     if (type == QLatin1String("sqlite"))
-        QCOMPARE(QJsonDocument::fromJson(got.at(5).toString().toUtf8()).array(), (QJsonArray{1, 2, QJsonValue()}));
+        QCOMPARE(QJsonDocument::fromJson(got.at(5).toString().toUtf8()).array(),
+                 (QJsonArray{1, 2, QJsonValue()}));
     else
-        QCOMPARE(got.at(5), QJsonValue(QJsonArray{1, 2, QJsonValue()}));                  // arrays stay arrays
-    QCOMPARE(got.at(6), QJsonValue(QString()));                                            // "" is not NULL
+        QCOMPARE(got.at(5), QJsonValue(QJsonArray{1, 2, QJsonValue()})); // arrays stay arrays
+    QCOMPARE(got.at(6), QJsonValue(QString()));                          // "" is not NULL
     QVERIFY(got.at(6).isString());
     QCOMPARE(got.at(7).toDouble(), 0.1);
     QCOMPARE(got.at(8), type == QLatin1String("sqlite") ? QJsonValue(1) : QJsonValue(true));
     const QJsonArray nulls = r.value(QStringLiteral("rows")).toArray().at(1).toArray();
     QCOMPARE(nulls.at(0), QJsonValue(tagged("$int", QStringLiteral("-9223372036854775808"))));
     for (int i : {1, 2, 3, 4, 5, 7, 8})
-        QVERIFY2(nulls.at(i).isNull(), qPrintable(QStringLiteral("column %1 should be NULL: %2").arg(i).arg(QString::fromUtf8(dump(nulls)))));
+        QVERIFY2(nulls.at(i).isNull(), qPrintable(QStringLiteral("column %1 should be NULL: %2")
+                                                      .arg(i)
+                                                      .arg(QString::fromUtf8(dump(nulls)))));
     QVERIFY(nulls.at(6).isString() && nulls.at(6).toString().isEmpty());
 
     // Fields carry names and the engine's type names; rows as objects by default.
     const QJsonArray fields = r.value(QStringLiteral("fields")).toArray();
     QCOMPARE(fields.size(), 9);
-    QCOMPARE(fields.at(0).toObject().value(QStringLiteral("name")).toString(), QStringLiteral("i8"));
+    QCOMPARE(fields.at(0).toObject().value(QStringLiteral("name")).toString(),
+             QStringLiteral("i8"));
     QVERIFY(!fields.at(0).toObject().value(QStringLiteral("type")).toString().isEmpty());
-    const QJsonObject objects = d.query(QStringLiteral("SELECT t, bo FROM types ORDER BY i8 DESC"), {}, {{QStringLiteral("rowMode"), QStringLiteral("object")}});
-    QCOMPARE(objects.value(QStringLiteral("rows")).toArray().at(0).toObject().value(QStringLiteral("t")), QJsonValue(QString()));
+    const QJsonObject objects = d.query(QStringLiteral("SELECT t, bo FROM types ORDER BY i8 DESC"),
+                                        {},
+                                        {{QStringLiteral("rowMode"), QStringLiteral("object")}});
+    QCOMPARE(
+        objects.value(QStringLiteral("rows")).toArray().at(0).toObject().value(QStringLiteral("t")),
+        QJsonValue(QString()));
     QCOMPARE(objects.value(QStringLiteral("command")).toString(), QStringLiteral("SELECT"));
 
     // Floats that JSON cannot carry, and numbers that JSON can.
-    const QString special = type == QLatin1String("postgres") ? QStringLiteral("SELECT 'NaN'::float8, 'Infinity'::float8, 42::int4, 2.5::float8")
-                          : type == QLatin1String("duckdb")   ? QStringLiteral("SELECT 'NaN'::DOUBLE, 'Infinity'::DOUBLE, 42, 2.5::DOUBLE")
-                                                              : QStringLiteral("SELECT NULL, 9e999, 42, 2.5");
+    const QString special
+        = type == QLatin1String("postgres")
+              ? QStringLiteral("SELECT 'NaN'::float8, 'Infinity'::float8, 42::int4, 2.5::float8")
+          : type == QLatin1String("duckdb")
+              ? QStringLiteral("SELECT 'NaN'::DOUBLE, 'Infinity'::DOUBLE, 42, 2.5::DOUBLE")
+              : QStringLiteral("SELECT NULL, 9e999, 42, 2.5");
     const QJsonArray s = d.query(special).value(QStringLiteral("rows")).toArray().at(0).toArray();
     if (type != QLatin1String("sqlite"))
         QCOMPARE(s.at(0), QJsonValue(tagged("$float", QStringLiteral("NaN"))));
@@ -223,124 +274,197 @@ void tst_Databases::typesRoundTrip()
     QCOMPARE(s.at(3), QJsonValue(2.5));
 }
 
-void tst_Databases::parametersStayData_data() { engines(); }
+void tst_Databases::parametersStayData_data()
+{
+    engines();
+}
 void tst_Databases::parametersStayData()
 {
     QFETCH(QString, type);
     const DbCall d = db(type);
     const Dialect q{type};
     QVERIFY(!d.execute(QStringLiteral("CREATE TABLE inj(v TEXT)")).isEmpty());
-    const QStringList payloads{QStringLiteral("'; DROP TABLE inj; --"), QStringLiteral("1 OR 1=1"), QStringLiteral("$1"),
-                               QStringLiteral("?"), QStringLiteral("\\'; SELECT 1; --"), QStringLiteral("Robert'); DROP TABLE inj;--"),
-                               QStringLiteral("\" OR \"\"=\""), QStringLiteral("ünïcødé ✓ 🚀")};
+    const QStringList payloads{QStringLiteral("'; DROP TABLE inj; --"),
+                               QStringLiteral("1 OR 1=1"),
+                               QStringLiteral("$1"),
+                               QStringLiteral("?"),
+                               QStringLiteral("\\'; SELECT 1; --"),
+                               QStringLiteral("Robert'); DROP TABLE inj;--"),
+                               QStringLiteral("\" OR \"\"=\""),
+                               QStringLiteral("ünïcødé ✓ 🚀")};
     for (const QString &p : payloads)
-        QVERIFY2(!d.execute(QStringLiteral("INSERT INTO inj(v) VALUES (%1)").arg(q.p(1)), {p}).isEmpty(), dump(d.lastError()).constData());
+        QVERIFY2(!d.execute(QStringLiteral("INSERT INTO inj(v) VALUES (%1)").arg(q.p(1)), {p})
+                      .isEmpty(),
+                 dump(d.lastError()).constData());
     for (const QString &p : payloads) {
-        const QJsonObject r = d.query(QStringLiteral("SELECT v FROM inj WHERE v = %1").arg(q.p(1)), {p});
+        const QJsonObject r = d.query(QStringLiteral("SELECT v FROM inj WHERE v = %1").arg(q.p(1)),
+                                      {p});
         QCOMPARE(r.value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{p}}));
     }
     const QJsonObject count = d.query(QStringLiteral("SELECT count(*) FROM inj"));
-    QCOMPARE(count.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(), int(payloads.size()));
+    QCOMPARE(count.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(),
+             int(payloads.size()));
     // A wrong number of parameters is the caller's mistake, said so before anything runs.
-    d.query(QStringLiteral("SELECT v FROM inj WHERE v = %1").arg(q.p(1)), {QStringLiteral("a"), QStringLiteral("b")});
-    QVERIFY2(d.lastError().value(QStringLiteral("code")).toInt() == -32602, dump(d.lastError()).constData());
-    QCOMPARE(d.lastError().value(QStringLiteral("data")).toObject().value(QStringLiteral("field")).toString(), QStringLiteral("params"));
+    d.query(QStringLiteral("SELECT v FROM inj WHERE v = %1").arg(q.p(1)),
+            {QStringLiteral("a"), QStringLiteral("b")});
+    QVERIFY2(d.lastError().value(QStringLiteral("code")).toInt() == -32602,
+             dump(d.lastError()).constData());
+    QCOMPARE(d.lastError()
+                 .value(QStringLiteral("data"))
+                 .toObject()
+                 .value(QStringLiteral("field"))
+                 .toString(),
+             QStringLiteral("params"));
     // ... and the database goes on answering.
-    QCOMPARE(d.query(QStringLiteral("SELECT count(*) FROM inj")).value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(),
+    QCOMPARE(d.query(QStringLiteral("SELECT count(*) FROM inj"))
+                 .value(QStringLiteral("rows"))
+                 .toArray()
+                 .at(0)
+                 .toArray()
+                 .at(0)
+                 .toInt(),
              int(payloads.size()));
 }
 
-void tst_Databases::transactionCommitsOrRollsBack_data() { engines(); }
+void tst_Databases::transactionCommitsOrRollsBack_data()
+{
+    engines();
+}
 void tst_Databases::transactionCommitsOrRollsBack()
 {
     QFETCH(QString, type);
     const DbCall d = db(type);
     const Dialect q{type};
-    QVERIFY(!d.execute(QStringLiteral("CREATE TABLE acct(id INTEGER PRIMARY KEY, bal INTEGER)")).isEmpty());
+    QVERIFY(!d.execute(QStringLiteral("CREATE TABLE acct(id INTEGER PRIMARY KEY, bal INTEGER)"))
+                 .isEmpty());
     QVERIFY(!d.execute(QStringLiteral("INSERT INTO acct VALUES (1, 100), (2, 0)")).isEmpty());
-    const QString move = QStringLiteral("UPDATE acct SET bal = bal + %1 WHERE id = %2").arg(q.p(1), q.p(2));
-    const QJsonObject ok = d.method(QStringLiteral("transaction"),
-                                    {{QStringLiteral("statements"),
-                                      QJsonArray{QJsonObject{{QStringLiteral("sql"), move}, {QStringLiteral("params"), QJsonArray{-30, 1}}},
-                                                 QJsonObject{{QStringLiteral("sql"), move}, {QStringLiteral("params"), QJsonArray{30, 2}}},
-                                                 QStringLiteral("SELECT sum(bal) AS total FROM acct")}},
-                                     {QStringLiteral("rowMode"), QStringLiteral("array")}});
+    const QString move
+        = QStringLiteral("UPDATE acct SET bal = bal + %1 WHERE id = %2").arg(q.p(1), q.p(2));
+    const QJsonObject ok
+        = d.method(QStringLiteral("transaction"),
+                   {{QStringLiteral("statements"),
+                     QJsonArray{QJsonObject{{QStringLiteral("sql"), move},
+                                            {QStringLiteral("params"), QJsonArray{-30, 1}}},
+                                QJsonObject{{QStringLiteral("sql"), move},
+                                            {QStringLiteral("params"), QJsonArray{30, 2}}},
+                                QStringLiteral("SELECT sum(bal) AS total FROM acct")}},
+                    {QStringLiteral("rowMode"), QStringLiteral("array")}});
     QVERIFY2(!ok.isEmpty(), dump(d.lastError()).constData());
     QCOMPARE(ok.value(QStringLiteral("committed")).toBool(), true);
     const QJsonArray results = ok.value(QStringLiteral("results")).toArray();
     QCOMPARE(results.size(), 3);
     QCOMPARE(results.at(0).toObject().value(QStringLiteral("rowsAffected")).toInt(), 1);
-    QCOMPARE(results.at(2).toObject().value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(), 100);
+    QCOMPARE(
+        results.at(2).toObject().value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(),
+        100);
 
     // The second statement breaks the primary key: the first one's change must be gone too.
     d.method(QStringLiteral("transaction"),
              {{QStringLiteral("statements"),
-               QJsonArray{QJsonObject{{QStringLiteral("sql"), move}, {QStringLiteral("params"), QJsonArray{-1000, 1}}},
-                          QJsonObject{{QStringLiteral("sql"), QStringLiteral("INSERT INTO acct VALUES (%1, 5)").arg(q.p(1))},
+               QJsonArray{QJsonObject{{QStringLiteral("sql"), move},
+                                      {QStringLiteral("params"), QJsonArray{-1000, 1}}},
+                          QJsonObject{{QStringLiteral("sql"),
+                                       QStringLiteral("INSERT INTO acct VALUES (%1, 5)").arg(q.p(1))},
                                       {QStringLiteral("params"), QJsonArray{1}}}}}});
     const QJsonObject err = d.lastError();
     QCOMPARE(err.value(QStringLiteral("code")).toInt(), -32014);
-    QCOMPARE(err.value(QStringLiteral("data")).toObject().value(QStringLiteral("statementIndex")).toInt(), 1);
-    QVERIFY2(err.value(QStringLiteral("message")).toString().contains(QLatin1String("rolled back")), dump(err).constData());
+    QCOMPARE(err.value(QStringLiteral("data"))
+                 .toObject()
+                 .value(QStringLiteral("statementIndex"))
+                 .toInt(),
+             1);
+    QVERIFY2(err.value(QStringLiteral("message")).toString().contains(QLatin1String("rolled back")),
+             dump(err).constData());
     const QJsonObject bal = d.query(QStringLiteral("SELECT id, bal FROM acct ORDER BY id"));
-    QCOMPARE(bal.value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{1, 70}, QJsonArray{2, 30}}));
+    QCOMPARE(bal.value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{1, 70}, QJsonArray{2, 30}}));
 }
 
-void tst_Databases::metadata_data() { engines(); }
+void tst_Databases::metadata_data()
+{
+    engines();
+}
 void tst_Databases::metadata()
 {
     QFETCH(QString, type);
     const DbCall d = db(type);
-    QVERIFY(!d.execute(QStringLiteral("CREATE TABLE meta(id INTEGER PRIMARY KEY, name VARCHAR(40) NOT NULL, note TEXT DEFAULT 'x')")).isEmpty());
-    QVERIFY2(!d.execute(QStringLiteral("CREATE INDEX meta_name ON meta(name)")).isEmpty(), dump(d.lastError()).constData());
+    QVERIFY(!d.execute(QStringLiteral("CREATE TABLE meta(id INTEGER PRIMARY KEY, name VARCHAR(40) "
+                                      "NOT NULL, note TEXT DEFAULT 'x')"))
+                 .isEmpty());
+    QVERIFY2(!d.execute(QStringLiteral("CREATE INDEX meta_name ON meta(name)")).isEmpty(),
+             dump(d.lastError()).constData());
 
     const QJsonObject tables = d.method(QStringLiteral("listTables"));
     QVERIFY2(dump(tables).contains("\"name\":\"meta\""), dump(tables).constData());
-    const QJsonObject t = d.method(QStringLiteral("describeTable"), {{QStringLiteral("table"), QStringLiteral("meta")}});
+    const QJsonObject t = d.method(QStringLiteral("describeTable"),
+                                   {{QStringLiteral("table"), QStringLiteral("meta")}});
     QVERIFY2(!t.isEmpty(), dump(d.lastError()).constData());
     const QJsonArray columns = t.value(QStringLiteral("columns")).toArray();
     QCOMPARE(columns.size(), 3);
-    QCOMPARE(columns.at(0).toObject().value(QStringLiteral("name")).toString(), QStringLiteral("id"));
+    QCOMPARE(columns.at(0).toObject().value(QStringLiteral("name")).toString(),
+             QStringLiteral("id"));
     QCOMPARE(columns.at(0).toObject().value(QStringLiteral("primaryKey")).toBool(), true);
     QCOMPARE(columns.at(1).toObject().value(QStringLiteral("nullable")).toBool(), false);
     if (type != QLatin1String("duckdb")) // DuckDB keeps no VARCHAR length
-        QVERIFY(columns.at(1).toObject().value(QStringLiteral("type")).toString().contains(QLatin1String("40")));
+        QVERIFY(columns.at(1)
+                    .toObject()
+                    .value(QStringLiteral("type"))
+                    .toString()
+                    .contains(QLatin1String("40")));
     QVERIFY2(dump(t.value(QStringLiteral("indexes"))).contains("meta_name"), dump(t).constData());
-    d.method(QStringLiteral("describeTable"), {{QStringLiteral("table"), QStringLiteral("no_such_table")}});
+    d.method(QStringLiteral("describeTable"),
+             {{QStringLiteral("table"), QStringLiteral("no_such_table")}});
     QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32002);
 
     const QJsonObject v = d.method(QStringLiteral("version"));
     const QString expected = type == QLatin1String("postgres") ? QStringLiteral("PostgreSQL 15")
-                           : type == QLatin1String("sqlite")   ? QStringLiteral("SQLite 3")
+                             : type == QLatin1String("sqlite") ? QStringLiteral("SQLite 3")
                                                                : QStringLiteral("DuckDB v1.4");
-    QVERIFY2(v.value(QStringLiteral("version")).toString().startsWith(expected), dump(v).constData());
+    QVERIFY2(v.value(QStringLiteral("version")).toString().startsWith(expected),
+             dump(v).constData());
     QCOMPARE(d.method(QStringLiteral("ping")).value(QStringLiteral("ok")).toBool(), true);
-    QVERIFY(!d.method(QStringLiteral("listDatabases")).value(QStringLiteral("databases")).toArray().isEmpty());
+    QVERIFY(!d.method(QStringLiteral("listDatabases"))
+                 .value(QStringLiteral("databases"))
+                 .toArray()
+                 .isEmpty());
 
-    const QJsonObject created = d.method(QStringLiteral("createDatabase"), {{QStringLiteral("name"), QStringLiteral("second")}});
+    const QJsonObject created = d.method(QStringLiteral("createDatabase"),
+                                         {{QStringLiteral("name"), QStringLiteral("second")}});
     if (type == QLatin1String("postgres")) {
         QVERIFY2(!created.isEmpty(), dump(d.lastError()).constData());
         QVERIFY(dump(d.method(QStringLiteral("listDatabases"))).contains("\"second\""));
-        d.method(QStringLiteral("createDatabase"), {{QStringLiteral("name"), QStringLiteral("second")}});
+        d.method(QStringLiteral("createDatabase"),
+                 {{QStringLiteral("name"), QStringLiteral("second")}});
         QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32008);
     } else {
         QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32010);
     }
-    const QJsonObject info = m_rpc.result(QStringLiteral("databases.get"), {{QStringLiteral("id"), d.id}});
-    QCOMPARE(info.value(QStringLiteral("database")).toObject().value(QStringLiteral("type")).toString(), type);
+    const QJsonObject info = m_rpc.result(QStringLiteral("databases.get"),
+                                          {{QStringLiteral("id"), d.id}});
+    QCOMPARE(info.value(QStringLiteral("database"))
+                 .toObject()
+                 .value(QStringLiteral("type"))
+                 .toString(),
+             type);
 }
 
-void tst_Databases::pagingAMillionRows_data() { engines(); }
+void tst_Databases::pagingAMillionRows_data()
+{
+    engines();
+}
 void tst_Databases::pagingAMillionRows()
 {
     QFETCH(QString, type);
     const DbCall d = db(type);
     const QString pad = QStringLiteral("'%1'").arg(QString(100, u'x'));
-    const QString sql = type == QLatin1String("postgres")
-        ? QStringLiteral("SELECT g, %1 AS pad FROM generate_series(1, 1000000) g").arg(pad)
-        : type == QLatin1String("sqlite")
-        ? QStringLiteral("WITH RECURSIVE c(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM c WHERE g < 1000000) SELECT g, %1 AS pad FROM c").arg(pad)
-        : QStringLiteral("SELECT range + 1 AS g, %1 AS pad FROM range(1000000)").arg(pad);
+    const QString sql
+        = type == QLatin1String("postgres")
+              ? QStringLiteral("SELECT g, %1 AS pad FROM generate_series(1, 1000000) g").arg(pad)
+          : type == QLatin1String("sqlite")
+              ? QStringLiteral("WITH RECURSIVE c(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM c "
+                               "WHERE g < 1000000) SELECT g, %1 AS pad FROM c")
+                    .arg(pad)
+              : QStringLiteral("SELECT range + 1 AS g, %1 AS pad FROM range(1000000)").arg(pad);
     QElapsedTimer clock;
     clock.start();
     QJsonObject page = d.query(sql, {}, {{QStringLiteral("pageSize"), 10000}});
@@ -362,7 +486,8 @@ void tst_Databases::pagingAMillionRows()
         ++pages;
         if (cursor.isEmpty())
             break;
-        page = d.method(QStringLiteral("fetch"), {{QStringLiteral("cursor"), cursor}, {QStringLiteral("pageSize"), 10000}});
+        page = d.method(QStringLiteral("fetch"),
+                        {{QStringLiteral("cursor"), cursor}, {QStringLiteral("pageSize"), 10000}});
         QVERIFY2(!page.isEmpty(), dump(d.lastError()).constData());
         cursor = page.value(QStringLiteral("cursor")).toString();
         QCOMPARE(cursor.isEmpty(), page.value(QStringLiteral("done")).toBool());
@@ -370,10 +495,12 @@ void tst_Databases::pagingAMillionRows()
     QCOMPARE(count, 1000000);
     QCOMPARE(sum, qint64(1000000) * 1000001 / 2);
     QVERIFY(pages >= 100);
-    qInfo("%s: 1,000,000 rows in %d pages, %.0f rows/s", qPrintable(type), pages, count * 1000.0 / clock.elapsed());
+    qInfo("%s: 1,000,000 rows in %d pages, %.0f rows/s", qPrintable(type), pages,
+          count * 1000.0 / clock.elapsed());
     // The engine streamed: its memory never held the ~130 MB the result weighs as JSON.
     const qint64 hwm = rssHighWaterKb(m_engine.pid());
-    QVERIFY2(hwm > 0 && hwm < 200 * 1024, qPrintable(QStringLiteral("sandboxd peaked at %1 KiB").arg(hwm)));
+    QVERIFY2(hwm > 0 && hwm < 200 * 1024,
+             qPrintable(QStringLiteral("sandboxd peaked at %1 KiB").arg(hwm)));
 
     // A cursor read to the end is gone; an abandoned one can be closed.
     d.method(QStringLiteral("fetch"), {{QStringLiteral("cursor"), QStringLiteral("cur_0000")}});
@@ -381,20 +508,30 @@ void tst_Databases::pagingAMillionRows()
     const QJsonObject open = d.query(sql, {}, {{QStringLiteral("pageSize"), 10}});
     const QString abandoned = open.value(QStringLiteral("cursor")).toString();
     QVERIFY(!abandoned.isEmpty());
-    QCOMPARE(d.method(QStringLiteral("closeCursor"), {{QStringLiteral("cursor"), abandoned}}).value(QStringLiteral("closed")).toBool(), true);
+    QCOMPARE(d.method(QStringLiteral("closeCursor"), {{QStringLiteral("cursor"), abandoned}})
+                 .value(QStringLiteral("closed"))
+                 .toBool(),
+             true);
     d.method(QStringLiteral("fetch"), {{QStringLiteral("cursor"), abandoned}});
     QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32002);
-    QCOMPARE(d.query(QStringLiteral("SELECT 2")).value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{2}}));
+    QCOMPARE(d.query(QStringLiteral("SELECT 2")).value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{2}}));
 }
 
-void tst_Databases::cancelStopsTheQuery_data() { engines(); }
+void tst_Databases::cancelStopsTheQuery_data()
+{
+    engines();
+}
 void tst_Databases::cancelStopsTheQuery()
 {
     QFETCH(QString, type);
     const DbCall d = db(type);
-    const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), 4711},
+    const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                              {QStringLiteral("id"), 4711},
                               {QStringLiteral("method"), QStringLiteral("databases.query")},
-                              {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), d.id}, {QStringLiteral("sql"), Dialect{type}.endless()}}}};
+                              {QStringLiteral("params"),
+                               QJsonObject{{QStringLiteral("id"), d.id},
+                                           {QStringLiteral("sql"), Dialect{type}.endless()}}}};
     m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
     QTest::qWait(500);
     QElapsedTimer clock;
@@ -408,20 +545,27 @@ void tst_Databases::cancelStopsTheQuery()
             break;
         }
     }
-    QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32012);
+    QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32012);
     QVERIFY(clock.elapsed() < 3000);
     // The query really stopped: the database answers at once.
     clock.restart();
-    QCOMPARE(d.query(QStringLiteral("SELECT 3")).value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{3}}));
+    QCOMPARE(d.query(QStringLiteral("SELECT 3")).value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{3}}));
     QVERIFY2(clock.elapsed() < 3000, qPrintable(QString::number(clock.elapsed())));
     if (type == QLatin1String("postgres")) {
         QTest::qWait(300);
-        const QJsonObject active = d.query(QStringLiteral("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND state = 'active'"));
+        const QJsonObject active = d.query(
+            QStringLiteral("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT "
+                           "pg_sleep%' AND state = 'active'"));
         QCOMPARE(active.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(), 0);
     }
 }
 
-void tst_Databases::statementTimeout_data() { engines(); }
+void tst_Databases::statementTimeout_data()
+{
+    engines();
+}
 void tst_Databases::statementTimeout()
 {
     QFETCH(QString, type);
@@ -430,12 +574,20 @@ void tst_Databases::statementTimeout()
     clock.start();
     d.query(Dialect{type}.endless(), {}, {{QStringLiteral("timeout"), 400}});
     QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32004);
-    QVERIFY2(d.lastError().value(QStringLiteral("message")).toString().contains(QLatin1String("400 ms")), dump(d.lastError()).constData());
+    QVERIFY2(d.lastError()
+                 .value(QStringLiteral("message"))
+                 .toString()
+                 .contains(QLatin1String("400 ms")),
+             dump(d.lastError()).constData());
     QVERIFY2(clock.elapsed() < 5000, qPrintable(QString::number(clock.elapsed())));
-    QCOMPARE(d.query(QStringLiteral("SELECT 4")).value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{4}}));
+    QCOMPARE(d.query(QStringLiteral("SELECT 4")).value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{4}}));
 }
 
-void tst_Databases::badSqlSaysWhere_data() { engines(); }
+void tst_Databases::badSqlSaysWhere_data()
+{
+    engines();
+}
 void tst_Databases::badSqlSaysWhere()
 {
     QFETCH(QString, type);
@@ -443,109 +595,162 @@ void tst_Databases::badSqlSaysWhere()
     d.query(QStringLiteral("SELECT 1\nFROM FROM"));
     const QJsonObject err = d.lastError();
     QCOMPARE(err.value(QStringLiteral("code")).toInt(), -32014);
-    QVERIFY2(err.value(QStringLiteral("message")).toString().contains(QLatin1String("FROM")), dump(err).constData());
+    QVERIFY2(err.value(QStringLiteral("message")).toString().contains(QLatin1String("FROM")),
+             dump(err).constData());
     const QJsonObject data = err.value(QStringLiteral("data")).toObject();
     QCOMPARE(data.value(QStringLiteral("line")).toInt(), 2);
     QCOMPARE(data.value(QStringLiteral("column")).toInt(), 6);
     QCOMPARE(data.value(QStringLiteral("position")).toInt(), 15);
     // Positions count characters, not bytes.
     d.query(QStringLiteral("SELECT 'ü✓' FROM FROM"));
-    QCOMPARE(d.lastError().value(QStringLiteral("data")).toObject().value(QStringLiteral("position")).toInt(), 18);
+    QCOMPARE(d.lastError()
+                 .value(QStringLiteral("data"))
+                 .toObject()
+                 .value(QStringLiteral("position"))
+                 .toInt(),
+             18);
     // An unknown table: a clear message naming it.
     d.query(QStringLiteral("SELECT * FROM no_such_table"));
     QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32014);
-    QVERIFY2(d.lastError().value(QStringLiteral("message")).toString().contains(QLatin1String("no_such_table")), dump(d.lastError()).constData());
+    QVERIFY2(d.lastError()
+                 .value(QStringLiteral("message"))
+                 .toString()
+                 .contains(QLatin1String("no_such_table")),
+             dump(d.lastError()).constData());
     // A query is one statement; a script goes through execute.
     d.query(QStringLiteral("SELECT 1; SELECT 2"));
     QVERIFY(d.lastError().value(QStringLiteral("code")).toInt() != 0);
-    QVERIFY2(!d.execute(QStringLiteral("CREATE TABLE s1(a INTEGER); CREATE TABLE s2(a INTEGER); INSERT INTO s1 VALUES (1)")).isEmpty(),
+    QVERIFY2(!d.execute(QStringLiteral("CREATE TABLE s1(a INTEGER); CREATE TABLE s2(a INTEGER); "
+                                       "INSERT INTO s1 VALUES (1)"))
+                  .isEmpty(),
              dump(d.lastError()).constData());
 }
 
-void tst_Databases::serverSideFileAccessIsRefused_data() { engines(); }
+void tst_Databases::serverSideFileAccessIsRefused_data()
+{
+    engines();
+}
 void tst_Databases::serverSideFileAccessIsRefused()
 {
     QFETCH(QString, type);
     const DbCall d = db(type);
     QStringList attempts;
     if (type == QLatin1String("postgres"))
-        attempts << QStringLiteral("COPY (SELECT 1) TO PROGRAM 'id'") << QStringLiteral("SELECT pg_read_file('/etc/passwd')")
-                 << QStringLiteral("COPY (SELECT 1) TO '/workspace/x.csv'") << QStringLiteral("ALTER ROLE CURRENT_USER SUPERUSER");
+        attempts << QStringLiteral("COPY (SELECT 1) TO PROGRAM 'id'")
+                 << QStringLiteral("SELECT pg_read_file('/etc/passwd')")
+                 << QStringLiteral("COPY (SELECT 1) TO '/workspace/x.csv'")
+                 << QStringLiteral("ALTER ROLE CURRENT_USER SUPERUSER");
     else if (type == QLatin1String("sqlite"))
-        attempts << QStringLiteral("ATTACH '/etc/passwd' AS p") << QStringLiteral("SELECT load_extension('/usr/lib/x')")
+        attempts << QStringLiteral("ATTACH '/etc/passwd' AS p")
+                 << QStringLiteral("SELECT load_extension('/usr/lib/x')")
                  << QStringLiteral("ATTACH 'file:/etc/passwd?mode=ro' AS p");
     else
-        attempts << QStringLiteral("SELECT * FROM read_csv('/etc/passwd')") << QStringLiteral("SET enable_external_access = true")
+        attempts << QStringLiteral("SELECT * FROM read_csv('/etc/passwd')")
+                 << QStringLiteral("SET enable_external_access = true")
                  << QStringLiteral("INSTALL httpfs") << QStringLiteral("ATTACH '/etc/passwd' AS p");
     for (const QString &sql : attempts) {
         d.execute(sql);
-        QVERIFY2(d.lastError().value(QStringLiteral("code")).toInt() == -32014, qPrintable(sql + u' ' + QString::fromUtf8(dump(d.lastError()))));
+        QVERIFY2(d.lastError().value(QStringLiteral("code")).toInt() == -32014,
+                 qPrintable(sql + u' ' + QString::fromUtf8(dump(d.lastError()))));
     }
 }
 
-void tst_Databases::exportData_data() { engines(); }
+void tst_Databases::exportData_data()
+{
+    engines();
+}
 void tst_Databases::exportData()
 {
     QFETCH(QString, type);
     const DbCall d = db(type);
     QVERIFY(!d.execute(QStringLiteral("CREATE TABLE ex(id INTEGER, name TEXT)")).isEmpty());
     QVERIFY(!d.execute(QStringLiteral("INSERT INTO ex VALUES (1, 'a,b'), (2, NULL)")).isEmpty());
-    const QJsonObject csv = d.method(QStringLiteral("exportData"), {{QStringLiteral("table"), QStringLiteral("ex")}, {QStringLiteral("format"), QStringLiteral("csv")}});
+    const QJsonObject csv = d.method(QStringLiteral("exportData"),
+                                     {{QStringLiteral("table"), QStringLiteral("ex")},
+                                      {QStringLiteral("format"), QStringLiteral("csv")}});
     QVERIFY2(!csv.isEmpty(), dump(d.lastError()).constData());
-    QCOMPARE(csv.value(QStringLiteral("content")).toString(), QStringLiteral("id,name\r\n1,\"a,b\"\r\n2,\r\n"));
-    const QJsonObject json = d.method(QStringLiteral("exportData"), {{QStringLiteral("table"), QStringLiteral("ex")}, {QStringLiteral("format"), QStringLiteral("json")}});
-    QCOMPARE(QJsonDocument::fromJson(json.value(QStringLiteral("content")).toString().toUtf8()).array(),
-             (QJsonArray{QJsonObject{{QStringLiteral("id"), 1}, {QStringLiteral("name"), QStringLiteral("a,b")}},
-                         QJsonObject{{QStringLiteral("id"), 2}, {QStringLiteral("name"), QJsonValue()}}}));
-    const QJsonObject parquet = d.method(QStringLiteral("exportData"), {{QStringLiteral("table"), QStringLiteral("ex")}, {QStringLiteral("format"), QStringLiteral("parquet")}});
+    QCOMPARE(csv.value(QStringLiteral("content")).toString(),
+             QStringLiteral("id,name\r\n1,\"a,b\"\r\n2,\r\n"));
+    const QJsonObject json = d.method(QStringLiteral("exportData"),
+                                      {{QStringLiteral("table"), QStringLiteral("ex")},
+                                       {QStringLiteral("format"), QStringLiteral("json")}});
+    QCOMPARE(QJsonDocument::fromJson(json.value(QStringLiteral("content")).toString().toUtf8())
+                 .array(),
+             (QJsonArray{QJsonObject{{QStringLiteral("id"), 1},
+                                     {QStringLiteral("name"), QStringLiteral("a,b")}},
+                         QJsonObject{{QStringLiteral("id"), 2},
+                                     {QStringLiteral("name"), QJsonValue()}}}));
+    const QJsonObject parquet = d.method(QStringLiteral("exportData"),
+                                         {{QStringLiteral("table"), QStringLiteral("ex")},
+                                          {QStringLiteral("format"), QStringLiteral("parquet")}});
     if (type == QLatin1String("duckdb")) {
-        const QByteArray bytes = QByteArray::fromBase64(parquet.value(QStringLiteral("contentBase64")).toString().toLatin1());
-        QVERIFY2(bytes.startsWith("PAR1") && bytes.endsWith("PAR1"), dump(d.lastError()).constData());
+        const QByteArray bytes = QByteArray::fromBase64(
+            parquet.value(QStringLiteral("contentBase64")).toString().toLatin1());
+        QVERIFY2(bytes.startsWith("PAR1") && bytes.endsWith("PAR1"),
+                 dump(d.lastError()).constData());
     } else {
         QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32010);
     }
 }
 
-void tst_Databases::stopAndStartKeepData_data() { engines(); }
+void tst_Databases::stopAndStartKeepData_data()
+{
+    engines();
+}
 void tst_Databases::stopAndStartKeepData()
 {
     QFETCH(QString, type);
     const DbCall d = db(type);
     QVERIFY(!d.execute(QStringLiteral("CREATE TABLE kept(v TEXT)")).isEmpty());
     QVERIFY(!d.execute(QStringLiteral("INSERT INTO kept VALUES ('before stop')")).isEmpty());
-    QCOMPARE(d.method(QStringLiteral("stop")).value(QStringLiteral("status")).toString(), QStringLiteral("stopped"));
+    QCOMPARE(d.method(QStringLiteral("stop")).value(QStringLiteral("status")).toString(),
+             QStringLiteral("stopped"));
     d.query(QStringLiteral("SELECT v FROM kept"));
     QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32005);
-    QCOMPARE(d.method(QStringLiteral("start")).value(QStringLiteral("status")).toString(), QStringLiteral("running"));
-    QCOMPARE(d.query(QStringLiteral("SELECT v FROM kept")).value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{QStringLiteral("before stop")}}));
+    QCOMPARE(d.method(QStringLiteral("start")).value(QStringLiteral("status")).toString(),
+             QStringLiteral("running"));
+    QCOMPARE(d.query(QStringLiteral("SELECT v FROM kept")).value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{QStringLiteral("before stop")}}));
     const QJsonObject restarted = d.method(QStringLiteral("restart"));
-    QVERIFY2(restarted.value(QStringLiteral("status")).toString() == QLatin1String("running"), dump(d.lastError()).constData());
+    QVERIFY2(restarted.value(QStringLiteral("status")).toString() == QLatin1String("running"),
+             dump(d.lastError()).constData());
     QVERIFY(restarted.value(QStringLiteral("startupTimeMs")).toDouble() > 0);
-    QCOMPARE(d.query(QStringLiteral("SELECT v FROM kept")).value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{QStringLiteral("before stop")}}));
+    QCOMPARE(d.query(QStringLiteral("SELECT v FROM kept")).value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{QStringLiteral("before stop")}}));
 }
 
-void tst_Databases::committedRowSurvivesKill9OfTheServer_data() { engines(); }
+void tst_Databases::committedRowSurvivesKill9OfTheServer_data()
+{
+    engines();
+}
 void tst_Databases::committedRowSurvivesKill9OfTheServer()
 {
     QFETCH(QString, type);
     const DbCall d = db(type);
     QVERIFY(!d.execute(QStringLiteral("CREATE TABLE durable(v TEXT)")).isEmpty());
     QVERIFY(!d.execute(QStringLiteral("INSERT INTO durable VALUES ('committed')")).isEmpty());
-    const QString kill = type == QLatin1String("postgres") ? QStringLiteral("kill -9 $(head -n1 /workspace/pgdata/postmaster.pid)")
-                                                           : QStringLiteral("pkill -9 -f '^/run/sandbox/dbhost/sandbox-dbhost'");
-    const QJsonObject killed = m_rpc.result(QStringLiteral("sandbox.exec"), {{QStringLiteral("id"), d.id}, {QStringLiteral("command"), kill}});
+    const QString kill = type == QLatin1String("postgres")
+                             ? QStringLiteral(
+                                 "kill -9 $(head -n1 /workspace/pgdata/postmaster.pid)")
+                             : QStringLiteral("pkill -9 -f '^/run/sandbox/dbhost/sandbox-dbhost'");
+    const QJsonObject killed = m_rpc.result(QStringLiteral("sandbox.exec"),
+                                            {{QStringLiteral("id"), d.id},
+                                             {QStringLiteral("command"), kill}});
     QCOMPARE(killed.value(QStringLiteral("exitCode")).toInt(), 0);
     // The engine notices and starts the server again (crash recovery) on the next call.
     QJsonArray rows;
     QElapsedTimer clock;
     clock.start();
     while (clock.elapsed() < 20000) {
-        rows = d.query(QStringLiteral("SELECT v FROM durable")).value(QStringLiteral("rows")).toArray();
+        rows = d.query(QStringLiteral("SELECT v FROM durable"))
+                   .value(QStringLiteral("rows"))
+                   .toArray();
         if (!rows.isEmpty())
             break;
         QTest::qWait(100);
     }
-    QVERIFY2(rows == (QJsonArray{QJsonArray{QStringLiteral("committed")}}), dump(d.lastError()).constData());
+    QVERIFY2(rows == (QJsonArray{QJsonArray{QStringLiteral("committed")}}),
+             dump(d.lastError()).constData());
 }
 
 void tst_Databases::committedRowSurvivesKill9OfSandboxd()
@@ -574,17 +779,31 @@ void tst_Databases::restRoutes()
     const QString id = m_ids.value(QStringLiteral("sqlite"));
     const QUrl base = m_engine.url();
     auto post = [&](const QString &action, const QJsonObject &body) {
-        return httpRequest("POST", base.resolved(QUrl(QStringLiteral("/api/databases/%1/%2").arg(id, action))), m_engine.key(),
-                           QJsonDocument(body).toJson());
+        return httpRequest("POST",
+                           base.resolved(
+                               QUrl(QStringLiteral("/api/databases/%1/%2").arg(id, action))),
+                           m_engine.key(), QJsonDocument(body).toJson());
     };
-    const HttpAnswer q = post(QStringLiteral("query"), {{QStringLiteral("sql"), QStringLiteral("SELECT ? AS a")}, {QStringLiteral("params"), QJsonArray{7}}});
+    const HttpAnswer q = post(QStringLiteral("query"),
+                              {{QStringLiteral("sql"), QStringLiteral("SELECT ? AS a")},
+                               {QStringLiteral("params"), QJsonArray{7}}});
     QCOMPARE(q.status, 200);
-    QCOMPARE(q.json().toObject().value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonObject{{QStringLiteral("a"), 7}}}));
-    const HttpAnswer bad = post(QStringLiteral("query"), {{QStringLiteral("sql"), QStringLiteral("SELEC 1")}});
+    QCOMPARE(q.json().toObject().value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonObject{{QStringLiteral("a"), 7}}}));
+    const HttpAnswer bad = post(QStringLiteral("query"),
+                                {{QStringLiteral("sql"), QStringLiteral("SELEC 1")}});
     QCOMPARE(bad.status, 422);
-    QCOMPARE(bad.json().toObject().value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32014);
+    QCOMPARE(bad.json()
+                 .toObject()
+                 .value(QStringLiteral("error"))
+                 .toObject()
+                 .value(QStringLiteral("code"))
+                 .toInt(),
+             -32014);
     QCOMPARE(post(QStringLiteral("listTables"), {}).status, 200);
-    const HttpAnswer list = httpRequest("GET", base.resolved(QUrl(QStringLiteral("/api/databases"))), m_engine.key());
+    const HttpAnswer list = httpRequest("GET",
+                                        base.resolved(QUrl(QStringLiteral("/api/databases"))),
+                                        m_engine.key());
     QCOMPARE(list.json().toObject().value(QStringLiteral("databases")).toArray().size(), 3);
 }
 

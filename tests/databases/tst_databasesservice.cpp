@@ -7,9 +7,9 @@
 #include <QElapsedTimer>
 #include <QSignalSpy>
 
+#include <QTest>
 #include <cmath>
 #include <optional>
-#include <QTest>
 
 using namespace Sandbox;
 
@@ -60,7 +60,8 @@ void tst_DatabasesService::initTestCase()
     DatabaseCreateOptions options;
     options.type = QStringLiteral("sqlite");
     options.size = QStringLiteral("lite");
-    const auto created = wait<DatabaseInfo>([&](QObject *ctx, auto cb) { return m_client->databases().createInfo(options, ctx, cb); });
+    const auto created = wait<DatabaseInfo>(
+        [&](QObject *ctx, auto cb) { return m_client->databases().createInfo(options, ctx, cb); });
     QVERIFY2(created, qPrintable(created ? QString() : created.error().message));
     QCOMPARE(created->engine, QStringLiteral("sqlite"));
     QVERIFY(created->startupTimeMs > 0);
@@ -77,20 +78,28 @@ void tst_DatabasesService::typedCalls()
 {
     DatabasesService &db = m_client->databases();
     const auto script = wait<ExecuteResult>([&](QObject *ctx, auto cb) {
-        return db.executeScript(m_id, QStringLiteral("CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT NOT NULL, data BLOB);"
-                                                     "CREATE INDEX items_name ON items(name);"), {}, 10000, ctx, cb);
+        return db.executeScript(
+            m_id,
+            QStringLiteral(
+                "CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT NOT NULL, data BLOB);"
+                "CREATE INDEX items_name ON items(name);"),
+            {}, 10000, ctx, cb);
     });
     QVERIFY2(script, qPrintable(script ? QString() : script.error().message));
     const auto inserted = wait<QList<QueryPage>>([&](QObject *ctx, auto cb) {
-        return db.transaction(m_id, {{QStringLiteral("INSERT INTO items(name, data) VALUES (?, ?)"), {QStringLiteral("a"), SqlValue::bytes(QByteArray("\x00\x01", 2))}},
-                                     {QStringLiteral("INSERT INTO items(name) VALUES (?)"), {QStringLiteral("b")}}},
+        return db.transaction(m_id,
+                              {{QStringLiteral("INSERT INTO items(name, data) VALUES (?, ?)"),
+                                {QStringLiteral("a"), SqlValue::bytes(QByteArray("\x00\x01", 2))}},
+                               {QStringLiteral("INSERT INTO items(name) VALUES (?)"),
+                                {QStringLiteral("b")}}},
                               10000, ctx, cb);
     });
     QVERIFY(inserted);
     QCOMPARE(inserted->size(), 2);
     QCOMPARE(inserted->at(1).rowsAffected, 1);
     const auto page = wait<QueryPage>([&](QObject *ctx, auto cb) {
-        return db.queryPage(m_id, QStringLiteral("SELECT id, name, data FROM items ORDER BY id"), {}, QueryOptions{}, ctx, cb);
+        return db.queryPage(m_id, QStringLiteral("SELECT id, name, data FROM items ORDER BY id"),
+                            {}, QueryOptions{}, ctx, cb);
     });
     QVERIFY(page);
     QCOMPARE(page->fields.size(), 3);
@@ -100,20 +109,26 @@ void tst_DatabasesService::typedCalls()
     QVERIFY(SqlValue::isNull(page->rows.at(1).at(2)));
     QVERIFY(page->done);
 
-    const auto tables = wait<QList<TableInfo>>([&](QObject *ctx, auto cb) { return db.listTables(m_id, ctx, cb); });
+    const auto tables = wait<QList<TableInfo>>(
+        [&](QObject *ctx, auto cb) { return db.listTables(m_id, ctx, cb); });
     QVERIFY(tables && tables->size() == 1 && tables->first().name == QLatin1String("items"));
-    const auto desc = wait<TableDescription>([&](QObject *ctx, auto cb) { return db.describeTable(m_id, QStringLiteral("items"), {}, ctx, cb); });
+    const auto desc = wait<TableDescription>([&](QObject *ctx, auto cb) {
+        return db.describeTable(m_id, QStringLiteral("items"), {}, ctx, cb);
+    });
     QVERIFY(desc);
     QCOMPARE(desc->columns.size(), 3);
     QVERIFY(desc->columns.first().primaryKey);
     QVERIFY(!desc->columns.at(1).nullable);
     QCOMPARE(desc->indexes.first().name, QStringLiteral("items_name"));
     QCOMPARE(desc->indexes.first().columns, QStringList{QStringLiteral("name")});
-    const auto version = wait<QString>([&](QObject *ctx, auto cb) { return db.version(m_id, ctx, cb); });
+    const auto version = wait<QString>(
+        [&](QObject *ctx, auto cb) { return db.version(m_id, ctx, cb); });
     QVERIFY(version && version->startsWith(QLatin1String("SQLite 3.")));
     const auto ping = wait<double>([&](QObject *ctx, auto cb) { return db.ping(m_id, ctx, cb); });
     QVERIFY(ping && *ping >= 0);
-    const auto csv = wait<ExportResult>([&](QObject *ctx, auto cb) { return db.exportData(m_id, QStringLiteral("items"), QStringLiteral("csv"), ctx, cb); });
+    const auto csv = wait<ExportResult>([&](QObject *ctx, auto cb) {
+        return db.exportData(m_id, QStringLiteral("items"), QStringLiteral("csv"), ctx, cb);
+    });
     QVERIFY(csv);
     QCOMPARE(csv->rowCount, 2);
     QVERIFY(csv->content.startsWith("id,name,data\r\n1,a,"));
@@ -122,7 +137,9 @@ void tst_DatabasesService::typedCalls()
 void tst_DatabasesService::rowFeedPagesThroughAResult()
 {
     RowFeed feed(&m_client->databases(), m_id,
-                 QStringLiteral("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 25000) SELECT x FROM c"), {});
+                 QStringLiteral("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                                "WHERE x < 25000) SELECT x FROM c"),
+                 {});
     feed.setPageSize(1000);
     QSignalSpy started(&feed, &RowFeed::started);
     QSignalSpy finished(&feed, &RowFeed::finished);
@@ -161,7 +178,9 @@ void tst_DatabasesService::rowFeedCancelClosesTheCursor()
     QString cursor;
     {
         RowFeed feed(&m_client->databases(), m_id,
-                     QStringLiteral("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000) SELECT x FROM c"), {});
+                     QStringLiteral("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM "
+                                    "c WHERE x < 100000) SELECT x FROM c"),
+                     {});
         feed.setPageSize(10);
         QSignalSpy started(&feed, &RowFeed::started);
         feed.start();
@@ -170,7 +189,8 @@ void tst_DatabasesService::rowFeedCancelClosesTheCursor()
     } // destroyed: its cursor is closed
     // With the cursor closed the engine keeps no cursor for this database: 16 fresh feeds all work.
     for (int i = 0; i < 20; ++i) {
-        RowFeed feed(&m_client->databases(), m_id, QStringLiteral("SELECT 1 UNION ALL SELECT 2"), {});
+        RowFeed feed(&m_client->databases(), m_id, QStringLiteral("SELECT 1 UNION ALL SELECT 2"),
+                     {});
         feed.setPageSize(1);
         QSignalSpy started(&feed, &RowFeed::started);
         QSignalSpy failed(&feed, &RowFeed::failed);
@@ -196,13 +216,19 @@ void tst_DatabasesService::errorsSayWhere()
 
 void tst_DatabasesService::valuesConvert()
 {
-    QCOMPARE(SqlValue::toVariant(QJsonObject{{QStringLiteral("$int"), QStringLiteral("9007199254740993")}}).toLongLong(), 9007199254740993LL);
-    QCOMPARE(SqlValue::toText(QJsonObject{{QStringLiteral("$bytes"), QStringLiteral("AAEC")}}), QStringLiteral("\\x000102"));
+    QCOMPARE(SqlValue::toVariant(
+                 QJsonObject{{QStringLiteral("$int"), QStringLiteral("9007199254740993")}})
+                 .toLongLong(),
+             9007199254740993LL);
+    QCOMPARE(SqlValue::toText(QJsonObject{{QStringLiteral("$bytes"), QStringLiteral("AAEC")}}),
+             QStringLiteral("\\x000102"));
     QCOMPARE(SqlValue::fromVariant(QVariant(qlonglong(9007199254740993LL))),
              QJsonValue(QJsonObject{{QStringLiteral("$int"), QStringLiteral("9007199254740993")}}));
     QVERIFY(SqlValue::isNull(QJsonValue()));
     QVERIFY(!SqlValue::isNull(QJsonValue(QString())));
-    QVERIFY(std::isnan(SqlValue::toVariant(QJsonObject{{QStringLiteral("$float"), QStringLiteral("NaN")}}).toDouble()));
+    QVERIFY(std::isnan(
+        SqlValue::toVariant(QJsonObject{{QStringLiteral("$float"), QStringLiteral("NaN")}})
+            .toDouble()));
 }
 
 QTEST_GUILESS_MAIN(tst_DatabasesService)

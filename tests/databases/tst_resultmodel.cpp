@@ -65,8 +65,10 @@ void tst_ResultModel::cleanupTestCase()
     m_engine.terminate();
 }
 
-static const char kNumbers[] = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %1) "
-                               "SELECT x, 'row ' || x AS label, CASE WHEN x % 10 = 0 THEN NULL WHEN x % 10 = 1 THEN '' ELSE x * 2 END AS v FROM c";
+static const char kNumbers[]
+    = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %1) "
+      "SELECT x, 'row ' || x AS label, CASE WHEN x % 10 = 0 THEN NULL WHEN x % 10 = 1 THEN '' ELSE "
+      "x * 2 END AS v FROM c";
 
 void tst_ResultModel::pagesOnDemandUnderTheTester()
 {
@@ -109,9 +111,12 @@ void tst_ResultModel::nullIsShownApart()
     QCOMPARE(empty.data().toString(), QString());
     QVERIFY(null.data(Qt::FontRole).value<QFont>().italic());
     QVERIFY(!empty.data(Qt::FontRole).isValid());
-    QCOMPARE(model.index(1, 2).data(Qt::TextAlignmentRole).toInt() & Qt::AlignRight, int(Qt::AlignRight));
+    QCOMPARE(model.index(1, 2).data(Qt::TextAlignmentRole).toInt() & Qt::AlignRight,
+             int(Qt::AlignRight));
     // Copy: tab-separated, NULL as an empty field, with the header on request.
-    const QString copied = model.copyText({model.index(8, 0), model.index(8, 2), model.index(9, 0), model.index(9, 2), model.index(9, 1), model.index(8, 1)}, true);
+    const QString copied = model.copyText({model.index(8, 0), model.index(8, 2), model.index(9, 0),
+                                           model.index(9, 2), model.index(9, 1), model.index(8, 1)},
+                                          true);
     QCOMPARE(copied, QStringLiteral("x\tlabel\tv\n9\trow 9\t18\n10\trow 10\t"));
 }
 
@@ -142,19 +147,23 @@ void tst_ResultModel::exportWithoutRunningAgain()
     // random() differs on every run: an export that ran the query again would not match the grid.
     ResultModel model;
     QSignalSpy started(&model, &ResultModel::started);
-    model.setFeed(feed(QStringLiteral("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000) "
-                                      "SELECT x, random() AS r, NULL AS n FROM c"), 250));
+    model.setFeed(
+        feed(QStringLiteral(
+                 "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000) "
+                 "SELECT x, random() AS r, NULL AS n FROM c"),
+             250));
     QVERIFY(started.wait(20000));
     QTRY_COMPARE_WITH_TIMEOUT(model.rowCount(), 250, 20000);
     const QString firstRandom = model.index(0, 1).data().toString();
     const QString lastShown = model.index(249, 1).data().toString();
     QTemporaryDir dir;
     bool exported = false;
-    model.exportTo(dir.filePath(QStringLiteral("out.csv")), ResultModel::Format::Csv, this, [&](Result<qint64> r) {
-        QVERIFY(r);
-        QCOMPARE(*r, 3000);
-        exported = true;
-    });
+    model.exportTo(dir.filePath(QStringLiteral("out.csv")), ResultModel::Format::Csv, this,
+                   [&](Result<qint64> r) {
+                       QVERIFY(r);
+                       QCOMPARE(*r, 3000);
+                       exported = true;
+                   });
     QTRY_VERIFY_WITH_TIMEOUT(exported, 30000);
     QFile csv(dir.filePath(QStringLiteral("out.csv")));
     QVERIFY(csv.open(QIODevice::ReadOnly));
@@ -166,10 +175,11 @@ void tst_ResultModel::exportWithoutRunningAgain()
     QCOMPARE(model.rowCount(), 3000);
 
     bool jsonDone = false;
-    model.exportTo(dir.filePath(QStringLiteral("out.json")), ResultModel::Format::Json, this, [&](Result<qint64> r) {
-        QVERIFY(r);
-        jsonDone = true;
-    });
+    model.exportTo(dir.filePath(QStringLiteral("out.json")), ResultModel::Format::Json, this,
+                   [&](Result<qint64> r) {
+                       QVERIFY(r);
+                       jsonDone = true;
+                   });
     QTRY_VERIFY_WITH_TIMEOUT(jsonDone, 30000);
     QFile json(dir.filePath(QStringLiteral("out.json")));
     QVERIFY(json.open(QIODevice::ReadOnly));

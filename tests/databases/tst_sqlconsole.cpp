@@ -35,7 +35,8 @@ private Q_SLOTS:
     void cancelStopsARunningStatement();
 
 private:
-    bool runAndWait(const QString &text, void (SqlConsole::*how)() = &SqlConsole::runAll, int timeoutMs = 30000);
+    bool runAndWait(const QString &text, void (SqlConsole::*how)() = &SqlConsole::runAll,
+                    int timeoutMs = 30000);
 
     EngineProcess m_engine;
     Client *m_client = nullptr;
@@ -84,14 +85,17 @@ bool tst_SqlConsole::runAndWait(const QString &text, void (SqlConsole::*how)(), 
 
 void tst_SqlConsole::runAllMakesATabPerStatement()
 {
-    QVERIFY(runAndWait(QStringLiteral("CREATE TABLE people(id serial PRIMARY KEY, name text NOT NULL, note text);\n"
-                                      "INSERT INTO people(name, note) VALUES ('ada', NULL), ('bob', '');\n"
-                                      "SELECT id, name, note FROM people ORDER BY id;\n"
-                                      "EXPLAIN SELECT * FROM people WHERE id = 1;")));
+    QVERIFY(runAndWait(QStringLiteral(
+        "CREATE TABLE people(id serial PRIMARY KEY, name text NOT NULL, note text);\n"
+        "INSERT INTO people(name, note) VALUES ('ada', NULL), ('bob', '');\n"
+        "SELECT id, name, note FROM people ORDER BY id;\n"
+        "EXPLAIN SELECT * FROM people WHERE id = 1;")));
     QTabWidget *tabs = m_console->results();
     QCOMPARE(tabs->count(), 4);
-    QVERIFY2(m_console->resultAt(0)->text().startsWith(QLatin1String("CREATE")), qPrintable(m_console->resultAt(0)->text()));
-    QVERIFY2(m_console->resultAt(1)->text().contains(QLatin1String("2 rows affected")), qPrintable(m_console->resultAt(1)->text()));
+    QVERIFY2(m_console->resultAt(0)->text().startsWith(QLatin1String("CREATE")),
+             qPrintable(m_console->resultAt(0)->text()));
+    QVERIFY2(m_console->resultAt(1)->text().contains(QLatin1String("2 rows affected")),
+             qPrintable(m_console->resultAt(1)->text()));
     ResultView *select = m_console->resultAt(2);
     QVERIFY(!select->isTextShown());
     QCOMPARE(select->model()->rowCount(), 2);
@@ -104,7 +108,9 @@ void tst_SqlConsole::runAllMakesATabPerStatement()
     QVERIFY2(plan->text().contains(QLatin1String("Scan")), qPrintable(plan->text()));
     QVERIFY(m_console->elapsedText().startsWith(QLatin1String("Done in")));
     // The CREATE refreshed the schema: tree and completion know the table and its columns.
-    QTRY_VERIFY_WITH_TIMEOUT(m_console->schema()->columnsByTable().contains(QStringLiteral("people")), 20000);
+    QTRY_VERIFY_WITH_TIMEOUT(m_console->schema()->columnsByTable().contains(
+                                 QStringLiteral("people")),
+                             20000);
     QCOMPARE(m_console->schema()->columnsByTable().value(QStringLiteral("people")),
              (QStringList{QStringLiteral("id"), QStringLiteral("name"), QStringLiteral("note")}));
     QTRY_VERIFY(m_console->editor()->completionWords().contains(QStringLiteral("people.name")));
@@ -122,7 +128,8 @@ void tst_SqlConsole::errorIsMarkedWhereItHappened()
     QVERIFY(editor->hasErrorMark());
     QCOMPARE(editor->errorLine(), 2);
     const QByteArray bytes = editor->text().toUtf8();
-    QVERIFY2(bytes.mid(editor->errorByteStart()).startsWith("peeple"), bytes.mid(editor->errorByteStart()).constData());
+    QVERIFY2(bytes.mid(editor->errorByteStart()).startsWith("peeple"),
+             bytes.mid(editor->errorByteStart()).constData());
     // Editing clears the mark.
     editor->append(QStringLiteral(" "));
     QVERIFY(!editor->hasErrorMark());
@@ -130,13 +137,15 @@ void tst_SqlConsole::errorIsMarkedWhereItHappened()
 
 void tst_SqlConsole::runStatementUnderCursor()
 {
-    m_console->editor()->setText(QStringLiteral("SELECT 'first';\nSELECT 'second' AS s;\nSELECT 'third';"));
+    m_console->editor()->setText(
+        QStringLiteral("SELECT 'first';\nSELECT 'second' AS s;\nSELECT 'third';"));
     m_console->editor()->setCursorPosition(1, 3);
     QSignalSpy finished(m_console, &SqlConsole::runFinished);
     QTest::keyClick(m_console->editor()->viewport(), Qt::Key_Return, Qt::ControlModifier);
     QVERIFY(finished.wait(20000));
     QCOMPARE(m_console->results()->count(), 1);
-    QCOMPARE(m_console->resultAt(0)->model()->index(0, 0).data().toString(), QStringLiteral("second"));
+    QCOMPARE(m_console->resultAt(0)->model()->index(0, 0).data().toString(),
+             QStringLiteral("second"));
 }
 
 void tst_SqlConsole::historyIsKeptAndSearchable()
@@ -161,7 +170,8 @@ void tst_SqlConsole::cancelStopsARunningStatement()
     m_console->runAll();
     QTest::qWait(600);
     QVERIFY(m_console->isRunning());
-    QVERIFY2(m_console->elapsedText().startsWith(QLatin1String("Running")), qPrintable(m_console->elapsedText()));
+    QVERIFY2(m_console->elapsedText().startsWith(QLatin1String("Running")),
+             qPrintable(m_console->elapsedText()));
     QElapsedTimer clock;
     clock.start();
     m_console->cancel();
@@ -171,7 +181,9 @@ void tst_SqlConsole::cancelStopsARunningStatement()
     // The server stopped it: the next statement answers at once.
     QTest::qWait(500);
     clock.restart();
-    QVERIFY(runAndWait(QStringLiteral("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'"), &SqlConsole::runAll, 10000));
+    QVERIFY(runAndWait(QStringLiteral("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT "
+                                      "pg_sleep(30)' AND state = 'active'"),
+                       &SqlConsole::runAll, 10000));
     QVERIFY(clock.elapsed() < 5000);
     QCOMPARE(m_console->resultAt(0)->model()->index(0, 0).data().toString(), QStringLiteral("0"));
 }

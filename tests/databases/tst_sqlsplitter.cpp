@@ -21,20 +21,46 @@ void tst_SqlSplitter::split_data()
 {
     QTest::addColumn<QString>("script");
     QTest::addColumn<QStringList>("statements");
-    QTest::newRow("two statements") << QStringLiteral("SELECT 1; SELECT 2;") << QStringList{QStringLiteral("SELECT 1"), QStringLiteral("SELECT 2")};
-    QTest::newRow("no final semicolon") << QStringLiteral("SELECT 1;\nSELECT 2") << QStringList{QStringLiteral("SELECT 1"), QStringLiteral("SELECT 2")};
-    QTest::newRow("semicolon in a string") << QStringLiteral("SELECT 'a;b'; SELECT 2") << QStringList{QStringLiteral("SELECT 'a;b'"), QStringLiteral("SELECT 2")};
-    QTest::newRow("doubled quote") << QStringLiteral("SELECT 'it''s;'; SELECT 2") << QStringList{QStringLiteral("SELECT 'it''s;'"), QStringLiteral("SELECT 2")};
-    QTest::newRow("E string with backslash") << QStringLiteral("SELECT E'a\\';b'; SELECT 2") << QStringList{QStringLiteral("SELECT E'a\\';b'"), QStringLiteral("SELECT 2")};
-    QTest::newRow("quoted identifier") << QStringLiteral("SELECT 1 AS \"x;y\"; SELECT 2") << QStringList{QStringLiteral("SELECT 1 AS \"x;y\""), QStringLiteral("SELECT 2")};
-    QTest::newRow("line comment") << QStringLiteral("SELECT 1 -- ; not here\n; SELECT 2") << QStringList{QStringLiteral("SELECT 1 -- ; not here"), QStringLiteral("SELECT 2")};
-    QTest::newRow("nested block comment") << QStringLiteral("SELECT /* a /* ; */ ; */ 1; SELECT 2") << QStringList{QStringLiteral("SELECT /* a /* ; */ ; */ 1"), QStringLiteral("SELECT 2")};
-    QTest::newRow("dollar quoting") << QStringLiteral("CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql; SELECT 2")
-                                    << QStringList{QStringLiteral("CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql"), QStringLiteral("SELECT 2")};
-    QTest::newRow("tagged dollar quoting") << QStringLiteral("DO $body$ BEGIN PERFORM 1; END $body$; SELECT 2")
-                                           << QStringList{QStringLiteral("DO $body$ BEGIN PERFORM 1; END $body$"), QStringLiteral("SELECT 2")};
-    QTest::newRow("parameters are not dollar quotes") << QStringLiteral("SELECT $1; SELECT $2") << QStringList{QStringLiteral("SELECT $1"), QStringLiteral("SELECT $2")};
-    QTest::newRow("blank and comment-only pieces") << QStringLiteral(" ;; -- only a comment\n; SELECT 1") << QStringList{QStringLiteral("SELECT 1")};
+    QTest::newRow("two statements")
+        << QStringLiteral("SELECT 1; SELECT 2;")
+        << QStringList{QStringLiteral("SELECT 1"), QStringLiteral("SELECT 2")};
+    QTest::newRow("no final semicolon")
+        << QStringLiteral("SELECT 1;\nSELECT 2")
+        << QStringList{QStringLiteral("SELECT 1"), QStringLiteral("SELECT 2")};
+    QTest::newRow("semicolon in a string")
+        << QStringLiteral("SELECT 'a;b'; SELECT 2")
+        << QStringList{QStringLiteral("SELECT 'a;b'"), QStringLiteral("SELECT 2")};
+    QTest::newRow("doubled quote")
+        << QStringLiteral("SELECT 'it''s;'; SELECT 2")
+        << QStringList{QStringLiteral("SELECT 'it''s;'"), QStringLiteral("SELECT 2")};
+    QTest::newRow("E string with backslash")
+        << QStringLiteral("SELECT E'a\\';b'; SELECT 2")
+        << QStringList{QStringLiteral("SELECT E'a\\';b'"), QStringLiteral("SELECT 2")};
+    QTest::newRow("quoted identifier")
+        << QStringLiteral("SELECT 1 AS \"x;y\"; SELECT 2")
+        << QStringList{QStringLiteral("SELECT 1 AS \"x;y\""), QStringLiteral("SELECT 2")};
+    QTest::newRow("line comment") << QStringLiteral("SELECT 1 -- ; not here\n; SELECT 2")
+                                  << QStringList{QStringLiteral("SELECT 1 -- ; not here"),
+                                                 QStringLiteral("SELECT 2")};
+    QTest::newRow("nested block comment")
+        << QStringLiteral("SELECT /* a /* ; */ ; */ 1; SELECT 2")
+        << QStringList{QStringLiteral("SELECT /* a /* ; */ ; */ 1"), QStringLiteral("SELECT 2")};
+    QTest::newRow("dollar quoting")
+        << QStringLiteral(
+               "CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql; SELECT 2")
+        << QStringList{QStringLiteral(
+                           "CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql"),
+                       QStringLiteral("SELECT 2")};
+    QTest::newRow("tagged dollar quoting")
+        << QStringLiteral("DO $body$ BEGIN PERFORM 1; END $body$; SELECT 2")
+        << QStringList{QStringLiteral("DO $body$ BEGIN PERFORM 1; END $body$"),
+                       QStringLiteral("SELECT 2")};
+    QTest::newRow("parameters are not dollar quotes")
+        << QStringLiteral("SELECT $1; SELECT $2")
+        << QStringList{QStringLiteral("SELECT $1"), QStringLiteral("SELECT $2")};
+    QTest::newRow("blank and comment-only pieces")
+        << QStringLiteral(" ;; -- only a comment\n; SELECT 1")
+        << QStringList{QStringLiteral("SELECT 1")};
     QTest::newRow("empty") << QString() << QStringList{};
 }
 
@@ -63,7 +89,8 @@ void tst_SqlSplitter::statementUnderCursor()
     const auto parts = splitSql(script);
     QCOMPARE(statementAt(parts, 0), 0);
     QCOMPARE(statementAt(parts, int(script.indexOf(QStringLiteral("2")))), 1);
-    QCOMPARE(statementAt(parts, int(script.indexOf(QStringLiteral("SELECT 2")) - 1)), 0); // just after "SELECT 1;"
+    QCOMPARE(statementAt(parts, int(script.indexOf(QStringLiteral("SELECT 2")) - 1)),
+             0); // just after "SELECT 1;"
     QCOMPARE(statementAt(parts, int(script.size())), 2);
 }
 

@@ -16,7 +16,8 @@ namespace {
 int processesOfUid(uint uid)
 {
     int n = 0;
-    const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    const QStringList entries
+        = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
     for (const QString &e : entries) {
         bool isPid = false;
         e.toInt(&isPid);
@@ -69,11 +70,17 @@ void tst_EngineRestart::kill9LosesNothing()
     {
         RpcTestClient rpc;
         QVERIFY(rpc.open(engine.wsUrl(), key));
-        id = rpc.result(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("opencode")}}).value(QStringLiteral("id")).toString();
+        id = rpc.result(QStringLiteral("agents.create"),
+                        {{QStringLiteral("type"), QStringLiteral("opencode")}})
+                 .value(QStringLiteral("id"))
+                 .toString();
         QVERIFY(!id.isEmpty());
-        const QJsonObject r = rpc.result(QStringLiteral("agents.exec"),
-                                         {{QStringLiteral("id"), id},
-                                          {QStringLiteral("command"), QStringLiteral("echo precious > data.txt; sleep 1000 > /dev/null 2>&1 & id -u")}});
+        const QJsonObject r
+            = rpc.result(QStringLiteral("agents.exec"),
+                         {{QStringLiteral("id"), id},
+                          {QStringLiteral("command"),
+                           QStringLiteral(
+                               "echo precious > data.txt; sleep 1000 > /dev/null 2>&1 & id -u")}});
         uid = r.value(QStringLiteral("stdout")).toString().trimmed().toUInt();
         QVERIFY(uid > 0);
         if (::geteuid() == 0)
@@ -96,9 +103,13 @@ void tst_EngineRestart::kill9LosesNothing()
     QVERIFY(rpc.open(again.wsUrl(), key));
     const QJsonObject info = rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}});
     QCOMPARE(info.value(QStringLiteral("status")).toString(), QStringLiteral("sleeping"));
-    const QJsonObject r = rpc.result(QStringLiteral("agents.exec"), {{QStringLiteral("id"), id}, {QStringLiteral("command"), QStringLiteral("cat data.txt")}});
+    const QJsonObject r = rpc.result(QStringLiteral("agents.exec"),
+                                     {{QStringLiteral("id"), id},
+                                      {QStringLiteral("command"), QStringLiteral("cat data.txt")}});
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("precious\n"));
-    QCOMPARE(rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}}).value(QStringLiteral("status")).toString(),
+    QCOMPARE(rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}})
+                 .value(QStringLiteral("status"))
+                 .toString(),
              QStringLiteral("running"));
     // Deleting it leaves no mount and no files behind.
     rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});

@@ -57,22 +57,26 @@ private:
 
 QString tst_Sandboxd::createAgent(const QJsonObject &extra)
 {
-    QJsonObject params{{QStringLiteral("type"), QStringLiteral("claude-code")}, {QStringLiteral("size"), QStringLiteral("basic")}};
+    QJsonObject params{{QStringLiteral("type"), QStringLiteral("claude-code")},
+                       {QStringLiteral("size"), QStringLiteral("basic")}};
     for (auto it = extra.begin(); it != extra.end(); ++it)
         params.insert(it.key(), it.value());
     const QJsonObject r = m_rpc.result(QStringLiteral("agents.create"), params);
     return r.value(QStringLiteral("id")).toString();
 }
 
-QJsonObject tst_Sandboxd::exec(const QString &id, const QJsonValue &command, const QJsonObject &options)
+QJsonObject tst_Sandboxd::exec(const QString &id, const QJsonValue &command,
+                               const QJsonObject &options)
 {
-    return m_rpc.result(QStringLiteral("agents.exec"),
-                        {{QStringLiteral("id"), id}, {QStringLiteral("command"), command}, {QStringLiteral("options"), options}});
+    return m_rpc.result(QStringLiteral("agents.exec"), {{QStringLiteral("id"), id},
+                                                        {QStringLiteral("command"), command},
+                                                        {QStringLiteral("options"), options}});
 }
 
 void tst_Sandboxd::initTestCase()
 {
-    QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("6")}), qPrintable(m_engine.log()));
+    QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("6")}),
+             qPrintable(m_engine.log()));
     QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
     m_id = createAgent();
     QVERIFY2(!m_id.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
@@ -91,25 +95,32 @@ void tst_Sandboxd::execArgvAndShell_data()
     QTest::addColumn<QString>("stdout");
     QTest::addColumn<QString>("stderr");
 
-    QTest::newRow("shell with pipes") << QJsonValue(QStringLiteral("printf 'b\\na\\n' | sort")) << QJsonObject() << 0
-                                      << QStringLiteral("a\nb\n") << QString();
+    QTest::newRow("shell with pipes")
+        << QJsonValue(QStringLiteral("printf 'b\\na\\n' | sort")) << QJsonObject() << 0
+        << QStringLiteral("a\nb\n") << QString();
     QTest::newRow("argv is not split or expanded")
-        << QJsonValue(QJsonArray{QStringLiteral("echo"), QStringLiteral("$HOME;"), QStringLiteral("a  b")}) << QJsonObject() << 0
-        << QStringLiteral("$HOME; a  b\n") << QString();
-    QTest::newRow("exit code and stderr") << QJsonValue(QStringLiteral("echo no >&2; exit 42")) << QJsonObject() << 42
-                                          << QString() << QStringLiteral("no\n");
-    QTest::newRow("killed by a signal is 128+N") << QJsonValue(QStringLiteral("kill -TERM $$")) << QJsonObject() << 143
-                                                 << QString() << QString();
-    QTest::newRow("env and cwd") << QJsonValue(QStringLiteral("mkdir -p d && cd d && pwd && echo $FOO"))
-                                 << QJsonObject{{QStringLiteral("env"), QJsonObject{{QStringLiteral("FOO"), QStringLiteral("bar baz")}}}}
-                                 << 0 << QStringLiteral("/workspace/d\nbar baz\n") << QString();
-    QTest::newRow("cwd option") << QJsonValue(QStringLiteral("pwd"))
-                                << QJsonObject{{QStringLiteral("cwd"), QStringLiteral("/workspace/d")}} << 0
-                                << QStringLiteral("/workspace/d\n") << QString();
-    QTest::newRow("missing program is 127") << QJsonValue(QJsonArray{QStringLiteral("no-such-program-x")}) << QJsonObject() << 127
-                                            << QString() << QStringLiteral("*");
-    QTest::newRow("home, user and hostname") << QJsonValue(QStringLiteral("echo $HOME $(whoami) $(hostname | cut -c1-3)"))
-                                             << QJsonObject() << 0 << QStringLiteral("/workspace sandbox sb_\n") << QString();
+        << QJsonValue(
+               QJsonArray{QStringLiteral("echo"), QStringLiteral("$HOME;"), QStringLiteral("a  b")})
+        << QJsonObject() << 0 << QStringLiteral("$HOME; a  b\n") << QString();
+    QTest::newRow("exit code and stderr")
+        << QJsonValue(QStringLiteral("echo no >&2; exit 42")) << QJsonObject() << 42 << QString()
+        << QStringLiteral("no\n");
+    QTest::newRow("killed by a signal is 128+N") << QJsonValue(QStringLiteral("kill -TERM $$"))
+                                                 << QJsonObject() << 143 << QString() << QString();
+    QTest::newRow("env and cwd")
+        << QJsonValue(QStringLiteral("mkdir -p d && cd d && pwd && echo $FOO"))
+        << QJsonObject{{QStringLiteral("env"),
+                        QJsonObject{{QStringLiteral("FOO"), QStringLiteral("bar baz")}}}}
+        << 0 << QStringLiteral("/workspace/d\nbar baz\n") << QString();
+    QTest::newRow("cwd option") << QJsonValue(QStringLiteral(
+        "pwd")) << QJsonObject{{QStringLiteral("cwd"), QStringLiteral("/workspace/d")}}
+                                << 0 << QStringLiteral("/workspace/d\n") << QString();
+    QTest::newRow("missing program is 127")
+        << QJsonValue(QJsonArray{QStringLiteral("no-such-program-x")}) << QJsonObject() << 127
+        << QString() << QStringLiteral("*");
+    QTest::newRow("home, user and hostname")
+        << QJsonValue(QStringLiteral("echo $HOME $(whoami) $(hostname | cut -c1-3)"))
+        << QJsonObject() << 0 << QStringLiteral("/workspace sandbox sb_\n") << QString();
 }
 
 void tst_Sandboxd::execArgvAndShell()
@@ -131,11 +142,14 @@ void tst_Sandboxd::execArgvAndShell()
 
 void tst_Sandboxd::execStdinAndLargeOutput()
 {
-    const QJsonObject r = exec(m_id, QStringLiteral("tr a-z A-Z"), {{QStringLiteral("stdin"), QStringLiteral("hello stdin")}});
+    const QJsonObject r = exec(m_id, QStringLiteral("tr a-z A-Z"),
+                               {{QStringLiteral("stdin"), QStringLiteral("hello stdin")}});
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("HELLO STDIN"));
     // 200,000 numbered lines arrive complete and in order.
-    const QJsonObject big = exec(m_id, QStringLiteral("seq 1 200000"), {{QStringLiteral("maxOutputBytes"), 4 * 1024 * 1024}});
-    const QStringList lines = big.value(QStringLiteral("stdout")).toString().split(u'\n', Qt::SkipEmptyParts);
+    const QJsonObject big = exec(m_id, QStringLiteral("seq 1 200000"),
+                                 {{QStringLiteral("maxOutputBytes"), 4 * 1024 * 1024}});
+    const QStringList lines
+        = big.value(QStringLiteral("stdout")).toString().split(u'\n', Qt::SkipEmptyParts);
     QCOMPARE(lines.size(), 200000);
     QCOMPARE(lines.first(), QStringLiteral("1"));
     QCOMPARE(lines.last(), QStringLiteral("200000"));
@@ -144,7 +158,8 @@ void tst_Sandboxd::execStdinAndLargeOutput()
 
 void tst_Sandboxd::outputCapTruncates()
 {
-    const QJsonObject r = exec(m_id, QStringLiteral("head -c 100000 /dev/zero | tr '\\0' x"), {{QStringLiteral("maxOutputBytes"), 1000}});
+    const QJsonObject r = exec(m_id, QStringLiteral("head -c 100000 /dev/zero | tr '\\0' x"),
+                               {{QStringLiteral("maxOutputBytes"), 1000}});
     QCOMPARE(r.value(QStringLiteral("stdout")).toString().size(), 1000);
     QCOMPARE(r.value(QStringLiteral("truncated")).toBool(), true);
     QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(-1), 0);
@@ -153,7 +168,8 @@ void tst_Sandboxd::outputCapTruncates()
 void tst_Sandboxd::stateAndBackgroundProcessesPersist()
 {
     exec(m_id, QStringLiteral("echo kept > state.txt; (sleep 60 & echo $! > bg.pid)"));
-    const QJsonObject r = exec(m_id, QStringLiteral("cat state.txt; kill -0 $(cat bg.pid) && echo alive"));
+    const QJsonObject r = exec(m_id, QStringLiteral(
+                                         "cat state.txt; kill -0 $(cat bg.pid) && echo alive"));
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("kept\nalive\n"));
     exec(m_id, QStringLiteral("kill $(cat bg.pid)"));
 }
@@ -164,14 +180,17 @@ void tst_Sandboxd::timeoutKillsTheWholeTree()
     t.start();
     // A grandchild that leaves the session and a double-forked orphan: both must die.
     const QJsonObject r = exec(m_id,
-                               QStringLiteral("setsid sh -c 'echo $$ > gc.pid; exec sleep 300' & "
-                                              "sh -c '(sleep 301 & echo $! > orphan.pid) &' ; sleep 302"),
+                               QStringLiteral(
+                                   "setsid sh -c 'echo $$ > gc.pid; exec sleep 300' & "
+                                   "sh -c '(sleep 301 & echo $! > orphan.pid) &' ; sleep 302"),
                                {{QStringLiteral("timeout"), 700}});
     QCOMPARE(r.value(QStringLiteral("timedOut")).toBool(), true);
     QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(), 137);
     QVERIFY(t.elapsed() < 30000);
-    const QJsonObject check = exec(m_id, QStringLiteral("for f in gc.pid orphan.pid; do kill -0 $(cat $f) 2>/dev/null && echo \"$f alive\"; done; "
-                                                        "ps -eo args | grep -c '^sleep 30[0-2]' || true"));
+    const QJsonObject check = exec(m_id, QStringLiteral(
+                                             "for f in gc.pid orphan.pid; do kill -0 $(cat $f) "
+                                             "2>/dev/null && echo \"$f alive\"; done; "
+                                             "ps -eo args | grep -c '^sleep 30[0-2]' || true"));
     QCOMPARE(check.value(QStringLiteral("stdout")).toString(), QStringLiteral("0\n"));
 }
 
@@ -180,34 +199,52 @@ void tst_Sandboxd::cancelKillsTheCommand()
     const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
                               {QStringLiteral("id"), QStringLiteral("long")},
                               {QStringLiteral("method"), QStringLiteral("agents.exec")},
-                              {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), m_id},
-                                                                     {QStringLiteral("command"), QStringLiteral("echo $$ > cancel.pid; sleep 300")}}}};
+                              {QStringLiteral("params"),
+                               QJsonObject{{QStringLiteral("id"), m_id},
+                                           {QStringLiteral("command"),
+                                            QStringLiteral("echo $$ > cancel.pid; sleep 300")}}}};
     m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
     QTest::qWait(300);
-    const QJsonObject cancelled = m_rpc.call(QStringLiteral("rpc.cancel"), {{QStringLiteral("id"), QStringLiteral("long")}});
-    QCOMPARE(cancelled.value(QStringLiteral("result")).toObject().value(QStringLiteral("cancelled")).toBool(), true);
+    const QJsonObject cancelled = m_rpc.call(QStringLiteral("rpc.cancel"),
+                                             {{QStringLiteral("id"), QStringLiteral("long")}});
+    QCOMPARE(cancelled.value(QStringLiteral("result"))
+                 .toObject()
+                 .value(QStringLiteral("cancelled"))
+                 .toBool(),
+             true);
     // The cancelled request answers -32012.
     bool sawCancelled = false;
     for (const QJsonValue &m : std::as_const(m_rpc.messages)) {
         if (m.toObject().value(QStringLiteral("id")) == QJsonValue(QStringLiteral("long")))
-            sawCancelled = m.toObject().value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt() == -32012;
+            sawCancelled = m.toObject()
+                               .value(QStringLiteral("error"))
+                               .toObject()
+                               .value(QStringLiteral("code"))
+                               .toInt()
+                           == -32012;
     }
     QVERIFY(sawCancelled);
-    QTRY_COMPARE_WITH_TIMEOUT(exec(m_id, QStringLiteral("kill -0 $(cat cancel.pid) 2>/dev/null && echo alive || echo gone"))
-                                  .value(QStringLiteral("stdout")).toString(),
-                              QStringLiteral("gone\n"), 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(
+        exec(m_id,
+             QStringLiteral("kill -0 $(cat cancel.pid) 2>/dev/null && echo alive || echo gone"))
+            .value(QStringLiteral("stdout"))
+            .toString(),
+        QStringLiteral("gone\n"), 10000);
 }
 
 void tst_Sandboxd::streamResumesAfterReconnect()
 {
     RpcTestClient first;
     QVERIFY(first.open(m_engine.wsUrl(), m_engine.key()));
-    const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                              {QStringLiteral("id"), 1},
-                              {QStringLiteral("method"), QStringLiteral("agents.exec")},
-                              {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), m_id},
-                                                                     {QStringLiteral("command"), QStringLiteral("for i in $(seq 1 40); do echo line$i; sleep 0.05; done")},
-                                                                     {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}}}};
+    const QJsonObject request{
+        {QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+        {QStringLiteral("id"), 1},
+        {QStringLiteral("method"), QStringLiteral("agents.exec")},
+        {QStringLiteral("params"),
+         QJsonObject{{QStringLiteral("id"), m_id},
+                     {QStringLiteral("command"),
+                      QStringLiteral("for i in $(seq 1 40); do echo line$i; sleep 0.05; done")},
+                     {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}}}};
     first.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
     QTRY_VERIFY_WITH_TIMEOUT(first.notifications.size() >= 5, 10000);
     // Drop the connection mid-stream, remembering what arrived.
@@ -226,10 +263,12 @@ void tst_Sandboxd::streamResumesAfterReconnect()
     RpcTestClient second;
     QVERIFY(second.open(m_engine.wsUrl(), m_engine.key()));
     const QJsonObject resumed = second.result(QStringLiteral("stream.resume"),
-                                              {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), lastSeq}});
+                                              {{QStringLiteral("streamId"), streamId},
+                                               {QStringLiteral("after"), lastSeq}});
     QCOMPARE(resumed.value(QStringLiteral("after")).toInteger(), lastSeq);
     QTRY_VERIFY_WITH_TIMEOUT(!second.notifications.isEmpty()
-                                 && second.notifications.last().value(QStringLiteral("method")) == QLatin1String("stream.end"),
+                                 && second.notifications.last().value(QStringLiteral("method"))
+                                        == QLatin1String("stream.end"),
                              15000);
     qint64 expectSeq = lastSeq + 1;
     for (const QJsonObject &n : std::as_const(second.notifications)) {
@@ -242,7 +281,11 @@ void tst_Sandboxd::streamResumesAfterReconnect()
         expected << QStringLiteral("line%1").arg(i);
     QCOMPARE(seen, expected.join(u'\n') + u'\n');
     const QJsonObject end = second.notifications.last().value(QStringLiteral("params")).toObject();
-    QCOMPARE(end.value(QStringLiteral("result")).toObject().value(QStringLiteral("exitCode")).toInt(-1), 0);
+    QCOMPARE(end.value(QStringLiteral("result"))
+                 .toObject()
+                 .value(QStringLiteral("exitCode"))
+                 .toInt(-1),
+             0);
 }
 
 void tst_Sandboxd::streamGapIsReported()
@@ -252,18 +295,27 @@ void tst_Sandboxd::streamGapIsReported()
     QVERIFY(c.open(m_engine.wsUrl(), m_engine.key()));
     const QJsonObject r = c.result(QStringLiteral("agents.exec"),
                                    {{QStringLiteral("id"), m_id},
-                                    {QStringLiteral("command"), QStringLiteral("for i in $(seq 1 9000); do echo $i; done | while read l; do echo $l; sleep 0; done")},
-                                    {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}}, 120000);
+                                    {QStringLiteral("command"),
+                                     QStringLiteral("for i in $(seq 1 9000); do echo $i; done | "
+                                                    "while read l; do echo $l; sleep 0; done")},
+                                    {QStringLiteral("options"),
+                                     QJsonObject{{QStringLiteral("stream"), true}}}},
+                                   120000);
     const QString streamId = r.value(QStringLiteral("streamId")).toString();
     QVERIFY(!streamId.isEmpty());
-    const QJsonObject answer = c.call(QStringLiteral("stream.resume"), {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), 0}});
+    const QJsonObject answer = c.call(QStringLiteral("stream.resume"),
+                                      {{QStringLiteral("streamId"), streamId},
+                                       {QStringLiteral("after"), 0}});
     const QJsonObject error = answer.value(QStringLiteral("error")).toObject();
     if (error.isEmpty())
         QSKIP("the output came in fewer chunks than the backlog holds");
     QCOMPARE(error.value(QStringLiteral("code")).toInt(), -32009);
-    const qint64 first = error.value(QStringLiteral("data")).toObject().value(QStringLiteral("first")).toInteger();
+    const qint64 first
+        = error.value(QStringLiteral("data")).toObject().value(QStringLiteral("first")).toInteger();
     QVERIFY(first > 1);
-    const QJsonObject again = c.result(QStringLiteral("stream.resume"), {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), first - 1}});
+    const QJsonObject again = c.result(QStringLiteral("stream.resume"),
+                                       {{QStringLiteral("streamId"), streamId},
+                                        {QStringLiteral("after"), first - 1}});
     QCOMPARE(again.value(QStringLiteral("done")).toBool(), true);
 }
 
@@ -273,11 +325,17 @@ void tst_Sandboxd::binaryFilesRoundTrip()
     for (int i = 0; i < 256 * 64; ++i)
         all.append(char(i & 0xff));
     const QJsonObject w = m_rpc.result(QStringLiteral("agents.writeFile"),
-                                       {{QStringLiteral("id"), m_id}, {QStringLiteral("path"), QStringLiteral("bin/all.bin")},
-                                        {QStringLiteral("content"), QString::fromLatin1(all.toBase64())},
-                                        {QStringLiteral("encoding"), QStringLiteral("base64")}, {QStringLiteral("parents"), true}});
+                                       {{QStringLiteral("id"), m_id},
+                                        {QStringLiteral("path"), QStringLiteral("bin/all.bin")},
+                                        {QStringLiteral("content"),
+                                         QString::fromLatin1(all.toBase64())},
+                                        {QStringLiteral("encoding"), QStringLiteral("base64")},
+                                        {QStringLiteral("parents"), true}});
     QCOMPARE(w.value(QStringLiteral("size")).toInt(), all.size());
-    const QJsonObject r = m_rpc.result(QStringLiteral("agents.readFile"), {{QStringLiteral("id"), m_id}, {QStringLiteral("path"), QStringLiteral("/workspace/bin/all.bin")}});
+    const QJsonObject r = m_rpc.result(QStringLiteral("agents.readFile"),
+                                       {{QStringLiteral("id"), m_id},
+                                        {QStringLiteral("path"),
+                                         QStringLiteral("/workspace/bin/all.bin")}});
     QCOMPARE(r.value(QStringLiteral("encoding")).toString(), QStringLiteral("base64"));
     QCOMPARE(QByteArray::fromBase64(r.value(QStringLiteral("content")).toString().toLatin1()), all);
     const QJsonObject sum = exec(m_id, QStringLiteral("md5sum < bin/all.bin | cut -d' ' -f1"));
@@ -291,53 +349,96 @@ void tst_Sandboxd::fileOperations()
         params.insert(QStringLiteral("id"), m_id);
         return m_rpc.call(QLatin1String(method), params);
     };
-    QVERIFY(call("agents.mkdir", {{QStringLiteral("path"), QStringLiteral("ops/a/b")}, {QStringLiteral("parents"), true}}).contains(QStringLiteral("result")));
-    QCOMPARE(call("agents.mkdir", {{QStringLiteral("path"), QStringLiteral("ops/a")}}).value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32008);
-    QVERIFY(call("agents.writeFile", {{QStringLiteral("path"), QStringLiteral("ops/a/b/f.txt")}, {QStringLiteral("content"), QStringLiteral("x")}}).contains(QStringLiteral("result")));
-    QVERIFY(call("agents.rename", {{QStringLiteral("from"), QStringLiteral("ops/a/b/f.txt")}, {QStringLiteral("to"), QStringLiteral("ops/g.txt")}}).contains(QStringLiteral("result")));
-    const QJsonObject st = call("agents.stat", {{QStringLiteral("path"), QStringLiteral("ops/g.txt")}}).value(QStringLiteral("result")).toObject();
+    QVERIFY(call("agents.mkdir", {{QStringLiteral("path"), QStringLiteral("ops/a/b")},
+                                  {QStringLiteral("parents"), true}})
+                .contains(QStringLiteral("result")));
+    QCOMPARE(call("agents.mkdir", {{QStringLiteral("path"), QStringLiteral("ops/a")}})
+                 .value(QStringLiteral("error"))
+                 .toObject()
+                 .value(QStringLiteral("code"))
+                 .toInt(),
+             -32008);
+    QVERIFY(call("agents.writeFile", {{QStringLiteral("path"), QStringLiteral("ops/a/b/f.txt")},
+                                      {QStringLiteral("content"), QStringLiteral("x")}})
+                .contains(QStringLiteral("result")));
+    QVERIFY(call("agents.rename", {{QStringLiteral("from"), QStringLiteral("ops/a/b/f.txt")},
+                                   {QStringLiteral("to"), QStringLiteral("ops/g.txt")}})
+                .contains(QStringLiteral("result")));
+    const QJsonObject st = call("agents.stat",
+                                {{QStringLiteral("path"), QStringLiteral("ops/g.txt")}})
+                               .value(QStringLiteral("result"))
+                               .toObject();
     QCOMPARE(st.value(QStringLiteral("type")).toString(), QStringLiteral("file"));
     QCOMPARE(st.value(QStringLiteral("size")).toInt(), 1);
-    const QJsonObject notEmpty = call("agents.deleteFile", {{QStringLiteral("path"), QStringLiteral("ops")}});
-    QCOMPARE(notEmpty.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32013);
-    const QJsonArray recursive = call("agents.listFiles", {{QStringLiteral("path"), QStringLiteral("ops")}, {QStringLiteral("recursive"), true}})
-                                     .value(QStringLiteral("result")).toObject().value(QStringLiteral("entries")).toArray();
+    const QJsonObject notEmpty = call("agents.deleteFile",
+                                      {{QStringLiteral("path"), QStringLiteral("ops")}});
+    QCOMPARE(notEmpty.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32013);
+    const QJsonArray recursive = call("agents.listFiles",
+                                      {{QStringLiteral("path"), QStringLiteral("ops")},
+                                       {QStringLiteral("recursive"), true}})
+                                     .value(QStringLiteral("result"))
+                                     .toObject()
+                                     .value(QStringLiteral("entries"))
+                                     .toArray();
     QCOMPARE(recursive.size(), 3); // a, a/b, g.txt
-    QVERIFY(call("agents.deleteFile", {{QStringLiteral("path"), QStringLiteral("ops")}, {QStringLiteral("recursive"), true}}).contains(QStringLiteral("result")));
-    QCOMPARE(call("agents.stat", {{QStringLiteral("path"), QStringLiteral("ops")}}).value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32002);
-    QCOMPARE(call("agents.deleteFile", {{QStringLiteral("path"), QStringLiteral("/workspace")}, {QStringLiteral("recursive"), true}})
-                 .value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32007);
+    QVERIFY(call("agents.deleteFile", {{QStringLiteral("path"), QStringLiteral("ops")},
+                                       {QStringLiteral("recursive"), true}})
+                .contains(QStringLiteral("result")));
+    QCOMPARE(call("agents.stat", {{QStringLiteral("path"), QStringLiteral("ops")}})
+                 .value(QStringLiteral("error"))
+                 .toObject()
+                 .value(QStringLiteral("code"))
+                 .toInt(),
+             -32002);
+    QCOMPARE(call("agents.deleteFile", {{QStringLiteral("path"), QStringLiteral("/workspace")},
+                                        {QStringLiteral("recursive"), true}})
+                 .value(QStringLiteral("error"))
+                 .toObject()
+                 .value(QStringLiteral("code"))
+                 .toInt(),
+             -32007);
 }
 
 void tst_Sandboxd::pathEscapesAreRefused_data()
 {
     QTest::addColumn<QString>("method");
     QTest::addColumn<QString>("path");
-    exec(m_id, QStringLiteral("ln -sfn /etc link-to-etc; ln -sfn .. link-up; ln -sfn /workspace/../etc/passwd link-passwd"));
-    for (const char *method : {"agents.readFile", "agents.writeFile", "agents.listFiles", "agents.stat", "agents.deleteFile", "agents.mkdir"}) {
+    exec(m_id, QStringLiteral("ln -sfn /etc link-to-etc; ln -sfn .. link-up; ln -sfn "
+                              "/workspace/../etc/passwd link-passwd"));
+    for (const char *method : {"agents.readFile", "agents.writeFile", "agents.listFiles",
+                               "agents.stat", "agents.deleteFile", "agents.mkdir"}) {
         const QString m = QLatin1String(method);
         QTest::addRow("%s ../../etc/passwd", method) << m << QStringLiteral("../../etc/passwd");
         QTest::addRow("%s /etc/passwd", method) << m << QStringLiteral("/etc/passwd");
         QTest::addRow("%s a/../../x", method) << m << QStringLiteral("a/../../x");
-        QTest::addRow("%s through a symlink to /etc", method) << m << QStringLiteral("link-to-etc/passwd");
-        QTest::addRow("%s through a symlink to ..", method) << m << QStringLiteral("link-up/etc/hostname");
+        QTest::addRow("%s through a symlink to /etc", method)
+            << m << QStringLiteral("link-to-etc/passwd");
+        QTest::addRow("%s through a symlink to ..", method)
+            << m << QStringLiteral("link-up/etc/hostname");
     }
-    QTest::newRow("read a symlink that points out") << QStringLiteral("agents.readFile") << QStringLiteral("link-passwd");
-    QTest::newRow("write through a symlink that points out") << QStringLiteral("agents.writeFile") << QStringLiteral("link-passwd");
+    QTest::newRow("read a symlink that points out")
+        << QStringLiteral("agents.readFile") << QStringLiteral("link-passwd");
+    QTest::newRow("write through a symlink that points out")
+        << QStringLiteral("agents.writeFile") << QStringLiteral("link-passwd");
 }
 
 void tst_Sandboxd::pathEscapesAreRefused()
 {
     QFETCH(QString, method);
     QFETCH(QString, path);
-    QJsonObject params{{QStringLiteral("id"), m_id}, {QStringLiteral("path"), path}, {QStringLiteral("content"), QStringLiteral("pwned")}};
+    QJsonObject params{{QStringLiteral("id"), m_id},
+                       {QStringLiteral("path"), path},
+                       {QStringLiteral("content"), QStringLiteral("pwned")}};
     const QJsonObject answer = m_rpc.call(method, params);
-    QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32007);
+    QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32007);
 }
 
 void tst_Sandboxd::cwdEscapeIsRefused()
 {
-    const QJsonObject r = exec(m_id, QStringLiteral("pwd"), {{QStringLiteral("cwd"), QStringLiteral("/etc")}});
+    const QJsonObject r = exec(m_id, QStringLiteral("pwd"),
+                               {{QStringLiteral("cwd"), QStringLiteral("/etc")}});
     QVERIFY(r.value(QStringLiteral("exitCode")).toInt() != 0 || !m_rpc.lastError().isEmpty());
 }
 
@@ -345,20 +446,38 @@ void tst_Sandboxd::isolation_data()
 {
     QTest::addColumn<QString>("command");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("host processes are invisible")
-        << QStringLiteral("ps -eo comm | grep -c -E '^(sandboxd|tst_sandboxd|systemd|init)$' || true") << QStringLiteral("0");
-    QTest::newRow("/usr is read-only") << QStringLiteral("touch /usr/x 2>/dev/null && echo writable || echo read-only") << QStringLiteral("read-only");
-    QTest::newRow("/etc is read-only") << QStringLiteral("touch /etc/x 2>/dev/null && echo writable || echo read-only") << QStringLiteral("read-only");
-    QTest::newRow("only loopback, no network") << QStringLiteral("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' \\n'") << QStringLiteral("lo");
+    QTest::newRow("host processes are invisible") << QStringLiteral(
+        "ps -eo comm | grep -c -E '^(sandboxd|tst_sandboxd|systemd|init)$' || true")
+                                                  << QStringLiteral("0");
+    QTest::newRow("/usr is read-only")
+        << QStringLiteral("touch /usr/x 2>/dev/null && echo writable || echo read-only")
+        << QStringLiteral("read-only");
+    QTest::newRow("/etc is read-only")
+        << QStringLiteral("touch /etc/x 2>/dev/null && echo writable || echo read-only")
+        << QStringLiteral("read-only");
+    QTest::newRow("only loopback, no network")
+        << QStringLiteral("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' \\n'")
+        << QStringLiteral("lo");
     QTest::newRow("the engine's port is unreachable")
-        << QStringLiteral("(exec 3<>/dev/tcp/127.0.0.1/%1) 2>/dev/null && echo reached || echo unreachable").arg(m_engine.url().port())
+        << QStringLiteral(
+               "(exec 3<>/dev/tcp/127.0.0.1/%1) 2>/dev/null && echo reached || echo unreachable")
+               .arg(m_engine.url().port())
         << QStringLiteral("unreachable");
-    QTest::newRow("no nested user namespaces") << QStringLiteral("unshare -U true 2>/dev/null && echo nested || echo refused") << QStringLiteral("refused");
-    QTest::newRow("no capabilities") << QStringLiteral("grep CapEff /proc/self/status | tr -d '\\t'") << QStringLiteral("CapEff:0000000000000000");
-    QTest::newRow("no new privileges") << QStringLiteral("grep NoNewPrivs /proc/self/status | tr -d '\\t'") << QStringLiteral("NoNewPrivs:1");
-    QTest::newRow("unprivileged uid") << QStringLiteral("[ $(id -u) -ne 0 ] && echo unprivileged") << QStringLiteral("unprivileged");
+    QTest::newRow("no nested user namespaces")
+        << QStringLiteral("unshare -U true 2>/dev/null && echo nested || echo refused")
+        << QStringLiteral("refused");
+    QTest::newRow("no capabilities")
+        << QStringLiteral("grep CapEff /proc/self/status | tr -d '\\t'")
+        << QStringLiteral("CapEff:0000000000000000");
+    QTest::newRow("no new privileges")
+        << QStringLiteral("grep NoNewPrivs /proc/self/status | tr -d '\\t'")
+        << QStringLiteral("NoNewPrivs:1");
+    QTest::newRow("unprivileged uid") << QStringLiteral("[ $(id -u) -ne 0 ] && echo unprivileged")
+                                      << QStringLiteral("unprivileged");
     QTest::newRow("private /tmp") << QStringLiteral("ls -A /tmp | wc -l") << QStringLiteral("0");
-    QTest::newRow("the engine's data dir is not there") << QStringLiteral("ls %1 2>/dev/null | wc -l").arg(m_engine.dataDir()) << QStringLiteral("0");
+    QTest::newRow("the engine's data dir is not there")
+        << QStringLiteral("ls %1 2>/dev/null | wc -l").arg(m_engine.dataDir())
+        << QStringLiteral("0");
 }
 
 void tst_Sandboxd::isolation()
@@ -378,17 +497,23 @@ void tst_Sandboxd::forkBombIsContained()
     QVERIFY(!bomb.isEmpty());
     QElapsedTimer t;
     t.start();
-    m_rpc.sendText(QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), QStringLiteral("bomb")},
-                                             {QStringLiteral("method"), QStringLiteral("agents.exec")},
-                                             {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), bomb},
-                                                                                    {QStringLiteral("command"), QStringLiteral("b(){ b|b& }; b; sleep 5")},
-                                                                                    {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 6000}}}}}})
-                       .toJson(QJsonDocument::Compact));
+    m_rpc.sendText(
+        QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                  {QStringLiteral("id"), QStringLiteral("bomb")},
+                                  {QStringLiteral("method"), QStringLiteral("agents.exec")},
+                                  {QStringLiteral("params"),
+                                   QJsonObject{{QStringLiteral("id"), bomb},
+                                               {QStringLiteral("command"),
+                                                QStringLiteral("b(){ b|b& }; b; sleep 5")},
+                                               {QStringLiteral("options"),
+                                                QJsonObject{{QStringLiteral("timeout"), 6000}}}}}})
+            .toJson(QJsonDocument::Compact));
     QTest::qWait(1500);
     // Meanwhile the engine and another sandbox keep answering.
     const QJsonObject other = exec(m_id, QStringLiteral("echo still here"));
     QCOMPARE(other.value(QStringLiteral("stdout")).toString(), QStringLiteral("still here\n"));
-    QCOMPARE(httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/health"))), {}).status, 200);
+    QCOMPARE(httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/health"))), {}).status,
+             200);
     const QJsonObject count = exec(bomb, QStringLiteral("ls /proc | grep -c '^[0-9]'"));
     // pids.max of "lite" is 128: the bomb cannot pass it (and the exec may fail to fork at all).
     QVERIFY(count.value(QStringLiteral("stdout")).toString().trimmed().toInt() <= 128);
@@ -400,12 +525,16 @@ void tst_Sandboxd::memoryHogIsKilled()
         QSKIP("cgroup limits need sandboxd to run as root");
     const QString hog = createAgent({{QStringLiteral("size"), QStringLiteral("lite")}}); // 256 MiB
     // tail keeps an endless line in memory: it grows until the group's limit kills it.
-    const QJsonObject r = exec(hog, QStringLiteral("head -c 2000000000 /dev/zero | tail -n 1 >/dev/null; echo status=$?"),
-                               {{QStringLiteral("timeout"), 60000}});
+    const QJsonObject r
+        = exec(hog,
+               QStringLiteral(
+                   "head -c 2000000000 /dev/zero | tail -n 1 >/dev/null; echo status=$?"),
+               {{QStringLiteral("timeout"), 60000}});
     QVERIFY2(r.value(QStringLiteral("stdout")).toString().contains(QStringLiteral("status=137")),
              qPrintable(r.value(QStringLiteral("stdout")).toString()));
     // The sandbox itself survives its hog.
-    QCOMPARE(exec(hog, QStringLiteral("echo ok")).value(QStringLiteral("stdout")).toString(), QStringLiteral("ok\n"));
+    QCOMPARE(exec(hog, QStringLiteral("echo ok")).value(QStringLiteral("stdout")).toString(),
+             QStringLiteral("ok\n"));
     const QJsonObject other = exec(m_id, QStringLiteral("echo fine"));
     QCOMPARE(other.value(QStringLiteral("stdout")).toString(), QStringLiteral("fine\n"));
 }
@@ -414,17 +543,27 @@ void tst_Sandboxd::diskIsBounded()
 {
     if (::geteuid() != 0)
         QSKIP("disk images need sandboxd to run as root");
-    const QString id = createAgent({{QStringLiteral("size"), QStringLiteral("lite")}}); // 2048 MiB of disk
+    const QString id = createAgent(
+        {{QStringLiteral("size"), QStringLiteral("lite")}}); // 2048 MiB of disk
     // Space reserved at once (fallocate) finds the cap without writing gigabytes.
-    const QJsonObject r = exec(id, QStringLiteral("fallocate -l 1G ok && fallocate -l 1500M big; echo rc=$?; du -m ok | cut -f1"),
-                               {{QStringLiteral("timeout"), 60000}});
-    const QStringList out = r.value(QStringLiteral("stdout")).toString().split(u'\n', Qt::SkipEmptyParts);
+    const QJsonObject r
+        = exec(id,
+               QStringLiteral(
+                   "fallocate -l 1G ok && fallocate -l 1500M big; echo rc=$?; du -m ok | cut -f1"),
+               {{QStringLiteral("timeout"), 60000}});
+    const QStringList out
+        = r.value(QStringLiteral("stdout")).toString().split(u'\n', Qt::SkipEmptyParts);
     QCOMPARE(out.value(0), QStringLiteral("rc=1"));
     QVERIFY(out.value(1).toInt() >= 1024 && out.value(1).toInt() < 1100);
-    QVERIFY2(r.value(QStringLiteral("stderr")).toString().contains(QStringLiteral("No space left on device")),
+    QVERIFY2(r.value(QStringLiteral("stderr"))
+                 .toString()
+                 .contains(QStringLiteral("No space left on device")),
              qPrintable(r.value(QStringLiteral("stderr")).toString()));
     // The host's disk is untouched by it, and the sandbox gets its space back.
-    QCOMPARE(exec(id, QStringLiteral("rm -f big ok && fallocate -l 1500M big && echo freed")).value(QStringLiteral("stdout")).toString(), QStringLiteral("freed\n"));
+    QCOMPARE(exec(id, QStringLiteral("rm -f big ok && fallocate -l 1500M big && echo freed"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("freed\n"));
     m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
@@ -448,29 +587,54 @@ void tst_Sandboxd::cpuLimitApplies()
 
 void tst_Sandboxd::anotherKeySeesNothing()
 {
-    const QJsonObject k = m_rpc.result(QStringLiteral("keys.create"), {{QStringLiteral("name"), QStringLiteral("intruder")}});
+    const QJsonObject k = m_rpc.result(QStringLiteral("keys.create"),
+                                       {{QStringLiteral("name"), QStringLiteral("intruder")}});
     RpcTestClient other;
     QVERIFY(other.open(m_engine.wsUrl(), k.value(QStringLiteral("key")).toString()));
-    QCOMPARE(other.result(QStringLiteral("agents.list"), {}).value(QStringLiteral("agents")).toArray().size(), 0);
-    for (const char *method : {"agents.get", "agents.exec", "agents.readFile", "agents.stop", "agents.delete", "sandbox.status"}) {
-        const QJsonObject a = other.call(QLatin1String(method), {{QStringLiteral("id"), m_id},
-                                                                {QStringLiteral("command"), QStringLiteral("true")},
-                                                                {QStringLiteral("path"), QStringLiteral("state.txt")}});
-        QCOMPARE(a.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32002);
+    QCOMPARE(other.result(QStringLiteral("agents.list"), {})
+                 .value(QStringLiteral("agents"))
+                 .toArray()
+                 .size(),
+             0);
+    for (const char *method : {"agents.get", "agents.exec", "agents.readFile", "agents.stop",
+                               "agents.delete", "sandbox.status"}) {
+        const QJsonObject a = other.call(QLatin1String(method),
+                                         {{QStringLiteral("id"), m_id},
+                                          {QStringLiteral("command"), QStringLiteral("true")},
+                                          {QStringLiteral("path"), QStringLiteral("state.txt")}});
+        QCOMPARE(a.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+                 -32002);
     }
     // A key that is not an admin sees only itself and manages no keys.
-    const QJsonArray visible = other.result(QStringLiteral("keys.list"), {}).value(QStringLiteral("keys")).toArray();
+    const QJsonArray visible
+        = other.result(QStringLiteral("keys.list"), {}).value(QStringLiteral("keys")).toArray();
     QCOMPARE(visible.size(), 1);
     QCOMPARE(visible.first().toObject().value(QStringLiteral("id")), k.value(QStringLiteral("id")));
-    QCOMPARE(other.call(QStringLiteral("keys.create"), {{QStringLiteral("name"), QStringLiteral("x")}})
-                 .value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32001);
-    const QString adminId = m_rpc.result(QStringLiteral("sessions.current"), {}).value(QStringLiteral("id")).toString();
+    QCOMPARE(other
+                 .call(QStringLiteral("keys.create"),
+                       {{QStringLiteral("name"), QStringLiteral("x")}})
+                 .value(QStringLiteral("error"))
+                 .toObject()
+                 .value(QStringLiteral("code"))
+                 .toInt(),
+             -32001);
+    const QString adminId = m_rpc.result(QStringLiteral("sessions.current"), {})
+                                .value(QStringLiteral("id"))
+                                .toString();
     QCOMPARE(other.call(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), adminId}})
-                 .value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32001);
+                 .value(QStringLiteral("error"))
+                 .toObject()
+                 .value(QStringLiteral("code"))
+                 .toInt(),
+             -32001);
     // Revoking the key closes its connection.
-    m_rpc.result(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), k.value(QStringLiteral("id"))}});
+    m_rpc.result(QStringLiteral("keys.revoke"),
+                 {{QStringLiteral("id"), k.value(QStringLiteral("id"))}});
     QTRY_VERIFY_WITH_TIMEOUT(!other.isOpen(), 5000);
-    QCOMPARE(httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/api/agents"))), k.value(QStringLiteral("key")).toString()).status, 401);
+    QCOMPARE(httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/api/agents"))),
+                         k.value(QStringLiteral("key")).toString())
+                 .status,
+             401);
 }
 
 void tst_Sandboxd::quotaIsEnforced()
@@ -478,16 +642,27 @@ void tst_Sandboxd::quotaIsEnforced()
     // --max-running 6: fill up to it, then one more is refused with -32003.
     QStringList made;
     for (int i = 0; i < 8; ++i) {
-        const QJsonObject answer = m_rpc.call(QStringLiteral("agents.create"), {{QStringLiteral("type"), QStringLiteral("codex")}, {QStringLiteral("size"), QStringLiteral("lite")}});
+        const QJsonObject answer = m_rpc.call(QStringLiteral("agents.create"),
+                                              {{QStringLiteral("type"), QStringLiteral("codex")},
+                                               {QStringLiteral("size"), QStringLiteral("lite")}});
         if (answer.contains(QStringLiteral("error"))) {
-            QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32003);
+            QCOMPARE(answer.value(QStringLiteral("error"))
+                         .toObject()
+                         .value(QStringLiteral("code"))
+                         .toInt(),
+                     -32003);
             const QJsonObject q = m_rpc.result(QStringLiteral("sessions.quota"), {});
-            QCOMPARE(q.value(QStringLiteral("running")).toObject().value(QStringLiteral("used")).toInt(), 6);
+            QCOMPARE(q.value(QStringLiteral("running"))
+                         .toObject()
+                         .value(QStringLiteral("used"))
+                         .toInt(),
+                     6);
             for (const QString &id : made)
                 m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
             return;
         }
-        made.append(answer.value(QStringLiteral("result")).toObject().value(QStringLiteral("id")).toString());
+        made.append(
+            answer.value(QStringLiteral("result")).toObject().value(QStringLiteral("id")).toString());
     }
     QFAIL("the quota never applied");
 }
@@ -496,7 +671,10 @@ void tst_Sandboxd::idleSandboxSleepsAndWakes()
 {
     const QString id = createAgent({{QStringLiteral("sleepAfter"), 500}});
     exec(id, QStringLiteral("echo survives > note.txt"));
-    QTRY_COMPARE_WITH_TIMEOUT(m_rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}}).value(QStringLiteral("status")).toString(),
+    QTRY_COMPARE_WITH_TIMEOUT(m_rpc
+                                  .result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}})
+                                  .value(QStringLiteral("status"))
+                                  .toString(),
                               QStringLiteral("sleeping"), 10000);
     const QJsonObject r = exec(id, QStringLiteral("cat note.txt"));
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("survives\n"));
@@ -506,9 +684,14 @@ void tst_Sandboxd::idleSandboxSleepsAndWakes()
 void tst_Sandboxd::restFileContent()
 {
     QByteArray bytes("\x00\x01binary\xff", 9);
-    QUrl put = m_engine.url().resolved(QUrl(QStringLiteral("/api/agents/%1/files/content?path=rest/raw.bin&parents=1").arg(m_id)));
+    QUrl put = m_engine.url().resolved(
+        QUrl(QStringLiteral("/api/agents/%1/files/content?path=rest/raw.bin&parents=1").arg(m_id)));
     QCOMPARE(httpRequest("PUT", put, m_engine.key(), bytes, "application/octet-stream").status, 200);
-    const HttpAnswer got = httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/api/agents/%1/files/content?path=rest/raw.bin").arg(m_id))), m_engine.key());
+    const HttpAnswer got = httpRequest(
+        "GET",
+        m_engine.url().resolved(
+            QUrl(QStringLiteral("/api/agents/%1/files/content?path=rest/raw.bin").arg(m_id))),
+        m_engine.key());
     QCOMPARE(got.status, 200);
     QCOMPARE(got.body, bytes);
 }
@@ -519,9 +702,13 @@ void tst_Sandboxd::oversizeBodiesAreRefused()
     QTcpSocket raw;
     raw.connectToHost(m_engine.url().host(), quint16(m_engine.url().port()));
     QVERIFY(raw.waitForConnected(5000));
-    raw.write("PUT /api/agents/" + m_id.toLatin1() + "/files/content?path=big.bin HTTP/1.1\r\nHost: x\r\n"
-              "Authorization: Bearer " + m_engine.key().toLatin1() + "\r\nContent-Length: 17825792\r\n\r\n");
-    QTRY_VERIFY_WITH_TIMEOUT(raw.bytesAvailable() > 0 || raw.state() != QAbstractSocket::ConnectedState, 5000);
+    raw.write("PUT /api/agents/" + m_id.toLatin1()
+              + "/files/content?path=big.bin HTTP/1.1\r\nHost: x\r\n"
+                "Authorization: Bearer "
+              + m_engine.key().toLatin1() + "\r\nContent-Length: 17825792\r\n\r\n");
+    QTRY_VERIFY_WITH_TIMEOUT(raw.bytesAvailable() > 0
+                                 || raw.state() != QAbstractSocket::ConnectedState,
+                             5000);
     raw.waitForReadyRead(1000);
     const QByteArray response = raw.readAll();
     QVERIFY2(response.startsWith("HTTP/1.1 413"), response.constData());
@@ -530,9 +717,15 @@ void tst_Sandboxd::oversizeBodiesAreRefused()
     // Over /rpc: the message is refused, the connection stays usable.
     RpcTestClient c;
     QVERIFY(c.open(m_engine.wsUrl(), m_engine.key()));
-    c.sendText(R"({"jsonrpc":"2.0","id":1,"method":"agents.writeFile","params":{"content":")" + big + "\"}}");
+    c.sendText(R"({"jsonrpc":"2.0","id":1,"method":"agents.writeFile","params":{"content":")" + big
+               + "\"}}");
     const QJsonValue answer = c.nextMessage();
-    QCOMPARE(answer.toObject().value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(), -32006);
+    QCOMPARE(answer.toObject()
+                 .value(QStringLiteral("error"))
+                 .toObject()
+                 .value(QStringLiteral("code"))
+                 .toInt(),
+             -32006);
     QVERIFY(c.isOpen());
     QVERIFY(c.call(QStringLiteral("sessions.current"), {}).contains(QStringLiteral("result")));
 }

@@ -11,10 +11,12 @@ int main(int argc, char **argv)
 {
     QCoreApplication app(argc, argv);
     QCommandLineParser cli;
-    cli.setApplicationDescription(QStringLiteral("A local mock of the Anthropic Messages, OpenAI Responses and "
-                                                 "OpenAI Chat Completions APIs (see mockmodelserver.h)."));
+    cli.setApplicationDescription(
+        QStringLiteral("A local mock of the Anthropic Messages, OpenAI Responses and "
+                       "OpenAI Chat Completions APIs (see mockmodelserver.h)."));
     cli.addHelpOption();
-    const QCommandLineOption portOpt(QStringLiteral("port"), QStringLiteral("Port on 127.0.0.1 (default: any free one)."),
+    const QCommandLineOption portOpt(QStringLiteral("port"),
+                                     QStringLiteral("Port on 127.0.0.1 (default: any free one)."),
                                      QStringLiteral("port"), QStringLiteral("0"));
     cli.addOption(portOpt);
     cli.process(app);

@@ -60,11 +60,11 @@ struct Turn
 {
     bool afterToolResult = false;
     bool toolFailed = false;
-    QString prompt; // the latest user text
+    QString prompt;     // the latest user text
     QString everything; // all text of the conversation, for [[recall]]
     bool hasTools = false;
-    QString writeTool;     // name of the file-writing tool offered, if any
-    QString pathKey;       // its path parameter
+    QString writeTool;            // name of the file-writing tool offered, if any
+    QString pathKey;              // its path parameter
     bool customPatchTool = false; // Codex's apply_patch as a free-form ("custom") tool
     QString patchKey;             // apply_patch as a function: its argument's name
 };
@@ -87,19 +87,23 @@ Turn readTurn(Provider provider, const QJsonObject &json, const QByteArray &body
     for (const QJsonValue &v : tools) {
         const QJsonObject tool = v.toObject();
         const QJsonObject fn = tool.value(QStringLiteral("function")).toObject();
-        const QString name = tool.contains(QStringLiteral("name")) ? tool.value(QStringLiteral("name")).toString()
-                                                                   : fn.value(QStringLiteral("name")).toString();
+        const QString name = tool.contains(QStringLiteral("name"))
+                                 ? tool.value(QStringLiteral("name")).toString()
+                                 : fn.value(QStringLiteral("name")).toString();
         if (name == QLatin1String("apply_patch")) {
             t.writeTool = name;
-            t.customPatchTool = tool.value(QStringLiteral("type")).toString() == QLatin1String("custom");
+            t.customPatchTool = tool.value(QStringLiteral("type")).toString()
+                                == QLatin1String("custom");
             const QJsonObject schema = tool.contains(QStringLiteral("parameters"))
                                            ? tool.value(QStringLiteral("parameters")).toObject()
                                            : fn.value(QStringLiteral("parameters")).toObject();
             const QJsonObject props = schema.value(QStringLiteral("properties")).toObject();
             t.patchKey = props.contains(QStringLiteral("patchText")) ? QStringLiteral("patchText")
-                         : props.isEmpty() || props.contains(QStringLiteral("input")) ? QStringLiteral("input")
-                                                                                      : props.keys().constFirst();
-        } else if (name.compare(QLatin1String("write"), Qt::CaseInsensitive) == 0 && t.writeTool.isEmpty()) {
+                         : props.isEmpty() || props.contains(QStringLiteral("input"))
+                             ? QStringLiteral("input")
+                             : props.keys().constFirst();
+        } else if (name.compare(QLatin1String("write"), Qt::CaseInsensitive) == 0
+                   && t.writeTool.isEmpty()) {
             t.writeTool = name;
             const QJsonObject schema = tool.contains(QStringLiteral("input_schema"))
                                            ? tool.value(QStringLiteral("input_schema")).toObject()
@@ -126,7 +130,8 @@ Turn readTurn(Provider provider, const QJsonObject &json, const QByteArray &body
     } else if (provider == Provider::Responses) {
         const QJsonArray input = json.value(QStringLiteral("input")).toArray();
         if (!input.isEmpty()) {
-            const QString lastType = input.last().toObject().value(QStringLiteral("type")).toString();
+            const QString lastType
+                = input.last().toObject().value(QStringLiteral("type")).toString();
             t.afterToolResult = lastType.endsWith(QLatin1String("_call_output"));
             for (qsizetype i = input.size() - 1; i >= 0; --i) {
                 const QJsonObject item = input.at(i).toObject();
@@ -193,8 +198,9 @@ QString recalled(const QString &conversation)
         if (!words.contains(w))
             words.append(w);
     }
-    return words.isEmpty() ? QStringLiteral("I remember nothing.")
-                           : QStringLiteral("I remember: ") + words.join(QStringLiteral(", ")) + u'.';
+    return words.isEmpty()
+               ? QStringLiteral("I remember nothing.")
+               : QStringLiteral("I remember: ") + words.join(QStringLiteral(", ")) + u'.';
 }
 
 QByteArray sse(const QByteArray &event, const QJsonObject &data)
@@ -221,7 +227,9 @@ QString applyPatchFor(const QString &path, const QString &content)
 
 } // namespace
 
-MockModelServer::MockModelServer(QObject *parent) : QObject(parent), m_server(new QTcpServer(this))
+MockModelServer::MockModelServer(QObject *parent)
+    : QObject(parent)
+    , m_server(new QTcpServer(this))
 {
     connect(m_server, &QTcpServer::newConnection, this, &MockModelServer::onNewConnection);
 }
@@ -296,7 +304,8 @@ void MockModelServer::onReadyRead(QTcpSocket *socket)
     for (qsizetype i = 1; i < lines.size(); ++i) {
         const qsizetype colon = lines[i].indexOf(':');
         if (colon > 0)
-            r.headers.insert(lines[i].left(colon).trimmed().toLower(), lines[i].mid(colon + 1).trimmed());
+            r.headers.insert(lines[i].left(colon).trimmed().toLower(),
+                             lines[i].mid(colon + 1).trimmed());
     }
     QByteArray rest = buf.mid(headerEnd + 4);
     if (r.headers.value("transfer-encoding").toLower().contains("chunked")) {
@@ -307,7 +316,8 @@ void MockModelServer::onReadyRead(QTcpSocket *socket)
             if (eol < 0)
                 return; // wait for more
             bool ok = false;
-            const qsizetype size = rest.mid(pos, eol - pos).split(';').value(0).trimmed().toLongLong(&ok, 16);
+            const qsizetype size
+                = rest.mid(pos, eol - pos).split(';').value(0).trimmed().toLongLong(&ok, 16);
             if (!ok) {
                 socket->abort();
                 return;
@@ -350,8 +360,9 @@ void MockModelServer::sendJson(QTcpSocket *socket, int status, const QJsonObject
 
 void MockModelServer::sendSse(QTcpSocket *socket, const QList<QByteArray> &events, int sleepMs)
 {
-    socket->write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                  "Connection: close\r\n\r\n");
+    socket->write(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+        "Connection: close\r\n\r\n");
     if (events.isEmpty()) {
         socket->disconnectFromHost();
         return;
@@ -375,27 +386,34 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
 {
     const Provider provider = providerFor(request.path);
     if (request.method == "GET" && request.path.startsWith("/files/") && !m_staticRoot.isEmpty()) {
-        const QString rel = QString::fromUtf8(QByteArray::fromPercentEncoding(request.path.mid(7).split('?').value(0)));
+        const QString rel = QString::fromUtf8(
+            QByteArray::fromPercentEncoding(request.path.mid(7).split('?').value(0)));
         QFile f(QDir::cleanPath(m_staticRoot + u'/' + rel));
-        const bool inside = QDir::cleanPath(f.fileName()).startsWith(QDir::cleanPath(m_staticRoot) + u'/');
+        const bool inside
+            = QDir::cleanPath(f.fileName()).startsWith(QDir::cleanPath(m_staticRoot) + u'/');
         if (!inside || rel.contains(QLatin1String("..")) || !f.open(QIODevice::ReadOnly)) {
-            socket->write("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            socket->write(
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
             socket->disconnectFromHost();
             return;
         }
         const QByteArray body = f.readAll();
-        socket->write("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "
-                      + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+        socket->write(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "
+            + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
         socket->disconnectFromHost();
         return;
     }
     if (request.method == "HEAD" || request.method == "GET") {
         if (request.path.endsWith("/models"))
-            return sendJson(socket, 200, {{QStringLiteral("object"), QStringLiteral("list")},
-                                          {QStringLiteral("data"), QJsonArray{QJsonObject{
-                                               {QStringLiteral("id"), QStringLiteral("mock-model")},
-                                               {QStringLiteral("object"), QStringLiteral("model")}}}},
-                                          {QStringLiteral("models"), QJsonArray{}}});
+            return sendJson(socket, 200,
+                            {{QStringLiteral("object"), QStringLiteral("list")},
+                             {QStringLiteral("data"),
+                              QJsonArray{
+                                  QJsonObject{{QStringLiteral("id"), QStringLiteral("mock-model")},
+                                              {QStringLiteral("object"),
+                                               QStringLiteral("model")}}}},
+                             {QStringLiteral("models"), QJsonArray{}}});
         return sendJson(socket, 404, {});
     }
     if (request.method != "POST" || provider == Provider::None)
@@ -403,7 +421,8 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
 
     const Turn turn = readTurn(provider, request.json, request.body);
     const Directives d = directivesIn(turn.prompt);
-    const QString model = request.json.value(QStringLiteral("model")).toString(QStringLiteral("mock-model"));
+    const QString model
+        = request.json.value(QStringLiteral("model")).toString(QStringLiteral("mock-model"));
     const bool stream = request.json.value(QStringLiteral("stream")).toBool();
     const int id = m_nextId++;
 
@@ -412,11 +431,13 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
         if (provider == Provider::Anthropic)
             return sendJson(socket, d.failStatus,
                             {{QStringLiteral("type"), QStringLiteral("error")},
-                             {QStringLiteral("error"), QJsonObject{{QStringLiteral("type"), QStringLiteral("api_error")},
-                                                                   {QStringLiteral("message"), msg}}}});
+                             {QStringLiteral("error"),
+                              QJsonObject{{QStringLiteral("type"), QStringLiteral("api_error")},
+                                          {QStringLiteral("message"), msg}}}});
         return sendJson(socket, d.failStatus,
-                        {{QStringLiteral("error"), QJsonObject{{QStringLiteral("message"), msg},
-                                                               {QStringLiteral("type"), QStringLiteral("server_error")}}}});
+                        {{QStringLiteral("error"),
+                          QJsonObject{{QStringLiteral("message"), msg},
+                                      {QStringLiteral("type"), QStringLiteral("server_error")}}}});
     }
 
     // Decide the answer: a text, or a call of the write tool.
@@ -445,7 +466,8 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
         const QString msgId = QStringLiteral("msg_mock_%1").arg(id);
         QJsonObject input;
         if (callTool) {
-            input.insert(turn.pathKey.isEmpty() ? QStringLiteral("file_path") : turn.pathKey, d.writePath);
+            input.insert(turn.pathKey.isEmpty() ? QStringLiteral("file_path") : turn.pathKey,
+                         d.writePath);
             input.insert(QStringLiteral("content"), d.writeContent);
         }
         if (!stream) {
@@ -456,60 +478,84 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
                                            {QStringLiteral("name"), turn.writeTool},
                                            {QStringLiteral("input"), input}});
             else
-                content.append(QJsonObject{{QStringLiteral("type"), QStringLiteral("text")}, {QStringLiteral("text"), text}});
+                content.append(QJsonObject{{QStringLiteral("type"), QStringLiteral("text")},
+                                           {QStringLiteral("text"), text}});
             return sendJson(socket, 200,
-                            {{QStringLiteral("id"), msgId}, {QStringLiteral("type"), QStringLiteral("message")},
-                             {QStringLiteral("role"), QStringLiteral("assistant")}, {QStringLiteral("model"), model},
+                            {{QStringLiteral("id"), msgId},
+                             {QStringLiteral("type"), QStringLiteral("message")},
+                             {QStringLiteral("role"), QStringLiteral("assistant")},
+                             {QStringLiteral("model"), model},
                              {QStringLiteral("content"), content},
-                             {QStringLiteral("stop_reason"), callTool ? QStringLiteral("tool_use") : QStringLiteral("end_turn")},
+                             {QStringLiteral("stop_reason"),
+                              callTool ? QStringLiteral("tool_use") : QStringLiteral("end_turn")},
                              {QStringLiteral("stop_sequence"), QJsonValue()},
-                             {QStringLiteral("usage"), QJsonObject{{QStringLiteral("input_tokens"), inputTokens},
-                                                                   {QStringLiteral("output_tokens"), outputTokens}}}});
+                             {QStringLiteral("usage"),
+                              QJsonObject{{QStringLiteral("input_tokens"), inputTokens},
+                                          {QStringLiteral("output_tokens"), outputTokens}}}});
         }
         events << sse("message_start",
                       {{QStringLiteral("type"), QStringLiteral("message_start")},
                        {QStringLiteral("message"),
-                        QJsonObject{{QStringLiteral("id"), msgId}, {QStringLiteral("type"), QStringLiteral("message")},
-                                    {QStringLiteral("role"), QStringLiteral("assistant")}, {QStringLiteral("model"), model},
-                                    {QStringLiteral("content"), QJsonArray{}}, {QStringLiteral("stop_reason"), QJsonValue()},
+                        QJsonObject{{QStringLiteral("id"), msgId},
+                                    {QStringLiteral("type"), QStringLiteral("message")},
+                                    {QStringLiteral("role"), QStringLiteral("assistant")},
+                                    {QStringLiteral("model"), model},
+                                    {QStringLiteral("content"), QJsonArray{}},
+                                    {QStringLiteral("stop_reason"), QJsonValue()},
                                     {QStringLiteral("stop_sequence"), QJsonValue()},
-                                    {QStringLiteral("usage"), QJsonObject{{QStringLiteral("input_tokens"), inputTokens},
-                                                                          {QStringLiteral("cache_creation_input_tokens"), 0},
-                                                                          {QStringLiteral("cache_read_input_tokens"), 0},
-                                                                          {QStringLiteral("output_tokens"), 1}}}}}});
+                                    {QStringLiteral("usage"),
+                                     QJsonObject{{QStringLiteral("input_tokens"), inputTokens},
+                                                 {QStringLiteral("cache_creation_input_tokens"), 0},
+                                                 {QStringLiteral("cache_read_input_tokens"), 0},
+                                                 {QStringLiteral("output_tokens"), 1}}}}}});
         int index = 0;
         const auto block = [&](const QJsonObject &start, const QList<QJsonObject> &deltas) {
-            events << sse("content_block_start", {{QStringLiteral("type"), QStringLiteral("content_block_start")},
-                                                  {QStringLiteral("index"), index},
-                                                  {QStringLiteral("content_block"), start}});
+            events << sse("content_block_start",
+                          {{QStringLiteral("type"), QStringLiteral("content_block_start")},
+                           {QStringLiteral("index"), index},
+                           {QStringLiteral("content_block"), start}});
             for (const QJsonObject &delta : deltas)
-                events << sse("content_block_delta", {{QStringLiteral("type"), QStringLiteral("content_block_delta")},
-                                                      {QStringLiteral("index"), index},
-                                                      {QStringLiteral("delta"), delta}});
-            events << sse("content_block_stop", {{QStringLiteral("type"), QStringLiteral("content_block_stop")},
-                                                 {QStringLiteral("index"), index}});
+                events << sse("content_block_delta",
+                              {{QStringLiteral("type"), QStringLiteral("content_block_delta")},
+                               {QStringLiteral("index"), index},
+                               {QStringLiteral("delta"), delta}});
+            events << sse("content_block_stop",
+                          {{QStringLiteral("type"), QStringLiteral("content_block_stop")},
+                           {QStringLiteral("index"), index}});
             ++index;
         };
         if (!d.thinking.isEmpty() && !turn.afterToolResult)
-            block({{QStringLiteral("type"), QStringLiteral("thinking")}, {QStringLiteral("thinking"), QString()}},
-                  {{{QStringLiteral("type"), QStringLiteral("thinking_delta")}, {QStringLiteral("thinking"), d.thinking}},
-                   {{QStringLiteral("type"), QStringLiteral("signature_delta")}, {QStringLiteral("signature"), QStringLiteral("bW9jaw==")}}});
+            block({{QStringLiteral("type"), QStringLiteral("thinking")},
+                   {QStringLiteral("thinking"), QString()}},
+                  {{{QStringLiteral("type"), QStringLiteral("thinking_delta")},
+                    {QStringLiteral("thinking"), d.thinking}},
+                   {{QStringLiteral("type"), QStringLiteral("signature_delta")},
+                    {QStringLiteral("signature"), QStringLiteral("bW9jaw==")}}});
         if (callTool) {
-            block({{QStringLiteral("type"), QStringLiteral("tool_use")}, {QStringLiteral("id"), callId},
-                   {QStringLiteral("name"), turn.writeTool}, {QStringLiteral("input"), QJsonObject{}}},
+            block({{QStringLiteral("type"), QStringLiteral("tool_use")},
+                   {QStringLiteral("id"), callId},
+                   {QStringLiteral("name"), turn.writeTool},
+                   {QStringLiteral("input"), QJsonObject{}}},
                   {{{QStringLiteral("type"), QStringLiteral("input_json_delta")},
                     {QStringLiteral("partial_json"), QString::fromUtf8(compact(input))}}});
         } else {
             const qsizetype half = text.size() / 2;
-            block({{QStringLiteral("type"), QStringLiteral("text")}, {QStringLiteral("text"), QString()}},
-                  {{{QStringLiteral("type"), QStringLiteral("text_delta")}, {QStringLiteral("text"), text.left(half)}},
-                   {{QStringLiteral("type"), QStringLiteral("text_delta")}, {QStringLiteral("text"), text.mid(half)}}});
+            block({{QStringLiteral("type"), QStringLiteral("text")},
+                   {QStringLiteral("text"), QString()}},
+                  {{{QStringLiteral("type"), QStringLiteral("text_delta")},
+                    {QStringLiteral("text"), text.left(half)}},
+                   {{QStringLiteral("type"), QStringLiteral("text_delta")},
+                    {QStringLiteral("text"), text.mid(half)}}});
         }
         events << sse("message_delta",
                       {{QStringLiteral("type"), QStringLiteral("message_delta")},
-                       {QStringLiteral("delta"), QJsonObject{{QStringLiteral("stop_reason"), callTool ? QStringLiteral("tool_use") : QStringLiteral("end_turn")},
-                                                             {QStringLiteral("stop_sequence"), QJsonValue()}}},
-                       {QStringLiteral("usage"), QJsonObject{{QStringLiteral("output_tokens"), outputTokens}}}});
+                       {QStringLiteral("delta"),
+                        QJsonObject{{QStringLiteral("stop_reason"),
+                                     callTool ? QStringLiteral("tool_use")
+                                              : QStringLiteral("end_turn")},
+                                    {QStringLiteral("stop_sequence"), QJsonValue()}}},
+                       {QStringLiteral("usage"),
+                        QJsonObject{{QStringLiteral("output_tokens"), outputTokens}}}});
         events << sse("message_stop", {{QStringLiteral("type"), QStringLiteral("message_stop")}});
         return sendSse(socket, events, sleepMs);
     }
@@ -522,10 +568,13 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
             data.insert(QStringLiteral("sequence_number"), seq++);
             events << sse(type, data);
         };
-        const QJsonObject created{{QStringLiteral("id"), respId}, {QStringLiteral("object"), QStringLiteral("response")},
-                                  {QStringLiteral("created_at"), double(QDateTime::currentSecsSinceEpoch())},
+        const QJsonObject created{{QStringLiteral("id"), respId},
+                                  {QStringLiteral("object"), QStringLiteral("response")},
+                                  {QStringLiteral("created_at"),
+                                   double(QDateTime::currentSecsSinceEpoch())},
                                   {QStringLiteral("status"), QStringLiteral("in_progress")},
-                                  {QStringLiteral("model"), model}, {QStringLiteral("output"), QJsonArray{}}};
+                                  {QStringLiteral("model"), model},
+                                  {QStringLiteral("output"), QJsonArray{}}};
         ev("response.created", {{QStringLiteral("response"), created}});
         QJsonObject item;
         if (callTool) {
@@ -533,54 +582,76 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
             if (turn.customPatchTool) {
                 item = {{QStringLiteral("type"), QStringLiteral("custom_tool_call")},
                         {QStringLiteral("id"), QStringLiteral("ctc_mock_%1").arg(id)},
-                        {QStringLiteral("call_id"), callId}, {QStringLiteral("name"), turn.writeTool},
-                        {QStringLiteral("status"), QStringLiteral("completed")}, {QStringLiteral("input"), patch}};
+                        {QStringLiteral("call_id"), callId},
+                        {QStringLiteral("name"), turn.writeTool},
+                        {QStringLiteral("status"), QStringLiteral("completed")},
+                        {QStringLiteral("input"), patch}};
             } else {
                 item = {{QStringLiteral("type"), QStringLiteral("function_call")},
                         {QStringLiteral("id"), QStringLiteral("fc_mock_%1").arg(id)},
-                        {QStringLiteral("call_id"), callId}, {QStringLiteral("name"), turn.writeTool},
+                        {QStringLiteral("call_id"), callId},
+                        {QStringLiteral("name"), turn.writeTool},
                         {QStringLiteral("status"), QStringLiteral("completed")},
-                        {QStringLiteral("arguments"), QString::fromUtf8(compact({{turn.patchKey, patch}}))}};
+                        {QStringLiteral("arguments"),
+                         QString::fromUtf8(compact({{turn.patchKey, patch}}))}};
             }
             QJsonObject added = item;
             added.insert(QStringLiteral("status"), QStringLiteral("in_progress"));
-            ev("response.output_item.added", {{QStringLiteral("output_index"), 0}, {QStringLiteral("item"), added}});
-            ev("response.output_item.done", {{QStringLiteral("output_index"), 0}, {QStringLiteral("item"), item}});
+            ev("response.output_item.added",
+               {{QStringLiteral("output_index"), 0}, {QStringLiteral("item"), added}});
+            ev("response.output_item.done",
+               {{QStringLiteral("output_index"), 0}, {QStringLiteral("item"), item}});
         } else {
             const QString itemId = QStringLiteral("msg_mock_%1").arg(id);
-            const QJsonObject part{{QStringLiteral("type"), QStringLiteral("output_text")}, {QStringLiteral("text"), text},
+            const QJsonObject part{{QStringLiteral("type"), QStringLiteral("output_text")},
+                                   {QStringLiteral("text"), text},
                                    {QStringLiteral("annotations"), QJsonArray{}}};
-            item = {{QStringLiteral("type"), QStringLiteral("message")}, {QStringLiteral("id"), itemId},
-                    {QStringLiteral("status"), QStringLiteral("completed")}, {QStringLiteral("role"), QStringLiteral("assistant")},
+            item = {{QStringLiteral("type"), QStringLiteral("message")},
+                    {QStringLiteral("id"), itemId},
+                    {QStringLiteral("status"), QStringLiteral("completed")},
+                    {QStringLiteral("role"), QStringLiteral("assistant")},
                     {QStringLiteral("content"), QJsonArray{part}}};
             ev("response.output_item.added",
                {{QStringLiteral("output_index"), 0},
-                {QStringLiteral("item"), QJsonObject{{QStringLiteral("type"), QStringLiteral("message")}, {QStringLiteral("id"), itemId},
-                                                     {QStringLiteral("status"), QStringLiteral("in_progress")},
-                                                     {QStringLiteral("role"), QStringLiteral("assistant")},
-                                                     {QStringLiteral("content"), QJsonArray{}}}}});
+                {QStringLiteral("item"),
+                 QJsonObject{{QStringLiteral("type"), QStringLiteral("message")},
+                             {QStringLiteral("id"), itemId},
+                             {QStringLiteral("status"), QStringLiteral("in_progress")},
+                             {QStringLiteral("role"), QStringLiteral("assistant")},
+                             {QStringLiteral("content"), QJsonArray{}}}}});
             QJsonObject emptyPart = part;
             emptyPart.insert(QStringLiteral("text"), QString());
-            ev("response.content_part.added", {{QStringLiteral("item_id"), itemId}, {QStringLiteral("output_index"), 0},
-                                               {QStringLiteral("content_index"), 0}, {QStringLiteral("part"), emptyPart}});
+            ev("response.content_part.added", {{QStringLiteral("item_id"), itemId},
+                                               {QStringLiteral("output_index"), 0},
+                                               {QStringLiteral("content_index"), 0},
+                                               {QStringLiteral("part"), emptyPart}});
             const qsizetype half = text.size() / 2;
             for (const QString &delta : {text.left(half), text.mid(half)})
-                ev("response.output_text.delta", {{QStringLiteral("item_id"), itemId}, {QStringLiteral("output_index"), 0},
-                                                  {QStringLiteral("content_index"), 0}, {QStringLiteral("delta"), delta}});
-            ev("response.output_text.done", {{QStringLiteral("item_id"), itemId}, {QStringLiteral("output_index"), 0},
-                                             {QStringLiteral("content_index"), 0}, {QStringLiteral("text"), text}});
-            ev("response.content_part.done", {{QStringLiteral("item_id"), itemId}, {QStringLiteral("output_index"), 0},
-                                              {QStringLiteral("content_index"), 0}, {QStringLiteral("part"), part}});
-            ev("response.output_item.done", {{QStringLiteral("output_index"), 0}, {QStringLiteral("item"), item}});
+                ev("response.output_text.delta", {{QStringLiteral("item_id"), itemId},
+                                                  {QStringLiteral("output_index"), 0},
+                                                  {QStringLiteral("content_index"), 0},
+                                                  {QStringLiteral("delta"), delta}});
+            ev("response.output_text.done", {{QStringLiteral("item_id"), itemId},
+                                             {QStringLiteral("output_index"), 0},
+                                             {QStringLiteral("content_index"), 0},
+                                             {QStringLiteral("text"), text}});
+            ev("response.content_part.done", {{QStringLiteral("item_id"), itemId},
+                                              {QStringLiteral("output_index"), 0},
+                                              {QStringLiteral("content_index"), 0},
+                                              {QStringLiteral("part"), part}});
+            ev("response.output_item.done",
+               {{QStringLiteral("output_index"), 0}, {QStringLiteral("item"), item}});
         }
         QJsonObject done = created;
         done.insert(QStringLiteral("status"), QStringLiteral("completed"));
         done.insert(QStringLiteral("output"), QJsonArray{item});
         done.insert(QStringLiteral("usage"),
                     QJsonObject{{QStringLiteral("input_tokens"), inputTokens},
-                                {QStringLiteral("input_tokens_details"), QJsonObject{{QStringLiteral("cached_tokens"), 0}}},
+                                {QStringLiteral("input_tokens_details"),
+                                 QJsonObject{{QStringLiteral("cached_tokens"), 0}}},
                                 {QStringLiteral("output_tokens"), outputTokens},
-                                {QStringLiteral("output_tokens_details"), QJsonObject{{QStringLiteral("reasoning_tokens"), 0}}},
+                                {QStringLiteral("output_tokens_details"),
+                                 QJsonObject{{QStringLiteral("reasoning_tokens"), 0}}},
                                 {QStringLiteral("total_tokens"), inputTokens + outputTokens}});
         ev("response.completed", {{QStringLiteral("response"), done}});
         return sendSse(socket, events, sleepMs);
@@ -590,45 +661,69 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
     const QString chatId = QStringLiteral("chatcmpl-mock-%1").arg(id);
     const double created = double(QDateTime::currentSecsSinceEpoch());
     const auto chunk = [&](const QJsonObject &delta, const QJsonValue &finish) {
-        events << sse({}, {{QStringLiteral("id"), chatId}, {QStringLiteral("object"), QStringLiteral("chat.completion.chunk")},
-                           {QStringLiteral("created"), created}, {QStringLiteral("model"), model},
-                           {QStringLiteral("choices"), QJsonArray{QJsonObject{{QStringLiteral("index"), 0},
-                                                                              {QStringLiteral("delta"), delta},
-                                                                              {QStringLiteral("finish_reason"), finish}}}}});
+        events << sse({}, {{QStringLiteral("id"), chatId},
+                           {QStringLiteral("object"), QStringLiteral("chat.completion.chunk")},
+                           {QStringLiteral("created"), created},
+                           {QStringLiteral("model"), model},
+                           {QStringLiteral("choices"),
+                            QJsonArray{QJsonObject{{QStringLiteral("index"), 0},
+                                                   {QStringLiteral("delta"), delta},
+                                                   {QStringLiteral("finish_reason"), finish}}}}});
     };
     QJsonObject input;
     if (callTool && turn.writeTool == QLatin1String("apply_patch")) {
         input.insert(turn.patchKey, applyPatchFor(d.writePath, d.writeContent));
     } else if (callTool) {
-        input.insert(turn.pathKey.isEmpty() ? QStringLiteral("filePath") : turn.pathKey, d.writePath);
+        input.insert(turn.pathKey.isEmpty() ? QStringLiteral("filePath") : turn.pathKey,
+                     d.writePath);
         input.insert(QStringLiteral("content"), d.writeContent);
     }
     if (!stream) {
-        QJsonObject message{{QStringLiteral("role"), QStringLiteral("assistant")}, {QStringLiteral("content"), text}};
+        QJsonObject message{{QStringLiteral("role"), QStringLiteral("assistant")},
+                            {QStringLiteral("content"), text}};
         if (callTool)
             message.insert(QStringLiteral("tool_calls"),
-                           QJsonArray{QJsonObject{{QStringLiteral("id"), callId}, {QStringLiteral("type"), QStringLiteral("function")},
-                                                  {QStringLiteral("function"), QJsonObject{{QStringLiteral("name"), turn.writeTool},
-                                                                                           {QStringLiteral("arguments"), QString::fromUtf8(compact(input))}}}}});
+                           QJsonArray{
+                               QJsonObject{{QStringLiteral("id"), callId},
+                                           {QStringLiteral("type"), QStringLiteral("function")},
+                                           {QStringLiteral("function"),
+                                            QJsonObject{{QStringLiteral("name"), turn.writeTool},
+                                                        {QStringLiteral("arguments"),
+                                                         QString::fromUtf8(compact(input))}}}}});
         return sendJson(socket, 200,
-                        {{QStringLiteral("id"), chatId}, {QStringLiteral("object"), QStringLiteral("chat.completion")},
-                         {QStringLiteral("created"), created}, {QStringLiteral("model"), model},
-                         {QStringLiteral("choices"), QJsonArray{QJsonObject{{QStringLiteral("index"), 0}, {QStringLiteral("message"), message},
-                                                                            {QStringLiteral("finish_reason"), callTool ? QStringLiteral("tool_calls") : QStringLiteral("stop")}}}},
-                         {QStringLiteral("usage"), QJsonObject{{QStringLiteral("prompt_tokens"), inputTokens},
-                                                               {QStringLiteral("completion_tokens"), outputTokens},
-                                                               {QStringLiteral("total_tokens"), inputTokens + outputTokens}}}});
+                        {{QStringLiteral("id"), chatId},
+                         {QStringLiteral("object"), QStringLiteral("chat.completion")},
+                         {QStringLiteral("created"), created},
+                         {QStringLiteral("model"), model},
+                         {QStringLiteral("choices"),
+                          QJsonArray{QJsonObject{{QStringLiteral("index"), 0},
+                                                 {QStringLiteral("message"), message},
+                                                 {QStringLiteral("finish_reason"),
+                                                  callTool ? QStringLiteral("tool_calls")
+                                                           : QStringLiteral("stop")}}}},
+                         {QStringLiteral("usage"),
+                          QJsonObject{{QStringLiteral("prompt_tokens"), inputTokens},
+                                      {QStringLiteral("completion_tokens"), outputTokens},
+                                      {QStringLiteral("total_tokens"),
+                                       inputTokens + outputTokens}}}});
     }
-    chunk({{QStringLiteral("role"), QStringLiteral("assistant")}, {QStringLiteral("content"), QString()}}, QJsonValue());
+    chunk({{QStringLiteral("role"), QStringLiteral("assistant")},
+           {QStringLiteral("content"), QString()}},
+          QJsonValue());
     if (callTool) {
         chunk({{QStringLiteral("tool_calls"),
-                QJsonArray{QJsonObject{{QStringLiteral("index"), 0}, {QStringLiteral("id"), callId}, {QStringLiteral("type"), QStringLiteral("function")},
-                                       {QStringLiteral("function"), QJsonObject{{QStringLiteral("name"), turn.writeTool},
-                                                                                {QStringLiteral("arguments"), QString()}}}}}}},
+                QJsonArray{QJsonObject{{QStringLiteral("index"), 0},
+                                       {QStringLiteral("id"), callId},
+                                       {QStringLiteral("type"), QStringLiteral("function")},
+                                       {QStringLiteral("function"),
+                                        QJsonObject{{QStringLiteral("name"), turn.writeTool},
+                                                    {QStringLiteral("arguments"), QString()}}}}}}},
               QJsonValue());
         chunk({{QStringLiteral("tool_calls"),
                 QJsonArray{QJsonObject{{QStringLiteral("index"), 0},
-                                       {QStringLiteral("function"), QJsonObject{{QStringLiteral("arguments"), QString::fromUtf8(compact(input))}}}}}}},
+                                       {QStringLiteral("function"),
+                                        QJsonObject{{QStringLiteral("arguments"),
+                                                     QString::fromUtf8(compact(input))}}}}}}},
               QJsonValue());
         chunk({}, QStringLiteral("tool_calls"));
     } else {
@@ -637,12 +732,20 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
         chunk({{QStringLiteral("content"), text.mid(half)}}, QJsonValue());
         chunk({}, QStringLiteral("stop"));
     }
-    if (request.json.value(QStringLiteral("stream_options")).toObject().value(QStringLiteral("include_usage")).toBool())
-        events << sse({}, {{QStringLiteral("id"), chatId}, {QStringLiteral("object"), QStringLiteral("chat.completion.chunk")},
-                           {QStringLiteral("created"), created}, {QStringLiteral("model"), model}, {QStringLiteral("choices"), QJsonArray{}},
-                           {QStringLiteral("usage"), QJsonObject{{QStringLiteral("prompt_tokens"), inputTokens},
-                                                                 {QStringLiteral("completion_tokens"), outputTokens},
-                                                                 {QStringLiteral("total_tokens"), inputTokens + outputTokens}}}});
+    if (request.json.value(QStringLiteral("stream_options"))
+            .toObject()
+            .value(QStringLiteral("include_usage"))
+            .toBool())
+        events << sse({},
+                      {{QStringLiteral("id"), chatId},
+                       {QStringLiteral("object"), QStringLiteral("chat.completion.chunk")},
+                       {QStringLiteral("created"), created},
+                       {QStringLiteral("model"), model},
+                       {QStringLiteral("choices"), QJsonArray{}},
+                       {QStringLiteral("usage"),
+                        QJsonObject{{QStringLiteral("prompt_tokens"), inputTokens},
+                                    {QStringLiteral("completion_tokens"), outputTokens},
+                                    {QStringLiteral("total_tokens"), inputTokens + outputTokens}}}});
     events << QByteArray("data: [DONE]\n\n");
     sendSse(socket, events, sleepMs);
 }

@@ -81,7 +81,7 @@ private:
     void sendSse(QTcpSocket *socket, const QList<QByteArray> &events, int sleepMs);
     void sendJson(QTcpSocket *socket, int status, const QJsonObject &body);
 
-    QTcpServer *m_server; // owned (child)
+    QTcpServer *m_server;                      // owned (child)
     QHash<QTcpSocket *, QByteArray> m_sockets; // open connections and their unread bytes
     QList<Request> m_requests;
     QString m_finalText = QStringLiteral("Done: the file is written.");

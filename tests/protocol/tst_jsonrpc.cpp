@@ -35,35 +35,37 @@ void tst_JsonRpc::single_data()
     QTest::addColumn<QJsonValue>("id");
 
     QTest::newRow("request with number id")
-        << QByteArray(R"({"jsonrpc":"2.0","id":1,"method":"a.b","params":{}})") << int(Kind::Request) << 0 << QJsonValue(1);
+        << QByteArray(R"({"jsonrpc":"2.0","id":1,"method":"a.b","params":{}})")
+        << int(Kind::Request) << 0 << QJsonValue(1);
     QTest::newRow("request with string id")
-        << QByteArray(R"({"jsonrpc":"2.0","id":"x","method":"a.b"})") << int(Kind::Request) << 0 << QJsonValue(QStringLiteral("x"));
+        << QByteArray(R"({"jsonrpc":"2.0","id":"x","method":"a.b"})") << int(Kind::Request) << 0
+        << QJsonValue(QStringLiteral("x"));
     QTest::newRow("request with null id")
-        << QByteArray(R"({"jsonrpc":"2.0","id":null,"method":"a.b"})") << int(Kind::Request) << 0 << QJsonValue();
-    QTest::newRow("notification")
-        << QByteArray(R"({"jsonrpc":"2.0","method":"a.b","params":{"x":1}})") << int(Kind::Notification) << 0 << QJsonValue();
-    QTest::newRow("not json")
-        << QByteArray("{nope") << -1 << -32700 << QJsonValue();
+        << QByteArray(R"({"jsonrpc":"2.0","id":null,"method":"a.b"})") << int(Kind::Request) << 0
+        << QJsonValue();
+    QTest::newRow("notification") << QByteArray(
+        R"({"jsonrpc":"2.0","method":"a.b","params":{"x":1}})")
+                                  << int(Kind::Notification) << 0 << QJsonValue();
+    QTest::newRow("not json") << QByteArray("{nope") << -1 << -32700 << QJsonValue();
     QTest::newRow("truncated json")
         << QByteArray(R"({"jsonrpc":"2.0","method":"a")") << -1 << -32700 << QJsonValue();
-    QTest::newRow("empty text")
-        << QByteArray("") << -1 << -32700 << QJsonValue();
-    QTest::newRow("top-level number")
-        << QByteArray("42") << -1 << -32600 << QJsonValue();
-    QTest::newRow("top-level string")
-        << QByteArray(R"("hello")") << -1 << -32600 << QJsonValue();
-    QTest::newRow("wrong version")
-        << QByteArray(R"({"jsonrpc":"1.0","id":3,"method":"a"})") << int(Kind::Invalid) << -32600 << QJsonValue(3);
+    QTest::newRow("empty text") << QByteArray("") << -1 << -32700 << QJsonValue();
+    QTest::newRow("top-level number") << QByteArray("42") << -1 << -32600 << QJsonValue();
+    QTest::newRow("top-level string") << QByteArray(R"("hello")") << -1 << -32600 << QJsonValue();
+    QTest::newRow("wrong version") << QByteArray(R"({"jsonrpc":"1.0","id":3,"method":"a"})")
+                                   << int(Kind::Invalid) << -32600 << QJsonValue(3);
     QTest::newRow("missing version")
         << QByteArray(R"({"id":3,"method":"a"})") << int(Kind::Invalid) << -32600 << QJsonValue(3);
-    QTest::newRow("method not a string")
-        << QByteArray(R"({"jsonrpc":"2.0","id":4,"method":1})") << int(Kind::Invalid) << -32600 << QJsonValue(4);
+    QTest::newRow("method not a string") << QByteArray(R"({"jsonrpc":"2.0","id":4,"method":1})")
+                                         << int(Kind::Invalid) << -32600 << QJsonValue(4);
     QTest::newRow("id an object: id unreadable")
-        << QByteArray(R"({"jsonrpc":"2.0","id":{"a":1},"method":"m"})") << int(Kind::Invalid) << -32600 << QJsonValue();
+        << QByteArray(R"({"jsonrpc":"2.0","id":{"a":1},"method":"m"})") << int(Kind::Invalid)
+        << -32600 << QJsonValue();
     QTest::newRow("params a string")
-        << QByteArray(R"({"jsonrpc":"2.0","id":5,"method":"m","params":"x"})") << int(Kind::Invalid) << -32600 << QJsonValue(5);
-    QTest::newRow("neither method nor result")
-        << QByteArray(R"({"jsonrpc":"2.0","id":6})") << int(Kind::Invalid) << -32600 << QJsonValue(6);
+        << QByteArray(R"({"jsonrpc":"2.0","id":5,"method":"m","params":"x"})") << int(Kind::Invalid)
+        << -32600 << QJsonValue(5);
+    QTest::newRow("neither method nor result") << QByteArray(R"({"jsonrpc":"2.0","id":6})")
+                                               << int(Kind::Invalid) << -32600 << QJsonValue(6);
 }
 
 void tst_JsonRpc::single()
@@ -141,7 +143,8 @@ void tst_JsonRpc::oversizeMessage()
 void tst_JsonRpc::arrayParams()
 {
     // Valid JSON-RPC, but this protocol takes named params only: -32602, with the id kept.
-    const JsonRpc::Incoming in = JsonRpc::parse(R"({"jsonrpc":"2.0","id":9,"method":"m","params":[1,2]})");
+    const JsonRpc::Incoming in = JsonRpc::parse(
+        R"({"jsonrpc":"2.0","id":9,"method":"m","params":[1,2]})");
     QCOMPARE(in.messages.size(), 1);
     QCOMPARE(in.messages[0].kind, Kind::Request);
     QVERIFY(in.messages[0].error.has_value());
@@ -155,9 +158,13 @@ void tst_JsonRpc::responses_data()
     QTest::addColumn<bool>("isError");
     QTest::addColumn<int>("code");
 
-    QTest::newRow("result") << QByteArray(R"({"jsonrpc":"2.0","id":1,"result":{"a":1}})") << false << 0;
-    QTest::newRow("error") << QByteArray(R"({"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"x"}})") << true << -32002;
-    QTest::newRow("malformed error object") << QByteArray(R"({"jsonrpc":"2.0","id":1,"error":"boom"})") << true << -32603;
+    QTest::newRow("result") << QByteArray(R"({"jsonrpc":"2.0","id":1,"result":{"a":1}})") << false
+                            << 0;
+    QTest::newRow("error") << QByteArray(
+        R"({"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"x"}})")
+                           << true << -32002;
+    QTest::newRow("malformed error object")
+        << QByteArray(R"({"jsonrpc":"2.0","id":1,"error":"boom"})") << true << -32603;
 }
 
 void tst_JsonRpc::responses()

@@ -42,7 +42,8 @@ void tst_Utf8::validity_data()
     QTest::addColumn<QByteArray>("bytes");
     QTest::addColumn<bool>("valid");
     QTest::newRow("ascii, longer than a word") << QByteArray("hello, world, hello") << true;
-    QTest::newRow("mixed") << QByteArray("gr\xc3\xbc\xc3\x9f \xe2\x82\xac \xf0\x9f\x98\x80!") << true;
+    QTest::newRow("mixed") << QByteArray("gr\xc3\xbc\xc3\x9f \xe2\x82\xac \xf0\x9f\x98\x80!")
+                           << true;
     QTest::newRow("overlong slash") << QByteArray("\xc0\xaf") << false;
     QTest::newRow("overlong three-byte") << QByteArray("\xe0\x80\xaf") << false;
     QTest::newRow("surrogate") << QByteArray("\xed\xa0\x80") << false;

@@ -24,7 +24,15 @@ using namespace Qt::StringLiterals;
 
 namespace {
 
-enum : quint8 { Request = 1, Stdin = 2, Cancel = 3, Response = 16, Stdout = 17, Stderr = 18, Hello = 32 };
+enum : quint8 {
+    Request = 1,
+    Stdin = 2,
+    Cancel = 3,
+    Response = 16,
+    Stdout = 17,
+    Stderr = 18,
+    Hello = 32
+};
 
 struct Frame
 {
@@ -71,7 +79,8 @@ public:
     bool start(const QString &workspace, const QStringList &extra = {})
     {
         m_proc.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-        m_proc.start(QStringLiteral(SUPERVISOR_BIN), QStringList{u"--workspace"_s, workspace} + extra);
+        m_proc.start(QStringLiteral(SUPERVISOR_BIN),
+                     QStringList{u"--workspace"_s, workspace} + extra);
         if (!m_proc.waitForStarted(5000))
             return false;
         const auto hello = waitFrame(Hello, 0, 5000);
@@ -108,7 +117,8 @@ public:
         send(Request, id, withData ? json + '\0' + data : json);
         return id;
     }
-    Result call(const QByteArray &json, const QByteArray &data = {}, bool withData = false, int timeoutMs = 15000)
+    Result call(const QByteArray &json, const QByteArray &data = {}, bool withData = false,
+                int timeoutMs = 15000)
     {
         return wait(request(json, data, withData), timeoutMs);
     }
@@ -127,7 +137,8 @@ public:
         timer.start();
         for (;;) {
             for (auto it = m_frames.begin(); it != m_frames.end();) {
-                if (it->id != id || (it->type != Stdout && it->type != Stderr && it->type != Response)) {
+                if (it->id != id
+                    || (it->type != Stdout && it->type != Stderr && it->type != Response)) {
                     ++it;
                     continue;
                 }
@@ -139,7 +150,8 @@ public:
                     r.err += f.payload;
                 } else {
                     const qsizetype nul = f.payload.indexOf('\0');
-                    r.json = QJsonDocument::fromJson(nul < 0 ? f.payload : f.payload.left(nul)).object();
+                    r.json = QJsonDocument::fromJson(nul < 0 ? f.payload : f.payload.left(nul))
+                                 .object();
                     if (nul >= 0)
                         r.data = f.payload.mid(nul + 1);
                     r.received = true;
@@ -341,25 +353,62 @@ void TestSupervisor::exec_data()
     QTest::addColumn<QByteArray>("stdoutSuffix"); // the whole stdout unless it starts with '*'
     QTest::addColumn<QByteArray>("stderrContains");
 
-    QTest::newRow("shell exits 0") << R"({"shell":"true"})"_ba << 0 << QString() << ""_ba << ""_ba;
-    QTest::newRow("shell exit code 3") << R"({"shell":"exit 3"})"_ba << 3 << QString() << ""_ba << ""_ba;
-    QTest::newRow("argv echo") << R"({"argv":["echo","hello","world"]})"_ba << 0 << QString() << "hello world\n"_ba << ""_ba;
-    QTest::newRow("argv is not word-split") << R"({"argv":["printf","%s|","a b","c"]})"_ba << 0 << QString() << "a b|c|"_ba << ""_ba;
-    QTest::newRow("argv false exits 1") << R"({"argv":["false"]})"_ba << 1 << QString() << ""_ba << ""_ba;
-    QTest::newRow("stdout and stderr are separate") << R"({"shell":"echo out; echo err >&2"})"_ba << 0 << QString() << "out\n"_ba << "err\n"_ba;
-    QTest::newRow("killed by SIGTERM is 143") << R"({"shell":"kill -TERM $$"})"_ba << 143 << u"SIGTERM"_s << ""_ba << ""_ba;
-    QTest::newRow("killed by SIGKILL is 137") << R"({"argv":["sh","-c","kill -KILL $$"]})"_ba << 137 << u"SIGKILL"_s << ""_ba << ""_ba;
-    QTest::newRow("env is added") << R"({"shell":"printf %s \"$GREETING\"","env":{"GREETING":"hi there"}})"_ba << 0 << QString() << "hi there"_ba << ""_ba;
-    QTest::newRow("env keeps the supervisor's PATH") << R"({"argv":["sh","-c","test -n \"$PATH\" && echo yes"],"env":{"X":"1"}})"_ba << 0 << QString() << "yes\n"_ba << ""_ba;
-    QTest::newRow("cwd defaults to the workspace") << R"({"shell":"cat marker.txt"})"_ba << 0 << QString() << "root marker"_ba << ""_ba;
-    QTest::newRow("cwd relative") << R"({"shell":"pwd","cwd":"sub/dir"})"_ba << 0 << QString() << "*/sub/dir\n"_ba << ""_ba;
-    QTest::newRow("cwd absolute") << R"({"shell":"pwd","cwd":"/workspace/sub"})"_ba << 0 << QString() << "*/sub\n"_ba << ""_ba;
-    QTest::newRow("missing command is 127") << R"({"argv":["no-such-command-xyz"]})"_ba << 127 << QString() << ""_ba << "no-such-command-xyz"_ba;
-    QTest::newRow("missing absolute command is 127") << R"({"argv":["/nonexistent/bin/tool"]})"_ba << 127 << QString() << ""_ba << "No such file or directory"_ba;
-    QTest::newRow("missing command via shell is 127") << R"({"shell":"no-such-command-xyz"})"_ba << 127 << QString() << ""_ba << "not found"_ba;
-    QTest::newRow("not executable is 126") << R"({"argv":["./notexec.sh"]})"_ba << 126 << QString() << ""_ba << "Permission denied"_ba;
-    QTest::newRow("not executable via shell is 126") << R"({"shell":"./notexec.sh"})"_ba << 126 << QString() << ""_ba << "Permission denied"_ba;
-    QTest::newRow("missing cwd is 127") << R"({"shell":"true","cwd":"no/such/dir"})"_ba << 127 << QString() << ""_ba << "/workspace/no/such/dir"_ba;
+    QTest::newRow("shell exits 0") << R"({"shell":"true"})"_ba << 0 << QString() << ""_ba
+                                   << ""_ba;
+    QTest::newRow("shell exit code 3") << R"({"shell":"exit 3"})"_ba << 3 << QString() << ""_ba
+                                       << ""_ba;
+    QTest::newRow("argv echo") << R"({"argv":["echo","hello","world"]})"_ba << 0 << QString()
+                               << "hello world\n"_ba
+                               << ""_ba;
+    QTest::newRow("argv is not word-split")
+        << R"({"argv":["printf","%s|","a b","c"]})"_ba << 0 << QString() << "a b|c|"_ba
+        << ""_ba;
+    QTest::newRow("argv false exits 1") << R"({"argv":["false"]})"_ba << 1 << QString() << ""_ba
+                                        << ""_ba;
+    QTest::newRow("stdout and stderr are separate")
+        << R"({"shell":"echo out; echo err >&2"})"_ba << 0 << QString() << "out\n"_ba
+        << "err\n"_ba;
+    QTest::newRow("killed by SIGTERM is 143")
+        << R"({"shell":"kill -TERM $$"})"_ba << 143 << u"SIGTERM"_s << ""_ba
+        << ""_ba;
+    QTest::newRow("killed by SIGKILL is 137")
+        << R"({"argv":["sh","-c","kill -KILL $$"]})"_ba << 137 << u"SIGKILL"_s << ""_ba
+        << ""_ba;
+    QTest::newRow("env is added")
+        << R"({"shell":"printf %s \"$GREETING\"","env":{"GREETING":"hi there"}})"_ba << 0
+        << QString() << "hi there"_ba
+        << ""_ba;
+    QTest::newRow("env keeps the supervisor's PATH")
+        << R"({"argv":["sh","-c","test -n \"$PATH\" && echo yes"],"env":{"X":"1"}})"_ba << 0
+        << QString() << "yes\n"_ba
+        << ""_ba;
+    QTest::newRow("cwd defaults to the workspace")
+        << R"({"shell":"cat marker.txt"})"_ba << 0 << QString() << "root marker"_ba
+        << ""_ba;
+    QTest::newRow("cwd relative") << R"({"shell":"pwd","cwd":"sub/dir"})"_ba << 0 << QString()
+                                  << "*/sub/dir\n"_ba
+                                  << ""_ba;
+    QTest::newRow("cwd absolute") << R"({"shell":"pwd","cwd":"/workspace/sub"})"_ba << 0
+                                  << QString() << "*/sub\n"_ba
+                                  << ""_ba;
+    QTest::newRow("missing command is 127")
+        << R"({"argv":["no-such-command-xyz"]})"_ba << 127 << QString() << ""_ba
+        << "no-such-command-xyz"_ba;
+    QTest::newRow("missing absolute command is 127")
+        << R"({"argv":["/nonexistent/bin/tool"]})"_ba << 127 << QString() << ""_ba
+        << "No such file or directory"_ba;
+    QTest::newRow("missing command via shell is 127")
+        << R"({"shell":"no-such-command-xyz"})"_ba << 127 << QString() << ""_ba
+        << "not found"_ba;
+    QTest::newRow("not executable is 126")
+        << R"({"argv":["./notexec.sh"]})"_ba << 126 << QString() << ""_ba
+        << "Permission denied"_ba;
+    QTest::newRow("not executable via shell is 126")
+        << R"({"shell":"./notexec.sh"})"_ba << 126 << QString() << ""_ba
+        << "Permission denied"_ba;
+    QTest::newRow("missing cwd is 127")
+        << R"({"shell":"true","cwd":"no/such/dir"})"_ba << 127 << QString() << ""_ba
+        << "/workspace/no/such/dir"_ba;
 }
 
 void TestSupervisor::exec()
@@ -373,7 +422,8 @@ void TestSupervisor::exec()
     QVERIFY(QDir(m_dir->path()).mkpath(u"sub/dir"_s));
     writeHost(u"marker.txt"_s, "root marker");
     writeHost(u"notexec.sh"_s, "echo should not run\n");
-    QVERIFY(QFile::setPermissions(ws(u"notexec.sh"_s), QFileDevice::ReadOwner | QFileDevice::WriteOwner));
+    QVERIFY(QFile::setPermissions(ws(u"notexec.sh"_s),
+                                  QFileDevice::ReadOwner | QFileDevice::WriteOwner));
 
     QJsonObject req = QJsonDocument::fromJson(request).object();
     req[u"op"] = u"exec"_s;
@@ -407,14 +457,17 @@ void TestSupervisor::execStdin_data()
     QTest::addColumn<QByteArray>("expectedStdout");
 
     QTest::newRow("cat echoes frames until EOF")
-            << R"({"argv":["cat"],"stdin":true})"_ba
-            << QByteArrayList{"hello "_ba, QByteArray("\0bin\xff\n", 6)} << QByteArray("hello \0bin\xff\n", 12);
+        << R"({"argv":["cat"],"stdin":true})"_ba
+        << QByteArrayList{"hello "_ba, QByteArray("\0bin\xff\n", 6)}
+        << QByteArray("hello \0bin\xff\n", 12);
     QTest::newRow("3 MiB through stdin")
-            << R"({"shell":"wc -c","stdin":true})"_ba << QByteArrayList{QByteArray(3 * 1024 * 1024, 'x')}
-            << "3145728\n"_ba;
+        << R"({"shell":"wc -c","stdin":true})"_ba
+        << QByteArrayList{QByteArray(3 * 1024 * 1024, 'x')} << "3145728\n"_ba;
     QTest::newRow("command that does not read stdin")
-            << R"({"shell":"echo done","stdin":true})"_ba << QByteArrayList{QByteArray(200000, 'y')} << "done\n"_ba;
-    QTest::newRow("no stdin means /dev/null") << R"({"argv":["cat"]})"_ba << QByteArrayList{"ignored"_ba} << ""_ba;
+        << R"({"shell":"echo done","stdin":true})"_ba << QByteArrayList{QByteArray(200000, 'y')}
+        << "done\n"_ba;
+    QTest::newRow("no stdin means /dev/null")
+        << R"({"argv":["cat"]})"_ba << QByteArrayList{"ignored"_ba} << ""_ba;
 }
 
 void TestSupervisor::execStdin()
@@ -448,12 +501,17 @@ void TestSupervisor::outputCap_data()
     QTest::addColumn<int>("expectedStderr");
     QTest::addColumn<bool>("truncated");
 
-    QTest::newRow("stdout over the cap") << u"head -c 100000 /dev/zero"_s << 1000 << 1000 << 0 << true;
-    QTest::newRow("stderr over the cap") << u"head -c 100000 /dev/zero >&2"_s << 1000 << 0 << 1000 << true;
-    QTest::newRow("each channel has its own cap") << u"head -c 5000 /dev/zero; head -c 5000 /dev/zero >&2"_s << 3000 << 3000 << 3000 << true;
-    QTest::newRow("exactly the cap is not truncated") << u"head -c 1000 /dev/zero"_s << 1000 << 1000 << 0 << false;
+    QTest::newRow("stdout over the cap")
+        << u"head -c 100000 /dev/zero"_s << 1000 << 1000 << 0 << true;
+    QTest::newRow("stderr over the cap")
+        << u"head -c 100000 /dev/zero >&2"_s << 1000 << 0 << 1000 << true;
+    QTest::newRow("each channel has its own cap")
+        << u"head -c 5000 /dev/zero; head -c 5000 /dev/zero >&2"_s << 3000 << 3000 << 3000 << true;
+    QTest::newRow("exactly the cap is not truncated")
+        << u"head -c 1000 /dev/zero"_s << 1000 << 1000 << 0 << false;
     QTest::newRow("zero cap") << u"echo hi"_s << 0 << 0 << 0 << true;
-    QTest::newRow("default cap is 1 MiB") << u"head -c 3000000 /dev/zero"_s << -1 << 1048576 << 0 << true;
+    QTest::newRow("default cap is 1 MiB")
+        << u"head -c 3000000 /dev/zero"_s << -1 << 1048576 << 0 << true;
 }
 
 void TestSupervisor::outputCap()
@@ -499,7 +557,8 @@ void TestSupervisor::killsWholeTree()
     timer.start();
     const quint32 id = m_client->request(compact(req));
     QVERIFY(m_client->waitForOutput(id, "ready\n"));
-    const pid_t mainPid = readPid(u"main.pid"_s), setsidPid = readPid(u"setsid.pid"_s), orphanPid = readPid(u"orphan.pid"_s);
+    const pid_t mainPid = readPid(u"main.pid"_s), setsidPid = readPid(u"setsid.pid"_s),
+                orphanPid = readPid(u"orphan.pid"_s);
     QVERIFY(mainPid > 0 && setsidPid > 0 && orphanPid > 0);
     QVERIFY(::getsid(setsidPid) != ::getsid(mainPid)); // really in another session
     if (cancel)
@@ -521,8 +580,10 @@ void TestSupervisor::backgroundProcess_data()
 {
     QTest::addColumn<QString>("shell");
     QTest::addColumn<bool>("holdsPipes");
-    QTest::newRow("background process holds the output pipes") << u"sleep 30 & echo $! > bg.pid"_s << true;
-    QTest::newRow("background process with redirected output") << u"sleep 30 >/dev/null 2>&1 & echo $! > bg.pid"_s << false;
+    QTest::newRow("background process holds the output pipes")
+        << u"sleep 30 & echo $! > bg.pid"_s << true;
+    QTest::newRow("background process with redirected output")
+        << u"sleep 30 >/dev/null 2>&1 & echo $! > bg.pid"_s << false;
 }
 
 void TestSupervisor::backgroundProcess()
@@ -532,7 +593,8 @@ void TestSupervisor::backgroundProcess()
 
     QElapsedTimer timer;
     timer.start();
-    const Result r = m_client->call(QJsonObject{{u"op"_s, u"exec"_s}, {u"shell"_s, shell}, {u"timeoutMs"_s, 20000}});
+    const Result r = m_client->call(
+        QJsonObject{{u"op"_s, u"exec"_s}, {u"shell"_s, shell}, {u"timeoutMs"_s, 20000}});
     const qint64 elapsed = timer.elapsed();
     QVERIFY(r.received);
     QCOMPARE(r.json[u"exitCode"].toInt(), 0);
@@ -557,7 +619,8 @@ void TestSupervisor::concurrentExecs()
     timer.start();
     QList<quint32> ids;
     for (int i = 0; i < 4; ++i)
-        ids << m_client->request(compact({{u"op"_s, u"exec"_s}, {u"shell"_s, u"sleep 1; echo %1"_s.arg(i)}}));
+        ids << m_client->request(
+            compact({{u"op"_s, u"exec"_s}, {u"shell"_s, u"sleep 1; echo %1"_s.arg(i)}}));
     const Result ping = m_client->call(R"({"op":"ping"})"_ba);
     QCOMPARE(ping.json[u"execs"].toInt(), 4);
     QVERIFY(timer.elapsed() < 900); // answered while the execs run
@@ -588,7 +651,9 @@ void TestSupervisor::readWriteRoundTrip()
     QFETCH(QByteArray, content);
     QFETCH(bool, parents);
 
-    const Result w = m_client->call(QJsonObject{{u"op"_s, u"writeFile"_s}, {u"path"_s, path}, {u"parents"_s, parents}},
+    const Result w = m_client->call(QJsonObject{{u"op"_s, u"writeFile"_s},
+                                                {u"path"_s, path},
+                                                {u"parents"_s, parents}},
                                     content, true);
     QVERIFY2(!w.json.contains(u"error"), compact(w.json).constData());
     const QString rel = path.startsWith(u"/workspace/"_s) ? path.mid(11) : path;
@@ -642,11 +707,14 @@ void TestSupervisor::writeIsAtomic()
     // Replaced by rename: a hard link to the old file keeps the old content, the inode changes,
     // and no temporary file is left behind.
     writeHost(u"f.txt"_s, "old content");
-    QVERIFY(::link(ws(u"f.txt"_s).toLocal8Bit().constData(), ws(u"f.link"_s).toLocal8Bit().constData()) == 0);
+    QVERIFY(
+        ::link(ws(u"f.txt"_s).toLocal8Bit().constData(), ws(u"f.link"_s).toLocal8Bit().constData())
+        == 0);
     struct stat before;
     QCOMPARE(::stat(ws(u"f.txt"_s).toLocal8Bit().constData(), &before), 0);
 
-    const Result w = m_client->call(R"({"op":"writeFile","path":"f.txt","mode":384})"_ba, "new content"_ba, true);
+    const Result w = m_client->call(R"({"op":"writeFile","path":"f.txt","mode":384})"_ba,
+                                    "new content"_ba, true);
     QCOMPARE(w.json[u"size"].toInt(), 11);
     QCOMPARE(readHost(ws(u"f.txt"_s)), "new content"_ba);
     QCOMPARE(readHost(ws(u"f.link"_s)), "old content"_ba);
@@ -654,7 +722,8 @@ void TestSupervisor::writeIsAtomic()
     QCOMPARE(::stat(ws(u"f.txt"_s).toLocal8Bit().constData(), &after), 0);
     QVERIFY(after.st_ino != before.st_ino);
     QCOMPARE(after.st_mode & 07777, 0600u);
-    QCOMPARE(QDir(m_dir->path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot, QDir::Name),
+    QCOMPARE(QDir(m_dir->path())
+                 .entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot, QDir::Name),
              (QStringList{u"f.link"_s, u"f.txt"_s}));
 
     // Without a mode the existing mode is kept; octal strings are accepted.
@@ -666,9 +735,11 @@ void TestSupervisor::writeIsAtomic()
 
 void TestSupervisor::writeAppend()
 {
-    Result r = m_client->call(R"({"op":"writeFile","path":"log.txt","append":true})"_ba, "abc"_ba, true);
+    Result r = m_client->call(R"({"op":"writeFile","path":"log.txt","append":true})"_ba, "abc"_ba,
+                              true);
     QCOMPARE(r.json[u"size"].toInt(), 3);
-    r = m_client->call(R"({"op":"writeFile","path":"log.txt","append":true})"_ba, QByteArray("d\0f", 3), true);
+    r = m_client->call(R"({"op":"writeFile","path":"log.txt","append":true})"_ba,
+                       QByteArray("d\0f", 3), true);
     QCOMPARE(r.json[u"size"].toInt(), 6);
     QCOMPARE(readHost(ws(u"log.txt"_s)), QByteArray("abcd\0f", 6));
 }
@@ -679,12 +750,18 @@ void TestSupervisor::writeErrors_data()
     QTest::addColumn<QString>("code");
     QTest::addColumn<QString>("errnoName");
 
-    QTest::newRow("missing parent without parents") << R"({"op":"writeFile","path":"no/such/file"})"_ba << u"not_found"_s << u"ENOENT"_s;
-    QTest::newRow("over a directory") << R"({"op":"writeFile","path":"dir"})"_ba << u"file_error"_s << u"EISDIR"_s;
-    QTest::newRow("the workspace root") << R"({"op":"writeFile","path":"/workspace"})"_ba << u"file_error"_s << u"EISDIR"_s;
-    QTest::newRow("parent is a file") << R"({"op":"writeFile","path":"file/x","parents":true})"_ba << u"file_error"_s << u"ENOTDIR"_s;
-    QTest::newRow("readFile of a directory") << R"({"op":"readFile","path":"dir"})"_ba << u"file_error"_s << u"EISDIR"_s;
-    QTest::newRow("readFile of a missing file") << R"({"op":"readFile","path":"missing"})"_ba << u"not_found"_s << u"ENOENT"_s;
+    QTest::newRow("missing parent without parents")
+        << R"({"op":"writeFile","path":"no/such/file"})"_ba << u"not_found"_s << u"ENOENT"_s;
+    QTest::newRow("over a directory")
+        << R"({"op":"writeFile","path":"dir"})"_ba << u"file_error"_s << u"EISDIR"_s;
+    QTest::newRow("the workspace root")
+        << R"({"op":"writeFile","path":"/workspace"})"_ba << u"file_error"_s << u"EISDIR"_s;
+    QTest::newRow("parent is a file") << R"({"op":"writeFile","path":"file/x","parents":true})"_ba
+                                      << u"file_error"_s << u"ENOTDIR"_s;
+    QTest::newRow("readFile of a directory")
+        << R"({"op":"readFile","path":"dir"})"_ba << u"file_error"_s << u"EISDIR"_s;
+    QTest::newRow("readFile of a missing file")
+        << R"({"op":"readFile","path":"missing"})"_ba << u"not_found"_s << u"ENOENT"_s;
 }
 
 void TestSupervisor::writeErrors()
@@ -753,10 +830,14 @@ void TestSupervisor::stat_data()
     QTest::addColumn<QString>("target");
 
     QTest::newRow("file") << u"dir/file.txt"_s << u"file.txt"_s << u"file"_s << 5 << QString();
-    QTest::newRow("directory") << u"/workspace/dir"_s << u"dir"_s << u"directory"_s << -1 << QString();
-    QTest::newRow("symlink is not followed") << u"link"_s << u"link"_s << u"symlink"_s << -1 << u"dir/file.txt"_s;
-    QTest::newRow("symlink pointing outside is reported, not followed") << u"out"_s << u"out"_s << u"symlink"_s << -1 << u"/etc"_s;
-    QTest::newRow("workspace root") << u"/workspace"_s << u"workspace"_s << u"directory"_s << -1 << QString();
+    QTest::newRow("directory") << u"/workspace/dir"_s << u"dir"_s << u"directory"_s << -1
+                               << QString();
+    QTest::newRow("symlink is not followed")
+        << u"link"_s << u"link"_s << u"symlink"_s << -1 << u"dir/file.txt"_s;
+    QTest::newRow("symlink pointing outside is reported, not followed")
+        << u"out"_s << u"out"_s << u"symlink"_s << -1 << u"/etc"_s;
+    QTest::newRow("workspace root")
+        << u"/workspace"_s << u"workspace"_s << u"directory"_s << -1 << QString();
 }
 
 void TestSupervisor::stat()
@@ -783,7 +864,8 @@ void TestSupervisor::stat()
         QCOMPARE(r.json[u"target"].toString(), target);
     QVERIFY(r.json[u"mode"].isDouble());
     static const QRegularExpression iso(u"^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$"_s);
-    QVERIFY2(iso.match(r.json[u"mtime"].toString()).hasMatch(), qPrintable(r.json[u"mtime"].toString()));
+    QVERIFY2(iso.match(r.json[u"mtime"].toString()).hasMatch(),
+             qPrintable(r.json[u"mtime"].toString()));
 
     QCOMPARE(m_client->call(R"({"op":"stat","path":"missing"})"_ba).errorCode(), u"not_found"_s);
 }
@@ -811,7 +893,8 @@ void TestSupervisor::mkdir()
 
     QVERIFY(QDir(m_dir->path()).mkdir(u"exists"_s));
     writeHost(u"file"_s, "x");
-    const Result r = m_client->call(QJsonObject{{u"op"_s, u"mkdir"_s}, {u"path"_s, path}, {u"parents"_s, parents}});
+    const Result r = m_client->call(
+        QJsonObject{{u"op"_s, u"mkdir"_s}, {u"path"_s, path}, {u"parents"_s, parents}});
     QCOMPARE(r.errorCode(), code);
     if (code.isEmpty()) {
         const QString rel = path.startsWith(u'/') ? path.mid(11) : path;
@@ -829,13 +912,18 @@ void TestSupervisor::remove_data()
 
     QTest::newRow("file") << u"file"_s << false << QString() << QString();
     QTest::newRow("empty directory") << u"empty"_s << false << QString() << QString();
-    QTest::newRow("non-empty directory without recursive") << u"full"_s << false << u"file_error"_s << u"ENOTEMPTY"_s;
-    QTest::newRow("non-empty directory recursive") << u"/workspace/full"_s << true << QString() << QString();
-    QTest::newRow("symlink to a directory removes the link only") << u"linkdir"_s << true << QString() << QString();
+    QTest::newRow("non-empty directory without recursive")
+        << u"full"_s << false << u"file_error"_s << u"ENOTEMPTY"_s;
+    QTest::newRow("non-empty directory recursive")
+        << u"/workspace/full"_s << true << QString() << QString();
+    QTest::newRow("symlink to a directory removes the link only")
+        << u"linkdir"_s << true << QString() << QString();
     QTest::newRow("missing") << u"nope"_s << false << u"not_found"_s << u"ENOENT"_s;
-    QTest::newRow("workspace root") << u"/workspace"_s << true << u"path_not_allowed"_s << QString();
+    QTest::newRow("workspace root")
+        << u"/workspace"_s << true << u"path_not_allowed"_s << QString();
     QTest::newRow("workspace root as dot") << u"."_s << true << u"path_not_allowed"_s << QString();
-    QTest::newRow("workspace root via dot-dot") << u"full/.."_s << true << u"path_not_allowed"_s << QString();
+    QTest::newRow("workspace root via dot-dot")
+        << u"full/.."_s << true << u"path_not_allowed"_s << QString();
 }
 
 void TestSupervisor::remove()
@@ -851,7 +939,8 @@ void TestSupervisor::remove()
     writeHost(u"full/top.txt"_s, "top");
     symlink(u"full"_s, u"linkdir"_s);
 
-    const Result r = m_client->call(QJsonObject{{u"op"_s, u"delete"_s}, {u"path"_s, path}, {u"recursive"_s, recursive}});
+    const Result r = m_client->call(
+        QJsonObject{{u"op"_s, u"delete"_s}, {u"path"_s, path}, {u"recursive"_s, recursive}});
     QCOMPARE(r.errorCode(), code);
     QCOMPARE(r.errnoName(), errnoName);
     const QString rel = path.startsWith(u'/') ? path.mid(11) : path;
@@ -883,7 +972,8 @@ void TestSupervisor::rename()
 
     writeHost(u"a.txt"_s, "content a");
     QVERIFY(QDir(m_dir->path()).mkdir(u"dir"_s));
-    const Result r = m_client->call(QJsonObject{{u"op"_s, u"rename"_s}, {u"from"_s, from}, {u"to"_s, to}});
+    const Result r = m_client->call(
+        QJsonObject{{u"op"_s, u"rename"_s}, {u"from"_s, from}, {u"to"_s, to}});
     QCOMPARE(r.errorCode(), code);
     if (code.isEmpty()) {
         QCOMPARE(r.json[u"to"].toString(), u"/workspace/"_s + to);
@@ -899,30 +989,47 @@ void TestSupervisor::pathEscapes_data()
     QTest::newRow("readFile ../x") << R"({"op":"readFile","path":"../x"})"_ba;
     QTest::newRow("readFile /etc/passwd") << R"({"op":"readFile","path":"/etc/passwd"})"_ba;
     QTest::newRow("readFile a/../../x") << R"({"op":"readFile","path":"a/../../x"})"_ba;
-    QTest::newRow("readFile /workspace/../etc/passwd") << R"({"op":"readFile","path":"/workspace/../etc/passwd"})"_ba;
+    QTest::newRow("readFile /workspace/../etc/passwd")
+        << R"({"op":"readFile","path":"/workspace/../etc/passwd"})"_ba;
     QTest::newRow("readFile /workspacefoo") << R"({"op":"readFile","path":"/workspacefoo/x"})"_ba;
-    QTest::newRow("readFile through a symlink to /etc") << R"({"op":"readFile","path":"link_etc/passwd"})"_ba;
-    QTest::newRow("readFile through a symlink to ..") << R"({"op":"readFile","path":"link_up/x"})"_ba;
-    QTest::newRow("readFile of a symlink to a file outside") << R"({"op":"readFile","path":"link_outfile"})"_ba;
-    QTest::newRow("readFile through a relative symlink leaving") << R"({"op":"readFile","path":"a/link_rel_up/secret.txt"})"_ba;
-    QTest::newRow("writeFile through a symlink to /etc") << R"({"op":"writeFile","path":"link_etc/evil"})"_ba;
-    QTest::newRow("writeFile through a symlink to a dir outside") << R"({"op":"writeFile","path":"link_out/evil.txt"})"_ba;
-    QTest::newRow("writeFile onto a symlink to a file outside") << R"({"op":"writeFile","path":"link_outfile"})"_ba;
-    QTest::newRow("writeFile append onto a symlink to a file outside") << R"({"op":"writeFile","path":"link_outfile","append":true})"_ba;
-    QTest::newRow("writeFile through a symlink to ..") << R"({"op":"writeFile","path":"link_up/evil.txt"})"_ba;
-    QTest::newRow("writeFile with parents through a symlink") << R"({"op":"writeFile","path":"link_out/new/evil.txt","parents":true})"_ba;
+    QTest::newRow("readFile through a symlink to /etc")
+        << R"({"op":"readFile","path":"link_etc/passwd"})"_ba;
+    QTest::newRow("readFile through a symlink to ..")
+        << R"({"op":"readFile","path":"link_up/x"})"_ba;
+    QTest::newRow("readFile of a symlink to a file outside")
+        << R"({"op":"readFile","path":"link_outfile"})"_ba;
+    QTest::newRow("readFile through a relative symlink leaving")
+        << R"({"op":"readFile","path":"a/link_rel_up/secret.txt"})"_ba;
+    QTest::newRow("writeFile through a symlink to /etc")
+        << R"({"op":"writeFile","path":"link_etc/evil"})"_ba;
+    QTest::newRow("writeFile through a symlink to a dir outside")
+        << R"({"op":"writeFile","path":"link_out/evil.txt"})"_ba;
+    QTest::newRow("writeFile onto a symlink to a file outside")
+        << R"({"op":"writeFile","path":"link_outfile"})"_ba;
+    QTest::newRow("writeFile append onto a symlink to a file outside")
+        << R"({"op":"writeFile","path":"link_outfile","append":true})"_ba;
+    QTest::newRow("writeFile through a symlink to ..")
+        << R"({"op":"writeFile","path":"link_up/evil.txt"})"_ba;
+    QTest::newRow("writeFile with parents through a symlink")
+        << R"({"op":"writeFile","path":"link_out/new/evil.txt","parents":true})"_ba;
     QTest::newRow("writeFile ../evil.txt") << R"({"op":"writeFile","path":"../evil.txt"})"_ba;
     QTest::newRow("list /etc") << R"({"op":"list","path":"/etc"})"_ba;
     QTest::newRow("list through a symlink to /etc") << R"({"op":"list","path":"link_etc"})"_ba;
     QTest::newRow("list a symlink to ..") << R"({"op":"list","path":"link_up"})"_ba;
     QTest::newRow("stat through a symlink to ..") << R"({"op":"stat","path":"link_up/x"})"_ba;
-    QTest::newRow("mkdir through a symlink outside") << R"({"op":"mkdir","path":"link_out/newdir"})"_ba;
-    QTest::newRow("mkdir parents through a symlink outside") << R"({"op":"mkdir","path":"link_out/a/b","parents":true})"_ba;
-    QTest::newRow("delete through a symlink outside") << R"({"op":"delete","path":"link_out/secret.txt"})"_ba;
-    QTest::newRow("rename into a symlink outside") << R"({"op":"rename","from":"a/file.txt","to":"link_out/moved"})"_ba;
-    QTest::newRow("rename from outside") << R"({"op":"rename","from":"link_out/secret.txt","to":"stolen"})"_ba;
+    QTest::newRow("mkdir through a symlink outside")
+        << R"({"op":"mkdir","path":"link_out/newdir"})"_ba;
+    QTest::newRow("mkdir parents through a symlink outside")
+        << R"({"op":"mkdir","path":"link_out/a/b","parents":true})"_ba;
+    QTest::newRow("delete through a symlink outside")
+        << R"({"op":"delete","path":"link_out/secret.txt"})"_ba;
+    QTest::newRow("rename into a symlink outside")
+        << R"({"op":"rename","from":"a/file.txt","to":"link_out/moved"})"_ba;
+    QTest::newRow("rename from outside")
+        << R"({"op":"rename","from":"link_out/secret.txt","to":"stolen"})"_ba;
     QTest::newRow("exec cwd ..") << R"({"op":"exec","shell":"touch escaped","cwd":".."})"_ba;
-    QTest::newRow("exec cwd through a symlink to a dir outside") << R"({"op":"exec","shell":"touch escaped","cwd":"link_out"})"_ba;
+    QTest::newRow("exec cwd through a symlink to a dir outside")
+        << R"({"op":"exec","shell":"touch escaped","cwd":"link_out"})"_ba;
     QTest::newRow("exec cwd /etc") << R"({"op":"exec","shell":"true","cwd":"/etc"})"_ba;
 }
 
@@ -951,7 +1058,8 @@ void TestSupervisor::pathEscapes()
         QVERIFY2(r.errorCode() == u"path_not_allowed"_s,
                  QByteArray(compact(r.json) + (fallback ? " (walk)" : " (openat2)")).constData());
         QVERIFY(r.data.isEmpty() && r.out.isEmpty());
-        QCOMPARE(QDir(m_outside->path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden),
+        QCOMPARE(QDir(m_outside->path())
+                     .entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden),
                  QStringList{u"secret.txt"_s});
         QCOMPARE(readHost(m_outside->filePath(u"secret.txt"_s)), "secret\n"_ba);
         QVERIFY(!QFileInfo::exists(QFileInfo(m_dir->path()).dir().filePath(u"escaped"_s)));
@@ -966,11 +1074,15 @@ void TestSupervisor::pathsInside_data()
     QTest::addColumn<QString>("normalised");
 
     QTest::newRow("plain") << u"a/file.txt"_s << u"/workspace/a/file.txt"_s;
-    QTest::newRow("dot-dot that stays inside") << u"a/../a/./file.txt"_s << u"/workspace/a/file.txt"_s;
-    QTest::newRow("absolute with dots and slashes") << u"/workspace//./a//file.txt"_s << u"/workspace/a/file.txt"_s;
+    QTest::newRow("dot-dot that stays inside")
+        << u"a/../a/./file.txt"_s << u"/workspace/a/file.txt"_s;
+    QTest::newRow("absolute with dots and slashes")
+        << u"/workspace//./a//file.txt"_s << u"/workspace/a/file.txt"_s;
     QTest::newRow("symlink to a file inside") << u"link_in"_s << u"/workspace/link_in"_s;
-    QTest::newRow("symlink to a directory inside") << u"link_dir/file.txt"_s << u"/workspace/link_dir/file.txt"_s;
-    QTest::newRow("relative symlink going up but staying inside") << u"b/link_sibling"_s << u"/workspace/b/link_sibling"_s;
+    QTest::newRow("symlink to a directory inside")
+        << u"link_dir/file.txt"_s << u"/workspace/link_dir/file.txt"_s;
+    QTest::newRow("relative symlink going up but staying inside")
+        << u"b/link_sibling"_s << u"/workspace/b/link_sibling"_s;
     QTest::newRow("chain of symlinks") << u"link_chain"_s << u"/workspace/link_chain"_s;
 }
 
@@ -999,7 +1111,8 @@ void TestSupervisor::pathsInside()
         QCOMPARE(r.data, "inside"_ba);
     }
     // Writing through an inside symlink writes its target and keeps the link.
-    const Result w = m_client->call(QJsonObject{{u"op"_s, u"writeFile"_s}, {u"path"_s, path}}, "changed"_ba, true);
+    const Result w = m_client->call(QJsonObject{{u"op"_s, u"writeFile"_s}, {u"path"_s, path}},
+                                    "changed"_ba, true);
     QVERIFY2(!w.json.contains(u"error"), compact(w.json).constData());
     QCOMPARE(readHost(ws(u"a/file.txt"_s)), "changed"_ba);
     QVERIFY(QFileInfo(ws(u"link_in"_s)).isSymLink());
@@ -1016,16 +1129,20 @@ void TestSupervisor::malformedRequests_data()
     QTest::newRow("op is not a string") << R"({"op":5})"_ba;
     QTest::newRow("unknown op") << R"({"op":"frobnicate"})"_ba;
     QTest::newRow("exec without argv or shell") << R"({"op":"exec"})"_ba;
-    QTest::newRow("exec with argv and shell") << R"({"op":"exec","argv":["true"],"shell":"true"})"_ba;
+    QTest::newRow("exec with argv and shell")
+        << R"({"op":"exec","argv":["true"],"shell":"true"})"_ba;
     QTest::newRow("exec with empty argv") << R"({"op":"exec","argv":[]})"_ba;
     QTest::newRow("exec with non-string argv") << R"({"op":"exec","argv":[1]})"_ba;
     QTest::newRow("exec with non-string env") << R"({"op":"exec","shell":"true","env":{"A":1}})"_ba;
-    QTest::newRow("exec with negative timeout") << R"({"op":"exec","shell":"true","timeoutMs":-1})"_ba;
+    QTest::newRow("exec with negative timeout")
+        << R"({"op":"exec","shell":"true","timeoutMs":-1})"_ba;
     QTest::newRow("readFile without path") << R"({"op":"readFile"})"_ba;
     QTest::newRow("readFile with numeric path") << R"({"op":"readFile","path":7})"_ba;
-    QTest::newRow("readFile with negative offset") << R"({"op":"readFile","path":"x","offset":-3})"_ba;
+    QTest::newRow("readFile with negative offset")
+        << R"({"op":"readFile","path":"x","offset":-3})"_ba;
     QTest::newRow("writeFile with bad mode") << R"({"op":"writeFile","path":"x","mode":"rwx"})"_ba;
-    QTest::newRow("list with string recursive") << R"({"op":"list","path":"/workspace","recursive":"yes"})"_ba;
+    QTest::newRow("list with string recursive")
+        << R"({"op":"list","path":"/workspace","recursive":"yes"})"_ba;
     QTest::newRow("rename without to") << R"({"op":"rename","from":"x"})"_ba;
 }
 

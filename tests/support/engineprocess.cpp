@@ -27,7 +27,8 @@ bool EngineProcess::start(const QStringList &extraArgs, const QString &dataDir)
     }
     m_process = std::make_unique<QProcess>();
     m_process->setProgram(QStringLiteral(SANDBOXD_BIN));
-    QStringList args{QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"), QStringLiteral("--data-dir"), m_dataDir};
+    QStringList args{QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"),
+                     QStringLiteral("--data-dir"), m_dataDir};
     m_process->setArguments(args + extraArgs);
     m_process->setProcessChannelMode(QProcess::SeparateChannels);
     m_process->start();
@@ -48,9 +49,15 @@ bool EngineProcess::start(const QStringList &extraArgs, const QString &dataDir)
             m_key = QString::fromLatin1(keyFile.readAll().trimmed());
             // Keep draining its output so that it never blocks on a full pipe.
             QObject::connect(m_process.get(), &QProcess::readyReadStandardError, m_process.get(),
-                             [this] { m_log += m_process->readAllStandardError(); m_log = m_log.right(1 << 20); });
+                             [this] {
+                                 m_log += m_process->readAllStandardError();
+                                 m_log = m_log.right(1 << 20);
+                             });
             QObject::connect(m_process.get(), &QProcess::readyReadStandardOutput, m_process.get(),
-                             [this] { m_log += m_process->readAllStandardOutput(); m_log = m_log.right(1 << 20); });
+                             [this] {
+                                 m_log += m_process->readAllStandardOutput();
+                                 m_log = m_log.right(1 << 20);
+                             });
             return true;
         }
         if (m_process->state() == QProcess::NotRunning)
@@ -91,6 +98,6 @@ QString EngineProcess::log() const
 
 bool EngineProcess::exitedCleanly() const
 {
-    return m_process && m_process->state() == QProcess::NotRunning && m_process->exitStatus() == QProcess::NormalExit
-           && m_process->exitCode() == 0;
+    return m_process && m_process->state() == QProcess::NotRunning
+           && m_process->exitStatus() == QProcess::NormalExit && m_process->exitCode() == 0;
 }

@@ -4,9 +4,9 @@
 #include <QEventLoop>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QWebSocketHandshakeOptions>
 #include <QNetworkReply>
 #include <QTimer>
+#include <QWebSocketHandshakeOptions>
 
 QJsonValue HttpAnswer::json() const
 {
@@ -42,19 +42,22 @@ HttpAnswer httpRequest(const QByteArray &method, const QUrl &url, const QString 
 RpcTestClient::RpcTestClient() = default;
 RpcTestClient::~RpcTestClient() = default;
 
-bool RpcTestClient::open(const QUrl &url, const QString &bearer, const QStringList &subprotocols, int timeoutMs)
+bool RpcTestClient::open(const QUrl &url, const QString &bearer, const QStringList &subprotocols,
+                         int timeoutMs)
 {
     m_socket = std::make_unique<QWebSocket>();
     m_socket->setMaxAllowedIncomingMessageSize(64 * 1024 * 1024);
-    QObject::connect(m_socket.get(), &QWebSocket::textMessageReceived, m_socket.get(), [this](const QString &text) {
-        const QJsonDocument doc = QJsonDocument::fromJson(text.toUtf8());
-        if (doc.isObject() && doc.object().contains(QStringLiteral("method"))
-            && !doc.object().contains(QStringLiteral("id"))) {
-            notifications.append(doc.object());
-            return;
-        }
-        messages.append(doc.isArray() ? QJsonValue(doc.array()) : QJsonValue(doc.object()));
-    });
+    QObject::connect(m_socket.get(), &QWebSocket::textMessageReceived, m_socket.get(),
+                     [this](const QString &text) {
+                         const QJsonDocument doc = QJsonDocument::fromJson(text.toUtf8());
+                         if (doc.isObject() && doc.object().contains(QStringLiteral("method"))
+                             && !doc.object().contains(QStringLiteral("id"))) {
+                             notifications.append(doc.object());
+                             return;
+                         }
+                         messages.append(doc.isArray() ? QJsonValue(doc.array())
+                                                       : QJsonValue(doc.object()));
+                     });
     QObject::connect(m_socket.get(), &QWebSocket::disconnected, m_socket.get(),
                      [this] { m_closeCode = m_socket->closeCode(); });
     QNetworkRequest req(url);

@@ -18,7 +18,8 @@ struct HttpAnswer
 };
 
 HttpAnswer httpRequest(const QByteArray &method, const QUrl &url, const QString &bearer,
-                       const QByteArray &body = {}, const QByteArray &contentType = "application/json");
+                       const QByteArray &body = {},
+                       const QByteArray &contentType = "application/json");
 
 class RpcTestClient final
 {
@@ -27,7 +28,8 @@ public:
     ~RpcTestClient();
 
     // Opens a WebSocket; `bearer` goes in the Authorization header unless `subprotocols` is set.
-    bool open(const QUrl &url, const QString &bearer, const QStringList &subprotocols = {}, int timeoutMs = 5000);
+    bool open(const QUrl &url, const QString &bearer, const QStringList &subprotocols = {},
+              int timeoutMs = 5000);
     bool isOpen() const;
     int closeCode() const { return m_closeCode; }
     QWebSocket *socket() { return m_socket.get(); }

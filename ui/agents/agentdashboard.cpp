@@ -16,12 +16,12 @@
 namespace Sandbox::Ui {
 
 AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
-    : QWidget(parent),
-      m_client(client),
-      m_model(new AgentDashboardModel(this)),
-      m_proxy(new QSortFilterProxyModel(this)),
-      m_table(new QTableView(this)),
-      m_summary(new QLabel(this))
+    : QWidget(parent)
+    , m_client(client)
+    , m_model(new AgentDashboardModel(this))
+    , m_proxy(new QSortFilterProxyModel(this))
+    , m_table(new QTableView(this))
+    , m_summary(new QLabel(this))
 {
     m_proxy->setSourceModel(m_model);
     m_proxy->setSortRole(AgentDashboardModel::SortRole);
@@ -31,7 +31,8 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->verticalHeader()->hide();
-    m_table->horizontalHeader()->setSectionResizeMode(AgentDashboardModel::Name, QHeaderView::Stretch);
+    m_table->horizontalHeader()->setSectionResizeMode(AgentDashboardModel::Name,
+                                                      QHeaderView::Stretch);
     auto *refreshButton = new QPushButton(tr("Refresh"), this);
     auto *top = new QHBoxLayout;
     top->addWidget(m_summary, 1);
@@ -56,14 +57,18 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
 
 void AgentDashboard::refresh()
 {
-    m_client->agents().list(this, [this](Result<QList<SandboxInfo>> r) {
-        if (!r) {
-            m_summary->setText(tr("Cannot list the agent sandboxes: %1").arg(r.error().message));
-            return;
-        }
-        m_model->setSandboxes(r.value());
-        Q_EMIT refreshed();
-    }).detach();
+    m_client->agents()
+        .list(this,
+              [this](Result<QList<SandboxInfo>> r) {
+                  if (!r) {
+                      m_summary->setText(
+                          tr("Cannot list the agent sandboxes: %1").arg(r.error().message));
+                      return;
+                  }
+                  m_model->setSandboxes(r.value());
+                  Q_EMIT refreshed();
+              })
+        .detach();
 }
 
 void AgentDashboard::track(QObject *sessionView)
@@ -71,7 +76,8 @@ void AgentDashboard::track(QObject *sessionView)
     auto *view = qobject_cast<AgentSessionView *>(sessionView);
     if (!view)
         return;
-    connect(view, &AgentSessionView::runStarted, this, [this](const QString &id) { m_model->runStarted(id); });
+    connect(view, &AgentSessionView::runStarted, this,
+            [this](const QString &id) { m_model->runStarted(id); });
     connect(view, &AgentSessionView::runFinished, this,
             [this](const QString &id, const AgentRunResult &r) { m_model->runFinished(id, r); });
     connect(view, &AgentSessionView::runFailed, this,

@@ -4,7 +4,9 @@
 
 namespace Sandbox::Ui {
 
-AgentDashboardModel::AgentDashboardModel(QObject *parent) : QAbstractTableModel(parent) {}
+AgentDashboardModel::AgentDashboardModel(QObject *parent)
+    : QAbstractTableModel(parent)
+{}
 
 int AgentDashboardModel::rowCount(const QModelIndex &parent) const
 {
@@ -21,15 +23,24 @@ QVariant AgentDashboardModel::headerData(int section, Qt::Orientation orientatio
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case Name: return tr("Name");
-    case Type: return tr("Agent");
-    case Status: return tr("Status");
-    case Network: return tr("Network");
-    case LastActivity: return tr("Last activity");
-    case Runs: return tr("Runs");
-    case Tokens: return tr("Tokens");
-    case Cost: return tr("Cost");
-    default: return {};
+    case Name:
+        return tr("Name");
+    case Type:
+        return tr("Agent");
+    case Status:
+        return tr("Status");
+    case Network:
+        return tr("Network");
+    case LastActivity:
+        return tr("Last activity");
+    case Runs:
+        return tr("Runs");
+    case Tokens:
+        return tr("Tokens");
+    case Cost:
+        return tr("Cost");
+    default:
+        return {};
     }
 }
 
@@ -40,21 +51,28 @@ QVariant AgentDashboardModel::data(const QModelIndex &index, int role) const
     const Row &r = m_rows.at(index.row());
     if (role == IdRole)
         return r.info.id;
-    const QDateTime last = r.lastActivity.isValid() && r.lastActivity > r.info.lastActiveAt ? r.lastActivity
-                                                                                            : r.info.lastActiveAt;
+    const QDateTime last = r.lastActivity.isValid() && r.lastActivity > r.info.lastActiveAt
+                               ? r.lastActivity
+                               : r.info.lastActiveAt;
     if (role == SortRole) {
         switch (index.column()) {
-        case LastActivity: return last;
-        case Runs: return r.runs;
-        case Tokens: return r.tokens;
-        case Cost: return r.costUsd;
-        default: return data(index, Qt::DisplayRole);
+        case LastActivity:
+            return last;
+        case Runs:
+            return r.runs;
+        case Tokens:
+            return r.tokens;
+        case Cost:
+            return r.costUsd;
+        default:
+            return data(index, Qt::DisplayRole);
         }
     }
     if (role == Qt::ToolTipRole) {
         if (index.column() == Network)
-            return r.info.network ? tr("Shares the host's network: the agent reaches its model API directly")
-                                  : tr("No network: the agent cannot reach its model API");
+            return r.info.network
+                       ? tr("Shares the host's network: the agent reaches its model API directly")
+                       : tr("No network: the agent cannot reach its model API");
         if (index.column() == Status && !r.lastError.isEmpty())
             return r.lastError;
         return {};
@@ -62,20 +80,29 @@ QVariant AgentDashboardModel::data(const QModelIndex &index, int role) const
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {
-    case Name: return r.info.name.isEmpty() ? r.info.id : r.info.name;
-    case Type: return r.info.type;
+    case Name:
+        return r.info.name.isEmpty() ? r.info.id : r.info.name;
+    case Type:
+        return r.info.type;
     case Status:
         if (r.running)
             return tr("running a prompt");
         if (r.info.status == QLatin1String("error"))
             return tr("error: %1").arg(r.info.error);
         return r.info.status;
-    case Network: return r.info.network ? tr("host network") : tr("none");
-    case LastActivity: return QLocale().toString(last.toLocalTime(), QLocale::ShortFormat);
-    case Runs: return r.failedRuns ? tr("%1 (%2 failed)").arg(r.runs).arg(r.failedRuns) : QString::number(r.runs);
-    case Tokens: return QLocale().toString(r.tokens);
-    case Cost: return r.costKnown ? QStringLiteral("$%1").arg(r.costUsd, 0, 'f', 4) : QStringLiteral("—");
-    default: return {};
+    case Network:
+        return r.info.network ? tr("host network") : tr("none");
+    case LastActivity:
+        return QLocale().toString(last.toLocalTime(), QLocale::ShortFormat);
+    case Runs:
+        return r.failedRuns ? tr("%1 (%2 failed)").arg(r.runs).arg(r.failedRuns)
+                            : QString::number(r.runs);
+    case Tokens:
+        return QLocale().toString(r.tokens);
+    case Cost:
+        return r.costKnown ? QStringLiteral("$%1").arg(r.costUsd, 0, 'f', 4) : QStringLiteral("—");
+    default:
+        return {};
     }
 }
 
@@ -98,7 +125,9 @@ void AgentDashboardModel::setSandboxes(const QList<SandboxInfo> &sandboxes)
     // Rows that are gone, then the ones that changed, then the new ones.
     for (int i = int(m_rows.size()) - 1; i >= 0; --i) {
         const bool still = std::any_of(sandboxes.begin(), sandboxes.end(),
-                                       [&](const SandboxInfo &s) { return s.id == m_rows[i].info.id; });
+                                       [&](const SandboxInfo &s) {
+                                           return s.id == m_rows[i].info.id;
+                                       });
         if (!still) {
             beginRemoveRows({}, i, i);
             m_rows.removeAt(i);

@@ -26,27 +26,29 @@ namespace {
 QStringList modelsFor(const QString &type)
 {
     if (type == QLatin1String("claude-code"))
-        return {QString(), QStringLiteral("claude-sonnet-4-5"), QStringLiteral("claude-opus-4-1"), QStringLiteral("claude-haiku-4-5")};
-    return {QString(), QStringLiteral("gpt-5.5"), QStringLiteral("gpt-5"), QStringLiteral("gpt-5-mini")};
+        return {QString(), QStringLiteral("claude-sonnet-4-5"), QStringLiteral("claude-opus-4-1"),
+                QStringLiteral("claude-haiku-4-5")};
+    return {QString(), QStringLiteral("gpt-5.5"), QStringLiteral("gpt-5"),
+            QStringLiteral("gpt-5-mini")};
 }
 
 } // namespace
 
 AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, QWidget *parent)
-    : QWidget(parent),
-      m_client(client),
-      m_sandbox(sandbox),
-      m_transcript(new AgentTranscriptModel(this)),
-      m_view(new AgentTranscriptView(this)),
-      m_files(new SandboxFileModel(&client->agents(), sandbox.id, this)),
-      m_fileTree(new QTreeView(this)),
-      m_header(new QLabel(this)),
-      m_totalsLabel(new QLabel(this)),
-      m_prompt(new QPlainTextEdit(this)),
-      m_send(new QPushButton(tr("Send"), this)),
-      m_stop(new QPushButton(tr("Stop"), this)),
-      m_model(new QComboBox(this)),
-      m_permission(new QComboBox(this))
+    : QWidget(parent)
+    , m_client(client)
+    , m_sandbox(sandbox)
+    , m_transcript(new AgentTranscriptModel(this))
+    , m_view(new AgentTranscriptView(this))
+    , m_files(new SandboxFileModel(&client->agents(), sandbox.id, this))
+    , m_fileTree(new QTreeView(this))
+    , m_header(new QLabel(this))
+    , m_totalsLabel(new QLabel(this))
+    , m_prompt(new QPlainTextEdit(this))
+    , m_send(new QPushButton(tr("Send"), this))
+    , m_stop(new QPushButton(tr("Stop"), this))
+    , m_model(new QComboBox(this))
+    , m_permission(new QComboBox(this))
 {
     m_view->setTranscript(m_transcript);
     m_fileTree->setModel(m_files);
@@ -62,9 +64,11 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     for (const QString &m : modelsFor(sandbox.type))
         m_model->addItem(m.isEmpty() ? tr("(default model)") : m, m);
     m_model->setToolTip(tr("The model the agent's CLI asks for"));
-    m_permission->addItem(tr("Bypass permissions (the sandbox is the isolation)"), QStringLiteral("bypassPermissions"));
+    m_permission->addItem(tr("Bypass permissions (the sandbox is the isolation)"),
+                          QStringLiteral("bypassPermissions"));
     m_permission->addItem(tr("Accept edits"), QStringLiteral("acceptEdits"));
-    m_permission->addItem(tr("Ask (refuse in this non-interactive run)"), QStringLiteral("default"));
+    m_permission->addItem(tr("Ask (refuse in this non-interactive run)"),
+                          QStringLiteral("default"));
     m_permission->addItem(tr("Plan only"), QStringLiteral("plan"));
     m_stop->setEnabled(false);
 
@@ -118,12 +122,16 @@ void AgentSessionView::setSandbox(const SandboxInfo &sandbox)
 void AgentSessionView::updateHeader()
 {
     const QString name = (m_sandbox.name.isEmpty() ? m_sandbox.id : m_sandbox.name).toHtmlEscaped();
-    const QString network = m_sandbox.network
-                                ? tr("network: <b>shared with the host</b> (the agent reaches its model API directly)")
-                                : tr("<span style=\"color:#82071e\">no network: the agent cannot reach its model API</span>");
-    m_header->setText(QStringLiteral("<b>%1</b> · %2 · %3 · %4")
-                          .arg(name, m_sandbox.type.toHtmlEscaped(),
-                               (isRunning() ? tr("running a prompt") : m_sandbox.status).toHtmlEscaped(), network));
+    const QString network
+        = m_sandbox.network ? tr(
+              "network: <b>shared with the host</b> (the agent reaches its model API directly)")
+                            : tr("<span style=\"color:#82071e\">no network: the agent cannot reach "
+                                 "its model API</span>");
+    m_header->setText(
+        QStringLiteral("<b>%1</b> · %2 · %3 · %4")
+            .arg(name, m_sandbox.type.toHtmlEscaped(),
+                 (isRunning() ? tr("running a prompt") : m_sandbox.status).toHtmlEscaped(),
+                 network));
 }
 
 QString AgentSessionView::totalsText() const
@@ -158,7 +166,8 @@ bool AgentSessionView::eventFilter(QObject *watched, QEvent *event)
 {
     if (watched == m_prompt && event->type() == QEvent::KeyPress) {
         const auto *key = static_cast<QKeyEvent *>(event);
-        if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) && (key->modifiers() & Qt::ControlModifier)) {
+        if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter)
+            && (key->modifiers() & Qt::ControlModifier)) {
             send();
             return true;
         }
@@ -210,7 +219,8 @@ bool AgentSessionView::send(const QString &prompt)
         Q_EMIT runFinished(m_sandbox.id, r);
     });
     connect(run, &AgentRun::failed, this, [this](const Error &e) {
-        m_transcript->addError(e.code == ErrorCode::Cancelled ? tr("Stopped: %1").arg(e.message) : e.message);
+        m_transcript->addError(e.code == ErrorCode::Cancelled ? tr("Stopped: %1").arg(e.message)
+                                                              : e.message);
         finishRun();
         Q_EMIT runFailed(m_sandbox.id, e.message);
     });

@@ -31,7 +31,8 @@ class AgentSessionView final : public QWidget
 
 public:
     // `client` must outlive the view.
-    AgentSessionView(Sandbox::Client *client, const Sandbox::SandboxInfo &sandbox, QWidget *parent = nullptr);
+    AgentSessionView(Sandbox::Client *client, const Sandbox::SandboxInfo &sandbox,
+                     QWidget *parent = nullptr);
     ~AgentSessionView() override;
 
     const Sandbox::SandboxInfo &sandbox() const { return m_sandbox; }
@@ -84,8 +85,8 @@ private:
     QComboBox *m_permission;
     QPointer<Sandbox::AgentRun> m_run; // owned (child) while it runs
     QString m_sessionId;
-    Sandbox::AgentUsage m_totals;    // finished runs
-    Sandbox::AgentUsage m_current;   // the run going on
+    Sandbox::AgentUsage m_totals;  // finished runs
+    Sandbox::AgentUsage m_current; // the run going on
 };
 
 } // namespace Sandbox::Ui

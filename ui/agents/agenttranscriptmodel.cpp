@@ -11,18 +11,24 @@ constexpr qsizetype kMaxBody = 64 * 1024; // per row, for the view; the rest is 
 
 QString bounded(const QString &s)
 {
-    return s.size() <= kMaxBody ? s : s.left(kMaxBody) + QStringLiteral("\n… (%1 more characters)").arg(s.size() - kMaxBody);
+    return s.size() <= kMaxBody
+               ? s
+               : s.left(kMaxBody)
+                     + QStringLiteral("\n… (%1 more characters)").arg(s.size() - kMaxBody);
 }
 
 QString toolTitle(const QString &name, const QJsonValue &input)
 {
     const QJsonObject o = input.toObject();
-    for (const char *key : {"file_path", "filePath", "path", "command", "pattern", "url", "query", "description"}) {
+    for (const char *key :
+         {"file_path", "filePath", "path", "command", "pattern", "url", "query", "description"}) {
         const QJsonValue v = o.value(QLatin1String(key));
         if (v.isString())
             return name + u' ' + v.toString().left(200).section(u'\n', 0, 0);
         if (v.isArray())
-            return name + u' ' + QString::fromUtf8(QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact)).left(200);
+            return name + u' '
+                   + QString::fromUtf8(QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact))
+                         .left(200);
     }
     return name;
 }
@@ -38,7 +44,9 @@ QString pretty(const QJsonValue &v)
 
 } // namespace
 
-AgentTranscriptModel::AgentTranscriptModel(QObject *parent) : QAbstractListModel(parent) {}
+AgentTranscriptModel::AgentTranscriptModel(QObject *parent)
+    : QAbstractListModel(parent)
+{}
 
 int AgentTranscriptModel::rowCount(const QModelIndex &parent) const
 {
@@ -66,7 +74,8 @@ QVariant AgentTranscriptModel::data(const QModelIndex &index, int role) const
     case ExpandedRole:
         return it.expanded;
     case CollapsibleRole:
-        return it.kind == Kind::ToolCall || it.kind == Kind::Thinking || it.kind == Kind::FileChange;
+        return it.kind == Kind::ToolCall || it.kind == Kind::Thinking
+               || it.kind == Kind::FileChange;
     case TurnRole:
         return it.turn;
     case TimeRole:
@@ -80,7 +89,8 @@ QVariant AgentTranscriptModel::data(const QModelIndex &index, int role) const
 
 bool AgentTranscriptModel::setData(const QModelIndex &index, const QVariant &value, int role)
 {
-    if (role != ExpandedRole || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+    if (role != ExpandedRole
+        || !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
         return false;
     Item &it = m_items[index.row()];
     if (!data(index, CollapsibleRole).toBool() || it.expanded == value.toBool())
@@ -231,7 +241,8 @@ void AgentTranscriptModel::addEvents(const QList<AgentEvent> &events)
     items.reserve(events.size());
     for (const AgentEvent &e : events) {
         // A tool result may refer to a call in this same batch: flush first.
-        if (e.type == AgentEvent::Type::ToolResult && !m_toolRows.contains(e.id) && !items.isEmpty()) {
+        if (e.type == AgentEvent::Type::ToolResult && !m_toolRows.contains(e.id)
+            && !items.isEmpty()) {
             append(std::exchange(items, {}));
         }
         Item it;
@@ -249,8 +260,9 @@ void AgentTranscriptModel::addRunEnd(const AgentRunResult &result)
     it.kind = Kind::Result;
     it.time = QDateTime::currentDateTime();
     it.isError = !result.success;
-    it.title = result.success ? tr("Done in %1 s").arg(double(result.durationMs) / 1000.0, 0, 'f', 1)
-                              : tr("Failed after %1 s").arg(double(result.durationMs) / 1000.0, 0, 'f', 1);
+    it.title = result.success
+                   ? tr("Done in %1 s").arg(double(result.durationMs) / 1000.0, 0, 'f', 1)
+                   : tr("Failed after %1 s").arg(double(result.durationMs) / 1000.0, 0, 'f', 1);
     it.body = result.success ? QString() : bounded(result.error);
     append({it});
 }

@@ -22,14 +22,14 @@ public:
 
     enum Role {
         KindRole = Qt::UserRole + 1, // Kind as int
-        TitleRole,    // one line: "Write /workspace/a.txt", "Thinking", ...
-        BodyRole,     // markdown text, a tool's input and output, a diff
-        IsErrorRole,  // a failed tool call or file change, an error, a failed run
+        TitleRole,                   // one line: "Write /workspace/a.txt", "Thinking", ...
+        BodyRole,                    // markdown text, a tool's input and output, a diff
+        IsErrorRole,                 // a failed tool call or file change, an error, a failed run
         ExpandedRole, // collapsible rows (tool calls, thinking, file changes): shown open
         CollapsibleRole,
         TurnRole,
-        TimeRole,     // QDateTime when the row was added
-        PendingRole,  // a tool call still waiting for its result
+        TimeRole,    // QDateTime when the row was added
+        PendingRole, // a tool call still waiting for its result
     };
 
     explicit AgentTranscriptModel(QObject *parent = nullptr);

@@ -9,7 +9,8 @@
 namespace Sandbox::Ui {
 
 AgentTranscriptView::AgentTranscriptView(QWidget *parent)
-    : QListView(parent), m_delegate(new TranscriptDelegate(this))
+    : QListView(parent)
+    , m_delegate(new TranscriptDelegate(this))
 {
     setItemDelegate(m_delegate);
     setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
@@ -22,13 +23,15 @@ AgentTranscriptView::AgentTranscriptView(QWidget *parent)
     setSelectionMode(QAbstractItemView::SingleSelection);
     setEditTriggers(QAbstractItemView::NoEditTriggers);
     verticalScrollBar()->setSingleStep(24);
-    connect(verticalScrollBar(), &QScrollBar::sliderMoved, this, [this](int value) {
-        m_follow = value >= verticalScrollBar()->maximum() - 4;
-    });
+    connect(verticalScrollBar(), &QScrollBar::sliderMoved, this,
+            [this](int value) { m_follow = value >= verticalScrollBar()->maximum() - 4; });
     connect(verticalScrollBar(), &QScrollBar::actionTriggered, this, [this] {
-        QMetaObject::invokeMethod(this, [this] {
-            m_follow = verticalScrollBar()->value() >= verticalScrollBar()->maximum() - 4;
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this,
+            [this] {
+                m_follow = verticalScrollBar()->value() >= verticalScrollBar()->maximum() - 4;
+            },
+            Qt::QueuedConnection);
     });
     // Rows grow as they are laid out (in batches) or opened: stay at the bottom when following.
     connect(verticalScrollBar(), &QScrollBar::rangeChanged, this, [this](int, int max) {
@@ -50,11 +53,12 @@ void AgentTranscriptView::setTranscript(AgentTranscriptModel *model)
     m_delegate->invalidate();
     if (!model)
         return;
-    connect(model, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
-        m_delegate->invalidate(from.row(), to.row());
-        // Heights may change (a tool call opened, its result arrived): lay the rows out again.
-        scheduleDelayedItemsLayout();
-    });
+    connect(model, &QAbstractItemModel::dataChanged, this,
+            [this](const QModelIndex &from, const QModelIndex &to) {
+                m_delegate->invalidate(from.row(), to.row());
+                // Heights may change (a tool call opened, its result arrived): lay the rows out again.
+                scheduleDelayedItemsLayout();
+            });
     connect(model, &QAbstractItemModel::modelReset, this, [this] { m_delegate->invalidate(); });
     connect(model, &QAbstractItemModel::rowsInserted, this, &AgentTranscriptView::onRowsInserted);
 }
@@ -62,7 +66,8 @@ void AgentTranscriptView::setTranscript(AgentTranscriptModel *model)
 void AgentTranscriptView::onRowsInserted()
 {
     if (m_follow)
-        QMetaObject::invokeMethod(this, [this] { scrollToBottom(); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this] { scrollToBottom(); }, Qt::QueuedConnection);
 }
 
 void AgentTranscriptView::resizeEvent(QResizeEvent *event)

@@ -29,8 +29,12 @@ struct SandboxFileModel::Node
     }
 };
 
-SandboxFileModel::SandboxFileModel(SandboxMethods *methods, const QString &sandboxId, QObject *parent)
-    : QAbstractItemModel(parent), m_methods(methods), m_id(sandboxId), m_root(std::make_unique<Node>())
+SandboxFileModel::SandboxFileModel(SandboxMethods *methods, const QString &sandboxId,
+                                   QObject *parent)
+    : QAbstractItemModel(parent)
+    , m_methods(methods)
+    , m_id(sandboxId)
+    , m_root(std::make_unique<Node>())
 {
     m_root->path = QStringLiteral("/workspace");
     m_root->isDir = true;
@@ -148,43 +152,48 @@ void SandboxFileModel::fetchMore(const QModelIndex &parent)
     ++m_loading;
     const QString path = n->path;
     const quint64 generation = m_generation;
-    m_methods->listFiles(m_id, path, false, this, [this, path, generation](Result<FileListing> r) {
-        if (generation != m_generation)
-            return; // reloaded meanwhile
-        --m_loading;
-        Node *n = find(path);
-        if (!n)
-            return;
-        n->fetching = false;
-        n->fetched = true;
-        if (!r) {
-            Q_EMIT loadFailed(path, r.error().message);
-            return;
-        }
-        QList<FileEntry> entries = r->entries;
-        std::sort(entries.begin(), entries.end(), [](const FileEntry &a, const FileEntry &b) {
-            const bool ad = a.type == FileEntry::Type::Directory, bd = b.type == FileEntry::Type::Directory;
-            return ad != bd ? ad : a.name.localeAwareCompare(b.name) < 0;
-        });
-        if (!entries.isEmpty()) {
-            beginInsertRows(indexOf(n), 0, int(entries.size()) - 1);
-            for (const FileEntry &e : entries) {
-                auto c = std::make_unique<Node>();
-                c->name = e.name;
-                c->path = e.path;
-                c->isDir = e.type == FileEntry::Type::Directory;
-                c->size = e.size;
-                c->parent = n;
-                n->children.push_back(std::move(c));
-            }
-            endInsertRows();
-        } else {
-            const QModelIndex i = indexOf(n);
-            if (i.isValid())
-                Q_EMIT dataChanged(i, i);
-        }
-        Q_EMIT loaded(path);
-    }).detach();
+    m_methods
+        ->listFiles(m_id, path, false, this,
+                    [this, path, generation](Result<FileListing> r) {
+                        if (generation != m_generation)
+                            return; // reloaded meanwhile
+                        --m_loading;
+                        Node *n = find(path);
+                        if (!n)
+                            return;
+                        n->fetching = false;
+                        n->fetched = true;
+                        if (!r) {
+                            Q_EMIT loadFailed(path, r.error().message);
+                            return;
+                        }
+                        QList<FileEntry> entries = r->entries;
+                        std::sort(entries.begin(), entries.end(),
+                                  [](const FileEntry &a, const FileEntry &b) {
+                                      const bool ad = a.type == FileEntry::Type::Directory,
+                                                 bd = b.type == FileEntry::Type::Directory;
+                                      return ad != bd ? ad : a.name.localeAwareCompare(b.name) < 0;
+                                  });
+                        if (!entries.isEmpty()) {
+                            beginInsertRows(indexOf(n), 0, int(entries.size()) - 1);
+                            for (const FileEntry &e : entries) {
+                                auto c = std::make_unique<Node>();
+                                c->name = e.name;
+                                c->path = e.path;
+                                c->isDir = e.type == FileEntry::Type::Directory;
+                                c->size = e.size;
+                                c->parent = n;
+                                n->children.push_back(std::move(c));
+                            }
+                            endInsertRows();
+                        } else {
+                            const QModelIndex i = indexOf(n);
+                            if (i.isValid())
+                                Q_EMIT dataChanged(i, i);
+                        }
+                        Q_EMIT loaded(path);
+                    })
+        .detach();
 }
 
 void SandboxFileModel::reload()

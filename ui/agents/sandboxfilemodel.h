@@ -26,7 +26,8 @@ public:
     enum Role { PathRole = Qt::UserRole + 1, IsDirRole };
 
     // `methods` (e.g. client->agents()) must outlive the model.
-    SandboxFileModel(Sandbox::SandboxMethods *methods, const QString &sandboxId, QObject *parent = nullptr);
+    SandboxFileModel(Sandbox::SandboxMethods *methods, const QString &sandboxId,
+                     QObject *parent = nullptr);
     ~SandboxFileModel() override;
 
     QModelIndex index(int row, int column, const QModelIndex &parent = {}) const override;
@@ -35,7 +36,8 @@ public:
     int columnCount(const QModelIndex &parent = {}) const override;
     bool hasChildren(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
     bool canFetchMore(const QModelIndex &parent) const override;
     void fetchMore(const QModelIndex &parent) override;
 

@@ -24,11 +24,14 @@ QString diffHtml(const QString &diff)
     for (const QString &line : std::as_const(lines)) {
         const QString esc = line.toHtmlEscaped();
         if (line.startsWith(u'+') && !line.startsWith(QLatin1String("+++")))
-            html += QStringLiteral("<span style=\"background:#e6ffec;color:#116329\">") + esc + QStringLiteral("</span>\n");
+            html += QStringLiteral("<span style=\"background:#e6ffec;color:#116329\">") + esc
+                    + QStringLiteral("</span>\n");
         else if (line.startsWith(u'-') && !line.startsWith(QLatin1String("---")))
-            html += QStringLiteral("<span style=\"background:#ffebe9;color:#82071e\">") + esc + QStringLiteral("</span>\n");
+            html += QStringLiteral("<span style=\"background:#ffebe9;color:#82071e\">") + esc
+                    + QStringLiteral("</span>\n");
         else if (line.startsWith(QLatin1String("@@")))
-            html += QStringLiteral("<span style=\"color:#0550ae\">") + esc + QStringLiteral("</span>\n");
+            html += QStringLiteral("<span style=\"color:#0550ae\">") + esc
+                    + QStringLiteral("</span>\n");
         else
             html += esc + u'\n';
     }
@@ -46,7 +49,9 @@ struct TranscriptDelegate::Layout
     int headerHeight = 0;
 };
 
-TranscriptDelegate::TranscriptDelegate(QObject *parent) : QStyledItemDelegate(parent) {}
+TranscriptDelegate::TranscriptDelegate(QObject *parent)
+    : QStyledItemDelegate(parent)
+{}
 
 void TranscriptDelegate::invalidate(int firstRow, int lastRow)
 {
@@ -63,19 +68,22 @@ bool TranscriptDelegate::isOnHeader(const QRect &rect, const QPoint &pos, const 
     return pos.y() - rect.top() < QFontMetrics(font).height() + 2 * kPad;
 }
 
-TranscriptDelegate::Layout TranscriptDelegate::layoutFor(const QStyleOptionViewItem &option, const QModelIndex &index) const
+TranscriptDelegate::Layout TranscriptDelegate::layoutFor(const QStyleOptionViewItem &option,
+                                                         const QModelIndex &index) const
 {
     Layout l;
     const auto kind = Kind(index.data(AgentTranscriptModel::KindRole).toInt());
     const bool collapsible = index.data(AgentTranscriptModel::CollapsibleRole).toBool();
-    l.header = !index.data(AgentTranscriptModel::TitleRole).toString().isEmpty() || kind == Kind::Prompt;
+    l.header = !index.data(AgentTranscriptModel::TitleRole).toString().isEmpty()
+               || kind == Kind::Prompt;
     l.showBody = !index.data(AgentTranscriptModel::BodyRole).toString().isEmpty()
                  && (!collapsible || index.data(AgentTranscriptModel::ExpandedRole).toBool());
     l.headerHeight = l.header ? QFontMetrics(option.font).height() + kPad : 0;
     return l;
 }
 
-std::unique_ptr<QTextDocument> TranscriptDelegate::documentFor(const QModelIndex &index, int width, const QFont &font) const
+std::unique_ptr<QTextDocument> TranscriptDelegate::documentFor(const QModelIndex &index, int width,
+                                                               const QFont &font) const
 {
     auto doc = std::make_unique<QTextDocument>();
     doc->setDocumentMargin(0);
@@ -97,7 +105,8 @@ std::unique_ptr<QTextDocument> TranscriptDelegate::documentFor(const QModelIndex
     return doc;
 }
 
-QSize TranscriptDelegate::sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const
+QSize TranscriptDelegate::sizeHint(const QStyleOptionViewItem &option,
+                                   const QModelIndex &index) const
 {
     const int width = option.rect.width() > 0 ? option.rect.width() : 600;
     const auto cached = m_heights.constFind(index.row());
@@ -106,12 +115,14 @@ QSize TranscriptDelegate::sizeHint(const QStyleOptionViewItem &option, const QMo
     const Layout l = layoutFor(option, index);
     int h = l.headerHeight + 2 * kPad;
     if (l.showBody)
-        h += int(documentFor(index, width - 2 * kPad - kIndent, option.font)->size().height()) + kPad / 2;
+        h += int(documentFor(index, width - 2 * kPad - kIndent, option.font)->size().height())
+             + kPad / 2;
     m_heights.insert(index.row(), {width, h});
     return {width, h};
 }
 
-void TranscriptDelegate::paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const
+void TranscriptDelegate::paint(QPainter *painter, const QStyleOptionViewItem &option,
+                               const QModelIndex &index) const
 {
     painter->save();
     const auto kind = Kind(index.data(AgentTranscriptModel::KindRole).toInt());
@@ -127,7 +138,8 @@ void TranscriptDelegate::paint(QPainter *painter, const QStyleOptionViewItem &op
         bg = pal.color(QPalette::Window);
     painter->fillRect(r, bg);
     if (option.state & QStyle::State_Selected)
-        painter->fillRect(r, QColor(pal.color(QPalette::Highlight).red(), pal.color(QPalette::Highlight).green(),
+        painter->fillRect(r, QColor(pal.color(QPalette::Highlight).red(),
+                                    pal.color(QPalette::Highlight).green(),
                                     pal.color(QPalette::Highlight).blue(), 40));
 
     const Layout l = layoutFor(option, index);
@@ -137,17 +149,22 @@ void TranscriptDelegate::paint(QPainter *painter, const QStyleOptionViewItem &op
         if (kind == Kind::Prompt)
             title = tr("You");
         if (index.data(AgentTranscriptModel::CollapsibleRole).toBool())
-            title = (index.data(AgentTranscriptModel::ExpandedRole).toBool() ? QStringLiteral("▾ ") : QStringLiteral("▸ ")) + title;
+            title = (index.data(AgentTranscriptModel::ExpandedRole).toBool() ? QStringLiteral("▾ ")
+                                                                             : QStringLiteral("▸ "))
+                    + title;
         if (index.data(AgentTranscriptModel::PendingRole).toBool())
             title += QStringLiteral(" …");
         QFont bold = option.font;
-        bold.setBold(kind == Kind::Prompt || kind == Kind::ToolCall || kind == Kind::FileChange || kind == Kind::Result);
+        bold.setBold(kind == Kind::Prompt || kind == Kind::ToolCall || kind == Kind::FileChange
+                     || kind == Kind::Result);
         painter->setFont(bold);
         painter->setPen(error ? QColor(0x82, 0x07, 0x1e)
-                              : kind == Kind::Thinking || kind == Kind::Result ? pal.color(QPalette::PlaceholderText)
-                                                                               : pal.color(QPalette::Text));
+                        : kind == Kind::Thinking || kind == Kind::Result
+                            ? pal.color(QPalette::PlaceholderText)
+                            : pal.color(QPalette::Text));
         const QFontMetrics fm(bold);
-        painter->drawText(QRect(r.left() + kPad, y, r.width() - 2 * kPad, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+        painter->drawText(QRect(r.left() + kPad, y, r.width() - 2 * kPad, fm.height()),
+                          Qt::AlignLeft | Qt::AlignVCenter,
                           fm.elidedText(title, Qt::ElideRight, r.width() - 2 * kPad));
         y += l.headerHeight;
     }

@@ -16,7 +16,8 @@ class TranscriptDelegate final : public QStyledItemDelegate
 public:
     explicit TranscriptDelegate(QObject *parent = nullptr);
 
-    void paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const override;
+    void paint(QPainter *painter, const QStyleOptionViewItem &option,
+               const QModelIndex &index) const override;
     QSize sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const override;
 
     void invalidate(int firstRow = -1, int lastRow = -1);
@@ -26,7 +27,8 @@ public:
 private:
     struct Layout;
     Layout layoutFor(const QStyleOptionViewItem &option, const QModelIndex &index) const;
-    std::unique_ptr<QTextDocument> documentFor(const QModelIndex &index, int width, const QFont &font) const;
+    std::unique_ptr<QTextDocument> documentFor(const QModelIndex &index, int width,
+                                               const QFont &font) const;
 
     mutable QHash<int, QPair<int, int>> m_heights; // row -> (width, height)
 };

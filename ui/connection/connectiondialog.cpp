@@ -18,13 +18,20 @@ namespace {
 constexpr int IdRole = Qt::UserRole + 1;
 }
 
-ConnectionDialog::ConnectionDialog(ProfileStore *profiles, SecretStore *secrets, const QString &currentId,
-                                   QWidget *parent)
-    : QDialog(parent), m_profiles(profiles), m_secrets(secrets), m_list(new QListWidget(this)),
-      m_details(new QStackedWidget(this)), m_name(new QLineEdit(this)), m_url(new QLineEdit(this)),
-      m_key(new QLineEdit(this)), m_keyHint(new QLabel(this)), m_error(new QLabel(this)),
-      m_removeButton(new QPushButton(tr("Remove"), this)),
-      m_buttons(new QDialogButtonBox(QDialogButtonBox::Cancel, this))
+ConnectionDialog::ConnectionDialog(ProfileStore *profiles, SecretStore *secrets,
+                                   const QString &currentId, QWidget *parent)
+    : QDialog(parent)
+    , m_profiles(profiles)
+    , m_secrets(secrets)
+    , m_list(new QListWidget(this))
+    , m_details(new QStackedWidget(this))
+    , m_name(new QLineEdit(this))
+    , m_url(new QLineEdit(this))
+    , m_key(new QLineEdit(this))
+    , m_keyHint(new QLabel(this))
+    , m_error(new QLabel(this))
+    , m_removeButton(new QPushButton(tr("Remove"), this))
+    , m_buttons(new QDialogButtonBox(QDialogButtonBox::Cancel, this))
 {
     setWindowTitle(tr("Connect"));
     auto *layout = new QVBoxLayout(this);
@@ -38,10 +45,11 @@ ConnectionDialog::ConnectionDialog(ProfileStore *profiles, SecretStore *secrets,
     left->addLayout(listButtons);
     row->addLayout(left, 1);
 
-    auto *localPage = new QLabel(tr("Sandboxes run on this computer, in bubblewrap, through the local engine "
-                                    "(sandboxd). It is started when it does not run yet, and its API key is "
-                                    "read from its data directory: nothing to set up."),
-                                 this);
+    auto *localPage
+        = new QLabel(tr("Sandboxes run on this computer, in bubblewrap, through the local engine "
+                        "(sandboxd). It is started when it does not run yet, and its API key is "
+                        "read from its data directory: nothing to set up."),
+                     this);
     localPage->setWordWrap(true);
     localPage->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     auto *remotePage = new QWidget(this);
@@ -86,7 +94,10 @@ void ConnectionDialog::reloadList(const QString &selectId)
 {
     m_list->clear();
     for (const StoredProfile &p : m_profiles->profiles()) {
-        auto *item = new QListWidgetItem(p.local ? p.name : QStringLiteral("%1\n%2").arg(p.name, p.url.toString()), m_list);
+        auto *item = new QListWidgetItem(p.local ? p.name
+                                                 : QStringLiteral("%1\n%2").arg(p.name,
+                                                                                p.url.toString()),
+                                         m_list);
         item->setData(IdRole, p.id);
     }
     selectProfile(selectId);
@@ -107,7 +118,8 @@ void ConnectionDialog::onSelectionChanged()
 {
     m_error->hide();
     QListWidgetItem *item = m_list->currentItem();
-    const StoredProfile p = item ? m_profiles->profile(item->data(IdRole).toString()) : StoredProfile();
+    const StoredProfile p = item ? m_profiles->profile(item->data(IdRole).toString())
+                                 : StoredProfile();
     const bool remote = p.isValid() && !p.local;
     m_details->setCurrentIndex(remote || (item && item->data(IdRole).toString().isEmpty()) ? 1 : 0);
     m_removeButton->setEnabled(remote);
@@ -118,8 +130,9 @@ void ConnectionDialog::onSelectionChanged()
         m_name->setText(p.name);
         m_url->setText(p.url.toString());
         m_key->clear();
-        m_keyHint->setText(tr("Leave empty to keep the stored key. Keys are kept in the desktop keyring "
-                              "when there is one, else in a file only you can read."));
+        m_keyHint->setText(
+            tr("Leave empty to keep the stored key. Keys are kept in the desktop keyring "
+               "when there is one, else in a file only you can read."));
     }
 }
 
@@ -133,7 +146,8 @@ void ConnectionDialog::addProfile()
     m_name->clear();
     m_url->clear();
     m_key->clear();
-    m_keyHint->setText(tr("Kept in the desktop keyring when there is one, else in a file only you can read."));
+    m_keyHint->setText(
+        tr("Kept in the desktop keyring when there is one, else in a file only you can read."));
     m_name->setFocus();
 }
 
@@ -160,11 +174,13 @@ void ConnectionDialog::removeSelected()
 QString ConnectionDialog::validate(QUrl *url) const
 {
     const QUrl u = QUrl::fromUserInput(m_url->text().trimmed());
-    if (!u.isValid() || u.host().isEmpty() || (u.scheme() != QLatin1String("https") && u.scheme() != QLatin1String("http")))
+    if (!u.isValid() || u.host().isEmpty()
+        || (u.scheme() != QLatin1String("https") && u.scheme() != QLatin1String("http")))
         return tr("The URL must be http(s)://HOST[:PORT].");
     if (!u.userInfo().isEmpty() || u.hasQuery())
         return tr("Put the API key in its own field, not in the URL.");
-    if (u.scheme() == QLatin1String("http") && u.host() != QLatin1String("localhost") && !u.host().startsWith(QStringLiteral("127.")))
+    if (u.scheme() == QLatin1String("http") && u.host() != QLatin1String("localhost")
+        && !u.host().startsWith(QStringLiteral("127.")))
         return tr("Use https:// for a remote server: the API key would travel in clear text.");
     *url = u;
     return {};

@@ -43,8 +43,8 @@ private:
     void removeSelected();
     QString validate(QUrl *url) const;
 
-    ProfileStore *m_profiles;  // not owned
-    SecretStore *m_secrets;    // not owned
+    ProfileStore *m_profiles; // not owned
+    SecretStore *m_secrets;   // not owned
     QListWidget *m_list;
     QStackedWidget *m_details;
     QLineEdit *m_name;

@@ -10,7 +10,9 @@ Q_LOGGING_CATEGORY(lcConnection, "sandbox.ui.connection", QtInfoMsg)
 
 namespace Sandbox::Ui {
 
-ConnectionManager::ConnectionManager(QObject *parent) : QObject(parent) {}
+ConnectionManager::ConnectionManager(QObject *parent)
+    : QObject(parent)
+{}
 
 ConnectionManager::~ConnectionManager()
 {

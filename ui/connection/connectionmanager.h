@@ -25,9 +25,9 @@ public:
         StartingEngine, // local: waiting for sandboxd to answer
         Connecting,
         Connected,
-        Reconnecting,   // see msUntilReconnect()
-        Unauthorized,   // the key was refused; no retry
-        Failed,         // e.g. the local engine could not be started: see errorMessage()
+        Reconnecting, // see msUntilReconnect()
+        Unauthorized, // the key was refused; no retry
+        Failed,       // e.g. the local engine could not be started: see errorMessage()
     };
     Q_ENUM(State)
 

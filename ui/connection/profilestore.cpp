@@ -26,7 +26,8 @@ ConnectionProfile StoredProfile::toConnectionProfile(const QString &apiKey) cons
     return p;
 }
 
-ProfileStore::ProfileStore(QSettings *settings) : m_settings(settings)
+ProfileStore::ProfileStore(QSettings *settings)
+    : m_settings(settings)
 {
     if (!m_settings) {
         m_owned = std::make_unique<QSettings>();
@@ -101,7 +102,8 @@ StoredProfile ProfileStore::save(StoredProfile profile)
 void ProfileStore::remove(const QString &id)
 {
     QList<StoredProfile> list = profiles().mid(1);
-    list.erase(std::remove_if(list.begin(), list.end(), [&](const StoredProfile &p) { return p.id == id; }),
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const StoredProfile &p) { return p.id == id; }),
                list.end());
     writeAll(list);
     if (lastUsedId() == id)

@@ -18,11 +18,11 @@ namespace Sandbox::Ui {
 // secretName().
 struct StoredProfile
 {
-    QString id;          // "local" for the built-in one; a UUID for the others
+    QString id; // "local" for the built-in one; a UUID for the others
     QString name;
     bool local = false;
-    QUrl url;            // remote: https://...; local: empty for the default
-    QString dataDir;     // local only; empty for the default
+    QUrl url;        // remote: https://...; local: empty for the default
+    QString dataDir; // local only; empty for the default
 
     bool isValid() const { return !id.isEmpty(); }
     QString secretName() const { return QStringLiteral("profile/") + id; }

@@ -30,16 +30,19 @@ void later(QObject *context, std::function<void()> fn)
 {
     QPointer<QObject> guard(context);
     const bool hadContext = context != nullptr;
-    QTimer::singleShot(0, context ? context : QCoreApplication::instance(), [guard, hadContext, fn = std::move(fn)] {
-        if (hadContext && !guard)
-            return;
-        fn();
-    });
+    QTimer::singleShot(0, context ? context : QCoreApplication::instance(),
+                       [guard, hadContext, fn = std::move(fn)] {
+                           if (hadContext && !guard)
+                               return;
+                           fn();
+                       });
 }
 } // namespace
 
 SecretStore::SecretStore(Backend backend, const QString &filePath, QObject *parent)
-    : QObject(parent), m_backend(backend), m_filePath(filePath.isEmpty() ? defaultFilePath() : filePath)
+    : QObject(parent)
+    , m_backend(backend)
+    , m_filePath(filePath.isEmpty() ? defaultFilePath() : filePath)
 {
 #ifndef SANDBOX_HAVE_QTKEYCHAIN
     if (m_backend == Backend::Keyring)
@@ -75,7 +78,9 @@ Result<QString> SecretStore::readFile(const QString &name) const
     if (!f.exists())
         return Error::notFound(QStringLiteral("secret %1").arg(name));
     if (!f.open(QIODevice::ReadOnly))
-        return Error{ErrorCode::InternalError, QStringLiteral("cannot read %1: %2").arg(m_filePath, f.errorString()), {}};
+        return Error{ErrorCode::InternalError,
+                     QStringLiteral("cannot read %1: %2").arg(m_filePath, f.errorString()),
+                     {}};
     const QJsonObject o = QJsonDocument::fromJson(f.read(kMaxFileBytes)).object();
     const QJsonValue v = o.value(name);
     if (!v.isString())
@@ -105,15 +110,23 @@ std::optional<Error> SecretStore::writeFile(const QString &name, const QString *
     // QTemporaryFile creates the file with mode 0600 from the start; the rename is atomic.
     QTemporaryFile tmp(dir + QStringLiteral("/.api-keys-XXXXXX"));
     if (!tmp.open())
-        return Error{ErrorCode::InternalError, QStringLiteral("cannot write in %1: %2").arg(dir, tmp.errorString()), {}};
+        return Error{ErrorCode::InternalError,
+                     QStringLiteral("cannot write in %1: %2").arg(dir, tmp.errorString()),
+                     {}};
     ::fchmod(tmp.handle(), 0600);
     const QByteArray data = QJsonDocument(o).toJson(QJsonDocument::Indented);
     if (tmp.write(data) != data.size() || !tmp.flush())
-        return Error{ErrorCode::InternalError, QStringLiteral("cannot write %1: %2").arg(tmp.fileName(), tmp.errorString()), {}};
+        return Error{ErrorCode::InternalError,
+                     QStringLiteral("cannot write %1: %2").arg(tmp.fileName(), tmp.errorString()),
+                     {}};
     if (QFile::exists(m_filePath) && !QFile::remove(m_filePath))
-        return Error{ErrorCode::InternalError, QStringLiteral("cannot replace %1").arg(m_filePath), {}};
+        return Error{ErrorCode::InternalError,
+                     QStringLiteral("cannot replace %1").arg(m_filePath),
+                     {}};
     if (!tmp.rename(m_filePath))
-        return Error{ErrorCode::InternalError, QStringLiteral("cannot write %1: %2").arg(m_filePath, tmp.errorString()), {}};
+        return Error{ErrorCode::InternalError,
+                     QStringLiteral("cannot write %1: %2").arg(m_filePath, tmp.errorString()),
+                     {}};
     tmp.setAutoRemove(false);
     ::chmod(QFile::encodeName(m_filePath).constData(), 0600);
     return std::nullopt;
@@ -128,7 +141,8 @@ void SecretStore::read(const QString &name, QObject *context, ReadCallback callb
     later(context, [this, name, callback = std::move(callback)] { callback(readFile(name)); });
 }
 
-void SecretStore::write(const QString &name, const QString &secret, QObject *context, DoneCallback callback)
+void SecretStore::write(const QString &name, const QString &secret, QObject *context,
+                        DoneCallback callback)
 {
     if (useKeyring()) {
         keyringWrite(name, secret, context, std::move(callback));
@@ -157,8 +171,8 @@ void SecretStore::remove(const QString &name, QObject *context, DoneCallback cal
 namespace {
 bool keyringUnusable(QKeychain::Error e)
 {
-    return e == QKeychain::NoBackendAvailable || e == QKeychain::NotImplemented || e == QKeychain::OtherError
-           || e == QKeychain::AccessDenied;
+    return e == QKeychain::NoBackendAvailable || e == QKeychain::NotImplemented
+           || e == QKeychain::OtherError || e == QKeychain::AccessDenied;
 }
 } // namespace
 
@@ -169,28 +183,31 @@ void SecretStore::keyringRead(const QString &name, QObject *context, ReadCallbac
     job->setInsecureFallback(false); // never plain-text settings
     QPointer<QObject> guard(context);
     const bool hadContext = context != nullptr;
-    connect(job, &QKeychain::Job::finished, this, [this, name, guard, hadContext, callback](QKeychain::Job *j) {
-        if (hadContext && !guard)
-            return;
-        auto *job = static_cast<QKeychain::ReadPasswordJob *>(j);
-        if (job->error() == QKeychain::NoError) {
-            callback(job->textData());
-            return;
-        }
-        if (keyringUnusable(job->error())) {
-            qCInfo(lcSecrets) << "keyring unavailable (" << job->errorString() << "): using" << m_filePath;
-            m_keyringFailed = m_backend == Backend::Automatic || m_keyringFailed;
-        }
-        if (m_backend == Backend::Keyring && job->error() != QKeychain::EntryNotFound) {
-            callback(Error{ErrorCode::InternalError, job->errorString(), {}});
-            return;
-        }
-        callback(readFile(name)); // not in the keyring: perhaps in the file
-    });
+    connect(job, &QKeychain::Job::finished, this,
+            [this, name, guard, hadContext, callback](QKeychain::Job *j) {
+                if (hadContext && !guard)
+                    return;
+                auto *job = static_cast<QKeychain::ReadPasswordJob *>(j);
+                if (job->error() == QKeychain::NoError) {
+                    callback(job->textData());
+                    return;
+                }
+                if (keyringUnusable(job->error())) {
+                    qCInfo(lcSecrets) << "keyring unavailable (" << job->errorString() << "): using"
+                                      << m_filePath;
+                    m_keyringFailed = m_backend == Backend::Automatic || m_keyringFailed;
+                }
+                if (m_backend == Backend::Keyring && job->error() != QKeychain::EntryNotFound) {
+                    callback(Error{ErrorCode::InternalError, job->errorString(), {}});
+                    return;
+                }
+                callback(readFile(name)); // not in the keyring: perhaps in the file
+            });
     job->start();
 }
 
-void SecretStore::keyringWrite(const QString &name, const QString &secret, QObject *context, DoneCallback callback)
+void SecretStore::keyringWrite(const QString &name, const QString &secret, QObject *context,
+                               DoneCallback callback)
 {
     auto *job = new QKeychain::WritePasswordJob(kService, this);
     job->setKey(name);
@@ -198,26 +215,28 @@ void SecretStore::keyringWrite(const QString &name, const QString &secret, QObje
     job->setTextData(secret);
     QPointer<QObject> guard(context);
     const bool hadContext = context != nullptr;
-    connect(job, &QKeychain::Job::finished, this, [this, name, secret, guard, hadContext, callback](QKeychain::Job *j) {
-        if (hadContext && !guard)
-            return;
-        if (j->error() == QKeychain::NoError) {
-            m_lastWrite = Backend::Keyring;
-            writeFile(name, nullptr); // an older copy in the file is no longer needed
-            callback(std::nullopt);
-            return;
-        }
-        if (m_backend == Backend::Keyring) {
-            callback(Error{ErrorCode::InternalError, j->errorString(), {}});
-            return;
-        }
-        qCInfo(lcSecrets) << "keyring unavailable (" << j->errorString() << "): using" << m_filePath;
-        m_keyringFailed = true;
-        const auto error = writeFile(name, &secret);
-        if (!error)
-            m_lastWrite = Backend::File;
-        callback(error);
-    });
+    connect(job, &QKeychain::Job::finished, this,
+            [this, name, secret, guard, hadContext, callback](QKeychain::Job *j) {
+                if (hadContext && !guard)
+                    return;
+                if (j->error() == QKeychain::NoError) {
+                    m_lastWrite = Backend::Keyring;
+                    writeFile(name, nullptr); // an older copy in the file is no longer needed
+                    callback(std::nullopt);
+                    return;
+                }
+                if (m_backend == Backend::Keyring) {
+                    callback(Error{ErrorCode::InternalError, j->errorString(), {}});
+                    return;
+                }
+                qCInfo(lcSecrets) << "keyring unavailable (" << j->errorString() << "): using"
+                                  << m_filePath;
+                m_keyringFailed = true;
+                const auto error = writeFile(name, &secret);
+                if (!error)
+                    m_lastWrite = Backend::File;
+                callback(error);
+            });
     job->start();
 }
 
@@ -231,7 +250,8 @@ void SecretStore::keyringRemove(const QString &name, QObject *context, DoneCallb
     connect(job, &QKeychain::Job::finished, this, [guard, hadContext, callback](QKeychain::Job *j) {
         if (hadContext && !guard)
             return;
-        if (j->error() == QKeychain::NoError || j->error() == QKeychain::EntryNotFound || keyringUnusable(j->error()))
+        if (j->error() == QKeychain::NoError || j->error() == QKeychain::EntryNotFound
+            || keyringUnusable(j->error()))
             callback(std::nullopt);
         else
             callback(Error{ErrorCode::InternalError, j->errorString(), {}});
@@ -243,9 +263,12 @@ void SecretStore::keyringRead(const QString &name, QObject *context, ReadCallbac
 {
     later(context, [this, name, callback = std::move(callback)] { callback(readFile(name)); });
 }
-void SecretStore::keyringWrite(const QString &name, const QString &secret, QObject *context, DoneCallback callback)
+void SecretStore::keyringWrite(const QString &name, const QString &secret, QObject *context,
+                               DoneCallback callback)
 {
-    later(context, [this, name, secret, callback = std::move(callback)] { callback(writeFile(name, &secret)); });
+    later(context, [this, name, secret, callback = std::move(callback)] {
+        callback(writeFile(name, &secret));
+    });
 }
 void SecretStore::keyringRemove(const QString &, QObject *context, DoneCallback callback)
 {

@@ -45,7 +45,8 @@ private:
     Result<QString> readFile(const QString &name) const;
     std::optional<Error> writeFile(const QString &name, const QString *secret);
     void keyringRead(const QString &name, QObject *context, ReadCallback callback);
-    void keyringWrite(const QString &name, const QString &secret, QObject *context, DoneCallback callback);
+    void keyringWrite(const QString &name, const QString &secret, QObject *context,
+                      DoneCallback callback);
     void keyringRemove(const QString &name, QObject *context, DoneCallback callback);
     bool useKeyring() const;
 

@@ -25,8 +25,9 @@ quint32 AnsiParser::paletteColor(int index)
 {
     // A palette that reads well on the console's dark background (close to VS Code's).
     static constexpr quint32 basic[16] = {
-        0xff000000, 0xffcd3131, 0xff0dbc79, 0xffe5e510, 0xff2472c8, 0xffbc3fbc, 0xff11a8cd, 0xffe5e5e5,
-        0xff666666, 0xfff14c4c, 0xff23d18b, 0xfff5f543, 0xff3b8eea, 0xffd670d6, 0xff29b8db, 0xffffffff,
+        0xff000000, 0xffcd3131, 0xff0dbc79, 0xffe5e510, 0xff2472c8, 0xffbc3fbc,
+        0xff11a8cd, 0xffe5e5e5, 0xff666666, 0xfff14c4c, 0xff23d18b, 0xfff5f543,
+        0xff3b8eea, 0xffd670d6, 0xff29b8db, 0xffffffff,
     };
     if (index < 0 || index > 255)
         return 0;
@@ -163,21 +164,49 @@ void AnsiParser::applySgr(QStringView params)
     for (qsizetype i = 0; i < codes.size(); ++i) {
         const int code = codes[i];
         switch (code) {
-        case 0: f = {}; break;
-        case 1: f.flags |= TextFormat::Bold; break;
-        case 2: f.flags |= TextFormat::Dim; break;
-        case 3: f.flags |= TextFormat::Italic; break;
-        case 4: f.flags |= TextFormat::Underline; break;
-        case 7: f.flags |= TextFormat::Inverse; break;
-        case 9: f.flags |= TextFormat::Strike; break;
+        case 0:
+            f = {};
+            break;
+        case 1:
+            f.flags |= TextFormat::Bold;
+            break;
+        case 2:
+            f.flags |= TextFormat::Dim;
+            break;
+        case 3:
+            f.flags |= TextFormat::Italic;
+            break;
+        case 4:
+            f.flags |= TextFormat::Underline;
+            break;
+        case 7:
+            f.flags |= TextFormat::Inverse;
+            break;
+        case 9:
+            f.flags |= TextFormat::Strike;
+            break;
         case 21:
-        case 22: f.flags &= quint8(~(TextFormat::Bold | TextFormat::Dim)); break;
-        case 23: f.flags &= quint8(~TextFormat::Italic); break;
-        case 24: f.flags &= quint8(~TextFormat::Underline); break;
-        case 27: f.flags &= quint8(~TextFormat::Inverse); break;
-        case 29: f.flags &= quint8(~TextFormat::Strike); break;
-        case 39: f.foreground = 0; break;
-        case 49: f.background = 0; break;
+        case 22:
+            f.flags &= quint8(~(TextFormat::Bold | TextFormat::Dim));
+            break;
+        case 23:
+            f.flags &= quint8(~TextFormat::Italic);
+            break;
+        case 24:
+            f.flags &= quint8(~TextFormat::Underline);
+            break;
+        case 27:
+            f.flags &= quint8(~TextFormat::Inverse);
+            break;
+        case 29:
+            f.flags &= quint8(~TextFormat::Strike);
+            break;
+        case 39:
+            f.foreground = 0;
+            break;
+        case 49:
+            f.background = 0;
+            break;
         case 38:
         case 48: {
             quint32 colour = 0;

@@ -41,8 +41,8 @@ public:
     {
         enum class Type : quint8 { Text, LineFeed, CarriageReturn, Backspace };
         Type type = Type::Text;
-        QStringView text;   // Text only; points into the input given to feed()
-        TextFormat format;  // Text only
+        QStringView text;  // Text only; points into the input given to feed()
+        TextFormat format; // Text only
     };
 
     // Appends the tokens of `input` to `out` (not cleared). Text views stay valid while

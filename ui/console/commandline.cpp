@@ -6,7 +6,8 @@
 
 namespace Sandbox::Ui {
 
-CommandLine::CommandLine(QWidget *parent) : QLineEdit(parent)
+CommandLine::CommandLine(QWidget *parent)
+    : QLineEdit(parent)
 {
     setFont(Style::monospaceFont());
     setPlaceholderText(tr("Command to run in the sandbox (Enter runs it, Up/Down for history)"));

@@ -32,7 +32,7 @@ private:
 
     QStringList m_history; // oldest first
     int m_maxHistory = DefaultMaxHistory;
-    int m_index = -1;     // -1: not walking
+    int m_index = -1; // -1: not walking
     QString m_draft;
 };
 

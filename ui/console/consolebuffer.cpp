@@ -8,7 +8,8 @@ constexpr int kTabWidth = 8;
 } // namespace
 
 ConsoleBuffer::ConsoleBuffer(int maxLines, qint64 maxChars)
-    : m_maxLines(qMax(1, maxLines)), m_maxChars(qMax<qint64>(1024, maxChars))
+    : m_maxLines(qMax(1, maxLines))
+    , m_maxChars(qMax<qint64>(1024, maxChars))
 {
     m_formatIndex.insert(TextFormat{}, 0);
 }
@@ -194,8 +195,7 @@ void ConsoleBuffer::pushLine(Line &&line)
 
 void ConsoleBuffer::trim()
 {
-    while (m_lines.size() > 1
-           && (qint64(m_lines.size()) > m_maxLines || m_chars > m_maxChars)) {
+    while (m_lines.size() > 1 && (qint64(m_lines.size()) > m_maxLines || m_chars > m_maxChars)) {
         m_chars -= m_lines.front().text.size();
         m_lines.pop_front();
         ++m_firstLine;

@@ -33,9 +33,13 @@ QString shellQuote(const QString &s)
 } // namespace
 
 ConsolePage::ConsolePage(const SandboxPageContext &context, QWidget *parent)
-    : SandboxPage(context, parent), m_view(new ConsoleView(this)), m_commandLine(new CommandLine(this)),
-      m_prompt(new QLabel(this)), m_status(new QLabel(this)), m_runButton(new QToolButton(this)),
-      m_stopButton(new QToolButton(this))
+    : SandboxPage(context, parent)
+    , m_view(new ConsoleView(this))
+    , m_commandLine(new CommandLine(this))
+    , m_prompt(new QLabel(this))
+    , m_status(new QLabel(this))
+    , m_runButton(new QToolButton(this))
+    , m_stopButton(new QToolButton(this))
 {
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -50,12 +54,14 @@ ConsolePage::ConsolePage(const SandboxPageContext &context, QWidget *parent)
     row->addWidget(m_prompt);
     row->addWidget(m_commandLine, 1);
 
-    auto *runAction = new QAction(Style::icon("media-playback-start", QStyle::SP_MediaPlay, this), tr("Run"), this);
+    auto *runAction = new QAction(Style::icon("media-playback-start", QStyle::SP_MediaPlay, this),
+                                  tr("Run"), this);
     runAction->setToolTip(tr("Run the command (Enter)"));
     connect(runAction, &QAction::triggered, this, [this] { run(m_commandLine->text()); });
     m_runButton->setDefaultAction(runAction);
     m_runButton->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    auto *stopAction = new QAction(Style::icon("process-stop", QStyle::SP_MediaStop, this), tr("Stop"), this);
+    auto *stopAction = new QAction(Style::icon("process-stop", QStyle::SP_MediaStop, this),
+                                   tr("Stop"), this);
     // The window's "Stop Command" (Ctrl+.) reaches the current console; no second shortcut here.
     stopAction->setToolTip(tr("Stop the running command and everything it started (Ctrl+.)"));
     connect(stopAction, &QAction::triggered, this, &ConsolePage::stop);
@@ -68,7 +74,8 @@ ConsolePage::ConsolePage(const SandboxPageContext &context, QWidget *parent)
     row->addWidget(m_runButton);
     row->addWidget(m_stopButton);
     row->addWidget(clearButton);
-    m_status->setMinimumWidth(m_status->fontMetrics().horizontalAdvance(QStringLiteral("exit 255 · 59 min 59 s")));
+    m_status->setMinimumWidth(
+        m_status->fontMetrics().horizontalAdvance(QStringLiteral("exit 255 · 59 min 59 s")));
     m_status->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
     row->addWidget(m_status);
     layout->addWidget(bar);
@@ -144,7 +151,8 @@ void ConsolePage::run(const QString &command)
     m_view->scrollToEnd();
     m_view->appendLine(ConsoleBuffer::LineKind::Command, m_cwd + QStringLiteral(" $ ") + command);
 
-    static const QRegularExpression cdPattern(QStringLiteral("^\\s*cd(?:\\s+([^;&|<>`$()]*?))?\\s*$"));
+    static const QRegularExpression cdPattern(
+        QStringLiteral("^\\s*cd(?:\\s+([^;&|<>`$()]*?))?\\s*$"));
     if (const auto match = cdPattern.match(command); match.hasMatch()) {
         changeDirectory(command, match.captured(1));
         return;
@@ -157,19 +165,23 @@ void ConsolePage::run(const QString &command)
     m_stopRequested = false;
     m_stream = client()->sandboxes().execStreaming(sandbox().id, Command(command), options, this);
     if (!m_stream) {
-        m_view->appendLine(ConsoleBuffer::LineKind::Error, tr("this connection cannot stream output"));
+        m_view->appendLine(ConsoleBuffer::LineKind::Error,
+                           tr("this connection cannot stream output"));
         return;
     }
     qCDebug(lcConsole) << "run" << sandbox().id << command;
-    connect(m_stream, &ExecStream::output, this, [this](const QString &channel, const QByteArray &data) {
-        m_view->appendOutput(channel == QLatin1String("stderr") ? ConsoleBuffer::Channel::Stderr
-                                                                : ConsoleBuffer::Channel::Stdout,
-                             data);
-    });
+    connect(m_stream, &ExecStream::output, this,
+            [this](const QString &channel, const QByteArray &data) {
+                m_view->appendOutput(channel == QLatin1String("stderr")
+                                         ? ConsoleBuffer::Channel::Stderr
+                                         : ConsoleBuffer::Channel::Stdout,
+                                     data);
+            });
     connect(m_stream, &ExecStream::gap, this, [this](qint64 first, qint64 last) {
-        m_view->appendLine(ConsoleBuffer::LineKind::Error,
-                           tr("[%n output chunk(s) lost while disconnected: the engine no longer held them]",
-                              nullptr, int(last - first + 1)));
+        m_view->appendLine(
+            ConsoleBuffer::LineKind::Error,
+            tr("[%n output chunk(s) lost while disconnected: the engine no longer held them]",
+               nullptr, int(last - first + 1)));
     });
     connect(m_stream, &ExecStream::finished, this, &ConsolePage::onFinished);
     connect(m_stream, &ExecStream::failed, this, &ConsolePage::onFailed);
@@ -192,25 +204,29 @@ void ConsolePage::changeDirectory(const QString &command, const QString &target)
     m_elapsed.start();
     updateUi();
     Q_EMIT runningChanged(true);
-    m_cdCall = client()->sandboxes().exec(
-        sandbox().id, Command(QStringLiteral("cd -- %1 && pwd").arg(shellQuote(dir))), options, this,
-        [this](Result<ExecResult> r) {
-            m_cdPending = false;
-            if (!r) {
-                onFailed(r.error());
-                return;
-            }
-            const QString out = QString::fromUtf8(r->standardOutput).trimmed();
-            if (r->exitCode == 0 && out.startsWith(QStringLiteral("/workspace")))
-                m_cwd = out;
-            else if (r->exitCode == 0)
-                m_view->appendLine(ConsoleBuffer::LineKind::Error, tr("cd: stays inside /workspace"));
-            else
-                m_view->appendOutput(ConsoleBuffer::Channel::Stderr, r->standardError);
-            m_view->finishOutput();
-            endCommand();
-            Q_EMIT commandFinished(r.value());
-        });
+    m_cdCall = client()
+                   ->sandboxes()
+                   .exec(sandbox().id,
+                         Command(QStringLiteral("cd -- %1 && pwd").arg(shellQuote(dir))), options,
+                         this, [this](Result<ExecResult> r) {
+                             m_cdPending = false;
+                             if (!r) {
+                                 onFailed(r.error());
+                                 return;
+                             }
+                             const QString out = QString::fromUtf8(r->standardOutput).trimmed();
+                             if (r->exitCode == 0 && out.startsWith(QStringLiteral("/workspace")))
+                                 m_cwd = out;
+                             else if (r->exitCode == 0)
+                                 m_view->appendLine(ConsoleBuffer::LineKind::Error,
+                                                    tr("cd: stays inside /workspace"));
+                             else
+                                 m_view->appendOutput(ConsoleBuffer::Channel::Stderr,
+                                                      r->standardError);
+                             m_view->finishOutput();
+                             endCommand();
+                             Q_EMIT commandFinished(r.value());
+                         });
 }
 
 void ConsolePage::stop()
@@ -232,12 +248,14 @@ void ConsolePage::onFinished(const ExecResult &result)
     QStringList parts;
     parts << tr("exit %1").arg(result.exitCode);
     if (!result.signal.isEmpty())
-        parts << (m_stopRequested ? tr("stopped (%1)").arg(result.signal) : tr("killed by %1").arg(result.signal));
+        parts << (m_stopRequested ? tr("stopped (%1)").arg(result.signal)
+                                  : tr("killed by %1").arg(result.signal));
     if (result.timedOut)
         parts << tr("timed out");
     parts << Style::formatDuration(result.durationMs);
     const QString summary = parts.join(QStringLiteral(" · "));
-    m_view->appendLine(result.exitCode == 0 ? ConsoleBuffer::LineKind::Info : ConsoleBuffer::LineKind::Error,
+    m_view->appendLine(result.exitCode == 0 ? ConsoleBuffer::LineKind::Info
+                                            : ConsoleBuffer::LineKind::Error,
                        QStringLiteral("[%1]").arg(summary));
     if (result.truncated)
         m_view->appendLine(ConsoleBuffer::LineKind::Info,
@@ -255,7 +273,8 @@ void ConsolePage::onFailed(const Error &error)
     if (error.code == ErrorCode::Cancelled)
         text = tr("[stopped · %1]").arg(Style::formatDuration(m_elapsed.elapsed()));
     else if (error.code == ErrorCode::SandboxNotRunning)
-        text = tr("[the sandbox is not running: start it (Sandbox ▸ Start) and run the command again]");
+        text = tr(
+            "[the sandbox is not running: start it (Sandbox ▸ Start) and run the command again]");
     else
         text = tr("[error: %1]").arg(error.message);
     m_view->appendLine(ConsoleBuffer::LineKind::Error, text);

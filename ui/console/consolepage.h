@@ -30,7 +30,7 @@ class ConsolePage final : public SandboxPage
     Q_OBJECT
 
 public:
-    static constexpr qint64 CommandTimeoutMs = 3600000;           // the protocol's maximum
+    static constexpr qint64 CommandTimeoutMs = 3600000;          // the protocol's maximum
     static constexpr qint64 MaxOutputBytes = 64LL * 1024 * 1024; // per channel, ditto
     static constexpr int MaxStoredHistory = 1000;
 

@@ -17,7 +17,8 @@ const QColor kBackground(0x1e, 0x1f, 0x22);
 const QColor kSelection(0x26, 0x4f, 0x78);
 } // namespace
 
-ConsoleView::ConsoleView(QWidget *parent) : QAbstractScrollArea(parent)
+ConsoleView::ConsoleView(QWidget *parent)
+    : QAbstractScrollArea(parent)
 {
     setFont(Style::monospaceFont());
     QPalette pal = viewport()->palette();
@@ -170,11 +171,16 @@ void ConsoleView::changeEvent(QEvent *event)
 QColor ConsoleView::kindColor(ConsoleBuffer::LineKind kind) const
 {
     switch (kind) {
-    case ConsoleBuffer::LineKind::Stdout: return QColor(0xd4, 0xd4, 0xd4);
-    case ConsoleBuffer::LineKind::Stderr: return QColor(0xf4, 0x87, 0x71);
-    case ConsoleBuffer::LineKind::Command: return QColor(0x6c, 0xc6, 0xff);
-    case ConsoleBuffer::LineKind::Info: return QColor(0x9d, 0xa5, 0xb4);
-    case ConsoleBuffer::LineKind::Error: return QColor(0xff, 0x5f, 0x5f);
+    case ConsoleBuffer::LineKind::Stdout:
+        return QColor(0xd4, 0xd4, 0xd4);
+    case ConsoleBuffer::LineKind::Stderr:
+        return QColor(0xf4, 0x87, 0x71);
+    case ConsoleBuffer::LineKind::Command:
+        return QColor(0x6c, 0xc6, 0xff);
+    case ConsoleBuffer::LineKind::Info:
+        return QColor(0x9d, 0xa5, 0xb4);
+    case ConsoleBuffer::LineKind::Error:
+        return QColor(0xff, 0x5f, 0x5f);
     }
     return Qt::white;
 }
@@ -213,7 +219,9 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
             const int from = number == a.line ? a.column : 0;
             const int to = number == b.line ? b.column : int(line.text.size()) + 1;
             const int xa = x0 + fm.horizontalAdvance(line.text.left(from));
-            const int xb = x0 + fm.horizontalAdvance(line.text.left(qMin<qsizetype>(to, line.text.size())))
+            const int xb = x0
+                           + fm.horizontalAdvance(
+                               line.text.left(qMin<qsizetype>(to, line.text.size())))
                            + (to > line.text.size() ? m_charWidth / 2 : 0);
             p.fillRect(QRect(xa, y, qMax(1, xb - xa), m_lineHeight), kSelection);
         }
@@ -281,7 +289,9 @@ ConsoleView::Pos ConsoleView::posAt(const QPoint &point) const
 {
     if (m_buffer.lineCount() == 0)
         return {};
-    const qint64 index = qBound<qint64>(0, firstVisibleLine() + (point.y() - m_margin / 2) / m_lineHeight,
+    const qint64 index = qBound<qint64>(0,
+                                        firstVisibleLine()
+                                            + (point.y() - m_margin / 2) / m_lineHeight,
                                         m_buffer.lineCount() - 1);
     const QString &text = m_buffer.line(index).text;
     const int x = point.x() - m_margin + horizontalScrollBar()->value();
@@ -325,7 +335,9 @@ void ConsoleView::mouseDoubleClickEvent(QMouseEvent *event)
     if (p.line < m_buffer.firstLineNumber())
         return;
     const QString &text = m_buffer.line(p.line - m_buffer.firstLineNumber()).text;
-    const auto isWord = [](QChar c) { return c.isLetterOrNumber() || c == u'_' || c == u'-' || c == u'.' || c == u'/'; };
+    const auto isWord = [](QChar c) {
+        return c.isLetterOrNumber() || c == u'_' || c == u'-' || c == u'.' || c == u'/';
+    };
     int a = qMin(p.column, int(text.size()));
     int b = a;
     while (a > 0 && isWord(text.at(a - 1)))
@@ -371,7 +383,8 @@ void ConsoleView::selectAll()
     if (m_buffer.lineCount() == 0)
         return;
     m_anchor = Pos{m_buffer.firstLineNumber(), 0};
-    m_cursor = Pos{m_buffer.endLineNumber() - 1, int(m_buffer.line(m_buffer.lineCount() - 1).text.size())};
+    m_cursor = Pos{m_buffer.endLineNumber() - 1,
+                   int(m_buffer.line(m_buffer.lineCount() - 1).text.size())};
     viewport()->update();
     Q_EMIT copyAvailable(hasSelection());
 }
@@ -411,7 +424,8 @@ void ConsoleView::contextMenuEvent(QContextMenuEvent *event)
     QAction *copyAction = menu.addAction(tr("&Copy"), this, &ConsoleView::copy);
     copyAction->setShortcut(QKeySequence::Copy);
     copyAction->setEnabled(hasSelection());
-    menu.addAction(tr("Select &All"), this, &ConsoleView::selectAll)->setShortcut(QKeySequence::SelectAll);
+    menu.addAction(tr("Select &All"), this, &ConsoleView::selectAll)
+        ->setShortcut(QKeySequence::SelectAll);
     menu.addSeparator();
     menu.addAction(tr("C&lear"), this, &ConsoleView::clear);
     menu.addAction(tr("Scroll to &End"), this, &ConsoleView::scrollToEnd);

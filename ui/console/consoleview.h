@@ -62,7 +62,10 @@ private:
     {
         qint64 line = -1; // line number (not buffer index)
         int column = 0;
-        bool operator<(const Pos &o) const { return line < o.line || (line == o.line && column < o.column); }
+        bool operator<(const Pos &o) const
+        {
+            return line < o.line || (line == o.line && column < o.column);
+        }
         bool operator==(const Pos &o) const = default;
     };
 

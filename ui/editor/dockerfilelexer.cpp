@@ -12,14 +12,18 @@ namespace Sandbox::Ui {
 namespace {
 bool isInstruction(const QByteArray &word)
 {
-    static const QSet<QByteArray> words{"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV",
-                                        "ADD", "COPY", "ENTRYPOINT", "VOLUME", "USER", "WORKDIR", "ARG",
-                                        "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL", "AS"};
+    static const QSet<QByteArray> words{"FROM",        "RUN",        "CMD",     "LABEL",
+                                        "MAINTAINER",  "EXPOSE",     "ENV",     "ADD",
+                                        "COPY",        "ENTRYPOINT", "VOLUME",  "USER",
+                                        "WORKDIR",     "ARG",        "ONBUILD", "STOPSIGNAL",
+                                        "HEALTHCHECK", "SHELL",      "AS"};
     return words.contains(word.toUpper());
 }
 } // namespace
 
-DockerfileLexer::DockerfileLexer(QObject *parent) : QsciLexerCustom(parent) {}
+DockerfileLexer::DockerfileLexer(QObject *parent)
+    : QsciLexerCustom(parent)
+{}
 
 const char *DockerfileLexer::language() const
 {
@@ -29,25 +33,38 @@ const char *DockerfileLexer::language() const
 QString DockerfileLexer::description(int style) const
 {
     switch (style) {
-    case Default: return tr("Default");
-    case Comment: return tr("Comment");
-    case Instruction: return tr("Instruction");
-    case String: return tr("String");
-    case Variable: return tr("Variable");
-    case Flag: return tr("Flag");
-    default: return {};
+    case Default:
+        return tr("Default");
+    case Comment:
+        return tr("Comment");
+    case Instruction:
+        return tr("Instruction");
+    case String:
+        return tr("String");
+    case Variable:
+        return tr("Variable");
+    case Flag:
+        return tr("Flag");
+    default:
+        return {};
     }
 }
 
 QColor DockerfileLexer::defaultColor(int style) const
 {
     switch (style) {
-    case Comment: return QColor(0x6a, 0x73, 0x7d);
-    case Instruction: return QColor(0x00, 0x5c, 0xc5);
-    case String: return QColor(0x0a, 0x7f, 0x3f);
-    case Variable: return QColor(0x95, 0x38, 0x00);
-    case Flag: return QColor(0x6f, 0x42, 0xc1);
-    default: return QColor(0x1f, 0x23, 0x28);
+    case Comment:
+        return QColor(0x6a, 0x73, 0x7d);
+    case Instruction:
+        return QColor(0x00, 0x5c, 0xc5);
+    case String:
+        return QColor(0x0a, 0x7f, 0x3f);
+    case Variable:
+        return QColor(0x95, 0x38, 0x00);
+    case Flag:
+        return QColor(0x6f, 0x42, 0xc1);
+    default:
+        return QColor(0x1f, 0x23, 0x28);
     }
 }
 

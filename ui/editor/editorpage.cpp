@@ -37,11 +37,19 @@ Q_LOGGING_CATEGORY(lcEditor, "sandbox.ui.editor", QtInfoMsg)
 namespace Sandbox::Ui {
 
 EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, QWidget *parent)
-    : SandboxPage(context, parent), m_path(path), m_stack(new QStackedWidget(this)), m_textPage(new QWidget(this)),
-      m_editor(new QsciScintilla(m_textPage)), m_findBar(new FindBar(m_editor, m_textPage)),
-      m_banner(new QWidget(m_textPage)), m_bannerText(new QLabel(m_banner)), m_infoPage(new QWidget(this)),
-      m_infoLabel(new QLabel(m_infoPage)), m_preview(new QPlainTextEdit(m_infoPage)),
-      m_retryButton(new QPushButton(tr("Try Again"), m_infoPage)), m_loadingLabel(new QLabel(tr("Loading…"), this))
+    : SandboxPage(context, parent)
+    , m_path(path)
+    , m_stack(new QStackedWidget(this))
+    , m_textPage(new QWidget(this))
+    , m_editor(new QsciScintilla(m_textPage))
+    , m_findBar(new FindBar(m_editor, m_textPage))
+    , m_banner(new QWidget(m_textPage))
+    , m_bannerText(new QLabel(m_banner))
+    , m_infoPage(new QWidget(this))
+    , m_infoLabel(new QLabel(m_infoPage))
+    , m_preview(new QPlainTextEdit(m_infoPage))
+    , m_retryButton(new QPushButton(tr("Try Again"), m_infoPage))
+    , m_loadingLabel(new QLabel(tr("Loading…"), this))
 {
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -68,8 +76,10 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
     textLayout->addWidget(m_findBar);
     m_findBar->hide();
     connect(reloadButton, &QPushButton::clicked, this, [this] {
-        if (isModified() && QMessageBox::question(this, tr("Reload"), tr("Discard your unsaved changes to %1?").arg(m_path))
-                                != QMessageBox::Yes)
+        if (isModified()
+            && QMessageBox::question(this, tr("Reload"),
+                                     tr("Discard your unsaved changes to %1?").arg(m_path))
+                   != QMessageBox::Yes)
             return;
         hideBanner();
         reload();
@@ -138,13 +148,17 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
         return a;
     };
     addAction(tr("Save"), QKeySequence::Save, [this] { save(); });
-    addAction(tr("Find"), QKeySequence::Find, [this] { if (m_state == State::Text) m_findBar->showFind(); });
+    addAction(tr("Find"), QKeySequence::Find, [this] {
+        if (m_state == State::Text)
+            m_findBar->showFind();
+    });
     addAction(tr("Replace"), QKeySequence(Qt::CTRL | Qt::Key_H), [this] {
         if (m_state == State::Text)
             m_findBar->showReplace();
     });
     addAction(tr("Find Next"), QKeySequence::FindNext, [this] { m_findBar->findNext(true); });
-    addAction(tr("Find Previous"), QKeySequence::FindPrevious, [this] { m_findBar->findNext(false); });
+    addAction(tr("Find Previous"), QKeySequence::FindPrevious,
+              [this] { m_findBar->findNext(false); });
 
     m_checkTimer.setInterval(CheckIntervalMs);
     connect(&m_checkTimer, &QTimer::timeout, this, [this] {
@@ -194,9 +208,15 @@ void EditorPage::setState(State state)
 {
     m_state = state;
     switch (state) {
-    case State::Loading: m_stack->setCurrentWidget(m_loadingLabel); break;
-    case State::Text: m_stack->setCurrentWidget(m_textPage); break;
-    default: m_stack->setCurrentWidget(m_infoPage); break;
+    case State::Loading:
+        m_stack->setCurrentWidget(m_loadingLabel);
+        break;
+    case State::Text:
+        m_stack->setCurrentWidget(m_textPage);
+        break;
+    default:
+        m_stack->setCurrentWidget(m_infoPage);
+        break;
     }
     if (state == State::Text)
         m_checkTimer.start();
@@ -234,29 +254,32 @@ void EditorPage::load()
         const bool tooLarge = m_base.size > MaxEditableBytes;
         if (tooLarge)
             options.length = PreviewBytes;
-        m_call = client()->sandboxes().readFile(sandbox().id, m_path, options, this,
-                                                [this, tooLarge](Result<FileContent> c) {
-            if (!c) {
-                showInfo(tr("Cannot read %1: %2").arg(m_path, c.error().message), {}, true);
-                setState(State::Failed);
-                return;
-            }
-            if (tooLarge) {
-                showInfo(tr("%1 is %2: too large to edit here (the limit is %3). The first %4 are shown, read-only.")
-                             .arg(m_path, Style::formatSize(c->size), Style::formatSize(MaxEditableBytes),
-                                  Style::formatSize(PreviewBytes)),
-                         c->content, false);
-                setState(State::TooLarge);
-            } else if (looksBinary(c->content)) {
-                showInfo(tr("%1 is a binary file (%2): it is not opened as text. The first bytes are shown.")
-                             .arg(m_path, Style::formatSize(c->size)),
-                         c->content.left(4096), false);
-                setState(State::Binary);
-            } else {
-                showText(c->content);
-            }
-            Q_EMIT loaded();
-        });
+        m_call = client()->sandboxes().readFile(
+            sandbox().id, m_path, options, this, [this, tooLarge](Result<FileContent> c) {
+                if (!c) {
+                    showInfo(tr("Cannot read %1: %2").arg(m_path, c.error().message), {}, true);
+                    setState(State::Failed);
+                    return;
+                }
+                if (tooLarge) {
+                    showInfo(tr("%1 is %2: too large to edit here (the limit is %3). The first %4 "
+                                "are shown, read-only.")
+                                 .arg(m_path, Style::formatSize(c->size),
+                                      Style::formatSize(MaxEditableBytes),
+                                      Style::formatSize(PreviewBytes)),
+                             c->content, false);
+                    setState(State::TooLarge);
+                } else if (looksBinary(c->content)) {
+                    showInfo(tr("%1 is a binary file (%2): it is not opened as text. The first "
+                                "bytes are shown.")
+                                 .arg(m_path, Style::formatSize(c->size)),
+                             c->content.left(4096), false);
+                    setState(State::Binary);
+                } else {
+                    showText(c->content);
+                }
+                Q_EMIT loaded();
+            });
     });
 }
 
@@ -309,7 +332,8 @@ void EditorPage::showText(const QByteArray &content)
     m_editor->setMarginsFont(font);
     m_editor->setMarginsBackgroundColor(QColor(0xf3, 0xf4, 0xf6));
     m_editor->setMarginsForegroundColor(QColor(0x6e, 0x77, 0x81));
-    m_editor->setEolMode(text.contains(QStringLiteral("\r\n")) ? QsciScintilla::EolWindows : QsciScintilla::EolUnix);
+    m_editor->setEolMode(text.contains(QStringLiteral("\r\n")) ? QsciScintilla::EolWindows
+                                                               : QsciScintilla::EolUnix);
     m_editor->setText(text);
     m_editor->setModified(false);
     m_editor->SendScintilla(QsciScintillaBase::SCI_EMPTYUNDOBUFFER);
@@ -428,19 +452,22 @@ void EditorPage::write()
     m_editor->setModified(false); // edits made while saving mark it again
     m_call = client()->sandboxes().writeFile(sandbox().id, m_path, content, options, this,
                                              [this, wasModified](Result<WriteFileResult> r) {
-        if (!r) {
-            m_saving = false;
-            if (wasModified)
-                m_editor->setModified(true);
-            const QString msg = tr("Cannot save %1: %2").arg(m_path, r.error().message);
-            qCInfo(lcEditor) << msg;
-            QMessageBox::warning(this, tr("Save Failed"), msg);
-            Q_EMIT message(msg);
-            Q_EMIT saveFailed(r.error().message);
-            return;
-        }
-        afterSave();
-    });
+                                                 if (!r) {
+                                                     m_saving = false;
+                                                     if (wasModified)
+                                                         m_editor->setModified(true);
+                                                     const QString msg = tr("Cannot save %1: %2")
+                                                                             .arg(m_path,
+                                                                                  r.error().message);
+                                                     qCInfo(lcEditor) << msg;
+                                                     QMessageBox::warning(this, tr("Save Failed"),
+                                                                          msg);
+                                                     Q_EMIT message(msg);
+                                                     Q_EMIT saveFailed(r.error().message);
+                                                     return;
+                                                 }
+                                                 afterSave();
+                                             });
 }
 
 void EditorPage::afterSave()
@@ -465,28 +492,31 @@ void EditorPage::checkForChanges()
     if (m_state != State::Text || m_saving || m_checking || !client() || m_deleted)
         return;
     m_checking = true;
-    client()->sandboxes()
-        .stat(sandbox().id, m_path, this,
-              [this](Result<FileEntry> r) {
-                  m_checking = false;
-                  if (m_saving || m_state != State::Text)
-                      return;
-                  if (!r) {
-                      if (r.error().code == ErrorCode::NotFound)
-                          markDeleted();
-                      return;
-                  }
-                  if (differsFromBase(r.value()) && !isChangeBannerVisible()) {
-                      m_acknowledgedMtime = {};
-                      showBanner(isModified()
-                                     ? tr("%1 changed in the sandbox, and you have unsaved changes. Reload "
-                                          "theirs, or keep yours (saving overwrites theirs).")
-                                           .arg(m_path)
-                                     : tr("%1 changed in the sandbox.").arg(m_path));
-                      m_pendingChange = r.value();
-                      Q_EMIT changedInSandbox();
-                  }
-              })
+    client()
+        ->sandboxes()
+        .stat(
+            sandbox().id, m_path, this,
+            [this](Result<FileEntry> r) {
+                m_checking = false;
+                if (m_saving || m_state != State::Text)
+                    return;
+                if (!r) {
+                    if (r.error().code == ErrorCode::NotFound)
+                        markDeleted();
+                    return;
+                }
+                if (differsFromBase(r.value()) && !isChangeBannerVisible()) {
+                    m_acknowledgedMtime = {};
+                    showBanner(
+                        isModified()
+                            ? tr("%1 changed in the sandbox, and you have unsaved changes. Reload "
+                                 "theirs, or keep yours (saving overwrites theirs).")
+                                  .arg(m_path)
+                            : tr("%1 changed in the sandbox.").arg(m_path));
+                    m_pendingChange = r.value();
+                    Q_EMIT changedInSandbox();
+                }
+            })
         .detach();
 }
 
@@ -525,9 +555,10 @@ bool EditorPage::maybeClose()
 {
     if (!isModified())
         return true;
-    const auto answer = QMessageBox::question(this, tr("Unsaved Changes"),
-                                              tr("%1 has unsaved changes. Close it anyway?").arg(m_path),
-                                              QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Cancel);
+    const auto answer
+        = QMessageBox::question(this, tr("Unsaved Changes"),
+                                tr("%1 has unsaved changes. Close it anyway?").arg(m_path),
+                                QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Cancel);
     return answer == QMessageBox::Discard;
 }
 
@@ -557,16 +588,18 @@ void EditorPage::restoreState(const QJsonObject &state)
 
 void EditorPage::download()
 {
-    const QString target = QFileDialog::getSaveFileName(
-        this, tr("Download %1").arg(m_path),
-        QStandardPaths::writableLocation(QStandardPaths::DownloadLocation) + u'/' + QFileInfo(m_path).fileName());
+    const QString target = QFileDialog::getSaveFileName(this, tr("Download %1").arg(m_path),
+                                                        QStandardPaths::writableLocation(
+                                                            QStandardPaths::DownloadLocation)
+                                                            + u'/' + QFileInfo(m_path).fileName());
     if (target.isEmpty())
         return;
     // Files can be large: page through them like the file tree's download does.
     auto *transferState = new QObject(this);
     auto file = std::make_shared<QFile>(target);
     if (!file->open(QIODevice::WriteOnly)) {
-        QMessageBox::warning(this, tr("Download"), tr("Cannot write %1: %2").arg(target, file->errorString()));
+        QMessageBox::warning(this, tr("Download"),
+                             tr("Cannot write %1: %2").arg(target, file->errorString()));
         return;
     }
     auto step = std::make_shared<std::function<void(qint64)>>();
@@ -574,7 +607,8 @@ void EditorPage::download()
         ReadFileOptions options;
         options.offset = offset;
         options.length = 8LL * 1024 * 1024;
-        client()->sandboxes()
+        client()
+            ->sandboxes()
             .readFile(sandbox().id, m_path, options, transferState,
                       [this, file, step, transferState, target, offset](Result<FileContent> r) {
                           if (!r) {

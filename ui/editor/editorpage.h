@@ -110,9 +110,9 @@ private:
     QPlainTextEdit *m_preview;
     QPushButton *m_retryButton;
     QLabel *m_loadingLabel;
-    FileEntry m_base;               // the file as last loaded or saved
-    QDateTime m_acknowledgedMtime;  // a change the user chose to keep their version over
-    FileEntry m_pendingChange;      // the change the banner is about
+    FileEntry m_base;              // the file as last loaded or saved
+    QDateTime m_acknowledgedMtime; // a change the user chose to keep their version over
+    FileEntry m_pendingChange;     // the change the banner is about
     bool m_saving = false;
     bool m_checking = false;
     bool m_deleted = false;

@@ -15,9 +15,15 @@
 namespace Sandbox::Ui {
 
 FindBar::FindBar(QsciScintilla *editor, QWidget *parent)
-    : QWidget(parent), m_editor(editor), m_find(new QLineEdit(this)), m_replace(new QLineEdit(this)),
-      m_case(new QCheckBox(tr("Match case"), this)), m_words(new QCheckBox(tr("Whole words"), this)),
-      m_regex(new QCheckBox(tr("Regex"), this)), m_result(new QLabel(this)), m_replaceRow(new QWidget(this))
+    : QWidget(parent)
+    , m_editor(editor)
+    , m_find(new QLineEdit(this))
+    , m_replace(new QLineEdit(this))
+    , m_case(new QCheckBox(tr("Match case"), this))
+    , m_words(new QCheckBox(tr("Whole words"), this))
+    , m_regex(new QCheckBox(tr("Regex"), this))
+    , m_result(new QLabel(this))
+    , m_replaceRow(new QWidget(this))
 {
     auto *grid = new QGridLayout(this);
     grid->setContentsMargins(6, 4, 6, 4);
@@ -128,8 +134,8 @@ bool FindBar::findNext(bool forward)
             int i2 = 0;
             m_editor->getSelection(&line, &index, &l2, &i2);
         }
-        found = m_editor->findFirst(expr, m_regex->isChecked(), m_case->isChecked(), m_words->isChecked(),
-                                    true, forward, line, index, true);
+        found = m_editor->findFirst(expr, m_regex->isChecked(), m_case->isChecked(),
+                                    m_words->isChecked(), true, forward, line, index, true);
         m_searchStarted = found;
         m_lastForward = forward;
     } else {
@@ -159,8 +165,8 @@ int FindBar::replaceAll()
         return 0;
     int count = 0;
     m_editor->beginUndoAction();
-    bool found = m_editor->findFirst(expr, m_regex->isChecked(), m_case->isChecked(), m_words->isChecked(),
-                                     false, true, 0, 0, false);
+    bool found = m_editor->findFirst(expr, m_regex->isChecked(), m_case->isChecked(),
+                                     m_words->isChecked(), false, true, 0, 0, false);
     while (found && count < 1000000) {
         m_editor->replace(m_replace->text());
         ++count;

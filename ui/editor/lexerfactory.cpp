@@ -57,7 +57,10 @@ public:
 class CLikeLexer final : public QsciLexerCPP
 {
 public:
-    CLikeLexer(const char *keywords, QObject *parent) : QsciLexerCPP(parent), m_keywords(keywords) {}
+    CLikeLexer(const char *keywords, QObject *parent)
+        : QsciLexerCPP(parent)
+        , m_keywords(keywords)
+    {}
     const char *keywords(int set) const override { return set == 1 ? m_keywords : nullptr; }
 
 private:
@@ -70,7 +73,8 @@ QString languageForName(const QString &fileName)
     const QString name = info.fileName();
     const QString lower = name.toLower();
     if (lower == QLatin1String("dockerfile") || lower == QLatin1String("containerfile")
-        || lower.startsWith(QLatin1String("dockerfile.")) || lower.endsWith(QLatin1String(".dockerfile"))
+        || lower.startsWith(QLatin1String("dockerfile."))
+        || lower.endsWith(QLatin1String(".dockerfile"))
         || lower.endsWith(QLatin1String(".containerfile")))
         return QStringLiteral("dockerfile");
     if (lower == QLatin1String("makefile") || lower == QLatin1String("gnumakefile"))
@@ -78,9 +82,12 @@ QString languageForName(const QString &fileName)
     if (lower == QLatin1String("cmakelists.txt"))
         return QStringLiteral("cmake");
     static const QHash<QString, QString> byName{
-        {QStringLiteral(".bashrc"), QStringLiteral("shell")},   {QStringLiteral(".profile"), QStringLiteral("shell")},
-        {QStringLiteral(".bash_profile"), QStringLiteral("shell")}, {QStringLiteral(".zshrc"), QStringLiteral("shell")},
-        {QStringLiteral(".env"), QStringLiteral("properties")}, {QStringLiteral(".gitconfig"), QStringLiteral("properties")},
+        {QStringLiteral(".bashrc"), QStringLiteral("shell")},
+        {QStringLiteral(".profile"), QStringLiteral("shell")},
+        {QStringLiteral(".bash_profile"), QStringLiteral("shell")},
+        {QStringLiteral(".zshrc"), QStringLiteral("shell")},
+        {QStringLiteral(".env"), QStringLiteral("properties")},
+        {QStringLiteral(".gitconfig"), QStringLiteral("properties")},
         {QStringLiteral(".editorconfig"), QStringLiteral("properties")},
     };
     if (const auto it = byName.constFind(lower); it != byName.cend())
@@ -88,41 +95,72 @@ QString languageForName(const QString &fileName)
 
     static const QHash<QString, QString> bySuffix{
         {QStringLiteral("sql"), QStringLiteral("sql")},
-        {QStringLiteral("sh"), QStringLiteral("shell")}, {QStringLiteral("bash"), QStringLiteral("shell")},
-        {QStringLiteral("zsh"), QStringLiteral("shell")}, {QStringLiteral("ksh"), QStringLiteral("shell")},
-        {QStringLiteral("py"), QStringLiteral("python")}, {QStringLiteral("pyw"), QStringLiteral("python")},
+        {QStringLiteral("sh"), QStringLiteral("shell")},
+        {QStringLiteral("bash"), QStringLiteral("shell")},
+        {QStringLiteral("zsh"), QStringLiteral("shell")},
+        {QStringLiteral("ksh"), QStringLiteral("shell")},
+        {QStringLiteral("py"), QStringLiteral("python")},
+        {QStringLiteral("pyw"), QStringLiteral("python")},
         {QStringLiteral("pyi"), QStringLiteral("python")},
-        {QStringLiteral("js"), QStringLiteral("javascript")}, {QStringLiteral("mjs"), QStringLiteral("javascript")},
-        {QStringLiteral("cjs"), QStringLiteral("javascript")}, {QStringLiteral("jsx"), QStringLiteral("javascript")},
-        {QStringLiteral("ts"), QStringLiteral("typescript")}, {QStringLiteral("tsx"), QStringLiteral("typescript")},
-        {QStringLiteral("mts"), QStringLiteral("typescript")}, {QStringLiteral("cts"), QStringLiteral("typescript")},
-        {QStringLiteral("json"), QStringLiteral("json")}, {QStringLiteral("jsonc"), QStringLiteral("json")},
-        {QStringLiteral("json5"), QStringLiteral("json")}, {QStringLiteral("ipynb"), QStringLiteral("json")},
-        {QStringLiteral("yml"), QStringLiteral("yaml")}, {QStringLiteral("yaml"), QStringLiteral("yaml")},
-        {QStringLiteral("md"), QStringLiteral("markdown")}, {QStringLiteral("markdown"), QStringLiteral("markdown")},
-        {QStringLiteral("c"), QStringLiteral("cpp")}, {QStringLiteral("h"), QStringLiteral("cpp")},
-        {QStringLiteral("cc"), QStringLiteral("cpp")}, {QStringLiteral("cpp"), QStringLiteral("cpp")},
-        {QStringLiteral("cxx"), QStringLiteral("cpp")}, {QStringLiteral("hpp"), QStringLiteral("cpp")},
-        {QStringLiteral("hh"), QStringLiteral("cpp")}, {QStringLiteral("hxx"), QStringLiteral("cpp")},
+        {QStringLiteral("js"), QStringLiteral("javascript")},
+        {QStringLiteral("mjs"), QStringLiteral("javascript")},
+        {QStringLiteral("cjs"), QStringLiteral("javascript")},
+        {QStringLiteral("jsx"), QStringLiteral("javascript")},
+        {QStringLiteral("ts"), QStringLiteral("typescript")},
+        {QStringLiteral("tsx"), QStringLiteral("typescript")},
+        {QStringLiteral("mts"), QStringLiteral("typescript")},
+        {QStringLiteral("cts"), QStringLiteral("typescript")},
+        {QStringLiteral("json"), QStringLiteral("json")},
+        {QStringLiteral("jsonc"), QStringLiteral("json")},
+        {QStringLiteral("json5"), QStringLiteral("json")},
+        {QStringLiteral("ipynb"), QStringLiteral("json")},
+        {QStringLiteral("yml"), QStringLiteral("yaml")},
+        {QStringLiteral("yaml"), QStringLiteral("yaml")},
+        {QStringLiteral("md"), QStringLiteral("markdown")},
+        {QStringLiteral("markdown"), QStringLiteral("markdown")},
+        {QStringLiteral("c"), QStringLiteral("cpp")},
+        {QStringLiteral("h"), QStringLiteral("cpp")},
+        {QStringLiteral("cc"), QStringLiteral("cpp")},
+        {QStringLiteral("cpp"), QStringLiteral("cpp")},
+        {QStringLiteral("cxx"), QStringLiteral("cpp")},
+        {QStringLiteral("hpp"), QStringLiteral("cpp")},
+        {QStringLiteral("hh"), QStringLiteral("cpp")},
+        {QStringLiteral("hxx"), QStringLiteral("cpp")},
         {QStringLiteral("ino"), QStringLiteral("cpp")},
-        {QStringLiteral("diff"), QStringLiteral("diff")}, {QStringLiteral("patch"), QStringLiteral("diff")},
-        {QStringLiteral("mk"), QStringLiteral("makefile")}, {QStringLiteral("cmake"), QStringLiteral("cmake")},
-        {QStringLiteral("html"), QStringLiteral("html")}, {QStringLiteral("htm"), QStringLiteral("html")},
+        {QStringLiteral("diff"), QStringLiteral("diff")},
+        {QStringLiteral("patch"), QStringLiteral("diff")},
+        {QStringLiteral("mk"), QStringLiteral("makefile")},
+        {QStringLiteral("cmake"), QStringLiteral("cmake")},
+        {QStringLiteral("html"), QStringLiteral("html")},
+        {QStringLiteral("htm"), QStringLiteral("html")},
         {QStringLiteral("vue"), QStringLiteral("html")},
-        {QStringLiteral("xml"), QStringLiteral("xml")}, {QStringLiteral("svg"), QStringLiteral("xml")},
-        {QStringLiteral("xsd"), QStringLiteral("xml")}, {QStringLiteral("ui"), QStringLiteral("xml")},
-        {QStringLiteral("qrc"), QStringLiteral("xml")}, {QStringLiteral("plist"), QStringLiteral("xml")},
-        {QStringLiteral("css"), QStringLiteral("css")}, {QStringLiteral("scss"), QStringLiteral("css")},
+        {QStringLiteral("xml"), QStringLiteral("xml")},
+        {QStringLiteral("svg"), QStringLiteral("xml")},
+        {QStringLiteral("xsd"), QStringLiteral("xml")},
+        {QStringLiteral("ui"), QStringLiteral("xml")},
+        {QStringLiteral("qrc"), QStringLiteral("xml")},
+        {QStringLiteral("plist"), QStringLiteral("xml")},
+        {QStringLiteral("css"), QStringLiteral("css")},
+        {QStringLiteral("scss"), QStringLiteral("css")},
         {QStringLiteral("less"), QStringLiteral("css")},
-        {QStringLiteral("java"), QStringLiteral("java")}, {QStringLiteral("kt"), QStringLiteral("java")},
-        {QStringLiteral("rb"), QStringLiteral("ruby")}, {QStringLiteral("pl"), QStringLiteral("perl")},
-        {QStringLiteral("pm"), QStringLiteral("perl")}, {QStringLiteral("lua"), QStringLiteral("lua")},
-        {QStringLiteral("toml"), QStringLiteral("properties")}, {QStringLiteral("ini"), QStringLiteral("properties")},
-        {QStringLiteral("cfg"), QStringLiteral("properties")}, {QStringLiteral("conf"), QStringLiteral("properties")},
-        {QStringLiteral("properties"), QStringLiteral("properties")}, {QStringLiteral("env"), QStringLiteral("properties")},
-        {QStringLiteral("tex"), QStringLiteral("tex")}, {QStringLiteral("cs"), QStringLiteral("csharp")},
-        {QStringLiteral("bat"), QStringLiteral("batch")}, {QStringLiteral("cmd"), QStringLiteral("batch")},
-        {QStringLiteral("go"), QStringLiteral("go")}, {QStringLiteral("rs"), QStringLiteral("rust")},
+        {QStringLiteral("java"), QStringLiteral("java")},
+        {QStringLiteral("kt"), QStringLiteral("java")},
+        {QStringLiteral("rb"), QStringLiteral("ruby")},
+        {QStringLiteral("pl"), QStringLiteral("perl")},
+        {QStringLiteral("pm"), QStringLiteral("perl")},
+        {QStringLiteral("lua"), QStringLiteral("lua")},
+        {QStringLiteral("toml"), QStringLiteral("properties")},
+        {QStringLiteral("ini"), QStringLiteral("properties")},
+        {QStringLiteral("cfg"), QStringLiteral("properties")},
+        {QStringLiteral("conf"), QStringLiteral("properties")},
+        {QStringLiteral("properties"), QStringLiteral("properties")},
+        {QStringLiteral("env"), QStringLiteral("properties")},
+        {QStringLiteral("tex"), QStringLiteral("tex")},
+        {QStringLiteral("cs"), QStringLiteral("csharp")},
+        {QStringLiteral("bat"), QStringLiteral("batch")},
+        {QStringLiteral("cmd"), QStringLiteral("batch")},
+        {QStringLiteral("go"), QStringLiteral("go")},
+        {QStringLiteral("rs"), QStringLiteral("rust")},
     };
     return bySuffix.value(info.suffix().toLower());
 }
@@ -189,15 +227,17 @@ QsciLexer *create(const QString &fileName, QObject *parent)
     else if (lang == QLatin1String("batch"))
         lexer = new QsciLexerBatch(parent);
     else if (lang == QLatin1String("go"))
-        lexer = new CLikeLexer("break case chan const continue default defer else fallthrough for func go "
-                               "goto if import interface map package range return select struct switch "
-                               "type var nil true false iota",
-                               parent);
+        lexer = new CLikeLexer(
+            "break case chan const continue default defer else fallthrough for func go "
+            "goto if import interface map package range return select struct switch "
+            "type var nil true false iota",
+            parent);
     else if (lang == QLatin1String("rust"))
-        lexer = new CLikeLexer("as async await break const continue crate dyn else enum extern false fn for "
-                               "if impl in let loop match mod move mut pub ref return self Self static "
-                               "struct super trait true type unsafe use where while",
-                               parent);
+        lexer = new CLikeLexer(
+            "as async await break const continue crate dyn else enum extern false fn for "
+            "if impl in let loop match mod move mut pub ref return self Self static "
+            "struct super trait true type unsafe use where while",
+            parent);
     if (!lexer)
         return nullptr;
 

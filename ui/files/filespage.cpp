@@ -24,9 +24,11 @@
 namespace Sandbox::Ui {
 
 FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
-    : SandboxPage(context, parent), m_model(new FileTreeModel(context.client, context.sandbox.id, this)),
-      m_transfer(new FileTransfer(context.client, context.sandbox.id, this)), m_view(new QTreeView(this)),
-      m_status(new QLabel(this))
+    : SandboxPage(context, parent)
+    , m_model(new FileTreeModel(context.client, context.sandbox.id, this))
+    , m_transfer(new FileTransfer(context.client, context.sandbox.id, this))
+    , m_view(new QTreeView(this))
+    , m_status(new QLabel(this))
 {
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -36,25 +38,33 @@ FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
     toolbar->setIconSize(QSize(16, 16));
     toolbar->setToolButtonStyle(Qt::ToolButtonIconOnly);
     const auto add = [&](const char *theme, QStyle::StandardPixmap fallback, const QString &text,
-                         const QKeySequence &key, void (FilesPage::*slot)(), bool onToolbar = true) {
+                         const QKeySequence &key, void (FilesPage::*slot)(),
+                         bool onToolbar = true) {
         auto *a = new QAction(Style::icon(theme, fallback, this), text, this);
         a->setShortcut(key);
         a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-        a->setToolTip(key.isEmpty() ? text : QStringLiteral("%1 (%2)").arg(text, key.toString(QKeySequence::NativeText)));
+        a->setToolTip(
+            key.isEmpty()
+                ? text
+                : QStringLiteral("%1 (%2)").arg(text, key.toString(QKeySequence::NativeText)));
         connect(a, &QAction::triggered, this, slot);
         addAction(a);
         if (onToolbar)
             toolbar->addAction(a);
         return a;
     };
-    add("view-refresh", QStyle::SP_BrowserReload, tr("Refresh"), QKeySequence::Refresh, &FilesPage::refresh);
+    add("view-refresh", QStyle::SP_BrowserReload, tr("Refresh"), QKeySequence::Refresh,
+        &FilesPage::refresh);
     add("document-new", QStyle::SP_FileIcon, tr("New File…"), QKeySequence(), &FilesPage::newFile);
-    add("folder-new", QStyle::SP_FileDialogNewFolder, tr("New Folder…"), QKeySequence(), &FilesPage::newFolder);
+    add("folder-new", QStyle::SP_FileDialogNewFolder, tr("New Folder…"), QKeySequence(),
+        &FilesPage::newFolder);
     add("go-up", QStyle::SP_ArrowUp, tr("Upload…"), QKeySequence(), &FilesPage::uploadFiles);
-    m_downloadAction = add("go-down", QStyle::SP_ArrowDown, tr("Download…"), QKeySequence(), &FilesPage::downloadCurrent);
-    m_renameAction = add("edit-rename", QStyle::SP_FileDialogDetailedView, tr("Rename…"), QKeySequence(Qt::Key_F2),
-                         &FilesPage::renameCurrent, false);
-    m_deleteAction = add("edit-delete", QStyle::SP_TrashIcon, tr("Delete"), QKeySequence::Delete, &FilesPage::deleteSelected);
+    m_downloadAction = add("go-down", QStyle::SP_ArrowDown, tr("Download…"), QKeySequence(),
+                           &FilesPage::downloadCurrent);
+    m_renameAction = add("edit-rename", QStyle::SP_FileDialogDetailedView, tr("Rename…"),
+                         QKeySequence(Qt::Key_F2), &FilesPage::renameCurrent, false);
+    m_deleteAction = add("edit-delete", QStyle::SP_TrashIcon, tr("Delete"), QKeySequence::Delete,
+                         &FilesPage::deleteSelected);
     layout->addWidget(toolbar);
 
     m_view->setModel(m_model);
@@ -97,20 +107,24 @@ FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
     connect(m_model, &FileTreeModel::errorOccurred, this, &FilesPage::onError);
     connect(m_model, &FileTreeModel::directoryLoaded, this, [this](const QString &path) {
         if (m_model->isTruncated(m_model->indexOf(path)))
-            showMessage(tr("%1 holds more entries than the server lists (10 000); only those are shown").arg(path));
+            showMessage(
+                tr("%1 holds more entries than the server lists (10 000); only those are shown")
+                    .arg(path));
         else if (!m_lastStatus.isEmpty() && !m_transfer->isBusy())
             showMessage({});
     });
     connect(m_model, &FileTreeModel::uploadRequested, m_transfer, &FileTransfer::upload);
     connect(m_model, &FileTreeModel::moveRequested, this, &FilesPage::moveInto);
-    connect(m_transfer, &FileTransfer::progress, this, [this](const QString &text) { showMessage(text); });
+    connect(m_transfer, &FileTransfer::progress, this,
+            [this](const QString &text) { showMessage(text); });
     connect(m_transfer, &FileTransfer::remoteChanged, m_model, &FileTreeModel::refreshPath);
     connect(m_transfer, &FileTransfer::finished, this, [this](int files, const QStringList &errors) {
         if (errors.isEmpty())
             showMessage(tr("%n file(s) transferred", nullptr, files));
         else
             showMessage(errors.join(u'\n'), true);
-        Q_EMIT message(errors.isEmpty() ? tr("%n file(s) transferred", nullptr, files) : errors.first());
+        Q_EMIT message(errors.isEmpty() ? tr("%n file(s) transferred", nullptr, files)
+                                        : errors.first());
     });
 }
 
@@ -123,12 +137,14 @@ QString FilesPage::title() const
 
 QJsonObject FilesPage::saveState() const
 {
-    return {{QStringLiteral("header"), QString::fromLatin1(m_view->header()->saveState().toBase64())}};
+    return {
+        {QStringLiteral("header"), QString::fromLatin1(m_view->header()->saveState().toBase64())}};
 }
 
 void FilesPage::restoreState(const QJsonObject &state)
 {
-    const QByteArray header = QByteArray::fromBase64(state.value(QStringLiteral("header")).toString().toLatin1());
+    const QByteArray header = QByteArray::fromBase64(
+        state.value(QStringLiteral("header")).toString().toLatin1());
     if (!header.isEmpty())
         m_view->header()->restoreState(header);
 }
@@ -193,8 +209,10 @@ void FilesPage::newFile()
 {
     const QString dir = currentDirectory();
     bool ok = false;
-    const QString name = QInputDialog::getText(this, tr("New File"), tr("Name of the new file in %1:").arg(dir),
-                                               QLineEdit::Normal, QString(), &ok).trimmed();
+    const QString name = QInputDialog::getText(this, tr("New File"),
+                                               tr("Name of the new file in %1:").arg(dir),
+                                               QLineEdit::Normal, QString(), &ok)
+                             .trimmed();
     if (ok)
         createFile(dir, name);
 }
@@ -205,18 +223,21 @@ void FilesPage::createFile(const QString &directory, const QString &name)
         return onError(why);
     const QString path = directory + u'/' + name;
     // writeFile would replace an existing file: make sure there is none.
-    client()->sandboxes()
+    client()
+        ->sandboxes()
         .stat(sandbox().id, path, this,
               [this, path, directory](Result<FileEntry> r) {
                   if (r)
                       return onError(tr("%1 already exists").arg(path));
                   if (r.error().code != ErrorCode::NotFound)
                       return onError(tr("%1: %2").arg(path, r.error().message));
-                  client()->sandboxes()
+                  client()
+                      ->sandboxes()
                       .writeFile(sandbox().id, path, QByteArray(), {}, this,
                                  [this, path, directory](Result<WriteFileResult> w) {
                                      if (!w)
-                                         return onError(tr("Cannot create %1: %2").arg(path, w.error().message));
+                                         return onError(tr("Cannot create %1: %2")
+                                                            .arg(path, w.error().message));
                                      m_model->refreshPath(directory);
                                      if (auto *ws = context().workspace)
                                          ws->openFile(path);
@@ -230,8 +251,10 @@ void FilesPage::newFolder()
 {
     const QString dir = currentDirectory();
     bool ok = false;
-    const QString name = QInputDialog::getText(this, tr("New Folder"), tr("Name of the new folder in %1:").arg(dir),
-                                               QLineEdit::Normal, QString(), &ok).trimmed();
+    const QString name = QInputDialog::getText(this, tr("New Folder"),
+                                               tr("Name of the new folder in %1:").arg(dir),
+                                               QLineEdit::Normal, QString(), &ok)
+                             .trimmed();
     if (ok)
         createFolder(dir, name);
 }
@@ -241,7 +264,8 @@ void FilesPage::createFolder(const QString &directory, const QString &name)
     if (const QString why = validateName(name); !why.isEmpty())
         return onError(why);
     const QString path = directory + u'/' + name;
-    client()->sandboxes()
+    client()
+        ->sandboxes()
         .mkdir(sandbox().id, path, false, this,
                [this, path, directory](Result<QString> r) {
                    if (!r)
@@ -259,8 +283,9 @@ void FilesPage::renameCurrent()
     const QString from = m_model->pathOf(i);
     const QFileInfo info(from);
     bool ok = false;
-    const QString name = QInputDialog::getText(this, tr("Rename"), tr("New name for %1:").arg(from), QLineEdit::Normal,
-                                               info.fileName(), &ok).trimmed();
+    const QString name = QInputDialog::getText(this, tr("Rename"), tr("New name for %1:").arg(from),
+                                               QLineEdit::Normal, info.fileName(), &ok)
+                             .trimmed();
     if (!ok || name == info.fileName())
         return;
     rename(from, name);
@@ -281,11 +306,13 @@ void FilesPage::moveInto(const QStringList &paths, const QString &targetDirector
 
 void FilesPage::renameOne(const QString &from, const QString &to)
 {
-    client()->sandboxes()
+    client()
+        ->sandboxes()
         .rename(sandbox().id, from, to, this,
                 [this, from, to](Result<QString> r) {
                     if (!r)
-                        return onError(tr("Cannot move %1 to %2: %3").arg(from, to, r.error().message));
+                        return onError(
+                            tr("Cannot move %1 to %2: %3").arg(from, to, r.error().message));
                     m_model->refreshPath(QFileInfo(from).path());
                     m_model->refreshPath(QFileInfo(to).path());
                     if (auto *ws = context().workspace)
@@ -305,20 +332,26 @@ void FilesPage::deleteSelected()
     if (paths.isEmpty())
         return;
     const QString question = paths.size() == 1
-                                 ? tr("Delete %1%2?").arg(paths.first(), anyDirectory ? tr(" and everything in it") : QString())
+                                 ? tr("Delete %1%2?")
+                                       .arg(paths.first(),
+                                            anyDirectory ? tr(" and everything in it") : QString())
                                  : tr("Delete these %1 items%2?\n\n%3")
                                        .arg(paths.size())
-                                       .arg(anyDirectory ? tr(" (folders with everything in them)") : QString(),
+                                       .arg(anyDirectory ? tr(" (folders with everything in them)")
+                                                         : QString(),
                                             paths.mid(0, 10).join(u'\n'));
-    if (QMessageBox::question(this, tr("Delete"), question, QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel)
+    if (QMessageBox::question(this, tr("Delete"), question, QMessageBox::Yes | QMessageBox::Cancel,
+                              QMessageBox::Cancel)
         != QMessageBox::Yes)
         return;
     for (const QString &path : std::as_const(paths)) {
-        client()->sandboxes()
+        client()
+            ->sandboxes()
             .deleteFile(sandbox().id, path, true, this,
                         [this, path](Result<QString> r) {
                             if (!r)
-                                return onError(tr("Cannot delete %1: %2").arg(path, r.error().message));
+                                return onError(
+                                    tr("Cannot delete %1: %2").arg(path, r.error().message));
                             m_model->refreshPath(QFileInfo(path).path());
                             if (auto *ws = context().workspace)
                                 ws->fileDeleted(path);
@@ -331,7 +364,8 @@ void FilesPage::uploadFiles()
 {
     const QString dir = currentDirectory();
     const QStringList files = QFileDialog::getOpenFileNames(this, tr("Upload to %1").arg(dir),
-                                                            QStandardPaths::writableLocation(QStandardPaths::HomeLocation));
+                                                            QStandardPaths::writableLocation(
+                                                                QStandardPaths::HomeLocation));
     if (!files.isEmpty())
         m_transfer->upload(files, dir);
 }
@@ -345,11 +379,14 @@ void FilesPage::downloadCurrent()
     const QString name = QFileInfo(remote).fileName();
     const QString downloads = QStandardPaths::writableLocation(QStandardPaths::DownloadLocation);
     if (m_model->isDirectory(i)) {
-        const QString parent = QFileDialog::getExistingDirectory(this, tr("Download %1 into").arg(remote), downloads);
+        const QString parent = QFileDialog::getExistingDirectory(this,
+                                                                 tr("Download %1 into").arg(remote),
+                                                                 downloads);
         if (!parent.isEmpty())
             m_transfer->download(remote, true, parent + u'/' + name);
     } else {
-        const QString local = QFileDialog::getSaveFileName(this, tr("Download %1").arg(remote), downloads + u'/' + name);
+        const QString local = QFileDialog::getSaveFileName(this, tr("Download %1").arg(remote),
+                                                           downloads + u'/' + name);
         if (!local.isEmpty())
             m_transfer->download(remote, false, local);
     }

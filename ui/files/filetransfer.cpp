@@ -24,7 +24,9 @@ struct FileTransfer::Step
 };
 
 FileTransfer::FileTransfer(Client *client, const QString &sandboxId, QObject *parent)
-    : QObject(parent), m_client(client), m_sandboxId(sandboxId)
+    : QObject(parent)
+    , m_client(client)
+    , m_sandboxId(sandboxId)
 {}
 
 FileTransfer::~FileTransfer()
@@ -127,12 +129,13 @@ void FileTransfer::next()
     Step &step = *m_current;
     switch (step.kind) {
     case Step::Kind::Mkdir:
-        m_call = m_client->sandboxes().mkdir(m_sandboxId, step.remote, true, this, [this](Result<QString> r) {
-            if (!r && r.error().code != ErrorCode::AlreadyExists)
-                fail(tr("%1: %2").arg(m_current->remote, r.error().message));
-            else
-                done();
-        });
+        m_call = m_client->sandboxes()
+                     .mkdir(m_sandboxId, step.remote, true, this, [this](Result<QString> r) {
+                         if (!r && r.error().code != ErrorCode::AlreadyExists)
+                             fail(tr("%1: %2").arg(m_current->remote, r.error().message));
+                         else
+                             done();
+                     });
         break;
     case Step::Kind::UploadFile:
         runUploadFile(step);
@@ -156,7 +159,8 @@ void FileTransfer::fail(const QString &message)
 
 void FileTransfer::done()
 {
-    if (m_current && (m_current->kind == Step::Kind::UploadFile || m_current->kind == Step::Kind::Mkdir))
+    if (m_current
+        && (m_current->kind == Step::Kind::UploadFile || m_current->kind == Step::Kind::Mkdir))
         Q_EMIT remoteChanged(QFileInfo(m_current->remote).path());
     QTimer::singleShot(0, this, &FileTransfer::next);
 }
@@ -166,7 +170,8 @@ void FileTransfer::runUploadFile(Step &step)
     QFile file(step.local);
     if (file.size() > MaxUploadBytes) {
         fail(tr("%1 is %2; files over %3 cannot be uploaded over this connection")
-                 .arg(step.local, Style::formatSize(file.size()), Style::formatSize(MaxUploadBytes)));
+                 .arg(step.local, Style::formatSize(file.size()),
+                      Style::formatSize(MaxUploadBytes)));
         return;
     }
     if (!file.open(QIODevice::ReadOnly)) {
@@ -174,7 +179,8 @@ void FileTransfer::runUploadFile(Step &step)
         return;
     }
     const QByteArray content = file.read(MaxUploadBytes + 1);
-    Q_EMIT progress(tr("Uploading %1 (%2)…").arg(QFileInfo(step.local).fileName(), Style::formatSize(content.size())));
+    Q_EMIT progress(tr("Uploading %1 (%2)…")
+                        .arg(QFileInfo(step.local).fileName(), Style::formatSize(content.size())));
     WriteFileOptions options;
     options.parents = true;
     if (QFileInfo(step.local).isExecutable())
@@ -182,7 +188,8 @@ void FileTransfer::runUploadFile(Step &step)
     m_call = m_client->sandboxes().writeFile(m_sandboxId, step.remote, content, options, this,
                                              [this](Result<WriteFileResult> r) {
                                                  if (!r) {
-                                                     fail(tr("%1: %2").arg(m_current->remote, r.error().message));
+                                                     fail(tr("%1: %2").arg(m_current->remote,
+                                                                           r.error().message));
                                                      return;
                                                  }
                                                  ++m_filesDone;
@@ -204,33 +211,34 @@ void FileTransfer::runDownloadPage(Step &step)
     ReadFileOptions options;
     options.offset = step.offset;
     options.length = PageBytes;
-    m_call = m_client->sandboxes().readFile(
-        m_sandboxId, step.remote, options, this, [this](Result<FileContent> r) {
-            Step &s = *m_current;
-            if (!r) {
-                fail(tr("%1: %2").arg(s.remote, r.error().message));
-                return;
-            }
-            if (s.file->write(r->content) != r->content.size()) {
-                fail(tr("%1: %2").arg(s.local, s.file->errorString()));
-                return;
-            }
-            s.offset += r->content.size();
-            if (s.offset < r->size && !r->content.isEmpty()) {
-                Q_EMIT progress(tr("Downloading %1… %2 of %3")
-                                    .arg(QFileInfo(s.remote).fileName(), Style::formatSize(s.offset),
-                                         Style::formatSize(r->size)));
-                runDownloadPage(s);
-                return;
-            }
-            if (!s.file->commit()) {
-                fail(tr("%1: %2").arg(s.local, s.file->errorString()));
-                return;
-            }
-            s.file.reset();
-            ++m_filesDone;
-            done();
-        });
+    m_call = m_client->sandboxes()
+                 .readFile(m_sandboxId, step.remote, options, this, [this](Result<FileContent> r) {
+                     Step &s = *m_current;
+                     if (!r) {
+                         fail(tr("%1: %2").arg(s.remote, r.error().message));
+                         return;
+                     }
+                     if (s.file->write(r->content) != r->content.size()) {
+                         fail(tr("%1: %2").arg(s.local, s.file->errorString()));
+                         return;
+                     }
+                     s.offset += r->content.size();
+                     if (s.offset < r->size && !r->content.isEmpty()) {
+                         Q_EMIT progress(tr("Downloading %1… %2 of %3")
+                                             .arg(QFileInfo(s.remote).fileName(),
+                                                  Style::formatSize(s.offset),
+                                                  Style::formatSize(r->size)));
+                         runDownloadPage(s);
+                         return;
+                     }
+                     if (!s.file->commit()) {
+                         fail(tr("%1: %2").arg(s.local, s.file->errorString()));
+                         return;
+                     }
+                     s.file.reset();
+                     ++m_filesDone;
+                     done();
+                 });
 }
 
 void FileTransfer::runListForDownload(Step &step)
@@ -239,38 +247,40 @@ void FileTransfer::runListForDownload(Step &step)
         fail(tr("cannot create %1").arg(step.local));
         return;
     }
-    m_call = m_client->sandboxes().listFiles(
-        m_sandboxId, step.remote, true, this, [this](Result<FileListing> r) {
-            const Step &s = *m_current;
-            if (!r) {
-                fail(tr("%1: %2").arg(s.remote, r.error().message));
-                return;
-            }
-            if (r->truncated)
-                m_errors << tr("%1 holds more than the server lists at once; only part of it was downloaded").arg(s.remote);
-            const QString base = s.remote.endsWith(u'/') ? s.remote : s.remote + u'/';
-            int count = 0;
-            for (const FileEntry &e : r->entries) {
-                if (!e.path.startsWith(base))
-                    continue;
-                const QString rel = e.path.mid(base.size());
-                const QString root = QDir::cleanPath(s.local);
-                const QString local = QDir::cleanPath(root + u'/' + rel);
-                if (!local.startsWith(root + u'/'))
-                    continue; // never outside the chosen folder, whatever the server says
-                if (e.type == FileEntry::Type::Directory) {
-                    QDir().mkpath(local);
-                } else if (e.type == FileEntry::Type::File && count < MaxFilesPerTransfer) {
-                    auto step = std::make_unique<Step>();
-                    step->kind = Step::Kind::DownloadFile;
-                    step->remote = e.path;
-                    step->local = local;
-                    m_steps.push_back(std::move(step));
-                    ++count;
-                }
-            }
-            QTimer::singleShot(0, this, &FileTransfer::next);
-        });
+    m_call = m_client->sandboxes()
+                 .listFiles(m_sandboxId, step.remote, true, this, [this](Result<FileListing> r) {
+                     const Step &s = *m_current;
+                     if (!r) {
+                         fail(tr("%1: %2").arg(s.remote, r.error().message));
+                         return;
+                     }
+                     if (r->truncated)
+                         m_errors << tr("%1 holds more than the server lists at once; only part of "
+                                        "it was downloaded")
+                                         .arg(s.remote);
+                     const QString base = s.remote.endsWith(u'/') ? s.remote : s.remote + u'/';
+                     int count = 0;
+                     for (const FileEntry &e : r->entries) {
+                         if (!e.path.startsWith(base))
+                             continue;
+                         const QString rel = e.path.mid(base.size());
+                         const QString root = QDir::cleanPath(s.local);
+                         const QString local = QDir::cleanPath(root + u'/' + rel);
+                         if (!local.startsWith(root + u'/'))
+                             continue; // never outside the chosen folder, whatever the server says
+                         if (e.type == FileEntry::Type::Directory) {
+                             QDir().mkpath(local);
+                         } else if (e.type == FileEntry::Type::File && count < MaxFilesPerTransfer) {
+                             auto step = std::make_unique<Step>();
+                             step->kind = Step::Kind::DownloadFile;
+                             step->remote = e.path;
+                             step->local = local;
+                             m_steps.push_back(std::move(step));
+                             ++count;
+                         }
+                     }
+                     QTimer::singleShot(0, this, &FileTransfer::next);
+                 });
 }
 
 } // namespace Sandbox::Ui

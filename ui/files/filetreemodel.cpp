@@ -18,8 +18,11 @@ namespace Sandbox::Ui {
 
 FileTreeModel::FileTreeModel(Client *client, const QString &sandboxId, QObject *parent,
                              const QString &rootPath)
-    : QAbstractItemModel(parent), m_client(client), m_sandboxId(sandboxId), m_rootPath(rootPath),
-      m_root(std::make_unique<Node>())
+    : QAbstractItemModel(parent)
+    , m_client(client)
+    , m_sandboxId(sandboxId)
+    , m_rootPath(rootPath)
+    , m_root(std::make_unique<Node>())
 {
     m_root->entry.path = rootPath;
     m_root->entry.name = rootPath;
@@ -110,11 +113,14 @@ QVariant FileTreeModel::data(const QModelIndex &index, int role) const
     case Qt::DisplayRole:
         switch (index.column()) {
         case NameColumn:
-            return e.type == FileEntry::Type::Symlink ? e.name + QStringLiteral(" → ") + e.target : e.name;
+            return e.type == FileEntry::Type::Symlink ? e.name + QStringLiteral(" → ") + e.target
+                                                      : e.name;
         case SizeColumn:
             return n->isDir() ? QVariant() : QVariant(Style::formatSize(e.size));
         case ModifiedColumn:
-            return e.mtime.isValid() ? e.mtime.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")) : QString();
+            return e.mtime.isValid()
+                       ? e.mtime.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"))
+                       : QString();
         }
         break;
     case Qt::DecorationRole:
@@ -150,10 +156,14 @@ QVariant FileTreeModel::headerData(int section, Qt::Orientation orientation, int
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case NameColumn: return tr("Name");
-    case SizeColumn: return tr("Size");
-    case ModifiedColumn: return tr("Modified");
-    default: return {};
+    case NameColumn:
+        return tr("Name");
+    case SizeColumn:
+        return tr("Size");
+    case ModifiedColumn:
+        return tr("Modified");
+    default:
+        return {};
     }
 }
 
@@ -203,10 +213,12 @@ void FileTreeModel::list(Node *node)
                        if (!n || !n->isDir())
                            return; // gone meanwhile
                        if (!r) {
-                           qCInfo(lcFileTree) << "listing" << path << "failed:" << r.error().message;
+                           qCInfo(lcFileTree)
+                               << "listing" << path << "failed:" << r.error().message;
                            if (n->state == Node::State::Loading)
                                n->state = Node::State::NotLoaded;
-                           Q_EMIT errorOccurred(tr("Cannot list %1: %2").arg(path, r.error().message));
+                           Q_EMIT errorOccurred(
+                               tr("Cannot list %1: %2").arg(path, r.error().message));
                            // Let views show the node as empty rather than ask again and again.
                            if (n->state == Node::State::NotLoaded) {
                                n->state = Node::State::Loaded;
@@ -241,12 +253,15 @@ void FileTreeModel::applyListing(Node *node, const FileListing &listing)
     entries.erase(std::remove_if(entries.begin(), entries.end(),
                                  [](const FileEntry &e) {
                                      return e.name.isEmpty() || e.name == QLatin1String(".")
-                                            || e.name == QLatin1String("..") || e.name.contains(u'/');
+                                            || e.name == QLatin1String("..")
+                                            || e.name.contains(u'/');
                                  }),
                   entries.end());
     std::sort(entries.begin(), entries.end(), lessThan);
     entries.erase(std::unique(entries.begin(), entries.end(),
-                              [](const FileEntry &a, const FileEntry &b) { return a.name == b.name; }),
+                              [](const FileEntry &a, const FileEntry &b) {
+                                  return a.name == b.name;
+                              }),
                   entries.end());
     for (FileEntry &e : entries) {
         if (e.path.isEmpty())
@@ -302,7 +317,8 @@ void FileTreeModel::applyListing(Node *node, const FileListing &listing)
     int k = 0;
     qsizetype i = 0;
     while (i < entries.size()) {
-        if (k < int(node->children.size()) && node->children[size_t(k)]->entry.name == entries[i].name) {
+        if (k < int(node->children.size())
+            && node->children[size_t(k)]->entry.name == entries[i].name) {
             Node *c = node->children[size_t(k)].get();
             const FileEntry &e = entries[i];
             if (c->entry.size != e.size || c->entry.mtime != e.mtime || c->entry.mode != e.mode
@@ -316,7 +332,9 @@ void FileTreeModel::applyListing(Node *node, const FileListing &listing)
         }
         // A run of new entries goes in before children[k].
         qsizetype j = i;
-        const QString stopAt = k < int(node->children.size()) ? node->children[size_t(k)]->entry.name : QString();
+        const QString stopAt = k < int(node->children.size())
+                                   ? node->children[size_t(k)]->entry.name
+                                   : QString();
         while (j < entries.size() && (stopAt.isNull() || entries[j].name != stopAt))
             ++j;
         const int count = int(j - i);

@@ -9,8 +9,13 @@
 namespace Sandbox::Ui {
 
 ConnectionStatus::ConnectionStatus(ConnectionManager *connection, QWidget *parent)
-    : QWidget(parent), m_connection(connection), m_dot(new QLabel(this)), m_state(new QLabel(this)),
-      m_retry(new QToolButton(this)), m_version(new QLabel(this)), m_quota(new QLabel(this))
+    : QWidget(parent)
+    , m_connection(connection)
+    , m_dot(new QLabel(this))
+    , m_state(new QLabel(this))
+    , m_retry(new QToolButton(this))
+    , m_version(new QLabel(this))
+    , m_quota(new QLabel(this))
 {
     auto *row = new QHBoxLayout(this);
     row->setContentsMargins(4, 0, 4, 0);
@@ -31,8 +36,10 @@ ConnectionStatus::ConnectionStatus(ConnectionManager *connection, QWidget *paren
     m_version->setTextFormat(Qt::PlainText);
     connect(m_retry, &QToolButton::clicked, m_connection, &ConnectionManager::retry);
     connect(m_connection, &ConnectionManager::stateChanged, this, &ConnectionStatus::refreshState);
-    connect(m_connection, &ConnectionManager::reconnectScheduled, this, &ConnectionStatus::refreshState);
-    connect(m_connection, &ConnectionManager::sessionChanged, this, &ConnectionStatus::updateSession);
+    connect(m_connection, &ConnectionManager::reconnectScheduled, this,
+            &ConnectionStatus::refreshState);
+    connect(m_connection, &ConnectionManager::sessionChanged, this,
+            &ConnectionStatus::updateSession);
     connect(m_connection, &ConnectionManager::quotaChanged, this, &ConnectionStatus::updateQuota);
     connect(m_connection, &ConnectionManager::clientChanged, this, [this] {
         updateSession();
@@ -66,13 +73,21 @@ void ConnectionStatus::refreshState()
     const State s = m_connection->state();
     QString colour;
     switch (s) {
-    case State::Connected: colour = QStringLiteral("running"); break;
+    case State::Connected:
+        colour = QStringLiteral("running");
+        break;
     case State::Connecting:
     case State::StartingEngine:
-    case State::Reconnecting: colour = QStringLiteral("starting"); break;
+    case State::Reconnecting:
+        colour = QStringLiteral("starting");
+        break;
     case State::Unauthorized:
-    case State::Failed: colour = QStringLiteral("error"); break;
-    case State::Disconnected: colour = QStringLiteral("stopped"); break;
+    case State::Failed:
+        colour = QStringLiteral("error");
+        break;
+    case State::Disconnected:
+        colour = QStringLiteral("stopped");
+        break;
     }
     m_dot->setPixmap(Style::statusIcon(colour).pixmap(12, 12));
     m_state->setText(m_connection->stateText());
@@ -104,16 +119,18 @@ void ConnectionStatus::updateQuota()
     m_quota->setText(tr("running %1/%2 · memory %3/%4")
                          .arg(quota->running.used)
                          .arg(quota->running.limit)
-                         .arg(quota->memoryMb.used == 0 ? QStringLiteral("0")
-                                                        : Style::formatSize(quota->memoryMb.used * 1024 * 1024),
+                         .arg(quota->memoryMb.used == 0
+                                  ? QStringLiteral("0")
+                                  : Style::formatSize(quota->memoryMb.used * 1024 * 1024),
                               Style::formatSize(quota->memoryMb.limit * 1024 * 1024)));
-    m_quota->setToolTip(tr("Quota of this API key: %1 of %2 sandboxes running, %3 of %4 MiB of sandbox memory, "
-                           "%5 sandboxes in all")
-                            .arg(quota->running.used)
-                            .arg(quota->running.limit)
-                            .arg(quota->memoryMb.used)
-                            .arg(quota->memoryMb.limit)
-                            .arg(quota->sandboxes.used));
+    m_quota->setToolTip(
+        tr("Quota of this API key: %1 of %2 sandboxes running, %3 of %4 MiB of sandbox memory, "
+           "%5 sandboxes in all")
+            .arg(quota->running.used)
+            .arg(quota->running.limit)
+            .arg(quota->memoryMb.used)
+            .arg(quota->memoryMb.limit)
+            .arg(quota->sandboxes.used));
 }
 
 } // namespace Sandbox::Ui

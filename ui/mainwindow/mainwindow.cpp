@@ -46,12 +46,21 @@ namespace {
 const char *kSidebarId = "sandboxes";
 }
 
-MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry *registry, ProfileStore *profiles,
-                       SecretStore *secrets, QWidget *parent)
-    : QMainWindow(parent), m_connection(connection), m_registry(registry), m_profiles(profiles), m_secrets(secrets),
-      m_model(new SandboxListModel(this)), m_poller(new SandboxPoller(this)), m_sidebar(new QTreeView(this)),
-      m_sidebarDock(new QDockWidget(tr("Sandboxes"), this)), m_central(new QStackedWidget(this)),
-      m_welcome(new QLabel(this)), m_tabs(new QTabWidget(this)), m_status(new ConnectionStatus(connection, this))
+MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry *registry,
+                       ProfileStore *profiles, SecretStore *secrets, QWidget *parent)
+    : QMainWindow(parent)
+    , m_connection(connection)
+    , m_registry(registry)
+    , m_profiles(profiles)
+    , m_secrets(secrets)
+    , m_model(new SandboxListModel(this))
+    , m_poller(new SandboxPoller(this))
+    , m_sidebar(new QTreeView(this))
+    , m_sidebarDock(new QDockWidget(tr("Sandboxes"), this))
+    , m_central(new QStackedWidget(this))
+    , m_welcome(new QLabel(this))
+    , m_tabs(new QTabWidget(this))
+    , m_status(new ConnectionStatus(connection, this))
 {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowTitle(tr("Sandbox Desktop"));
@@ -67,8 +76,10 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     m_sidebar->setAllColumnsShowFocus(true);
     m_sidebar->header()->setStretchLastSection(false);
     m_sidebar->header()->setSectionResizeMode(SandboxListModel::NameColumn, QHeaderView::Stretch);
-    m_sidebar->header()->setSectionResizeMode(SandboxListModel::TypeColumn, QHeaderView::ResizeToContents);
-    m_sidebar->header()->setSectionResizeMode(SandboxListModel::StatusColumn, QHeaderView::ResizeToContents);
+    m_sidebar->header()->setSectionResizeMode(SandboxListModel::TypeColumn,
+                                              QHeaderView::ResizeToContents);
+    m_sidebar->header()->setSectionResizeMode(SandboxListModel::StatusColumn,
+                                              QHeaderView::ResizeToContents);
     m_sidebar->expandAll();
     connect(m_model, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex &parent) {
         if (parent.isValid())
@@ -82,9 +93,10 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     resizeDocks({m_sidebarDock}, {300}, Qt::Horizontal);
 
     // Centre: a welcome text until a sandbox is opened, then one tab per sandbox.
-    m_welcome->setText(tr("<h3>No sandbox open</h3><p>Double-click a sandbox in the list on the left "
-                          "(or select it and press Enter) to open its console and files,<br>or create one "
-                          "with <b>Ctrl+N</b>.</p>"));
+    m_welcome->setText(
+        tr("<h3>No sandbox open</h3><p>Double-click a sandbox in the list on the left "
+           "(or select it and press Enter) to open its console and files,<br>or create one "
+           "with <b>Ctrl+N</b>.</p>"));
     m_welcome->setAlignment(Qt::AlignCenter);
     m_welcome->setWordWrap(true);
     m_tabs->setDocumentMode(true);
@@ -105,7 +117,8 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         if (const auto s = m_model->sandboxAt(index))
             openSandbox(s->id);
     });
-    connect(m_sidebar->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::updateActions);
+    connect(m_sidebar->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            &MainWindow::updateActions);
     connect(m_sidebar, &QTreeView::customContextMenuRequested, this, [this](const QPoint &pos) {
         const QModelIndex index = m_sidebar->indexAt(pos);
         QMenu menu(this);
@@ -138,12 +151,13 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         m_poller->start();
         updateActions();
     });
-    connect(m_connection, &ConnectionManager::stateChanged, this, [this](ConnectionManager::State state) {
-        // Listing resumes with connected(); meanwhile nothing is queued up.
-        if (state != ConnectionManager::State::Connected)
-            m_poller->stop();
-        updateActions();
-    });
+    connect(m_connection, &ConnectionManager::stateChanged, this,
+            [this](ConnectionManager::State state) {
+                // Listing resumes with connected(); meanwhile nothing is queued up.
+                if (state != ConnectionManager::State::Connected)
+                    m_poller->stop();
+                updateActions();
+            });
     connect(m_poller, &SandboxPoller::listed, this, &MainWindow::onListed);
     connect(m_poller, &SandboxPoller::failed, this, [this](const QString &message) {
         if (m_connection->state() == ConnectionManager::State::Connected)
@@ -162,51 +176,69 @@ QAction *MainWindow::action(const QString &name) const
 
 void MainWindow::createActions()
 {
-    const auto make = [this](const char *name, const QString &text, const QKeySequence &key, auto slot,
-                             const QIcon &icon = {}) {
+    const auto make = [this](const char *name, const QString &text, const QKeySequence &key,
+                             auto slot, const QIcon &icon = {}) {
         auto *a = new QAction(icon, text, this);
         a->setObjectName(QString::fromLatin1(name));
         if (!key.isEmpty()) {
             a->setShortcut(key);
-            a->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove(u'&').remove(QStringLiteral("…")),
+            a->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove(u'&').remove(
+                                                            QStringLiteral("…")),
                                                         key.toString(QKeySequence::NativeText)));
         }
         connect(a, &QAction::triggered, this, slot);
         addAction(a);
         return a;
     };
-    make("connect", tr("&Connect…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), [this] { showConnectionDialog(); },
-         Style::icon("network-connect", QStyle::SP_DriveNetIcon, this));
-    make("newSandbox", tr("&New Sandbox…"), QKeySequence::New, [this] { newSandbox(); },
-         Style::icon("list-add", QStyle::SP_FileDialogNewFolder, this));
-    make("startSandbox", tr("&Start Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return), [this] { startSelected(); },
-         Style::icon("media-playback-start", QStyle::SP_MediaPlay, this));
-    make("stopSandbox", tr("S&top Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X), [this] { stopSelected(); },
-         Style::icon("media-playback-stop", QStyle::SP_MediaStop, this));
-    QAction *del = make("deleteSandbox", tr("&Delete Sandbox…"), QKeySequence(), [this] { deleteSelected(true); },
-                        Style::icon("edit-delete", QStyle::SP_TrashIcon, this));
+    make(
+        "connect", tr("&Connect…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O),
+        [this] { showConnectionDialog(); },
+        Style::icon("network-connect", QStyle::SP_DriveNetIcon, this));
+    make(
+        "newSandbox", tr("&New Sandbox…"), QKeySequence::New, [this] { newSandbox(); },
+        Style::icon("list-add", QStyle::SP_FileDialogNewFolder, this));
+    make(
+        "startSandbox", tr("&Start Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return),
+        [this] { startSelected(); },
+        Style::icon("media-playback-start", QStyle::SP_MediaPlay, this));
+    make(
+        "stopSandbox", tr("S&top Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X),
+        [this] { stopSelected(); }, Style::icon("media-playback-stop", QStyle::SP_MediaStop, this));
+    QAction *del = make(
+        "deleteSandbox", tr("&Delete Sandbox…"), QKeySequence(), [this] { deleteSelected(true); },
+        Style::icon("edit-delete", QStyle::SP_TrashIcon, this));
     // Delete only from the sidebar, so that it never competes with the editor's or the file tree's.
     auto *sidebarDelete = new QAction(m_sidebar);
     sidebarDelete->setShortcut(QKeySequence::Delete);
     sidebarDelete->setShortcutContext(Qt::WidgetShortcut);
     connect(sidebarDelete, &QAction::triggered, del, &QAction::trigger);
     m_sidebar->addAction(sidebarDelete);
-    make("refreshSandboxes", tr("&Refresh"), QKeySequence(Qt::CTRL | Qt::Key_R), [this] { m_poller->refresh(); m_connection->refreshQuota(); },
-         Style::icon("view-refresh", QStyle::SP_BrowserReload, this));
-    make("runCommand", tr("&Run Command"), QKeySequence(Qt::CTRL | Qt::Key_Return), [this] { runCommand(); },
-         Style::icon("system-run", QStyle::SP_CommandLink, this));
-    make("stopCommand", tr("Stop C&ommand"), QKeySequence(Qt::CTRL | Qt::Key_Period), [this] { stopCommand(); },
-         Style::icon("process-stop", QStyle::SP_BrowserStop, this));
-    make("nextTab", tr("&Next Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageDown), [this] { nextTab(); });
-    make("previousTab", tr("&Previous Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageUp), [this] { previousTab(); });
+    make(
+        "refreshSandboxes", tr("&Refresh"), QKeySequence(Qt::CTRL | Qt::Key_R),
+        [this] {
+            m_poller->refresh();
+            m_connection->refreshQuota();
+        },
+        Style::icon("view-refresh", QStyle::SP_BrowserReload, this));
+    make(
+        "runCommand", tr("&Run Command"), QKeySequence(Qt::CTRL | Qt::Key_Return),
+        [this] { runCommand(); }, Style::icon("system-run", QStyle::SP_CommandLink, this));
+    make(
+        "stopCommand", tr("Stop C&ommand"), QKeySequence(Qt::CTRL | Qt::Key_Period),
+        [this] { stopCommand(); }, Style::icon("process-stop", QStyle::SP_BrowserStop, this));
+    make("nextTab", tr("&Next Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageDown),
+         [this] { nextTab(); });
+    make("previousTab", tr("&Previous Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageUp),
+         [this] { previousTab(); });
     make("nextPage", tr("Next &File Tab"), QKeySequence(Qt::CTRL | Qt::Key_Tab), [this] {
         if (auto *ws = currentWorkspace())
             ws->cycleDocuments(+1);
     });
-    make("previousPage", tr("Previous F&ile Tab"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab), [this] {
-        if (auto *ws = currentWorkspace())
-            ws->cycleDocuments(-1);
-    });
+    make("previousPage", tr("Previous F&ile Tab"),
+         QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab), [this] {
+             if (auto *ws = currentWorkspace())
+                 ws->cycleDocuments(-1);
+         });
     make("focusConsole", tr("Focus &Console"), QKeySequence(Qt::CTRL | Qt::Key_QuoteLeft), [this] {
         if (auto *ws = currentWorkspace())
             if (auto *c = ws->page<ConsolePage>(QStringLiteral("console")))
@@ -225,7 +257,8 @@ void MainWindow::createActions()
         if (auto *ws = currentWorkspace())
             ws->closeCurrentEditor();
     });
-    make("closeSandboxTab", tr("Close Sandbox &Tab"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W),
+    make("closeSandboxTab", tr("Close Sandbox &Tab"),
+         QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W),
          [this] { closeSandboxTab(m_tabs->currentIndex()); });
     make("quit", tr("&Quit"), QKeySequence::Quit, [this] { close(); });
 }
@@ -241,7 +274,8 @@ void MainWindow::createMenus()
     file->addAction(action(QStringLiteral("quit")));
 
     QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));
-    for (const char *name : {"newSandbox", "startSandbox", "stopSandbox", "deleteSandbox", "refreshSandboxes"})
+    for (const char *name :
+         {"newSandbox", "startSandbox", "stopSandbox", "deleteSandbox", "refreshSandboxes"})
         sandbox->addAction(action(QString::fromLatin1(name)));
 
     QMenu *console = menuBar()->addMenu(tr("&Console"));
@@ -261,10 +295,11 @@ void MainWindow::createMenus()
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About Sandbox Desktop"), this, [this] {
-        QMessageBox::about(this, tr("About Sandbox Desktop"),
-                           tr("<h3>Sandbox Desktop %1</h3><p>Coding agents and throw-away databases in isolated "
-                              "sandboxes, on this computer (sandboxd, bubblewrap) or on a remote endpoint.</p>")
-                               .arg(QApplication::applicationVersion()));
+        QMessageBox::about(
+            this, tr("About Sandbox Desktop"),
+            tr("<h3>Sandbox Desktop %1</h3><p>Coding agents and throw-away databases in isolated "
+               "sandboxes, on this computer (sandboxd, bubblewrap) or on a remote endpoint.</p>")
+                .arg(QApplication::applicationVersion()));
     });
 
     QToolBar *tools = addToolBar(tr("Main"));
@@ -273,7 +308,8 @@ void MainWindow::createMenus()
     tools->setIconSize(QSize(16, 16));
     tools->addAction(action(QStringLiteral("connect")));
     tools->addSeparator();
-    for (const char *name : {"newSandbox", "startSandbox", "stopSandbox", "deleteSandbox", "refreshSandboxes"})
+    for (const char *name :
+         {"newSandbox", "startSandbox", "stopSandbox", "deleteSandbox", "refreshSandboxes"})
         tools->addAction(action(QString::fromLatin1(name)));
     tools->addSeparator();
     tools->addAction(action(QStringLiteral("runCommand")));
@@ -289,7 +325,8 @@ void MainWindow::connectToProfile(const StoredProfile &profile)
     statusBar()->showMessage(tr("Reading the API key of %1…").arg(profile.name));
     m_secrets->read(profile.secretName(), this, [this, profile](Result<QString> key) {
         if (!key) {
-            showError(tr("No API key stored for %1 (%2): add it in the Connect dialog.").arg(profile.name, key.error().message));
+            showError(tr("No API key stored for %1 (%2): add it in the Connect dialog.")
+                          .arg(profile.name, key.error().message));
             return;
         }
         connectWith(profile.toConnectionProfile(key.value()), profile.id);
@@ -380,10 +417,13 @@ void MainWindow::saveSession()
         return;
     QJsonArray open;
     for (SandboxWorkspace *ws : workspaces())
-        open.append(QJsonObject{{QStringLiteral("id"), ws->sandboxId()}, {QStringLiteral("state"), ws->saveState()}});
+        open.append(QJsonObject{{QStringLiteral("id"), ws->sandboxId()},
+                                {QStringLiteral("state"), ws->saveState()}});
     settings.beginGroup(settingsGroup());
-    settings.setValue(QStringLiteral("openSandboxes"), QString::fromUtf8(QJsonDocument(open).toJson(QJsonDocument::Compact)));
-    settings.setValue(QStringLiteral("currentSandbox"), currentWorkspace() ? currentWorkspace()->sandboxId() : QString());
+    settings.setValue(QStringLiteral("openSandboxes"),
+                      QString::fromUtf8(QJsonDocument(open).toJson(QJsonDocument::Compact)));
+    settings.setValue(QStringLiteral("currentSandbox"),
+                      currentWorkspace() ? currentWorkspace()->sandboxId() : QString());
     settings.endGroup();
 }
 
@@ -403,7 +443,9 @@ void MainWindow::restoreTabs()
     m_restorePending = false;
     QSettings settings;
     settings.beginGroup(settingsGroup());
-    const QJsonArray open = QJsonDocument::fromJson(settings.value(QStringLiteral("openSandboxes")).toString().toUtf8()).array();
+    const QJsonArray open = QJsonDocument::fromJson(
+                                settings.value(QStringLiteral("openSandboxes")).toString().toUtf8())
+                                .array();
     const QString current = settings.value(QStringLiteral("currentSandbox")).toString();
     settings.endGroup();
     m_restoring = true;
@@ -454,13 +496,16 @@ SandboxWorkspace *MainWindow::openSandbox(const QString &id)
     if (!info || !m_client)
         return nullptr;
     auto *ws = new SandboxWorkspace(m_client, *info, *m_registry, m_tabs);
-    connect(ws, &SandboxWorkspace::message, this, [this](const QString &text) { statusBar()->showMessage(text, 5000); });
+    connect(ws, &SandboxWorkspace::message, this,
+            [this](const QString &text) { statusBar()->showMessage(text, 5000); });
     const int index = m_tabs->addTab(ws, ws->title());
     m_central->setCurrentWidget(m_tabs);
     updateTab(ws);
     m_tabs->setCurrentIndex(index);
     if (info->status == QLatin1String("stopped") || info->status == QLatin1String("error"))
-        statusBar()->showMessage(tr("%1 is %2: start it (Sandbox ▸ Start) to run commands").arg(ws->title(), info->status), 8000);
+        statusBar()->showMessage(tr("%1 is %2: start it (Sandbox ▸ Start) to run commands")
+                                     .arg(ws->title(), info->status),
+                                 8000);
     if (!m_restoring) {
         if (auto *c = ws->page<ConsolePage>(QStringLiteral("console")))
             c->focusCommandLine();
@@ -522,10 +567,12 @@ void MainWindow::updateActions()
     const auto s = selectedSandbox();
     const QString status = s ? s->status : QString();
     action(QStringLiteral("newSandbox"))->setEnabled(connected);
-    action(QStringLiteral("startSandbox"))->setEnabled(connected && s && status != QLatin1String("running")
-                                                       && status != QLatin1String("creating"));
-    action(QStringLiteral("stopSandbox"))->setEnabled(connected && s && (status == QLatin1String("running")
-                                                                        || status == QLatin1String("sleeping")));
+    action(QStringLiteral("startSandbox"))
+        ->setEnabled(connected && s && status != QLatin1String("running")
+                     && status != QLatin1String("creating"));
+    action(QStringLiteral("stopSandbox"))
+        ->setEnabled(connected && s
+                     && (status == QLatin1String("running") || status == QLatin1String("sleeping")));
     action(QStringLiteral("deleteSandbox"))->setEnabled(connected && s.has_value());
     action(QStringLiteral("refreshSandboxes"))->setEnabled(connected);
     const bool hasConsole = currentWorkspace() != nullptr;
@@ -581,7 +628,8 @@ void MainWindow::createDatabase(const DatabaseCreateOptions &options)
         .create(options, this,
                 [this](Result<SandboxInfo> r) {
                     if (!r)
-                        return showError(tr("Cannot create the database: %1").arg(r.error().message));
+                        return showError(
+                            tr("Cannot create the database: %1").arg(r.error().message));
                     m_model->updateSandbox(r.value());
                     openSandbox(r->id);
                     m_poller->refresh();
@@ -610,7 +658,8 @@ void MainWindow::applyLifecycle(const QString &verb, const QString &id)
         m_client->sandboxes().start(id, this, done).detach();
     else
         m_client->sandboxes().stop(id, this, done).detach();
-    statusBar()->showMessage(verb == QLatin1String("start") ? tr("Starting %1…").arg(id) : tr("Stopping %1…").arg(id));
+    statusBar()->showMessage(verb == QLatin1String("start") ? tr("Starting %1…").arg(id)
+                                                            : tr("Stopping %1…").arg(id));
 }
 
 void MainWindow::startSelected()

@@ -38,8 +38,8 @@ class MainWindow final : public QMainWindow
 
 public:
     // Not owned: all outlive the window.
-    MainWindow(ConnectionManager *connection, const SandboxPageRegistry *registry, ProfileStore *profiles,
-               SecretStore *secrets, QWidget *parent = nullptr);
+    MainWindow(ConnectionManager *connection, const SandboxPageRegistry *registry,
+               ProfileStore *profiles, SecretStore *secrets, QWidget *parent = nullptr);
     ~MainWindow() override;
 
     // Connects with a stored profile (a remote one's key comes from the SecretStore).

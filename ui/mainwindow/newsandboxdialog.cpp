@@ -3,21 +3,27 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
-#include <QPushButton>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QVBoxLayout>
 
 namespace Sandbox::Ui {
 
 NewSandboxDialog::NewSandboxDialog(QWidget *parent)
-    : QDialog(parent), m_kind(new QComboBox(this)), m_type(new QComboBox(this)), m_size(new QComboBox(this)),
-      m_name(new QLineEdit(this)), m_network(new QCheckBox(tr("Network access"), this)),
-      m_networkWarning(new QLabel(this)), m_env(new QPlainTextEdit(this)), m_envLabel(new QLabel(tr("Environment:"), this)),
-      m_error(new QLabel(this))
+    : QDialog(parent)
+    , m_kind(new QComboBox(this))
+    , m_type(new QComboBox(this))
+    , m_size(new QComboBox(this))
+    , m_name(new QLineEdit(this))
+    , m_network(new QCheckBox(tr("Network access"), this))
+    , m_networkWarning(new QLabel(this))
+    , m_env(new QPlainTextEdit(this))
+    , m_envLabel(new QLabel(tr("Environment:"), this))
+    , m_error(new QLabel(this))
 {
     setWindowTitle(tr("New Sandbox"));
     auto *layout = new QVBoxLayout(this);
@@ -37,7 +43,8 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     m_size->setCurrentIndex(2);
     m_name->setPlaceholderText(tr("optional"));
     m_name->setMaxLength(100);
-    m_networkWarning->setText(tr("Shares this computer's network with the sandbox (no isolation of the network)."));
+    m_networkWarning->setText(
+        tr("Shares this computer's network with the sandbox (no isolation of the network)."));
     m_networkWarning->setWordWrap(true);
     m_networkWarning->setStyleSheet(QStringLiteral("color: #9a6700;"));
     m_networkWarning->hide();

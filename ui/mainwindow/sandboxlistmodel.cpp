@@ -14,7 +14,9 @@ namespace {
 constexpr quintptr kGroupId = 0;
 } // namespace
 
-SandboxListModel::SandboxListModel(QObject *parent) : QAbstractItemModel(parent) {}
+SandboxListModel::SandboxListModel(QObject *parent)
+    : QAbstractItemModel(parent)
+{}
 
 SandboxListModel::~SandboxListModel() = default;
 
@@ -81,9 +83,12 @@ QVariant SandboxListModel::data(const QModelIndex &index, int role) const
             if (index.column() != NameColumn)
                 return {};
             switch (g) {
-            case AgentsGroup: return tr("Agents (%1)").arg(m_groups[g].size());
-            case DatabasesGroup: return tr("Databases (%1)").arg(m_groups[g].size());
-            default: return tr("Sandboxes (%1)").arg(m_groups[g].size());
+            case AgentsGroup:
+                return tr("Agents (%1)").arg(m_groups[g].size());
+            case DatabasesGroup:
+                return tr("Databases (%1)").arg(m_groups[g].size());
+            default:
+                return tr("Sandboxes (%1)").arg(m_groups[g].size());
             }
         case Qt::FontRole: {
             QFont f;
@@ -92,9 +97,12 @@ QVariant SandboxListModel::data(const QModelIndex &index, int role) const
         }
         case Qt::ToolTipRole:
             switch (g) {
-            case AgentsGroup: return tr("Coding-agent sandboxes (Claude Code, OpenCode, Codex)");
-            case DatabasesGroup: return tr("Database sandboxes (PostgreSQL, SQLite, DuckDB)");
-            default: return tr("Sandboxes of other kinds");
+            case AgentsGroup:
+                return tr("Coding-agent sandboxes (Claude Code, OpenCode, Codex)");
+            case DatabasesGroup:
+                return tr("Database sandboxes (PostgreSQL, SQLite, DuckDB)");
+            default:
+                return tr("Sandboxes of other kinds");
             }
         case IsGroupRole:
             return true;
@@ -106,9 +114,12 @@ QVariant SandboxListModel::data(const QModelIndex &index, int role) const
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
-        case NameColumn: return s.name.isEmpty() ? s.id : s.name;
-        case TypeColumn: return s.type;
-        case StatusColumn: return s.status;
+        case NameColumn:
+            return s.name.isEmpty() ? s.id : s.name;
+        case TypeColumn:
+            return s.type;
+        case StatusColumn:
+            return s.status;
         }
         return {};
     case Qt::DecorationRole:
@@ -127,13 +138,20 @@ QVariant SandboxListModel::data(const QModelIndex &index, int role) const
             tip += u'\n' + s.error;
         return tip;
     }
-    case IdRole: return s.id;
-    case StatusRole: return s.status;
-    case KindRole: return s.kind;
-    case TypeRole: return s.type;
-    case IsGroupRole: return false;
-    case SandboxRole: return QVariant::fromValue(s);
-    default: return {};
+    case IdRole:
+        return s.id;
+    case StatusRole:
+        return s.status;
+    case KindRole:
+        return s.kind;
+    case TypeRole:
+        return s.type;
+    case IsGroupRole:
+        return false;
+    case SandboxRole:
+        return QVariant::fromValue(s);
+    default:
+        return {};
     }
 }
 
@@ -142,10 +160,14 @@ QVariant SandboxListModel::headerData(int section, Qt::Orientation orientation, 
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case NameColumn: return tr("Name");
-    case TypeColumn: return tr("Type");
-    case StatusColumn: return tr("Status");
-    default: return {};
+    case NameColumn:
+        return tr("Name");
+    case TypeColumn:
+        return tr("Type");
+    case StatusColumn:
+        return tr("Status");
+    default:
+        return {};
     }
 }
 
@@ -167,8 +189,8 @@ bool SandboxListModel::before(const SandboxInfo &a, const SandboxInfo &b)
 
 bool SandboxListModel::same(const SandboxInfo &a, const SandboxInfo &b)
 {
-    return a.status == b.status && a.name == b.name && a.error == b.error && a.type == b.type && a.size == b.size
-           && a.network == b.network && a.lastActiveAt == b.lastActiveAt;
+    return a.status == b.status && a.name == b.name && a.error == b.error && a.type == b.type
+           && a.size == b.size && a.network == b.network && a.lastActiveAt == b.lastActiveAt;
 }
 
 void SandboxListModel::setSandboxes(const QList<SandboxInfo> &sandboxes)
@@ -252,7 +274,9 @@ void SandboxListModel::updateSandbox(const SandboxInfo &sandbox)
 void SandboxListModel::removeSandbox(const QString &id)
 {
     QList<SandboxInfo> all = sandboxes();
-    all.erase(std::remove_if(all.begin(), all.end(), [&](const SandboxInfo &s) { return s.id == id; }), all.end());
+    all.erase(std::remove_if(all.begin(), all.end(),
+                             [&](const SandboxInfo &s) { return s.id == id; }),
+              all.end());
     setSandboxes(all);
 }
 

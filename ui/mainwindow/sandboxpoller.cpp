@@ -4,7 +4,8 @@
 
 namespace Sandbox::Ui {
 
-SandboxPoller::SandboxPoller(QObject *parent) : QObject(parent)
+SandboxPoller::SandboxPoller(QObject *parent)
+    : QObject(parent)
 {
     m_timer.setInterval(DefaultIntervalMs);
     connect(&m_timer, &QTimer::timeout, this, &SandboxPoller::refresh);
@@ -75,7 +76,8 @@ void SandboxPoller::finishRound()
         failedKinds << QStringLiteral("agent");
     if (!m_databasesOk)
         failedKinds << QStringLiteral("database");
-    Q_EMIT listed((m_agentsOk ? m_agents : QList<SandboxInfo>()) + (m_databasesOk ? m_databases : QList<SandboxInfo>()),
+    Q_EMIT listed((m_agentsOk ? m_agents : QList<SandboxInfo>())
+                      + (m_databasesOk ? m_databases : QList<SandboxInfo>()),
                   failedKinds);
     if (m_again) {
         m_again = false;

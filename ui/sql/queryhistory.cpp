@@ -13,9 +13,13 @@ constexpr int kMaxEntries = 1000;
 constexpr qint64 kMaxSqlChars = 100000;
 } // namespace
 
-QueryHistory::QueryHistory(const QString &databaseId, const QString &dir, QObject *parent) : QObject(parent)
+QueryHistory::QueryHistory(const QString &databaseId, const QString &dir, QObject *parent)
+    : QObject(parent)
 {
-    const QString base = dir.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/sql-history") : dir;
+    const QString base = dir.isEmpty()
+                             ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)
+                                   + QStringLiteral("/sql-history")
+                             : dir;
     QDir().mkpath(base);
     QString safeId = databaseId;
     safeId.replace(u'/', u'_');
@@ -31,7 +35,9 @@ QStandardItem *QueryHistory::itemFor(const Entry &e) const
     QString firstLine = e.sql.simplified();
     if (firstLine.size() > 120)
         firstLine = firstLine.left(120) + QStringLiteral("…");
-    auto *item = new QStandardItem(QStringLiteral("%1  %2").arg(e.at.toLocalTime().toString(QStringLiteral("MM-dd HH:mm")), firstLine));
+    auto *item = new QStandardItem(
+        QStringLiteral("%1  %2").arg(e.at.toLocalTime().toString(QStringLiteral("MM-dd HH:mm")),
+                                     firstLine));
     item->setToolTip(e.sql);
     item->setData(e.sql, Qt::UserRole);
     item->setEditable(false);
@@ -49,9 +55,11 @@ void QueryHistory::load()
         const QJsonObject o = QJsonDocument::fromJson(f.readLine()).object();
         if (o.isEmpty())
             continue;
-        m_entries.append({o.value(QStringLiteral("sql")).toString(),
-                          QDateTime::fromString(o.value(QStringLiteral("at")).toString(), Qt::ISODateWithMs),
-                          qint64(o.value(QStringLiteral("durationMs")).toDouble()), o.value(QStringLiteral("ok")).toBool(true)});
+        m_entries.append(
+            {o.value(QStringLiteral("sql")).toString(),
+             QDateTime::fromString(o.value(QStringLiteral("at")).toString(), Qt::ISODateWithMs),
+             qint64(o.value(QStringLiteral("durationMs")).toDouble()),
+             o.value(QStringLiteral("ok")).toBool(true)});
     }
     if (m_entries.size() > kMaxEntries)
         m_entries = m_entries.mid(m_entries.size() - kMaxEntries);
@@ -71,8 +79,10 @@ void QueryHistory::add(const QString &sql, qint64 durationMs, bool ok)
     if (!f.open(rewrite ? QIODevice::WriteOnly | QIODevice::Truncate : QIODevice::Append))
         return;
     const auto write = [&f](const Entry &x) {
-        f.write(QJsonDocument(QJsonObject{{QStringLiteral("sql"), x.sql}, {QStringLiteral("at"), x.at.toString(Qt::ISODateWithMs)},
-                                          {QStringLiteral("durationMs"), double(x.durationMs)}, {QStringLiteral("ok"), x.ok}})
+        f.write(QJsonDocument(QJsonObject{{QStringLiteral("sql"), x.sql},
+                                          {QStringLiteral("at"), x.at.toString(Qt::ISODateWithMs)},
+                                          {QStringLiteral("durationMs"), double(x.durationMs)},
+                                          {QStringLiteral("ok"), x.ok}})
                     .toJson(QJsonDocument::Compact)
                 + '\n');
     };

@@ -26,7 +26,8 @@ bool isNumber(const QJsonValue &v)
     if (v.isDouble())
         return true;
     const QJsonObject o = v.toObject();
-    return o.size() == 1 && (o.contains(QStringLiteral("$int")) || o.contains(QStringLiteral("$float")));
+    return o.size() == 1
+           && (o.contains(QStringLiteral("$int")) || o.contains(QStringLiteral("$float")));
 }
 
 QString csvCell(const QJsonValue &v)
@@ -41,7 +42,9 @@ QString csvCell(const QJsonValue &v)
 
 } // namespace
 
-ResultModel::ResultModel(QObject *parent) : QAbstractTableModel(parent) {}
+ResultModel::ResultModel(QObject *parent)
+    : QAbstractTableModel(parent)
+{}
 
 ResultModel::~ResultModel() = default;
 
@@ -215,7 +218,8 @@ QVariant ResultModel::data(const QModelIndex &index, int role) const
     case Qt::ToolTipRole:
         return null ? QVariant() : QVariant(SqlValue::toText(v).left(64 * 1024));
     case Qt::ForegroundRole:
-        return null ? QVariant(QBrush(QPalette().color(QPalette::Disabled, QPalette::Text))) : QVariant();
+        return null ? QVariant(QBrush(QPalette().color(QPalette::Disabled, QPalette::Text)))
+                    : QVariant();
     case Qt::FontRole:
         if (null) {
             QFont f;
@@ -224,7 +228,8 @@ QVariant ResultModel::data(const QModelIndex &index, int role) const
         }
         return {};
     case Qt::TextAlignmentRole:
-        return isNumber(v) ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant(Qt::AlignLeft | Qt::AlignVCenter);
+        return isNumber(v) ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
+                           : QVariant(Qt::AlignLeft | Qt::AlignVCenter);
     case IsNullRole:
         return null;
     case JsonRole:
@@ -296,7 +301,8 @@ QString ResultModel::copyText(const QModelIndexList &indexes, bool withHeader) c
     return lines.join(u'\n');
 }
 
-void ResultModel::exportTo(const QString &path, Format format, QObject *context, std::function<void(Result<qint64>)> done)
+void ResultModel::exportTo(const QString &path, Format format, QObject *context,
+                           std::function<void(Result<qint64>)> done)
 {
     m_exports.append({path, format, context, std::move(done)});
     continueExport();
@@ -319,7 +325,9 @@ void ResultModel::continueExport()
         QSaveFile out(e.path);
         Result<qint64> result = qint64(0);
         if (!out.open(QIODevice::WriteOnly)) {
-            result = Error{ErrorCode::FileError, tr("cannot write %1: %2").arg(e.path, out.errorString()), {}};
+            result = Error{ErrorCode::FileError,
+                           tr("cannot write %1: %2").arg(e.path, out.errorString()),
+                           {}};
         } else {
             QStringList names;
             for (const SqlField &f : m_fields)
@@ -335,7 +343,8 @@ void ResultModel::continueExport()
             qint64 written = 0;
             for (int page = 0; page < m_pages.size(); ++page) {
                 m_spill->seek(m_pages[page].offset);
-                const QJsonArray rows = QJsonDocument::fromJson(m_spill->read(m_pages[page].bytes)).array();
+                const QJsonArray rows
+                    = QJsonDocument::fromJson(m_spill->read(m_pages[page].bytes)).array();
                 QByteArray chunk;
                 for (const QJsonValue &row : rows) {
                     const QJsonArray r = row.toArray();
@@ -348,7 +357,8 @@ void ResultModel::continueExport()
                         QJsonObject o;
                         for (int c = 0; c < r.size() && c < names.size(); ++c)
                             o.insert(names[c], r[c]);
-                        chunk += (written ? ",\n" : "\n") + QJsonDocument(o).toJson(QJsonDocument::Compact);
+                        chunk += (written ? ",\n" : "\n")
+                                 + QJsonDocument(o).toJson(QJsonDocument::Compact);
                     }
                     ++written;
                 }
@@ -357,7 +367,9 @@ void ResultModel::continueExport()
             if (e.format == Format::Json)
                 out.write(written ? "\n]\n" : "]\n");
             if (!out.commit())
-                result = Error{ErrorCode::FileError, tr("cannot write %1: %2").arg(e.path, out.errorString()), {}};
+                result = Error{ErrorCode::FileError,
+                               tr("cannot write %1: %2").arg(e.path, out.errorString()),
+                               {}};
             else
                 result = written;
         }

@@ -41,7 +41,8 @@ public:
     int rowCount(const QModelIndex &parent = {}) const override;
     int columnCount(const QModelIndex &parent = {}) const override;
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
     bool canFetchMore(const QModelIndex &parent) const override;
     void fetchMore(const QModelIndex &parent) override;
 
@@ -54,7 +55,8 @@ public:
 
     // Writes every row — fetching the rest of the result first — to `path`. `done` gets the
     // number of rows written. The query is not run again: earlier rows come from the spill.
-    void exportTo(const QString &path, Format format, QObject *context, std::function<void(Result<qint64>)> done);
+    void exportTo(const QString &path, Format format, QObject *context,
+                  std::function<void(Result<qint64>)> done);
 
     void setMaxCachedPages(int pages) { m_maxCachedPages = qMax(1, pages); }
     int cachedPages() const { return int(m_cache.size()); }

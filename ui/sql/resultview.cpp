@@ -17,9 +17,13 @@
 namespace Sandbox::Ui {
 
 ResultView::ResultView(QWidget *parent)
-    : QWidget(parent), m_model(new ResultModel(this)), m_stack(new QStackedWidget(this)),
-      m_table(new QTableView(m_stack)), m_text(new QPlainTextEdit(m_stack)), m_status(new QLabel(this)),
-      m_exportButtons(new QWidget(this))
+    : QWidget(parent)
+    , m_model(new ResultModel(this))
+    , m_stack(new QStackedWidget(this))
+    , m_table(new QTableView(m_stack))
+    , m_text(new QPlainTextEdit(m_stack))
+    , m_status(new QLabel(this))
+    , m_exportButtons(new QWidget(this))
 {
     m_table->setModel(m_model);
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -115,8 +119,9 @@ void ResultView::copySelection(bool withHeader)
 void ResultView::askExport(ResultModel::Format format)
 {
     const bool csv = format == ResultModel::Format::Csv;
-    const QString path = QFileDialog::getSaveFileName(this, csv ? tr("Export as CSV") : tr("Export as JSON"), QString(),
-                                                      csv ? tr("CSV (*.csv)") : tr("JSON (*.json)"));
+    const QString path
+        = QFileDialog::getSaveFileName(this, csv ? tr("Export as CSV") : tr("Export as JSON"),
+                                       QString(), csv ? tr("CSV (*.csv)") : tr("JSON (*.json)"));
     if (!path.isEmpty())
         exportTo(path, format);
 }

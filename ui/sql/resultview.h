@@ -40,12 +40,12 @@ Q_SIGNALS:
 private:
     void askExport(ResultModel::Format format);
 
-    ResultModel *m_model;        // owned (child)
-    QStackedWidget *m_stack;     // owned (child)
-    QTableView *m_table;         // owned (child of m_stack)
-    QPlainTextEdit *m_text;      // owned (child of m_stack)
-    QLabel *m_status;            // owned (child)
-    QWidget *m_exportButtons;    // owned (child)
+    ResultModel *m_model;     // owned (child)
+    QStackedWidget *m_stack;  // owned (child)
+    QTableView *m_table;      // owned (child of m_stack)
+    QPlainTextEdit *m_text;   // owned (child of m_stack)
+    QLabel *m_status;         // owned (child)
+    QWidget *m_exportButtons; // owned (child)
 };
 
 } // namespace Sandbox::Ui

@@ -5,7 +5,9 @@
 namespace Sandbox::Ui {
 
 SchemaModel::SchemaModel(DatabasesService *service, QString databaseId, QObject *parent)
-    : QStandardItemModel(parent), m_service(service), m_databaseId(std::move(databaseId))
+    : QStandardItemModel(parent)
+    , m_service(service)
+    , m_databaseId(std::move(databaseId))
 {
     setHorizontalHeaderLabels({tr("Name"), tr("Type")});
 }
@@ -15,76 +17,87 @@ void SchemaModel::refresh()
     const quint64 generation = ++m_generation;
     m_calls.clear();
     m_pending = 1;
-    m_calls.push_back(m_service->listTables(m_databaseId, this, [this, generation](Result<QList<TableInfo>> tables) {
-        if (generation != m_generation)
-            return;
-        --m_pending;
-        if (!tables) {
-            Q_EMIT failed(tables.error().message);
-            return;
-        }
-        removeRows(0, rowCount());
-        m_columns.clear();
-        if (tables->isEmpty()) {
-            Q_EMIT loaded();
-            return;
-        }
-        for (const TableInfo &t : *tables) {
-            const bool defaultSchema = t.schema.isEmpty() || t.schema == QLatin1String("public") || t.schema == QLatin1String("main");
-            const QString name = defaultSchema ? t.name : t.schema + u'.' + t.name;
-            auto *item = new QStandardItem(name);
-            item->setEditable(false);
-            item->setData(t.type, KindRole);
-            item->setData(name, NameRole);
-            auto *type = new QStandardItem(t.type);
-            type->setEditable(false);
-            appendRow({item, type});
-            ++m_pending;
-            m_calls.push_back(m_service->describeTable(m_databaseId, t.name, defaultSchema ? QString() : t.schema, this,
-                                                    [this, generation, name](Result<TableDescription> d) {
-                if (generation != m_generation)
-                    return;
-                --m_pending;
-                const QList<QStandardItem *> found = findItems(name);
-                if (d && !found.isEmpty()) {
-                    QStandardItem *table = found.first();
-                    QStringList columns;
-                    for (const ColumnInfo &c : d->columns) {
-                        auto *col = new QStandardItem(c.name);
-                        col->setEditable(false);
-                        col->setData(QStringLiteral("column"), KindRole);
-                        col->setData(c.name, NameRole);
-                        col->setToolTip(QStringLiteral("%1 %2%3%4").arg(c.name, c.type, c.nullable ? QString() : QStringLiteral(" NOT NULL"),
-                                                                         c.primaryKey ? QStringLiteral(" PRIMARY KEY") : QString()));
-                        auto *type = new QStandardItem(c.type + (c.primaryKey ? QStringLiteral(" 🔑") : QString()));
-                        type->setEditable(false);
-                        table->appendRow({col, type});
-                        columns.append(c.name);
-                    }
-                    if (!d->indexes.isEmpty()) {
-                        auto *folder = new QStandardItem(tr("Indexes"));
-                        folder->setEditable(false);
-                        folder->setData(QStringLiteral("indexes"), KindRole);
-                        for (const IndexInfo &i : d->indexes) {
-                            auto *index = new QStandardItem(i.name);
-                            index->setEditable(false);
-                            index->setData(QStringLiteral("index"), KindRole);
-                            index->setToolTip(i.definition);
-                            auto *what = new QStandardItem(QStringLiteral("%1(%2)").arg(
-                                i.primary ? QStringLiteral("PRIMARY KEY ") : i.unique ? QStringLiteral("UNIQUE ") : QString(),
-                                i.columns.join(QStringLiteral(", "))));
-                            what->setEditable(false);
-                            folder->appendRow({index, what});
+    m_calls.push_back(
+        m_service->listTables(m_databaseId, this, [this, generation](Result<QList<TableInfo>> tables) {
+            if (generation != m_generation)
+                return;
+            --m_pending;
+            if (!tables) {
+                Q_EMIT failed(tables.error().message);
+                return;
+            }
+            removeRows(0, rowCount());
+            m_columns.clear();
+            if (tables->isEmpty()) {
+                Q_EMIT loaded();
+                return;
+            }
+            for (const TableInfo &t : *tables) {
+                const bool defaultSchema = t.schema.isEmpty() || t.schema == QLatin1String("public")
+                                           || t.schema == QLatin1String("main");
+                const QString name = defaultSchema ? t.name : t.schema + u'.' + t.name;
+                auto *item = new QStandardItem(name);
+                item->setEditable(false);
+                item->setData(t.type, KindRole);
+                item->setData(name, NameRole);
+                auto *type = new QStandardItem(t.type);
+                type->setEditable(false);
+                appendRow({item, type});
+                ++m_pending;
+                m_calls.push_back(m_service->describeTable(
+                    m_databaseId, t.name, defaultSchema ? QString() : t.schema, this,
+                    [this, generation, name](Result<TableDescription> d) {
+                        if (generation != m_generation)
+                            return;
+                        --m_pending;
+                        const QList<QStandardItem *> found = findItems(name);
+                        if (d && !found.isEmpty()) {
+                            QStandardItem *table = found.first();
+                            QStringList columns;
+                            for (const ColumnInfo &c : d->columns) {
+                                auto *col = new QStandardItem(c.name);
+                                col->setEditable(false);
+                                col->setData(QStringLiteral("column"), KindRole);
+                                col->setData(c.name, NameRole);
+                                col->setToolTip(
+                                    QStringLiteral("%1 %2%3%4")
+                                        .arg(c.name, c.type,
+                                             c.nullable ? QString() : QStringLiteral(" NOT NULL"),
+                                             c.primaryKey ? QStringLiteral(" PRIMARY KEY")
+                                                          : QString()));
+                                auto *type = new QStandardItem(
+                                    c.type + (c.primaryKey ? QStringLiteral(" 🔑") : QString()));
+                                type->setEditable(false);
+                                table->appendRow({col, type});
+                                columns.append(c.name);
+                            }
+                            if (!d->indexes.isEmpty()) {
+                                auto *folder = new QStandardItem(tr("Indexes"));
+                                folder->setEditable(false);
+                                folder->setData(QStringLiteral("indexes"), KindRole);
+                                for (const IndexInfo &i : d->indexes) {
+                                    auto *index = new QStandardItem(i.name);
+                                    index->setEditable(false);
+                                    index->setData(QStringLiteral("index"), KindRole);
+                                    index->setToolTip(i.definition);
+                                    auto *what = new QStandardItem(
+                                        QStringLiteral("%1(%2)")
+                                            .arg(i.primary  ? QStringLiteral("PRIMARY KEY ")
+                                                 : i.unique ? QStringLiteral("UNIQUE ")
+                                                            : QString(),
+                                                 i.columns.join(QStringLiteral(", "))));
+                                    what->setEditable(false);
+                                    folder->appendRow({index, what});
+                                }
+                                table->appendRow({folder, new QStandardItem()});
+                            }
+                            m_columns.insert(name, columns);
                         }
-                        table->appendRow({folder, new QStandardItem()});
-                    }
-                    m_columns.insert(name, columns);
-                }
-                if (m_pending == 0)
-                    Q_EMIT loaded();
-            }));
-        }
-    }));
+                        if (m_pending == 0)
+                            Q_EMIT loaded();
+                    }));
+            }
+        }));
 }
 
 } // namespace Sandbox::Ui

@@ -32,7 +32,8 @@ constexpr int kPageSize = 500;
 
 QString firstWord(const QString &sql)
 {
-    static const QRegularExpression re(QStringLiteral("^(?:\\s|--[^\\n]*\\n|/\\*.*?\\*/)*([A-Za-z]+)"),
+    static const QRegularExpression re(QStringLiteral(
+                                           "^(?:\\s|--[^\\n]*\\n|/\\*.*?\\*/)*([A-Za-z]+)"),
                                        QRegularExpression::DotMatchesEverythingOption);
     return re.match(sql).captured(1).toUpper();
 }
@@ -44,7 +45,8 @@ QString rows(qint64 n)
 
 QString formatMs(qint64 ms)
 {
-    return ms < 1000 ? QStringLiteral("%1 ms").arg(ms) : QStringLiteral("%1 s").arg(double(ms) / 1000.0, 0, 'f', 1);
+    return ms < 1000 ? QStringLiteral("%1 ms").arg(ms)
+                     : QStringLiteral("%1 s").arg(double(ms) / 1000.0, 0, 'f', 1);
 }
 
 // EXPLAIN output as one readable text: PostgreSQL's "QUERY PLAN" lines, DuckDB's plan boxes,
@@ -73,15 +75,24 @@ QString planText(ResultModel *model)
 } // namespace
 
 SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *parent)
-    : QWidget(parent), m_client(client), m_databaseId(std::move(databaseId)), m_editor(new SqlEditor(this)),
-      m_results(new QTabWidget(this)), m_schema(new SchemaModel(&client->databases(), m_databaseId, this)),
-      m_history(new QueryHistory(m_databaseId, {}, this)), m_schemaView(new QTreeView(this)), m_search(new QLineEdit(this)),
-      m_runButton(new QToolButton(this)), m_cancelButton(new QToolButton(this)), m_timer(new QLabel(this)),
-      m_tick(new QTimer(this))
+    : QWidget(parent)
+    , m_client(client)
+    , m_databaseId(std::move(databaseId))
+    , m_editor(new SqlEditor(this))
+    , m_results(new QTabWidget(this))
+    , m_schema(new SchemaModel(&client->databases(), m_databaseId, this))
+    , m_history(new QueryHistory(m_databaseId, {}, this))
+    , m_schemaView(new QTreeView(this))
+    , m_search(new QLineEdit(this))
+    , m_runButton(new QToolButton(this))
+    , m_cancelButton(new QToolButton(this))
+    , m_timer(new QLabel(this))
+    , m_tick(new QTimer(this))
 {
     // Toolbar: run, run selection, cancel, the live timer.
     m_runButton->setText(tr("Run"));
-    m_runButton->setToolTip(tr("Run the statement under the cursor (Ctrl+Enter); Ctrl+Shift+Enter runs all"));
+    m_runButton->setToolTip(
+        tr("Run the statement under the cursor (Ctrl+Enter); Ctrl+Shift+Enter runs all"));
     m_runButton->setPopupMode(QToolButton::MenuButtonPopup);
     auto *runAllAction = new QAction(tr("Run All"), this);
     auto *runSelectionAction = new QAction(tr("Run Selection"), this);
@@ -256,7 +267,8 @@ void SqlConsole::runNext()
     QString title = sql.simplified();
     if (title.size() > 28)
         title = title.left(28) + QStringLiteral("…");
-    const int tab = m_results->addTab(view, QStringLiteral("%1: %2").arg(m_results->count() + 1).arg(title));
+    const int tab
+        = m_results->addTab(view, QStringLiteral("%1: %2").arg(m_results->count() + 1).arg(title));
     m_results->setTabToolTip(tab, sql);
     m_results->setCurrentIndex(tab);
     m_current = view;
@@ -267,7 +279,8 @@ void SqlConsole::runNext()
     feed->setPageSize(kPageSize);
     ResultModel *model = view->model();
     const bool explain = verb == QLatin1String("EXPLAIN");
-    if (verb == QLatin1String("CREATE") || verb == QLatin1String("DROP") || verb == QLatin1String("ALTER"))
+    if (verb == QLatin1String("CREATE") || verb == QLatin1String("DROP")
+        || verb == QLatin1String("ALTER"))
         m_schemaChanged = true;
     auto status = [view, model] {
         const QString more = model->canFetchMore({}) ? tr(", more as you scroll") : QString();
@@ -280,7 +293,8 @@ void SqlConsole::runNext()
         const qint64 ms = m_statementClock.elapsed();
         RowFeed *f = model->feed();
         if (model->fields().isEmpty()) {
-            const QString message = tr("%1: %2 affected (%3)").arg(f->command(), rows(f->rowsAffected()), formatMs(ms));
+            const QString message = tr("%1: %2 affected (%3)")
+                                        .arg(f->command(), rows(f->rowsAffected()), formatMs(ms));
             view->showText(message);
             view->setStatus(message);
         } else if (!explain) {
@@ -317,11 +331,13 @@ void SqlConsole::runNext()
         if (!at.hint.isEmpty())
             message += QStringLiteral("\n") + tr("Hint: %1").arg(at.hint);
         if (at.isValid()) {
-            message += QStringLiteral("\n") + tr("at line %1, column %2 of the statement").arg(at.line).arg(at.column);
+            message += QStringLiteral("\n")
+                       + tr("at line %1, column %2 of the statement").arg(at.line).arg(at.column);
             const int inStatement = utf16Offset(m_currentStatement.sql, at.position);
             int length = 1;
             const QString &s = m_currentStatement.sql;
-            while (inStatement + length < s.size() && !s[inStatement + length].isSpace() && s[inStatement].isLetterOrNumber())
+            while (inStatement + length < s.size() && !s[inStatement + length].isSpace()
+                   && s[inStatement].isLetterOrNumber())
                 ++length;
             m_editor->markError(m_currentStatement.offset + inStatement, length, error.message);
         }
@@ -359,7 +375,8 @@ void SqlConsole::updateTimer()
 {
     if (!m_clock.isValid())
         return;
-    m_timer->setText(isRunning() ? tr("Running… %1").arg(formatMs(m_clock.elapsed())) : tr("Done in %1").arg(formatMs(m_clock.elapsed())));
+    m_timer->setText(isRunning() ? tr("Running… %1").arg(formatMs(m_clock.elapsed()))
+                                 : tr("Done in %1").arg(formatMs(m_clock.elapsed())));
 }
 
 } // namespace Sandbox::Ui

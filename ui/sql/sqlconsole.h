@@ -4,9 +4,9 @@
 
 #include <client/rpccall.h>
 
+#include "resultview.h" // complete: QPointer<ResultView> below
 #include <QElapsedTimer>
 #include <QPointer>
-#include "resultview.h" // complete: QPointer<ResultView> below
 
 #include <QWidget>
 
@@ -78,16 +78,16 @@ private:
 
     Sandbox::Client *m_client; // not owned
     QString m_databaseId;
-    SqlEditor *m_editor;       // owned (child)
-    QTabWidget *m_results;     // owned (child)
-    SchemaModel *m_schema;     // owned (child)
-    QueryHistory *m_history;   // owned (child)
-    QTreeView *m_schemaView;   // owned (child)
-    QLineEdit *m_search;       // owned (child)
-    QToolButton *m_runButton;  // owned (child)
+    SqlEditor *m_editor;         // owned (child)
+    QTabWidget *m_results;       // owned (child)
+    SchemaModel *m_schema;       // owned (child)
+    QueryHistory *m_history;     // owned (child)
+    QTreeView *m_schemaView;     // owned (child)
+    QLineEdit *m_search;         // owned (child)
+    QToolButton *m_runButton;    // owned (child)
     QToolButton *m_cancelButton; // owned (child)
-    QLabel *m_timer;           // owned (child)
-    QTimer *m_tick;            // owned (child)
+    QLabel *m_timer;             // owned (child)
+    QTimer *m_tick;              // owned (child)
     QElapsedTimer m_clock;
     QElapsedTimer m_statementClock;
     QList<Pending> m_queue;

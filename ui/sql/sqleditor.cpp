@@ -13,24 +13,32 @@ namespace {
 constexpr int kErrorIndicator = 8;
 constexpr int kErrorMarker = 1;
 
-const char kCommon[] =
-    "select from where group by having order limit offset insert into values update set delete create table "
-    "view index unique primary key foreign references drop alter add column rename to as on join inner left "
-    "right full outer cross natural using and or not null is in between like exists case when then else end "
-    "distinct all union intersect except with recursive begin commit rollback transaction default check "
-    "constraint cast true false asc desc nulls first last explain analyze over partition window filter returning "
-    "if replace temporary temp integer int bigint smallint text varchar char boolean real double precision "
-    "numeric decimal date time timestamp interval count sum avg min max coalesce nullif";
-const char kPostgres[] =
-    " serial bigserial bytea jsonb json uuid array schema grant revoke role vacuum sequence returning ilike "
-    "similar lateral materialized refresh trigger function procedure language plpgsql do copy timestamptz "
-    "tablespace extension conflict nothing";
-const char kSqlite[] =
-    " autoincrement pragma attach detach glob regexp vacuum without rowid strict blob reindex conflict abort "
-    "fail ignore indexed virtual trigger instead of";
-const char kDuckdb[] =
-    " pivot unpivot qualify summarize describe struct map list blob hugeint ubigint uuid json copy parquet "
-    "read_csv read_parquet read_json install load macro sequence positional asof";
+const char kCommon[]
+    = "select from where group by having order limit offset insert into values update set delete "
+      "create table "
+      "view index unique primary key foreign references drop alter add column rename to as on join "
+      "inner left "
+      "right full outer cross natural using and or not null is in between like exists case when "
+      "then else end "
+      "distinct all union intersect except with recursive begin commit rollback transaction "
+      "default check "
+      "constraint cast true false asc desc nulls first last explain analyze over partition window "
+      "filter returning "
+      "if replace temporary temp integer int bigint smallint text varchar char boolean real double "
+      "precision "
+      "numeric decimal date time timestamp interval count sum avg min max coalesce nullif";
+const char kPostgres[] = " serial bigserial bytea jsonb json uuid array schema grant revoke role "
+                         "vacuum sequence returning ilike "
+                         "similar lateral materialized refresh trigger function procedure language "
+                         "plpgsql do copy timestamptz "
+                         "tablespace extension conflict nothing";
+const char kSqlite[] = " autoincrement pragma attach detach glob regexp vacuum without rowid "
+                       "strict blob reindex conflict abort "
+                       "fail ignore indexed virtual trigger instead of";
+const char kDuckdb[]
+    = " pivot unpivot qualify summarize describe struct map list blob hugeint ubigint uuid json "
+      "copy parquet "
+      "read_csv read_parquet read_json install load macro sequence positional asof";
 
 } // namespace
 
@@ -39,7 +47,9 @@ const char kDuckdb[] =
 class SqlLexer final : public QsciLexerSQL
 {
 public:
-    explicit SqlLexer(QObject *parent) : QsciLexerSQL(parent) {}
+    explicit SqlLexer(QObject *parent)
+        : QsciLexerSQL(parent)
+    {}
     QByteArray words;
     const char *keywords(int set) const override
     {
@@ -47,7 +57,9 @@ public:
     }
 };
 
-SqlEditor::SqlEditor(QWidget *parent) : QsciScintilla(parent), m_lexer(new SqlLexer(this))
+SqlEditor::SqlEditor(QWidget *parent)
+    : QsciScintilla(parent)
+    , m_lexer(new SqlLexer(this))
 {
     setUtf8(true);
     const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
@@ -85,7 +97,9 @@ void SqlEditor::setDialect(const QString &engine)
 {
     m_dialect = engine;
     QByteArray words = kCommon;
-    words += engine == QLatin1String("sqlite") ? kSqlite : engine == QLatin1String("duckdb") ? kDuckdb : kPostgres;
+    words += engine == QLatin1String("sqlite")   ? kSqlite
+             : engine == QLatin1String("duckdb") ? kDuckdb
+                                                 : kPostgres;
     m_lexer->words = words;
     setLexer(m_lexer); // re-reads the keyword lists
     rebuildCompletion();
@@ -119,7 +133,8 @@ void SqlEditor::rebuildCompletion()
 
 void SqlEditor::keyPressEvent(QKeyEvent *event)
 {
-    if ((event->key() == Qt::Key_Return || event->key() == Qt::Key_Enter) && (event->modifiers() & Qt::ControlModifier)) {
+    if ((event->key() == Qt::Key_Return || event->key() == Qt::Key_Enter)
+        && (event->modifiers() & Qt::ControlModifier)) {
         if (event->modifiers() & Qt::ShiftModifier)
             Q_EMIT runAllRequested();
         else
@@ -143,7 +158,8 @@ QPair<int, int> SqlEditor::selectionOffsets() const
     const QByteArray utf8 = text().toUtf8();
     const int a = int(SendScintilla(SCI_GETSELECTIONSTART));
     const int b = int(SendScintilla(SCI_GETSELECTIONEND));
-    return {int(QString::fromUtf8(utf8.left(a)).size()), int(QString::fromUtf8(utf8.left(b)).size())};
+    return {int(QString::fromUtf8(utf8.left(a)).size()),
+            int(QString::fromUtf8(utf8.left(b)).size())};
 }
 
 void SqlEditor::markError(int offset, int length, const QString &message)

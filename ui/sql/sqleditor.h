@@ -35,9 +35,9 @@ public:
     void markError(int offset, int length, const QString &message);
     void clearErrors();
     bool hasErrorMark() const { return m_errorLine >= 0; }
-    int errorLine() const { return m_errorLine; }        // 0-based
-    int errorByteStart() const { return m_errorStart; }  // Scintilla position (bytes)
-    int cursorOffset() const;                             // UTF-16 offset of the cursor in text()
+    int errorLine() const { return m_errorLine; }       // 0-based
+    int errorByteStart() const { return m_errorStart; } // Scintilla position (bytes)
+    int cursorOffset() const;                           // UTF-16 offset of the cursor in text()
     // The selection as UTF-16 offsets; {-1, -1} when nothing is selected.
     QPair<int, int> selectionOffsets() const;
 
@@ -51,8 +51,8 @@ protected:
 private:
     void rebuildCompletion();
 
-    SqlLexer *m_lexer;  // owned (child)
-    QsciAPIs *m_apis;   // owned by the lexer
+    SqlLexer *m_lexer; // owned (child)
+    QsciAPIs *m_apis;  // owned by the lexer
     QString m_dialect;
     QStringList m_words;
     QMap<QString, QStringList> m_schema;

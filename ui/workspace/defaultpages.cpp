@@ -47,7 +47,8 @@ class WidgetPage final : public SandboxPage
 {
 public:
     WidgetPage(const SandboxPageContext &context, const QString &title, QWidget *parent)
-        : SandboxPage(context, parent), m_title(title)
+        : SandboxPage(context, parent)
+        , m_title(title)
     {
         auto *layout = new QVBoxLayout(this);
         layout->setContentsMargins(0, 0, 0, 0);
@@ -84,7 +85,10 @@ public:
     QString id() const override { return QStringLiteral("sql-console"); }
     QString title() const override { return QObject::tr("SQL"); }
     Area area() const override { return Area::Documents; }
-    bool appliesTo(const SandboxInfo &s) const override { return s.kind == QLatin1String("database"); }
+    bool appliesTo(const SandboxInfo &s) const override
+    {
+        return s.kind == QLatin1String("database");
+    }
     int order() const override { return 0; }
     SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
     {

@@ -3,7 +3,8 @@
 namespace Sandbox::Ui {
 
 SandboxPage::SandboxPage(const SandboxPageContext &context, QWidget *parent)
-    : QWidget(parent), m_context(context)
+    : QWidget(parent)
+    , m_context(context)
 {}
 
 SandboxPage::~SandboxPage() = default;

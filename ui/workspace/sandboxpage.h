@@ -15,7 +15,7 @@ class SandboxWorkspace;
 // workspace that hosts it (to open files, show another page, or report a message).
 struct SandboxPageContext
 {
-    QPointer<Client> client;         // not owned; the connection the workspace belongs to
+    QPointer<Client> client; // not owned; the connection the workspace belongs to
     SandboxInfo sandbox;
     SandboxWorkspace *workspace = nullptr; // not owned; outlives its pages
 };

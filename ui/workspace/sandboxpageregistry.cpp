@@ -36,11 +36,12 @@ QList<const SandboxPageFactory *> SandboxPageRegistry::factoriesFor(const Sandbo
         if (f->appliesTo(sandbox))
             out.append(f.get());
     }
-    std::stable_sort(out.begin(), out.end(), [](const SandboxPageFactory *a, const SandboxPageFactory *b) {
-        if (a->area() != b->area())
-            return int(a->area()) < int(b->area());
-        return a->order() < b->order();
-    });
+    std::stable_sort(out.begin(), out.end(),
+                     [](const SandboxPageFactory *a, const SandboxPageFactory *b) {
+                         if (a->area() != b->area())
+                             return int(a->area()) < int(b->area());
+                         return a->order() < b->order();
+                     });
     return out;
 }
 

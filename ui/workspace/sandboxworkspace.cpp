@@ -16,10 +16,16 @@ namespace Sandbox::Ui {
 
 SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
                                    const SandboxPageRegistry &registry, QWidget *parent)
-    : QWidget(parent), m_client(client), m_sandbox(sandbox), m_horizontal(new QSplitter(Qt::Horizontal, this)),
-      m_vertical(new QSplitter(Qt::Vertical, m_horizontal)), m_side(new QTabWidget(m_horizontal)),
-      m_documentStack(new QStackedWidget(m_vertical)), m_documents(new QTabWidget(m_documentStack)),
-      m_documentPlaceholder(new QLabel(m_documentStack)), m_panel(new QTabWidget(m_vertical))
+    : QWidget(parent)
+    , m_client(client)
+    , m_sandbox(sandbox)
+    , m_horizontal(new QSplitter(Qt::Horizontal, this))
+    , m_vertical(new QSplitter(Qt::Vertical, m_horizontal))
+    , m_side(new QTabWidget(m_horizontal))
+    , m_documentStack(new QStackedWidget(m_vertical))
+    , m_documents(new QTabWidget(m_documentStack))
+    , m_documentPlaceholder(new QLabel(m_documentStack))
+    , m_panel(new QTabWidget(m_vertical))
 {
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -91,9 +97,12 @@ void SandboxWorkspace::setSandbox(const SandboxInfo &sandbox)
 QTabWidget *SandboxWorkspace::areaWidget(SandboxPageFactory::Area area) const
 {
     switch (area) {
-    case SandboxPageFactory::Area::Side: return m_side;
-    case SandboxPageFactory::Area::Documents: return m_documents;
-    case SandboxPageFactory::Area::Panel: return m_panel;
+    case SandboxPageFactory::Area::Side:
+        return m_side;
+    case SandboxPageFactory::Area::Documents:
+        return m_documents;
+    case SandboxPageFactory::Area::Panel:
+        return m_panel;
     }
     return m_documents;
 }
@@ -259,8 +268,10 @@ QJsonObject SandboxWorkspace::saveState() const
     }
     QJsonObject state{{QStringLiteral("files"), files},
                       {QStringLiteral("pages"), pageStates},
-                      {QStringLiteral("horizontal"), QString::fromLatin1(m_horizontal->saveState().toBase64())},
-                      {QStringLiteral("vertical"), QString::fromLatin1(m_vertical->saveState().toBase64())}};
+                      {QStringLiteral("horizontal"),
+                       QString::fromLatin1(m_horizontal->saveState().toBase64())},
+                      {QStringLiteral("vertical"),
+                       QString::fromLatin1(m_vertical->saveState().toBase64())}};
     if (auto *e = currentEditor())
         state.insert(QStringLiteral("current"), e->path());
     return state;
@@ -285,7 +296,8 @@ void SandboxWorkspace::restoreState(const QJsonObject &state)
             showPage(e);
     }
     const auto restoreSplitter = [&](QSplitter *s, const char *key) {
-        const QByteArray b = QByteArray::fromBase64(state.value(QLatin1String(key)).toString().toLatin1());
+        const QByteArray b = QByteArray::fromBase64(
+            state.value(QLatin1String(key)).toString().toLatin1());
         if (!b.isEmpty())
             s->restoreState(b);
     };

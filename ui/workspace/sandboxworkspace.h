@@ -29,8 +29,8 @@ class SandboxWorkspace final : public QWidget
     Q_OBJECT
 
 public:
-    SandboxWorkspace(Client *client, const SandboxInfo &sandbox, const SandboxPageRegistry &registry,
-                     QWidget *parent = nullptr);
+    SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
+                     const SandboxPageRegistry &registry, QWidget *parent = nullptr);
     ~SandboxWorkspace() override;
 
     const SandboxInfo &sandbox() const { return m_sandbox; }
@@ -42,7 +42,10 @@ public:
     // The page a factory made, by factory id ("console", "files", ...).
     SandboxPage *page(const QString &factoryId) const;
     template<typename T>
-    T *page(const QString &factoryId) const { return qobject_cast<T *>(page(factoryId)); }
+    T *page(const QString &factoryId) const
+    {
+        return qobject_cast<T *>(page(factoryId));
+    }
     QList<SandboxPage *> pages() const;
 
     // Opens `path` in an editor, or shows the one already open.

@@ -30,7 +30,8 @@ public:
     // execute == true: every statement of `sql` runs to completion (params only with one);
     // answers {command, rowsAffected}.
     virtual json query(uint64_t requestId, const std::string &sql, const json &params, bool execute,
-                       PageLimits limits) = 0;
+                       PageLimits limits)
+        = 0;
     // The next page of a cursor: {rows, done}. A finished cursor is closed.
     virtual json fetch(uint64_t requestId, const std::string &cursor, PageLimits limits) = 0;
     virtual bool closeCursor(const std::string &cursor) = 0;

@@ -157,9 +157,9 @@ std::string uuidText(duckdb_hugeint h)
 {
     const uint64_t upper = uint64_t(h.upper) ^ (uint64_t(1) << 63);
     char buf[40];
-    std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", unsigned(upper >> 32), unsigned((upper >> 16) & 0xffff),
-                  unsigned(upper & 0xffff), unsigned(h.lower >> 48),
-                  (unsigned long long)(h.lower & 0xffffffffffffULL));
+    std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", unsigned(upper >> 32),
+                  unsigned((upper >> 16) & 0xffff), unsigned(upper & 0xffff),
+                  unsigned(h.lower >> 48), (unsigned long long)(h.lower & 0xffffffffffffULL));
     return buf;
 }
 
@@ -186,34 +186,61 @@ std::string typeName(duckdb_logical_type type)
     if (!alias.empty())
         return alias;
     switch (duckdb_get_type_id(type)) {
-    case DUCKDB_TYPE_BOOLEAN: return "BOOLEAN";
-    case DUCKDB_TYPE_TINYINT: return "TINYINT";
-    case DUCKDB_TYPE_SMALLINT: return "SMALLINT";
-    case DUCKDB_TYPE_INTEGER: return "INTEGER";
-    case DUCKDB_TYPE_BIGINT: return "BIGINT";
-    case DUCKDB_TYPE_UTINYINT: return "UTINYINT";
-    case DUCKDB_TYPE_USMALLINT: return "USMALLINT";
-    case DUCKDB_TYPE_UINTEGER: return "UINTEGER";
-    case DUCKDB_TYPE_UBIGINT: return "UBIGINT";
-    case DUCKDB_TYPE_HUGEINT: return "HUGEINT";
-    case DUCKDB_TYPE_UHUGEINT: return "UHUGEINT";
-    case DUCKDB_TYPE_FLOAT: return "FLOAT";
-    case DUCKDB_TYPE_DOUBLE: return "DOUBLE";
+    case DUCKDB_TYPE_BOOLEAN:
+        return "BOOLEAN";
+    case DUCKDB_TYPE_TINYINT:
+        return "TINYINT";
+    case DUCKDB_TYPE_SMALLINT:
+        return "SMALLINT";
+    case DUCKDB_TYPE_INTEGER:
+        return "INTEGER";
+    case DUCKDB_TYPE_BIGINT:
+        return "BIGINT";
+    case DUCKDB_TYPE_UTINYINT:
+        return "UTINYINT";
+    case DUCKDB_TYPE_USMALLINT:
+        return "USMALLINT";
+    case DUCKDB_TYPE_UINTEGER:
+        return "UINTEGER";
+    case DUCKDB_TYPE_UBIGINT:
+        return "UBIGINT";
+    case DUCKDB_TYPE_HUGEINT:
+        return "HUGEINT";
+    case DUCKDB_TYPE_UHUGEINT:
+        return "UHUGEINT";
+    case DUCKDB_TYPE_FLOAT:
+        return "FLOAT";
+    case DUCKDB_TYPE_DOUBLE:
+        return "DOUBLE";
     case DUCKDB_TYPE_DECIMAL:
-        return "DECIMAL(" + std::to_string(duckdb_decimal_width(type)) + "," + std::to_string(duckdb_decimal_scale(type)) + ")";
-    case DUCKDB_TYPE_VARCHAR: return "VARCHAR";
-    case DUCKDB_TYPE_BLOB: return "BLOB";
-    case DUCKDB_TYPE_DATE: return "DATE";
-    case DUCKDB_TYPE_TIME: return "TIME";
-    case DUCKDB_TYPE_TIME_TZ: return "TIME WITH TIME ZONE";
-    case DUCKDB_TYPE_TIMESTAMP: return "TIMESTAMP";
-    case DUCKDB_TYPE_TIMESTAMP_S: return "TIMESTAMP_S";
-    case DUCKDB_TYPE_TIMESTAMP_MS: return "TIMESTAMP_MS";
-    case DUCKDB_TYPE_TIMESTAMP_NS: return "TIMESTAMP_NS";
-    case DUCKDB_TYPE_TIMESTAMP_TZ: return "TIMESTAMP WITH TIME ZONE";
-    case DUCKDB_TYPE_INTERVAL: return "INTERVAL";
-    case DUCKDB_TYPE_UUID: return "UUID";
-    case DUCKDB_TYPE_ENUM: return "ENUM";
+        return "DECIMAL(" + std::to_string(duckdb_decimal_width(type)) + ","
+               + std::to_string(duckdb_decimal_scale(type)) + ")";
+    case DUCKDB_TYPE_VARCHAR:
+        return "VARCHAR";
+    case DUCKDB_TYPE_BLOB:
+        return "BLOB";
+    case DUCKDB_TYPE_DATE:
+        return "DATE";
+    case DUCKDB_TYPE_TIME:
+        return "TIME";
+    case DUCKDB_TYPE_TIME_TZ:
+        return "TIME WITH TIME ZONE";
+    case DUCKDB_TYPE_TIMESTAMP:
+        return "TIMESTAMP";
+    case DUCKDB_TYPE_TIMESTAMP_S:
+        return "TIMESTAMP_S";
+    case DUCKDB_TYPE_TIMESTAMP_MS:
+        return "TIMESTAMP_MS";
+    case DUCKDB_TYPE_TIMESTAMP_NS:
+        return "TIMESTAMP_NS";
+    case DUCKDB_TYPE_TIMESTAMP_TZ:
+        return "TIMESTAMP WITH TIME ZONE";
+    case DUCKDB_TYPE_INTERVAL:
+        return "INTERVAL";
+    case DUCKDB_TYPE_UUID:
+        return "UUID";
+    case DUCKDB_TYPE_ENUM:
+        return "ENUM";
     case DUCKDB_TYPE_LIST: {
         TypeGuard c{duckdb_list_type_child_type(type)};
         return typeName(c.t) + "[]";
@@ -227,7 +254,8 @@ std::string typeName(duckdb_logical_type type)
         const idx_t n = duckdb_struct_type_child_count(type);
         for (idx_t i = 0; i < n; ++i) {
             TypeGuard c{duckdb_struct_type_child_type(type, i)};
-            s += (i ? ", " : "") + takeString(duckdb_struct_type_child_name(type, i)) + " " + typeName(c.t);
+            s += (i ? ", " : "") + takeString(duckdb_struct_type_child_name(type, i)) + " "
+                 + typeName(c.t);
         }
         return s + ")";
     }
@@ -235,10 +263,14 @@ std::string typeName(duckdb_logical_type type)
         TypeGuard k{duckdb_map_type_key_type(type)}, v{duckdb_map_type_value_type(type)};
         return "MAP(" + typeName(k.t) + ", " + typeName(v.t) + ")";
     }
-    case DUCKDB_TYPE_UNION: return "UNION";
-    case DUCKDB_TYPE_BIT: return "BIT";
-    case DUCKDB_TYPE_SQLNULL: return "NULL";
-    default: return "UNKNOWN";
+    case DUCKDB_TYPE_UNION:
+        return "UNION";
+    case DUCKDB_TYPE_BIT:
+        return "BIT";
+    case DUCKDB_TYPE_SQLNULL:
+        return "NULL";
+    default:
+        return "UNKNOWN";
     }
 }
 
@@ -255,15 +287,24 @@ json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row)
         return nullptr;
     void *data = duckdb_vector_get_data(vec);
     switch (duckdb_get_type_id(type)) {
-    case DUCKDB_TYPE_BOOLEAN: return static_cast<bool *>(data)[row];
-    case DUCKDB_TYPE_TINYINT: return static_cast<int8_t *>(data)[row];
-    case DUCKDB_TYPE_SMALLINT: return static_cast<int16_t *>(data)[row];
-    case DUCKDB_TYPE_INTEGER: return static_cast<int32_t *>(data)[row];
-    case DUCKDB_TYPE_BIGINT: return integerValue(static_cast<int64_t *>(data)[row]);
-    case DUCKDB_TYPE_UTINYINT: return static_cast<uint8_t *>(data)[row];
-    case DUCKDB_TYPE_USMALLINT: return static_cast<uint16_t *>(data)[row];
-    case DUCKDB_TYPE_UINTEGER: return static_cast<uint32_t *>(data)[row];
-    case DUCKDB_TYPE_UBIGINT: return unsignedValue(static_cast<uint64_t *>(data)[row]);
+    case DUCKDB_TYPE_BOOLEAN:
+        return static_cast<bool *>(data)[row];
+    case DUCKDB_TYPE_TINYINT:
+        return static_cast<int8_t *>(data)[row];
+    case DUCKDB_TYPE_SMALLINT:
+        return static_cast<int16_t *>(data)[row];
+    case DUCKDB_TYPE_INTEGER:
+        return static_cast<int32_t *>(data)[row];
+    case DUCKDB_TYPE_BIGINT:
+        return integerValue(static_cast<int64_t *>(data)[row]);
+    case DUCKDB_TYPE_UTINYINT:
+        return static_cast<uint8_t *>(data)[row];
+    case DUCKDB_TYPE_USMALLINT:
+        return static_cast<uint16_t *>(data)[row];
+    case DUCKDB_TYPE_UINTEGER:
+        return static_cast<uint32_t *>(data)[row];
+    case DUCKDB_TYPE_UBIGINT:
+        return unsignedValue(static_cast<uint64_t *>(data)[row]);
     case DUCKDB_TYPE_HUGEINT: {
         const auto h = static_cast<duckdb_hugeint *>(data)[row];
         return i128Value((i128(h.upper) << 64) | i128(h.lower));
@@ -271,17 +312,26 @@ json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row)
     case DUCKDB_TYPE_UHUGEINT: {
         const auto h = static_cast<duckdb_uhugeint *>(data)[row];
         const u128 v = (u128(h.upper) << 64) | u128(h.lower);
-        return v <= u128(9007199254740991ULL) ? json(static_cast<long long>(v)) : json{{"$int", u128Text(v)}};
+        return v <= u128(9007199254740991ULL) ? json(static_cast<long long>(v))
+                                              : json{{"$int", u128Text(v)}};
     }
-    case DUCKDB_TYPE_FLOAT: return floatValue(static_cast<float *>(data)[row]);
-    case DUCKDB_TYPE_DOUBLE: return floatValue(static_cast<double *>(data)[row]);
+    case DUCKDB_TYPE_FLOAT:
+        return floatValue(static_cast<float *>(data)[row]);
+    case DUCKDB_TYPE_DOUBLE:
+        return floatValue(static_cast<double *>(data)[row]);
     case DUCKDB_TYPE_DECIMAL: {
         const int scale = duckdb_decimal_scale(type);
         i128 v = 0;
         switch (duckdb_decimal_internal_type(type)) {
-        case DUCKDB_TYPE_SMALLINT: v = static_cast<int16_t *>(data)[row]; break;
-        case DUCKDB_TYPE_INTEGER: v = static_cast<int32_t *>(data)[row]; break;
-        case DUCKDB_TYPE_BIGINT: v = static_cast<int64_t *>(data)[row]; break;
+        case DUCKDB_TYPE_SMALLINT:
+            v = static_cast<int16_t *>(data)[row];
+            break;
+        case DUCKDB_TYPE_INTEGER:
+            v = static_cast<int32_t *>(data)[row];
+            break;
+        case DUCKDB_TYPE_BIGINT:
+            v = static_cast<int64_t *>(data)[row];
+            break;
         default: {
             const auto h = static_cast<duckdb_hugeint *>(data)[row];
             v = (i128(h.upper) << 64) | i128(h.lower);
@@ -289,8 +339,10 @@ json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row)
         }
         return decimalText(v, scale);
     }
-    case DUCKDB_TYPE_VARCHAR: return textValue(stringAt(data, row));
-    case DUCKDB_TYPE_BLOB: return bytesValue(stringAt(data, row));
+    case DUCKDB_TYPE_VARCHAR:
+        return textValue(stringAt(data, row));
+    case DUCKDB_TYPE_BLOB:
+        return bytesValue(stringAt(data, row));
     case DUCKDB_TYPE_DATE: {
         const int32_t days = static_cast<duckdb_date *>(data)[row].days;
         if (days == INT32_MAX)
@@ -299,17 +351,23 @@ json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row)
             return "-infinity";
         return dateText(days);
     }
-    case DUCKDB_TYPE_TIME: return timeText(static_cast<duckdb_time *>(data)[row].micros);
+    case DUCKDB_TYPE_TIME:
+        return timeText(static_cast<duckdb_time *>(data)[row].micros);
     case DUCKDB_TYPE_TIME_TZ: {
-        const duckdb_time_tz_struct t = duckdb_from_time_tz(static_cast<duckdb_time_tz *>(data)[row]);
-        const long long micros = ((t.time.hour * 60LL + t.time.min) * 60 + t.time.sec) * 1000000LL + t.time.micros;
+        const duckdb_time_tz_struct t = duckdb_from_time_tz(
+            static_cast<duckdb_time_tz *>(data)[row]);
+        const long long micros = ((t.time.hour * 60LL + t.time.min) * 60 + t.time.sec) * 1000000LL
+                                 + t.time.micros;
         const int off = t.offset;
         char buf[16];
-        std::snprintf(buf, sizeof buf, "%c%02d:%02d", off < 0 ? '-' : '+', std::abs(off) / 3600, (std::abs(off) / 60) % 60);
+        std::snprintf(buf, sizeof buf, "%c%02d:%02d", off < 0 ? '-' : '+', std::abs(off) / 3600,
+                      (std::abs(off) / 60) % 60);
         return timeText(micros) + buf;
     }
-    case DUCKDB_TYPE_TIMESTAMP: return timestampValue(static_cast<duckdb_timestamp *>(data)[row].micros, false);
-    case DUCKDB_TYPE_TIMESTAMP_TZ: return timestampValue(static_cast<duckdb_timestamp *>(data)[row].micros, true);
+    case DUCKDB_TYPE_TIMESTAMP:
+        return timestampValue(static_cast<duckdb_timestamp *>(data)[row].micros, false);
+    case DUCKDB_TYPE_TIMESTAMP_TZ:
+        return timestampValue(static_cast<duckdb_timestamp *>(data)[row].micros, true);
     case DUCKDB_TYPE_TIMESTAMP_S: {
         const int64_t s = static_cast<duckdb_timestamp_s *>(data)[row].seconds;
         return timestampValue(s == INT64_MAX || s == -INT64_MAX ? s : s * 1000000LL, false);
@@ -322,14 +380,21 @@ json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row)
         const int64_t ns = static_cast<duckdb_timestamp_ns *>(data)[row].nanos;
         return timestampValue(ns == INT64_MAX || ns == -INT64_MAX ? ns : ns / 1000LL, false);
     }
-    case DUCKDB_TYPE_INTERVAL: return intervalText(static_cast<duckdb_interval *>(data)[row]);
-    case DUCKDB_TYPE_UUID: return uuidText(static_cast<duckdb_hugeint *>(data)[row]);
+    case DUCKDB_TYPE_INTERVAL:
+        return intervalText(static_cast<duckdb_interval *>(data)[row]);
+    case DUCKDB_TYPE_UUID:
+        return uuidText(static_cast<duckdb_hugeint *>(data)[row]);
     case DUCKDB_TYPE_ENUM: {
         idx_t index = 0;
         switch (duckdb_enum_internal_type(type)) {
-        case DUCKDB_TYPE_UTINYINT: index = static_cast<uint8_t *>(data)[row]; break;
-        case DUCKDB_TYPE_USMALLINT: index = static_cast<uint16_t *>(data)[row]; break;
-        default: index = static_cast<uint32_t *>(data)[row];
+        case DUCKDB_TYPE_UTINYINT:
+            index = static_cast<uint8_t *>(data)[row];
+            break;
+        case DUCKDB_TYPE_USMALLINT:
+            index = static_cast<uint16_t *>(data)[row];
+            break;
+        default:
+            index = static_cast<uint32_t *>(data)[row];
         }
         return takeString(duckdb_enum_dictionary_value(type, index));
     }
@@ -375,24 +440,32 @@ json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row)
 std::string commandOf(duckdb_statement_type t, const std::string &sql)
 {
     switch (t) {
-    case DUCKDB_STATEMENT_TYPE_SELECT: return "SELECT";
-    case DUCKDB_STATEMENT_TYPE_INSERT: return "INSERT";
-    case DUCKDB_STATEMENT_TYPE_UPDATE: return "UPDATE";
-    case DUCKDB_STATEMENT_TYPE_DELETE: return "DELETE";
-    case DUCKDB_STATEMENT_TYPE_EXPLAIN: return "EXPLAIN";
-    default: return firstKeyword(sql);
+    case DUCKDB_STATEMENT_TYPE_SELECT:
+        return "SELECT";
+    case DUCKDB_STATEMENT_TYPE_INSERT:
+        return "INSERT";
+    case DUCKDB_STATEMENT_TYPE_UPDATE:
+        return "UPDATE";
+    case DUCKDB_STATEMENT_TYPE_DELETE:
+        return "DELETE";
+    case DUCKDB_STATEMENT_TYPE_EXPLAIN:
+        return "EXPLAIN";
+    default:
+        return firstKeyword(sql);
     }
 }
 
 bool isDml(duckdb_statement_type t)
 {
-    return t == DUCKDB_STATEMENT_TYPE_INSERT || t == DUCKDB_STATEMENT_TYPE_UPDATE || t == DUCKDB_STATEMENT_TYPE_DELETE;
+    return t == DUCKDB_STATEMENT_TYPE_INSERT || t == DUCKDB_STATEMENT_TYPE_UPDATE
+           || t == DUCKDB_STATEMENT_TYPE_DELETE;
 }
 
 bool isWide(uint32_t cp)
 {
-    return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3)
-           || (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60)
+    return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF)
+           || (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF)
+           || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60)
            || (cp >= 0xFFE0 && cp <= 0xFFE6) || cp >= 0x1F000;
 }
 
@@ -425,7 +498,8 @@ DbError errorFromMessage(const std::string &message, bool interrupted)
 {
     DbError e;
     e.message = message;
-    if (interrupted || message.find("INTERRUPT") != std::string::npos || message.find("Interrupted") != std::string::npos) {
+    if (interrupted || message.find("INTERRUPT") != std::string::npos
+        || message.find("Interrupted") != std::string::npos) {
         e.code = "cancelled";
         e.message = "the query was cancelled";
         return e;
@@ -441,7 +515,8 @@ DbError errorFromMessage(const std::string &message, bool interrupted)
             std::string shown = message.substr(colon + 2, eol - colon - 2);
             if (caret != std::string::npos && e.line > 0 && !shown.starts_with("...")) {
                 // (A long line is shown as "...text"; then the column is unknown.)
-                const long long caretCol = (long long)(caret - caretLineStart) - (long long)(colon + 2 - (at + 1));
+                const long long caretCol = (long long)(caret - caretLineStart)
+                                           - (long long)(colon + 2 - (at + 1));
                 const int col = caretToColumn(shown, caretCol);
                 e.column = col > 0 ? col : 0;
             }
@@ -472,8 +547,8 @@ void bindParams(duckdb_prepared_statement ps, const json &params)
     const idx_t expected = duckdb_nparams(ps);
     const idx_t given = params.is_array() ? params.size() : 0;
     if (expected != given)
-        throw DbError{"bad_request", "the statement has " + std::to_string(expected) + " parameter(s), "
-                                         + std::to_string(given) + " given"};
+        throw DbError{"bad_request", "the statement has " + std::to_string(expected)
+                                         + " parameter(s), " + std::to_string(given) + " given"};
     for (idx_t i = 0; i < given; ++i) {
         const json &v = params[i];
         const idx_t n = i + 1;
@@ -494,7 +569,8 @@ void bindParams(duckdb_prepared_statement ps, const json &params)
             if (tag == "bytes") {
                 std::string bytes;
                 if (!base64Decode(payload, &bytes))
-                    throw DbError{"bad_request", "parameter " + std::to_string(n) + ": $bytes is not valid base64"};
+                    throw DbError{"bad_request", "parameter " + std::to_string(n)
+                                                     + ": $bytes is not valid base64"};
                 rc = duckdb_bind_blob(ps, n, bytes.data(), bytes.size());
             } else {
                 // $int beyond 64 bits and $float NaN/Infinity: DuckDB casts the text.
@@ -562,7 +638,8 @@ struct DuckdbBackend::Cursor
                 if (!chunk) {
                     const char *err = duckdb_result_error(&result);
                     if (err && *err)
-                        throw errorFromMessage(err, duckdb_result_error_type(&result) == DUCKDB_ERROR_INTERRUPT);
+                        throw errorFromMessage(err, duckdb_result_error_type(&result)
+                                                        == DUCKDB_ERROR_INTERRUPT);
                     finished = true;
                     return true;
                 }
@@ -590,7 +667,9 @@ struct DuckdbBackend::Cursor
 class DuckdbBackend::Running
 {
 public:
-    Running(DuckdbBackend *b, uint64_t id, duckdb_connection c) : m_b(b), m_id(id)
+    Running(DuckdbBackend *b, uint64_t id, duckdb_connection c)
+        : m_b(b)
+        , m_id(id)
     {
         std::lock_guard l(m_b->m_mutex);
         m_b->m_running[id] = c;
@@ -607,7 +686,9 @@ private:
 };
 
 DuckdbBackend::DuckdbBackend(std::string path, long long memoryLimitMb, int threads)
-    : m_path(std::move(path)), m_memoryLimitMb(memoryLimitMb), m_threads(threads)
+    : m_path(std::move(path))
+    , m_memoryLimitMb(memoryLimitMb)
+    , m_threads(threads)
 {}
 
 DuckdbBackend::~DuckdbBackend()
@@ -658,8 +739,8 @@ bool DuckdbBackend::open(std::string *error)
     }
     // allowed_directories is a list, which the C API's config cannot take: set it, then shut
     // external access and lock the configuration, before any user statement runs.
-    for (const char *sql : {"SET allowed_directories = ['/workspace/']", "SET enable_external_access = false",
-                            "SET lock_configuration = true"}) {
+    for (const char *sql : {"SET allowed_directories = ['/workspace/']",
+                            "SET enable_external_access = false", "SET lock_configuration = true"}) {
         duckdb_result r;
         const duckdb_state st = duckdb_query(c, sql, &r);
         if (st != DuckDBSuccess)
@@ -710,8 +791,8 @@ void DuckdbBackend::release(duckdb_connection c, bool rollback)
         duckdb_disconnect(&c);
 }
 
-json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json &params, bool execute,
-                          PageLimits limits)
+json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json &params,
+                          bool execute, PageLimits limits)
 {
     if (isBlankSql(sql))
         throw DbError{"bad_request", "the SQL text holds no statement"};
@@ -751,7 +832,8 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
     std::string command;
     for (idx_t i = 0; i < count; ++i) {
         auto cursor = std::make_shared<Cursor>();
-        if (duckdb_prepare_extracted_statement(conn, extracted, i, &cursor->prepared) != DuckDBSuccess) {
+        if (duckdb_prepare_extracted_statement(conn, extracted, i, &cursor->prepared)
+            != DuckDBSuccess) {
             const char *err = duckdb_prepare_error(cursor->prepared);
             throw errorFromMessage(err ? err : "cannot prepare the statement", false);
         }
@@ -763,7 +845,8 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
             ResultGuard r;
             if (duckdb_execute_prepared(cursor->prepared, &r.r) != DuckDBSuccess) {
                 r.valid = true;
-                throw errorFromMessage(duckdb_result_error(&r.r), duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+                throw errorFromMessage(duckdb_result_error(&r.r),
+                                       duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
             }
             r.valid = true;
             const long long changed = isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0;
@@ -782,12 +865,16 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
                     cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
                 cursor->readPage(PageLimits{SIZE_MAX, SIZE_MAX}, rows);
             }
-            return json{{"fields", bareCount ? json::array() : fields}, {"rows", std::move(rows)}, {"command", command},
-                        {"rowsAffected", changed}, {"cursor", nullptr}};
+            return json{{"fields", bareCount ? json::array() : fields},
+                        {"rows", std::move(rows)},
+                        {"command", command},
+                        {"rowsAffected", changed},
+                        {"cursor", nullptr}};
         }
         duckdb_pending_result pending = nullptr;
         if (duckdb_pending_prepared_streaming(cursor->prepared, &pending) != DuckDBSuccess) {
-            const std::string err = pending ? duckdb_pending_error(pending) : "cannot run the statement";
+            const std::string err = pending ? duckdb_pending_error(pending)
+                                            : "cannot run the statement";
             duckdb_destroy_pending(&pending);
             throw errorFromMessage(err, false);
         }
@@ -796,13 +883,17 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
         cursor->hasResult = true;
         if (st != DuckDBSuccess)
             throw errorFromMessage(duckdb_result_error(&cursor->result),
-                                   duckdb_result_error_type(&cursor->result) == DUCKDB_ERROR_INTERRUPT);
+                                   duckdb_result_error_type(&cursor->result)
+                                       == DUCKDB_ERROR_INTERRUPT);
         json fields = fieldsOf(&cursor->result);
         for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
             cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
         json rows = json::array();
         const bool done = cursor->readPage(limits, rows);
-        json answer{{"fields", std::move(fields)}, {"command", command}, {"rowsAffected", 0}, {"cursor", nullptr}};
+        json answer{{"fields", std::move(fields)},
+                    {"command", command},
+                    {"rowsAffected", 0},
+                    {"cursor", nullptr}};
         if (!done) {
             cursor->conn = conn;
             std::lock_guard l(m_mutex);
@@ -896,7 +987,8 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
         const duckdb_state st = duckdb_query(conn, sql, &r.r);
         r.valid = true;
         if (st != DuckDBSuccess)
-            throw errorFromMessage(duckdb_result_error(&r.r), duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+            throw errorFromMessage(duckdb_result_error(&r.r),
+                                   duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
     };
     run("BEGIN TRANSACTION");
     json results = json::array();
@@ -915,10 +1007,12 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
             const duckdb_state st = duckdb_execute_prepared(ps.p, &r.r);
             r.valid = true;
             if (st != DuckDBSuccess)
-                throw errorFromMessage(duckdb_result_error(&r.r), duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+                throw errorFromMessage(duckdb_result_error(&r.r),
+                                       duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
             json fields = fieldsOf(&r.r);
             json rows = json::array();
-            const bool bareCount = isDml(type) && fields.size() == 1 && fields[0]["name"] == "Count";
+            const bool bareCount = isDml(type) && fields.size() == 1
+                                   && fields[0]["name"] == "Count";
             bool truncated = false;
             if (!bareCount) {
                 std::vector<duckdb_logical_type> types;
@@ -934,7 +1028,8 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
                         }
                         json out = json::array();
                         for (idx_t c = 0; c < types.size(); ++c)
-                            out.push_back(vectorValue(duckdb_data_chunk_get_vector(chunk, c), types[c], row));
+                            out.push_back(
+                                vectorValue(duckdb_data_chunk_get_vector(chunk, c), types[c], row));
                         rows.push_back(std::move(out));
                     }
                     duckdb_destroy_data_chunk(&chunk);
@@ -942,10 +1037,12 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
                 for (auto &t : types)
                     duckdb_destroy_logical_type(&t);
             }
-            results.push_back({{"command", commandOf(type, sql)}, {"fields", bareCount ? json::array() : fields},
-                               {"rows", std::move(rows)},
-                               {"rowsAffected", isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0},
-                               {"truncated", truncated}});
+            results.push_back(
+                {{"command", commandOf(type, sql)},
+                 {"fields", bareCount ? json::array() : fields},
+                 {"rows", std::move(rows)},
+                 {"rowsAffected", isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0},
+                 {"truncated", truncated}});
             ++index;
         }
         run("COMMIT");
@@ -967,12 +1064,13 @@ bool DuckdbBackend::cancel(uint64_t requestId)
     return true;
 }
 
-json DuckdbBackend::exportFile(uint64_t requestId, const std::string &sql, const std::string &format,
-                               const std::string &path)
+json DuckdbBackend::exportFile(uint64_t requestId, const std::string &sql,
+                               const std::string &format, const std::string &path)
 {
     if (format != "parquet" && format != "csv" && format != "json")
         throw DbError{"bad_request", "unknown export format " + format};
-    if (!path.starts_with("/workspace/") || path.find("..") != std::string::npos || path.find('\'') != std::string::npos)
+    if (!path.starts_with("/workspace/") || path.find("..") != std::string::npos
+        || path.find('\'') != std::string::npos)
         throw DbError{"bad_request", "the export path must be inside /workspace"};
     duckdb_connection conn = acquire();
     bool rollback = false;
@@ -984,12 +1082,14 @@ json DuckdbBackend::exportFile(uint64_t requestId, const std::string &sql, const
         ~Releaser() { b->release(c, *rollback); }
     } releaser{this, conn, &rollback};
     Running running(this, requestId, conn);
-    const std::string copy = "COPY (" + sql + ") TO '" + path + "' (FORMAT " + (format == "json" ? "json, ARRAY true" : format) + ")";
+    const std::string copy = "COPY (" + sql + ") TO '" + path + "' (FORMAT "
+                             + (format == "json" ? "json, ARRAY true" : format) + ")";
     ResultGuard r;
     const duckdb_state st = duckdb_query(conn, copy.c_str(), &r.r);
     r.valid = true;
     if (st != DuckDBSuccess)
-        throw errorFromMessage(duckdb_result_error(&r.r), duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+        throw errorFromMessage(duckdb_result_error(&r.r),
+                               duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
     return json{{"path", path}, {"rowCount", (long long)duckdb_rows_changed(&r.r)}};
 }
 

@@ -33,8 +33,9 @@ constexpr size_t kMaxTransactionRows = 10000;
 
 int usage()
 {
-    std::fprintf(stderr, "usage: sandbox-dbhost --engine sqlite|duckdb --database FILE --socket PATH "
-                         "[--memory-limit-mb N] [--threads N]\n");
+    std::fprintf(stderr,
+                 "usage: sandbox-dbhost --engine sqlite|duckdb --database FILE --socket PATH "
+                 "[--memory-limit-mb N] [--threads N]\n");
     return 2;
 }
 
@@ -112,7 +113,8 @@ json handle(Backend &backend, const json &req, uint64_t id)
         return backend.transaction(id, statements, maxRows);
     }
     if (op == "export")
-        return backend.exportFile(id, stringField(req, "sql"), stringField(req, "format"), stringField(req, "path"));
+        return backend.exportFile(id, stringField(req, "sql"), stringField(req, "format"),
+                                  stringField(req, "path"));
     if (op == "ping")
         return json{{"engine", backend.engineName()}, {"version", backend.version()}};
     if (op == "shutdown") {
@@ -131,7 +133,8 @@ void serve(Backend *backend, int fd)
         size_t nl;
         while ((nl = buffer.find('\n')) == std::string::npos) {
             if (buffer.size() > kMaxLine) {
-                sendAll(fd, errorAnswer(DbError{"too_large", "a request line is over 64 MiB"}).dump() + "\n");
+                sendAll(fd, errorAnswer(DbError{"too_large", "a request line is over 64 MiB"}).dump()
+                                + "\n");
                 ::close(fd);
                 return;
             }
@@ -177,16 +180,22 @@ int main(int argc, char **argv)
 {
     std::string engine, database, socketPath;
     [[maybe_unused]] long long memoryMb = 1024; // DuckDB only
-    [[maybe_unused]] int threads = 1; // DuckDB only
+    [[maybe_unused]] int threads = 1;           // DuckDB only
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
-        if (arg == "--engine") engine = next();
-        else if (arg == "--database") database = next();
-        else if (arg == "--socket") socketPath = next();
-        else if (arg == "--memory-limit-mb") memoryMb = std::atoll(next().c_str());
-        else if (arg == "--threads") threads = std::atoi(next().c_str());
-        else return usage();
+        if (arg == "--engine")
+            engine = next();
+        else if (arg == "--database")
+            database = next();
+        else if (arg == "--socket")
+            socketPath = next();
+        else if (arg == "--memory-limit-mb")
+            memoryMb = std::atoll(next().c_str());
+        else if (arg == "--threads")
+            threads = std::atoi(next().c_str());
+        else
+            return usage();
     }
     if (engine.empty() || database.empty() || socketPath.empty())
         return usage();
@@ -197,7 +206,8 @@ int main(int argc, char **argv)
     ::umask(077);
 
     // A database in a subdirectory of /workspace ("data/app.db"): make the directory.
-    for (size_t slash = database.find('/', 1); slash != std::string::npos; slash = database.find('/', slash + 1))
+    for (size_t slash = database.find('/', 1); slash != std::string::npos;
+         slash = database.find('/', slash + 1))
         ::mkdir(database.substr(0, slash).c_str(), 0700);
 
     std::unique_ptr<Backend> backend;
@@ -205,15 +215,18 @@ int main(int argc, char **argv)
     if (engine == "sqlite") {
         auto b = std::make_unique<SqliteBackend>(database);
         if (!b->open(&error)) {
-            std::fprintf(stderr, "sandbox-dbhost: cannot open %s: %s\n", database.c_str(), error.c_str());
+            std::fprintf(stderr, "sandbox-dbhost: cannot open %s: %s\n", database.c_str(),
+                         error.c_str());
             return 1;
         }
         backend = std::move(b);
 #ifdef SANDBOX_DBHOST_DUCKDB
     } else if (engine == "duckdb") {
-        auto b = std::make_unique<DuckdbBackend>(database, std::max(64LL, memoryMb), std::max(1, threads));
+        auto b = std::make_unique<DuckdbBackend>(database, std::max(64LL, memoryMb),
+                                                 std::max(1, threads));
         if (!b->open(&error)) {
-            std::fprintf(stderr, "sandbox-dbhost: cannot open %s: %s\n", database.c_str(), error.c_str());
+            std::fprintf(stderr, "sandbox-dbhost: cannot open %s: %s\n", database.c_str(),
+                         error.c_str());
             return 1;
         }
         backend = std::move(b);
@@ -233,17 +246,19 @@ int main(int argc, char **argv)
     std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size() + 1);
     const std::string temp = socketPath + ".new";
     sockaddr_un tempAddr = addr;
-    std::memcpy(tempAddr.sun_path, temp.c_str(), std::min(temp.size() + 1, sizeof tempAddr.sun_path - 1));
+    std::memcpy(tempAddr.sun_path, temp.c_str(),
+                std::min(temp.size() + 1, sizeof tempAddr.sun_path - 1));
     ::unlink(temp.c_str());
     // Bound under a temporary name and renamed: the engine never sees a socket that does not
     // accept yet.
     if (::bind(listener, reinterpret_cast<sockaddr *>(&tempAddr), sizeof tempAddr) != 0
         || ::listen(listener, 64) != 0 || ::rename(temp.c_str(), socketPath.c_str()) != 0) {
-        std::fprintf(stderr, "sandbox-dbhost: cannot listen on %s: %s\n", socketPath.c_str(), std::strerror(errno));
+        std::fprintf(stderr, "sandbox-dbhost: cannot listen on %s: %s\n", socketPath.c_str(),
+                     std::strerror(errno));
         return 1;
     }
-    std::fprintf(stderr, "sandbox-dbhost: %s %s ready on %s\n", engine.c_str(), backend->version().c_str(),
-                 socketPath.c_str());
+    std::fprintf(stderr, "sandbox-dbhost: %s %s ready on %s\n", engine.c_str(),
+                 backend->version().c_str(), socketPath.c_str());
     std::fflush(stderr);
     while (true) {
         const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);

@@ -35,7 +35,8 @@ DbError errorOf(sqlite3 *db, int rc, long long offsetBase = 0)
 {
     DbError e;
     e.code = rc == SQLITE_INTERRUPT ? "cancelled" : "sql";
-    e.message = rc == SQLITE_INTERRUPT ? std::string("the query was cancelled") : std::string(sqlite3_errmsg(db));
+    e.message = rc == SQLITE_INTERRUPT ? std::string("the query was cancelled")
+                                       : std::string(sqlite3_errmsg(db));
     if (rc == SQLITE_AUTH)
         e.message += " (ATTACH works only for database files inside /workspace)";
     const int offset = sqlite3_error_offset(db);
@@ -47,11 +48,16 @@ DbError errorOf(sqlite3 *db, int rc, long long offsetBase = 0)
 std::string storageClassName(int type)
 {
     switch (type) {
-    case SQLITE_INTEGER: return "INTEGER";
-    case SQLITE_FLOAT: return "REAL";
-    case SQLITE_TEXT: return "TEXT";
-    case SQLITE_BLOB: return "BLOB";
-    default: return "";
+    case SQLITE_INTEGER:
+        return "INTEGER";
+    case SQLITE_FLOAT:
+        return "REAL";
+    case SQLITE_TEXT:
+        return "TEXT";
+    case SQLITE_BLOB:
+        return "BLOB";
+    default:
+        return "";
     }
 }
 
@@ -80,8 +86,8 @@ void bindParams(sqlite3 *db, sqlite3_stmt *st, const json &params)
     const int expected = sqlite3_bind_parameter_count(st);
     const int given = params.is_array() ? int(params.size()) : 0;
     if (expected != given)
-        throw DbError{"bad_request", "the statement has " + std::to_string(expected) + " parameter(s), "
-                                         + std::to_string(given) + " given"};
+        throw DbError{"bad_request", "the statement has " + std::to_string(expected)
+                                         + " parameter(s), " + std::to_string(given) + " given"};
     for (int i = 0; i < given; ++i) {
         const json &v = params[size_t(i)];
         int rc = SQLITE_OK;
@@ -101,14 +107,16 @@ void bindParams(sqlite3 *db, sqlite3_stmt *st, const json &params)
             if (tag == "bytes") {
                 std::string bytes;
                 if (!base64Decode(payload, &bytes))
-                    throw DbError{"bad_request", "parameter " + std::to_string(i + 1) + ": $bytes is not valid base64"};
+                    throw DbError{"bad_request", "parameter " + std::to_string(i + 1)
+                                                     + ": $bytes is not valid base64"};
                 rc = sqlite3_bind_blob64(st, i + 1, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
             } else if (tag == "int") {
                 char *end = nullptr;
                 errno = 0;
                 const long long n = std::strtoll(payload.c_str(), &end, 10);
                 if (errno || !end || *end || payload.empty())
-                    throw DbError{"bad_request", "parameter " + std::to_string(i + 1) + ": $int is not a 64-bit integer"};
+                    throw DbError{"bad_request", "parameter " + std::to_string(i + 1)
+                                                     + ": $int is not a 64-bit integer"};
                 rc = sqlite3_bind_int64(st, i + 1, n);
             } else {
                 rc = sqlite3_bind_double(st, i + 1, std::strtod(payload.c_str(), nullptr));
@@ -165,7 +173,8 @@ bool readPage(sqlite3 *db, sqlite3_stmt *st, PageLimits limits, json &rows, bool
 
 bool isDml(const std::string &keyword)
 {
-    return keyword == "INSERT" || keyword == "UPDATE" || keyword == "DELETE" || keyword == "REPLACE";
+    return keyword == "INSERT" || keyword == "UPDATE" || keyword == "DELETE"
+           || keyword == "REPLACE";
 }
 
 struct StmtGuard
@@ -181,7 +190,9 @@ struct StmtGuard
 class SqliteBackend::Running
 {
 public:
-    Running(SqliteBackend *b, uint64_t id, sqlite3 *db) : m_b(b), m_id(id)
+    Running(SqliteBackend *b, uint64_t id, sqlite3 *db)
+        : m_b(b)
+        , m_id(id)
     {
         std::lock_guard l(m_b->m_mutex);
         m_b->m_running[id] = db;
@@ -197,7 +208,9 @@ private:
     uint64_t m_id;
 };
 
-SqliteBackend::SqliteBackend(std::string path) : m_path(std::move(path)) {}
+SqliteBackend::SqliteBackend(std::string path)
+    : m_path(std::move(path))
+{}
 
 SqliteBackend::~SqliteBackend()
 {
@@ -213,7 +226,8 @@ sqlite3 *SqliteBackend::openConnection(std::string *error)
 {
     sqlite3 *db = nullptr;
     const int rc = sqlite3_open_v2(m_path.c_str(), &db,
-                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                   nullptr);
     if (rc != SQLITE_OK) {
         *error = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
         sqlite3_close_v2(db);
@@ -227,7 +241,8 @@ sqlite3 *SqliteBackend::openConnection(std::string *error)
     sqlite3_busy_timeout(db, kBusyTimeoutMs);
     char *err = nullptr;
     if (sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
-                     nullptr, nullptr, &err) != SQLITE_OK) {
+                     nullptr, nullptr, &err)
+        != SQLITE_OK) {
         *error = err ? err : "cannot set the journal mode";
         sqlite3_free(err);
         sqlite3_close_v2(db);
@@ -280,8 +295,8 @@ void SqliteBackend::release(sqlite3 *db)
         sqlite3_close_v2(db);
 }
 
-json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json &params, bool execute,
-                          PageLimits limits)
+json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json &params,
+                          bool execute, PageLimits limits)
 {
     if (isBlankSql(sql))
         throw DbError{"bad_request", "the SQL text holds no statement"};
@@ -317,7 +332,8 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
         ++statements;
         const bool more = next && !isBlankSql(next);
         if (!execute && more)
-            throw DbError{"bad_request", "a query takes one statement; use execute for a script", next - start};
+            throw DbError{"bad_request", "a query takes one statement; use execute for a script",
+                          next - start};
         if (hasParams && more)
             throw DbError{"bad_request", "parameters need a single statement", next - start};
         bindParams(db, st.st, statements == 1 ? params : json::array());
@@ -325,7 +341,8 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
 
         if (execute) {
             int step;
-            while ((step = sqlite3_step(st.st)) == SQLITE_ROW) {}
+            while ((step = sqlite3_step(st.st)) == SQLITE_ROW) {
+            }
             if (step != SQLITE_DONE)
                 throw errorOf(db, step, tail - start);
             if (isDml(command))
@@ -467,7 +484,8 @@ json SqliteBackend::transaction(uint64_t requestId, const json &statements, size
             if (!st.st)
                 throw DbError{"bad_request", "statement " + std::to_string(index) + " is empty"};
             if (next && !isBlankSql(next))
-                throw DbError{"bad_request", "each statement of a transaction must be a single statement",
+                throw DbError{"bad_request",
+                              "each statement of a transaction must be a single statement",
                               next - sql.c_str()};
             bindParams(db, st.st, s.contains("params") ? s["params"] : json::array());
             const std::string command = firstKeyword(sqlite3_sql(st.st));
@@ -492,7 +510,9 @@ json SqliteBackend::transaction(uint64_t requestId, const json &statements, size
                 throw errorOf(db, rc);
             if (first)
                 fields = fieldsOf(st.st, false);
-            results.push_back({{"command", command}, {"fields", fields}, {"rows", std::move(rows)},
+            results.push_back({{"command", command},
+                               {"fields", fields},
+                               {"rows", std::move(rows)},
                                {"rowsAffected", isDml(command) ? sqlite3_changes64(db) : 0},
                                {"truncated", truncated}});
             ++index;

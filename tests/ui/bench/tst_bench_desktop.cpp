@@ -46,8 +46,9 @@ QByteArray makeChunk(int firstLine, int lines)
 {
     QByteArray chunk;
     for (int i = 0; i < lines; ++i)
-        chunk += "2026-11-29T09:00:00Z build[" + QByteArray::number(firstLine + i) + "]: compiling module "
-                 + QByteArray::number((firstLine + i) % 977) + " \x1b[32mok\x1b[0m\n";
+        chunk += "2026-11-29T09:00:00Z build[" + QByteArray::number(firstLine + i)
+                 + "]: compiling module " + QByteArray::number((firstLine + i) % 977)
+                 + " \x1b[32mok\x1b[0m\n";
     return chunk;
 }
 } // namespace
@@ -72,7 +73,8 @@ private Q_SLOTS:
             QProcess p;
             QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
             env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
-            env.insert(QStringLiteral("XDG_CONFIG_HOME"), UiTest::settingsDir() + QStringLiteral("/bench-config"));
+            env.insert(QStringLiteral("XDG_CONFIG_HOME"),
+                       UiTest::settingsDir() + QStringLiteral("/bench-config"));
             p.setProcessEnvironment(env);
             QElapsedTimer t;
             t.start();
@@ -84,8 +86,9 @@ private Q_SLOTS:
                 *output = p.readAllStandardOutput();
             return p.exitCode() == 0 ? ms : -1;
         };
-        const QStringList args{QStringLiteral("--url"), m_engine.process().url().toString(), QStringLiteral("--data-dir"),
-                               m_engine.process().dataDir(), QStringLiteral("--quit-when-ready")};
+        const QStringList args{QStringLiteral("--url"), m_engine.process().url().toString(),
+                               QStringLiteral("--data-dir"), m_engine.process().dataDir(),
+                               QStringLiteral("--quit-when-ready")};
         QList<qint64> ready;
         QList<qint64> baseline;
         QList<qint64> inProcess;
@@ -102,8 +105,10 @@ private Q_SLOTS:
         const qint64 b = median(baseline);
         qInfo("start -> connected window with the sandboxes listed: median %lld ms over 7 runs "
               "(in-process %lld ms; target < 500 ms: %s)",
-              static_cast<long long>(m), static_cast<long long>(median(inProcess)), m < 500 ? "met" : "MISSED");
-        qInfo("baseline `sandbox-desktop --version` (process start, libraries, no window): median %lld ms; ratio %.1fx",
+              static_cast<long long>(m), static_cast<long long>(median(inProcess)),
+              m < 500 ? "met" : "MISSED");
+        qInfo("baseline `sandbox-desktop --version` (process start, libraries, no window): median "
+              "%lld ms; ratio %.1fx",
               static_cast<long long>(b), b > 0 ? double(m) / double(b) : 0.0);
         QVERIFY(m < 3000);
     }
@@ -125,7 +130,8 @@ private Q_SLOTS:
             QElapsedTimer t;
             t.start();
             for (int line = 0; line < kLines; line += kPerChunk) {
-                view.appendOutput(line % 7 == 0 ? ConsoleBuffer::Channel::Stderr : ConsoleBuffer::Channel::Stdout,
+                view.appendOutput(line % 7 == 0 ? ConsoleBuffer::Channel::Stderr
+                                                : ConsoleBuffer::Channel::Stdout,
                                   makeChunk(line, kPerChunk));
                 if ((line / kPerChunk) % 16 == 0)
                     QCoreApplication::processEvents(); // repaints happen as in the app
@@ -162,13 +168,17 @@ private Q_SLOTS:
             theirs = t.elapsed();
         }
         const double theirRate = kBaselineLines * 1000.0 / double(qMax<qint64>(1, theirs));
-        qInfo("console view: %d lines in %lld ms = %.0f lines/s; %lld lines held (cap %d); RSS +%lld KiB at 1,000,000 lines",
-              kLines, static_cast<long long>(ours), oursRate, static_cast<long long>(held), ConsoleBuffer::DefaultMaxLines,
-              static_cast<long long>(rssAfter - rssBefore));
-        qInfo("baseline QPlainTextEdit (maximumBlockCount %d, no colours): %d lines in %lld ms = %.0f lines/s; ratio %.1fx",
-              ConsoleBuffer::DefaultMaxLines, kBaselineLines, static_cast<long long>(theirs), theirRate, oursRate / theirRate);
+        qInfo("console view: %d lines in %lld ms = %.0f lines/s; %lld lines held (cap %d); RSS "
+              "+%lld KiB at 1,000,000 lines",
+              kLines, static_cast<long long>(ours), oursRate, static_cast<long long>(held),
+              ConsoleBuffer::DefaultMaxLines, static_cast<long long>(rssAfter - rssBefore));
+        qInfo("baseline QPlainTextEdit (maximumBlockCount %d, no colours): %d lines in %lld ms = "
+              "%.0f lines/s; ratio %.1fx",
+              ConsoleBuffer::DefaultMaxLines, kBaselineLines, static_cast<long long>(theirs),
+              theirRate, oursRate / theirRate);
         QVERIFY(held <= ConsoleBuffer::DefaultMaxLines);
-        QVERIFY2(rssAfter - rssBefore < 512 * 1024, "memory grew by more than 512 MiB for a capped buffer");
+        QVERIFY2(rssAfter - rssBefore < 512 * 1024,
+                 "memory grew by more than 512 MiB for a capped buffer");
     }
 
     void consoleStreamsAMillionLinesEndToEnd()
@@ -187,16 +197,21 @@ private Q_SLOTS:
         // The last line held is the command's summary; the one before it the last number.
         QCOMPARE(b.line(b.lineCount() - 2).text, QStringLiteral("1000000"));
         qint64 outputLines = b.totalLines() - 2; // minus the echoed command and the summary
-        qInfo("streamed exec `seq 1 1000000` through sandboxd into the console: %lld lines in %lld ms = %.0f lines/s; "
+        qInfo("streamed exec `seq 1 1000000` through sandboxd into the console: %lld lines in %lld "
+              "ms = %.0f lines/s; "
               "RSS +%lld KiB",
-              static_cast<long long>(outputLines), static_cast<long long>(ms), outputLines * 1000.0 / double(qMax<qint64>(1, ms)),
+              static_cast<long long>(outputLines), static_cast<long long>(ms),
+              outputLines * 1000.0 / double(qMax<qint64>(1, ms)),
               static_cast<long long>(rssKiB() - rssBefore));
         QCOMPARE(outputLines, 1000000);
     }
 
     void fileTreeOfTenThousandEntries()
     {
-        const auto made = m_engine.exec(m_sandbox.id, QStringLiteral("mkdir -p many && cd many && seq -w 1 10000 | sed 's/^/file-/' | xargs touch && ls | wc -l"));
+        const auto made = m_engine.exec(m_sandbox.id,
+                                        QStringLiteral(
+                                            "mkdir -p many && cd many && seq -w 1 10000 | sed "
+                                            "'s/^/file-/' | xargs touch && ls | wc -l"));
         QVERIFY(made && made->exitCode == 0);
         QCOMPARE(made->standardOutput.trimmed(), QByteArray("10000"));
         Client *c = m_engine.client();
@@ -207,7 +222,8 @@ private Q_SLOTS:
             QElapsedTimer t;
             t.start();
             const auto r = UiTest::call<FileListing>([&](Callback<FileListing> cb) {
-                return c->sandboxes().listFiles(m_sandbox.id, QStringLiteral("/workspace/many"), false, this, cb);
+                return c->sandboxes().listFiles(m_sandbox.id, QStringLiteral("/workspace/many"),
+                                                false, this, cb);
             });
             QVERIFY(r);
             QCOMPARE(r->entries.size(), 10000);
@@ -242,7 +258,8 @@ private Q_SLOTS:
         }
         const qint64 m = median(shown);
         const qint64 b = median(bare);
-        qInfo("file tree of 10,000 entries: listed into the model and shown in 10000 rows: median %lld ms; "
+        qInfo("file tree of 10,000 entries: listed into the model and shown in 10000 rows: median "
+              "%lld ms; "
               "refresh with no change %lld ms",
               static_cast<long long>(m), static_cast<long long>(median(refreshed)));
         qInfo("baseline bare listFiles of the same directory: median %lld ms; ratio %.2fx",

@@ -97,7 +97,8 @@ private Q_SLOTS:
         QCOMPARE(modeOf(path), 0600);
         QCOMPARE(readSync(store, QStringLiteral("profile/a")).value(), QString::fromLatin1(kSecret));
         bool removed = false;
-        store.remove(QStringLiteral("profile/a"), nullptr, [&](const std::optional<Error> &e) { removed = !e; });
+        store.remove(QStringLiteral("profile/a"), nullptr,
+                     [&](const std::optional<Error> &e) { removed = !e; });
         QVERIFY(UiTest::waitFor([&] { return removed; }));
         QCOMPARE(readSync(store, QStringLiteral("profile/a")).error().code, ErrorCode::NotFound);
         QCOMPARE(readSync(store, QStringLiteral("profile/b")).value(), QStringLiteral("other"));
@@ -111,7 +112,8 @@ private Q_SLOTS:
         const QString path = dir.filePath(QStringLiteral("api-keys.json"));
         SecretStore store(SecretStore::Backend::Automatic, path);
         QVERIFY(!writeSync(store, QStringLiteral("profile/auto"), QString::fromLatin1(kSecret)));
-        QCOMPARE(readSync(store, QStringLiteral("profile/auto")).value(), QString::fromLatin1(kSecret));
+        QCOMPARE(readSync(store, QStringLiteral("profile/auto")).value(),
+                 QString::fromLatin1(kSecret));
         QFile file(path);
         const QByteArray inFile = file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
         if (store.lastWriteBackend() == SecretStore::Backend::File) {
@@ -157,13 +159,17 @@ private Q_SLOTS:
         ConnectionDialog dialog(&profiles, &secrets, QStringLiteral("local"));
         dialog.addProfile();
         // Refused: http to a remote host (the key would travel in clear), a key in the URL.
-        dialog.setFields(QStringLiteral("Team"), QStringLiteral("http://sandbox.example.com"), QString::fromLatin1(kSecret));
+        dialog.setFields(QStringLiteral("Team"), QStringLiteral("http://sandbox.example.com"),
+                         QString::fromLatin1(kSecret));
         dialog.accept();
         QCOMPARE(dialog.result(), int(QDialog::Rejected));
-        dialog.setFields(QStringLiteral("Team"), QStringLiteral("https://sandbox.example.com/?key=x"), QString::fromLatin1(kSecret));
+        dialog.setFields(QStringLiteral("Team"),
+                         QStringLiteral("https://sandbox.example.com/?key=x"),
+                         QString::fromLatin1(kSecret));
         dialog.accept();
         QCOMPARE(dialog.result(), int(QDialog::Rejected));
-        dialog.setFields(QStringLiteral("Team"), QStringLiteral("https://sandbox.example.com"), QString::fromLatin1(kSecret));
+        dialog.setFields(QStringLiteral("Team"), QStringLiteral("https://sandbox.example.com"),
+                         QString::fromLatin1(kSecret));
         dialog.accept();
         QVERIFY(UiTest::waitFor([&] { return dialog.result() == QDialog::Accepted; }, 10000));
         const StoredProfile chosen = dialog.chosenProfile();
@@ -181,7 +187,9 @@ private Q_SLOTS:
         QSignalSpy quota(&manager, &ConnectionManager::quotaChanged);
         QSignalSpy session(&manager, &ConnectionManager::sessionChanged);
         manager.connectTo(m_engine.localProfile());
-        QVERIFY(UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Connected; }, 15000));
+        QVERIFY(
+            UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Connected; },
+                            15000));
         QVERIFY(session.wait(5000) || !session.isEmpty());
         QVERIFY(quota.size() > 0 || quota.wait(5000));
         QCOMPARE(manager.session()->version, QStringLiteral(SANDBOX_VERSION));
@@ -189,7 +197,8 @@ private Q_SLOTS:
         QCOMPARE(manager.quota()->running.limit, 8);
         QCOMPARE(status.stateText(), QStringLiteral("Connected to the local engine"));
         QCOMPARE(status.versionText(), QStringLiteral("local engine " SANDBOX_VERSION));
-        QVERIFY2(status.quotaText().startsWith(QStringLiteral("running 0/8 · memory")), qPrintable(status.quotaText()));
+        QVERIFY2(status.quotaText().startsWith(QStringLiteral("running 0/8 · memory")),
+                 qPrintable(status.quotaText()));
     }
 
     void startsTheLocalEngineWhenNoneRuns()
@@ -201,7 +210,9 @@ private Q_SLOTS:
         manager.setEngineProgram(QStringLiteral(SANDBOXD_BIN));
         QSignalSpy states(&manager, &ConnectionManager::stateChanged);
         manager.connectTo(profile);
-        const bool ok = UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Connected; }, 20000);
+        const bool ok
+            = UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Connected; },
+                              20000);
         // Stop the engine we started (its pid is in its lock file).
         qint64 pid = 0;
         QString host, app;
@@ -209,12 +220,15 @@ private Q_SLOTS:
         manager.disconnectFromServer();
         if (pid > 0) {
             ::kill(pid_t(pid), SIGTERM);
-            UiTest::waitFor([&] { return ::kill(pid_t(pid), 0) != 0; }, 10000); // gone before its dir is
+            UiTest::waitFor([&] { return ::kill(pid_t(pid), 0) != 0; },
+                            10000); // gone before its dir is
         }
         QVERIFY2(ok, qPrintable(manager.stateText()));
         bool sawStarting = false;
         for (const auto &args : std::as_const(states))
-            sawStarting = sawStarting || args.first().value<ConnectionManager::State>() == ConnectionManager::State::StartingEngine;
+            sawStarting = sawStarting
+                          || args.first().value<ConnectionManager::State>()
+                                 == ConnectionManager::State::StartingEngine;
         QVERIFY(sawStarting);
         QVERIFY(pid > 0);
         QVERIFY(QFile::exists(data.filePath(QStringLiteral("api-key"))));
@@ -227,8 +241,11 @@ private Q_SLOTS:
     void aWrongKeyIsRefused()
     {
         ConnectionManager manager;
-        manager.connectTo(ConnectionProfile::remote(m_engine.process().url(), QStringLiteral("wrong-key")));
-        QVERIFY(UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Unauthorized; }, 15000));
+        manager.connectTo(
+            ConnectionProfile::remote(m_engine.process().url(), QStringLiteral("wrong-key")));
+        QVERIFY(
+            UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Unauthorized; },
+                            15000));
         QVERIFY(manager.stateText().startsWith(QStringLiteral("Not authorized")));
     }
 
@@ -240,8 +257,10 @@ private Q_SLOTS:
         ConnectionManager manager;
         manager.setEngineProgram(data.filePath(QStringLiteral("no-such-sandboxd")));
         manager.connectTo(profile);
-        QVERIFY(UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Failed; }, 20000));
-        QVERIFY2(manager.stateText().startsWith(QStringLiteral("Cannot connect")), qPrintable(manager.stateText()));
+        QVERIFY(UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Failed; },
+                                20000));
+        QVERIFY2(manager.stateText().startsWith(QStringLiteral("Cannot connect")),
+                 qPrintable(manager.stateText()));
     }
 
     void droppedConnectionCountsDownAndComesBack()
@@ -256,18 +275,27 @@ private Q_SLOTS:
         manager.setReconnectPolicy(policy);
         ConnectionStatus status(&manager);
         manager.connectTo(ConnectionProfile::remote(proxy.url(), m_engine.process().key()));
-        QVERIFY(UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Connected; }, 15000));
+        QVERIFY(
+            UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Connected; },
+                            15000));
 
         proxy.setAccepting(false);
         proxy.dropAll();
-        QVERIFY(UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Reconnecting; }, 10000));
+        QVERIFY(
+            UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Reconnecting; },
+                            10000));
         QVERIFY(manager.msUntilReconnect() >= 0);
-        QVERIFY2(status.stateText().startsWith(QStringLiteral("Connection lost: reconnecting in ")), qPrintable(status.stateText()));
+        QVERIFY2(status.stateText().startsWith(QStringLiteral("Connection lost: reconnecting in ")),
+                 qPrintable(status.stateText()));
         const QString first = status.stateText();
-        QVERIFY(UiTest::waitFor([&] { return status.stateText() != first; }, 3000)); // it counts down
+        QVERIFY(
+            UiTest::waitFor([&] { return status.stateText() != first; }, 3000)); // it counts down
         proxy.setAccepting(true);
-        QVERIFY(UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Connected; }, 15000));
-        QCOMPARE(status.stateText(), QStringLiteral("Connected to %1").arg(QStringLiteral("127.0.0.1")));
+        QVERIFY(
+            UiTest::waitFor([&] { return manager.state() == ConnectionManager::State::Connected; },
+                            15000));
+        QCOMPARE(status.stateText(),
+                 QStringLiteral("Connected to %1").arg(QStringLiteral("127.0.0.1")));
     }
 
 private:

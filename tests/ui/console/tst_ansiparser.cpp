@@ -23,9 +23,15 @@ QString render(const QList<AnsiParser::Token> &tokens)
                            .arg(t.format.flags)
                            .arg(t.text.toString());
             break;
-        case AnsiParser::Token::Type::LineFeed: out += QStringLiteral("\\n"); break;
-        case AnsiParser::Token::Type::CarriageReturn: out += QStringLiteral("\\r"); break;
-        case AnsiParser::Token::Type::Backspace: out += QStringLiteral("\\b"); break;
+        case AnsiParser::Token::Type::LineFeed:
+            out += QStringLiteral("\\n");
+            break;
+        case AnsiParser::Token::Type::CarriageReturn:
+            out += QStringLiteral("\\r");
+            break;
+        case AnsiParser::Token::Type::Backspace:
+            out += QStringLiteral("\\b");
+            break;
         }
     }
     return out;
@@ -56,28 +62,32 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("chunks");
         QTest::addColumn<QString>("expected");
         const QString e = QStringLiteral("\x1b");
-        QTest::newRow("plain text") << QStringList{QStringLiteral("hello")} << QStringLiteral("hello");
+        QTest::newRow("plain text")
+            << QStringList{QStringLiteral("hello")} << QStringLiteral("hello");
         QTest::newRow("lines and carriage returns")
             << QStringList{QStringLiteral("a\r\nb\n")} << QStringLiteral("a\\r\\nb\\n");
         QTest::newRow("red then reset")
             << QStringList{e + QStringLiteral("[31mred") + e + QStringLiteral("[0m plain")}
             << QStringLiteral("[ffcd3131/0/0]red plain");
-        QTest::newRow("bold bright green on blue")
-            << QStringList{e + QStringLiteral("[1;92;44mX")} << QStringLiteral("[ff23d18b/ff2472c8/1]X");
+        QTest::newRow("bold bright green on blue") << QStringList{e + QStringLiteral("[1;92;44mX")}
+                                                   << QStringLiteral("[ff23d18b/ff2472c8/1]X");
         QTest::newRow("256 colours")
             << QStringList{e + QStringLiteral("[38;5;196mX")} << QStringLiteral("[ffff0000/0/0]X");
-        QTest::newRow("24-bit colour")
-            << QStringList{e + QStringLiteral("[38;2;1;2;3mX")} << QStringLiteral("[ff010203/0/0]X");
+        QTest::newRow("24-bit colour") << QStringList{e + QStringLiteral("[38;2;1;2;3mX")}
+                                       << QStringLiteral("[ff010203/0/0]X");
         QTest::newRow("sequence split across chunks")
             << QStringList{QStringLiteral("a") + e, QStringLiteral("[3"), QStringLiteral("1mb")}
             << QStringLiteral("a[ffcd3131/0/0]b");
         QTest::newRow("erase line and cursor moves are dropped")
-            << QStringList{QStringLiteral("a") + e + QStringLiteral("[2K") + e + QStringLiteral("[10;5Hb")}
+            << QStringList{QStringLiteral("a") + e + QStringLiteral("[2K") + e
+                           + QStringLiteral("[10;5Hb")}
             << QStringLiteral("ab");
         QTest::newRow("OSC title with BEL is dropped")
-            << QStringList{e + QStringLiteral("]0;title\x07") + QStringLiteral("x")} << QStringLiteral("x");
+            << QStringList{e + QStringLiteral("]0;title\x07") + QStringLiteral("x")}
+            << QStringLiteral("x");
         QTest::newRow("OSC with ST is dropped")
-            << QStringList{e + QStringLiteral("]8;;http://x") + e + QStringLiteral("\\link")} << QStringLiteral("link");
+            << QStringList{e + QStringLiteral("]8;;http://x") + e + QStringLiteral("\\link")}
+            << QStringLiteral("link");
         QTest::newRow("private mode set is not SGR")
             << QStringList{e + QStringLiteral("[?25lx")} << QStringLiteral("x");
         QTest::newRow("reset of bold only")

@@ -64,7 +64,9 @@ private Q_SLOTS:
                                 "printf '\\033[31mred\\033[0m plain\\n'; exit 3"));
         QVERIFY(page.isRunning());
         // The first lines are there while the command still runs: streamed, not collected.
-        QVERIFY(UiTest::waitFor([&] { return contains(page.view()->buffer(), Kind::Stdout, QStringLiteral("out1")); }, 10000));
+        QVERIFY(UiTest::waitFor(
+            [&] { return contains(page.view()->buffer(), Kind::Stdout, QStringLiteral("out1")); },
+            10000));
         QVERIFY(page.isRunning());
         QVERIFY(finished.wait(20000));
         const ExecResult result = finished.first().first().value<ExecResult>();
@@ -76,7 +78,8 @@ private Q_SLOTS:
             QVERIFY(contains(b, Kind::Stderr, QStringLiteral("err%1").arg(i)));
         }
         // The echoed command, then the colour, then the summary with the exit code and duration.
-        QVERIFY(b.line(0).kind == Kind::Command && b.line(0).text.startsWith(QStringLiteral("/workspace $ for i")));
+        QVERIFY(b.line(0).kind == Kind::Command
+                && b.line(0).text.startsWith(QStringLiteral("/workspace $ for i")));
         qint64 red = -1;
         for (qint64 i = 0; i < b.lineCount(); ++i) {
             if (b.line(i).text == QLatin1String("red plain"))
@@ -88,7 +91,8 @@ private Q_SLOTS:
         QCOMPARE(b.line(red).spans[0].length, 3);
         const QString summary = lastLine(b);
         QVERIFY2(summary.startsWith(QStringLiteral("[exit 3 · ")), qPrintable(summary));
-        QVERIFY2(summary.contains(QStringLiteral(" s]")) || summary.contains(QStringLiteral(" ms]")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral(" s]")) || summary.contains(QStringLiteral(" ms]")),
+                 qPrintable(summary));
         QCOMPARE(b.line(b.lineCount() - 1).kind, Kind::Error);
         QVERIFY(!page.isRunning());
     }
@@ -99,7 +103,9 @@ private Q_SLOTS:
         page.show();
         QSignalSpy running(&page, &ConsolePage::runningChanged);
         page.run(QStringLiteral("echo started; sleep 60; echo never"));
-        QVERIFY(UiTest::waitFor([&] { return contains(page.view()->buffer(), Kind::Stdout, QStringLiteral("started")); }, 10000));
+        QVERIFY(UiTest::waitFor(
+            [&] { return contains(page.view()->buffer(), Kind::Stdout, QStringLiteral("started")); },
+            10000));
         QElapsedTimer t;
         t.start();
         page.stop();
@@ -120,12 +126,19 @@ private Q_SLOTS:
         {
             ConsolePage page(context(m_engine.client()));
             page.run(QStringLiteral("echo started; exec sleep 301"));
-            QVERIFY(UiTest::waitFor([&] { return contains(page.view()->buffer(), Kind::Stdout, QStringLiteral("started")); }, 10000));
+            QVERIFY(UiTest::waitFor(
+                [&] {
+                    return contains(page.view()->buffer(), Kind::Stdout, QStringLiteral("started"));
+                },
+                10000));
         }
-        QVERIFY(UiTest::waitFor([&] {
-            const auto r = m_engine.exec(m_sandbox.id, QStringLiteral("pgrep -f 'sleep 30[1]'"));
-            return r && r->exitCode == 1;
-        }, 10000));
+        QVERIFY(UiTest::waitFor(
+            [&] {
+                const auto r = m_engine.exec(m_sandbox.id,
+                                             QStringLiteral("pgrep -f 'sleep 30[1]'"));
+                return r && r->exitCode == 1;
+            },
+            10000));
     }
 
     void cdChangesTheWorkingDirectory()
@@ -173,13 +186,16 @@ private Q_SLOTS:
         TcpProxy proxy(m_engine.process().url());
         QVERIFY(proxy.listen());
         QObject owner;
-        auto *client = new Client(ConnectionProfile::remote(proxy.url(), m_engine.process().key()), &owner);
+        auto *client = new Client(ConnectionProfile::remote(proxy.url(), m_engine.process().key()),
+                                  &owner);
         RpcClient::ReconnectPolicy policy;
         policy.initialDelayMs = 50;
         policy.maxDelayMs = 200;
         client->rpc()->setReconnectPolicy(policy);
         client->open();
-        QVERIFY(UiTest::waitFor([&] { return client->rpc()->state() == RpcClient::State::Connected; }, 10000));
+        QVERIFY(
+            UiTest::waitFor([&] { return client->rpc()->state() == RpcClient::State::Connected; },
+                            10000));
 
         ConsolePage page(context(client));
         page.show();
@@ -189,7 +205,9 @@ private Q_SLOTS:
                                 "if [ $((i % 150)) -eq 0 ]; then sleep 0.1; fi; i=$((i+1)); done"));
         int drops = 0;
         for (int at : {300, 1200, 2200}) {
-            QVERIFY(UiTest::waitFor([&] { return page.view()->buffer().totalLines() >= at || !page.isRunning(); }, 20000));
+            QVERIFY(UiTest::waitFor(
+                [&] { return page.view()->buffer().totalLines() >= at || !page.isRunning(); },
+                20000));
             if (!page.isRunning())
                 break;
             proxy.dropAll();
@@ -216,7 +234,8 @@ private Q_SLOTS:
         const auto second = m_engine.createAgent(QStringLiteral("stopped-one"));
         QVERIFY(second);
         Client *c = m_engine.client();
-        QVERIFY(UiTest::call<SandboxInfo>([&](Callback<SandboxInfo> cb) { return c->sandboxes().stop(second->id, this, cb); }));
+        QVERIFY(UiTest::call<SandboxInfo>(
+            [&](Callback<SandboxInfo> cb) { return c->sandboxes().stop(second->id, this, cb); }));
         SandboxPageContext ctx{c, second.value(), nullptr};
         ConsolePage page(ctx);
         QSignalSpy failed(&page, &ConsolePage::commandFailed);
@@ -227,7 +246,10 @@ private Q_SLOTS:
     }
 
 private:
-    SandboxPageContext context(Client *client) const { return SandboxPageContext{client, m_sandbox, nullptr}; }
+    SandboxPageContext context(Client *client) const
+    {
+        return SandboxPageContext{client, m_sandbox, nullptr};
+    }
 
     UiTest::Engine m_engine;
     SandboxInfo m_sandbox;

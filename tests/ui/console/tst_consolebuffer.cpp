@@ -31,7 +31,8 @@ private Q_SLOTS:
         QCOMPARE(lines(b), QStringList{QStringLiteral("hel")}); // a partial line is shown at once
         b.appendOutput(Channel::Stdout, "lo\nwor");
         b.appendOutput(Channel::Stdout, "ld\n\n");
-        QCOMPARE(lines(b), (QStringList{QStringLiteral("hello"), QStringLiteral("world"), QString()}));
+        QCOMPARE(lines(b),
+                 (QStringList{QStringLiteral("hello"), QStringLiteral("world"), QString()}));
     }
 
     void channelsNeverShareALine()
@@ -58,7 +59,8 @@ private Q_SLOTS:
     {
         ConsoleBuffer b;
         b.appendOutput(Channel::Stdout, "a\tb\tc\nabc\bd\n");
-        QCOMPARE(lines(b), (QStringList{QStringLiteral("a       b       c"), QStringLiteral("abd")}));
+        QCOMPARE(lines(b),
+                 (QStringList{QStringLiteral("a       b       c"), QStringLiteral("abd")}));
     }
 
     void utf8SplitBetweenChunks()
@@ -89,7 +91,8 @@ private Q_SLOTS:
         b.appendOutput(Channel::Stdout, "no newline");
         b.appendLine(Kind::Info, QStringLiteral("[exit 0]"));
         b.appendOutput(Channel::Stdout, "next\n");
-        QCOMPARE(lines(b), (QStringList{QStringLiteral("no newline"), QStringLiteral("[exit 0]"), QStringLiteral("next")}));
+        QCOMPARE(lines(b), (QStringList{QStringLiteral("no newline"), QStringLiteral("[exit 0]"),
+                                        QStringLiteral("next")}));
     }
 
     void overlongLineIsBroken()
@@ -131,7 +134,8 @@ private Q_SLOTS:
         ConsoleBuffer b; // default caps
         QByteArray chunk;
         for (int i = 0; i < 1000; ++i)
-            chunk += "2026-11-29T09:00:00Z worker[42]: processed item " + QByteArray::number(i) + " \x1b[32mok\x1b[0m\n";
+            chunk += "2026-11-29T09:00:00Z worker[42]: processed item " + QByteArray::number(i)
+                     + " \x1b[32mok\x1b[0m\n";
         QElapsedTimer t;
         t.start();
         for (int n = 0; n < 1000; ++n)

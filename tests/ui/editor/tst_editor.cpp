@@ -30,7 +30,8 @@ private Q_SLOTS:
 
     void editAndSaveChangesTheFileInTheSandbox()
     {
-        QVERIFY(m_engine.writeFile(m_sandbox.id, QStringLiteral("/workspace/app/main.py"), "def main():\n    return 1\n"));
+        QVERIFY(m_engine.writeFile(m_sandbox.id, QStringLiteral("/workspace/app/main.py"),
+                                   "def main():\n    return 1\n"));
         auto *page = open(QStringLiteral("/workspace/app/main.py"));
         QCOMPARE(page->state(), EditorPage::State::Text);
         QCOMPARE(page->language(), QStringLiteral("python"));
@@ -67,11 +68,13 @@ private Q_SLOTS:
 
     void aChangeInTheSandboxIsNoticed()
     {
-        QVERIFY(m_engine.writeFile(m_sandbox.id, QStringLiteral("/workspace/notes.md"), "# Notes\n"));
+        QVERIFY(
+            m_engine.writeFile(m_sandbox.id, QStringLiteral("/workspace/notes.md"), "# Notes\n"));
         auto *page = open(QStringLiteral("/workspace/notes.md"));
         QCOMPARE(page->language(), QStringLiteral("markdown"));
         QTest::qWait(1100); // mtimes have a resolution; make the next write surely newer
-        QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("echo 'added by the agent' >> notes.md")));
+        QVERIFY(
+            m_engine.exec(m_sandbox.id, QStringLiteral("echo 'added by the agent' >> notes.md")));
 
         // The periodic check shows the banner.
         QSignalSpy changed(page, &EditorPage::changedInSandbox);
@@ -101,13 +104,15 @@ private Q_SLOTS:
         page->save();
         QVERIFY(saved.wait(10000));
         QCOMPARE(asked, 2);
-        QCOMPARE(m_engine.readFile(m_sandbox.id, QStringLiteral("/workspace/notes.md")).value(), QByteArray("# Notes\nmine\n"));
+        QCOMPARE(m_engine.readFile(m_sandbox.id, QStringLiteral("/workspace/notes.md")).value(),
+                 QByteArray("# Notes\nmine\n"));
 
         // Reload takes theirs.
         QTest::qWait(1100);
         QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("echo theirs > notes.md")));
         page->editor()->append(QStringLiteral("unsaved\n"));
-        page->setConflictHandler([](const FileEntry &) { return EditorPage::ConflictChoice::Reload; });
+        page->setConflictHandler(
+            [](const FileEntry &) { return EditorPage::ConflictChoice::Reload; });
         QSignalSpy loaded(page, &EditorPage::loaded);
         page->save();
         QVERIFY(loaded.wait(10000));
@@ -118,7 +123,8 @@ private Q_SLOTS:
 
     void findAndReplace()
     {
-        QVERIFY(m_engine.writeFile(m_sandbox.id, QStringLiteral("/workspace/q.sql"), "select a from t;\nSELECT b from t;\n"));
+        QVERIFY(m_engine.writeFile(m_sandbox.id, QStringLiteral("/workspace/q.sql"),
+                                   "select a from t;\nSELECT b from t;\n"));
         auto *page = open(QStringLiteral("/workspace/q.sql"));
         page->findBar()->setFindText(QStringLiteral("select"));
         page->findBar()->setReplaceText(QStringLiteral("SELECT DISTINCT"));
@@ -126,7 +132,8 @@ private Q_SLOTS:
         QVERIFY(page->findBar()->findNext());
         QCOMPARE(page->editor()->selectedText(), QStringLiteral("select"));
         QCOMPARE(page->findBar()->replaceAll(), 2);
-        QCOMPARE(page->editor()->text(), QStringLiteral("SELECT DISTINCT a from t;\nSELECT DISTINCT b from t;\n"));
+        QCOMPARE(page->editor()->text(),
+                 QStringLiteral("SELECT DISTINCT a from t;\nSELECT DISTINCT b from t;\n"));
         page->editor()->undo(); // one undo step for the whole replacement
         QCOMPARE(page->editor()->text(), QStringLiteral("select a from t;\nSELECT b from t;\n"));
         page->findBar()->setOptions(true, false, false);
@@ -139,8 +146,11 @@ private Q_SLOTS:
 
     void binaryAndLargeFilesAreShownAsSuch()
     {
-        QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("head -c 5000 /dev/urandom > blob.bin; printf 'PNG\\0\\1' >> blob.bin; "
-                                                           "yes 'a long line of text in a large log file' | head -c 6000000 > big.log")));
+        QVERIFY(m_engine.exec(
+            m_sandbox.id,
+            QStringLiteral(
+                "head -c 5000 /dev/urandom > blob.bin; printf 'PNG\\0\\1' >> blob.bin; "
+                "yes 'a long line of text in a large log file' | head -c 6000000 > big.log")));
         auto *binary = open(QStringLiteral("/workspace/blob.bin"));
         QCOMPARE(binary->state(), EditorPage::State::Binary);
         QVERIFY(binary->infoText().contains(QStringLiteral("binary")));
@@ -149,7 +159,8 @@ private Q_SLOTS:
 
         auto *large = open(QStringLiteral("/workspace/big.log"));
         QCOMPARE(large->state(), EditorPage::State::TooLarge);
-        QVERIFY2(large->infoText().contains(QStringLiteral("too large")), qPrintable(large->infoText()));
+        QVERIFY2(large->infoText().contains(QStringLiteral("too large")),
+                 qPrintable(large->infoText()));
         // Ctrl+S does nothing to a file that is not loaded whole.
         large->save();
         QVERIFY(!large->isSaving());
@@ -162,7 +173,8 @@ private Q_SLOTS:
 
     void keepsWindowsLineEndings()
     {
-        QVERIFY(m_engine.writeFile(m_sandbox.id, QStringLiteral("/workspace/win.txt"), "a\r\nb\r\n"));
+        QVERIFY(
+            m_engine.writeFile(m_sandbox.id, QStringLiteral("/workspace/win.txt"), "a\r\nb\r\n"));
         auto *page = open(QStringLiteral("/workspace/win.txt"));
         QCOMPARE(page->editor()->eolMode(), QsciScintilla::EolWindows);
         page->editor()->setCursorPosition(1, 1);
@@ -171,7 +183,8 @@ private Q_SLOTS:
         QSignalSpy saved(page, &EditorPage::saved);
         page->save();
         QVERIFY(saved.wait(10000));
-        QCOMPARE(m_engine.readFile(m_sandbox.id, QStringLiteral("/workspace/win.txt")).value(), QByteArray("a\r\nb\r\nc\r\n"));
+        QCOMPARE(m_engine.readFile(m_sandbox.id, QStringLiteral("/workspace/win.txt")).value(),
+                 QByteArray("a\r\nb\r\nc\r\n"));
         delete page;
     }
 

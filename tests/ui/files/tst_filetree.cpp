@@ -42,10 +42,12 @@ private Q_SLOTS:
         QVERIFY(s);
         m_sandbox = s.value();
         // A small tree: directories first, then files, case-insensitively by name.
-        const auto r = m_engine.exec(m_sandbox.id,
-                                     QStringLiteral("mkdir -p src/lib docs empty && echo 'print(1)' > src/main.py && "
-                                                    "echo x > src/lib/util.py && echo readme > README.md && "
-                                                    "echo b > b.txt && echo A > A.txt"));
+        const auto r
+            = m_engine.exec(m_sandbox.id,
+                            QStringLiteral(
+                                "mkdir -p src/lib docs empty && echo 'print(1)' > src/main.py && "
+                                "echo x > src/lib/util.py && echo readme > README.md && "
+                                "echo b > b.txt && echo A > A.txt"));
         QVERIFY(r && r->exitCode == 0);
     }
 
@@ -57,8 +59,10 @@ private Q_SLOTS:
         model.fetchMore({});
         QVERIFY(loaded.wait(10000));
         QCOMPARE(loaded.first().first().toString(), QStringLiteral("/workspace"));
-        QCOMPARE(childNames(model), (QStringList{QStringLiteral("docs"), QStringLiteral("empty"), QStringLiteral("src"),
-                                                QStringLiteral("A.txt"), QStringLiteral("b.txt"), QStringLiteral("README.md")}));
+        QCOMPARE(childNames(model),
+                 (QStringList{QStringLiteral("docs"), QStringLiteral("empty"),
+                              QStringLiteral("src"), QStringLiteral("A.txt"),
+                              QStringLiteral("b.txt"), QStringLiteral("README.md")}));
         // Subdirectories are not listed until asked for.
         const QModelIndex src = model.indexOf(QStringLiteral("/workspace/src"));
         QVERIFY(src.isValid());
@@ -70,7 +74,8 @@ private Q_SLOTS:
         model.fetchMore(src);
         QVERIFY(loaded.wait(10000));
         QCOMPARE(loaded.size(), 2);
-        QCOMPARE(childNames(model, src), (QStringList{QStringLiteral("lib"), QStringLiteral("main.py")}));
+        QCOMPARE(childNames(model, src),
+                 (QStringList{QStringLiteral("lib"), QStringLiteral("main.py")}));
         QVERIFY(!model.canFetchMore(src));
         // An empty directory shows no expander once listed.
         const QModelIndex empty = model.indexOf(QStringLiteral("/workspace/empty"));
@@ -88,30 +93,41 @@ private Q_SLOTS:
     void passesTheModelTester()
     {
         FileTreeModel model(m_engine.client(), m_sandbox.id);
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(&model,
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
         if (model.canFetchMore({}))
             model.fetchMore({});
-        QVERIFY(UiTest::waitFor([&] {
-            return !model.isLoading() && model.indexOf(QStringLiteral("/workspace/src/lib/util.py")).isValid();
-        }, 20000));
-        QCOMPARE(childNames(model, model.indexOf(QStringLiteral("/workspace/src/lib"))), QStringList{QStringLiteral("util.py")});
+        QVERIFY(UiTest::waitFor(
+            [&] {
+                return !model.isLoading()
+                       && model.indexOf(QStringLiteral("/workspace/src/lib/util.py")).isValid();
+            },
+            20000));
+        QCOMPARE(childNames(model, model.indexOf(QStringLiteral("/workspace/src/lib"))),
+                 QStringList{QStringLiteral("util.py")});
     }
 
     void refreshAppliesOnlyTheDifference()
     {
         FileTreeModel model(m_engine.client(), m_sandbox.id);
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(&model,
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
         QSignalSpy loaded(&model, &FileTreeModel::directoryLoaded);
         model.fetchMore({});
         QVERIFY(loaded.wait(10000));
         const QModelIndex src = model.indexOf(QStringLiteral("/workspace/src"));
         model.fetchMore(src);
         // directoryLoaded also comes for the tester's own fetches: wait for src itself.
-        QVERIFY(UiTest::waitFor([&] { return model.indexOf(QStringLiteral("/workspace/src/main.py")).isValid(); }, 10000));
+        QVERIFY(UiTest::waitFor(
+            [&] { return model.indexOf(QStringLiteral("/workspace/src/main.py")).isValid(); },
+            10000));
         const QPersistentModelIndex keep(model.indexOf(QStringLiteral("/workspace/src/main.py")));
 
-        QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("rm b.txt && touch new.txt && mkdir aaa && echo more >> src/main.py")));
-        QVERIFY(UiTest::waitFor([&] { return !model.isLoading(); }, 20000)); // the tester's own fetches
+        QVERIFY(m_engine.exec(
+            m_sandbox.id,
+            QStringLiteral("rm b.txt && touch new.txt && mkdir aaa && echo more >> src/main.py")));
+        QVERIFY(
+            UiTest::waitFor([&] { return !model.isLoading(); }, 20000)); // the tester's own fetches
         QSignalSpy removed(&model, &QAbstractItemModel::rowsRemoved);
         QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
         QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
@@ -124,9 +140,10 @@ private Q_SLOTS:
         // b.txt out; aaa and new.txt in (the tester lists the new, empty aaa/ too: nothing inserted).
         QCOMPARE(removed.size(), 1);
         QCOMPARE(inserted.size(), 2);
-        QCOMPARE(childNames(model), (QStringList{QStringLiteral("aaa"), QStringLiteral("docs"), QStringLiteral("empty"),
-                                                QStringLiteral("src"), QStringLiteral("A.txt"), QStringLiteral("new.txt"),
-                                                QStringLiteral("README.md")}));
+        QCOMPARE(childNames(model), (QStringList{QStringLiteral("aaa"), QStringLiteral("docs"),
+                                                 QStringLiteral("empty"), QStringLiteral("src"),
+                                                 QStringLiteral("A.txt"), QStringLiteral("new.txt"),
+                                                 QStringLiteral("README.md")}));
         QVERIFY(keep.isValid()); // the loaded subtree survived
         QCOMPARE(keep.data(FileTreeModel::SizeRole).toLongLong(), 14);
         QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("rm -r aaa new.txt && echo b > b.txt && "
@@ -135,7 +152,8 @@ private Q_SLOTS:
 
     void anErrorIsReportedNotRetriedForever()
     {
-        FileTreeModel model(m_engine.client(), m_sandbox.id, nullptr, QStringLiteral("/workspace/missing"));
+        FileTreeModel model(m_engine.client(), m_sandbox.id, nullptr,
+                            QStringLiteral("/workspace/missing"));
         QSignalSpy error(&model, &FileTreeModel::errorOccurred);
         model.fetchMore({});
         QVERIFY(error.wait(10000));
@@ -159,23 +177,27 @@ private Q_SLOTS:
         QVERIFY(UiTest::waitFor([&] { return exists(QStringLiteral("/workspace/docs/notes.md")); }));
         // The tree shows them without a manual refresh.
         page.view()->expand(model->indexOf(QStringLiteral("/workspace/docs")));
-        QVERIFY(UiTest::waitFor([&] { return model->indexOf(QStringLiteral("/workspace/docs/notes.md")).isValid(); }));
+        QVERIFY(UiTest::waitFor(
+            [&] { return model->indexOf(QStringLiteral("/workspace/docs/notes.md")).isValid(); }));
         QVERIFY(model->indexOf(QStringLiteral("/workspace/docs/guides")).isValid());
 
         // Moving by drag and drop: docs/notes.md onto src/.
         auto *mime = model->mimeData({model->indexOf(QStringLiteral("/workspace/docs/notes.md"))});
         QVERIFY(mime);
-        QVERIFY(model->dropMimeData(mime, Qt::MoveAction, -1, -1, model->indexOf(QStringLiteral("/workspace/src"))));
+        QVERIFY(model->dropMimeData(mime, Qt::MoveAction, -1, -1,
+                                    model->indexOf(QStringLiteral("/workspace/src"))));
         delete mime;
         QVERIFY(UiTest::waitFor([&] { return exists(QStringLiteral("/workspace/src/notes.md")); }));
         QVERIFY(!exists(QStringLiteral("/workspace/docs/notes.md")));
-        QVERIFY(UiTest::waitFor([&] { return !model->indexOf(QStringLiteral("/workspace/docs/notes.md")).isValid(); }));
+        QVERIFY(UiTest::waitFor(
+            [&] { return !model->indexOf(QStringLiteral("/workspace/docs/notes.md")).isValid(); }));
 
         // Rename in place (a name, not a path: "/" is refused).
         page.rename(QStringLiteral("/workspace/docs/guides"), QStringLiteral("manual"));
         QVERIFY(UiTest::waitFor([&] { return exists(QStringLiteral("/workspace/docs/manual")); }));
         QVERIFY(!exists(QStringLiteral("/workspace/docs/guides")));
-        QVERIFY(UiTest::waitFor([&] { return model->indexOf(QStringLiteral("/workspace/docs/manual")).isValid(); }));
+        QVERIFY(UiTest::waitFor(
+            [&] { return model->indexOf(QStringLiteral("/workspace/docs/manual")).isValid(); }));
         page.rename(QStringLiteral("/workspace/docs/manual"), QStringLiteral("../escape"));
         QTest::qWait(200);
         QVERIFY(exists(QStringLiteral("/workspace/docs/manual")));
@@ -183,10 +205,13 @@ private Q_SLOTS:
         // Delete (the confirmation is the page's; the model refreshes the parent).
         Client *c = m_engine.client();
         QVERIFY(UiTest::call<QString>([&](Callback<QString> cb) {
-            return c->sandboxes().deleteFile(m_sandbox.id, QStringLiteral("/workspace/src/notes.md"), false, this, cb);
+            return c->sandboxes().deleteFile(m_sandbox.id,
+                                             QStringLiteral("/workspace/src/notes.md"), false, this,
+                                             cb);
         }));
         model->refreshPath(QStringLiteral("/workspace/src"));
-        QVERIFY(UiTest::waitFor([&] { return !model->indexOf(QStringLiteral("/workspace/src/notes.md")).isValid(); }));
+        QVERIFY(UiTest::waitFor(
+            [&] { return !model->indexOf(QStringLiteral("/workspace/src/notes.md")).isValid(); }));
     }
 
     void uploadsDroppedFilesAndDownloads()
@@ -196,7 +221,8 @@ private Q_SLOTS:
         // A file and a folder with a nested file, dropped onto /workspace/docs.
         writeLocal(local.filePath(QStringLiteral("hello.txt")), "hello from the desktop\n");
         QDir().mkpath(local.filePath(QStringLiteral("bundle/inner")));
-        writeLocal(local.filePath(QStringLiteral("bundle/inner/data.bin")), QByteArray("\x00\x01\x02\xff", 4));
+        writeLocal(local.filePath(QStringLiteral("bundle/inner/data.bin")),
+                   QByteArray("\x00\x01\x02\xff", 4));
 
         FilesPage page(SandboxPageContext{m_engine.client(), m_sandbox, nullptr});
         FileTreeModel *model = page.model();
@@ -210,24 +236,35 @@ private Q_SLOTS:
         QVERIFY(model->canDropMimeData(&drop, Qt::CopyAction, -1, -1, docs));
         QVERIFY(model->dropMimeData(&drop, Qt::CopyAction, -1, -1, docs));
         QVERIFY(done.wait(20000));
-        QVERIFY2(done.first().at(1).toStringList().isEmpty(), qPrintable(done.first().at(1).toStringList().join(u'\n')));
+        QVERIFY2(done.first().at(1).toStringList().isEmpty(),
+                 qPrintable(done.first().at(1).toStringList().join(u'\n')));
         QCOMPARE(done.first().first().toInt(), 2);
         QCOMPARE(m_engine.readFile(m_sandbox.id, QStringLiteral("/workspace/docs/hello.txt")).value(),
                  QByteArray("hello from the desktop\n"));
-        QCOMPARE(m_engine.readFile(m_sandbox.id, QStringLiteral("/workspace/docs/bundle/inner/data.bin")).value(),
+        QCOMPARE(m_engine
+                     .readFile(m_sandbox.id,
+                               QStringLiteral("/workspace/docs/bundle/inner/data.bin"))
+                     .value(),
                  QByteArray("\x00\x01\x02\xff", 4));
 
         // Download a directory, then a file bigger than one page of the protocol.
-        QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("head -c 9000000 /dev/urandom > docs/big.bin")));
+        QVERIFY(m_engine.exec(m_sandbox.id,
+                              QStringLiteral("head -c 9000000 /dev/urandom > docs/big.bin")));
         const QString target = local.filePath(QStringLiteral("out"));
         page.transfer()->download(QStringLiteral("/workspace/docs"), true, target);
         QVERIFY(done.wait(60000));
-        QVERIFY2(done.last().at(1).toStringList().isEmpty(), qPrintable(done.last().at(1).toStringList().join(u'\n')));
-        QCOMPARE(readLocal(target + QStringLiteral("/hello.txt")), QByteArray("hello from the desktop\n"));
-        QCOMPARE(readLocal(target + QStringLiteral("/bundle/inner/data.bin")), QByteArray("\x00\x01\x02\xff", 4));
-        const auto sum = m_engine.exec(m_sandbox.id, QStringLiteral("sha256sum docs/big.bin | cut -c1-64"));
+        QVERIFY2(done.last().at(1).toStringList().isEmpty(),
+                 qPrintable(done.last().at(1).toStringList().join(u'\n')));
+        QCOMPARE(readLocal(target + QStringLiteral("/hello.txt")),
+                 QByteArray("hello from the desktop\n"));
+        QCOMPARE(readLocal(target + QStringLiteral("/bundle/inner/data.bin")),
+                 QByteArray("\x00\x01\x02\xff", 4));
+        const auto sum = m_engine.exec(m_sandbox.id,
+                                       QStringLiteral("sha256sum docs/big.bin | cut -c1-64"));
         QVERIFY(sum);
-        QCOMPARE(QCryptographicHash::hash(readLocal(target + QStringLiteral("/big.bin")), QCryptographicHash::Sha256).toHex(),
+        QCOMPARE(QCryptographicHash::hash(readLocal(target + QStringLiteral("/big.bin")),
+                                          QCryptographicHash::Sha256)
+                     .toHex(),
                  sum->standardOutput.trimmed());
     }
 
@@ -243,7 +280,8 @@ private Q_SLOTS:
         transfer.upload({big.fileName()}, QStringLiteral("/workspace"));
         QVERIFY(done.wait(10000));
         QCOMPARE(done.first().first().toInt(), 0);
-        QVERIFY(done.first().at(1).toStringList().join(u' ').contains(QStringLiteral("cannot be uploaded")));
+        QVERIFY(done.first().at(1).toStringList().join(u' ').contains(
+            QStringLiteral("cannot be uploaded")));
         QVERIFY(!exists(QStringLiteral("/workspace/huge.bin")));
     }
 
@@ -251,7 +289,9 @@ private:
     bool exists(const QString &path)
     {
         Client *c = m_engine.client();
-        const auto r = UiTest::call<FileEntry>([&](Callback<FileEntry> cb) { return c->sandboxes().stat(m_sandbox.id, path, this, cb); });
+        const auto r = UiTest::call<FileEntry>([&](Callback<FileEntry> cb) {
+            return c->sandboxes().stat(m_sandbox.id, path, this, cb);
+        });
         return r.ok();
     }
     static void writeLocal(const QString &path, const QByteArray &data)

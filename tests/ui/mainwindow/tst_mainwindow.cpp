@@ -49,7 +49,10 @@ public:
     QString title() const override { return QStringLiteral("Notes"); }
     Area area() const override { return Area::Documents; }
     bool appliesTo(const SandboxInfo &s) const override { return s.kind == QLatin1String("agent"); }
-    SandboxPage *create(const SandboxPageContext &c, QWidget *parent) const override { return new NotesPage(c, parent); }
+    SandboxPage *create(const SandboxPageContext &c, QWidget *parent) const override
+    {
+        return new NotesPage(c, parent);
+    }
 };
 
 bool consoleHas(ConsolePage *console, const QString &text)
@@ -74,18 +77,24 @@ private Q_SLOTS:
         QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
         registerDefaultPages(m_registry);
         m_registry.add(std::make_unique<NotesFactory>());
-        m_secrets = std::make_unique<SecretStore>(SecretStore::Backend::File, UiTest::settingsDir() + QStringLiteral("/keys.json"));
+        m_secrets = std::make_unique<SecretStore>(SecretStore::Backend::File,
+                                                  UiTest::settingsDir()
+                                                      + QStringLiteral("/keys.json"));
     }
 
     void connectsAndShowsStatus()
     {
         auto w = makeWindow();
-        QVERIFY(UiTest::waitFor([&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
-        QVERIFY(UiTest::waitFor([&] { return !w->connectionStatus()->quotaText().isEmpty(); }, 10000));
-        QCOMPARE(w->connectionStatus()->stateText(), QStringLiteral("Connected to the local engine"));
+        QVERIFY(UiTest::waitFor(
+            [&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
+        QVERIFY(
+            UiTest::waitFor([&] { return !w->connectionStatus()->quotaText().isEmpty(); }, 10000));
+        QCOMPARE(w->connectionStatus()->stateText(),
+                 QStringLiteral("Connected to the local engine"));
         QVERIFY(w->connectionStatus()->versionText().contains(QStringLiteral(SANDBOX_VERSION)));
         QVERIFY(w->action(QStringLiteral("newSandbox"))->isEnabled());
-        QAbstractItemModelTester tester(w->sandboxModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(w->sandboxModel(),
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
         QSignalSpy listed(w.get(), &MainWindow::sandboxesListed);
         QVERIFY(listed.wait(10000));
     }
@@ -93,7 +102,8 @@ private Q_SLOTS:
     void createOpenRunAndEdit()
     {
         auto w = makeWindow();
-        QVERIFY(UiTest::waitFor([&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
+        QVERIFY(UiTest::waitFor(
+            [&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
         QSignalSpy created(w.get(), &MainWindow::sandboxCreated);
         AgentCreateOptions options;
         options.type = QStringLiteral("codex");
@@ -112,7 +122,8 @@ private Q_SLOTS:
         SandboxWorkspace *ws = w->currentWorkspace();
         QVERIFY(ws);
         QCOMPARE(ws->sandboxId(), s.id);
-        QCOMPARE(w->sandboxTabs()->tabText(w->sandboxTabs()->currentIndex()), QStringLiteral("from-the-window"));
+        QCOMPARE(w->sandboxTabs()->tabText(w->sandboxTabs()->currentIndex()),
+                 QStringLiteral("from-the-window"));
 
         // Its pages: console, files, and the page registered for agents.
         auto *console = ws->page<ConsolePage>(QStringLiteral("console"));
@@ -122,7 +133,8 @@ private Q_SLOTS:
         QVERIFY(ws->page(QStringLiteral("notes")));
 
         // Type a command and run it with the window's Ctrl+Return.
-        console->commandLine()->setText(QStringLiteral("printf 'print(42)\\n' > hello.py && echo written"));
+        console->commandLine()->setText(
+            QStringLiteral("printf 'print(42)\\n' > hello.py && echo written"));
         QSignalSpy finished(console, &ConsolePage::commandFinished);
         QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_Return));
         QVERIFY(finished.wait(15000));
@@ -130,7 +142,9 @@ private Q_SLOTS:
 
         // The file tree lists it; opening it makes an editor tab.
         files->refresh();
-        QVERIFY(UiTest::waitFor([&] { return files->model()->indexOf(QStringLiteral("/workspace/hello.py")).isValid(); }, 10000));
+        QVERIFY(UiTest::waitFor(
+            [&] { return files->model()->indexOf(QStringLiteral("/workspace/hello.py")).isValid(); },
+            10000));
         EditorPage *editor = ws->openFile(QStringLiteral("/workspace/hello.py"));
         QVERIFY(UiTest::waitFor([&] { return editor->state() == EditorPage::State::Text; }, 10000));
         QCOMPARE(editor->editor()->text(), QStringLiteral("print(42)\n"));
@@ -148,18 +162,25 @@ private Q_SLOTS:
         SandboxWorkspace *ws = w->workspace(m_sandboxId);
         QVERIFY(UiTest::waitFor([&] { return ws->editors().size() == 1; }, 5000));
         QCOMPARE(ws->editors().first()->path(), QStringLiteral("/workspace/hello.py"));
-        QVERIFY(UiTest::waitFor([&] { return ws->editors().first()->state() == EditorPage::State::Text; }, 10000));
+        QVERIFY(
+            UiTest::waitFor([&] { return ws->editors().first()->state() == EditorPage::State::Text; },
+                            10000));
     }
 
     void stopStartAndDeleteFollowTheSidebar()
     {
         QVERIFY(!m_sandboxId.isEmpty());
         auto w = makeWindow();
-        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(m_sandboxId).has_value(); }, 15000));
+        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(m_sandboxId).has_value(); },
+                                15000));
         w->selectSandbox(m_sandboxId);
         QVERIFY(w->action(QStringLiteral("stopSandbox"))->isEnabled());
         w->action(QStringLiteral("stopSandbox"))->trigger();
-        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(m_sandboxId)->status == QLatin1String("stopped"); }, 15000));
+        QVERIFY(UiTest::waitFor(
+            [&] {
+                return w->sandboxModel()->sandbox(m_sandboxId)->status == QLatin1String("stopped");
+            },
+            15000));
         QVERIFY(w->action(QStringLiteral("startSandbox"))->isEnabled());
         QVERIFY(!w->action(QStringLiteral("stopSandbox"))->isEnabled());
         // The open tab follows (its icon and its pages know).
@@ -167,31 +188,48 @@ private Q_SLOTS:
             QCOMPARE(ws->sandbox().status, QStringLiteral("stopped"));
 
         w->action(QStringLiteral("startSandbox"))->trigger();
-        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(m_sandboxId)->status == QLatin1String("running"); }, 15000));
+        QVERIFY(UiTest::waitFor(
+            [&] {
+                return w->sandboxModel()->sandbox(m_sandboxId)->status == QLatin1String("running");
+            },
+            15000));
 
         // A sandbox stopped elsewhere shows up as stopped by the next poll.
         Client *c = m_engine.client();
-        QVERIFY(UiTest::call<SandboxInfo>([&](Callback<SandboxInfo> cb) { return c->sandboxes().stop(m_sandboxId, this, cb); }));
+        QVERIFY(UiTest::call<SandboxInfo>(
+            [&](Callback<SandboxInfo> cb) { return c->sandboxes().stop(m_sandboxId, this, cb); }));
         w->poller()->refresh();
-        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(m_sandboxId)->status == QLatin1String("stopped"); }, 10000));
+        QVERIFY(UiTest::waitFor(
+            [&] {
+                return w->sandboxModel()->sandbox(m_sandboxId)->status == QLatin1String("stopped");
+            },
+            10000));
 
         w->selectSandbox(m_sandboxId);
         w->deleteSelected(false);
-        QVERIFY(UiTest::waitFor([&] { return !w->sandboxModel()->sandbox(m_sandboxId).has_value(); }, 15000));
+        QVERIFY(UiTest::waitFor([&] { return !w->sandboxModel()->sandbox(m_sandboxId).has_value(); },
+                                15000));
         QVERIFY(!w->workspace(m_sandboxId));
-        const auto gone = UiTest::call<SandboxInfo>([&](Callback<SandboxInfo> cb) { return c->sandboxes().status(m_sandboxId, this, cb); });
+        const auto gone = UiTest::call<SandboxInfo>(
+            [&](Callback<SandboxInfo> cb) { return c->sandboxes().status(m_sandboxId, this, cb); });
         QCOMPARE(gone.error().code, ErrorCode::NotFound);
     }
 
     void keyboardShortcuts()
     {
         auto w = makeWindow();
-        QVERIFY(UiTest::waitFor([&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
-        QCOMPARE(w->action(QStringLiteral("newSandbox"))->shortcut(), QKeySequence(QKeySequence::New));
-        QCOMPARE(w->action(QStringLiteral("runCommand"))->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_Return));
-        QCOMPARE(w->action(QStringLiteral("stopCommand"))->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_Period));
-        QCOMPARE(w->action(QStringLiteral("nextTab"))->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_PageDown));
-        QCOMPARE(w->action(QStringLiteral("previousTab"))->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_PageUp));
+        QVERIFY(UiTest::waitFor(
+            [&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
+        QCOMPARE(w->action(QStringLiteral("newSandbox"))->shortcut(),
+                 QKeySequence(QKeySequence::New));
+        QCOMPARE(w->action(QStringLiteral("runCommand"))->shortcut(),
+                 QKeySequence(Qt::CTRL | Qt::Key_Return));
+        QCOMPARE(w->action(QStringLiteral("stopCommand"))->shortcut(),
+                 QKeySequence(Qt::CTRL | Qt::Key_Period));
+        QCOMPARE(w->action(QStringLiteral("nextTab"))->shortcut(),
+                 QKeySequence(Qt::CTRL | Qt::Key_PageDown));
+        QCOMPARE(w->action(QStringLiteral("previousTab"))->shortcut(),
+                 QKeySequence(Qt::CTRL | Qt::Key_PageUp));
 
         // Two sandboxes open: Ctrl+PgDown and Ctrl+PgUp move between their tabs.
         for (const QString &name : {QStringLiteral("one"), QStringLiteral("two")}) {
@@ -221,17 +259,15 @@ private Q_SLOTS:
         QVERIFY(w->currentWorkspace()->page(QStringLiteral("notes")));
     }
 
-    void cleanupTestCase()
-    {
-        m_connection.reset();
-    }
+    void cleanupTestCase() { m_connection.reset(); }
 
 private:
     std::unique_ptr<MainWindow> makeWindow()
     {
         m_connection.reset(); // one connection per window, as in the app
         m_connection = std::make_unique<ConnectionManager>();
-        auto w = std::make_unique<MainWindow>(m_connection.get(), &m_registry, &m_profiles, m_secrets.get());
+        auto w = std::make_unique<MainWindow>(m_connection.get(), &m_registry, &m_profiles,
+                                              m_secrets.get());
         w->restoreWindowState();
         w->show();
         w->connectWith(m_engine.localProfile(), QStringLiteral("test-engine"));

@@ -73,29 +73,36 @@ private Q_SLOTS:
         // Some sandboxes to list: the one we open, one stopped.
         const auto s = m_engine.createAgent(QStringLiteral("web-app"));
         QVERIFY(s);
-        const auto other = m_engine.createAgent(QStringLiteral("experiments"), QStringLiteral("opencode"));
+        const auto other = m_engine.createAgent(QStringLiteral("experiments"),
+                                                QStringLiteral("opencode"));
         QVERIFY(other);
         Client *c = m_engine.client();
-        QVERIFY(UiTest::call<SandboxInfo>([&](Callback<SandboxInfo> cb) { return c->sandboxes().stop(other->id, this, cb); }));
-        QVERIFY(m_engine.writeFile(s->id, QStringLiteral("/workspace/app/server.py"),
-                                   "\"\"\"A tiny HTTP server.\"\"\"\n"
-                                   "import http.server\n\n"
-                                   "PORT = 8080  # the port to listen on\n\n\n"
-                                   "class Handler(http.server.BaseHTTPRequestHandler):\n"
-                                   "    def do_GET(self):\n"
-                                   "        self.send_response(200)\n"
-                                   "        self.end_headers()\n"
-                                   "        self.wfile.write(b'hello from the sandbox\\n')\n\n\n"
-                                   "if __name__ == '__main__':\n"
-                                   "    http.server.HTTPServer(('', PORT), Handler).serve_forever()\n"));
+        QVERIFY(UiTest::call<SandboxInfo>(
+            [&](Callback<SandboxInfo> cb) { return c->sandboxes().stop(other->id, this, cb); }));
+        QVERIFY(
+            m_engine
+                .writeFile(s->id, QStringLiteral("/workspace/app/server.py"),
+                           "\"\"\"A tiny HTTP server.\"\"\"\n"
+                           "import http.server\n\n"
+                           "PORT = 8080  # the port to listen on\n\n\n"
+                           "class Handler(http.server.BaseHTTPRequestHandler):\n"
+                           "    def do_GET(self):\n"
+                           "        self.send_response(200)\n"
+                           "        self.end_headers()\n"
+                           "        self.wfile.write(b'hello from the sandbox\\n')\n\n\n"
+                           "if __name__ == '__main__':\n"
+                           "    http.server.HTTPServer(('', PORT), Handler).serve_forever()\n"));
         QVERIFY(m_engine.writeFile(s->id, QStringLiteral("/workspace/README.md"), "# web-app\n"));
-        QVERIFY(m_engine.writeFile(s->id, QStringLiteral("/workspace/Dockerfile"), "FROM python:3.12\n"));
-        QVERIFY(m_engine.exec(s->id, QStringLiteral("mkdir -p tests docs && touch tests/test_server.py")));
+        QVERIFY(m_engine.writeFile(s->id, QStringLiteral("/workspace/Dockerfile"),
+                                   "FROM python:3.12\n"));
+        QVERIFY(m_engine.exec(s->id,
+                              QStringLiteral("mkdir -p tests docs && touch tests/test_server.py")));
 
         SandboxPageRegistry registry;
         registerDefaultPages(registry);
         ProfileStore profiles;
-        SecretStore secrets(SecretStore::Backend::File, UiTest::settingsDir() + QStringLiteral("/keys.json"));
+        SecretStore secrets(SecretStore::Backend::File,
+                            UiTest::settingsDir() + QStringLiteral("/keys.json"));
         ConnectionManager connection;
         MainWindow window(&connection, &registry, &profiles, &secrets);
         window.resize(1280, 800);
@@ -108,10 +115,17 @@ private Q_SLOTS:
         SandboxWorkspace *ws = window.openSandbox(s->id);
         QVERIFY(ws);
         auto *files = ws->page<FilesPage>(QStringLiteral("files"));
-        QVERIFY(UiTest::waitFor([&] { return files->model()->indexOf(QStringLiteral("/workspace/app")).isValid(); }, 10000));
+        QVERIFY(UiTest::waitFor(
+            [&] { return files->model()->indexOf(QStringLiteral("/workspace/app")).isValid(); },
+            10000));
         files->view()->expand(files->model()->indexOf(QStringLiteral("/workspace/app")));
-        QVERIFY(UiTest::waitFor([&] { return files->model()->indexOf(QStringLiteral("/workspace/app/server.py")).isValid(); }, 10000));
-        files->view()->setCurrentIndex(files->model()->indexOf(QStringLiteral("/workspace/app/server.py")));
+        QVERIFY(UiTest::waitFor(
+            [&] {
+                return files->model()->indexOf(QStringLiteral("/workspace/app/server.py")).isValid();
+            },
+            10000));
+        files->view()->setCurrentIndex(
+            files->model()->indexOf(QStringLiteral("/workspace/app/server.py")));
 
         EditorPage *editor = ws->openFile(QStringLiteral("/workspace/app/server.py"));
         QVERIFY(UiTest::waitFor([&] { return editor->state() == EditorPage::State::Text; }, 10000));
@@ -119,7 +133,8 @@ private Q_SLOTS:
 
         auto *console = ws->page<ConsolePage>(QStringLiteral("console"));
         QSignalSpy finished(console, &ConsolePage::commandFinished);
-        console->run(QStringLiteral("ls -la --color=always app; printf '\\033[1;32mPASS\\033[0m 12 tests  \\033[33m1 warning\\033[0m\\n'; "
+        console->run(QStringLiteral("ls -la --color=always app; printf '\\033[1;32mPASS\\033[0m 12 "
+                                    "tests  \\033[33m1 warning\\033[0m\\n'; "
                                     "echo 'error: port 8080 already in use' >&2; exit 1"));
         QVERIFY(finished.wait(15000));
         console->run(QStringLiteral("python3 --version"));
@@ -140,11 +155,17 @@ private Q_SLOTS:
 
         // No empty panes: the sidebar, the file tree, the editor and the console all hold content.
         const qreal dpr = shot.devicePixelRatio();
-        const auto scaled = [dpr](const QRect &r) { return QRect((r.topLeft() * dpr), r.size() * dpr); };
-        QVERIFY2(colours(shot, scaled(rectIn(&window, window.sidebar()))) > 20, "the sandbox list looks empty");
-        QVERIFY2(colours(shot, scaled(rectIn(&window, files->view()))) > 20, "the file tree looks empty");
-        QVERIFY2(colours(shot, scaled(rectIn(&window, editor->editor()))) > 20, "the editor looks empty");
-        QVERIFY2(colours(shot, scaled(rectIn(&window, console->view()))) > 20, "the console looks empty");
+        const auto scaled = [dpr](const QRect &r) {
+            return QRect((r.topLeft() * dpr), r.size() * dpr);
+        };
+        QVERIFY2(colours(shot, scaled(rectIn(&window, window.sidebar()))) > 20,
+                 "the sandbox list looks empty");
+        QVERIFY2(colours(shot, scaled(rectIn(&window, files->view()))) > 20,
+                 "the file tree looks empty");
+        QVERIFY2(colours(shot, scaled(rectIn(&window, editor->editor()))) > 20,
+                 "the editor looks empty");
+        QVERIFY2(colours(shot, scaled(rectIn(&window, console->view()))) > 20,
+                 "the console looks empty");
     }
 
     // The dialogs, kept next to the main window's picture.
@@ -159,10 +180,12 @@ private Q_SLOTS:
         QVERIFY(colours(a, a.rect()) > 10);
 
         ProfileStore profiles;
-        SecretStore secrets(SecretStore::Backend::File, UiTest::settingsDir() + QStringLiteral("/keys.json"));
+        SecretStore secrets(SecretStore::Backend::File,
+                            UiTest::settingsDir() + QStringLiteral("/keys.json"));
         ConnectionDialog connect(&profiles, &secrets, QStringLiteral("local"));
         connect.addProfile();
-        connect.setFields(QStringLiteral("Team sandboxes"), QStringLiteral("https://sandbox.example.workers.dev"),
+        connect.setFields(QStringLiteral("Team sandboxes"),
+                          QStringLiteral("https://sandbox.example.workers.dev"),
                           QStringLiteral("secret"));
         connect.show();
         QVERIFY(QTest::qWaitForWindowExposed(&connect));

@@ -1,6 +1,8 @@
 #include "tcpproxy.h"
 
-TcpProxy::TcpProxy(const QUrl &target, QObject *parent) : QObject(parent), m_target(target)
+TcpProxy::TcpProxy(const QUrl &target, QObject *parent)
+    : QObject(parent)
+    , m_target(target)
 {
     connect(&m_server, &QTcpServer::newConnection, this, &TcpProxy::onNewConnection);
 }
@@ -51,8 +53,10 @@ void TcpProxy::onNewConnection()
         }
         ++m_accepted;
         auto *upstream = new QTcpSocket(client);
-        connect(client, &QTcpSocket::readyRead, upstream, [client, upstream] { upstream->write(client->readAll()); });
-        connect(upstream, &QTcpSocket::readyRead, client, [client, upstream] { client->write(upstream->readAll()); });
+        connect(client, &QTcpSocket::readyRead, upstream,
+                [client, upstream] { upstream->write(client->readAll()); });
+        connect(upstream, &QTcpSocket::readyRead, client,
+                [client, upstream] { client->write(upstream->readAll()); });
         connect(client, &QTcpSocket::disconnected, upstream, [upstream] { upstream->abort(); });
         connect(upstream, &QTcpSocket::disconnected, client, [client] { client->abort(); });
         connect(client, &QTcpSocket::disconnected, client, &QObject::deleteLater);

@@ -21,13 +21,16 @@ QTemporaryDir *settingsRoot()
 void isolateSettings()
 {
     const QString root = settingsRoot()->path();
-    for (const char *var : {"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"}) {
+    for (const char *var :
+         {"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"}) {
         const QString dir = root + u'/' + QString::fromLatin1(var).toLower();
         QDir().mkpath(dir);
         qputenv(var, QFile::encodeName(dir));
     }
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, root + QStringLiteral("/xdg_config_home"));
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, root + QStringLiteral("/xdg_config_home"));
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope,
+                       root + QStringLiteral("/xdg_config_home"));
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope,
+                       root + QStringLiteral("/xdg_config_home"));
     QCoreApplication::setOrganizationName(QStringLiteral("sandbox-desktop-tests"));
     QCoreApplication::setApplicationName(QCoreApplication::applicationName().isEmpty()
                                              ? QStringLiteral("tests")
@@ -51,7 +54,9 @@ bool waitFor(const std::function<bool()> &done, int timeoutMs)
     return true;
 }
 
-Engine::Engine() : m_owner(std::make_unique<QObject>()) {}
+Engine::Engine()
+    : m_owner(std::make_unique<QObject>())
+{}
 
 Engine::~Engine()
 {
@@ -96,7 +101,8 @@ Result<SandboxInfo> Engine::createAgent(const QString &name, const QString &type
     options.type = type;
     options.name = name;
     options.size = QStringLiteral("basic");
-    return call<SandboxInfo>([&](Callback<SandboxInfo> cb) { return c->agents().create(options, m_owner.get(), cb); });
+    return call<SandboxInfo>(
+        [&](Callback<SandboxInfo> cb) { return c->agents().create(options, m_owner.get(), cb); });
 }
 
 Result<ExecResult> Engine::exec(const QString &id, const QString &command)

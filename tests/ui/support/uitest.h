@@ -23,12 +23,15 @@ bool waitFor(const std::function<bool()> &done, int timeoutMs = 30000);
 
 // Calls `start` with a callback and waits for its result (a call to a real engine).
 template<typename T>
-Sandbox::Result<T> call(const std::function<Sandbox::RpcCall(Sandbox::Callback<T>)> &start, int timeoutMs = 60000)
+Sandbox::Result<T> call(const std::function<Sandbox::RpcCall(Sandbox::Callback<T>)> &start,
+                        int timeoutMs = 60000)
 {
     std::optional<Sandbox::Result<T>> out;
     Sandbox::RpcCall handle = start([&out](Sandbox::Result<T> r) { out.emplace(std::move(r)); });
     if (!waitFor([&] { return out.has_value(); }, timeoutMs))
-        return Sandbox::Error{Sandbox::ErrorCode::Timeout, QStringLiteral("test wait timed out"), {}};
+        return Sandbox::Error{Sandbox::ErrorCode::Timeout,
+                              QStringLiteral("test wait timed out"),
+                              {}};
     return std::move(*out);
 }
 
@@ -47,7 +50,8 @@ public:
     Sandbox::ConnectionProfile localProfile() const;
     Sandbox::ConnectionProfile remoteProfile() const;
 
-    Sandbox::Result<Sandbox::SandboxInfo> createAgent(const QString &name = {}, const QString &type = QStringLiteral("claude-code"));
+    Sandbox::Result<Sandbox::SandboxInfo> createAgent(
+        const QString &name = {}, const QString &type = QStringLiteral("claude-code"));
     Sandbox::Result<Sandbox::ExecResult> exec(const QString &id, const QString &command);
     Sandbox::Result<QByteArray> readFile(const QString &id, const QString &path);
     bool writeFile(const QString &id, const QString &path, const QByteArray &content);

@@ -1,6 +1,6 @@
 // What the three agent classes share: a sandbox, a working directory, exec with the agent's
 // environment, repositories and conversations. Each subclass knows only its CLI's flags and
-// output format (see shared notes on the agent CLIs).
+// output format.
 
 import type { ExecOptions, ExecResult, FileEntry, SandboxBackend } from '../types';
 
