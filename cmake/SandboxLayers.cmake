@@ -1,0 +1,93 @@
+# The layers of ARCHITECTURE (docs/architecture in the README's Layout table), checked when the
+# build is configured: a link that points the wrong way fails the configure step, so it fails CI.
+#   core (sandbox_protocol, sandbox_core): Qt Core/Network/WebSockets only — no Gui, no Widgets,
+#     no ui/ or engine/ library;
+#   engine (sandbox_engine, sandbox_databases, sandboxd, sandbox-supervisor, sandbox-dbhost):
+#     no Gui, no Widgets, no ui/ library, and not the client library (only sandbox_protocol);
+#   ui/ and the desktop app: never an engine/ library.
+include_guard(GLOBAL)
+
+# All targets and imported targets `target` links, directly or through others.
+function(_sandbox_link_closure target out)
+    set(seen "")
+    set(queue ${target})
+    while(queue)
+        list(POP_FRONT queue current)
+        if(current IN_LIST seen)
+            continue()
+        endif()
+        # Recorded by name even where the imported target is not visible from here (imported
+        # targets are local to the directory that found them).
+        list(APPEND seen ${current})
+        if(NOT TARGET ${current})
+            continue()
+        endif()
+        get_target_property(type ${current} TYPE)
+        set(links "")
+        if(NOT type STREQUAL "INTERFACE_LIBRARY")
+            get_target_property(direct ${current} LINK_LIBRARIES)
+            if(direct)
+                list(APPEND links ${direct})
+            endif()
+        endif()
+        get_target_property(iface ${current} INTERFACE_LINK_LIBRARIES)
+        if(iface)
+            list(APPEND links ${iface})
+        endif()
+        foreach(link IN LISTS links)
+            # $<LINK_ONLY:X> and other simple wrappers: keep X.
+            string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" link "${link}")
+            if(link MATCHES "^\\$<" OR link MATCHES "^-")
+                continue()
+            endif()
+            list(APPEND queue ${link})
+        endforeach()
+    endwhile()
+    list(REMOVE_ITEM seen ${target})
+    set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+function(_sandbox_forbid target)
+    if(NOT TARGET ${target})
+        return()
+    endif()
+    _sandbox_link_closure(${target} closure)
+    foreach(forbidden IN LISTS ARGN)
+        if(forbidden IN_LIST closure)
+            message(FATAL_ERROR "Layering: ${target} links ${forbidden}, an arrow that must not "
+                                "exist (see the README's Layout). Closure: ${closure}")
+        endif()
+    endforeach()
+endfunction()
+
+# The targets defined in `dir` and its subdirectories.
+function(_sandbox_targets_in dir out)
+    set(result "")
+    if(IS_DIRECTORY ${dir})
+        get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+        list(APPEND result ${targets})
+        get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+        foreach(sub IN LISTS subdirs)
+            _sandbox_targets_in(${sub} more)
+            list(APPEND result ${more})
+        endforeach()
+    endif()
+    set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
+function(sandbox_check_layers)
+    set(gui Qt6::Gui Qt6::Widgets Qt6::PrintSupport QScintilla::QScintilla)
+    _sandbox_targets_in(${PROJECT_SOURCE_DIR}/core core_targets)
+    _sandbox_targets_in(${PROJECT_SOURCE_DIR}/engine engine_targets)
+    _sandbox_targets_in(${PROJECT_SOURCE_DIR}/ui ui_targets)
+    foreach(t IN LISTS core_targets)
+        _sandbox_forbid(${t} ${gui} ${ui_targets} ${engine_targets})
+    endforeach()
+    _sandbox_forbid(sandbox_protocol sandbox_core Qt6::Network Qt6::WebSockets)
+    foreach(t IN LISTS engine_targets)
+        _sandbox_forbid(${t} ${gui} ${ui_targets} sandbox_core)
+    endforeach()
+    foreach(t IN LISTS ui_targets ITEMS sandbox-desktop sandboxctl)
+        _sandbox_forbid(${t} ${engine_targets})
+    endforeach()
+endfunction()
