@@ -2,7 +2,8 @@
 
 #include "agenttranscriptmodel.h"
 #include "agenttranscriptview.h"
-#include "sandboxfilemodel.h"
+
+#include "../files/filetreemodel.h"
 
 #include <client/agentrun.h>
 #include <client/client.h>
@@ -40,7 +41,7 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     , m_sandbox(sandbox)
     , m_transcript(new AgentTranscriptModel(this))
     , m_view(new AgentTranscriptView(this))
-    , m_files(new SandboxFileModel(&client->agents(), sandbox.id, this))
+    , m_files(new FileTreeModel(client, sandbox.id, this))
     , m_fileTree(new QTreeView(this))
     , m_header(new QLabel(this))
     , m_totalsLabel(new QLabel(this))
@@ -52,7 +53,8 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
 {
     m_view->setTranscript(m_transcript);
     m_fileTree->setModel(m_files);
-    m_fileTree->header()->setSectionResizeMode(SandboxFileModel::Name, QHeaderView::Stretch);
+    m_fileTree->header()->setSectionResizeMode(FileTreeModel::NameColumn, QHeaderView::Stretch);
+    m_fileTree->setColumnHidden(FileTreeModel::ModifiedColumn, true);
     m_fileTree->setUniformRowHeights(true);
 
     m_header->setTextFormat(Qt::RichText);
@@ -209,7 +211,7 @@ bool AgentSessionView::send(const QString &prompt)
         m_current = u;
         updateTotals();
     });
-    connect(run, &AgentRun::fileChange, this, [this] { m_files->reload(); });
+    connect(run, &AgentRun::fileChange, this, [this] { m_files->refresh(); });
     connect(run, &AgentRun::finished, this, [this](const AgentRunResult &r) {
         if (!r.sessionId.isEmpty())
             m_sessionId = r.sessionId;
@@ -240,7 +242,7 @@ void AgentSessionView::finishRun()
     m_run = nullptr;
     setRunning(false);
     updateTotals();
-    m_files->reload();
+    m_files->refresh();
 }
 
 void AgentSessionView::stop()

@@ -20,7 +20,7 @@ namespace Sandbox::Ui {
 
 class AgentTranscriptModel;
 class AgentTranscriptView;
-class SandboxFileModel;
+class FileTreeModel;
 
 // One agent sandbox's session: the live transcript, a prompt box with Send and Stop, pickers for
 // the model and the permission mode, token and cost totals, and the sandbox's files beside it.
@@ -47,7 +47,7 @@ public:
     void stop();
 
     AgentTranscriptModel *transcript() const { return m_transcript; }
-    SandboxFileModel *files() const { return m_files; }
+    FileTreeModel *files() const { return m_files; }
     // For tests and for the host window's shortcuts.
     QPlainTextEdit *promptEdit() const { return m_prompt; }
     QPushButton *sendButton() const { return m_send; }
@@ -74,7 +74,7 @@ private:
     Sandbox::SandboxInfo m_sandbox;
     AgentTranscriptModel *m_transcript; // owned (child)
     AgentTranscriptView *m_view;        // owned (child widget)
-    SandboxFileModel *m_files;          // owned (child)
+    FileTreeModel *m_files;             // owned (child)
     QTreeView *m_fileTree;
     QLabel *m_header;
     QLabel *m_totalsLabel;

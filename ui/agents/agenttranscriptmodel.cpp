@@ -1,5 +1,7 @@
 #include "agenttranscriptmodel.h"
 
+#include "../common/uistyle.h"
+
 #include <QJsonDocument>
 #include <QJsonObject>
 
@@ -260,9 +262,8 @@ void AgentTranscriptModel::addRunEnd(const AgentRunResult &result)
     it.kind = Kind::Result;
     it.time = QDateTime::currentDateTime();
     it.isError = !result.success;
-    it.title = result.success
-                   ? tr("Done in %1 s").arg(double(result.durationMs) / 1000.0, 0, 'f', 1)
-                   : tr("Failed after %1 s").arg(double(result.durationMs) / 1000.0, 0, 'f', 1);
+    it.title = result.success ? tr("Done in %1").arg(Style::formatDuration(result.durationMs))
+                              : tr("Failed after %1").arg(Style::formatDuration(result.durationMs));
     it.body = result.success ? QString() : bounded(result.error);
     append({it});
 }

@@ -1,5 +1,7 @@
 #include "editorpage.h"
 
+#include "codeeditor.h"
+#include "codeeditorview.h"
 #include "findbar.h"
 #include "lexerfactory.h"
 
@@ -41,8 +43,8 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
     , m_path(path)
     , m_stack(new QStackedWidget(this))
     , m_textPage(new QWidget(this))
-    , m_editor(new QsciScintilla(m_textPage))
-    , m_findBar(new FindBar(m_editor, m_textPage))
+    , m_editor(new CodeEditor(m_textPage))
+    , m_editorView(new CodeEditorView(m_editor, m_textPage))
     , m_banner(new QWidget(m_textPage))
     , m_bannerText(new QLabel(m_banner))
     , m_infoPage(new QWidget(this))
@@ -72,9 +74,7 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
     bannerRow->addWidget(keepButton);
     m_banner->hide();
     textLayout->addWidget(m_banner);
-    textLayout->addWidget(m_editor, 1);
-    textLayout->addWidget(m_findBar);
-    m_findBar->hide();
+    textLayout->addWidget(m_editorView, 1);
     connect(reloadButton, &QPushButton::clicked, this, [this] {
         if (isModified()
             && QMessageBox::question(this, tr("Reload"),
@@ -112,53 +112,17 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
     m_stack->addWidget(m_textPage);
     m_stack->addWidget(m_infoPage);
 
-    // The editor itself.
-    const QFont font = Style::monospaceFont();
-    m_editor->setUtf8(true);
-    m_editor->setFont(font);
-    m_editor->setMarginsFont(font);
-    m_editor->setMarginType(0, QsciScintilla::NumberMargin);
-    m_editor->setMarginLineNumbers(0, true);
-    m_editor->setMarginsBackgroundColor(QColor(0xf3, 0xf4, 0xf6));
-    m_editor->setMarginsForegroundColor(QColor(0x6e, 0x77, 0x81));
+    // The editor itself (fonts, margins, find bar: CodeEditor and CodeEditorView).
     m_editor->setFolding(QsciScintilla::BoxedTreeFoldStyle, 2);
     m_editor->setFoldMarginColors(QColor(0xf3, 0xf4, 0xf6), QColor(0xf3, 0xf4, 0xf6));
-    m_editor->setBraceMatching(QsciScintilla::SloppyBraceMatch);
-    m_editor->setCaretLineVisible(true);
-    m_editor->setCaretLineBackgroundColor(QColor(0xf2, 0xf6, 0xff));
-    m_editor->setAutoIndent(true);
-    m_editor->setIndentationsUseTabs(false);
-    m_editor->setTabWidth(4);
-    m_editor->setIndentationGuides(true);
-    m_editor->setWrapMode(QsciScintilla::WrapNone);
-    // A horizontal scroll bar only when a line is wider than the view (Scintilla's default
-    // reserves 2000 pixels).
-    m_editor->SendScintilla(QsciScintillaBase::SCI_SETSCROLLWIDTH, 1);
-    m_editor->SendScintilla(QsciScintillaBase::SCI_SETSCROLLWIDTHTRACKING, 1);
     m_editor->setFrameShape(QFrame::NoFrame);
     connect(m_editor, &QsciScintilla::modificationChanged, this, &EditorPage::updateTitle);
-    connect(m_editor, &QsciScintilla::linesChanged, this, &EditorPage::updateMarginWidth);
 
-    const auto addAction = [this](const QString &text, const QKeySequence &key, auto slot) {
-        auto *a = new QAction(text, this);
-        a->setShortcut(key);
-        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-        connect(a, &QAction::triggered, this, slot);
-        QWidget::addAction(a);
-        return a;
-    };
-    addAction(tr("Save"), QKeySequence::Save, [this] { save(); });
-    addAction(tr("Find"), QKeySequence::Find, [this] {
-        if (m_state == State::Text)
-            m_findBar->showFind();
-    });
-    addAction(tr("Replace"), QKeySequence(Qt::CTRL | Qt::Key_H), [this] {
-        if (m_state == State::Text)
-            m_findBar->showReplace();
-    });
-    addAction(tr("Find Next"), QKeySequence::FindNext, [this] { m_findBar->findNext(true); });
-    addAction(tr("Find Previous"), QKeySequence::FindPrevious,
-              [this] { m_findBar->findNext(false); });
+    auto *saveAction = new QAction(tr("Save"), this);
+    saveAction->setShortcut(QKeySequence::Save);
+    saveAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    connect(saveAction, &QAction::triggered, this, [this] { save(); });
+    QWidget::addAction(saveAction);
 
     m_checkTimer.setInterval(CheckIntervalMs);
     connect(&m_checkTimer, &QTimer::timeout, this, [this] {
@@ -204,9 +168,15 @@ void EditorPage::setConflictHandler(std::function<ConflictChoice(const FileEntry
     m_conflictHandler = std::move(handler);
 }
 
+FindBar *EditorPage::findBar() const
+{
+    return m_editorView->findBar();
+}
+
 void EditorPage::setState(State state)
 {
     m_state = state;
+    m_editorView->setFindEnabled(state == State::Text);
     switch (state) {
     case State::Loading:
         m_stack->setCurrentWidget(m_loadingLabel);
@@ -325,19 +295,12 @@ void EditorPage::showText(const QByteArray &content)
     }
     QsciLexer *lexer = LexerFactory::create(m_path, m_editor);
     m_language = LexerFactory::languageFor(m_path);
-    if (lexer)
-        m_editor->setLexer(lexer);
-    // Setting a lexer resets the margins' style: make them fixed-pitch again.
-    const QFont font = Style::monospaceFont();
-    m_editor->setMarginsFont(font);
-    m_editor->setMarginsBackgroundColor(QColor(0xf3, 0xf4, 0xf6));
-    m_editor->setMarginsForegroundColor(QColor(0x6e, 0x77, 0x81));
+    m_editor->setLexer(lexer);
     m_editor->setEolMode(text.contains(QStringLiteral("\r\n")) ? QsciScintilla::EolWindows
                                                                : QsciScintilla::EolUnix);
     m_editor->setText(text);
     m_editor->setModified(false);
     m_editor->SendScintilla(QsciScintillaBase::SCI_EMPTYUNDOBUFFER);
-    updateMarginWidth();
     hideBanner();
     m_deleted = false;
     setState(State::Text);
@@ -375,12 +338,6 @@ void EditorPage::showInfo(const QString &text, const QByteArray &preview, bool c
 void EditorPage::updateTitle()
 {
     Q_EMIT titleChanged();
-}
-
-void EditorPage::updateMarginWidth()
-{
-    const int digits = qMax(3, int(QString::number(m_editor->lines()).size()));
-    m_editor->setMarginWidth(0, QString(digits + 1, u'9'));
 }
 
 bool EditorPage::differsFromBase(const FileEntry &e) const

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "codeeditor.h"
+
 #include "../workspace/sandboxpage.h"
 
 #include <client/types.h>
@@ -14,10 +16,10 @@ class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QStackedWidget;
-class QsciScintilla;
 
 namespace Sandbox::Ui {
 
+class CodeEditorView;
 class FindBar;
 
 // A file of the sandbox in a QScintilla editor: lexer by file type, line numbers, folding,
@@ -50,8 +52,8 @@ public:
 
     QString path() const { return m_path; }
     State state() const { return m_state; }
-    QsciScintilla *editor() const { return m_editor; }
-    FindBar *findBar() const { return m_findBar; }
+    CodeEditor *editor() const { return m_editor; }
+    FindBar *findBar() const;
     bool isModified() const;
     bool isSaving() const { return m_saving; }
     // The lexer's language ("python", ...) or empty for plain text.
@@ -87,7 +89,6 @@ private:
     void write();
     void afterSave();
     void updateTitle();
-    void updateMarginWidth();
     void showBanner(const QString &text);
     void hideBanner();
     bool differsFromBase(const FileEntry &e) const;
@@ -101,8 +102,8 @@ private:
     QString m_language;
     QStackedWidget *m_stack;
     QWidget *m_textPage;
-    QsciScintilla *m_editor;
-    FindBar *m_findBar;
+    CodeEditor *m_editor;         // owned (child of m_editorView)
+    CodeEditorView *m_editorView; // owned (child)
     QWidget *m_banner;
     QLabel *m_bannerText;
     QWidget *m_infoPage;

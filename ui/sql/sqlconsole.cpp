@@ -5,6 +5,9 @@
 #include "schemamodel.h"
 #include "sqleditor.h"
 
+#include "../common/uistyle.h"
+#include "../editor/codeeditorview.h"
+
 #include <client/client.h>
 #include <client/rowfeed.h>
 
@@ -41,12 +44,6 @@ QString firstWord(const QString &sql)
 QString rows(qint64 n)
 {
     return n == 1 ? SqlConsole::tr("1 row") : SqlConsole::tr("%1 rows").arg(n);
-}
-
-QString formatMs(qint64 ms)
-{
-    return ms < 1000 ? QStringLiteral("%1 ms").arg(ms)
-                     : QStringLiteral("%1 s").arg(double(ms) / 1000.0, 0, 'f', 1);
 }
 
 // EXPLAIN output as one readable text: PostgreSQL's "QUERY PLAN" lines, DuckDB's plan boxes,
@@ -123,7 +120,7 @@ SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *par
     });
 
     auto *right = new QSplitter(Qt::Vertical, this);
-    right->addWidget(m_editor);
+    right->addWidget(new CodeEditorView(m_editor, this));
     right->addWidget(m_results);
     right->setStretchFactor(0, 2);
     right->setStretchFactor(1, 3);
@@ -294,7 +291,8 @@ void SqlConsole::runNext()
         RowFeed *f = model->feed();
         if (model->fields().isEmpty()) {
             const QString message = tr("%1: %2 affected (%3)")
-                                        .arg(f->command(), rows(f->rowsAffected()), formatMs(ms));
+                                        .arg(f->command(), rows(f->rowsAffected()),
+                                             Style::formatDuration(ms));
             view->showText(message);
             view->setStatus(message);
         } else if (!explain) {
@@ -365,7 +363,9 @@ void SqlConsole::cancel()
         return;
     if (RowFeed *feed = m_current->model()->feed())
         feed->cancel(); // rpc.cancel: the server stops the statement
-    m_current->showText(tr("Cancelled after %1.").arg(formatMs(m_statementClock.elapsed())), true);
+    m_current
+        ->showText(tr("Cancelled after %1.").arg(Style::formatDuration(m_statementClock.elapsed())),
+                   true);
     m_current->setStatus(tr("Cancelled"));
     m_history->add(m_currentStatement.sql, m_statementClock.elapsed(), false);
     finishCurrent(false, false);
@@ -375,8 +375,8 @@ void SqlConsole::updateTimer()
 {
     if (!m_clock.isValid())
         return;
-    m_timer->setText(isRunning() ? tr("Running… %1").arg(formatMs(m_clock.elapsed()))
-                                 : tr("Done in %1").arg(formatMs(m_clock.elapsed())));
+    m_timer->setText(isRunning() ? tr("Running… %1").arg(Style::formatDuration(m_clock.elapsed()))
+                                 : tr("Done in %1").arg(Style::formatDuration(m_clock.elapsed())));
 }
 
 } // namespace Sandbox::Ui

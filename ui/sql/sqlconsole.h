@@ -78,7 +78,7 @@ private:
 
     Sandbox::Client *m_client; // not owned
     QString m_databaseId;
-    SqlEditor *m_editor;         // owned (child)
+    SqlEditor *m_editor;         // owned (child of its CodeEditorView)
     QTabWidget *m_results;       // owned (child)
     SchemaModel *m_schema;       // owned (child)
     QueryHistory *m_history;     // owned (child)

@@ -3,7 +3,6 @@
 #include <Qsci/qsciapis.h>
 #include <Qsci/qscilexersql.h>
 
-#include <QFontDatabase>
 #include <QKeyEvent>
 
 namespace Sandbox::Ui {
@@ -42,8 +41,7 @@ const char kDuckdb[]
 
 } // namespace
 
-// QsciLexerSQL with the dialect's keywords and a monospaced font in every style (its default
-// draws comments in a serif font).
+// QsciLexerSQL with the dialect's keywords (CodeEditor gives every style the fixed-pitch font).
 class SqlLexer final : public QsciLexerSQL
 {
 public:
@@ -58,20 +56,11 @@ public:
 };
 
 SqlEditor::SqlEditor(QWidget *parent)
-    : QsciScintilla(parent)
+    : CodeEditor(parent)
     , m_lexer(new SqlLexer(this))
 {
-    setUtf8(true);
-    const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
-    m_lexer->setFont(mono);
-    m_lexer->setDefaultFont(mono);
-    for (int style = 0; style <= 32; ++style)
-        m_lexer->setFont(mono, style);
     m_apis = new QsciAPIs(m_lexer);
     setDialect(QStringLiteral("postgres"));
-    setLexer(m_lexer);
-    setMarginLineNumbers(0, true);
-    setMarginWidth(0, QStringLiteral("0000"));
     setMarginWidth(1, 14);
     setMarginSensitivity(1, false);
     markerDefine(QsciScintilla::Circle, kErrorMarker);
@@ -79,8 +68,6 @@ SqlEditor::SqlEditor(QWidget *parent)
     indicatorDefine(QsciScintilla::SquiggleIndicator, kErrorIndicator);
     setIndicatorForegroundColor(QColor(0xd3, 0x2f, 0x2f), kErrorIndicator);
     setAnnotationDisplay(QsciScintilla::AnnotationBoxed);
-    setAutoIndent(true);
-    setBraceMatching(QsciScintilla::SloppyBraceMatch);
     setAutoCompletionSource(QsciScintilla::AcsAPIs);
     setAutoCompletionThreshold(2);
     setAutoCompletionCaseSensitivity(false);
@@ -142,33 +129,15 @@ void SqlEditor::keyPressEvent(QKeyEvent *event)
         event->accept();
         return;
     }
-    QsciScintilla::keyPressEvent(event);
-}
-
-int SqlEditor::cursorOffset() const
-{
-    const int pos = int(SendScintilla(SCI_GETCURRENTPOS));
-    return int(QString::fromUtf8(text().toUtf8().left(pos)).size());
-}
-
-QPair<int, int> SqlEditor::selectionOffsets() const
-{
-    if (!hasSelectedText())
-        return {-1, -1};
-    const QByteArray utf8 = text().toUtf8();
-    const int a = int(SendScintilla(SCI_GETSELECTIONSTART));
-    const int b = int(SendScintilla(SCI_GETSELECTIONEND));
-    return {int(QString::fromUtf8(utf8.left(a)).size()),
-            int(QString::fromUtf8(utf8.left(b)).size())};
+    CodeEditor::keyPressEvent(event);
 }
 
 void SqlEditor::markError(int offset, int length, const QString &message)
 {
     clearErrors();
-    const QString all = text();
     // Scintilla counts bytes of UTF-8.
-    const int start = int(all.left(offset).toUtf8().size());
-    const int bytes = qMax(1, int(all.mid(offset, qMax(1, length)).toUtf8().size()));
+    const int start = positionFromOffset(offset);
+    const int bytes = qMax(1, positionFromOffset(offset + qMax(1, length)) - start);
     SendScintilla(SCI_SETINDICATORCURRENT, kErrorIndicator);
     SendScintilla(SCI_INDICATORFILLRANGE, start, bytes);
     m_errorStart = start;

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <Qsci/qsciscintilla.h>
+#include "../editor/codeeditor.h"
 
 #include <QMap>
 #include <QStringList>
@@ -12,10 +12,11 @@ namespace Sandbox::Ui {
 
 class SqlLexer;
 
-// The SQL editor: QScintilla with the dialect's keywords, completion of tables and columns from
-// the live schema, Ctrl+Enter to run the statement under the cursor (Ctrl+Shift+Enter: all), and
-// server errors marked where they happened (squiggle, margin marker, annotation).
-class SqlEditor final : public QsciScintilla
+// The SQL editor: the app's CodeEditor with the dialect's keywords, completion of tables and
+// columns from the live schema, Ctrl+Enter to run the statement under the cursor
+// (Ctrl+Shift+Enter: all), and server errors marked where they happened (squiggle, margin marker,
+// annotation).
+class SqlEditor final : public CodeEditor
 {
     Q_OBJECT
 
@@ -37,9 +38,6 @@ public:
     bool hasErrorMark() const { return m_errorLine >= 0; }
     int errorLine() const { return m_errorLine; }       // 0-based
     int errorByteStart() const { return m_errorStart; } // Scintilla position (bytes)
-    int cursorOffset() const;                           // UTF-16 offset of the cursor in text()
-    // The selection as UTF-16 offsets; {-1, -1} when nothing is selected.
-    QPair<int, int> selectionOffsets() const;
 
 Q_SIGNALS:
     void runStatementRequested();

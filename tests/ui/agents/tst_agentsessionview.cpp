@@ -8,8 +8,8 @@
 #include <agents/agentdashboardmodel.h>
 #include <agents/agentsessionview.h>
 #include <agents/agenttranscriptmodel.h>
-#include <agents/sandboxfilemodel.h>
 #include <client/client.h>
+#include <files/filetreemodel.h>
 
 #include <QAbstractItemModelTester>
 #include <QComboBox>
@@ -132,12 +132,12 @@ void tst_AgentSessionView::sendShowsTheRunLive()
     }
 
     // The file tree shows the new file.
-    SandboxFileModel *files = m_view->files();
+    FileTreeModel *files = m_view->files();
     QTRY_VERIFY_WITH_TIMEOUT(files->rowCount() > 0, 10000);
     bool found = false;
     for (int i = 0; i < files->rowCount(); ++i)
         found = found
-                || files->index(i, 0).data(SandboxFileModel::PathRole).toString()
+                || files->index(i, 0).data(FileTreeModel::PathRole).toString()
                        == QLatin1String("/workspace/ui.txt");
     QVERIFY(found);
 }
@@ -208,9 +208,9 @@ void tst_AgentSessionView::fileModelLoadsLazily()
                [&done](Result<QString>) { done = true; })
         .detach();
     QTRY_VERIFY(done);
-    SandboxFileModel model(&m_client->agents(), m_sandbox.id);
+    FileTreeModel model(m_client.get(), m_sandbox.id);
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    QSignalSpy loaded(&model, &SandboxFileModel::loaded);
+    QSignalSpy loaded(&model, &FileTreeModel::directoryLoaded);
     // (The tester itself may already have asked for the root.)
     QCOMPARE(model.rowCount(), 0);
     if (model.canFetchMore({}))
@@ -218,19 +218,19 @@ void tst_AgentSessionView::fileModelLoadsLazily()
     QVERIFY(loaded.wait(10000));
     QModelIndex sub;
     for (int i = 0; i < model.rowCount(); ++i) {
-        if (model.index(i, 0).data(SandboxFileModel::PathRole).toString()
+        if (model.index(i, 0).data(FileTreeModel::PathRole).toString()
             == QLatin1String("/workspace/sub"))
             sub = model.index(i, 0);
     }
     QVERIFY(sub.isValid());
-    QCOMPARE(model.index(0, 0).data(SandboxFileModel::IsDirRole).toBool(),
+    QCOMPARE(model.index(0, 0).data(FileTreeModel::IsDirectoryRole).toBool(),
              true); // directories first
     QVERIFY(model.hasChildren(sub));
     QCOMPARE(model.rowCount(sub), 0); // not listed before it is asked for
     if (model.canFetchMore(sub))
         model.fetchMore(sub);
     QTRY_COMPARE_WITH_TIMEOUT(model.rowCount(sub), 1, 10000);
-    QCOMPARE(model.index(0, 0, sub).data(SandboxFileModel::PathRole).toString(),
+    QCOMPARE(model.index(0, 0, sub).data(FileTreeModel::PathRole).toString(),
              QStringLiteral("/workspace/sub/deeper"));
     // A reload drops the tree; the answer for the old tree is ignored, the new one fills it once.
     model.reload();
@@ -240,7 +240,7 @@ void tst_AgentSessionView::fileModelLoadsLazily()
     QVERIFY(loaded.wait(10000));
     QStringList paths;
     for (int i = 0; i < model.rowCount(); ++i)
-        paths.append(model.index(i, 0).data(SandboxFileModel::PathRole).toString());
+        paths.append(model.index(i, 0).data(FileTreeModel::PathRole).toString());
     QCOMPARE(paths.count(QStringLiteral("/workspace/sub")), 1);
     QCOMPARE(model.rowCount(model.index(int(paths.indexOf(QStringLiteral("/workspace/sub"))), 0)),
              0);

@@ -4,6 +4,7 @@
 #include "engineprocess.h"
 
 #include <client/client.h>
+#include <editor/findbar.h>
 #include <sql/queryhistory.h>
 #include <sql/resultview.h>
 #include <sql/schemamodel.h>
@@ -33,6 +34,7 @@ private Q_SLOTS:
     void runStatementUnderCursor();
     void historyIsKeptAndSearchable();
     void cancelStopsARunningStatement();
+    void findBarInTheEditor();
 
 private:
     bool runAndWait(const QString &text, void (SqlConsole::*how)() = &SqlConsole::runAll,
@@ -186,6 +188,25 @@ void tst_SqlConsole::cancelStopsARunningStatement()
                        &SqlConsole::runAll, 10000));
     QVERIFY(clock.elapsed() < 5000);
     QCOMPARE(m_console->resultAt(0)->model()->index(0, 0).data().toString(), QStringLiteral("0"));
+}
+
+void tst_SqlConsole::findBarInTheEditor()
+{
+    // The SQL editor is the app's CodeEditor: Ctrl+F opens the same find bar as the file editor.
+    m_console->editor()->setText(QStringLiteral("SELECT 1;\nSELECT name FROM people;\n"));
+    m_console->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_console));
+    m_console->editor()->setFocus();
+    auto *bar = m_console->findChild<FindBar *>();
+    QVERIFY(bar);
+    QVERIFY(bar->isHidden());
+    QTest::keySequence(m_console->editor(), QKeySequence::Find);
+    QVERIFY(bar->isVisible());
+    bar->setFindText(QStringLiteral("name"));
+    QVERIFY(bar->findNext());
+    QCOMPARE(m_console->editor()->selectedText(), QStringLiteral("name"));
+    QTest::keyClick(bar, Qt::Key_Escape);
+    QVERIFY(bar->isHidden());
 }
 
 QTEST_MAIN(tst_SqlConsole)
