@@ -1,0 +1,176 @@
+#include "egressproxy.h"
+
+#include "fdpoller.h"
+#include "modelgateway.h"
+#include "proxyconnection.h"
+
+#include <QLoggingCategory>
+#include <QTimer>
+
+#include <unistd.h>
+
+Q_LOGGING_CATEGORY(lcEgress, "sandboxd.egress")
+
+namespace Sandbox::Engine {
+
+namespace {
+constexpr int kSweepMs = 1000;
+constexpr int kDenialsPerSecond = 20; // per sandbox; more are counted, then reported as one
+constexpr qint64 kFoldMs = 1000;      // identical attempts within this time are folded
+
+bool sameAttempt(const DenyRecord &a, const DenyRecord &b)
+{
+    return a.host == b.host && a.port == b.port && a.reason == b.reason && a.via == b.via
+           && a.pid == b.pid && a.address == b.address;
+}
+} // namespace
+
+EgressProxy::EgressProxy(std::shared_ptr<EgressPolicyStore> store, DnsResolver::Config dns,
+                         Limits limits, QObject *parent)
+    : QObject(parent)
+    , m_store(std::move(store))
+    , m_limits(limits)
+    , m_poller(new FdPoller(this))
+    , m_resolver(new DnsResolver(std::move(dns), this))
+    , m_gateway(new ModelGateway(this))
+{
+    auto *timer = new QTimer(this);
+    connect(timer, &QTimer::timeout, this, &EgressProxy::sweep);
+    timer->start(kSweepMs);
+}
+
+EgressProxy::~EgressProxy()
+{
+    // Before the poller and the resolver go (they are children, deleted after this body).
+    const auto all = std::exchange(m_connections, {});
+    for (ProxyConnection *c : all)
+        delete c;
+    delete m_gateway;
+    m_gateway = nullptr;
+}
+
+void EgressProxy::accept(int fd, EgressClient client, EgressListener listener, quint16 listenPort)
+{
+    if (listener == EgressListener::Gateway)
+        return m_gateway->accept(fd, std::move(client));
+    const int mine = m_perSandbox.value(client.sandboxId);
+    if (int(m_connections.size()) >= m_limits.maxConnections
+        || mine >= m_limits.maxConnectionsPerSandbox) {
+        DenyRecord r;
+        r.time = QDateTime::currentDateTimeUtc();
+        r.reason = mine >= m_limits.maxConnectionsPerSandbox
+                       ? QStringLiteral("too many connections open (limit %1 per sandbox)")
+                             .arg(m_limits.maxConnectionsPerSandbox)
+                       : QStringLiteral("the engine's egress is at its connection limit (%1)")
+                             .arg(m_limits.maxConnections);
+        r.pid = client.pid;
+        r.process = client.process;
+        r.via = listener == EgressListener::Forward ? QStringLiteral("forward")
+                                                    : QStringLiteral("proxy");
+        report(client.sandboxId, r);
+        ::close(fd);
+        return;
+    }
+    auto *c = new ProxyConnection(this, fd, client, listener, listenPort);
+    m_connections.insert(c);
+    ++m_perSandbox[client.sandboxId];
+    c->start();
+}
+
+void EgressProxy::closeSandbox(const QString &sandboxId)
+{
+    const auto all = m_connections;
+    for (ProxyConnection *c : all) {
+        if (c->sandboxId() == sandboxId)
+            c->close();
+    }
+    m_gateway->closeSandbox(sandboxId);
+    m_limiters.remove(sandboxId);
+}
+
+void EgressProxy::release(ProxyConnection *connection)
+{
+    if (!m_connections.remove(connection))
+        return;
+    const QString id = connection->sandboxId();
+    if (--m_perSandbox[id] <= 0)
+        m_perSandbox.remove(id);
+    connection->deleteLater();
+}
+
+bool EgressProxy::lookupSlot(const QString &sandboxId, bool take)
+{
+    int &n = m_lookups[sandboxId];
+    if (!take) {
+        if (--n <= 0)
+            m_lookups.remove(sandboxId);
+        return true;
+    }
+    if (n >= m_limits.maxLookupsPerSandbox) {
+        if (n == 0)
+            m_lookups.remove(sandboxId);
+        return false;
+    }
+    ++n;
+    return true;
+}
+
+void EgressProxy::report(const QString &sandboxId, const DenyRecord &record)
+{
+    DenyLimiter &l = m_limiters[sandboxId];
+    if (l.hasLast && sameAttempt(l.last, record) && l.last.time.msecsTo(record.time) < kFoldMs) {
+        ++l.folded;
+        return;
+    }
+    flushFolded(sandboxId, l);
+    if (l.emitted >= kDenialsPerSecond) {
+        ++l.suppressed;
+        return;
+    }
+    ++l.emitted;
+    l.last = record;
+    l.hasLast = true;
+    Q_EMIT denied(sandboxId, record);
+}
+
+void EgressProxy::flushFolded(const QString &sandboxId, DenyLimiter &l)
+{
+    if (l.folded == 0)
+        return;
+    DenyRecord r = l.last;
+    r.count = std::exchange(l.folded, 0);
+    r.time = QDateTime::currentDateTimeUtc();
+    Q_EMIT denied(sandboxId, r);
+}
+
+void EgressProxy::sweep()
+{
+    const auto all = m_connections;
+    for (ProxyConnection *c : all) {
+        if (m_connections.contains(c))
+            c->checkDeadline();
+    }
+    for (auto it = m_limiters.begin(); it != m_limiters.end();) {
+        DenyLimiter &l = it.value();
+        flushFolded(it.key(), l);
+        if (l.suppressed > 0) {
+            DenyRecord r;
+            r.time = QDateTime::currentDateTimeUtc();
+            r.reason = QStringLiteral("more attempts were denied than are reported one by one "
+                                      "(%1 per second)")
+                           .arg(kDenialsPerSecond);
+            r.count = std::exchange(l.suppressed, 0);
+            r.via = QStringLiteral("proxy");
+            Q_EMIT denied(it.key(), r);
+        }
+        l.emitted = 0;
+        // Forget quiet sandboxes (the limiter is recreated on the next denial).
+        if (l.hasLast && l.last.time.msecsTo(QDateTime::currentDateTimeUtc()) > 10 * kFoldMs)
+            it = m_limiters.erase(it);
+        else
+            ++it;
+    }
+    m_gateway->sweep();
+}
+
+} // namespace Sandbox::Engine
