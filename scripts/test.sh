@@ -13,6 +13,9 @@ echo "== Conventions"
 echo "== C++ tests (ctest)"
 ctest --test-dir "$build_dir" --output-on-failure -j2 -LE bench || status=1
 
+echo "== Fuzzing (libFuzzer, ${FUZZ_SECONDS:-30}s a target)"
+"$here/scripts/fuzz.sh" || status=1
+
 if [ -f "$here/worker/package.json" ]; then
   echo "== Worker tests (vitest in workerd)"
   (cd "$here/worker" && npm ci --no-audit --no-fund --loglevel=error && npm run typecheck && SANDBOXD_BIN="$build_dir/bin/sandboxd" npm test && SANDBOXD_BIN="$build_dir/bin/sandboxd" SANDBOXCTL_BIN="$build_dir/bin/sandboxctl" npm run test:e2e && npm run build:dry-run -- --env="" >/dev/null 2>&1) || status=1

@@ -1,5 +1,7 @@
 #include "restclient.h"
 
+#include "protocol/json.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -29,15 +31,14 @@ Result<QJsonValue> parseJsonBody(const QByteArray &body)
 {
     if (body.trimmed().isEmpty())
         return QJsonValue(QJsonValue::Null);
-    QJsonParseError err;
-    // Wrapped so that a scalar body parses too.
-    const QJsonDocument doc = QJsonDocument::fromJson("[" + body + "]", &err);
-    if (err.error != QJsonParseError::NoError || doc.array().size() != 1)
+    const Json::Parsed parsed = Json::parse(body);
+    if (parsed.error)
         return Error{ErrorCode::InternalError,
-                     QStringLiteral("malformed answer from server: not JSON (%1)")
-                         .arg(err.errorString()),
+                     QStringLiteral("malformed answer from server: not JSON (%1 at offset %2)")
+                         .arg(parsed.error->message)
+                         .arg(parsed.error->offset),
                      {}};
-    return doc.array().first();
+    return parsed.value;
 }
 
 Error errorFromBody(int status, const QByteArray &body)

@@ -1,5 +1,7 @@
 #include "jsonrpc.h"
 
+#include "json.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonParseError>
@@ -102,32 +104,26 @@ Incoming parse(const QByteArray &text)
                          {}};
         return in;
     }
-    QJsonParseError perr;
-    const QJsonDocument doc = QJsonDocument::fromJson(text, &perr);
-    if (perr.error != QJsonParseError::NoError) {
-        // QJsonDocument also refuses top-level scalars; those are valid JSON, so -32600.
-        const QByteArray trimmed = text.trimmed();
-        const bool scalar = !trimmed.isEmpty() && !trimmed.startsWith('{')
-                            && !trimmed.startsWith('[')
-                            && QJsonDocument::fromJson("[" + trimmed + "]").isArray();
-        if (scalar) {
-            in.error = Error{ErrorCode::InvalidRequest,
-                             QStringLiteral("Invalid Request: a message must be a JSON object"),
-                             {}};
-        } else {
-            in.error = Error{ErrorCode::ParseError,
-                             QStringLiteral("Parse error: %1 at offset %2")
-                                 .arg(perr.errorString())
-                                 .arg(perr.offset),
-                             {}};
-        }
+    const Json::Parsed parsed = Json::parse(text);
+    if (parsed.error) {
+        in.error = Error{ErrorCode::ParseError,
+                         QStringLiteral("Parse error: %1 at offset %2")
+                             .arg(parsed.error->message)
+                             .arg(parsed.error->offset),
+                         {}};
         return in;
     }
-    if (doc.isObject()) {
-        in.messages.append(parseMessage(doc.object()));
+    if (!parsed.value.isObject() && !parsed.value.isArray()) {
+        in.error = Error{ErrorCode::InvalidRequest,
+                         QStringLiteral("Invalid Request: a message must be a JSON object"),
+                         {}};
         return in;
     }
-    const QJsonArray batch = doc.array();
+    if (parsed.value.isObject()) {
+        in.messages.append(parseMessage(parsed.value));
+        return in;
+    }
+    const QJsonArray batch = parsed.value.toArray();
     in.batch = true;
     if (batch.isEmpty()) {
         in.error = Error{ErrorCode::InvalidRequest,

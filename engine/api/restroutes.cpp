@@ -1,7 +1,6 @@
 #include "restroutes.h"
 
-#include <QJsonDocument>
-#include <QJsonParseError>
+#include "protocol/json.h"
 
 namespace Sandbox::Engine {
 
@@ -11,19 +10,18 @@ Result<QJsonObject> jsonBody(const QByteArray &body)
 {
     if (body.trimmed().isEmpty())
         return QJsonObject{};
-    QJsonParseError err;
-    const QJsonDocument doc = QJsonDocument::fromJson(body, &err);
-    if (err.error != QJsonParseError::NoError)
+    const Json::Parsed parsed = Json::parse(body);
+    if (parsed.error)
         return Error{ErrorCode::ParseError,
                      QStringLiteral("Parse error: %1 at offset %2")
-                         .arg(err.errorString())
-                         .arg(err.offset),
+                         .arg(parsed.error->message)
+                         .arg(parsed.error->offset),
                      {}};
-    if (!doc.isObject())
+    if (!parsed.value.isObject())
         return Error{ErrorCode::InvalidRequest,
                      QStringLiteral("the body must be a JSON object"),
                      {}};
-    return doc.object();
+    return parsed.value.toObject();
 }
 
 bool queryBool(const QUrlQuery &q, const QString &name)

@@ -44,6 +44,8 @@ export function isSize(size: unknown): size is Size {
 export const LIMITS = {
   maxMessageBytes: 16 * 1024 * 1024,
   maxBatch: 100,
+  /** Nesting of arrays and objects in one JSON text (docs/protocol.md 2.5). */
+  maxJsonDepth: 128,
   maxConcurrentPerConnection: 256,
   execTimeoutDefaultMs: 300_000,
   execTimeoutMaxMs: 3_600_000,

@@ -59,18 +59,62 @@ interface RawJson {
 const RAW = JSON as unknown as Partial<RawJson>;
 
 /**
+ * What JSON.parse lets through but docs/protocol.md 2.5 refuses, as the engine does: nesting
+ * deeper than LIMITS.maxJsonDepth, and \u escapes that are lone surrogates. Throws a SyntaxError
+ * (a parse error) for either; one pass, outside strings only brackets count.
+ */
+function checkStrictJson(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x22) inString = false;
+      else if (c === 0x5c) {
+        if (text.charCodeAt(i + 1) === 0x75) {
+          const unit = parseInt(text.slice(i + 2, i + 6), 16);
+          if (unit >= 0xdc00 && unit <= 0xdfff) throw new SyntaxError('a lone low surrogate in a \\u escape');
+          if (unit >= 0xd800 && unit <= 0xdbff) {
+            const next = text.slice(i + 6, i + 8) === '\\u' ? parseInt(text.slice(i + 8, i + 12), 16) : NaN;
+            if (!(next >= 0xdc00 && next <= 0xdfff)) {
+              throw new SyntaxError('a high surrogate in a \\u escape without its low surrogate');
+            }
+            i += 6;
+          }
+          i += 5;
+        } else {
+          i += 1;
+        }
+      }
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > LIMITS.maxJsonDepth) throw new SyntaxError(`nested too deeply (more than ${LIMITS.maxJsonDepth} levels)`);
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+}
+
+/**
  * JSON.parse that keeps integers beyond ±(2^53-1) exact: such a literal becomes a raw JSON value
  * (JSON.rawJSON), which JSON.stringify writes out digit for digit. A database param
  * `9007199254740993` thus reaches the engine as it was sent (docs/protocol.md 4.3.5), instead of
  * being rounded to the nearest double on the way through.
  */
 export function parseJson(text: string): unknown {
-  if (RAW.rawJSON === undefined) return JSON.parse(text);
+  checkStrictJson(text);
   const raw = RAW.rawJSON;
   return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) => {
-    if (typeof value !== 'number' || Number.isSafeInteger(value)) return value;
+    if (typeof value !== 'number') return value;
+    // A number a double cannot hold is refused (2.5): beyond its range, or a non-zero literal
+    // that underflows to zero.
     const src = context?.source;
-    return src !== undefined && /^-?\d+$/.test(src) ? raw(src) : value;
+    if (!Number.isFinite(value) || (value === 0 && src !== undefined && /^-?[0.]*[1-9]/.test(src))) {
+      throw new SyntaxError(`a number a double cannot hold: ${src ?? value}`);
+    }
+    if (Number.isSafeInteger(value)) return value;
+    return raw !== undefined && src !== undefined && /^-?\d+$/.test(src) ? raw(src) : value;
   });
 }
 

@@ -16,15 +16,35 @@ describe('decodeMessage', () => {
   });
 
   it('keeps integers beyond 2^53 digit for digit, and everything else as JSON.parse does', () => {
-    const text = '{"a":9007199254740993,"b":[-9223372036854775808,1.5,1e400,42],"c":"9007199254740993","d":12.50}';
+    const text = '{"a":9007199254740993,"b":[-9223372036854775808,1.5,4.9e-324,42],"c":"9007199254740993","d":12.50}';
     const v = parseJson(text) as { a: unknown; b: unknown[]; c: string; d: number };
-    expect(JSON.stringify(v)).toBe('{"a":9007199254740993,"b":[-9223372036854775808,1.5,null,42],"c":"9007199254740993","d":12.5}');
+    expect(JSON.stringify(v)).toBe('{"a":9007199254740993,"b":[-9223372036854775808,1.5,5e-324,42],"c":"9007199254740993","d":12.5}');
     expect(v.b[3]).toBe(42);
     expect(v.c).toBe('9007199254740993');
     // A big request id still reads as an id (a number, rounded as any JSON-RPC peer would).
     const d = decodeMessage('{"jsonrpc":"2.0","id":9007199254740993,"method":"x","params":{"n":9007199254740993}}');
     expect(!d.batch && 'request' in d.item && typeof d.item.request.id).toBe('number');
     expect(!d.batch && 'request' in d.item && JSON.stringify(d.item.request.params)).toBe('{"n":9007199254740993}');
+  });
+
+  it.each([
+    ['a number beyond a double', '[1e400]'],
+    ['a non-zero number that underflows to zero', '[1e-400]'],
+    ['a lone high surrogate escape', '["\\ud800"]'],
+    ['a lone low surrogate escape', '["\\udc00x"]'],
+    ['a high surrogate followed by no low one', '["\\ud800\\u0041"]'],
+    ['nesting deeper than 128', '['.repeat(129) + ']'.repeat(129)],
+  ])('refuses what RFC 8259 leaves open and the protocol refuses (2.5): %s', (_n, text) => {
+    expect(() => parseJson(text)).toThrow(SyntaxError);
+    const d = decodeMessage(text);
+    expect(!d.batch && 'response' in d.item && d.item.response).toMatchObject({ id: null, error: { code: -32700 } });
+  });
+
+  it('takes what the strict rules allow: a surrogate pair, an escaped backslash before u, depth 128', () => {
+    expect(parseJson('["\\ud834\\udd1e"]')).toEqual(['\u{1d11e}']);
+    expect(parseJson('["\\\\ud800"]')).toEqual(['\\ud800']);
+    expect(parseJson('['.repeat(128) + ']'.repeat(128))).toBeInstanceOf(Array);
+    expect(parseJson('[0, -0, 0e5, 0.0]')).toEqual([0, -0, 0, 0]);
   });
 
   it('keeps a readable id on an invalid request', () => {
