@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include <client/agentrun.h>
 #include <client/execstream.h>
 
 #include <QCommandLineParser>
@@ -50,6 +51,50 @@ QByteArray readAllStdin()
     if (!in.open(stdin, QIODevice::ReadOnly))
         return {};
     return in.readAll();
+}
+
+// One event of an agent run as a line of text; empty for events not worth a line.
+QString eventLine(const AgentEvent &e)
+{
+    QString line;
+    switch (e.type) {
+    case AgentEvent::Type::Text:
+        line = e.text;
+        break;
+    case AgentEvent::Type::Thinking:
+        line = QStringLiteral("(thinking) ") + e.text;
+        break;
+    case AgentEvent::Type::ToolCall:
+        line = QStringLiteral("> %1 %2").arg(e.name, QString::fromUtf8(
+                                                         QJsonDocument(e.input.toObject())
+                                                             .toJson(QJsonDocument::Compact)));
+        break;
+    case AgentEvent::Type::ToolResult:
+        line = QStringLiteral("< %1%2: %3")
+                   .arg(e.name, e.isError ? QStringLiteral(" (error)") : QString(),
+                        e.output.left(2000));
+        break;
+    case AgentEvent::Type::FileChange:
+        line = QStringLiteral("~ %1 %2%3")
+                   .arg(e.changeKind, e.path, e.isError ? QStringLiteral(" (failed)") : QString());
+        break;
+    case AgentEvent::Type::Error:
+        line = QStringLiteral("! ") + e.text;
+        break;
+    case AgentEvent::Type::Result:
+        line = e.isError ? QStringLiteral("= failed: ") + e.output : QStringLiteral("= done");
+        if (e.needsInput.reason == AgentNeedsInput::Reason::Permission)
+            line += QStringLiteral(" (needs permission for %1)")
+                        .arg(e.needsInput.toolNames().join(QStringLiteral(", ")));
+        else if (e.needsInput.reason == AgentNeedsInput::Reason::Question)
+            line += QStringLiteral(" (asks: %1)").arg(e.needsInput.question);
+        break;
+    case AgentEvent::Type::Usage:
+    case AgentEvent::Type::Session:
+    case AgentEvent::Type::Other:
+        return {};
+    }
+    return QStringLiteral("[%1] %2").arg(e.turn).arg(line);
 }
 
 } // namespace
@@ -130,6 +175,31 @@ void Commands::exec(const QString &id, const QStringList &command, const ExecOpt
     });
 }
 
+void Commands::transcript(const QString &id, const QString &runId, qint64 after)
+{
+    // Page by page, each printed as it comes.
+    m_call = m_client->agents().runEvents(id, runId, after, 1000, this,
+                                          [this, id, runId](Result<AgentRunEvents> r) {
+                                              if (!r)
+                                                  return fail(r.error());
+                                              for (qsizetype i = 0; i < r->events.size(); ++i) {
+                                                  const AgentEvent &e = r->events.at(i);
+                                                  if (m_options.json) {
+                                                      writeAll(stdout, QJsonDocument(e.raw).toJson(
+                                                                           QJsonDocument::Compact)
+                                                                           + '\n');
+                                                      continue;
+                                                  }
+                                                  const QString line = eventLine(e);
+                                                  if (!line.isEmpty())
+                                                      printLine(line);
+                                              }
+                                              if (r->more && !r->seqs.isEmpty())
+                                                  return transcript(id, runId, r->seqs.last());
+                                              Q_EMIT done(0);
+                                          });
+}
+
 bool Commands::run(const QStringList &args, QString *usageError)
 {
     QCommandLineParser p;
@@ -150,8 +220,15 @@ bool Commands::run(const QStringList &args, QString *usageError)
     const QCommandLineOption parentsOpt({QStringLiteral("p"), QStringLiteral("parents")},
                                         QStringLiteral("parents"));
     const QCommandLineOption adminOpt(QStringLiteral("admin"), QStringLiteral("admin"));
+    const QCommandLineOption modelOpt(QStringLiteral("model"), QStringLiteral("model"),
+                                      QStringLiteral("model"));
+    const QCommandLineOption permissionOpt(QStringLiteral("permission-mode"),
+                                           QStringLiteral("permission mode"),
+                                           QStringLiteral("mode"));
+    const QCommandLineOption newSessionOpt(QStringLiteral("new-session"),
+                                           QStringLiteral("new session"));
     p.addOptions({sizeOpt, envOpt, networkOpt, nameOpt, cwdOpt, timeoutOpt, stdinOpt, recursiveOpt,
-                  parentsOpt, adminOpt});
+                  parentsOpt, adminOpt, modelOpt, permissionOpt, newSessionOpt});
     if (!p.parse(QStringList{QStringLiteral("sandboxctl")} + args)) {
         *usageError = p.errorText();
         return false;
@@ -350,6 +427,83 @@ bool Commands::run(const QStringList &args, QString *usageError)
         else
             m_call = m_client->sandboxes().deleteFile(a.at(1), a.at(2), p.isSet(recursiveOpt), this,
                                                       printPath);
+        return true;
+    }
+    if (cmd == QLatin1String("runs")) {
+        if (!need(1, "runs ID"))
+            return false;
+        if (m_options.json) {
+            call(QStringLiteral("agents.runs"), {{QStringLiteral("id"), a.at(1)}});
+            return true;
+        }
+        m_call = m_client->agents().runs(a.at(1), 0, this, [this](Result<QList<AgentRunRecord>> r) {
+            if (!r)
+                return fail(r.error());
+            printLine(QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
+                          .arg(QStringLiteral("RUN"), -20)
+                          .arg(QStringLiteral("STATUS"), -11)
+                          .arg(QStringLiteral("STARTED"), -19)
+                          .arg(QStringLiteral("SECONDS"), 7)
+                          .arg(QStringLiteral("TOKENS IN/OUT"), 15)
+                          .arg(QStringLiteral("COST"), 8)
+                          .arg(QStringLiteral("PROMPT")));
+            for (const AgentRunRecord &run : r.value()) {
+                QString status = run.statusName;
+                if (run.needsInput.isNeeded())
+                    status = QStringLiteral("needs-input");
+                printLine(QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
+                              .arg(run.runId, -20)
+                              .arg(status, -11)
+                              .arg(run.startedAt.toLocalTime().toString(
+                                       QStringLiteral("yyyy-MM-dd HH:mm:ss")),
+                                   -19)
+                              .arg(run.durationMs ? QString::number(*run.durationMs / 1000.0, 'f', 1)
+                                                  : QStringLiteral("-"),
+                                   7)
+                              .arg(QStringLiteral("%1/%2")
+                                       .arg(run.usage.inputTokens)
+                                       .arg(run.usage.outputTokens),
+                                   15)
+                              .arg(run.usage.costUsd
+                                       ? QStringLiteral("$%1").arg(*run.usage.costUsd, 0, 'f', 4)
+                                       : QStringLiteral("-"),
+                                   8)
+                              .arg(run.prompt.simplified().left(60)));
+            }
+            Q_EMIT done(0);
+        });
+        return true;
+    }
+    if (cmd == QLatin1String("run")) {
+        if (!need(2, "run ID [--model M] [--permission-mode MODE] [--new-session] PROMPT"))
+            return false;
+        Sandbox::AgentRunOptions o;
+        o.model = p.value(modelOpt);
+        o.permissionMode = p.value(permissionOpt);
+        o.newSession = p.isSet(newSessionOpt);
+        AgentRun *run = m_client->agents().runStreaming(a.at(1), a.mid(2).join(u' '), o, this);
+        connect(run, &AgentRun::event, this, [this](const AgentEvent &e) {
+            if (m_options.json) {
+                writeAll(stdout, QJsonDocument(e.raw).toJson(QJsonDocument::Compact) + '\n');
+                return;
+            }
+            const QString line = eventLine(e);
+            if (!line.isEmpty())
+                printLine(line);
+        });
+        connect(run, &AgentRun::failed, this, &Commands::fail);
+        connect(run, &AgentRun::finished, this, [this](const AgentRunResult &r) {
+            if (!r.success)
+                writeAll(stderr,
+                         QStringLiteral("sandboxctl: the run failed: %1\n").arg(r.error).toUtf8());
+            Q_EMIT done(r.success ? 0 : 1);
+        });
+        return true;
+    }
+    if (cmd == QLatin1String("transcript")) {
+        if (!need(2, "transcript ID RUN_ID"))
+            return false;
+        transcript(a.at(1), a.at(2), 0);
         return true;
     }
     if (cmd == QLatin1String("keys")) {

@@ -33,6 +33,7 @@ private:
     void printSandboxes(const QList<Sandbox::SandboxInfo> &list);
     void call(const QString &method, const QJsonObject &params);
     void exec(const QString &id, const QStringList &command, const Sandbox::ExecOptions &options);
+    void transcript(const QString &id, const QString &runId, qint64 after);
 
     Sandbox::Client *m_client; // not owned
     Options m_options;

@@ -35,6 +35,11 @@ Commands:
   write ID PATH [LOCAL|-] [-p]    a file from a local file or stdin
   ls ID [PATH] [-r]               list a directory of /workspace
   mkdir ID PATH [-p] | rm ID PATH [-r]
+  run ID [--model M] [--permission-mode MODE] [--new-session] PROMPT
+                                  runs the agent on PROMPT (continuing its conversation), its
+                                  events as they come; exits 1 when the run fails
+  runs ID                         an agent sandbox's kept runs, newest first
+  transcript ID RUN_ID            one run's events, as they were streamed
   keys list | keys create NAME [--admin] | keys revoke KEY_ID
                                   (managing keys needs an admin key)
 

@@ -88,6 +88,32 @@ AgentRun *AgentsService::runStreaming(const QString &id, const QString &prompt,
     return new AgentRun(rpc, method("run"), params, parent);
 }
 
+RpcCall AgentsService::runs(const QString &id, int limit, QObject *context,
+                            Callback<QList<AgentRunRecord>> callback)
+{
+    QJsonObject params{{QStringLiteral("id"), id}};
+    if (limit > 0)
+        params.insert(QStringLiteral("limit"), limit);
+    return callFor("runs", params, context,
+                   Internal::typedCallback<QList<AgentRunRecord>>(
+                       std::move(callback), [](const QJsonValue &v) {
+                           return listFromJson<AgentRunRecord>(v, QStringLiteral("runs"));
+                       }));
+}
+
+RpcCall AgentsService::runEvents(const QString &id, const QString &runId, qint64 after, int limit,
+                                 QObject *context, Callback<AgentRunEvents> callback)
+{
+    QJsonObject params{{QStringLiteral("id"), id},
+                       {QStringLiteral("runId"), runId},
+                       {QStringLiteral("after"), double(after)}};
+    if (limit > 0)
+        params.insert(QStringLiteral("limit"), limit);
+    return callFor("runEvents", params, context,
+                   Internal::typedCallback<AgentRunEvents>(std::move(callback),
+                                                           &AgentRunEvents::fromJson));
+}
+
 AgentRun *AgentsService::runConversation(const QString &id, const QStringList &prompts,
                                          const AgentRunOptions &options, QObject *parent)
 {

@@ -27,6 +27,12 @@ public:
     // caller cannot stream (REST). The run is owned by `parent`.
     AgentRun *runStreaming(const QString &id, const QString &prompt, const AgentRunOptions &options,
                            QObject *parent);
+    // `agents.runs`: the sandbox's kept runs, newest first (docs/protocol.md 4.7.1).
+    RpcCall runs(const QString &id, int limit, QObject *context,
+                 Callback<QList<AgentRunRecord>> callback);
+    // `agents.runEvents`: one page of a run's kept events after `after`.
+    RpcCall runEvents(const QString &id, const QString &runId, qint64 after, int limit,
+                      QObject *context, Callback<AgentRunEvents> callback);
     // `agents.runConversation`: the prompts in order, in one conversation and one stream.
     AgentRun *runConversation(const QString &id, const QStringList &prompts,
                               const AgentRunOptions &options, QObject *parent);

@@ -1,5 +1,7 @@
 #include "agenttypes.h"
 
+#include "jsonreader.h"
+
 namespace Sandbox {
 
 namespace {
@@ -40,6 +42,33 @@ AgentUsage AgentUsage::fromJson(const QJsonObject &o, const QJsonValue &costUsd)
     if (costUsd.isDouble())
         u.costUsd = costUsd.toDouble();
     return u;
+}
+
+AgentNeedsInput AgentNeedsInput::fromJson(const QJsonValue &value)
+{
+    AgentNeedsInput n;
+    const QJsonObject o = value.toObject();
+    const QString reason = o.value(QStringLiteral("reason")).toString();
+    if (reason == QLatin1String("permission")) {
+        n.reason = Reason::Permission;
+        for (const QJsonValue &t : o.value(QStringLiteral("tools")).toArray())
+            n.tools.append({t.toObject().value(QStringLiteral("name")).toString(),
+                            t.toObject().value(QStringLiteral("input"))});
+    } else if (reason == QLatin1String("question")) {
+        n.reason = Reason::Question;
+        n.question = o.value(QStringLiteral("question")).toString();
+    }
+    return n;
+}
+
+QStringList AgentNeedsInput::toolNames() const
+{
+    QStringList names;
+    for (const Tool &t : tools) {
+        if (!names.contains(t.name))
+            names.append(t.name);
+    }
+    return names;
 }
 
 Result<AgentEvent> AgentEvent::fromJson(const QJsonValue &value)
@@ -88,6 +117,7 @@ Result<AgentEvent> AgentEvent::fromJson(const QJsonValue &value)
         e.text = o.value(QStringLiteral("result")).toString();
         e.isError = !o.value(QStringLiteral("success")).toBool();
         e.output = o.value(QStringLiteral("error")).toString();
+        e.needsInput = AgentNeedsInput::fromJson(o.value(QStringLiteral("needsInput")));
         break;
     case Type::Other:
         break;
@@ -116,7 +146,78 @@ Result<AgentRunResult> AgentRunResult::fromJson(const QJsonValue &value)
     r.standardOutput = o.value(QStringLiteral("stdout")).toString().toUtf8();
     r.streamId = o.value(QStringLiteral("streamId")).toString();
     r.turns = o.value(QStringLiteral("turns")).toArray();
+    r.needsInput = AgentNeedsInput::fromJson(o.value(QStringLiteral("needsInput")));
     return r;
+}
+
+Result<AgentRunRecord> AgentRunRecord::fromJson(const QJsonValue &value)
+{
+    Internal::JsonReader r(value, QStringLiteral("agent run"));
+    AgentRunRecord run;
+    run.runId = r.string(QStringLiteral("runId"));
+    run.method = r.optionalString(QStringLiteral("method"));
+    run.prompt = r.optionalString(QStringLiteral("prompt"));
+    run.prompts = r.stringList(QStringLiteral("prompts"), true);
+    if (run.prompts.isEmpty() && !run.prompt.isEmpty())
+        run.prompts = {run.prompt};
+    run.options = r.object().value(QStringLiteral("options")).toObject();
+    run.statusName = r.string(QStringLiteral("status"));
+    static const QHash<QString, Status> statuses{
+        {QStringLiteral("running"), Status::Running},
+        {QStringLiteral("succeeded"), Status::Succeeded},
+        {QStringLiteral("failed"), Status::Failed},
+        {QStringLiteral("cancelled"), Status::Cancelled},
+        {QStringLiteral("interrupted"), Status::Interrupted},
+    };
+    run.status = statuses.value(run.statusName, Status::Unknown);
+    run.startedAt = r.dateTime(QStringLiteral("startedAt"));
+    run.endedAt = r.optionalDateTime(QStringLiteral("endedAt"));
+    const QJsonObject &o = r.object();
+    if (o.value(QStringLiteral("durationMs")).isDouble())
+        run.durationMs = qint64(o.value(QStringLiteral("durationMs")).toDouble());
+    run.sessionId = r.optionalString(QStringLiteral("sessionId"));
+    run.usage = AgentUsage::fromJson(o.value(QStringLiteral("usage")).toObject(),
+                                     o.value(QStringLiteral("costUsd")));
+    run.needsInput = AgentNeedsInput::fromJson(o.value(QStringLiteral("needsInput")));
+    if (o.value(QStringLiteral("answer")).isObject()) {
+        auto answer = AgentRunResult::fromJson(o.value(QStringLiteral("answer")));
+        if (!answer)
+            r.failWith(answer.error());
+        else
+            run.answer = answer.value();
+    }
+    if (o.value(QStringLiteral("error")).isObject())
+        run.error = Error::fromJson(o.value(QStringLiteral("error")));
+    run.eventCount = r.optionalInteger(QStringLiteral("eventCount"));
+    run.eventsDropped = r.optionalInteger(QStringLiteral("eventsDropped"));
+    run.lastEventAt = r.optionalDateTime(QStringLiteral("lastEventAt"));
+    run.lastEventType = r.optionalString(QStringLiteral("lastEventType"));
+    run.streamId = r.optionalString(QStringLiteral("streamId"));
+    if (!r.ok())
+        return r.error();
+    return run;
+}
+
+Result<AgentRunEvents> AgentRunEvents::fromJson(const QJsonValue &value)
+{
+    Internal::JsonReader r(value, QStringLiteral("agent run events"));
+    AgentRunEvents page;
+    page.runId = r.string(QStringLiteral("runId"));
+    const QJsonArray events = r.array(QStringLiteral("events"));
+    page.last = r.optionalInteger(QStringLiteral("last"));
+    page.done = r.optionalBoolean(QStringLiteral("done"));
+    page.more = r.optionalBoolean(QStringLiteral("more"));
+    if (!r.ok())
+        return r.error();
+    for (const QJsonValue &v : events) {
+        const QJsonObject o = v.toObject();
+        auto e = AgentEvent::fromJson(o.value(QStringLiteral("event")));
+        if (!e || !o.value(QStringLiteral("seq")).isDouble())
+            return malformed(QStringLiteral("agent run events"), QStringLiteral("events"));
+        page.seqs.append(qint64(o.value(QStringLiteral("seq")).toDouble()));
+        page.events.append(e.value());
+    }
+    return page;
 }
 
 QJsonObject AgentRunOptions::toJson() const

@@ -2,6 +2,7 @@
 
 #include <protocol/result.h>
 
+#include <QDateTime>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QJsonValue>
@@ -28,6 +29,25 @@ struct AgentUsage
     static AgentUsage fromJson(const QJsonObject &object, const QJsonValue &costUsd);
 };
 
+// Why a run that ended waits for the user (docs/protocol.md 4.7, `needsInput`).
+struct AgentNeedsInput
+{
+    enum class Reason { None, Permission, Question };
+    struct Tool
+    {
+        QString name;
+        QJsonValue input;
+    };
+
+    Reason reason = Reason::None;
+    QString question;  // Question: the last paragraph of the final text
+    QList<Tool> tools; // Permission: the refused tool calls
+
+    bool isNeeded() const { return reason != Reason::None; }
+    QStringList toolNames() const;
+    static AgentNeedsInput fromJson(const QJsonValue &value);
+};
+
 // One normalised event of a run (`stream.event`'s `event`).
 struct AgentEvent
 {
@@ -47,18 +67,19 @@ struct AgentEvent
     Type type = Type::Other;
     QString typeName; // as sent, e.g. "tool_call"
     int turn = 0;
-    QString text;         // Text, Thinking, Error (message), Result (the final text)
-    QString id;           // ToolCall, ToolResult
-    QString name;         // ToolCall, ToolResult
-    QJsonValue input;     // ToolCall
-    QString output;       // ToolResult
-    bool isError = false; // ToolResult; FileChange failed; Result unsuccessful
-    QString path;         // FileChange
-    QString changeKind;   // FileChange: add | update | delete
-    QString diff;         // FileChange, when known
-    QString content;      // FileChange: a new file's text, when known
-    QString sessionId;    // Session
-    AgentUsage usage;     // Usage
+    QString text;               // Text, Thinking, Error (message), Result (the final text)
+    QString id;                 // ToolCall, ToolResult
+    QString name;               // ToolCall, ToolResult
+    QJsonValue input;           // ToolCall
+    QString output;             // ToolResult
+    bool isError = false;       // ToolResult; FileChange failed; Result unsuccessful
+    QString path;               // FileChange
+    QString changeKind;         // FileChange: add | update | delete
+    QString diff;               // FileChange, when known
+    QString content;            // FileChange: a new file's text, when known
+    QString sessionId;          // Session
+    AgentUsage usage;           // Usage
+    AgentNeedsInput needsInput; // Result
     QJsonObject raw;
 
     static Result<AgentEvent> fromJson(const QJsonValue &value);
@@ -78,8 +99,52 @@ struct AgentRunResult
     QByteArray standardOutput; // the CLI's raw JSON lines
     QString streamId;
     QJsonArray turns; // runConversation: every turn's answer
+    AgentNeedsInput needsInput;
 
     static Result<AgentRunResult> fromJson(const QJsonValue &value);
+};
+
+// One run of a sandbox as the engine keeps it (docs/protocol.md 4.7.1, `agents.runs`).
+struct AgentRunRecord
+{
+    enum class Status { Running, Succeeded, Failed, Cancelled, Interrupted, Unknown };
+
+    QString runId;
+    QString method; // agents.run | agents.runConversation | agents.runOnRepo
+    QString prompt; // the last prompt
+    QStringList prompts;
+    QJsonObject options;
+    Status status = Status::Unknown;
+    QString statusName; // as sent
+    QDateTime startedAt;
+    QDateTime endedAt;
+    std::optional<qint64> durationMs;
+    QString sessionId;
+    AgentUsage usage; // so far, while it runs
+    AgentNeedsInput needsInput;
+    std::optional<AgentRunResult> answer;
+    std::optional<Error> error; // a request that failed (no answer)
+    qint64 eventCount = 0;
+    qint64 eventsDropped = 0;
+    QDateTime lastEventAt;
+    QString lastEventType;
+    QString streamId;
+    QString model() const { return options.value(QStringLiteral("model")).toString(); }
+
+    static Result<AgentRunRecord> fromJson(const QJsonValue &value);
+};
+
+// A page of a run's kept events (`agents.runEvents`).
+struct AgentRunEvents
+{
+    QString runId;
+    QList<qint64> seqs;       // parallel to events
+    QList<AgentEvent> events; // in order
+    qint64 last = 0;
+    bool done = false;
+    bool more = false;
+
+    static Result<AgentRunEvents> fromJson(const QJsonValue &value);
 };
 
 // `options` of agents.run.
@@ -105,3 +170,4 @@ struct AgentRunOptions
 
 Q_DECLARE_METATYPE(Sandbox::AgentEvent)
 Q_DECLARE_METATYPE(Sandbox::AgentRunResult)
+Q_DECLARE_METATYPE(Sandbox::AgentRunRecord)

@@ -178,6 +178,13 @@ void AgentAdapter::setSession(const QString &id)
     emitEvent(QStringLiteral("session"), {{QStringLiteral("sessionId"), id}});
 }
 
+void AgentAdapter::addPermissionDenial(const QString &tool, const QJsonValue &input)
+{
+    if (m_denials.size() < 50)
+        m_denials.append(
+            QJsonObject{{QStringLiteral("name"), tool}, {QStringLiteral("input"), input}});
+}
+
 void AgentAdapter::fail(const QString &reason)
 {
     if (m_failure.isEmpty())
@@ -234,11 +241,31 @@ QJsonObject AgentAdapter::finish(const Exit &exit)
                        {QStringLiteral("exitCode"), exit.exitCode},
                        {QStringLiteral("timedOut"), exit.timedOut},
                        {QStringLiteral("error"), success ? QJsonValue() : QJsonValue(m_failure)}};
+    const QJsonValue needs = needsInput(success);
+    result.insert(QStringLiteral("needsInput"), needs);
     emitEvent(QStringLiteral("result"),
               {{QStringLiteral("success"), success},
                {QStringLiteral("result"), bounded(m_resultText)},
-               {QStringLiteral("error"), result.value(QStringLiteral("error"))}});
+               {QStringLiteral("error"), result.value(QStringLiteral("error"))},
+               {QStringLiteral("needsInput"), needs}});
     return result;
+}
+
+QJsonValue AgentAdapter::needsInput(bool success) const
+{
+    if (!m_denials.isEmpty())
+        return QJsonObject{{QStringLiteral("reason"), QStringLiteral("permission")},
+                           {QStringLiteral("tools"), m_denials}};
+    // A run that ends on a question waits for the user's answer. The question is the last
+    // paragraph of the final text.
+    const QString text = m_resultText.trimmed();
+    if (!success || !text.endsWith(u'?'))
+        return QJsonValue::Null;
+    QString question = text.section(QStringLiteral("\n\n"), -1).trimmed();
+    if (question.size() > 2000)
+        question = question.right(2000);
+    return QJsonObject{{QStringLiteral("reason"), QStringLiteral("question")},
+                       {QStringLiteral("question"), question}};
 }
 
 QString diffForNewFile(const QString &path, const QString &content)

@@ -78,7 +78,10 @@ public:
         qint64 durationMs = 0;
         QString stderrTail;
     };
-    // After the CLI exited: the run's answer without `stdout` (the runner adds it).
+    // After the CLI exited: the run's answer without `stdout` (the runner adds it). Its
+    // `needsInput` says whether the run ended waiting for the user: {reason: "permission",
+    // tools: [{name, input}]} when its permission mode refused tool calls, {reason: "question",
+    // question} when it ended on a question; null otherwise.
     QJsonObject finish(const Exit &exit);
 
     const QString &sessionId() const { return m_sessionId; }
@@ -106,6 +109,8 @@ protected:
     void setTotals(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite,
                    qint64 reasoning, double costUsd);
     void setSession(const QString &id);
+    // A tool call the run's permission mode refused: the run then needs the user (needsInput).
+    void addPermissionDenial(const QString &tool, const QJsonValue &input);
     void fail(const QString &reason);
     void abortRun(const QString &reason);
 
@@ -114,6 +119,7 @@ protected:
     bool m_sawResult = false;
 
 private:
+    QJsonValue needsInput(bool success) const;
     void splitLines(QByteArray &buffer, QByteArrayView bytes, bool isStderr);
 
     QList<QJsonObject> m_events;
@@ -122,6 +128,7 @@ private:
     QString m_failure;                      // the first reason the run failed
     QMap<QString, QString> m_failedChanges; // path ("" when unknown) -> why
     QString m_abortReason;
+    QJsonArray m_denials; // [{name, input}]
     qint64 m_input = 0, m_output = 0, m_cacheRead = 0, m_cacheWrite = 0, m_reasoning = 0;
     double m_cost = -1;
 };

@@ -6,6 +6,7 @@
 #include "secretredactor.h"
 #include "service/sandboxmanager.h"
 #include "service/streamhub.h"
+#include "state/runstore.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -35,6 +36,9 @@ constexpr qint64 kMaxCliOutput = 64 * 1024 * 1024; // read and parsed; the answe
 constexpr qsizetype kKeptStdout = 1024 * 1024;
 constexpr qsizetype kKeptStderr = 16 * 1024;
 constexpr int kMaxConversationTurns = 100;
+constexpr int kDefaultRunsListed = 100;
+constexpr int kDefaultEventsListed = 1000;
+constexpr int kMaxEventsListed = 10000;
 
 QString cliName(const QString &type)
 {
@@ -117,7 +121,8 @@ QJsonObject failureResult(const QString &reason, const QString &sessionId = {})
             {QStringLiteral("durationMs"), 0},
             {QStringLiteral("exitCode"), QJsonValue()},
             {QStringLiteral("timedOut"), false},
-            {QStringLiteral("error"), reason}};
+            {QStringLiteral("error"), reason},
+            {QStringLiteral("needsInput"), QJsonValue()}};
 }
 
 } // namespace
@@ -129,6 +134,7 @@ struct AgentService::Job
     QString keyId;
     QString type;
     QString streamId;
+    QString runId; // in the RunStore
     SandboxRecord record;
     SecretRedactor redactor;
     QPointer<QObject> context;
@@ -157,7 +163,19 @@ AgentService::AgentService(SandboxManager *sandboxes, StreamHub *streams, Method
     , m_methods(methods)
     , m_agentsDir(std::move(agentsDir))
 {
+    if (auto store = RunStore::open(m_sandboxes->config().dataDir + QStringLiteral("/runs.db")))
+        m_runs = std::move(store).value();
+    else
+        qCWarning(lcAgents).noquote() << "agent runs will not be kept:" << store.error().message;
     installHooks();
+    m_methods->add(QStringLiteral("agents.runs"),
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+                       listRuns(p, c, r);
+                   });
+    m_methods->add(QStringLiteral("agents.runEvents"),
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+                       runEvents(p, c, r);
+                   });
     m_methods->add(QStringLiteral("agents.run"), [this](const QJsonObject &p, const CallContext &c,
                                                         const Methods::Reply &r) { run(p, c, r); });
     m_methods->add(QStringLiteral("agents.runConversation"),
@@ -176,8 +194,12 @@ AgentService::AgentService(SandboxManager *sandboxes, StreamHub *streams, Method
 
 AgentService::~AgentService()
 {
-    for (const auto &job : std::as_const(m_jobs))
+    for (const auto &job : std::as_const(m_jobs)) {
         job->cancel(QStringLiteral("the engine is shutting down"));
+        if (m_runs && !job->runId.isEmpty())
+            m_runs->finish(job->runId, QStringLiteral("interrupted"), {},
+                           Error{ErrorCode::Cancelled, job->cancelReason, {}}.toJson());
+    }
 }
 
 QString AgentService::defaultAgentsDir(const QString &applicationDir)
@@ -216,13 +238,19 @@ void AgentService::installHooks()
                 qCWarning(lcAgents) << "cannot hand" << home << "to uid" << spec.uid;
             spec.extraMounts.append({home, QLatin1String(AgentAdapter::HomeDir), true});
         };
+        hooks.removed = [this](const SandboxRecord &record) {
+            if (const auto job = m_jobs.value(record.id))
+                job->cancel(QStringLiteral("the sandbox was deleted"));
+            if (m_runs)
+                m_runs->removeSandbox(record.id);
+        };
         m_sandboxes->setTypeHooks(type, hooks);
     }
 }
 
-Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString &id,
-                                                                  const CallContext &ctx,
-                                                                  QJsonObject *failure)
+Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(
+    const QString &id, const CallContext &ctx, const QString &method, const QStringList &prompts,
+    const QJsonObject &options, QJsonObject *failure)
 {
     auto record = m_sandboxes->record(ctx.keyId, id, kAgent);
     if (!record)
@@ -247,12 +275,28 @@ Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString 
     job->record = record.value();
     job->context = ctx.guard ? ctx.guard.data() : static_cast<QObject *>(this);
     job->redactor.addFromEnvironment(record->env);
+    // The run's record keeps what was asked, never the run's own env (API keys).
+    QMap<QString, QString> runEnv;
+    const QJsonObject envObject = options.value(QStringLiteral("env")).toObject();
+    for (auto it = envObject.begin(); it != envObject.end(); ++it)
+        runEnv.insert(it.key(), it.value().toString());
+    job->redactor.addFromEnvironment(runEnv);
+    QJsonObject kept = options;
+    kept.remove(QStringLiteral("env"));
+    kept.remove(QStringLiteral("baseUrl"));
+    kept = job->redactor.apply(kept).toObject();
+    QStringList keptPrompts;
+    for (const QString &p : prompts)
+        keptPrompts.append(job->redactor.apply(p));
     if (!record->network) {
         *failure = failureResult(
             QStringLiteral("the agent cannot reach its model API: sandbox %1 has no network. "
                            "Create agent sandboxes with "
                            "network: true (they then share the host's network).")
                 .arg(id));
+        if (m_runs)
+            m_runs->finish(m_runs->begin({id, method, keptPrompts, kept, {}}),
+                           QStringLiteral("failed"), *failure);
         return job;
     }
     if (ctx.notify) {
@@ -270,6 +314,8 @@ Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString 
                 j->cancel(QStringLiteral("the run was cancelled"));
         };
     }
+    if (m_runs)
+        job->runId = m_runs->begin({id, method, keptPrompts, kept, job->streamId});
     m_jobs.insert(id, job);
     return job;
 }
@@ -281,6 +327,19 @@ void AgentService::endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> r
         m_jobs.remove(job->sandboxId);
     if (job->cancelled && (!result || !result->value(QStringLiteral("success")).toBool())) {
         result = Error{ErrorCode::Cancelled, job->cancelReason, {}};
+    }
+    if (m_runs && !job->runId.isEmpty()) {
+        if (!result)
+            m_runs->finish(job->runId,
+                           result.error().code == ErrorCode::Cancelled ? QStringLiteral("cancelled")
+                                                                       : QStringLiteral("failed"),
+                           {}, job->redactor.apply(result.error().toJson()).toObject());
+        else
+            m_runs->finish(job->runId,
+                           result->value(QStringLiteral("success")).toBool()
+                               ? QStringLiteral("succeeded")
+                               : QStringLiteral("failed"),
+                           job->redactor.apply(result.value()).toObject());
     }
     if (!result) {
         if (!job->streamId.isEmpty())
@@ -425,10 +484,12 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
                 if (!guard)
                     return;
                 for (QJsonObject e : adapter->takeEvents()) {
-                    if (job->streamId.isEmpty())
-                        continue;
                     e.insert(QStringLiteral("turn"), turn);
-                    m_streams->event(job->streamId, job->redactor.apply(e).toObject());
+                    const QJsonObject clean = job->redactor.apply(e).toObject();
+                    if (m_runs && !job->runId.isEmpty())
+                        m_runs->event(job->runId, clean);
+                    if (!job->streamId.isEmpty())
+                        m_streams->event(job->streamId, clean);
                 }
             };
             const auto onOutput = [job, adapter, output, flush](int channel, QByteArrayView bytes) {
@@ -523,7 +584,8 @@ void AgentService::run(const QJsonObject &params, const CallContext &ctx,
                         newSession, cwdGiven))
         return reply(p.error());
     QJsonObject failure;
-    auto job = beginJob(id, ctx, &failure);
+    auto job = beginJob(id, ctx, QStringLiteral("agents.run"), {options.prompt},
+                        p.optionalObject(QStringLiteral("options")), &failure);
     if (!job)
         return reply(job.error());
     if (!failure.isEmpty())
@@ -558,8 +620,12 @@ void AgentService::runConversation(const QJsonObject &params, const CallContext 
     if (!readRunOptions(p, p.optionalObject(QStringLiteral("options")), options, timeoutMs,
                         newSession, cwdGiven))
         return reply(p.error());
+    QStringList promptList;
+    for (const QJsonValue &v : prompts)
+        promptList.append(v.toString());
     QJsonObject failure;
-    auto job = beginJob(id, ctx, &failure);
+    auto job = beginJob(id, ctx, QStringLiteral("agents.runConversation"), promptList,
+                        p.optionalObject(QStringLiteral("options")), &failure);
     if (!job)
         return reply(job.error());
     if (!failure.isEmpty())
@@ -691,6 +757,49 @@ void AgentService::runOnRepo(const QJsonObject &params, const CallContext &ctx,
                                       reply(QJsonValue(answer));
                                   });
                     });
+}
+
+void AgentService::listRuns(const QJsonObject &params, const CallContext &ctx,
+                            const Methods::Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    const int limit = int(p.optionalInteger(QStringLiteral("limit"), kDefaultRunsListed, 1,
+                                            RunStore::Limits{}.runsPerSandbox));
+    if (p.failed())
+        return reply(p.error());
+    if (const auto record = m_sandboxes->record(ctx.keyId, id, kAgent); !record)
+        return reply(record.error());
+    if (!m_runs)
+        return reply(Error{ErrorCode::SandboxError,
+                           QStringLiteral("this engine could not open its store of runs"),
+                           {}});
+    reply(QJsonValue(QJsonObject{{QStringLiteral("id"), id},
+                                 {QStringLiteral("runs"), m_runs->runs(id, limit)}}));
+}
+
+void AgentService::runEvents(const QJsonObject &params, const CallContext &ctx,
+                             const Methods::Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    const QString runId = p.requiredString(QStringLiteral("runId"));
+    const qint64 after = p.optionalInteger(QStringLiteral("after"), 0, 0,
+                                           std::numeric_limits<qint64>::max() / 2);
+    const int limit = int(
+        p.optionalInteger(QStringLiteral("limit"), kDefaultEventsListed, 1, kMaxEventsListed));
+    if (p.failed())
+        return reply(p.error());
+    if (const auto record = m_sandboxes->record(ctx.keyId, id, kAgent); !record)
+        return reply(record.error());
+    if (!m_runs)
+        return reply(Error{ErrorCode::SandboxError,
+                           QStringLiteral("this engine could not open its store of runs"),
+                           {}});
+    const auto events = m_runs->events(id, runId, after, limit);
+    if (!events)
+        return reply(events.error());
+    reply(QJsonValue(events.value()));
 }
 
 void AgentService::stop(const QJsonObject &params, const CallContext &ctx,

@@ -11,6 +11,7 @@
 
 namespace Sandbox::Engine {
 
+class RunStore;
 class SandboxManager;
 class StreamHub;
 struct SandboxRecord;
@@ -39,6 +40,9 @@ public:
 
     // Runs in progress (for tests and diagnostics).
     int runningCount() const { return int(m_jobs.size()); }
+    // The runs' transcripts (agents.runs, agents.runEvents); null when the store could not be
+    // opened.
+    RunStore *runStore() const { return m_runs.get(); }
 
 private:
     struct Job;
@@ -51,9 +55,13 @@ private:
     void runOnRepo(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void stop(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
 
-    // Checks what every run needs; on success a Job registered for the sandbox.
+    // Checks what every run needs; on success a Job registered for the sandbox, its run recorded
+    // with `method`, `prompts` and `options` (the request's, without env).
     Result<std::shared_ptr<Job>> beginJob(const QString &id, const CallContext &ctx,
-                                          QJsonObject *failure);
+                                          const QString &method, const QStringList &prompts,
+                                          const QJsonObject &options, QJsonObject *failure);
+    void listRuns(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+    void runEvents(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> result,
                 const Methods::Reply &reply);
     // One CLI run; `done` gets the run's answer (or an Error when the run could not be made).
@@ -73,6 +81,7 @@ private:
     Methods *m_methods;          // not owned
     QString m_agentsDir;
     QHash<QString, std::shared_ptr<Job>> m_jobs; // by sandbox id
+    std::unique_ptr<RunStore> m_runs;
 };
 
 } // namespace Sandbox::Engine

@@ -200,6 +200,7 @@ void ClaudeCodeAdapter::onResult(const QJsonObject &line)
     }
     for (const QJsonValue &d : line.value(QStringLiteral("permission_denials")).toArray()) {
         const QString tool = d.toObject().value(QStringLiteral("tool_name")).toString();
+        addPermissionDenial(tool, d.toObject().value(QStringLiteral("tool_input")));
         emitError(QStringLiteral("permission denied: %1").arg(tool));
         if (isFileTool(tool))
             fail(QStringLiteral("a file change was not permitted (%1); use permissionMode "

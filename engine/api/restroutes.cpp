@@ -30,6 +30,17 @@ bool queryBool(const QUrlQuery &q, const QString &name)
     return v == QLatin1String("1") || v == QLatin1String("true");
 }
 
+// A numeric query item as a JSON number (a non-number stays text, for -32602 to name it).
+void insertQueryInteger(QJsonObject &params, const QUrlQuery &q, const QString &name)
+{
+    if (!q.hasQueryItem(name))
+        return;
+    const QString v = q.queryItemValue(name);
+    bool ok = false;
+    const qint64 n = v.toLongLong(&ok);
+    params.insert(name, ok ? QJsonValue(double(n)) : QJsonValue(v));
+}
+
 Error noRoute(QByteArrayView method, const QString &path)
 {
     return Error{ErrorCode::MethodNotFound,
@@ -132,6 +143,20 @@ Result<RestCall> routeRestRequest(QByteArrayView m, const QString &path, const Q
                     r.value().params.insert(QStringLiteral("options"), opts);
             }
             return r;
+        }
+    }
+    // Run history (docs/protocol.md 4.7.1): /runs and /runs/{runId}/events.
+    if (action == QLatin1String("runs") && collection == QLatin1String("agents") && get) {
+        QJsonObject params = idParam;
+        if (parts.size() == 4) {
+            insertQueryInteger(params, query, QStringLiteral("limit"));
+            return plain(ns + QStringLiteral("runs"), params);
+        }
+        if (parts.size() == 6 && parts[5] == QLatin1String("events")) {
+            params.insert(QStringLiteral("runId"), parts[4]);
+            insertQueryInteger(params, query, QStringLiteral("after"));
+            insertQueryInteger(params, query, QStringLiteral("limit"));
+            return plain(ns + QStringLiteral("runEvents"), params);
         }
     }
     if (action == QLatin1String("files") && collection == QLatin1String("agents")) {

@@ -1,5 +1,7 @@
 #include "registry.h"
 
+#include "sqlitestatement.h"
+
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLoggingCategory>
@@ -11,60 +13,6 @@ Q_LOGGING_CATEGORY(lcRegistry, "sandboxd.registry")
 namespace Sandbox::Engine {
 
 namespace {
-
-// A prepared statement that finalizes itself.
-class Statement final
-{
-public:
-    Statement(sqlite3 *db, const char *sql)
-    {
-        m_rc = sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr);
-    }
-    ~Statement() { sqlite3_finalize(m_stmt); }
-    Statement(const Statement &) = delete;
-    Statement &operator=(const Statement &) = delete;
-
-    bool ok() const { return m_rc == SQLITE_OK; }
-    void bind(int i, const QString &v)
-    {
-        const QByteArray u = v.toUtf8();
-        sqlite3_bind_text(m_stmt, i, u.constData(), int(u.size()), SQLITE_TRANSIENT);
-    }
-    void bind(int i, const QByteArray &v)
-    {
-        sqlite3_bind_blob(m_stmt, i, v.constData(), int(v.size()), SQLITE_TRANSIENT);
-    }
-    void bind(int i, qint64 v) { sqlite3_bind_int64(m_stmt, i, v); }
-    void bind(int i, const QDateTime &v)
-    {
-        if (v.isValid())
-            sqlite3_bind_int64(m_stmt, i, v.toMSecsSinceEpoch());
-        else
-            sqlite3_bind_null(m_stmt, i);
-    }
-    int step() { return sqlite3_step(m_stmt); }
-    QString text(int c) const
-    {
-        return QString::fromUtf8(reinterpret_cast<const char *>(sqlite3_column_text(m_stmt, c)),
-                                 sqlite3_column_bytes(m_stmt, c));
-    }
-    QByteArray blob(int c) const
-    {
-        return QByteArray(static_cast<const char *>(sqlite3_column_blob(m_stmt, c)),
-                          sqlite3_column_bytes(m_stmt, c));
-    }
-    qint64 integer(int c) const { return sqlite3_column_int64(m_stmt, c); }
-    QDateTime time(int c) const
-    {
-        if (sqlite3_column_type(m_stmt, c) == SQLITE_NULL)
-            return {};
-        return QDateTime::fromMSecsSinceEpoch(sqlite3_column_int64(m_stmt, c), Qt::UTC);
-    }
-
-private:
-    sqlite3_stmt *m_stmt = nullptr;
-    int m_rc = SQLITE_ERROR;
-};
 
 Error dbError(sqlite3 *db, const char *what)
 {
@@ -151,7 +99,7 @@ Result<bool> Registry::exec(const char *sql)
 
 Result<bool> Registry::insertKey(const KeyRecord &key)
 {
-    Statement s(
+    SqliteStatement s(
         m_db,
         "INSERT INTO keys (id, name, hash, created_at, last_used_at, admin) VALUES (?,?,?,?,?,?)");
     s.bind(1, key.id);
@@ -167,7 +115,7 @@ Result<bool> Registry::insertKey(const KeyRecord &key)
 
 Result<bool> Registry::removeKey(const QString &id)
 {
-    Statement s(m_db, "DELETE FROM keys WHERE id = ?");
+    SqliteStatement s(m_db, "DELETE FROM keys WHERE id = ?");
     s.bind(1, id);
     if (!s.ok() || s.step() != SQLITE_DONE)
         return dbError(m_db, "remove key");
@@ -177,7 +125,7 @@ Result<bool> Registry::removeKey(const QString &id)
 QList<KeyRecord> Registry::keys() const
 {
     QList<KeyRecord> out;
-    Statement
+    SqliteStatement
         s(m_db,
           "SELECT id, name, hash, created_at, last_used_at, admin FROM keys ORDER BY created_at");
     while (s.ok() && s.step() == SQLITE_ROW)
@@ -188,7 +136,7 @@ QList<KeyRecord> Registry::keys() const
 
 void Registry::touchKey(const QString &id, const QDateTime &when)
 {
-    Statement s(m_db, "UPDATE keys SET last_used_at = ? WHERE id = ?");
+    SqliteStatement s(m_db, "UPDATE keys SET last_used_at = ? WHERE id = ?");
     s.bind(1, when);
     s.bind(2, id);
     if (!s.ok() || s.step() != SQLITE_DONE)
@@ -197,7 +145,7 @@ void Registry::touchKey(const QString &id, const QDateTime &when)
 
 Result<bool> Registry::upsertSandbox(const SandboxRecord &r)
 {
-    Statement s(
+    SqliteStatement s(
         m_db,
         "INSERT INTO sandboxes (id, key_id, kind, type, size, name, status, error, created_at,"
         " last_active_at, sleep_after_ms, network, env, slot) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -224,7 +172,7 @@ Result<bool> Registry::upsertSandbox(const SandboxRecord &r)
 
 Result<bool> Registry::removeSandbox(const QString &id)
 {
-    Statement s(m_db, "DELETE FROM sandboxes WHERE id = ?");
+    SqliteStatement s(m_db, "DELETE FROM sandboxes WHERE id = ?");
     s.bind(1, id);
     if (!s.ok() || s.step() != SQLITE_DONE)
         return dbError(m_db, "remove sandbox");
@@ -234,7 +182,7 @@ Result<bool> Registry::removeSandbox(const QString &id)
 QList<SandboxRecord> Registry::sandboxes() const
 {
     QList<SandboxRecord> out;
-    Statement
+    SqliteStatement
         s(m_db,
           "SELECT id, key_id, kind, type, size, name, status, error, created_at, last_active_at,"
           " sleep_after_ms, network, env, slot FROM sandboxes ORDER BY created_at");
@@ -261,7 +209,7 @@ QList<SandboxRecord> Registry::sandboxes() const
 
 int Registry::nextSlot() const
 {
-    Statement s(m_db, "SELECT COALESCE(MAX(slot), 0) + 1 FROM sandboxes");
+    SqliteStatement s(m_db, "SELECT COALESCE(MAX(slot), 0) + 1 FROM sandboxes");
     if (s.ok() && s.step() == SQLITE_ROW)
         return int(s.integer(0));
     return 1;

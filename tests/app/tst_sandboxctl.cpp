@@ -1,6 +1,8 @@
 // End to end: the sandboxctl binary against a real sandboxd.
 #include "engineprocess.h"
+#include "mockmodelserver.h"
 
+#include <QDeadlineTimer>
 #include <QProcess>
 #include <QTest>
 
@@ -28,12 +30,14 @@ private Q_SLOTS:
     void errors_data();
     void errors();
     void environmentVariablesSelectTheEngine();
+    void runShowsEventsAndIsKept();
 
 private:
     Run ctl(const QStringList &args, const QByteArray &stdinData = {}, const QString &key = {});
 
     EngineProcess m_engine;
     QString m_id;
+    Sandbox::Mocks::MockModelServer m_mock;
 };
 
 Run tst_Sandboxctl::ctl(const QStringList &args, const QByteArray &stdinData, const QString &key)
@@ -46,7 +50,10 @@ Run tst_Sandboxctl::ctl(const QStringList &args, const QByteArray &stdinData, co
     p.start();
     p.write(stdinData);
     p.closeWriteChannel();
-    p.waitForFinished(120000);
+    // Wait with the event loop running: the mock model server lives in this process.
+    QDeadlineTimer deadline(120000);
+    while (p.state() != QProcess::NotRunning && !deadline.hasExpired())
+        QTest::qWait(10);
     return Run{p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
                p.readAllStandardOutput(), p.readAllStandardError()};
 }
@@ -167,6 +174,40 @@ void tst_Sandboxctl::environmentVariablesSelectTheEngine()
     QVERIFY(p.waitForFinished(30000));
     QCOMPARE(p.exitCode(), 0);
     QVERIFY(p.readAllStandardOutput().contains("\"backend\": \"local\""));
+}
+
+void tst_Sandboxctl::runShowsEventsAndIsKept()
+{
+    // The real Claude Code CLI against the mock model: its events as lines, then the kept run.
+    QVERIFY(m_mock.listen());
+    const Run created = ctl({QStringLiteral("create"), QStringLiteral("claude-code"),
+                             QStringLiteral("--network"), QStringLiteral("--env"),
+                             QStringLiteral("ANTHROPIC_API_KEY=sk-test-ctl"),
+                             QStringLiteral("--env"),
+                             QStringLiteral("ANTHROPIC_BASE_URL=") + m_mock.baseUrl().toString()});
+    QCOMPARE(created.exitCode, 0);
+    const QString id = QString::fromUtf8(created.out.trimmed());
+    const Run run = ctl({QStringLiteral("run"), id, QStringLiteral("--model"),
+                         QStringLiteral("claude-sonnet-4-5"),
+                         QStringLiteral("[[write:/workspace/ctl.txt|from sandboxctl]]")});
+    QVERIFY2(run.exitCode == 0, run.err.constData());
+    QVERIFY2(run.out.contains("[0] > Write"), run.out.constData());
+    QVERIFY(run.out.contains("[0] ~ add /workspace/ctl.txt"));
+    QVERIFY(run.out.contains("[0] = done"));
+
+    const Run runs = ctl({QStringLiteral("runs"), id});
+    QCOMPARE(runs.exitCode, 0);
+    const QList<QByteArray> lines = runs.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 2); // the header and the run
+    QVERIFY2(lines.at(1).contains("succeeded"), runs.out.constData());
+    QVERIFY(lines.at(1).contains("[[write:/workspace/ctl.txt"));
+    const QByteArray runId = lines.at(1).split(' ').first();
+    QVERIFY(runId.startsWith("run_"));
+    const Run transcript = ctl({QStringLiteral("transcript"), id, QString::fromLatin1(runId)});
+    QCOMPARE(transcript.exitCode, 0);
+    QCOMPARE(transcript.out, run.out);
+    QCOMPARE(ctl({QStringLiteral("transcript"), id, QStringLiteral("run_0000000000000000")}).exitCode,
+             1);
 }
 
 QTEST_GUILESS_MAIN(tst_Sandboxctl)

@@ -35,12 +35,14 @@ bool EngineProcess::start(const QStringList &extraArgs, const QString &dataDir)
     if (!m_process->waitForStarted(5000))
         return false;
     static const QRegularExpression ready(QStringLiteral("listening on (http://\\S+)"));
+    // A restart on the same object: only this start's output says where it listens.
+    const qsizetype logStart = m_log.size();
     QDeadlineTimer deadline(15000);
     while (!deadline.hasExpired()) {
         m_process->waitForReadyRead(100);
         m_log += m_process->readAllStandardError();
         m_log += m_process->readAllStandardOutput();
-        const auto match = ready.match(QString::fromUtf8(m_log));
+        const auto match = ready.match(QString::fromUtf8(m_log.mid(logStart)));
         if (match.hasMatch()) {
             m_url = QUrl(match.captured(1));
             QFile keyFile(m_dataDir + QStringLiteral("/api-key"));

@@ -330,6 +330,19 @@ export class Registry {
     return r ? { sandboxId: r.sandbox_id as string, engineStreamId: r.engine_stream_id as string } : null;
   }
 
+  /** Our id of an engine's stream of a sandbox (a run's stream named by agents.runs), if kept. */
+  streamOfEngine(keyId: string, sandboxId: string, engineStreamId: string): string | null {
+    const r = this.sql
+      .exec(
+        'SELECT id FROM streams WHERE key_id = ? AND sandbox_id = ? AND engine_stream_id = ?',
+        keyId,
+        sandboxId,
+        engineStreamId,
+      )
+      .toArray()[0];
+    return r ? (r.id as string) : null;
+  }
+
   pruneStreams(olderThan: number): void {
     this.sql.exec('DELETE FROM streams WHERE created_at < ?', olderThan);
   }

@@ -101,6 +101,17 @@ const DATABASE_ACTIONS = [
   'restart',
 ];
 
+/** Numeric query items as numbers (anything else stays text, for -32602 to name it). */
+function queryIntegers(url: URL, ...names: string[]): Params {
+  const out: Params = {};
+  for (const name of names) {
+    const v = url.searchParams.get(name);
+    if (v === null) continue;
+    out[name] = /^-?[0-9]+$/.test(v) ? Number(v) : v;
+  }
+  return out;
+}
+
 function r(method: string, pattern: string, handle: Route['handle']): Route {
   return { method, pattern: new RegExp(`^${pattern}$`), handle };
 }
@@ -122,6 +133,12 @@ const ROUTES: Route[] = [
   r('POST', `/api/agents/${ID}/start`, async (m, _q, _u, call) => json(await call('agents.start', { id: m[1] }))),
   r('POST', `/api/agents/${ID}/run`, async (m, req, _u, call) =>
     json(await call('agents.run', { ...pick(await jsonBody(req), 'prompt', 'options'), id: m[1] })),
+  ),
+  r('GET', `/api/agents/${ID}/runs`, async (m, _q, url, call) =>
+    json(await call('agents.runs', { id: m[1], ...queryIntegers(url, 'limit') })),
+  ),
+  r('GET', `/api/agents/${ID}/runs/([A-Za-z0-9_]+)/events`, async (m, _q, url, call) =>
+    json(await call('agents.runEvents', { id: m[1], runId: m[2], ...queryIntegers(url, 'after', 'limit') })),
   ),
   r('POST', `/api/agents/${ID}/exec`, async (m, req, _u, call) => {
     const body = await jsonBody(req);

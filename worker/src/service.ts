@@ -164,6 +164,9 @@ export class SandboxService {
     m.set('agents.delete', (c, p) => this.delete(c, 'agents.delete', this.owned(c, p, 'agent')));
     // Agent runs (4.7): streamed as stream.event over a socket, like an exec with stream: true.
     for (const run of AGENT_RUNS) m.set(run, (c, p) => this.run(c, run, this.owned(c, p, 'agent'), p));
+    // Run history (4.7.1): the engine keeps it; relayed with our ids.
+    m.set('agents.runs', (c, p) => this.runHistory(c, 'agents.runs', this.owned(c, p, 'agent'), p));
+    m.set('agents.runEvents', (c, p) => this.runHistory(c, 'agents.runEvents', this.owned(c, p, 'agent'), p));
     // Databases (4.3)
     m.set('databases.create', (c, p) => this.create(c, 'database', p));
     m.set('databases.get', async (c, p) => toSandboxObject(this.owned(c, p, 'database')));
@@ -493,6 +496,27 @@ export class SandboxService {
     if (c.conn !== null) return relayedRun(await this.relayStream(c, method, row, p), row);
     const r = relayedRun(await this.forward(c, method, row, p), row);
     return hasStreamId(r) ? { ...r, streamId: null } : r;
+  }
+
+  /**
+   * agents.runs / agents.runEvents: the engine's answer with our sandbox id wherever the engine's
+   * appears (ids, error texts) and each run's stream named by our id (null when we never relayed
+   * it, e.g. a run made over REST).
+   */
+  private async runHistory(c: CallContext, method: string, row: SandboxRow, p: Params): Promise<unknown> {
+    const r = await this.forward(c, method, row, p);
+    const engineId = row.engineId;
+    const swapped =
+      engineId === null ? r : (JSON.parse(JSON.stringify(r).split(engineId).join(row.id)) as unknown);
+    if (method !== 'agents.runs' || typeof swapped !== 'object' || swapped === null) return swapped;
+    const o = swapped as { runs?: unknown };
+    if (!Array.isArray(o.runs)) return swapped;
+    const runs = (o.runs as Array<Record<string, unknown>>).map((run) => {
+      const engineStream = run.streamId;
+      if (typeof engineStream !== 'string') return run;
+      return { ...run, streamId: this.registry.streamOfEngine(c.keyId, row.id, engineStream) };
+    });
+    return { ...o, runs };
   }
 
   /**

@@ -101,6 +101,20 @@ describe.skipIf(!hasEngine)('agent runs through the Worker', () => {
     const rest = await http('POST', `/api/agents/${runId}/run`, { body: { prompt: 'again', options: { timeout: 120_000 } } });
     expect(rest.status).toBe(200);
     expect(rest.body).toMatchObject({ success: false, streamId: null });
+    // Both runs are kept by the engine and listed with our ids: the socket's run under our
+    // stream id, the REST run without one; their events as they were streamed.
+    const history = await http('GET', `/api/agents/${runId}/runs`);
+    expect(history.status).toBe(200);
+    const runs = (history.body as { id: string; runs: Obj[] }).runs;
+    expect((history.body as { id: string }).id).toBe(runId);
+    expect(runs.map((r) => r.status)).toEqual(['failed', 'failed']);
+    expect(runs[0]).toMatchObject({ prompt: 'again', streamId: null });
+    expect(runs[1]).toMatchObject({ prompt: 'say hi', streamId: result.streamId, eventCount: events.length });
+    const s2 = await RpcSocket.open();
+    const kept = (await s2.call('agents.runEvents', { id: runId, runId: runs[1]!.runId })) as Obj;
+    s2.close();
+    expect(((kept.result as Obj).events as Obj[]).map((e) => e.event)).toEqual(events);
+    expect(JSON.stringify([history.body, kept])).not.toContain(secret);
   }, 300_000);
 
   it('refuses a run in another kind of sandbox or an unknown one with -32002', async () => {

@@ -1,0 +1,341 @@
+// Transcripts that last (docs/protocol.md 4.7.1): the real Claude Code CLI in a real sandbox,
+// against the mock model server; its run and events come back from agents.runs and
+// agents.runEvents exactly as they were streamed, after a clean restart of the engine and after a
+// kill -9; a run the engine died under is `interrupted`; runs that end on a refused tool call or
+// on a question say that they need the user.
+#include "engineprocess.h"
+#include "mockmodelserver.h"
+#include "testclient.h"
+
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTest>
+
+using Sandbox::Mocks::MockModelServer;
+
+namespace {
+
+QString claudeBinary()
+{
+    return QStringLiteral(SANDBOX_BINARY_DIR "/agents/claude-code/node_modules/.bin/claude");
+}
+
+QString dump(const QJsonObject &o)
+{
+    return QString::fromUtf8(QJsonDocument(o).toJson());
+}
+
+} // namespace
+
+class tst_RunHistory : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+
+    void runIsKeptWithItsEvents();
+    void transcriptSurvivesEngineRestart_data();
+    void transcriptSurvivesEngineRestart();
+    void runTheEngineDiedUnderIsInterrupted();
+    void refusedToolCallNeedsInput();
+    void questionNeedsInput();
+    void anotherKeySeesNoRuns();
+    void badParamsAreRefused();
+
+private:
+    bool startEngine();
+    QJsonObject run(const QString &prompt, QJsonObject options = {});
+    QList<QJsonObject> streamedEvents(const QString &streamId) const;
+    QList<QJsonObject> storedEvents(const QString &runId, int pageSize = 1000);
+
+    EngineProcess m_engine;
+    RpcTestClient m_rpc;
+    MockModelServer m_mock;
+    QString m_id;
+    QString m_dataDir;
+    QString m_runId;
+    QList<QJsonObject> m_streamed; // the first run's events, as streamed
+};
+
+bool tst_RunHistory::startEngine()
+{
+    if (!m_engine.start({QStringLiteral("--agents-dir"),
+                         QStringLiteral(SANDBOX_BINARY_DIR "/agents")},
+                        m_dataDir))
+        return false;
+    m_dataDir = m_engine.dataDir();
+    return m_rpc.open(m_engine.wsUrl(), m_engine.key());
+}
+
+void tst_RunHistory::initTestCase()
+{
+    if (!QFileInfo::exists(claudeBinary()))
+        QFAIL("the Claude Code CLI is not installed: run scripts/setup.sh");
+    QVERIFY(m_mock.listen());
+    QVERIFY2(startEngine(), qPrintable(m_engine.log()));
+    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
+                                        {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                                         {QStringLiteral("network"), true},
+                                         {QStringLiteral("env"),
+                                          QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"),
+                                                       QStringLiteral("sk-test-history")},
+                                                      {QStringLiteral("ANTHROPIC_BASE_URL"),
+                                                       m_mock.baseUrl().toString()}}}});
+    QVERIFY2(!sb.isEmpty(), qPrintable(dump(m_rpc.lastError())));
+    m_id = sb.value(QStringLiteral("id")).toString();
+}
+
+void tst_RunHistory::cleanupTestCase()
+{
+    m_engine.terminate();
+}
+
+QJsonObject tst_RunHistory::run(const QString &prompt, QJsonObject options)
+{
+    options.insert(QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5"));
+    m_rpc.notifications.clear();
+    return m_rpc.call(QStringLiteral("agents.run"),
+                      {{QStringLiteral("id"), m_id},
+                       {QStringLiteral("prompt"), prompt},
+                       {QStringLiteral("options"), options}},
+                      180000);
+}
+
+QList<QJsonObject> tst_RunHistory::streamedEvents(const QString &streamId) const
+{
+    QList<QJsonObject> out;
+    for (const QJsonObject &n : m_rpc.notifications) {
+        const QJsonObject p = n.value(QStringLiteral("params")).toObject();
+        if (p.value(QStringLiteral("streamId")).toString() == streamId
+            && n.value(QStringLiteral("method")).toString() == QLatin1String("stream.event"))
+            out.append(p.value(QStringLiteral("event")).toObject());
+    }
+    return out;
+}
+
+QList<QJsonObject> tst_RunHistory::storedEvents(const QString &runId, int pageSize)
+{
+    QList<QJsonObject> out;
+    qint64 after = 0;
+    for (int page = 0; page < 1000; ++page) {
+        const QJsonObject r = m_rpc.result(QStringLiteral("agents.runEvents"),
+                                           {{QStringLiteral("id"), m_id},
+                                            {QStringLiteral("runId"), runId},
+                                            {QStringLiteral("after"), after},
+                                            {QStringLiteral("limit"), pageSize}});
+        if (r.isEmpty())
+            return {};
+        for (const QJsonValue &v : r.value(QStringLiteral("events")).toArray()) {
+            const QJsonObject e = v.toObject();
+            if (e.value(QStringLiteral("seq")).toInteger() != after + 1)
+                return {}; // a hole: the comparison fails
+            after = e.value(QStringLiteral("seq")).toInteger();
+            out.append(e.value(QStringLiteral("event")).toObject());
+        }
+        if (!r.value(QStringLiteral("more")).toBool())
+            break;
+    }
+    return out;
+}
+
+void tst_RunHistory::runIsKeptWithItsEvents()
+{
+    const QJsonObject answer = run(QStringLiteral(
+                                       "Please [[write:/workspace/kept.txt|kept\\nfor later]]"),
+                                   {{QStringLiteral("newSession"), true}});
+    const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(), qPrintable(dump(answer)));
+    m_streamed = streamedEvents(r.value(QStringLiteral("streamId")).toString());
+    QVERIFY(m_streamed.size() >= 4);
+
+    const QJsonObject listed = m_rpc.result(QStringLiteral("agents.runs"),
+                                            {{QStringLiteral("id"), m_id}});
+    const QJsonArray runs = listed.value(QStringLiteral("runs")).toArray();
+    QCOMPARE(runs.size(), 1);
+    const QJsonObject kept = runs.first().toObject();
+    m_runId = kept.value(QStringLiteral("runId")).toString();
+    QCOMPARE(kept.value(QStringLiteral("status")).toString(), QStringLiteral("succeeded"));
+    QCOMPARE(kept.value(QStringLiteral("method")).toString(), QStringLiteral("agents.run"));
+    QVERIFY(kept.value(QStringLiteral("prompt")).toString().contains(QLatin1String("kept.txt")));
+    QCOMPARE(kept.value(QStringLiteral("sessionId")), r.value(QStringLiteral("sessionId")));
+    QCOMPARE(kept.value(QStringLiteral("usage")), r.value(QStringLiteral("usage")));
+    QVERIFY(
+        kept.value(QStringLiteral("usage")).toObject().value(QStringLiteral("inputTokens")).toDouble()
+        > 0);
+    QCOMPARE(kept.value(QStringLiteral("costUsd")), r.value(QStringLiteral("costUsd")));
+    QVERIFY(kept.value(QStringLiteral("costUsd")).toDouble() > 0);
+    QCOMPARE(kept.value(QStringLiteral("eventCount")).toInt(), m_streamed.size());
+    QCOMPARE(kept.value(QStringLiteral("streamId")), r.value(QStringLiteral("streamId")));
+    QCOMPARE(kept.value(QStringLiteral("answer")).toObject().value(QStringLiteral("result")),
+             r.value(QStringLiteral("result")));
+    QCOMPARE(kept.value(QStringLiteral("options")).toObject().value(QStringLiteral("model")),
+             QJsonValue(QStringLiteral("claude-sonnet-4-5")));
+
+    // The events, in small pages, are exactly the ones that were streamed.
+    QCOMPARE(storedEvents(m_runId, 3), m_streamed);
+    // The file change names the file the mock's tool call wrote.
+    const auto change = std::find_if(m_streamed.begin(), m_streamed.end(), [](const QJsonObject &e) {
+        return e.value(QStringLiteral("type")).toString() == QLatin1String("file_change");
+    });
+    QVERIFY(change != m_streamed.end());
+    QCOMPARE(change->value(QStringLiteral("path")).toString(),
+             QStringLiteral("/workspace/kept.txt"));
+}
+
+void tst_RunHistory::transcriptSurvivesEngineRestart_data()
+{
+    QTest::addColumn<bool>("crash");
+    QTest::newRow("clean stop") << false;
+    QTest::newRow("kill -9") << true;
+}
+
+void tst_RunHistory::transcriptSurvivesEngineRestart()
+{
+    QFETCH(bool, crash);
+    if (m_runId.isEmpty())
+        QSKIP("the first run failed");
+    if (crash)
+        m_engine.kill9();
+    else
+        m_engine.terminate();
+    QVERIFY2(startEngine(), qPrintable(m_engine.log()));
+    const QJsonArray runs = m_rpc
+                                .result(QStringLiteral("agents.runs"),
+                                        {{QStringLiteral("id"), m_id}})
+                                .value(QStringLiteral("runs"))
+                                .toArray();
+    QVERIFY(!runs.isEmpty());
+    const QJsonObject kept = runs.last().toObject();
+    QCOMPARE(kept.value(QStringLiteral("runId")).toString(), m_runId);
+    QCOMPARE(kept.value(QStringLiteral("status")).toString(), QStringLiteral("succeeded"));
+    QCOMPARE(storedEvents(m_runId), m_streamed);
+}
+
+void tst_RunHistory::runTheEngineDiedUnderIsInterrupted()
+{
+    // A slow model: the run is still going when the engine is killed.
+    QJsonObject params{{QStringLiteral("id"), m_id},
+                       {QStringLiteral("prompt"), QStringLiteral("[[sleep:30000]] slow")},
+                       {QStringLiteral("options"),
+                        QJsonObject{{QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")},
+                                    {QStringLiteral("newSession"), true}}}};
+    m_rpc.notifications.clear();
+    m_rpc.sendText(
+        QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                  {QStringLiteral("id"), 77},
+                                  {QStringLiteral("method"), QStringLiteral("agents.run")},
+                                  {QStringLiteral("params"), params}})
+            .toJson(QJsonDocument::Compact));
+    QTRY_VERIFY_WITH_TIMEOUT(!m_rpc.notifications.isEmpty(), 60000);
+    // The session event has come; give the store its flush.
+    QTest::qWait(500);
+    m_engine.kill9();
+    QVERIFY2(startEngine(), qPrintable(m_engine.log()));
+    const QJsonObject newest = m_rpc
+                                   .result(QStringLiteral("agents.runs"),
+                                           {{QStringLiteral("id"), m_id}})
+                                   .value(QStringLiteral("runs"))
+                                   .toArray()
+                                   .first()
+                                   .toObject();
+    QCOMPARE(newest.value(QStringLiteral("status")).toString(), QStringLiteral("interrupted"));
+    QVERIFY(newest.value(QStringLiteral("eventCount")).toInt() >= 1);
+    QVERIFY(!newest.value(QStringLiteral("endedAt")).toString().isEmpty());
+}
+
+void tst_RunHistory::refusedToolCallNeedsInput()
+{
+    // In `default` mode a non-interactive Claude Code refuses to write: the run needs the user.
+    const QJsonObject answer = run(QStringLiteral("[[write:/workspace/refused.txt|no]]"),
+                                   {{QStringLiteral("permissionMode"), QStringLiteral("default")},
+                                    {QStringLiteral("newSession"), true}});
+    const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
+    QVERIFY2(!r.isEmpty(), qPrintable(dump(answer)));
+    const QJsonObject needs = r.value(QStringLiteral("needsInput")).toObject();
+    QCOMPARE(needs.value(QStringLiteral("reason")).toString(), QStringLiteral("permission"));
+    const QJsonObject tool = needs.value(QStringLiteral("tools")).toArray().first().toObject();
+    QCOMPARE(tool.value(QStringLiteral("name")).toString(), QStringLiteral("Write"));
+    QCOMPARE(tool.value(QStringLiteral("input")).toObject().value(QStringLiteral("file_path")),
+             QJsonValue(QStringLiteral("/workspace/refused.txt")));
+    // The stream's result event says so too, and the run's record keeps it.
+    const QList<QJsonObject> events = streamedEvents(r.value(QStringLiteral("streamId")).toString());
+    QVERIFY(!events.isEmpty());
+    QCOMPARE(events.last().value(QStringLiteral("type")).toString(), QStringLiteral("result"));
+    QCOMPARE(events.last().value(QStringLiteral("needsInput")).toObject(), needs);
+    const QJsonObject kept = m_rpc
+                                 .result(QStringLiteral("agents.runs"),
+                                         {{QStringLiteral("id"), m_id},
+                                          {QStringLiteral("limit"), 1}})
+                                 .value(QStringLiteral("runs"))
+                                 .toArray()
+                                 .first()
+                                 .toObject();
+    QCOMPARE(kept.value(QStringLiteral("needsInput")).toObject(), needs);
+}
+
+void tst_RunHistory::questionNeedsInput()
+{
+    m_mock.setFinalText(QStringLiteral("I wrote the draft.\n\nShould I also add tests?"));
+    const QJsonObject answer = run(QStringLiteral("[[write:/workspace/draft.txt|draft]]"),
+                                   {{QStringLiteral("newSession"), true}});
+    m_mock.setFinalText(QStringLiteral("Done: the file is written."));
+    const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(), qPrintable(dump(answer)));
+    const QJsonObject needs = r.value(QStringLiteral("needsInput")).toObject();
+    QCOMPARE(needs.value(QStringLiteral("reason")).toString(), QStringLiteral("question"));
+    QCOMPARE(needs.value(QStringLiteral("question")).toString(),
+             QStringLiteral("Should I also add tests?"));
+
+    // A plain answer needs nothing.
+    const QJsonObject plain = run(QStringLiteral("hello"));
+    QVERIFY(plain.value(QStringLiteral("result"))
+                .toObject()
+                .value(QStringLiteral("needsInput"))
+                .isNull());
+}
+
+void tst_RunHistory::anotherKeySeesNoRuns()
+{
+    const QJsonObject key = m_rpc.result(QStringLiteral("keys.create"),
+                                         {{QStringLiteral("name"), QStringLiteral("other")}});
+    RpcTestClient other;
+    QVERIFY(other.open(m_engine.wsUrl(), key.value(QStringLiteral("key")).toString()));
+    const QJsonObject r = other.call(QStringLiteral("agents.runs"), {{QStringLiteral("id"), m_id}});
+    QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32002);
+    const QJsonObject e = other.call(QStringLiteral("agents.runEvents"),
+                                     {{QStringLiteral("id"), m_id},
+                                      {QStringLiteral("runId"), m_runId}});
+    QCOMPARE(e.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32002);
+}
+
+void tst_RunHistory::badParamsAreRefused()
+{
+    const auto code = [this](const QString &method, const QJsonObject &params) {
+        return m_rpc.call(method, params)
+            .value(QStringLiteral("error"))
+            .toObject()
+            .value(QStringLiteral("code"))
+            .toInt();
+    };
+    QCOMPARE(code(QStringLiteral("agents.runs"), {}), -32602);
+    QCOMPARE(code(QStringLiteral("agents.runs"),
+                  {{QStringLiteral("id"), m_id}, {QStringLiteral("limit"), 0}}),
+             -32602);
+    QCOMPARE(code(QStringLiteral("agents.runEvents"), {{QStringLiteral("id"), m_id}}), -32602);
+    QCOMPARE(code(QStringLiteral("agents.runEvents"),
+                  {{QStringLiteral("id"), m_id},
+                   {QStringLiteral("runId"), QStringLiteral("run_0")}}),
+             -32002);
+    QCOMPARE(code(QStringLiteral("agents.runEvents"), {{QStringLiteral("id"), m_id},
+                                                       {QStringLiteral("runId"), m_runId},
+                                                       {QStringLiteral("after"), -1}}),
+             -32602);
+}
+
+QTEST_GUILESS_MAIN(tst_RunHistory)
+#include "tst_runhistory.moc"
