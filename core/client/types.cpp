@@ -55,6 +55,21 @@ Result<SandboxInfo> SandboxInfo::fromJson(const QJsonValue &value)
         s.limits.pids = limits.integer(QStringLiteral("pids"));
         s.limits.cpus = limits.number(QStringLiteral("cpus"));
         s.limits.diskMb = limits.integer(QStringLiteral("diskMb"));
+        if (limits.ok() && limits.object().contains(QStringLiteral("enforced")))
+            s.limits.enforced = limits.boolean(QStringLiteral("enforced"));
+        if (limits.ok() && limits.object().contains(QStringLiteral("enforcement"))) {
+            const QJsonObject detail = limits.object(QStringLiteral("enforcement"));
+            for (auto it = detail.constBegin(); it != detail.constEnd() && limits.ok(); ++it) {
+                JsonReader one(it.value(), QStringLiteral("Sandbox.limits.enforcement.") + it.key());
+                LimitHold hold;
+                hold.enforced = one.boolean(QStringLiteral("enforced"));
+                hold.by = one.optionalString(QStringLiteral("by"));
+                hold.reason = one.optionalString(QStringLiteral("reason"));
+                if (!one.ok())
+                    limits.failWith(one.error());
+                s.limits.enforcement.insert(it.key(), hold);
+            }
+        }
         if (!limits.ok())
             r.failWith(limits.error());
     }

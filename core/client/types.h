@@ -20,12 +20,24 @@
 // and reports the first malformed field as an ErrorCode::InternalError with data {object, field}.
 namespace Sandbox {
 
+// Whether one limit holds (3.1 `limits.enforcement`): how, or why not.
+struct LimitHold
+{
+    bool enforced = false;
+    QString by;
+    QString reason;
+};
+
 struct SandboxLimits
 {
     qint64 memoryMb = 0;
     qint64 pids = 0;
     double cpus = 0;
     qint64 diskMb = 0;
+    // Whether every limit holds; nullopt when the backend makes no claim.
+    std::optional<bool> enforced;
+    // "memory", "pids", "cpu", "disk" -> whether it holds (empty when no claim).
+    QMap<QString, LimitHold> enforcement;
 };
 
 // A sandbox (3.1): an agent or a database.

@@ -1,10 +1,15 @@
 #include "cgroup.h"
 
+#include "doctor/hostfacts.h"
+
 #include <QDir>
 #include <QFile>
 #include <QLoggingCategory>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <fcntl.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -15,17 +20,24 @@ namespace Sandbox::Engine {
 namespace {
 
 const QString kParent = QStringLiteral("sandboxd");
-const QString kRoot = QStringLiteral("/sys/fs/cgroup");
 
+// Keeps errno of the failed open or write for the caller (EBUSY says "has processes").
 bool writeFile(const QString &path, const QByteArray &value)
 {
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Unbuffered)) {
-        qCWarning(lcCgroup) << "cannot open" << path << f.errorString();
+    const QByteArray name = QFile::encodeName(path);
+    const int fd = ::open(name.constData(), O_WRONLY | O_CLOEXEC | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        const int why = errno;
+        qCWarning(lcCgroup) << "cannot open" << path << strerror(why);
+        errno = why;
         return false;
     }
-    if (f.write(value) != value.size()) {
-        qCWarning(lcCgroup) << "cannot write" << value << "to" << path << f.errorString();
+    const ssize_t n = ::write(fd, value.constData(), size_t(value.size()));
+    const int why = errno;
+    ::close(fd);
+    if (n != value.size()) {
+        qCWarning(lcCgroup) << "cannot write" << value << "to" << path << strerror(why);
+        errno = why;
         return false;
     }
     return true;
@@ -39,32 +51,177 @@ QByteArray readFile(const QString &path)
     return f.readAll();
 }
 
-QStringList v1Controllers()
+QString joinControllers(const QStringList &controllers)
 {
-    return {QStringLiteral("memory"), QStringLiteral("pids"), QStringLiteral("cpu")};
+    QStringList plus;
+    for (const QString &c : controllers)
+        plus.append(u'+' + c);
+    return plus.join(u' ');
 }
 
-bool isV2Root()
+// The fix for a user whose systemd does not delegate every controller limits need.
+QString delegationFix()
 {
-    return QFile::exists(kRoot + QStringLiteral("/cgroup.controllers"));
+    return QStringLiteral(
+        "let systemd delegate it: sudo mkdir -p /etc/systemd/system/user@.service.d && printf "
+        "'[Service]\\nDelegate=cpu cpuset io memory pids\\n' | sudo tee "
+        "/etc/systemd/system/user@.service.d/delegate.conf && sudo systemctl daemon-reload, then "
+        "log "
+        "in again");
+}
+
+QString serviceFix()
+{
+    return QStringLiteral(
+        "start the engine as the user service (systemctl --user start sandboxd), which has "
+        "Delegate=yes, or in a scope of its own (systemd-run --user --scope -p Delegate=yes "
+        "sandboxd ...)");
 }
 
 } // namespace
 
-Cgroup::Version Cgroup::detectVersion()
+CgroupHost CgroupHost::disabled(const QString &reason)
 {
-    if (isV2Root())
-        return Version::V2;
-    if (QFile::exists(kRoot + QStringLiteral("/memory/memory.limit_in_bytes"))
-        && QFile::exists(kRoot + QStringLiteral("/pids")))
-        return Version::V1;
-    return Version::None;
+    CgroupHost h;
+    for (const QString &c : limitControllers())
+        h.m_reasons.insert(c, reason);
+    return h;
 }
 
-Result<Cgroup> Cgroup::create(const QString &name, const ResourceLimits &limits)
+CgroupHost CgroupHost::prepare(const HostRoot &root, uid_t euid, const QString &procSelf)
+{
+    const CgroupLayout layout = CgroupLayout::read(root, procSelf);
+    const QStringList wanted = limitControllers();
+    auto noneBecause = [](const QString &reason) { return disabled(reason); };
+    auto finish = [&](CgroupHost h, const QStringList &offered, const QString &missingFix) {
+        for (const QString &c : wanted) {
+            if (offered.contains(c))
+                h.m_controllers.append(c);
+            else
+                h.m_reasons.insert(c, QStringLiteral("the %1 controller is not available to the "
+                                                     "engine's cgroup: %2")
+                                          .arg(c, missingFix));
+        }
+        qCInfo(lcCgroup).noquote()
+            << "sandbox limits:" << h.m_by << "for" << h.m_controllers.join(QStringLiteral(", "));
+        return h;
+    };
+
+    if (euid == 0) {
+        if (layout.mode == CgroupLayout::Mode::V2) {
+            const QString top = root.path(layout.unifiedMount);
+            const QStringList offered = CgroupLayout::controllers(root, layout.unifiedMount);
+            QStringList usable;
+            for (const QString &c : wanted)
+                if (offered.contains(c))
+                    usable.append(c);
+            if (usable.isEmpty())
+                return noneBecause(QStringLiteral(
+                    "the cgroup v2 hierarchy offers none of the memory, pids and cpu controllers"));
+            const QString parent = top + u'/' + kParent;
+            if (!QDir().mkpath(parent))
+                return noneBecause(QStringLiteral("cannot create %1").arg(parent));
+            // Controllers must be enabled on every level above a sandbox's group.
+            writeFile(top + QStringLiteral("/cgroup.subtree_control"),
+                      joinControllers(usable).toLatin1());
+            writeFile(parent + QStringLiteral("/cgroup.subtree_control"),
+                      joinControllers(usable).toLatin1());
+            CgroupHost h;
+            h.m_version = Version::V2;
+            for (const QString &c : usable)
+                h.m_parents.insert(c, parent);
+            h.m_parents.insert(QString(), parent);
+            h.m_by = QStringLiteral("cgroup v2");
+            return finish(h, usable, QStringLiteral("enable it in the kernel"));
+        }
+        if (layout.hasV1Limits()) {
+            CgroupHost h;
+            h.m_version = Version::V1;
+            // Every mounted v1 controller gets a parent (the freezer too), limits need three.
+            for (auto it = layout.v1Mounts.cbegin(); it != layout.v1Mounts.cend(); ++it)
+                h.m_parents.insert(it.key(), root.path(it.value()) + u'/' + kParent);
+            h.m_by = QStringLiteral("cgroup v1");
+            return finish(h, wanted, {});
+        }
+        return noneBecause(QStringLiteral(
+            "this host has no usable cgroup hierarchy (no memory, pids and cpu controllers)"));
+    }
+
+    // A normal user: only a cgroup v2 subtree that systemd delegated to the engine will do.
+    if (layout.mode != CgroupLayout::Mode::V2)
+        return noneBecause(
+            QStringLiteral(
+                "the host's cgroups are %1 and a normal user cannot be given v1 controllers: run "
+                "sandboxd as root, or boot with cgroup v2 (kernel parameter "
+                "systemd.unified_cgroup_hierarchy=1)")
+                .arg(CgroupLayout::modeName(layout.mode)));
+    if (layout.ownPath.isEmpty())
+        return noneBecause(QStringLiteral("the engine's cgroup v2 path is unknown"));
+    const QString ownHost = layout.unifiedDir(layout.ownPath);
+    const QString own = root.path(ownHost);
+    if (root.owner(ownHost) != std::optional<uid_t>(euid))
+        return noneBecause(QStringLiteral("the engine's cgroup %1 is not delegated to its user: %2")
+                               .arg(layout.ownPath, serviceFix()));
+    const QStringList offered = CgroupLayout::controllers(root, ownHost);
+    QStringList usable;
+    for (const QString &c : wanted)
+        if (offered.contains(c))
+            usable.append(c);
+    if (usable.isEmpty())
+        return noneBecause(QStringLiteral("the engine's cgroup %1 offers none of the memory, pids "
+                                          "and cpu controllers: %2")
+                               .arg(layout.ownPath, delegationFix()));
+
+    // A cgroup with processes cannot give controllers to children ("no internal processes"):
+    // the engine moves into a leaf of its own first.
+    const QString leaf = own + QStringLiteral("/engine");
+    const QByteArray pid = QByteArray::number(qint64(::getpid()));
+    if (!QDir().mkpath(leaf) || !writeFile(leaf + QStringLiteral("/cgroup.procs"), pid))
+        return noneBecause(QStringLiteral("cannot move the engine into %1").arg(leaf));
+    if (!writeFile(own + QStringLiteral("/cgroup.subtree_control"),
+                   joinControllers(usable).toLatin1())) {
+        const int why = errno;
+        writeFile(own + QStringLiteral("/cgroup.procs"), pid);
+        ::rmdir(QFile::encodeName(leaf).constData());
+        if (why == EBUSY)
+            return noneBecause(
+                QStringLiteral("the engine's cgroup %1 holds other processes too: %2")
+                    .arg(layout.ownPath, serviceFix()));
+        return noneBecause(QStringLiteral("cannot enable controllers in %1: %2")
+                               .arg(layout.ownPath, QString::fromLocal8Bit(strerror(why))));
+    }
+    const QString parent = own + QStringLiteral("/sandboxes");
+    if (!QDir().mkpath(parent)
+        || !writeFile(parent + QStringLiteral("/cgroup.subtree_control"),
+                      joinControllers(usable).toLatin1()))
+        return noneBecause(QStringLiteral("cannot enable controllers in %1").arg(parent));
+    CgroupHost h;
+    h.m_version = Version::V2;
+    for (const QString &c : usable)
+        h.m_parents.insert(c, parent);
+    h.m_parents.insert(QString(), parent);
+    h.m_by = QStringLiteral("cgroup v2, delegated to the engine (%1)").arg(layout.ownPath);
+    return finish(h, usable, delegationFix());
+}
+
+QString CgroupHost::parentDir(const QString &controller) const
+{
+    return m_parents.value(controller);
+}
+
+LimitEnforcement CgroupHost::enforcement(const QString &controller) const
+{
+    if (m_controllers.contains(controller))
+        return LimitEnforcement::yes(m_by);
+    return LimitEnforcement::no(
+        m_reasons.value(controller, QStringLiteral("no cgroup enforces it")));
+}
+
+Result<Cgroup> Cgroup::create(const CgroupHost &host, const QString &name,
+                              const ResourceLimits &limits)
 {
     Cgroup g;
-    g.m_version = detectVersion();
+    g.m_version = host.version();
     const QByteArray memBytes = QByteArray::number(limits.memoryMb * 1024 * 1024);
     const QByteArray pids = QByteArray::number(limits.pids);
     const qint64 period = 100000;
@@ -75,14 +232,16 @@ Result<Cgroup> Cgroup::create(const QString &name, const ResourceLimits &limits)
     };
 
     if (g.m_version == Version::V1) {
-        for (const QString &ctrl : v1Controllers()) {
-            const QString dir = kRoot + u'/' + ctrl + u'/' + kParent + u'/' + name;
+        for (const QString &ctrl : limitControllers()) {
+            const QString dir = host.parentDir(ctrl) + u'/' + name;
             if (!QDir().mkpath(dir))
                 return fail(QStringLiteral("cannot create %1").arg(dir));
             g.m_dirs.append(dir);
+            g.m_dirOf.insert(ctrl, dir);
             g.m_procsFiles.append(QFile::encodeName(dir + QStringLiteral("/cgroup.procs")));
         }
-        const QString mem = g.m_dirs[0], pid = g.m_dirs[1], cpu = g.m_dirs[2];
+        const QString mem = g.dirOf(QStringLiteral("memory")),
+                      pid = g.dirOf(QStringLiteral("pids")), cpu = g.dirOf(QStringLiteral("cpu"));
         bool ok = writeFile(mem + QStringLiteral("/memory.limit_in_bytes"), memBytes);
         if (QFile::exists(mem + QStringLiteral("/memory.memsw.limit_in_bytes")))
             ok = writeFile(mem + QStringLiteral("/memory.memsw.limit_in_bytes"), memBytes) && ok;
@@ -96,23 +255,24 @@ Result<Cgroup> Cgroup::create(const QString &name, const ResourceLimits &limits)
         return g;
     }
     if (g.m_version == Version::V2) {
-        const QString parent = kRoot + u'/' + kParent;
-        if (!QDir().mkpath(parent))
-            return fail(QStringLiteral("cannot create %1").arg(parent));
-        // Controllers must be enabled on every level above the group.
-        writeFile(kRoot + QStringLiteral("/cgroup.subtree_control"), "+memory +pids +cpu");
-        writeFile(parent + QStringLiteral("/cgroup.subtree_control"), "+memory +pids +cpu");
-        const QString dir = parent + u'/' + name;
+        const QString dir = host.parentDir(QString()) + u'/' + name;
         if (!QDir().mkpath(dir))
             return fail(QStringLiteral("cannot create %1").arg(dir));
         g.m_dirs.append(dir);
+        for (const QString &ctrl : host.controllers())
+            g.m_dirOf.insert(ctrl, dir);
         g.m_procsFiles.append(QFile::encodeName(dir + QStringLiteral("/cgroup.procs")));
-        bool ok = writeFile(dir + QStringLiteral("/memory.max"), memBytes);
-        if (QFile::exists(dir + QStringLiteral("/memory.swap.max")))
-            writeFile(dir + QStringLiteral("/memory.swap.max"), "0");
-        ok = writeFile(dir + QStringLiteral("/pids.max"), pids) && ok;
-        ok = writeFile(dir + QStringLiteral("/cpu.max"), "max " + QByteArray::number(period))
-             && ok; // until setCpuLimit()
+        bool ok = true;
+        if (host.enforces(QStringLiteral("memory"))) {
+            ok = writeFile(dir + QStringLiteral("/memory.max"), memBytes) && ok;
+            if (QFile::exists(dir + QStringLiteral("/memory.swap.max")))
+                writeFile(dir + QStringLiteral("/memory.swap.max"), "0");
+        }
+        if (host.enforces(QStringLiteral("pids")))
+            ok = writeFile(dir + QStringLiteral("/pids.max"), pids) && ok;
+        if (host.enforces(QStringLiteral("cpu")))
+            ok = writeFile(dir + QStringLiteral("/cpu.max"), "max " + QByteArray::number(period))
+                 && ok; // until setCpuLimit()
         if (!ok)
             return fail(QStringLiteral("cannot set limits under %1").arg(dir));
         return g;
@@ -122,22 +282,25 @@ Result<Cgroup> Cgroup::create(const QString &name, const ResourceLimits &limits)
                  {}};
 }
 
-Cgroup Cgroup::existing(const QString &name)
+Cgroup Cgroup::existing(const CgroupHost &host, const QString &name)
 {
     Cgroup g;
-    g.m_version = detectVersion();
+    g.m_version = host.version();
     if (g.m_version == Version::V1) {
-        for (const QString &ctrl : v1Controllers()) {
-            const QString dir = kRoot + u'/' + ctrl + u'/' + kParent + u'/' + name;
+        for (const QString &ctrl : limitControllers()) {
+            const QString dir = host.parentDir(ctrl) + u'/' + name;
             if (QFileInfo::exists(dir)) {
                 g.m_dirs.append(dir);
+                g.m_dirOf.insert(ctrl, dir);
                 g.m_procsFiles.append(QFile::encodeName(dir + QStringLiteral("/cgroup.procs")));
             }
         }
     } else if (g.m_version == Version::V2) {
-        const QString dir = kRoot + u'/' + kParent + u'/' + name;
+        const QString dir = host.parentDir(QString()) + u'/' + name;
         if (QFileInfo::exists(dir)) {
             g.m_dirs.append(dir);
+            for (const QString &ctrl : host.controllers())
+                g.m_dirOf.insert(ctrl, dir);
             g.m_procsFiles.append(QFile::encodeName(dir + QStringLiteral("/cgroup.procs")));
         }
     }
@@ -146,14 +309,14 @@ Cgroup Cgroup::existing(const QString &name)
 
 bool Cgroup::setCpuLimit(double cpus) const
 {
-    if (!isValid())
-        return false;
+    const QString dir = dirOf(QStringLiteral("cpu"));
+    if (dir.isEmpty())
+        return true; // no cpu controller: the Sandbox object says the CPU limit does not hold
     const qint64 period = 100000;
     const QByteArray quota = QByteArray::number(qMax<qint64>(1000, qint64(cpus * period)));
     if (m_version == Version::V1)
-        return writeFile(m_dirs[2] + QStringLiteral("/cpu.cfs_quota_us"), quota);
-    return writeFile(m_dirs[0] + QStringLiteral("/cpu.max"),
-                     quota + ' ' + QByteArray::number(period));
+        return writeFile(dir + QStringLiteral("/cpu.cfs_quota_us"), quota);
+    return writeFile(dir + QStringLiteral("/cpu.max"), quota + ' ' + QByteArray::number(period));
 }
 
 QList<int> Cgroup::pids() const
@@ -200,21 +363,21 @@ void Cgroup::remove() const
 
 qint64 Cgroup::memoryUsage() const
 {
-    if (m_dirs.isEmpty())
+    const QString dir = dirOf(QStringLiteral("memory"));
+    if (dir.isEmpty())
         return 0;
-    const QString file = m_version == Version::V1
-                             ? m_dirs[0] + QStringLiteral("/memory.usage_in_bytes")
-                             : m_dirs[0] + QStringLiteral("/memory.current");
+    const QString file = m_version == Version::V1 ? dir + QStringLiteral("/memory.usage_in_bytes")
+                                                  : dir + QStringLiteral("/memory.current");
     return readFile(file).trimmed().toLongLong();
 }
 
 int Cgroup::oomKills() const
 {
-    if (m_dirs.isEmpty())
+    const QString dir = dirOf(QStringLiteral("memory"));
+    if (dir.isEmpty())
         return 0;
-    const QString file = m_version == Version::V1
-                             ? m_dirs[0] + QStringLiteral("/memory.oom_control")
-                             : m_dirs[0] + QStringLiteral("/memory.events");
+    const QString file = m_version == Version::V1 ? dir + QStringLiteral("/memory.oom_control")
+                                                  : dir + QStringLiteral("/memory.events");
     for (const QByteArray &line : readFile(file).split('\n')) {
         if (line.startsWith("oom_kill "))
             return line.mid(9).trimmed().toInt();

@@ -190,8 +190,8 @@ void SandboxProcess::start()
     if (const auto prepared = prepareFiles(); !prepared)
         return fail(prepared.error());
 
-    if (m_spec.useCgroups) {
-        auto group = Cgroup::create(cgroupName(m_spec.id), m_spec.limits);
+    if (m_spec.useCgroups && m_spec.cgroups && m_spec.cgroups->isUsable()) {
+        auto group = Cgroup::create(*m_spec.cgroups, cgroupName(m_spec.id), m_spec.limits);
         if (!group)
             return fail(group.error());
         m_cgroup = std::move(group).value();
@@ -365,11 +365,14 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
     Q_EMIT exited(reason);
 }
 
-void SandboxProcess::cleanUpOrphan(const QString &id, const QString &workspaceDir)
+void SandboxProcess::cleanUpOrphan(const CgroupHost *cgroups, const QString &id,
+                                   const QString &workspaceDir)
 {
-    const Cgroup group = Cgroup::existing(cgroupName(id));
-    group.killAll();
-    group.remove();
+    if (cgroups && cgroups->isUsable()) {
+        const Cgroup group = Cgroup::existing(*cgroups, cgroupName(id));
+        group.killAll();
+        group.remove();
+    }
     WorkspaceVolume::forceUnmount(workspaceDir);
 }
 

@@ -8,6 +8,7 @@
 #include <QPointer>
 #include <QString>
 
+#include <memory>
 #include <sys/types.h>
 
 class QProcess;
@@ -30,6 +31,8 @@ struct SandboxSpec
     gid_t gid = 0;
     bool network = false;
     bool useCgroups = true;
+    // Where the sandbox's cgroup goes and which limits hold (null: none); shared by every sandbox.
+    std::shared_ptr<const CgroupHost> cgroups;
     // False inside a container that is itself the sandbox (the Worker's images): the supervisor
     // then runs without bubblewrap, still as `uid` and in the cgroup when those apply.
     bool bubblewrap = true;
@@ -75,7 +78,8 @@ public:
     static QStringList bwrapArguments(const SandboxSpec &spec);
 
     // Kills whatever is left of a sandbox that the engine lost track of (after a crash).
-    static void cleanUpOrphan(const QString &id, const QString &workspaceDir);
+    static void cleanUpOrphan(const CgroupHost *cgroups, const QString &id,
+                              const QString &workspaceDir);
 
 Q_SIGNALS:
     void ready();

@@ -4,6 +4,8 @@
 #include "api/keystore.h"
 #include "api/methods.h"
 #include "databases/databaseadapter.h"
+#include "doctor/hostfacts.h"
+#include "doctorcommand.h"
 #include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
 #include "service/streamhub.h"
@@ -95,6 +97,8 @@ int main(int argc, char **argv)
     QCoreApplication app(argc, argv);
     app.setApplicationName(QStringLiteral("sandboxd"));
     app.setApplicationVersion(QStringLiteral(SANDBOX_VERSION));
+    if (app.arguments().value(1) == QLatin1String("doctor"))
+        return runDoctorCommand(app.arguments().mid(1), defaultDataDir());
 
     QCommandLineParser cli;
     cli.setApplicationDescription(
@@ -203,7 +207,13 @@ int main(int argc, char **argv)
     config.uidBase = cli.value(uidBaseOpt).toUInt();
     if (config.uidBase < 1000)
         die(QStringLiteral("--uid-base must be 1000 or more"));
-    config.useCgroups = !cli.isSet(noCgroupsOpt) && ::geteuid() == 0;
+    config.useCgroups = !cli.isSet(noCgroupsOpt);
+    // As root: the top of the hierarchy; as a normal user: the subtree systemd delegates to the
+    // engine, if any. Either way every Sandbox object says which limits hold.
+    config.cgroups = std::make_shared<const CgroupHost>(
+        config.useCgroups
+            ? CgroupHost::prepare(HostRoot(), ::geteuid())
+            : CgroupHost::disabled(QStringLiteral("sandboxd was started with --no-cgroups")));
     config.maxRunningPerKey = cli.value(maxRunningOpt).toInt();
     config.maxMemoryMbPerKey = cli.value(maxMemoryOpt).toLongLong();
     config.defaultSleepAfterMs = cli.value(sleepAfterOpt).toLongLong();

@@ -10,6 +10,9 @@
 #include <QRandomGenerator>
 #include <QTimer>
 
+#include <algorithm>
+#include <unistd.h>
+
 Q_LOGGING_CATEGORY(lcManager, "sandboxd.sandboxes")
 
 namespace Sandbox::Engine {
@@ -67,6 +70,8 @@ struct SandboxManager::Entry
     QTimer *idle = nullptr; // owned by the manager (QObject child)
     bool tearingDown = false;
     QList<std::function<void()>> afterTeardown;
+    // Decided at each start: whether the sandbox's writes were all inside its disk image.
+    std::optional<LimitEnforcement> disk;
 };
 
 SandboxManager::SandboxManager(EngineConfig config, Registry *registry, QObject *parent)
@@ -111,7 +116,7 @@ void SandboxManager::recover()
     for (Entry *e : std::as_const(m_entries)) {
         if (!isLive(e->rec.status))
             continue;
-        SandboxProcess::cleanUpOrphan(e->rec.id, workspaceOf(e->rec.id));
+        SandboxProcess::cleanUpOrphan(m_config.cgroups.get(), e->rec.id, workspaceOf(e->rec.id));
         qCInfo(lcManager) << "sandbox" << e->rec.id << "was" << e->rec.status
                           << "when the engine stopped; now sleeping";
         e->rec.status = kSleeping;
@@ -141,8 +146,39 @@ ResourceLimits SandboxManager::limitsFor(const QString &size)
     return kSizes[2].limits;
 }
 
-QJsonObject SandboxManager::toJson(const SandboxRecord &r)
+LimitEnforcement SandboxManager::diskEnforcement(const Entry *e) const
 {
+    if (e->disk)
+        return *e->disk;
+    if (!m_config.diskImages)
+        return LimitEnforcement::no(
+            ::geteuid() == 0
+                ? QStringLiteral("workspaces are plain directories (no loop devices or mkfs.ext4, "
+                                 "or --no-disk-limit)")
+                : QStringLiteral("workspaces are plain directories: disk caps need sandboxd to "
+                                 "run as root (loop devices)"));
+    return LimitEnforcement::no(QStringLiteral("decided when the sandbox starts"));
+}
+
+LimitsEnforcement SandboxManager::enforcementOf(const Entry *e) const
+{
+    LimitsEnforcement out;
+    auto cgroup = [&](const QString &controller) {
+        const CgroupHost *host = m_config.cgroups.get();
+        if (host && (m_config.useCgroups || !host->isUsable()))
+            return host->enforcement(controller); // with the reason the engine was given
+        return LimitEnforcement::no(QStringLiteral("sandboxd runs without cgroups"));
+    };
+    out.memory = cgroup(QStringLiteral("memory"));
+    out.pids = cgroup(QStringLiteral("pids"));
+    out.cpu = cgroup(QStringLiteral("cpu"));
+    out.disk = diskEnforcement(e);
+    return out;
+}
+
+QJsonObject SandboxManager::toJson(const Entry *e) const
+{
+    const SandboxRecord &r = e->rec;
     const ResourceLimits l = limitsFor(r.size);
     QJsonArray envNames;
     for (auto it = r.env.cbegin(); it != r.env.cend(); ++it)
@@ -159,11 +195,13 @@ QJsonObject SandboxManager::toJson(const SandboxRecord &r)
         {QStringLiteral("sleepAfter"), double(r.sleepAfterMs)},
         {QStringLiteral("network"), r.network},
         {QStringLiteral("env"), envNames},
-        {QStringLiteral("limits"), QJsonObject{{QStringLiteral("memoryMb"), double(l.memoryMb)},
-                                               {QStringLiteral("pids"), l.pids},
-                                               {QStringLiteral("cpus"), l.cpus},
-                                               {QStringLiteral("diskMb"), double(l.diskMb)}}},
     };
+    QJsonObject limits{{QStringLiteral("memoryMb"), double(l.memoryMb)},
+                       {QStringLiteral("pids"), l.pids},
+                       {QStringLiteral("cpus"), l.cpus},
+                       {QStringLiteral("diskMb"), double(l.diskMb)}};
+    enforcementOf(e).addTo(limits);
+    o.insert(QStringLiteral("limits"), limits);
     if (!r.error.isEmpty())
         o.insert(QStringLiteral("error"), r.error);
     return o;
@@ -297,6 +335,7 @@ void SandboxManager::launch(Entry *e)
     spec.gid = spec.uid;
     spec.network = e->rec.network;
     spec.useCgroups = m_config.useCgroups;
+    spec.cgroups = m_config.cgroups;
     spec.bubblewrap = m_config.bubblewrap;
     // A new sandbox gets a disk image; one made before images existed keeps its directory.
     const QString image = stateDirOf(e->rec.id) + QStringLiteral("/workspace.ext4");
@@ -318,6 +357,25 @@ void SandboxManager::launch(Entry *e)
     const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
     if (hooks.prepare)
         hooks.prepare(spec, e->rec);
+
+    bool writesOutside = false;
+    for (const SandboxSpec::Mount &m : spec.extraMounts)
+        writesOutside = writesOutside || m.writable;
+    if (spec.diskImage.isEmpty() && !m_config.diskImages)
+        e->disk.reset(); // the engine's reason
+    else if (spec.diskImage.isEmpty())
+        e->disk = LimitEnforcement::no(
+            QStringLiteral("this sandbox's workspace predates disk images: a plain directory"));
+    else if (writesOutside)
+        e->disk = LimitEnforcement::no(
+            QStringLiteral("the workspace is a %1 MiB image, but %2 is a plain host directory")
+                .arg(e->limits.diskMb)
+                .arg(std::find_if(spec.extraMounts.cbegin(), spec.extraMounts.cend(),
+                                  [](const SandboxSpec::Mount &m) { return m.writable; })
+                         ->sandboxPath));
+    else
+        e->disk = LimitEnforcement::yes(
+            QStringLiteral("an ext4 image of %1 MiB on a loop device").arg(e->limits.diskMb));
 
     auto *proc = new SandboxProcess(spec, this);
     e->proc = proc;
@@ -466,7 +524,7 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
                                return done(r.error());
                            endActivity(id);
                            Entry *e = m_entries.value(id);
-                           done(toJson(e->rec));
+                           done(toJson(e));
                        }});
     launch(e);
 }
@@ -477,7 +535,7 @@ Result<QJsonObject> SandboxManager::info(const QString &keyId, const QString &id
     const Entry *e = find(keyId, id, kind);
     if (!e)
         return Error::notFound(QStringLiteral("sandbox %1").arg(id));
-    return toJson(e->rec);
+    return toJson(e);
 }
 
 Result<SandboxRecord> SandboxManager::record(const QString &keyId, const QString &id,
@@ -500,7 +558,7 @@ QJsonArray SandboxManager::list(const QString &keyId, const QString &kind) const
               [](const Entry *a, const Entry *b) { return a->rec.createdAt < b->rec.createdAt; });
     QJsonArray out;
     for (const Entry *e : mine)
-        out.append(toJson(e->rec));
+        out.append(toJson(e));
     return out;
 }
 
@@ -561,7 +619,7 @@ void SandboxManager::stop(const QString &keyId, const QString &id, const QString
     teardown(e, [this, e, guard, done] {
         setStatus(e, kStopped);
         if (guard)
-            done(toJson(e->rec));
+            done(toJson(e));
     });
 }
 
@@ -577,7 +635,7 @@ void SandboxManager::start(const QString &keyId, const QString &id, const QStrin
         if (!r)
             return done(r.error());
         endActivity(id);
-        done(toJson(m_entries.value(id)->rec));
+        done(toJson(m_entries.value(id)));
     });
 }
 

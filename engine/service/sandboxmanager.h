@@ -11,6 +11,7 @@
 #include <QPointer>
 
 #include <functional>
+#include <memory>
 
 namespace Sandbox::Engine {
 
@@ -44,6 +45,9 @@ struct EngineConfig
     bool dropPrivileges = false; // true when sandboxd runs as root
     uid_t uidBase = 200000;      // sandbox N runs as uidBase + N
     bool useCgroups = true;
+    // Where sandbox cgroups go and which limits hold (CgroupHost::prepare() at start-up); null:
+    // no cgroups, and every Sandbox object says so.
+    std::shared_ptr<const CgroupHost> cgroups;
     bool bubblewrap = true;  // false: --isolation container
     bool diskImages = false; // workspaces as size-capped ext4 images (needs root and loop devices)
     int maxRunningPerKey = 8;
@@ -116,8 +120,6 @@ public:
     QJsonObject quota(const QString &keyId) const;
     QJsonObject counts(const QString &keyId) const;
 
-    static QJsonObject toJson(const SandboxRecord &record);
-
 Q_SIGNALS:
     void statusChanged(const QString &id, const QString &status);
 
@@ -140,6 +142,10 @@ private:
                             const QString &exceptId) const;
     QString workspaceOf(const QString &id) const;
     void becameReady(Entry *e);
+    QJsonObject toJson(const Entry *e) const;
+    // Which of a sandbox's limits hold (docs/protocol.md 3.1, `limits.enforcement`).
+    LimitsEnforcement enforcementOf(const Entry *e) const;
+    LimitEnforcement diskEnforcement(const Entry *e) const;
 
     EngineConfig m_config;
     Registry *m_registry;              // not owned

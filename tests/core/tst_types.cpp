@@ -96,6 +96,37 @@ private Q_SLOTS:
         QCOMPARE(r->createdAt, QDateTime(QDate(2026, 11, 29), QTime(9, 0), Qt::UTC));
     }
 
+    // 3.1 limits.enforced / limits.enforcement: which limits hold (issue 9, item 9).
+    void sandboxLimitsEnforcement()
+    {
+        const QByteArray base
+            = R"({"id":"sb_1","kind":"agent","type":"codex","status":"running","createdAt":"2026-11-29T09:00:00.000Z","limits":{"memoryMb":256,"pids":128,"cpus":0.0625,"diskMb":2048LIMITS}})";
+        const Result<SandboxInfo> noClaim = SandboxInfo::fromJson(
+            parse(QByteArray(base).replace("LIMITS", "")));
+        QVERIFY(noClaim);
+        QVERIFY(!noClaim->limits.enforced.has_value());
+        QVERIFY(noClaim->limits.enforcement.isEmpty());
+
+        const Result<SandboxInfo> r = SandboxInfo::fromJson(parse(QByteArray(base).replace(
+            "LIMITS",
+            R"(,"enforced":false,"enforcement":{"memory":{"enforced":true,"by":"cgroup v2"},"disk":{"enforced":false,"reason":"no loop devices"}})")));
+        QVERIFY(r);
+        QCOMPARE(r->limits.enforced, std::optional<bool>(false));
+        QVERIFY(r->limits.enforcement.value(QStringLiteral("memory")).enforced);
+        QCOMPARE(r->limits.enforcement.value(QStringLiteral("memory")).by,
+                 QStringLiteral("cgroup v2"));
+        QVERIFY(!r->limits.enforcement.value(QStringLiteral("disk")).enforced);
+        QCOMPARE(r->limits.enforcement.value(QStringLiteral("disk")).reason,
+                 QStringLiteral("no loop devices"));
+
+        QCOMPARE(check<SandboxInfo>(QByteArray(base).replace("LIMITS", R"(,"enforced":"no")")),
+                 QStringLiteral("enforced"));
+        QCOMPARE(check<SandboxInfo>(
+                     QByteArray(base).replace("LIMITS",
+                                              R"(,"enforcement":{"cpu":{"by":"cgroup v2"}})")),
+                 QStringLiteral("enforced"));
+    }
+
     void execResultFromJson_data()
     {
         QTest::addColumn<QByteArray>("json");

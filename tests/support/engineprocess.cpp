@@ -5,6 +5,7 @@
 #include <QRegularExpression>
 
 #include <csignal>
+#include <unistd.h>
 
 EngineProcess::EngineProcess() = default;
 
@@ -29,6 +30,21 @@ bool EngineProcess::start(const QStringList &extraArgs, const QString &dataDir)
     m_process->setProgram(QStringLiteral(SANDBOXD_BIN));
     QStringList args{QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"),
                      QStringLiteral("--data-dir"), m_dataDir};
+    if (m_runAsUid != uid_t(-1)) {
+        const QByteArray dir = QFile::encodeName(m_dataDir);
+        if (::chown(dir.constData(), m_runAsUid, m_runAsUid) != 0)
+            return false;
+        const QString id = QString::number(m_runAsUid);
+        args.prepend(QStringLiteral(SANDBOXD_BIN));
+        args = QStringList{QStringLiteral("--reuid"),        id,
+                           QStringLiteral("--regid"),        id,
+                           QStringLiteral("--clear-groups"), QStringLiteral("--")}
+               + args;
+        m_process->setProgram(QStringLiteral("/usr/bin/setpriv"));
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("HOME"), m_dataDir);
+        m_process->setProcessEnvironment(env);
+    }
     m_process->setArguments(args + extraArgs);
     m_process->setProcessChannelMode(QProcess::SeparateChannels);
     m_process->start();

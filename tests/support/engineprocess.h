@@ -6,6 +6,7 @@
 #include <QUrl>
 
 #include <memory>
+#include <sys/types.h>
 
 // A real sandboxd for a test: its own data dir, an ephemeral port, its key.
 class EngineProcess final
@@ -16,6 +17,9 @@ public:
 
     // Starts sandboxd and waits until it prints its URL. `dataDir` empty: a fresh temporary one.
     bool start(const QStringList &extraArgs = {}, const QString &dataDir = {});
+    // Before start(), from a root test: run the engine as this unprivileged uid instead (through
+    // setpriv), with its data dir handed to it: the README's way for a normal user.
+    void setRunAsUid(uid_t uid) { m_runAsUid = uid; }
     // SIGKILL, as a crash would.
     void kill9();
     // SIGTERM and wait.
@@ -37,4 +41,5 @@ private:
     QUrl m_url;
     QString m_key;
     QByteArray m_log;
+    uid_t m_runAsUid = uid_t(-1);
 };
