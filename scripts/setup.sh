@@ -15,6 +15,7 @@ APT_PACKAGES=(
   postgresql postgresql-client sqlite3
   xvfb xauth imagemagick fonts-dejavu-core
   appstream desktop-file-utils
+  apparmor systemd shellcheck
 )
 # Node.js: keep whatever the machine has (our CI image ships Node 20 with its own npm);
 # on a bare Debian 12 take Debian's.
