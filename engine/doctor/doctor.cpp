@@ -668,8 +668,8 @@ QString DoctorReport::toText() const
     const int fails = count(Verdict::Fail), warns = count(Verdict::Warn);
     out += u'\n';
     if (fails > 0)
-        out += QStringLiteral("%1 failed, %2 warned: sandboxes will not work as they should until "
-                              "the failed checks are fixed.\n")
+        out += QStringLiteral("%1 failed, %2 warned: sandboxes do not work, or not as safely as "
+                              "they should, until the failed checks are fixed (each says how).\n")
                    .arg(fails)
                    .arg(warns);
     else if (warns > 0)

@@ -28,7 +28,9 @@ int runDoctorCommand(const QStringList &arguments, const QString &defaultDataDir
                                      QStringLiteral("Print the report as JSON."));
     const QCommandLineOption rootOpt(QStringLiteral("root"),
                                      QStringLiteral("Read every fact under DIR instead of / (a "
-                                                    "prepared tree; no test sandbox is started)."),
+                                                    "prepared tree), as the packaged sandboxd "
+                                                    "(/usr/bin) would there; no test sandbox is "
+                                                    "started."),
                                      QStringLiteral("dir"), QStringLiteral("/"));
     const QCommandLineOption dataOpt(QStringLiteral("data-dir"),
                                      QStringLiteral("The engine's data dir (default %1).")
@@ -71,10 +73,15 @@ int runDoctorCommand(const QStringList &arguments, const QString &defaultDataDir
         }
     }
     o.dataDir = QDir::cleanPath(cli.value(dataOpt));
-    o.executable = QCoreApplication::applicationFilePath();
+    // Under another root: the packaged layout (packaging/), not this binary's.
+    const bool live = QDir::cleanPath(o.root) == QLatin1String("/");
+    o.executable = live ? QCoreApplication::applicationFilePath()
+                        : QStringLiteral("/usr/bin/sandboxd");
     o.agentsDir = cli.isSet(agentsOpt) ? QDir(cli.value(agentsOpt)).absolutePath()
-                                       : AgentService::defaultAgentsDir(appDir);
-    o.dbhostDir = DatabaseAdapter::findDbHost(appDir);
+                  : live               ? AgentService::defaultAgentsDir(appDir)
+                                       : QStringLiteral("/usr/lib/sandbox-desktop/agents");
+    o.dbhostDir = live ? DatabaseAdapter::findDbHost(appDir)
+                       : QStringLiteral("/usr/libexec/sandbox-desktop/dbhost");
     o.postgresBinDir = PostgresBackend::binDir();
     o.probe = !cli.isSet(noProbeOpt) && o.uid == ::geteuid();
 

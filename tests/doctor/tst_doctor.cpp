@@ -141,6 +141,18 @@ void TestDoctor::trees_data()
                {QStringLiteral("databases"), warn, QStringLiteral("(PostgreSQL work)")},
            };
 
+    QTest::newRow("debian 12 with the .deb: sandboxes work, two warnings")
+        << QStringList{QStringLiteral("debian-12"), QStringLiteral("debian-12-deb")} << none << 1000
+        << QString()
+        << QList<Expect>{
+               {QStringLiteral("apparmor"), ok, QStringLiteral("does not restrict")},
+               {QStringLiteral("agents"), ok, QStringLiteral("Claude Code, Codex and OpenCode")},
+               {QStringLiteral("databases"), ok, QStringLiteral("PostgreSQL 15, SQLite and DuckDB")},
+               {QStringLiteral("cgroups"), ok, QStringLiteral("delegates memory, pids and cpu")},
+               {QStringLiteral("bubblewrap"), warn, QStringLiteral("0.8.0")},
+               {QStringLiteral("disk-caps"), warn, QStringLiteral("normal user")},
+           };
+
     QTest::newRow("debian 12 as root: limits and disk caps hold")
         << QStringList{QStringLiteral("debian-12")} << none << 0 << QString()
         << QList<Expect>{
