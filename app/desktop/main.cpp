@@ -131,6 +131,8 @@ int main(int argc, char **argv)
     MainWindow window(&connection, &registry, &profiles, &secrets);
     window.restoreWindowState();
     window.show();
+    if (!parser.isSet(options.quitWhenReady))
+        window.checkSystemOnFirstRun();
 
     if (parser.isSet(options.quitWhenReady)) {
         QObject::connect(&window, &MainWindow::sandboxesListed, &app, [&] {

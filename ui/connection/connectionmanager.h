@@ -55,6 +55,7 @@ public:
     void setReconnectPolicy(const RpcClient::ReconnectPolicy &policy) { m_policy = policy; }
     // For the local engine: the sandboxd to start (default: next to the app, then PATH).
     void setEngineProgram(const QString &path) { m_engineProgram = path; }
+    QString engineProgram() const { return m_engineProgram; }
 
 Q_SIGNALS:
     // The Client was replaced (or is gone: nullptr). Everything made with the old one is stale.

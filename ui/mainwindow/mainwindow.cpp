@@ -11,6 +11,7 @@
 #include "../connection/profilestore.h"
 #include "../connection/secretstore.h"
 #include "../console/consolepage.h"
+#include "../doctor/doctordialog.h"
 #include "../editor/editorpage.h"
 #include "../files/filespage.h"
 #include "../workspace/sandboxpageregistry.h"
@@ -261,6 +262,7 @@ void MainWindow::createActions()
          QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W),
          [this] { closeSandboxTab(m_tabs->currentIndex()); });
     make("quit", tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+    make("systemCheck", tr("&System Check…"), {}, [this] { showSystemCheck(); });
 }
 
 void MainWindow::createMenus()
@@ -294,6 +296,7 @@ void MainWindow::createMenus()
     view->addAction(toggle);
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(action(QStringLiteral("systemCheck")));
     help->addAction(tr("&About Sandbox Desktop"), this, [this] {
         QMessageBox::about(
             this, tr("About Sandbox Desktop"),
@@ -314,6 +317,43 @@ void MainWindow::createMenus()
     tools->addSeparator();
     tools->addAction(action(QStringLiteral("runCommand")));
     tools->addAction(action(QStringLiteral("stopCommand")));
+}
+
+void MainWindow::showSystemCheck()
+{
+    if (!m_doctor) {
+        m_doctor = new DoctorDialog(this);
+        m_doctor->setAttribute(Qt::WA_DeleteOnClose);
+        if (!m_connection->engineProgram().isEmpty())
+            m_doctor->setProgram(m_connection->engineProgram());
+        m_doctor->runCheck();
+    }
+    m_doctor->show();
+    m_doctor->raise();
+    m_doctor->activateWindow();
+}
+
+void MainWindow::checkSystemOnFirstRun()
+{
+    const QString key = QStringLiteral("systemCheck/firstRunDone");
+    if (QSettings().value(key).toBool())
+        return;
+    auto *check = new HostCheck(this);
+    if (!m_connection->engineProgram().isEmpty())
+        check->setProgram(m_connection->engineProgram());
+    connect(check, &HostCheck::finished, this, [this, check, key](const Result<HostReport> &r) {
+        check->deleteLater();
+        QSettings().setValue(key, true);
+        if (!r || r->failures == 0 || m_doctor)
+            return;
+        m_doctor = new DoctorDialog(this);
+        m_doctor->setAttribute(Qt::WA_DeleteOnClose);
+        if (!m_connection->engineProgram().isEmpty())
+            m_doctor->setProgram(m_connection->engineProgram());
+        m_doctor->setReport(r);
+        m_doctor->show();
+    });
+    check->run();
 }
 
 void MainWindow::connectToProfile(const StoredProfile &profile)

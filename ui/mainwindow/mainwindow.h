@@ -20,6 +20,7 @@ namespace Sandbox::Ui {
 
 class ConnectionManager;
 class ConnectionStatus;
+class DoctorDialog;
 class ProfileStore;
 class SandboxListModel;
 class SandboxPageRegistry;
@@ -47,6 +48,11 @@ public:
     // Connects with `profile`; `sessionKey` names the saved set of open tabs for it.
     void connectWith(const ConnectionProfile &profile, const QString &sessionKey);
     void showConnectionDialog();
+    // Help ▸ System Check…: what `sandboxd doctor` says about this computer (ui/doctor/).
+    void showSystemCheck();
+    // Once per user (the first run): the same check in the background, shown only when
+    // something fails.
+    void checkSystemOnFirstRun();
 
     SandboxListModel *sandboxModel() const { return m_model; }
     QTreeView *sidebar() const { return m_sidebar; }
@@ -115,6 +121,7 @@ private:
     QTabWidget *m_tabs;
     ConnectionStatus *m_status;
     QPointer<Client> m_client;
+    QPointer<DoctorDialog> m_doctor;
     QString m_sessionKey = QStringLiteral("local");
     bool m_restorePending = false;
     bool m_restoring = false;

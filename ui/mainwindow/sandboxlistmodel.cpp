@@ -134,6 +134,13 @@ QVariant SandboxListModel::data(const QModelIndex &index, int role) const
                           .arg(s.limits.memoryMb)
                           .arg(s.limits.cpus)
                           .arg(s.network ? tr("shared with the host") : tr("none"));
+        if (s.limits.enforced == false) {
+            QStringList loose;
+            for (auto it = s.limits.enforcement.cbegin(); it != s.limits.enforcement.cend(); ++it)
+                if (!it->enforced)
+                    loose.append(it.key());
+            tip += u'\n' + tr("limits not enforced: %1").arg(loose.join(QStringLiteral(", ")));
+        }
         if (!s.error.isEmpty())
             tip += u'\n' + s.error;
         return tip;

@@ -2,6 +2,7 @@
 
 #include "sandboxpageregistry.h"
 
+#include "../doctor/limitsbadge.h"
 #include "../editor/editorpage.h"
 
 #include <QJsonArray>
@@ -26,9 +27,14 @@ SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
     , m_documents(new QTabWidget(m_documentStack))
     , m_documentPlaceholder(new QLabel(m_documentStack))
     , m_panel(new QTabWidget(m_vertical))
+    , m_limits(new LimitsBadge(this))
 {
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    // A slim line above the pages, only when a limit of the sandbox does not hold.
+    m_limits->setContentsMargins(8, 3, 8, 3);
+    m_limits->setLimits(sandbox.limits);
+    layout->addWidget(m_limits);
     layout->addWidget(m_horizontal);
 
     m_horizontal->addWidget(m_side);
@@ -90,6 +96,7 @@ QString SandboxWorkspace::title() const
 void SandboxWorkspace::setSandbox(const SandboxInfo &sandbox)
 {
     m_sandbox = sandbox;
+    m_limits->setLimits(sandbox.limits);
     for (SandboxPage *p : pages())
         p->sandboxChanged(sandbox);
 }

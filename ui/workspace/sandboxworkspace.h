@@ -19,6 +19,7 @@ class Client;
 namespace Sandbox::Ui {
 
 class EditorPage;
+class LimitsBadge;
 class SandboxPageRegistry;
 
 // Everything of one opened sandbox: the pages its factories make, in three areas — the side
@@ -84,6 +85,7 @@ private:
     QTabWidget *m_documents;
     QWidget *m_documentPlaceholder;
     QTabWidget *m_panel;
+    LimitsBadge *m_limits;                        // owned (child): shown when a limit does not hold
     QHash<QString, SandboxPage *> m_factoryPages; // by factory id
 };
 
