@@ -4,6 +4,7 @@
 #include "doctor/doctor.h"
 #include "hosttree.h"
 
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -55,6 +56,7 @@ private Q_SLOTS:
     void freeDisk();
     void commandOnATree();
     void reportFormats();
+    void readmeExamples();
 };
 
 void TestDoctor::trees_data()
@@ -341,6 +343,83 @@ void TestDoctor::reportFormats()
     const QJsonObject json = report.toJson();
     QCOMPARE(json.value(QStringLiteral("checks")).toArray().size(), report.checks.size());
     QCOMPARE(json.value(QStringLiteral("failures")).toInt(), report.count(Verdict::Fail));
+}
+
+namespace {
+
+// The report's lines without the host line and the free-disk check (its figure is the disk the
+// test runs on, not the tree's).
+QStringList comparableLines(const QString &text)
+{
+    QStringList out;
+    bool skipFix = false;
+    for (const QString &line : text.split(u'\n')) {
+        if (line.startsWith(QLatin1String("sandboxd doctor: ")))
+            continue;
+        if (line.contains(QLatin1String("  Free disk  "))) {
+            skipFix = true;
+            continue;
+        }
+        if (skipFix && line.startsWith(QLatin1String("      fix: ")))
+            continue;
+        skipFix = false;
+        out.append(line);
+    }
+    while (!out.isEmpty() && out.first().isEmpty())
+        out.removeFirst();
+    while (!out.isEmpty() && out.last().isEmpty())
+        out.removeLast();
+    return out;
+}
+
+// The README's fenced blocks that are doctor reports (or parts of one).
+QList<QStringList> readmeReports()
+{
+    QFile f(QStringLiteral(SANDBOX_SOURCE_DIR "/README.md"));
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    QList<QStringList> blocks;
+    QStringList current;
+    bool inBlock = false;
+    for (const QString &line : QString::fromUtf8(f.readAll()).split(u'\n')) {
+        if (line.startsWith(QLatin1String("```"))) {
+            if (inBlock && !current.isEmpty()
+                && (current.first().startsWith(QLatin1String("ok    "))
+                    || current.first().startsWith(QLatin1String("FAIL  "))))
+                blocks.append(comparableLines(current.join(u'\n')));
+            inBlock = !inBlock;
+            current.clear();
+        } else if (inBlock) {
+            current.append(line);
+        }
+    }
+    return blocks;
+}
+
+} // namespace
+
+void TestDoctor::readmeExamples()
+{
+    // The README's install section shows what doctor says on Ubuntu 24.04 and Debian 12 with the
+    // .deb installed, and the AppArmor failure: each is what the prepared trees give today.
+    const QList<QStringList> readme = readmeReports();
+    QCOMPARE(readme.size(), 3);
+
+    HostTree ubuntu({QStringLiteral("ubuntu-24.04"), QStringLiteral("ubuntu-24.04-deb")});
+    QVERIFY2(ubuntu.isValid(), qPrintable(ubuntu.error()));
+    const QStringList ubuntuLines = comparableLines(runDoctor(optionsFor(ubuntu, 1000)).toText());
+    QCOMPARE(readme.at(0), ubuntuLines);
+
+    // The same machine with the profile installed but not loaded (AppArmor came after the .deb).
+    QVERIFY(ubuntu.write(QStringLiteral("/sys/kernel/security/apparmor/profiles"),
+                         "firefox (unconfined)\nunprivileged_userns (enforce)\n"));
+    const QStringList unloaded = comparableLines(runDoctor(optionsFor(ubuntu, 1000)).toText());
+    for (const QString &line : readme.at(1))
+        QVERIFY2(unloaded.contains(line), qPrintable(line));
+
+    HostTree debian({QStringLiteral("debian-12"), QStringLiteral("debian-12-deb")});
+    QVERIFY2(debian.isValid(), qPrintable(debian.error()));
+    QCOMPARE(readme.at(2), comparableLines(runDoctor(optionsFor(debian, 1000)).toText()));
 }
 
 QTEST_GUILESS_MAIN(TestDoctor)
