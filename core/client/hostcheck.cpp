@@ -2,8 +2,10 @@
 
 #include "jsonreader.h"
 #include "localengine.h"
+#include "protocol/json.h"
 
-#include <QJsonDocument>
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTimer>
 
@@ -17,13 +19,12 @@ constexpr qint64 MaxReportBytes = 1 << 20;
 
 Result<HostReport> HostReport::fromJson(const QByteArray &json)
 {
-    QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(json, &error);
-    if (error.error != QJsonParseError::NoError || !doc.isObject())
+    const Json::Parsed parsed = Json::parse(json);
+    if (parsed.error || !parsed.value.isObject())
         return Error{ErrorCode::InternalError,
                      QStringLiteral("sandboxd doctor did not print a JSON report"),
                      {}};
-    JsonReader r(doc.object(), QStringLiteral("HostReport"));
+    JsonReader r(parsed.value.toObject(), QStringLiteral("HostReport"));
     HostReport report;
     report.host = r.string(QStringLiteral("host"));
     report.failures = int(r.integer(QStringLiteral("failures")));
