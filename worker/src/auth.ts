@@ -102,5 +102,5 @@ export function randomHex(bytes: number): string {
 
 /** A new API key: only token characters, so that it can travel as a WebSocket subprotocol. */
 export function generateKey(): string {
-  return 'sk_' + randomBase64Url(32);
+  return `sk_${randomBase64Url(32)}`;
 }

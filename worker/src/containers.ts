@@ -25,6 +25,7 @@ export class SandboxContainer extends Container<Env> {
   override sleepAfter: string | number = '10m';
   override enableInternet = false;
 
+  // biome-ignore lint/complexity/noBannedTypes: DurableObject's own default for its Props
   constructor(ctx: DurableObjectState<{}>, env: Env) {
     super(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {

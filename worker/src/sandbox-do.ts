@@ -8,7 +8,6 @@ import type { ContainerBinding, SandboxContainer } from './containers';
 import { ContainerEngineTarget, EnginePool, type EngineTarget, UrlEngineTarget } from './engine';
 import {
   CancelledError,
-  ErrorCode,
   InvalidParamsError,
   InvalidRequestError,
   PayloadTooLargeError,

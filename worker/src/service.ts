@@ -24,7 +24,7 @@ import {
   SandboxError,
   SandboxNotRunningError,
 } from './errors';
-import { type EngineConnection, type EnginePool, type EngineTarget } from './engine';
+import type { EngineConnection, EnginePool, EngineTarget } from './engine';
 import type { Id, Params } from './jsonrpc';
 import type { KeyStore } from './keys';
 import * as v from './params';
@@ -568,7 +568,10 @@ export class SandboxService {
 
   private track(conn: EngineConnection, stream: Stream, target: EngineTarget): void {
     let set = this.streamsByConn.get(conn);
-    if (set === undefined) this.streamsByConn.set(conn, (set = new Set()));
+    if (set === undefined) {
+      set = new Set();
+      this.streamsByConn.set(conn, set);
+    }
     const entry = { stream, target };
     set.add(entry);
     const forget = () => {

@@ -189,7 +189,7 @@ describe('admin keys (docs/protocol.md 1.2)', () => {
       await store.sync('sk_a_0123456789,sk_b_0123456789');
       return {
         aAfterRevoke: await store.authenticate('sk_a_0123456789'),
-        b1: b1 !== null && b1.admin,
+        b1: b1?.admin,
         bGone: (await (async () => {
           await store.sync('sk_a_0123456789');
           return store.authenticate('sk_b_0123456789');

@@ -20,7 +20,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 function show(v: unknown): string {
   const s = JSON.stringify(v);
-  return s === undefined ? 'undefined' : s.length > 200 ? s.slice(0, 200) + '...' : s;
+  return s === undefined ? 'undefined' : s.length > 200 ? `${s.slice(0, 200)}...` : s;
 }
 
 /** The single `$operator` key of a matcher object, if it is one. */

@@ -64,7 +64,7 @@ export async function http(
   }
   const resp = await SELF.fetch(BASE + path, { method, headers, body });
   const text = await resp.text();
-  let parsed: unknown = undefined;
+  let parsed: unknown;
   try {
     parsed = text === '' ? undefined : parseJson(text);
   } catch {
