@@ -609,14 +609,16 @@ void tst_Agents::stopMidRunKillsTheCli()
     }
     // The run answers "cancelled" at once, and the CLI is gone (its connection closed).
     QJsonObject answer;
-    for (int i = 0; i < 50 && answer.isEmpty(); ++i) {
-        for (qsizetype k = 0; k < m_rpc.messages.size(); ++k) {
-            if (m_rpc.messages[k].toObject().value(QStringLiteral("id")).toInt() == requestId)
-                answer = m_rpc.messages.takeAt(k).toObject();
-        }
-        if (answer.isEmpty())
-            QTest::qWait(200);
-    }
+    const bool answered = QTest::qWaitFor(
+        [&] {
+            for (qsizetype k = 0; k < m_rpc.messages.size(); ++k) {
+                if (m_rpc.messages[k].toObject().value(QStringLiteral("id")).toInt() == requestId)
+                    answer = m_rpc.messages.takeAt(k).toObject();
+            }
+            return !answer.isEmpty();
+        },
+        10000);
+    QVERIFY2(answered, "the cancelled request was not answered");
     QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              -32012);
     QVERIFY2(clock.elapsed() < 15000, qPrintable(QString::number(clock.elapsed())));

@@ -554,11 +554,19 @@ void tst_Databases::cancelStopsTheQuery()
              (QJsonArray{QJsonArray{3}}));
     QVERIFY2(clock.elapsed() < 3000, qPrintable(QString::number(clock.elapsed())));
     if (type == QLatin1String("postgres")) {
-        QTest::qWait(300);
-        const QJsonObject active = d.query(
-            QStringLiteral("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT "
-                           "pg_sleep%' AND state = 'active'"));
-        QCOMPARE(active.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(), 0);
+        // ...and the server let go of it (its backend leaves the state 'active').
+        const auto activeSleeps = [&d] {
+            return d
+                .query(QStringLiteral("SELECT count(*) FROM pg_stat_activity WHERE query LIKE "
+                                      "'SELECT pg_sleep%' AND state = 'active'"))
+                .value(QStringLiteral("rows"))
+                .toArray()
+                .at(0)
+                .toArray()
+                .at(0)
+                .toInt();
+        };
+        QTRY_COMPARE_WITH_TIMEOUT(activeSleeps(), 0, 3000);
     }
 }
 
@@ -739,17 +747,15 @@ void tst_Databases::committedRowSurvivesKill9OfTheServer()
     QCOMPARE(killed.value(QStringLiteral("exitCode")).toInt(), 0);
     // The engine notices and starts the server again (crash recovery) on the next call.
     QJsonArray rows;
-    QElapsedTimer clock;
-    clock.start();
-    while (clock.elapsed() < 20000) {
-        rows = d.query(QStringLiteral("SELECT v FROM durable"))
-                   .value(QStringLiteral("rows"))
-                   .toArray();
-        if (!rows.isEmpty())
-            break;
-        QTest::qWait(100);
-    }
-    QVERIFY2(rows == (QJsonArray{QJsonArray{QStringLiteral("committed")}}),
+    const bool back = QTest::qWaitFor(
+        [&] {
+            rows = d.query(QStringLiteral("SELECT v FROM durable"))
+                       .value(QStringLiteral("rows"))
+                       .toArray();
+            return !rows.isEmpty();
+        },
+        20000);
+    QVERIFY2(back && rows == (QJsonArray{QJsonArray{QStringLiteral("committed")}}),
              dump(d.lastError()).constData());
 }
 

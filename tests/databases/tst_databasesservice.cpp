@@ -4,7 +4,6 @@
 #include <client/client.h>
 #include <client/rowfeed.h>
 
-#include <QElapsedTimer>
 #include <QSignalSpy>
 
 #include <QTest>
@@ -22,11 +21,7 @@ Result<T> wait(Start start, int timeoutMs = 60000)
     std::optional<Result<T>> out;
     QObject context;
     RpcCall call = start(&context, [&out](Result<T> r) { out = std::move(r); });
-    QElapsedTimer clock;
-    clock.start();
-    while (!out && clock.elapsed() < timeoutMs)
-        QTest::qWait(5);
-    if (!out)
+    if (!QTest::qWaitFor([&out] { return out.has_value(); }, timeoutMs))
         return Error{ErrorCode::Timeout, QStringLiteral("no answer"), {}};
     return *out;
 }
@@ -158,13 +153,13 @@ void tst_DatabasesService::rowFeedPagesThroughAResult()
     QCOMPARE(feed.fields().first().name, QStringLiteral("x"));
     QCOMPARE(feed.command(), QStringLiteral("WITH"));
     // Pages come only when asked for: a view that does not scroll costs nothing more.
-    QTest::qWait(200);
+    QSignalSpy more(&feed, &RowFeed::rowsArrived);
+    QVERIFY(!more.wait(200));
     QCOMPARE(rows, 1000);
     QVERIFY(feed.canFetchMore());
     while (feed.canFetchMore()) {
-        if (!feed.isFetching())
-            feed.fetchMore();
-        QTest::qWait(1);
+        feed.fetchMore();
+        QVERIFY(QTest::qWaitFor([&feed] { return !feed.isFetching(); }, 20000));
     }
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 20000);
     QCOMPARE(rows, 25000);

@@ -204,7 +204,11 @@ void tst_Sandboxd::cancelKillsTheCommand()
                                            {QStringLiteral("command"),
                                             QStringLiteral("echo $$ > cancel.pid; sleep 300")}}}};
     m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
-    QTest::qWait(300);
+    // Cancel once the command runs (it wrote its pid), so that there is a process to kill.
+    QTRY_COMPARE_WITH_TIMEOUT(exec(m_id, QStringLiteral("test -s cancel.pid && echo started"))
+                                  .value(QStringLiteral("stdout"))
+                                  .toString(),
+                              QStringLiteral("started\n"), 10000);
     const QJsonObject cancelled = m_rpc.call(QStringLiteral("rpc.cancel"),
                                              {{QStringLiteral("id"), QStringLiteral("long")}});
     QCOMPARE(cancelled.value(QStringLiteral("result"))

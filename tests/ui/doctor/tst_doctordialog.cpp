@@ -186,7 +186,7 @@ void TestDoctorDialog::screenshots()
             dialog.show();
             dialog.runCheck();
             QVERIFY(checked.wait(30000));
-            QTest::qWait(200);
+            QVERIFY(QTest::qWaitForWindowExposed(&dialog));
             const QString file = QStringLiteral("%1/doctor-%2-%3x%4.png")
                                      .arg(dir,
                                           dark ? QStringLiteral("dark") : QStringLiteral("light"))
@@ -208,8 +208,8 @@ void TestDoctorDialog::screenshots()
         SandboxWorkspace workspace(engine.client(), *sandbox, registry);
         workspace.resize(1024, 700);
         workspace.show();
-        QTest::qWait(500);
-        QVERIFY(workspace.findChild<LimitsBadge *>()->isVisible());
+        QVERIFY(QTest::qWaitForWindowExposed(&workspace));
+        QTRY_VERIFY(workspace.findChild<LimitsBadge *>()->isVisible());
         QVERIFY(workspace.grab().save(
             QStringLiteral("%1/workspace-%2.png")
                 .arg(dir, dark ? QStringLiteral("dark") : QStringLiteral("light"))));

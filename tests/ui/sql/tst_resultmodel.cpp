@@ -81,7 +81,8 @@ void tst_ResultModel::pagesOnDemandUnderTheTester()
     QCOMPARE(model.headerData(1, Qt::Horizontal).toString(), QStringLiteral("label"));
     QVERIFY(model.canFetchMore({}));
     // Nothing more arrives unless a view asks: no count(*), no read-ahead.
-    QTest::qWait(300);
+    QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
+    QVERIFY(!inserted.wait(300));
     QCOMPARE(model.rowCount(), 100);
     // The tester asks (it calls fetchMore as views do) and checks every insertion.
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -129,9 +130,8 @@ void tst_ResultModel::boundedMemoryAndScrollBack()
     model.setFeed(feed(QString::fromLatin1(kNumbers).arg(20000), 500));
     QVERIFY(started.wait(20000));
     while (model.canFetchMore({}) || model.isFetching()) {
-        if (!model.isFetching())
-            model.fetchMore({});
-        QTest::qWait(1);
+        model.fetchMore({});
+        QVERIFY(QTest::qWaitFor([&model] { return !model.isFetching(); }, 20000));
         QVERIFY(model.cachedPages() <= 4);
     }
     QCOMPARE(model.rowCount(), 20000);
