@@ -1,16 +1,12 @@
 #include "apiserver.h"
 
-#include "connectiongate.h"
 #include "keystore.h"
 #include "methods.h"
 #include "restroutes.h"
 #include "rpcsession.h"
 
-#include <QHttpServerRequest>
-#include <QHttpServerResponder>
 #include <QJsonDocument>
 #include <QLoggingCategory>
-#include <QMetaEnum>
 #include <QTcpSocket>
 #include <QWebSocket>
 
@@ -20,47 +16,29 @@ namespace Sandbox::Engine {
 
 namespace {
 
-using StatusCode = QHttpServerResponder::StatusCode;
-
 QString peerKey(const QHostAddress &address, quint16 port)
 {
     return address.toString() + u'|' + QString::number(port);
 }
 
-QByteArray errorBody(const Error &e)
+bool isHealth(const HttpRequestHead &head)
 {
-    return QJsonDocument(QJsonObject{{QStringLiteral("error"), e.toJson()}})
-        .toJson(QJsonDocument::Compact);
+    return head.method == "GET" && head.path() == QLatin1String("/health");
 }
 
-QByteArray statusReason(int status)
+HttpResponse jsonResponse(int status, const QJsonValue &v)
 {
-    switch (status) {
-    case 401:
-        return "Unauthorized";
-    case 404:
-        return "Not Found";
-    default:
-        return "Error";
-    }
-}
-
-// A complete HTTP response written straight to a socket (before any HTTP server owns it).
-void writeRawResponse(QTcpSocket *socket, int status, const QByteArray &body,
-                      const QByteArray &extraHeaders = {})
-{
-    socket->write("HTTP/1.1 " + QByteArray::number(status) + ' ' + statusReason(status)
-                  + "\r\n"
-                    "Content-Type: application/json\r\nContent-Length: "
-                  + QByteArray::number(body.size()) + "\r\nConnection: close\r\n" + extraHeaders
-                  + "\r\n" + body);
-    socket->disconnectFromHost();
+    HttpResponse r;
+    r.status = status;
+    r.body = v.isArray() ? QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact)
+                         : QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact);
+    return r;
 }
 
 } // namespace
 
 ApiServer::ApiServer(Methods *methods, StreamHub *streams, KeyStore *keys, QObject *parent)
-    : QAbstractHttpServer(parent)
+    : QObject(parent)
     , m_methods(methods)
     , m_streams(streams)
     , m_keys(keys)
@@ -76,11 +54,10 @@ ApiServer::~ApiServer()
         delete s.data();
 }
 
-Result<QUrl> ApiServer::listen(const QHostAddress &address, quint16 port)
+Result<QUrl> ApiServer::listen(const QHostAddress &address, quint16 port,
+                               const ConnectionGate::Limits &limits)
 {
-    auto *gate = new ConnectionGate([this](QTcpSocket *socket,
-                                           const QByteArray &head) { onUpgrade(socket, head); },
-                                    this);
+    auto *gate = new ConnectionGate(this, limits, this);
     if (!gate->listen(address, port)) {
         const Error e{ErrorCode::InternalError,
                       QStringLiteral("cannot listen on %1:%2: %3")
@@ -91,7 +68,6 @@ Result<QUrl> ApiServer::listen(const QHostAddress &address, quint16 port)
         delete gate;
         return e;
     }
-    bind(gate);
     QUrl url;
     url.setScheme(QStringLiteral("http"));
     url.setHost(address.toString());
@@ -109,17 +85,41 @@ Result<QString> ApiServer::authenticate(QByteArrayView authorization)
     return m_keys->verify(token);
 }
 
-void ApiServer::onUpgrade(QTcpSocket *socket, const QByteArray &head)
+int ApiServer::webSocketsOf(const QString &keyId) const
 {
-    const QUrl target(QString::fromLatin1(HttpHead::target(head)));
-    if (target.path() != QLatin1String("/rpc")) {
-        writeRawResponse(socket, 404,
-                         errorBody(Error{ErrorCode::MethodNotFound,
-                                         QStringLiteral("WebSockets are served at /rpc only"),
-                                         {}}));
-        return;
+    int n = int(std::count_if(m_upgrades.cbegin(), m_upgrades.cend(),
+                              [&keyId](const Upgrade &u) { return u.keyId == keyId; }));
+    for (const auto &s : m_sessions) {
+        if (s && s->keyId() == keyId)
+            ++n;
     }
-    const QUrlQuery query(target);
+    return n;
+}
+
+std::optional<HttpResponse> ApiServer::admit(const HttpRequestHead &head, QString *keyId)
+{
+    if (head.isWebSocketUpgrade())
+        return admitUpgrade(head, keyId);
+    if (isHealth(head))
+        return std::nullopt;
+    const QString path = head.path();
+    if (!path.startsWith(QLatin1String("/api/")))
+        return HttpResponse::error(
+            Error{ErrorCode::MethodNotFound, QStringLiteral("no route for %1").arg(path), {}});
+    const auto key = authenticate(head.header("authorization"));
+    if (!key)
+        return HttpResponse::error(key.error());
+    *keyId = key.value();
+    return std::nullopt;
+}
+
+std::optional<HttpResponse> ApiServer::admitUpgrade(const HttpRequestHead &head, QString *keyId)
+{
+    if (head.path() != QLatin1String("/rpc"))
+        return HttpResponse::error(Error{ErrorCode::MethodNotFound,
+                                         QStringLiteral("WebSockets are served at /rpc only"),
+                                         {}});
+    const QUrlQuery query = head.query();
     Result<QString> key = Error{ErrorCode::Unauthorized, QStringLiteral("missing API key"), {}};
     if (query.hasQueryItem(QStringLiteral("key")) || query.hasQueryItem(QStringLiteral("token"))
         || query.hasQueryItem(QStringLiteral("apiKey"))) {
@@ -127,37 +127,65 @@ void ApiServer::onUpgrade(QTcpSocket *socket, const QByteArray &head)
                     QStringLiteral("API keys in URLs are refused; use the Authorization header or "
                                    "the bearer subprotocol"),
                     {}};
-    } else if (const QByteArray auth = HttpHead::header(head, "authorization"); !auth.isEmpty()) {
+    } else if (const QByteArray auth = head.header("authorization"); !auth.isEmpty()) {
         key = authenticate(auth);
     } else {
         // Browsers: Sec-WebSocket-Protocol: sandbox.v1, bearer.KEY
-        for (const QByteArray &p : HttpHead::header(head, "sec-websocket-protocol").split(',')) {
+        for (const QByteArray &p : head.header("sec-websocket-protocol").split(',')) {
             const QByteArray proto = p.trimmed();
             if (proto.startsWith("bearer."))
                 key = m_keys->verify(proto.mid(7));
         }
     }
     if (!key) {
-        qCInfo(lcApi) << "refused a WebSocket from" << socket->peerAddress() << ":"
-                      << key.error().message;
-        writeRawResponse(socket, 401, errorBody(key.error()), "WWW-Authenticate: Bearer\r\n");
-        return;
+        if (const int n = m_refusedLog.pass())
+            qCInfo(lcApi).noquote()
+                << "refused" << n << "WebSocket upgrade(s); the latest:" << key.error().message;
+        return HttpResponse::error(key.error());
     }
-    m_upgradedKeys.insert(peerKey(socket->peerAddress(), socket->peerPort()), key.value());
+    if (webSocketsOf(key.value()) >= MaxWebSocketsPerKey) {
+        HttpResponse r = HttpResponse::error(
+            Error{ErrorCode::QuotaExceeded,
+                  QStringLiteral("this key has %1 WebSockets open, the limit")
+                      .arg(MaxWebSocketsPerKey),
+                  {}});
+        r.headers.emplaceBack("Retry-After", "1");
+        return r;
+    }
+    *keyId = key.value();
+    return std::nullopt;
+}
+
+void ApiServer::upgrade(QTcpSocket *socket, const HttpRequestHead &, const QString &keyId)
+{
+    const QString peer = peerKey(socket->peerAddress(), socket->peerPort());
+    m_upgrades.insert(peer, {keyId, socket});
+    // The socket is ours to delete (QWebSocket does not own the socket it upgrades): a handshake
+    // that fails closes it and never reaches onWebSocket(); its place is freed with it.
+    connect(socket, &QAbstractSocket::disconnected, this, [this, peer, socket] {
+        if (m_upgrades.value(peer).socket == socket) {
+            m_upgrades.remove(peer);
+            socket->deleteLater();
+        }
+    });
     m_wsServer.handleConnection(socket);
-    Q_EMIT socket->readyRead();
 }
 
 void ApiServer::onWebSocket()
 {
     while (QWebSocket *ws = m_wsServer.nextPendingConnection()) {
-        const QString key = m_upgradedKeys.take(peerKey(ws->peerAddress(), ws->peerPort()));
+        const Upgrade upgrade = m_upgrades.take(peerKey(ws->peerAddress(), ws->peerPort()));
+        // The socket goes with its WebSocket (and with it the connection's place at the gate).
+        if (upgrade.socket)
+            connect(ws, &QObject::destroyed, upgrade.socket, &QObject::deleteLater);
+        const QString key = upgrade.keyId;
         if (key.isEmpty()) {
             ws->close(QWebSocketProtocol::CloseCode(4401), QStringLiteral("unauthorized"));
             ws->deleteLater();
             continue;
         }
-        auto *session = new RpcSession(ws, key, m_methods, m_streams, this);
+        auto *session = new RpcSession(ws, key, m_methods, m_streams, &m_queueBudget, &m_sessionLog,
+                                       this);
         m_sessions.removeAll(nullptr);
         m_sessions.append(session);
     }
@@ -177,99 +205,37 @@ int ApiServer::sessionCount() const
                              [](const auto &s) { return !s.isNull(); }));
 }
 
-bool ApiServer::handleRequest(const QHttpServerRequest &request, QTcpSocket *socket)
+void ApiServer::handle(const HttpRequestHead &head, const QByteArray &body, const QString &keyId,
+                       QObject *guard, Respond respond)
 {
-    // An upgrade that reaches us here came on a connection that already spoke HTTP.
-    if (!request.value("upgrade").isEmpty())
-        return false;
-
-    auto responder = std::make_shared<QHttpServerResponder>(makeResponder(request, socket));
-    QPointer<QTcpSocket> alive(socket);
-    const auto sendJson = [responder, alive](int status, const QByteArray &body,
-                                             bool authChallenge = false) {
-        if (!alive)
-            return;
-        if (authChallenge)
-            responder->write(body,
-                             {{"Content-Type", "application/json"}, {"WWW-Authenticate", "Bearer"}},
-                             StatusCode(status));
-        else
-            responder->write(body, {{"Content-Type", "application/json"}}, StatusCode(status));
-    };
-    const auto sendError = [sendJson](const Error &e) {
-        sendJson(httpStatusFor(e.code), errorBody(e), e.code == ErrorCode::Unauthorized);
-    };
-
-    const QString path = request.url().path();
-    const QByteArray method
-        = QHttpServerRequest::staticMetaObject
-              .enumerator(QHttpServerRequest::staticMetaObject.indexOfEnumerator("Method"))
-              .valueToKey(int(request.method()));
-    if (path == QLatin1String("/health") && request.method() == QHttpServerRequest::Method::Get) {
-        sendJson(200, QJsonDocument(
-                          QJsonObject{{QStringLiteral("status"), QStringLiteral("ok")},
-                                      {QStringLiteral("version"), QStringLiteral(SANDBOX_VERSION)},
-                                      {QStringLiteral("backend"), QStringLiteral("local")}})
-                          .toJson(QJsonDocument::Compact));
-        return true;
+    if (isHealth(head)) {
+        respond(
+            jsonResponse(200,
+                         QJsonObject{{QStringLiteral("status"), QStringLiteral("ok")},
+                                     {QStringLiteral("version"), QStringLiteral(SANDBOX_VERSION)},
+                                     {QStringLiteral("backend"), QStringLiteral("local")}}));
+        return;
     }
-    if (!path.startsWith(QLatin1String("/api/"))) {
-        sendError(Error{ErrorCode::MethodNotFound, QStringLiteral("no route for %1").arg(path), {}});
-        return true;
-    }
-    const auto key = authenticate(request.value("authorization"));
-    if (!key) {
-        sendError(key.error());
-        return true;
-    }
-    if (request.body().size() > 16 * 1024 * 1024 + 1024) {
-        sendError(Error{ErrorCode::PayloadTooLarge,
-                        QStringLiteral("the body is over the limit of 16 MiB"),
-                        {}});
-        return true;
-    }
-    const auto call = routeRestRequest(method.toUpper(), path, request.query(), request.body());
-    if (!call) {
-        sendError(call.error());
-        return true;
-    }
+    const auto call = routeRestRequest(head.method, head.path(), head.query(), body);
+    if (!call)
+        return respond(HttpResponse::error(call.error()));
     CallContext ctx;
-    ctx.keyId = key.value();
-    ctx.guard = socket;
+    ctx.keyId = keyId;
+    ctx.guard = guard;
     const int successStatus = call->successStatus;
     const bool raw = call->response == RestCall::Body::RawFileContent;
-    m_methods
-        ->call(call->method, call->params, ctx,
-               [responder, alive, sendJson, sendError, successStatus, raw](Result<QJsonValue> r) {
-                   if (!r)
-                       return sendError(r.error());
-                   if (raw) {
-                       if (!alive)
-                           return;
-                       const QByteArray bytes = QByteArray::fromBase64(
-                           r->toObject().value(QStringLiteral("content")).toString().toLatin1());
-                       responder->write(bytes, {{"Content-Type", "application/octet-stream"}},
-                                        StatusCode::Ok);
-                       return;
-                   }
-                   const QJsonValue v = r.value();
-                   sendJson(successStatus,
-                            v.isObject()
-                                ? QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact)
-                                : QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact));
-               });
-    return true;
-}
-
-void ApiServer::missingHandler(const QHttpServerRequest &request, QTcpSocket *socket)
-{
-    auto responder = makeResponder(request, socket);
-    responder.write(errorBody(
-                        Error{ErrorCode::InvalidRequest,
-                              QStringLiteral(
-                                  "a WebSocket upgrade must be the first request on a connection"),
-                              {}}),
-                    {{"Content-Type", "application/json"}}, StatusCode::BadRequest);
+    m_methods->call(call->method, call->params, ctx,
+                    [respond, successStatus, raw](Result<QJsonValue> r) {
+                        if (!r)
+                            return respond(HttpResponse::error(r.error()));
+                        if (!raw)
+                            return respond(jsonResponse(successStatus, r.value()));
+                        HttpResponse bytes;
+                        bytes.contentType = "application/octet-stream";
+                        bytes.body = QByteArray::fromBase64(
+                            r->toObject().value(QStringLiteral("content")).toString().toLatin1());
+                        respond(std::move(bytes));
+                    });
 }
 
 } // namespace Sandbox::Engine

@@ -1,48 +1,55 @@
 #include "connectiongate.h"
 
+#include <QLoggingCategory>
+#include <QPointer>
 #include <QTcpSocket>
 #include <QTimer>
+
+#include <functional>
+
+Q_LOGGING_CATEGORY(lcGate, "sandboxd.gate")
 
 namespace Sandbox::Engine {
 
 namespace {
-constexpr int kHeadTimeoutMs = 10000;
+
+// A connection's place at the gate, held as a child of its socket: the place is freed when the
+// socket goes, whoever deletes it. (A child, not a connection to destroyed(): QWebSocket
+// disconnects every signal of the socket it upgrades.)
+class Place final : public QObject
+{
+public:
+    Place(QTcpSocket *socket, std::function<void()> release)
+        : QObject(socket)
+        , m_release(std::move(release))
+    {}
+    ~Place() override { m_release(); }
+
+private:
+    std::function<void()> m_release;
+};
+
 } // namespace
 
-namespace HttpHead {
-
-QByteArray header(const QByteArray &head, QByteArrayView name)
-{
-    const QList<QByteArray> lines = head.split('\n');
-    for (qsizetype i = 1; i < lines.size(); ++i) {
-        const QByteArray &line = lines[i];
-        const qsizetype colon = line.indexOf(':');
-        if (colon <= 0)
-            continue;
-        if (line.left(colon).trimmed().compare(name, Qt::CaseInsensitive) == 0)
-            return line.mid(colon + 1).trimmed();
-    }
-    return {};
-}
-
-QByteArray target(const QByteArray &head)
-{
-    const qsizetype lineEnd = head.indexOf('\n');
-    const QList<QByteArray> parts = head.left(lineEnd).trimmed().split(' ');
-    return parts.size() >= 2 ? parts[1] : QByteArray();
-}
-
-bool isWebSocketUpgrade(const QByteArray &head)
-{
-    return header(head, "upgrade").compare("websocket", Qt::CaseInsensitive) == 0;
-}
-
-} // namespace HttpHead
-
-ConnectionGate::ConnectionGate(UpgradeHandler onUpgrade, QObject *parent)
+ConnectionGate::ConnectionGate(HttpHandler *handler, const Limits &limits, QObject *parent)
     : QTcpServer(parent)
-    , m_onUpgrade(std::move(onUpgrade))
-{}
+    , m_handler(handler)
+    , m_limits(limits)
+    , m_budget(limits.http.maxBodyBytesInFlight)
+{
+    // A burst of connections waits in the kernel rather than being dropped (SYN retries take 1 s).
+    setListenBacklogSize(1024);
+}
+
+QByteArray ConnectionGate::peerKey(const QHostAddress &address)
+{
+    bool isV4 = false;
+    const quint32 v4 = address.toIPv4Address(&isV4);
+    if (isV4)
+        return QByteArray::number(v4);
+    const Q_IPV6ADDR v6 = address.toIPv6Address();
+    return QByteArray(reinterpret_cast<const char *>(v6.c), 8).toHex();
+}
 
 void ConnectionGate::incomingConnection(qintptr handle)
 {
@@ -51,55 +58,44 @@ void ConnectionGate::incomingConnection(qintptr handle)
         delete socket;
         return;
     }
-    auto *timer = new QTimer(socket);
-    timer->setSingleShot(true);
-    connect(timer, &QTimer::timeout, socket, [socket] {
-        socket->abort();
-        socket->deleteLater();
-    });
-    timer->start(kHeadTimeoutMs);
-    connect(socket, &QTcpSocket::readyRead, this, [this, socket] { inspect(socket); });
-    connect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater);
-}
-
-void ConnectionGate::inspect(QTcpSocket *socket)
-{
-    const QByteArray peeked = socket->peek(MaxHeadBytes);
-    const qsizetype end = peeked.indexOf("\r\n\r\n");
-    if (end < 0) {
-        if (peeked.size() >= MaxHeadBytes) {
-            socket->write("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
-                          "0\r\nConnection: close\r\n\r\n");
-            socket->disconnectFromHost();
-        }
-        return; // wait for the rest of the head
-    }
-    // From here on the socket belongs to someone else.
-    socket->disconnect(this);
-    disconnect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater);
-    for (QTimer *t : socket->findChildren<QTimer *>(Qt::FindDirectChildrenOnly))
-        delete t;
-    const QByteArray head = peeked.left(end + 2);
-    // A body over the limit is refused before anyone reads it (the HTTP server would buffer it).
-    bool lengthOk = false;
-    const qint64 length = HttpHead::header(head, "content-length").toLongLong(&lengthOk);
-    if (lengthOk && length > MaxBodyBytes) {
-        const QByteArray body
-            = R"({"error":{"code":-32006,"message":"the body is over the limit of 16 MiB"}})";
-        socket->write(
-            "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: "
-            + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    const QByteArray peer = peerKey(socket->peerAddress());
+    const bool overTotal = m_open >= m_limits.maxConnections;
+    if (overTotal || m_perPeer.value(peer) >= m_limits.maxConnectionsPerPeer) {
+        // Refused before a byte is read: the answer and the close go out at once.
+        HttpResponse r = HttpResponse::error(
+            Error{ErrorCode::QuotaExceeded,
+                  overTotal ? QStringLiteral("the engine holds %1 connections, its limit; retry")
+                                  .arg(m_limits.maxConnections)
+                            : QStringLiteral("%1 connections from this address, the limit; retry")
+                                  .arg(m_limits.maxConnectionsPerPeer),
+                  {}});
+        r.headers.emplaceBack("Retry-After", "1");
+        if (const int n = m_refusedLog.pass())
+            qCInfo(lcGate).noquote() << "refused" << n << "connection(s) over the cap; latest from"
+                                     << socket->peerAddress().toString() << "-" << r.body;
+        socket->write(r.serialize(false, 0));
+        connect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater);
+        QTimer::singleShot(m_limits.http.lingerMs, socket, [socket] {
+            socket->abort();
+            socket->deleteLater();
+        });
         socket->disconnectFromHost();
         return;
     }
-    if (HttpHead::isWebSocketUpgrade(head)) {
-        m_onUpgrade(socket, head);
-        return;
-    }
-    addPendingConnection(socket);
-    Q_EMIT newConnection();
-    // The HTTP server connected to readyRead just now; the head is still unread in the socket.
-    Q_EMIT socket->readyRead();
+    ++m_open;
+    ++m_perPeer[peer];
+    new Place(socket, [gate = QPointer<ConnectionGate>(this), peer] {
+        if (gate)
+            gate->release(peer);
+    });
+    new HttpConnection(socket, m_handler, m_limits.http, &m_budget, this);
+}
+
+void ConnectionGate::release(const QByteArray &peer)
+{
+    --m_open;
+    if (--m_perPeer[peer] <= 0)
+        m_perPeer.remove(peer);
 }
 
 } // namespace Sandbox::Engine

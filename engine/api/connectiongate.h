@@ -1,42 +1,48 @@
 #pragma once
 
-#include <QByteArray>
-#include <QTcpServer>
+#include "httpconnection.h"
+#include "logthrottle.h"
 
-#include <functional>
+#include <QHash>
+#include <QHostAddress>
+#include <QTcpServer>
 
 namespace Sandbox::Engine {
 
-// The listening socket in front of the HTTP server. It reads a new connection's request head
-// first (peeking, so nothing is consumed) and sends WebSocket upgrades to `onUpgrade` — where
-// authentication happens before the handshake, with a real 401 — and every other connection on
-// to the HTTP server (QAbstractHttpServer::bind()), which then reads the same bytes.
+// The listening socket: every accepted connection is counted (in total and per peer address) and
+// becomes an HttpConnection; one over a cap is answered 429 at once and closed (docs/protocol.md
+// 2.2). A connection counts until its socket is gone, WebSockets included.
 class ConnectionGate final : public QTcpServer
 {
     Q_OBJECT
 
 public:
-    static constexpr qsizetype MaxHeadBytes = 16 * 1024;
-    static constexpr qint64 MaxBodyBytes = 16 * 1024 * 1024 + 64 * 1024; // docs/protocol.md 2.2
+    struct Limits
+    {
+        HttpLimits http;
+        int maxConnections = 1024;
+        int maxConnectionsPerPeer = 128;
+    };
 
-    using UpgradeHandler = std::function<void(QTcpSocket *socket, const QByteArray &head)>;
+    ConnectionGate(HttpHandler *handler, const Limits &limits, QObject *parent = nullptr);
 
-    explicit ConnectionGate(UpgradeHandler onUpgrade, QObject *parent = nullptr);
+    int connectionCount() const { return m_open; }
+    const Limits &limits() const { return m_limits; }
+    // The address a connection is counted under: IPv4 as is, IPv6 by its /64 (one host's share).
+    static QByteArray peerKey(const QHostAddress &address);
 
 protected:
     void incomingConnection(qintptr handle) override;
 
 private:
-    void inspect(QTcpSocket *socket);
+    void release(const QByteArray &peer);
 
-    UpgradeHandler m_onUpgrade;
+    HttpHandler *m_handler; // not owned
+    Limits m_limits;
+    ByteBudget m_budget;
+    int m_open = 0;
+    QHash<QByteArray, int> m_perPeer;
+    LogThrottle m_refusedLog{10000};
 };
-
-// Small helpers over a raw HTTP/1.1 request head.
-namespace HttpHead {
-QByteArray header(const QByteArray &head, QByteArrayView name); // case-insensitive, trimmed
-QByteArray target(const QByteArray &head);                      // "/rpc?x=1"
-bool isWebSocketUpgrade(const QByteArray &head);
-} // namespace HttpHead
 
 } // namespace Sandbox::Engine

@@ -8,6 +8,8 @@
 #include <QLoggingCategory>
 #include <QWebSocket>
 
+#include <cmath>
+
 Q_LOGGING_CATEGORY(lcRpcSession, "sandboxd.rpc")
 
 namespace Sandbox::Engine {
@@ -20,12 +22,14 @@ struct RpcSession::Batch
 };
 
 RpcSession::RpcSession(QWebSocket *socket, QString keyId, Methods *methods, StreamHub *streams,
-                       QObject *parent)
+                       ByteBudget *queueBudget, LogThrottle *log, QObject *parent)
     : QObject(parent)
     , m_socket(socket)
     , m_keyId(std::move(keyId))
     , m_methods(methods)
     , m_streams(streams)
+    , m_queueBudget(queueBudget)
+    , m_log(log)
 {
     m_socket->setParent(this);
     // Up to twice the limit a message is read and answered -32006; beyond that the socket is
@@ -34,6 +38,15 @@ RpcSession::RpcSession(QWebSocket *socket, QString keyId, Methods *methods, Stre
     m_socket->setMaxAllowedIncomingFrameSize(2 * JsonRpc::MaxMessageBytes);
     connect(m_socket, &QWebSocket::textMessageReceived, this, &RpcSession::onText);
     connect(m_socket, &QWebSocket::binaryMessageReceived, this, &RpcSession::onBinary);
+    m_clock.start();
+    m_drainTimer.setSingleShot(true);
+    connect(&m_drainTimer, &QTimer::timeout, this, &RpcSession::drain);
+    connect(m_socket, &QWebSocket::bytesWritten, this, [this] {
+        if (m_waitingForWrites && m_socket->bytesToWrite() < PauseAtUnsentBytes) {
+            m_waitingForWrites = false;
+            drain();
+        }
+    });
     connect(m_socket, &QWebSocket::disconnected, this, [this] {
         m_streams->detach(this);
         deleteLater();
@@ -43,6 +56,7 @@ RpcSession::RpcSession(QWebSocket *socket, QString keyId, Methods *methods, Stre
 
 RpcSession::~RpcSession()
 {
+    m_queueBudget->give(m_queuedBytes);
     m_streams->detach(this);
 }
 
@@ -53,8 +67,36 @@ void RpcSession::close(int code, const QString &reason)
 
 void RpcSession::send(const QByteArray &text)
 {
-    if (m_socket->state() == QAbstractSocket::ConnectedState)
-        m_socket->sendTextMessage(QString::fromUtf8(text));
+    if (m_socket->state() != QAbstractSocket::ConnectedState)
+        return;
+    m_socket->sendTextMessage(QString::fromUtf8(text));
+    if (m_socket->bytesToWrite() > MaxUnsentBytes) {
+        // The client reads nothing (stream output keeps coming): drop it; streams can be resumed.
+        if (const int n = m_log->pass())
+            qCInfo(lcRpcSession) << "dropped" << n << "connection(s) of key" << m_keyId
+                                 << "holding over" << MaxUnsentBytes << "bytes of unread answers";
+        m_closing = true;
+        m_queue.clear();
+        m_queueBudget->give(m_queuedBytes);
+        m_queuedBytes = 0;
+        m_socket->abort();
+    }
+}
+
+void RpcSession::refuseAndClose(const QString &why)
+{
+    if (m_closing)
+        return;
+    m_closing = true;
+    m_queue.clear();
+    m_queueBudget->give(m_queuedBytes);
+    m_queuedBytes = 0;
+    if (const int n = m_log->pass())
+        qCInfo(lcRpcSession).noquote()
+            << "closed" << n << "connection(s) of key" << m_keyId << ":" << why;
+    m_socket->close(QWebSocketProtocol::CloseCodePolicyViolated, why);
+    // A client that does not answer the close frame is cut off.
+    QTimer::singleShot(2000, m_socket, [socket = m_socket] { socket->abort(); });
 }
 
 QString RpcSession::inFlightKey(const QJsonValue &id) const
@@ -62,7 +104,34 @@ QString RpcSession::inFlightKey(const QJsonValue &id) const
     return QString::fromUtf8(QJsonDocument(QJsonArray{id}).toJson(QJsonDocument::Compact));
 }
 
-void RpcSession::onBinary(const QByteArray &)
+void RpcSession::onBinary(const QByteArray &data)
+{
+    enqueue({data, true});
+}
+
+void RpcSession::onText(const QString &text)
+{
+    enqueue({text.toUtf8(), false});
+}
+
+void RpcSession::enqueue(Queued message)
+{
+    if (m_closing)
+        return;
+    if (m_queue.size() >= MaxQueuedMessages || m_queuedBytes + message.data.size() > MaxQueuedBytes)
+        return refuseAndClose(QStringLiteral("over %1 messages waiting: at most %2 per second are "
+                                             "taken")
+                                  .arg(MaxQueuedMessages)
+                                  .arg(MessagesPerSecond));
+    if (!m_queueBudget->take(message.data.size()))
+        return refuseAndClose(QStringLiteral("the engine holds too many waiting messages; retry"));
+    m_queuedBytes += message.data.size();
+    m_queue.enqueue(std::move(message));
+    if (!m_drainTimer.isActive() && !m_waitingForWrites)
+        m_drainTimer.start(0);
+}
+
+void RpcSession::refuseBinary()
 {
     send(JsonRpc::serialize(
         JsonRpc::errorObject(QJsonValue::Null,
@@ -72,12 +141,39 @@ void RpcSession::onBinary(const QByteArray &)
                                    {}})));
 }
 
-void RpcSession::onText(const QString &text)
+void RpcSession::drain()
 {
-    const JsonRpc::Incoming in = JsonRpc::parse(text.toUtf8());
+    const qint64 elapsed = m_clock.restart();
+    m_tokens = qMin<double>(MessageBurst, m_tokens + double(elapsed) * MessagesPerSecond / 1000);
+    // A few messages per turn of the event loop: other connections get theirs in between.
+    for (int n = 0; n < 16 && !m_queue.isEmpty() && m_tokens > 0 && !m_closing; ++n) {
+        if (m_socket->bytesToWrite() > PauseAtUnsentBytes) {
+            m_waitingForWrites = true; // bytesWritten resumes
+            return;
+        }
+        const Queued message = m_queue.dequeue();
+        m_queuedBytes -= message.data.size();
+        m_queueBudget->give(message.data.size());
+        if (message.binary) {
+            refuseBinary();
+            m_tokens -= 1;
+        } else {
+            m_tokens -= process(message.data);
+        }
+    }
+    if (m_queue.isEmpty() || m_closing)
+        return;
+    const double missing = 1 - m_tokens;
+    m_drainTimer.start(missing > 0 ? int(std::ceil(missing * 1000 / MessagesPerSecond)) : 0);
+}
+
+int RpcSession::process(const QByteArray &text)
+{
+    const int bySize = int(text.size() / BytesPerMessage) + 1;
+    const JsonRpc::Incoming in = JsonRpc::parse(text);
     if (in.error) {
         send(JsonRpc::serialize(JsonRpc::errorObject(QJsonValue::Null, *in.error)));
-        return;
+        return bySize;
     }
     std::shared_ptr<Batch> batch;
     if (in.batch) {
@@ -91,6 +187,7 @@ void RpcSession::onText(const QString &text)
     }
     for (const JsonRpc::Message &m : in.messages)
         handle(m, batch);
+    return qMax(bySize, int(in.messages.size()));
 }
 
 void RpcSession::answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch)

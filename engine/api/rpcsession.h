@@ -2,9 +2,15 @@
 
 #include "protocol/jsonrpc.h"
 
+#include "bytebudget.h"
+#include "logthrottle.h"
+
+#include <QElapsedTimer>
 #include <QHash>
 #include <QJsonArray>
 #include <QObject>
+#include <QQueue>
+#include <QTimer>
 
 #include <functional>
 #include <memory>
@@ -18,15 +24,28 @@ class StreamHub;
 
 // One authenticated WebSocket at /rpc: JSON-RPC 2.0 per docs/protocol.md section 2, including
 // batches, limits, rpc.cancel and stream.resume. Deletes itself when the socket closes.
+// Messages wait in a bounded queue and are taken at a bounded rate, a few at a time, so that one
+// client cannot hold the event loop; a client that sends faster than that, or reads nothing of
+// its answers, is closed (1008) rather than buffered without end.
 class RpcSession final : public QObject
 {
     Q_OBJECT
 
 public:
     static constexpr int MaxInFlight = 256;
+    // docs/protocol.md 2.2
+    static constexpr int MaxQueuedMessages = 4096;
+    static constexpr qsizetype MaxQueuedBytes = 3 * JsonRpc::MaxMessageBytes;
+    static constexpr int MessagesPerSecond = 1000; // sustained; a burst may take MessageBurst
+    static constexpr int MessageBurst = 2000;
+    static constexpr qsizetype BytesPerMessage = 64 * 1024; // a big message counts as several
+    static constexpr qint64 PauseAtUnsentBytes = 16 * 1024 * 1024;
+    static constexpr qint64 MaxUnsentBytes = 64 * 1024 * 1024;
 
+    // `queueBudget` bounds the bytes waiting in every session's queue together; `log` is shared
+    // by every session too.
     RpcSession(QWebSocket *socket, QString keyId, Methods *methods, StreamHub *streams,
-               QObject *parent = nullptr);
+               ByteBudget *queueBudget, LogThrottle *log, QObject *parent = nullptr);
     ~RpcSession() override;
 
     const QString &keyId() const { return m_keyId; }
@@ -34,8 +53,18 @@ public:
 
 private:
     struct Batch;
+    struct Queued
+    {
+        QByteArray data;
+        bool binary = false;
+    };
     void onText(const QString &text);
     void onBinary(const QByteArray &data);
+    void enqueue(Queued message);
+    void refuseBinary();
+    void drain();
+    int process(const QByteArray &text); // answers what it cost, in messages
+    void refuseAndClose(const QString &why);
     void handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> &batch);
     void answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch);
     void send(const QByteArray &text);
@@ -43,10 +72,19 @@ private:
 
     QWebSocket *m_socket; // owned
     QString m_keyId;
-    Methods *m_methods;   // not owned
-    StreamHub *m_streams; // not owned
+    Methods *m_methods;        // not owned
+    StreamHub *m_streams;      // not owned
+    ByteBudget *m_queueBudget; // not owned
+    LogThrottle *m_log;        // not owned
     // Requests in flight by id (as JSON text): their cancel functions.
     QHash<QString, std::shared_ptr<std::function<void()>>> m_inFlight;
+    QQueue<Queued> m_queue;
+    qsizetype m_queuedBytes = 0;
+    double m_tokens = MessageBurst;
+    QElapsedTimer m_clock; // since the tokens were last refilled
+    QTimer m_drainTimer;
+    bool m_waitingForWrites = false;
+    bool m_closing = false;
 };
 
 } // namespace Sandbox::Engine

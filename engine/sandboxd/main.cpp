@@ -21,9 +21,11 @@
 #include <QSocketNotifier>
 #include <QStandardPaths>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -90,6 +92,22 @@ void ensureKeyFile(KeyStore &keys, const QString &dataDir)
         die(QStringLiteral("cannot write %1: %2").arg(path, f.errorString()));
 }
 
+// Connections and sandboxes both take file descriptors: the soft limit goes as high as the hard
+// one allows (the engine polls, it never select()s), and the answer is what it is now.
+rlim_t raiseFileLimit()
+{
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
+        return 1024;
+    const rlim_t wanted = std::min<rlim_t>(limit.rlim_max, 65536);
+    if (limit.rlim_cur < wanted) {
+        limit.rlim_cur = wanted;
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+        ::getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    return limit.rlim_cur;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -152,11 +170,21 @@ int main(int argc, char **argv)
                      QStringLiteral(
                          "Where the agent CLIs are installed (default: next to the binary)."),
                      QStringLiteral("dir"));
+    const QCommandLineOption
+        maxConnectionsOpt(QStringLiteral("max-connections"),
+                          QStringLiteral("Open API connections in all, WebSockets included "
+                                         "(default 1024); more are answered 429."),
+                          QStringLiteral("n"), QStringLiteral("1024"));
+    const QCommandLineOption
+        maxPerAddressOpt(QStringLiteral("max-connections-per-address"),
+                         QStringLiteral("Open API connections from one address, an IPv6 /64 "
+                                        "counting as one (default 128)."),
+                         QStringLiteral("n"), QStringLiteral("128"));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"),
                                         QStringLiteral("Log debug messages."));
     cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt,
                     sleepAfterOpt, uidBaseOpt, isolationOpt, noDiskLimitOpt, agentsDirOpt,
-                    verboseOpt});
+                    maxConnectionsOpt, maxPerAddressOpt, verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -242,7 +270,21 @@ int main(int argc, char **argv)
     ApiServer server(&methods, &streams, &keys);
     QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
 
-    const auto url = server.listen(address, quint16(port));
+    ConnectionGate::Limits gateLimits;
+    bool maxOk = false, perAddressOk = false;
+    gateLimits.maxConnections = cli.value(maxConnectionsOpt).toInt(&maxOk);
+    gateLimits.maxConnectionsPerPeer = cli.value(maxPerAddressOpt).toInt(&perAddressOk);
+    if (!maxOk || !perAddressOk || gateLimits.maxConnections < 1
+        || gateLimits.maxConnectionsPerPeer < 1)
+        die(QStringLiteral("--max-connections and --max-connections-per-address want a number "
+                           "of 1 or more"));
+    const int fileRoom = int(std::min<rlim_t>(raiseFileLimit() / 2, 1 << 20));
+    if (gateLimits.maxConnections > fileRoom) {
+        std::fprintf(stderr, "sandboxd: at most %d connections (half the open-file limit)\n",
+                     fileRoom);
+        gateLimits.maxConnections = fileRoom;
+    }
+    const auto url = server.listen(address, quint16(port), gateLimits);
     if (!url)
         die(url.error().message);
 

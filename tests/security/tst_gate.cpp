@@ -1,0 +1,941 @@
+// The engine's front door under attack (docs/security.md 5.1): raw TCP clients against a real
+// sandboxd. Every flood runs with a /health probe on its own thread and connection, which prints
+// the latency and the engine's RSS before, during and after.
+#include "engineprocess.h"
+#include "testclient.h"
+
+#include <QCoreApplication>
+#include <QDeadlineTimer>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QHostAddress>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QMutex>
+#include <QRegularExpression>
+#include <QTcpSocket>
+#include <QTest>
+#include <QThread>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include <sys/resource.h>
+
+namespace {
+
+// docs/protocol.md 2.2
+constexpr int kHeadTimeoutMs = 10000;
+constexpr int kBodyIdleTimeoutMs = 10000;
+constexpr int kKeepAliveTimeoutMs = 15000;
+constexpr int kMaxConnections = 1024;
+constexpr int kMaxConnectionsPerPeer = 128;
+constexpr int kMaxWebSocketsPerKey = 64;
+constexpr qint64 kMaxBodyBytes = 16 * 1024 * 1024;
+constexpr qint64 kBodyBudgetBytes = 256 * 1024 * 1024;
+
+// How long each flood runs, at least, so that the /health probe samples it.
+constexpr int kFloodMs = 3000;
+
+// What the engine may keep for a flood it refuses. Body-sized growth is what the old code showed.
+constexpr qint64 kRefusedFloodRssSlackKb = 8 * 1024;
+
+// The /health latency bound of the issue is 100 ms. The machine is shared and loaded (2 cores,
+// up to 8 builds), so the median must hold it and the 95th percentile gets 3x for scheduling.
+constexpr double kHealthMedianMs = 100;
+constexpr double kHealthP95Ms = 300;
+
+qint64 rssKb(qint64 pid)
+{
+    QFile f(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!f.open(QIODevice::ReadOnly))
+        return 0;
+    static const QRegularExpression re(QStringLiteral("VmRSS:\\s+(\\d+)"));
+    return re.match(QString::fromLatin1(f.readAll())).captured(1).toLongLong();
+}
+
+QHostAddress loopback(int n)
+{
+    return QHostAddress(QStringLiteral("127.0.0.%1").arg(n));
+}
+
+// A connection from 127.0.0.PEER: each loopback address is its own peer for the engine's caps.
+std::unique_ptr<QTcpSocket> connectFrom(const QUrl &url, int peer)
+{
+    auto s = std::make_unique<QTcpSocket>();
+    if (!s->bind(loopback(peer), 0))
+        return {};
+    s->connectToHost(QHostAddress(url.host()), quint16(url.port()));
+    if (!s->waitForConnected(5000))
+        return {};
+    return s;
+}
+
+// Blocking waits on the test's own sockets must not starve the engine's log pipe (EngineProcess
+// drains it from the main thread's event loop): the main thread keeps its events moving.
+void pump()
+{
+    if (QThread::currentThread() == QCoreApplication::instance()->thread())
+        QCoreApplication::processEvents();
+}
+
+int statusOf(const QByteArray &response)
+{
+    if (!response.startsWith("HTTP/1.1 "))
+        return 0;
+    return response.mid(9, 3).toInt();
+}
+
+// The bytes of one whole response (head and Content-Length body), or empty while incomplete.
+QByteArray takeResponse(QByteArray &buffer)
+{
+    const qsizetype end = buffer.indexOf("\r\n\r\n");
+    if (end < 0)
+        return {};
+    static const QRegularExpression lengthRe(QStringLiteral("(?i)\r\ncontent-length:\\s*(\\d+)"));
+    const auto m = lengthRe.match(QString::fromLatin1(buffer.left(end + 2)));
+    const qsizetype total = end + 4 + (m.hasMatch() ? m.captured(1).toLongLong() : 0);
+    if (buffer.size() < total)
+        return {};
+    const QByteArray response = buffer.left(total);
+    buffer.remove(0, total);
+    return response;
+}
+
+// Waits for one response or the end of the connection; answers what came.
+QByteArray readResponse(QTcpSocket &s, int timeoutMs)
+{
+    QByteArray buffer;
+    QDeadlineTimer deadline(timeoutMs);
+    while (!deadline.hasExpired()) {
+        buffer += s.readAll();
+        QByteArray copy = buffer;
+        const QByteArray r = takeResponse(copy);
+        if (!r.isEmpty())
+            return r;
+        if (s.state() != QAbstractSocket::ConnectedState)
+            break;
+        pump();
+        s.waitForReadyRead(int(qBound<qint64>(1, deadline.remainingTime(), qint64(20))));
+    }
+    return buffer + s.readAll();
+}
+
+QByteArray chunk(const QByteArray &data)
+{
+    return QByteArray::number(data.size(), 16) + "\r\n" + data + "\r\n";
+}
+
+// A WebSocket frame from a client: masked (with a zero key, which leaves the payload as is).
+QByteArray clientFrame(quint8 opcode, const QByteArray &payload)
+{
+    QByteArray f;
+    f.append(char(0x80 | opcode));
+    const qsizetype n = payload.size();
+    if (n < 126) {
+        f.append(char(0x80 | n));
+    } else if (n < 65536) {
+        f.append(char(0x80 | 126));
+        f.append(char(n >> 8));
+        f.append(char(n & 0xff));
+    } else {
+        f.append(char(0x80 | 127));
+        for (int i = 7; i >= 0; --i)
+            f.append(char((quint64(n) >> (8 * i)) & 0xff));
+    }
+    f.append(QByteArray(4, '\0'));
+    return f + payload;
+}
+
+// The close code of the close frame that ends what a server sent, or -1.
+int closeCodeAtEnd(const QByteArray &received)
+{
+    // A server's close frame: 0x88, an unmasked length under 126, the code, a short reason.
+    for (qsizetype i = received.size() - 4; i >= 0 && i >= received.size() - 130; --i) {
+        if (quint8(received[i]) == 0x88 && quint8(received[i + 1]) < 126
+            && i + 2 + quint8(received[i + 1]) == received.size() && quint8(received[i + 1]) >= 2)
+            return (quint8(received[i + 2]) << 8) | quint8(received[i + 3]);
+    }
+    return -1;
+}
+
+QByteArray upgradeHead(const QByteArray &authorization)
+{
+    return "GET /rpc HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+           + (authorization.isEmpty() ? QByteArray() : "Authorization: " + authorization + "\r\n")
+           + "\r\n";
+}
+
+// GET /health over one kept-alive connection, every 50 ms, on its own thread: the latency of each
+// answer and the engine's RSS at each sample.
+class HealthProbe final
+{
+public:
+    struct Figures
+    {
+        int samples = 0;
+        int failures = 0;
+        double p50 = 0, p95 = 0, max = 0;
+        qint64 rssBeforeKb = 0, rssMaxKb = 0, rssAfterKb = 0;
+    };
+
+    HealthProbe(const QUrl &url, qint64 pid)
+        : m_url(url)
+        , m_pid(pid)
+    {}
+    ~HealthProbe() { stop(); }
+
+    void start()
+    {
+        m_rssBeforeKb = rssKb(m_pid);
+        m_rssMaxKb = m_rssBeforeKb;
+        m_stop = false;
+        m_thread.reset(QThread::create([this] { run(); }));
+        m_thread->start();
+    }
+
+    Figures stop()
+    {
+        if (m_thread) {
+            m_stop = true;
+            m_thread->wait();
+            m_thread.reset();
+        }
+        QMutexLocker lock(&m_mutex);
+        Figures f;
+        std::vector<double> ms = m_ms;
+        std::sort(ms.begin(), ms.end());
+        f.samples = int(ms.size());
+        f.failures = m_failures;
+        if (!ms.empty()) {
+            f.p50 = ms[ms.size() / 2];
+            f.p95 = ms[std::min(ms.size() - 1, ms.size() * 95 / 100)];
+            f.max = ms.back();
+        }
+        f.rssBeforeKb = m_rssBeforeKb;
+        f.rssMaxKb = m_rssMaxKb;
+        f.rssAfterKb = rssKb(m_pid);
+        return f;
+    }
+
+private:
+    void run()
+    {
+        std::unique_ptr<QTcpSocket> s;
+        while (!m_stop) {
+            if (!s || s->state() != QAbstractSocket::ConnectedState)
+                s = connectFrom(m_url, 250);
+            QElapsedTimer t;
+            t.start();
+            bool ok = false;
+            if (s) {
+                s->write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+                s->flush();
+                ok = statusOf(readResponse(*s, 5000)) == 200;
+            }
+            const double ms = double(t.nsecsElapsed()) / 1e6;
+            const qint64 rss = rssKb(m_pid);
+            {
+                QMutexLocker lock(&m_mutex);
+                if (ok)
+                    m_ms.push_back(ms);
+                else
+                    ++m_failures;
+                m_rssMaxKb = std::max(m_rssMaxKb, rss);
+            }
+            QThread::msleep(50);
+        }
+    }
+
+    QUrl m_url;
+    qint64 m_pid;
+    std::unique_ptr<QThread> m_thread;
+    std::atomic<bool> m_stop{false};
+    QMutex m_mutex;
+    std::vector<double> m_ms;
+    int m_failures = 0;
+    qint64 m_rssBeforeKb = 0, m_rssMaxKb = 0;
+};
+
+} // namespace
+
+class tst_Gate : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+    void init();
+    void cleanup();
+
+    void unauthenticatedBodiesAreNeverRead_data();
+    void unauthenticatedBodiesAreNeverRead();
+    void unauthenticatedChunkedFloodOf300MiB();
+    void oversizeChunkedBodyIsRefusedAsItArrives();
+    void ambiguousHeadsAreRefused_data();
+    void ambiguousHeadsAreRefused();
+    void stalledAndSlowConnectionsAreClosed();
+    void connectionsAreCappedPerPeerAndInTotal();
+    void bodiesHeldAtOnceAreBounded();
+    void webSocketUpgradeFloods();
+    void webSocketMessageFloodIsBounded();
+
+private:
+    // Drives a body after a head on a fresh connection until the engine answers or `total` bytes
+    // went out; answers the response and how many body bytes were sent before it came.
+    QByteArray pushBody(QTcpSocket &s, qint64 total, bool chunked, qint64 *sentBeforeAnswer);
+    void checkHealth(const char *flood, const HealthProbe::Figures &f);
+
+    EngineProcess m_engine;
+    RpcTestClient m_rpc;
+    QString m_id; // a running agent sandbox, created with GREETING and TMPDIR
+    HealthProbe::Figures m_idle;
+    std::unique_ptr<HealthProbe> m_probe;
+};
+
+void tst_Gate::initTestCase()
+{
+    // The test holds over a thousand sockets at once.
+    rlimit nofile{};
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    nofile.rlim_cur = std::min<rlim_t>(nofile.rlim_max, 8192);
+    setrlimit(RLIMIT_NOFILE, &nofile);
+
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
+    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+    const QJsonObject created
+        = m_rpc.result(QStringLiteral("agents.create"),
+                       {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                        {QStringLiteral("size"), QStringLiteral("lite")},
+                        {QStringLiteral("env"),
+                         QJsonObject{{QStringLiteral("GREETING"), QStringLiteral("hi")},
+                                     {QStringLiteral("TMPDIR"), QStringLiteral("/tmp")}}}});
+    m_id = created.value(QStringLiteral("id")).toString();
+    QVERIFY2(!m_id.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+
+    HealthProbe idle(m_engine.url(), m_engine.pid());
+    idle.start();
+    QTest::qWait(2000);
+    m_idle = idle.stop();
+    std::printf("GATE idle baseline: /health p50 %.1f ms, p95 %.1f ms, max %.1f ms (n=%d); "
+                "engine RSS %lld KiB\n",
+                m_idle.p50, m_idle.p95, m_idle.max, m_idle.samples, m_idle.rssBeforeKb);
+}
+
+void tst_Gate::cleanupTestCase()
+{
+    m_engine.terminate();
+}
+
+void tst_Gate::init()
+{
+    m_probe = std::make_unique<HealthProbe>(m_engine.url(), m_engine.pid());
+    m_probe->start();
+}
+
+void tst_Gate::cleanup()
+{
+    if (m_probe)
+        m_probe->stop();
+    m_probe.reset();
+}
+
+void tst_Gate::checkHealth(const char *flood, const HealthProbe::Figures &f)
+{
+    std::printf("GATE %-40s /health p50 %6.1f ms  p95 %6.1f ms  max %7.1f ms (n=%d, failed %d) | "
+                "idle p50 %.1f ms p95 %.1f ms | RSS before %lld KiB, during max %lld KiB (+%lld), "
+                "after %lld KiB\n",
+                flood, f.p50, f.p95, f.max, f.samples, f.failures, m_idle.p50, m_idle.p95,
+                f.rssBeforeKb, f.rssMaxKb, f.rssMaxKb - f.rssBeforeKb, f.rssAfterKb);
+    std::fflush(stdout);
+    QVERIFY2(f.samples >= 3, "the probe got too few answers");
+    QCOMPARE(f.failures, 0);
+    QVERIFY2(f.p50 <= kHealthMedianMs, qPrintable(QStringLiteral("median %1 ms").arg(f.p50)));
+    QVERIFY2(f.p95 <= kHealthP95Ms, qPrintable(QStringLiteral("p95 %1 ms").arg(f.p95)));
+}
+
+QByteArray tst_Gate::pushBody(QTcpSocket &s, qint64 total, bool chunked, qint64 *sentBeforeAnswer)
+{
+    const QByteArray piece(64 * 1024, 'x');
+    QByteArray answer;
+    qint64 sent = 0;
+    *sentBeforeAnswer = -1;
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 60000) {
+        answer += s.readAll();
+        if (statusOf(answer) != 0) {
+            *sentBeforeAnswer = sent;
+            break;
+        }
+        if (s.state() != QAbstractSocket::ConnectedState)
+            break;
+        if (sent < total && s.bytesToWrite() < 1024 * 1024) {
+            const QByteArray data = piece.left(qMin<qint64>(piece.size(), total - sent));
+            s.write(chunked ? chunk(data) : data);
+            sent += data.size();
+            if (sent == total && chunked)
+                s.write("0\r\n\r\n");
+        }
+        pump();
+        s.waitForBytesWritten(0);
+        s.waitForReadyRead(sent < total ? 1 : 20);
+    }
+    answer += readResponse(s, 2000);
+    return answer;
+}
+
+void tst_Gate::unauthenticatedBodiesAreNeverRead_data()
+{
+    QTest::addColumn<QByteArray>("head");
+    QTest::addColumn<qint64>("bodyBytes");
+    QTest::addColumn<bool>("chunked");
+
+    // Attack 6 of issue 9: 300 MiB sent without a key grew the engine by 300 MiB before its 401.
+    // (The first row runs on a fresh engine: memory a flood made the engine take stays taken.)
+    QTest::newRow("16 MiB Content-Length without a key")
+        << QByteArray("POST /api/agents HTTP/1.1\r\nHost: x\r\nContent-Length: 16777216\r\n\r\n")
+        << kMaxBodyBytes << false;
+    QTest::newRow("chunked POST without a key")
+        << QByteArray("POST /api/agents HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                      "Content-Type: application/json\r\n\r\n")
+        << qint64(64 * 1024 * 1024) << true;
+    QTest::newRow("chunked PUT with a wrong key")
+        << QByteArray("PUT /api/agents/sb_x/files/content?path=a HTTP/1.1\r\nHost: x\r\n"
+                      "Authorization: Bearer sk_wrong\r\nTransfer-Encoding: chunked\r\n\r\n")
+        << qint64(64 * 1024 * 1024) << true;
+}
+
+void tst_Gate::unauthenticatedBodiesAreNeverRead()
+{
+    QFETCH(QByteArray, head);
+    QFETCH(qint64, bodyBytes);
+    QFETCH(bool, chunked);
+
+    // The attack again and again, on new connections, for a while: a flood, not one request.
+    QElapsedTimer t;
+    t.start();
+    int attempts = 0;
+    qint64 mostSent = 0;
+    while (t.elapsed() < kFloodMs) {
+        auto s = connectFrom(m_engine.url(), 10);
+        QVERIFY(s);
+        s->write(head);
+        qint64 sentBeforeAnswer = -1;
+        const QByteArray answer = pushBody(*s, bodyBytes, chunked, &sentBeforeAnswer);
+        ++attempts;
+        mostSent = qMax(mostSent, sentBeforeAnswer);
+        QVERIFY2(statusOf(answer) == 401, answer.left(200).constData());
+        QVERIFY(answer.contains("-32001"));
+        QVERIFY(answer.contains("WWW-Authenticate: Bearer"));
+        if (chunked)
+            QVERIFY2(sentBeforeAnswer >= 0 && sentBeforeAnswer < bodyBytes,
+                     "the engine answered only once the whole body was in");
+    }
+    const HealthProbe::Figures f = m_probe->stop();
+    checkHealth(QTest::currentDataTag(), f);
+    std::printf("GATE   %d attempts answered 401; at most %lld of %lld body bytes had gone out\n",
+                attempts, mostSent, bodyBytes);
+    QVERIFY2(f.rssMaxKb - f.rssBeforeKb < kRefusedFloodRssSlackKb,
+             qPrintable(QStringLiteral("the engine grew by %1 KiB while refusing the body")
+                            .arg(f.rssMaxKb - f.rssBeforeKb)));
+}
+
+void tst_Gate::unauthenticatedChunkedFloodOf300MiB()
+{
+    // Attack 6 as the issue ran it: 300 MiB of chunked body with no Authorization header, the
+    // client writing on whatever the engine answers, on a new connection whenever one is closed.
+    // Before the fix all of it went into one connection and into the engine's memory (+300 MiB).
+    const QByteArray head = "POST /api/agents HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                            "Content-Type: application/json\r\n\r\n";
+    const QByteArray piece = chunk(QByteArray(64 * 1024, 'x'));
+    const qint64 goal = 300LL * 1024 * 1024;
+    qint64 sent = 0;
+    int connections = 0, unauthorized = 0, otherAnswers = 0;
+    QElapsedTimer t;
+    t.start();
+    // At least 300 MiB, and for at least kFloodMs, so that the probe samples it.
+    const auto more = [&](qint64 bytes) {
+        return (bytes < goal || t.elapsed() < kFloodMs) && t.elapsed() < 120000;
+    };
+    while (more(sent)) {
+        auto s = connectFrom(m_engine.url(), 12);
+        QVERIFY(s);
+        ++connections;
+        qint64 flushed = 0;
+        connect(s.get(), &QTcpSocket::bytesWritten, s.get(), [&flushed](qint64 n) { flushed += n; });
+        s->write(head);
+        QByteArray answer;
+        while (s->state() == QAbstractSocket::ConnectedState && more(sent + flushed)) {
+            if (s->bytesToWrite() < 1024 * 1024)
+                s->write(piece);
+            pump();
+            s->waitForBytesWritten(10);
+            answer += s->readAll();
+        }
+        answer += s->readAll();
+        sent += flushed;
+        if (statusOf(answer) == 401)
+            ++unauthorized;
+        else if (statusOf(answer) != 0)
+            ++otherAnswers;
+    }
+    const HealthProbe::Figures f = m_probe->stop();
+    checkHealth("300 MiB of chunked body without a key", f);
+    std::printf(
+        "GATE   %lld MiB sent on %d connection(s) in %lld ms; %d answered 401, %d otherwise\n",
+        sent / (1024 * 1024), connections, t.elapsed(), unauthorized, otherAnswers);
+    QVERIFY2(sent >= goal, "the flood did not get its 300 MiB out in time");
+    QVERIFY2(f.rssMaxKb - f.rssBeforeKb < 16 * 1024,
+             qPrintable(QStringLiteral("the engine grew by %1 KiB while 300 MiB without a key came")
+                            .arg(f.rssMaxKb - f.rssBeforeKb)));
+    QVERIFY(unauthorized > 0);
+    QCOMPARE(otherAnswers, 0);
+}
+
+void tst_Gate::oversizeChunkedBodyIsRefusedAsItArrives()
+{
+    const QByteArray head = "PUT /api/agents/" + m_id.toLatin1()
+                            + "/files/content?path=big.bin HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                              "Bearer "
+                            + m_engine.key().toLatin1() + "\r\nTransfer-Encoding: chunked\r\n\r\n";
+    const qint64 total = 64 * 1024 * 1024;
+    QElapsedTimer t;
+    t.start();
+    int attempts = 0;
+    qint64 mostSent = 0;
+    while (t.elapsed() < kFloodMs) {
+        auto s = connectFrom(m_engine.url(), 11);
+        QVERIFY(s);
+        s->write(head);
+        qint64 sentBeforeAnswer = -1;
+        const QByteArray answer = pushBody(*s, total, true, &sentBeforeAnswer);
+        ++attempts;
+        mostSent = qMax(mostSent, sentBeforeAnswer);
+        QVERIFY2(statusOf(answer) == 413, answer.left(200).constData());
+        QVERIFY(answer.contains("-32006"));
+        QVERIFY2(sentBeforeAnswer >= 0 && sentBeforeAnswer < total,
+                 "the engine answered only once the whole body was in");
+    }
+    const HealthProbe::Figures f = m_probe->stop();
+    checkHealth("64 MiB chunked PUTs with a key", f);
+    std::printf("GATE   %d attempts answered 413; at most %lld of %lld body bytes had gone out\n",
+                attempts, mostSent, total);
+    // It may hold one body of the limit at a time, never the whole flood.
+    QVERIFY2(f.rssMaxKb - f.rssBeforeKb < 2 * kMaxBodyBytes / 1024,
+             qPrintable(
+                 QStringLiteral("the engine grew by %1 KiB").arg(f.rssMaxKb - f.rssBeforeKb)));
+    // No file was written.
+    const QJsonObject stat = m_rpc.call(QStringLiteral("agents.stat"),
+                                        {{QStringLiteral("id"), m_id},
+                                         {QStringLiteral("path"), QStringLiteral("big.bin")}});
+    QCOMPARE(stat.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32002);
+}
+
+void tst_Gate::ambiguousHeadsAreRefused_data()
+{
+    QTest::addColumn<QByteArray>("head");
+    QTest::addColumn<int>("status");
+    // Heads that two HTTP parsers could read two ways (request smuggling), or that no client sends.
+    const QByteArray key = "Authorization: Bearer KEY\r\n";
+    QTest::newRow("Content-Length and Transfer-Encoding")
+        << "POST /api/agents HTTP/1.1\r\n" + key
+               + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        << 400;
+    QTest::newRow("two Content-Lengths")
+        << "POST /api/agents HTTP/1.1\r\n" + key
+               + "Content-Length: 2\r\nContent-Length: 20\r\n\r\n{}"
+        << 400;
+    QTest::newRow("a signed Content-Length")
+        << "POST /api/agents HTTP/1.1\r\n" + key + "Content-Length: +2\r\n\r\n{}" << 400;
+    QTest::newRow("Transfer-Encoding other than chunked")
+        << "POST /api/agents HTTP/1.1\r\n" + key
+               + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"
+        << 501;
+    QTest::newRow("a bare LF ending a header line")
+        << "GET /api/agents HTTP/1.1\r\n" + key + "X-A: 1\nX-B: 2\r\n\r\n"
+        << 400;
+    QTest::newRow("a folded header line")
+        << "GET /api/agents HTTP/1.1\r\n" + key + "X-A: 1\r\n 2\r\n\r\n"
+        << 400;
+    QTest::newRow("a space before the colon")
+        << "GET /api/agents HTTP/1.1\r\n" + key + "Content-Length : 0\r\n\r\n"
+        << 400;
+    QTest::newRow("HTTP/2.0 in the request line") << "GET /api/agents HTTP/2.0\r\n" + key + "\r\n"
+                                                  << 505;
+    QTest::newRow("an absolute-form target")
+        << "GET http://evil/api/agents HTTP/1.1\r\n" + key + "\r\n"
+        << 400;
+    QTest::newRow("a head of 20 KiB") << "GET /api/agents HTTP/1.1\r\n" + key
+                                             + "X-Big: " + QByteArray(20 * 1024, 'a') + "\r\n\r\n"
+                                      << 431;
+    QByteArray many = "GET /api/agents HTTP/1.1\r\n" + key;
+    for (int i = 0; i < 120; ++i)
+        many += "X-" + QByteArray::number(i) + ": 1\r\n";
+    QTest::newRow("120 header lines") << many + "\r\n" << 431;
+}
+
+void tst_Gate::ambiguousHeadsAreRefused()
+{
+    QFETCH(QByteArray, head);
+    QFETCH(int, status);
+    auto s = connectFrom(m_engine.url(), 15);
+    QVERIFY(s);
+    s->write(head.replace("KEY", m_engine.key().toLatin1()));
+    const QByteArray answer = readResponse(*s, 5000);
+    QVERIFY2(statusOf(answer) == status, answer.left(300).constData());
+    QVERIFY(answer.contains("Connection: close"));
+    // And the connection ends: nothing after an ambiguous head is read as a request.
+    QDeadlineTimer deadline(5000);
+    while (s->state() == QAbstractSocket::ConnectedState && !deadline.hasExpired()) {
+        pump();
+        s->waitForReadyRead(20);
+        s->readAll();
+    }
+    QVERIFY(s->state() != QAbstractSocket::ConnectedState);
+}
+
+void tst_Gate::stalledAndSlowConnectionsAreClosed()
+{
+    struct Case
+    {
+        const char *name;
+        int expectedMs;                // when the engine closes it, counted from `since`
+        std::unique_ptr<QTcpSocket> s; // from its own peer address
+        QByteArray trickle;            // sent one byte per 500 ms
+        QElapsedTimer since;
+        qint64 closedAfterMs = -1;
+        QByteArray received;
+    };
+    const QByteArray key = m_engine.key().toLatin1();
+    std::vector<Case> cases;
+    const auto add = [&](const char *name, int expectedMs, const QByteArray &first,
+                         const QByteArray &trickle) {
+        Case c{name, expectedMs, connectFrom(m_engine.url(), 20 + int(cases.size())), trickle, {},
+               -1,   {}};
+        if (c.s && !first.isEmpty()) {
+            c.s->write(first);
+            c.s->flush();
+        }
+        c.since.start();
+        cases.push_back(std::move(c));
+    };
+    add("a connection that sends nothing", kHeadTimeoutMs, {}, {});
+    add("a head trickled a byte per 500 ms", kHeadTimeoutMs, {},
+        "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + QByteArray(100, 'a'));
+    add("Content-Length: 100 and no body", kBodyIdleTimeoutMs,
+        "POST /api/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key
+            + "\r\nContent-Length: 100\r\n\r\n{\"type\":",
+        {});
+    add("a chunked body that stops", kBodyIdleTimeoutMs,
+        "POST /api/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key
+            + "\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk("{\"type\":"),
+        {});
+    add("a body trickled a byte per 500 ms", 120000,
+        "POST /api/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key
+            + "\r\nContent-Length: 100000\r\n\r\n",
+        QByteArray(100000, ' '));
+    add("a kept-alive connection left idle", kKeepAliveTimeoutMs,
+        "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", {});
+    add("a second head trickled on a kept-alive connection", kHeadTimeoutMs,
+        "GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + QByteArray(100, 'a'));
+    for (const Case &c : cases)
+        QVERIFY(c.s);
+    // The trickled body is bounded by its total time, too long to wait for here: it is only
+    // checked to be still open (and served) while the others are closed.
+    Case &trickledBody = cases[4];
+
+    QElapsedTimer t;
+    t.start();
+    qint64 nextTrickle = 0;
+    const auto allDone = [&] {
+        for (const Case &c : cases) {
+            if (&c != &trickledBody && c.closedAfterMs < 0)
+                return false;
+        }
+        return true;
+    };
+    while (!allDone() && t.elapsed() < kKeepAliveTimeoutMs + 10000) {
+        if (t.elapsed() >= nextTrickle) {
+            nextTrickle += 500;
+            for (Case &c : cases) {
+                if (c.closedAfterMs < 0 && !c.trickle.isEmpty()) {
+                    c.s->write(c.trickle.left(1));
+                    c.trickle.remove(0, 1);
+                    c.s->flush();
+                }
+            }
+        }
+        for (Case &c : cases) {
+            if (c.closedAfterMs >= 0)
+                continue;
+            c.s->waitForReadyRead(1);
+            c.received += c.s->readAll();
+            if (c.s->state() != QAbstractSocket::ConnectedState)
+                c.closedAfterMs = c.since.elapsed();
+        }
+        QTest::qWait(20);
+    }
+    const HealthProbe::Figures f = m_probe->stop();
+    checkHealth("7 stalled and slow connections", f);
+    for (const Case &c : cases) {
+        std::printf("GATE   %-52s closed after %6lld ms (expected %d ms); got %s\n", c.name,
+                    c.closedAfterMs, c.expectedMs,
+                    c.received.left(c.received.indexOf("\r\n")).constData());
+    }
+    for (const Case &c : cases) {
+        if (&c == &trickledBody) {
+            QVERIFY2(c.closedAfterMs < 0, "a slow but moving body was cut off");
+            continue;
+        }
+        QVERIFY2(c.closedAfterMs >= 0, qPrintable(QStringLiteral("%1: still open after %2 ms")
+                                                      .arg(QLatin1String(c.name))
+                                                      .arg(t.elapsed())));
+        // Not before its deadline (a legitimate slow client gets the whole time), and soon after.
+        QVERIFY2(c.closedAfterMs >= c.expectedMs - 1000 && c.closedAfterMs <= c.expectedMs + 5000,
+                 c.name);
+    }
+    // The body timeouts are answered 408 (the client learns why); the silent ones are just closed.
+    QVERIFY2(cases[2].received.contains("HTTP/1.1 408"), cases[2].received.constData());
+    QVERIFY2(cases[3].received.contains("HTTP/1.1 408"), cases[3].received.constData());
+}
+
+void tst_Gate::connectionsAreCappedPerPeerAndInTotal()
+{
+    const QUrl url = m_engine.url();
+    // Per peer: the connections over the cap are answered 429 at once and closed.
+    std::vector<std::unique_ptr<QTcpSocket>> held;
+    for (int i = 0; i < kMaxConnectionsPerPeer + 8; ++i) {
+        auto s = connectFrom(url, 30);
+        QVERIFY(s);
+        held.push_back(std::move(s));
+    }
+    QTest::qWait(1000);
+    int refused = 0;
+    for (auto &s : held) {
+        s->waitForReadyRead(1);
+        const QByteArray r = s->readAll();
+        if (!r.isEmpty()) {
+            QCOMPARE(statusOf(r), 429);
+            QVERIFY(r.contains("-32003"));
+            QVERIFY(r.contains("Retry-After:"));
+            ++refused;
+        }
+    }
+    std::printf("GATE   %d connections from one address: %d refused\n", int(held.size()), refused);
+    QCOMPARE(refused, 8);
+    // Another address is served meanwhile.
+    {
+        auto other = connectFrom(url, 31);
+        QVERIFY(other);
+        other->write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+        QCOMPARE(statusOf(readResponse(*other, 5000)), 200);
+    }
+
+    // In total: addresses under their own cap fill the engine's. Open besides: the ones held from
+    // one address, the probe's and the RPC client's.
+    const int open = kMaxConnectionsPerPeer + 2;
+    std::vector<std::unique_ptr<QTcpSocket>> total;
+    const int extra = 16;
+    int peer = 32;
+    while (open + int(total.size()) < kMaxConnections + extra) {
+        for (int i = 0; i < 100 && open + int(total.size()) < kMaxConnections + extra; ++i) {
+            auto s = connectFrom(url, peer);
+            QVERIFY(s);
+            total.push_back(std::move(s));
+        }
+        ++peer;
+    }
+    QTest::qWait(1000);
+    int refusedTotal = 0;
+    for (auto &s : total) {
+        s->waitForReadyRead(1);
+        const QByteArray r = s->readAll();
+        if (!r.isEmpty()) {
+            QCOMPARE(statusOf(r), 429);
+            ++refusedTotal;
+        }
+    }
+    const HealthProbe::Figures f = m_probe->stop();
+    checkHealth("over 1 000 idle connections", f);
+    std::printf("GATE   %d more connections from %d addresses: %d refused\n", int(total.size()),
+                peer - 32, refusedTotal);
+    // Exactly the extra ones, give or take a connection of an earlier test still closing.
+    QVERIFY2(refusedTotal >= extra && refusedTotal <= extra + 4,
+             qPrintable(QString::number(refusedTotal)));
+
+    // Once they go, the engine serves again from the same address.
+    held.clear();
+    total.clear();
+    QTest::qWait(500);
+    auto again = connectFrom(url, 30);
+    QVERIFY(again);
+    again->write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    QCOMPARE(statusOf(readResponse(*again, 5000)), 200);
+}
+
+void tst_Gate::bodiesHeldAtOnceAreBounded()
+{
+    // Bodies announced by their heads reserve their size: the engine never promises more memory
+    // to request bodies than its budget (256 MiB), however many keyed clients upload at once.
+    const QByteArray head = "PUT /api/agents/" + m_id.toLatin1()
+                            + "/files/content?path=up.bin HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                              "Bearer "
+                            + m_engine.key().toLatin1() + "\r\nContent-Length: "
+                            + QByteArray::number(kMaxBodyBytes) + "\r\n\r\n";
+    std::vector<std::unique_ptr<QTcpSocket>> uploads;
+    for (int i = 0; i < kBodyBudgetBytes / kMaxBodyBytes + 1; ++i) {
+        auto s = connectFrom(m_engine.url(), 70 + i % 4);
+        QVERIFY(s);
+        s->write(head + QByteArray(1024, 'x'));
+        s->flush();
+        uploads.push_back(std::move(s));
+        QTest::qWait(20); // in order
+    }
+    const QByteArray refused = readResponse(*uploads.back(), 5000);
+    for (std::size_t i = 0; i + 1 < uploads.size(); ++i) {
+        uploads[i]->waitForReadyRead(1);
+        QVERIFY2(uploads[i]->bytesAvailable() == 0, "an upload within the budget was answered");
+    }
+    const HealthProbe::Figures f = m_probe->stop();
+    checkHealth("16 uploads of 16 MiB begun at once", f);
+    QCOMPARE(statusOf(refused), 429);
+    QVERIFY(refused.contains("-32003"));
+    QVERIFY(refused.contains("Retry-After: 1"));
+    // One ends: its share is free again.
+    uploads.front()->abort();
+    QTest::qWait(200);
+    auto next = connectFrom(m_engine.url(), 74);
+    QVERIFY(next);
+    next->write(head);
+    next->waitForReadyRead(500);
+    QCOMPARE(next->bytesAvailable(), qint64(0));
+}
+
+void tst_Gate::webSocketUpgradeFloods()
+{
+    const QUrl url = m_engine.url();
+    // Upgrades without a key, 50 at a time, 2 000 and for a while: each is refused from its head.
+    int unauthorized = 0, attempts = 0;
+    QElapsedTimer t;
+    t.start();
+    while (attempts < 2000 || t.elapsed() < kFloodMs) {
+        attempts += 50;
+        std::vector<std::unique_ptr<QTcpSocket>> sockets;
+        for (int i = 0; i < 50; ++i) {
+            auto s = connectFrom(url, 50);
+            QVERIFY(s);
+            s->write(upgradeHead({}));
+            sockets.push_back(std::move(s));
+        }
+        for (auto &s : sockets)
+            unauthorized += statusOf(readResponse(*s, 5000)) == 401;
+    }
+    QCOMPARE(unauthorized, attempts);
+
+    // With a key: at most kMaxWebSocketsPerKey sessions per key; the next upgrade is refused.
+    const QJsonObject made = m_rpc.result(QStringLiteral("keys.create"),
+                                          {{QStringLiteral("name"), QStringLiteral("flood")}});
+    const QByteArray key = made.value(QStringLiteral("key")).toString().toLatin1();
+    QVERIFY(!key.isEmpty());
+    std::vector<std::unique_ptr<QTcpSocket>> sessions;
+    int upgraded = 0, refused = 0;
+    for (int i = 0; i < kMaxWebSocketsPerKey + 4; ++i) {
+        auto s = connectFrom(url, 51 + i % 2);
+        QVERIFY(s);
+        s->write(upgradeHead("Bearer " + key));
+        const QByteArray r = readResponse(*s, 5000);
+        if (statusOf(r) == 101) {
+            ++upgraded;
+        } else {
+            QCOMPARE(statusOf(r), 429);
+            QVERIFY(r.contains("-32003"));
+            ++refused;
+        }
+        sessions.push_back(std::move(s));
+    }
+    const HealthProbe::Figures f = m_probe->stop();
+    checkHealth("WebSocket upgrades, with a key and without", f);
+    std::printf("GATE   %d upgrades without a key refused; %d sessions for one key: %d upgraded, "
+                "%d refused\n",
+                attempts, kMaxWebSocketsPerKey + 4, upgraded, refused);
+    QCOMPARE(upgraded, kMaxWebSocketsPerKey);
+    QCOMPARE(refused, 4);
+    QVERIFY(f.rssMaxKb - f.rssBeforeKb < 32 * 1024);
+    // A session that ends frees its place.
+    sessions.front()->abort();
+    QTest::qWait(500);
+    auto s = connectFrom(url, 53);
+    QVERIFY(s);
+    s->write(upgradeHead("Bearer " + key));
+    QCOMPARE(statusOf(readResponse(*s, 5000)), 101);
+}
+
+void tst_Gate::webSocketMessageFloodIsBounded()
+{
+    // 20 000 requests in one burst, and no answer read until it is out: a client that floods. Again
+    // on a new WebSocket each time the engine closes one, for a while. (The burst fits in the
+    // kernel's buffers, so that the client has written it all before the engine closes; writing
+    // into a reset connection would lose what the engine said last.)
+    const int flood = 20000;
+    QByteArray burst;
+    for (int i = 0; i < flood; ++i)
+        burst += clientFrame(0x1, R"({"jsonrpc":"2.0","id":)" + QByteArray::number(i)
+                                      + R"(,"method":"sessions.current","params":{}})");
+    QElapsedTimer t;
+    t.start();
+    int floods = 0, mostAnswered = 0;
+    qint64 longestMs = 0;
+    while (t.elapsed() < kFloodMs) {
+        auto s = connectFrom(m_engine.url(), 60);
+        QVERIFY(s);
+        s->write(upgradeHead("Bearer " + m_engine.key().toLatin1()));
+        const QByteArray upgraded = readResponse(*s, 5000);
+        QVERIFY2(statusOf(upgraded) == 101, upgraded.constData());
+        QElapsedTimer one;
+        one.start();
+        s->write(burst);
+        while (s->bytesToWrite() > 0 && s->state() == QAbstractSocket::ConnectedState) {
+            pump();
+            s->waitForBytesWritten(20);
+        }
+        QByteArray received;
+        QDeadlineTimer deadline(30000);
+        while (s->state() == QAbstractSocket::ConnectedState && !deadline.hasExpired()) {
+            pump();
+            s->waitForReadyRead(20);
+            received += s->readAll();
+        }
+        received += s->readAll();
+        ++floods;
+        const int answered = int(received.count(R"("result":)"));
+        mostAnswered = qMax(mostAnswered, answered);
+        longestMs = qMax(longestMs, one.elapsed());
+        QVERIFY2(s->state() != QAbstractSocket::ConnectedState,
+                 "the engine kept taking requests it could not answer");
+        QVERIFY2(answered < flood, "the whole flood was answered");
+        const int closeCode = closeCodeAtEnd(received);
+        QVERIFY2(closeCode == 1008, qPrintable(QStringLiteral("close code %1; the end: %2")
+                                                   .arg(closeCode)
+                                                   .arg(QString::fromLatin1(received.right(80)))));
+    }
+    const HealthProbe::Figures f = m_probe->stop();
+    checkHealth("request floods on WebSockets", f);
+    std::printf(
+        "GATE   %d WebSockets flooded with %d requests each; each closed 1008 after at most "
+        "%d answers, within %lld ms\n",
+        floods, flood, mostAnswered, longestMs);
+    QVERIFY2(f.rssMaxKb - f.rssBeforeKb < 64 * 1024,
+             qPrintable(
+                 QStringLiteral("the engine grew by %1 KiB").arg(f.rssMaxKb - f.rssBeforeKb)));
+}
+
+QTEST_GUILESS_MAIN(tst_Gate)
+#include "tst_gate.moc"
