@@ -93,7 +93,7 @@ bool readRunOptions(Params &p, const QJsonObject &object, AgentRunOptions &o, qi
                  QStringLiteral("must be letters, digits, '_', '.' or '-'"));
     newSession = opt.optionalBool(QStringLiteral("newSession"), false);
     cwdGiven = opt.has(QStringLiteral("cwd"));
-    o.cwd = opt.optionalString(QStringLiteral("cwd"), QStringLiteral("/workspace"));
+    o.cwd = opt.optionalPath(QStringLiteral("cwd"), QStringLiteral("/workspace"));
     if (!o.cwd.startsWith(QLatin1String("/workspace")))
         o.cwd = QStringLiteral("/workspace/") + o.cwd;
     o.baseUrl = opt.optionalString(QStringLiteral("baseUrl"));
@@ -104,7 +104,7 @@ bool readRunOptions(Params &p, const QJsonObject &object, AgentRunOptions &o, qi
             || url.host().isEmpty())
             opt.fail(QStringLiteral("baseUrl"), QStringLiteral("must be an http or https URL"));
     }
-    o.env = opt.optionalStringMap(QStringLiteral("env"));
+    o.env = opt.optionalEnv(QStringLiteral("env"));
     p.merge(opt);
     return !p.failed();
 }
@@ -695,7 +695,7 @@ void AgentService::runOnRepo(const QJsonObject &params, const CallContext &ctx,
     Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
     const QString branch = o.optionalString(QStringLiteral("branch"));
     const bool shallow = o.optionalBool(QStringLiteral("shallow"), true);
-    QString path = o.optionalString(QStringLiteral("path"));
+    QString path = o.optionalPath(QStringLiteral("path"));
     p.merge(o);
     if (p.failed())
         return reply(p.error());

@@ -77,10 +77,10 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
                                                .arg(agentTypes().join(QStringLiteral(", "))));
         c.size = p.optionalChoice(QStringLiteral("size"), SandboxManager::sizes(),
                                   QStringLiteral("standard-1"));
-        c.env = p.optionalStringMap(QStringLiteral("env"));
+        c.env = p.optionalEnv(QStringLiteral("env"));
         c.network = p.optionalBool(QStringLiteral("network"), false);
         c.sleepAfterMs = p.optionalInteger(QStringLiteral("sleepAfter"), -1, 0, kMaxSleepAfterMs);
-        c.name = p.optionalString(QStringLiteral("name"));
+        c.name = p.optionalName(QStringLiteral("name"));
         if (p.failed())
             return reply(p.error());
         m_sandboxes->create(c, ctx.guard ? ctx.guard.data() : this, forward(reply));
@@ -143,21 +143,21 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
                      QStringLiteral("only an admin key can manage other keys"),
                      {}};
     };
-    add(QStringLiteral("keys.create"), [this, keyJson, notAdmin](const QJsonObject &params,
-                                                                 const CallContext &ctx,
-                                                                 const Reply &reply) {
-        if (!m_keys->isAdmin(ctx.keyId))
-            return reply(notAdmin());
-        Params p(params);
-        const QString name = p.optionalString(QStringLiteral("name"), QStringLiteral("unnamed"));
-        const bool admin = p.optionalBool(QStringLiteral("admin"), false);
-        if (p.failed())
-            return reply(p.error());
-        const auto k = m_keys->create(name, admin);
-        if (!k)
-            return reply(k.error());
-        reply(QJsonValue(keyJson(k.value())));
-    });
+    add(QStringLiteral("keys.create"),
+        [this, keyJson, notAdmin](const QJsonObject &params, const CallContext &ctx,
+                                  const Reply &reply) {
+            if (!m_keys->isAdmin(ctx.keyId))
+                return reply(notAdmin());
+            Params p(params);
+            const QString name = p.optionalName(QStringLiteral("name"), QStringLiteral("unnamed"));
+            const bool admin = p.optionalBool(QStringLiteral("admin"), false);
+            if (p.failed())
+                return reply(p.error());
+            const auto k = m_keys->create(name, admin);
+            if (!k)
+                return reply(k.error());
+            reply(QJsonValue(keyJson(k.value())));
+        });
     add(QStringLiteral("keys.list"),
         [this, keyJson](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
             const bool admin = m_keys->isAdmin(ctx.keyId);
@@ -289,23 +289,41 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
                         && std::all_of(argv.begin(), argv.end(), [](const QJsonValue &v) {
                                return v.isString() && !v.toString().contains(QChar(0));
                            });
+    // The kernel's own limits (one argument, the whole argv), so that the answer is a clear
+    // -32602 here rather than E2BIG inside the sandbox.
+    qsizetype argvBytes = 0, longestArgument = 0;
+    for (const QJsonValue &v : argv) {
+        const qsizetype n = v.toString().toUtf8().size();
+        longestArgument = qMax(longestArgument, n);
+        argvBytes += n + 1 + qsizetype(sizeof(char *));
+    }
+    if (command.isString())
+        longestArgument = command.toString().toUtf8().size();
     if (command.isString() && !command.toString().trimmed().isEmpty()
-        && !command.toString().contains(QChar(0)))
+        && !command.toString().contains(QChar(0)) && longestArgument <= Params::MaxArgumentBytes)
         request.insert(QStringLiteral("shell"), command);
-    else if (command.isArray() && argvOk && !argv.first().toString().isEmpty())
+    else if (command.isArray() && argvOk && !argv.first().toString().isEmpty()
+             && longestArgument <= Params::MaxArgumentBytes && argvBytes <= Params::MaxArgvBytes)
         request.insert(QStringLiteral("argv"), command);
+    else if (!p.failed() && longestArgument > Params::MaxArgumentBytes)
+        p.fail(QStringLiteral("command"),
+               QStringLiteral("one argument (or the shell command) must be at most %1 bytes")
+                   .arg(Params::MaxArgumentBytes));
+    else if (!p.failed() && argvBytes > Params::MaxArgvBytes)
+        p.fail(QStringLiteral("command"), QStringLiteral("argv must be at most %1 KiB in all")
+                                              .arg(Params::MaxArgvBytes / 1024));
     else if (!p.failed())
         p.fail(QStringLiteral("command"),
                QStringLiteral("must be a non-empty string or a non-empty array of strings"));
 
     Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
     request.insert(QStringLiteral("cwd"),
-                   o.optionalString(QStringLiteral("cwd"), QStringLiteral("/workspace")));
+                   o.optionalPath(QStringLiteral("cwd"), QStringLiteral("/workspace")));
     request.insert(QStringLiteral("timeoutMs"),
                    double(o.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1,
                                             kMaxTimeoutMs)));
     QJsonObject env;
-    const auto envMap = o.optionalStringMap(QStringLiteral("env"));
+    const auto envMap = o.optionalEnv(QStringLiteral("env"));
     for (auto it = envMap.cbegin(); it != envMap.cend(); ++it)
         env.insert(it.key(), it.value());
     request.insert(QStringLiteral("env"), env);
@@ -394,15 +412,15 @@ void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &
     QByteArray data;
     bool wantBase64 = false;
     if (op == QLatin1String("rename")) {
-        request.insert(QStringLiteral("from"), p.requiredString(QStringLiteral("from")));
-        request.insert(QStringLiteral("to"), p.requiredString(QStringLiteral("to")));
+        request.insert(QStringLiteral("from"), p.requiredPath(QStringLiteral("from")));
+        request.insert(QStringLiteral("to"), p.requiredPath(QStringLiteral("to")));
     } else if (op == QLatin1String("list")) {
         request.insert(QStringLiteral("path"),
-                       p.optionalString(QStringLiteral("path"), QStringLiteral("/workspace")));
+                       p.optionalPath(QStringLiteral("path"), QStringLiteral("/workspace")));
         request.insert(QStringLiteral("recursive"),
                        p.optionalBool(QStringLiteral("recursive"), false));
     } else {
-        request.insert(QStringLiteral("path"), p.requiredString(QStringLiteral("path")));
+        request.insert(QStringLiteral("path"), p.requiredPath(QStringLiteral("path")));
     }
     if (op == QLatin1String("readFile")) {
         wantBase64 = p.optionalChoice(QStringLiteral("encoding"),
@@ -491,7 +509,7 @@ void Methods::cloneRepo(const QJsonObject &params, const CallContext &ctx, const
     Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
     const QString branch = o.optionalString(QStringLiteral("branch"));
     const bool shallow = o.optionalBool(QStringLiteral("shallow"), false);
-    QString path = o.optionalString(QStringLiteral("path"));
+    QString path = o.optionalPath(QStringLiteral("path"));
     p.merge(o);
     const bool schemeOk = url.startsWith(QLatin1String("https://"))
                           || url.startsWith(QLatin1String("http://"))

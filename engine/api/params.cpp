@@ -1,5 +1,9 @@
 #include "params.h"
 
+#include <QRegularExpression>
+
+#include <algorithm>
+
 namespace Sandbox::Engine {
 
 void Params::fail(const QString &name, const QString &why)
@@ -66,7 +70,20 @@ bool Params::optionalBool(const QString &name, bool fallback)
     return v.toBool();
 }
 
-QMap<QString, QString> Params::optionalStringMap(const QString &name)
+bool Params::isRefusedEnvName(QStringView name)
+{
+    // glibc's UNSECURE_ENVVARS (sysdeps/generic/unsecvars.h), but TMPDIR.
+    static const QStringList unsecure{
+        QStringLiteral("GCONV_PATH"),       QStringLiteral("GETCONF_DIR"),
+        QStringLiteral("HOSTALIASES"),      QStringLiteral("LOCALDOMAIN"),
+        QStringLiteral("LOCPATH"),          QStringLiteral("MALLOC_TRACE"),
+        QStringLiteral("NIS_PATH"),         QStringLiteral("NLSPATH"),
+        QStringLiteral("RESOLV_HOST_CONF"), QStringLiteral("RES_OPTIONS"),
+    };
+    return name.startsWith(QLatin1String("LD_")) || unsecure.contains(name);
+}
+
+QMap<QString, QString> Params::optionalEnv(const QString &name)
 {
     QMap<QString, QString> out;
     const QJsonValue v = m_object.value(name);
@@ -77,16 +94,70 @@ QMap<QString, QString> Params::optionalStringMap(const QString &name)
         return out;
     }
     const QJsonObject o = v.toObject();
+    if (o.size() > MaxEnvVariables) {
+        fail(name, QStringLiteral("must hold at most %1 variables").arg(MaxEnvVariables));
+        return {};
+    }
+    static const QRegularExpression validName(QStringLiteral("^[A-Za-z_][A-Za-z0-9_]*$"));
+    qsizetype total = 0;
     for (auto it = o.begin(); it != o.end(); ++it) {
         const QString &key = it.key();
-        const bool validName = !key.isEmpty() && !key.contains(u'=') && !key.contains(QChar(0));
-        if (!validName || !it.value().isString() || it.value().toString().contains(QChar(0))) {
-            fail(name + u'.' + key, QStringLiteral("must be a string, named without '='"));
+        const QString field = name + u'.' + key;
+        if (!validName.match(key).hasMatch()) {
+            fail(field, QStringLiteral("a variable's name is letters, digits and '_', not "
+                                       "starting with a digit"));
             return {};
         }
-        out.insert(key, it.value().toString());
+        if (isRefusedEnvName(key)) {
+            fail(field, QStringLiteral("is refused: LD_* and the variables glibc ignores for "
+                                       "setuid programs cannot be set"));
+            return {};
+        }
+        if (!it.value().isString() || it.value().toString().contains(QChar(0))) {
+            fail(field, QStringLiteral("must be a string without NUL"));
+            return {};
+        }
+        const QString value = it.value().toString();
+        const qsizetype bytes = key.size() + 1 + value.toUtf8().size();
+        if (bytes > MaxArgumentBytes) {
+            fail(field, QStringLiteral("NAME=VALUE must be at most %1 bytes").arg(MaxArgumentBytes));
+            return {};
+        }
+        total += bytes + 1;
+        out.insert(key, value);
+    }
+    if (total > MaxEnvBytes) {
+        fail(name, QStringLiteral("must be at most %1 KiB in all").arg(MaxEnvBytes / 1024));
+        return {};
     }
     return out;
+}
+
+QString Params::requiredPath(const QString &name)
+{
+    const QString path = requiredString(name);
+    if (!failed() && (path.toUtf8().size() > MaxPathBytes || path.contains(QChar(0))))
+        fail(name, QStringLiteral("must be a path of at most %1 bytes").arg(MaxPathBytes));
+    return path;
+}
+
+QString Params::optionalPath(const QString &name, const QString &fallback)
+{
+    const QString path = optionalString(name, fallback);
+    if (!failed() && (path.toUtf8().size() > MaxPathBytes || path.contains(QChar(0))))
+        fail(name, QStringLiteral("must be a path of at most %1 bytes").arg(MaxPathBytes));
+    return path;
+}
+
+QString Params::optionalName(const QString &name, const QString &fallback)
+{
+    const QString s = optionalString(name, fallback);
+    const bool control = std::any_of(s.begin(), s.end(),
+                                     [](QChar c) { return c.category() == QChar::Other_Control; });
+    if (!failed() && (s.toUtf8().size() > MaxNameBytes || control))
+        fail(name, QStringLiteral("must be at most %1 bytes, without control characters")
+                       .arg(MaxNameBytes));
+    return s;
 }
 
 QJsonObject Params::optionalObject(const QString &name)

@@ -16,6 +16,15 @@ namespace Sandbox::Engine {
 class Params final
 {
 public:
+    // docs/protocol.md 2.2: what the engine takes at its door.
+    static constexpr qsizetype MaxPathBytes = 4096; // PATH_MAX
+    static constexpr qsizetype MaxNameBytes = 256;  // a sandbox's or a key's name
+    static constexpr int MaxEnvVariables = 1024;
+    static constexpr qsizetype MaxEnvBytes = 256 * 1024; // every NAME=VALUE of one env together
+    static constexpr qsizetype MaxArgumentBytes = 131071; // one argument or NAME=VALUE (the kernel's)
+    static constexpr qsizetype MaxArgvBytes = 1024
+                                              * 1024; // a whole argv, 8 bytes a pointer included
+
     explicit Params(const QJsonObject &object, const QString &prefix = {})
         : m_object(object)
         , m_prefix(prefix)
@@ -25,7 +34,18 @@ public:
     QString optionalString(const QString &name, const QString &fallback = {});
     qint64 optionalInteger(const QString &name, qint64 fallback, qint64 min, qint64 max);
     bool optionalBool(const QString &name, bool fallback);
-    QMap<QString, QString> optionalStringMap(const QString &name);
+    // An environment for processes in a sandbox: names of letters, digits and '_' (not starting
+    // with a digit), none that the dynamic loader or glibc act on (isRefusedEnvName), string
+    // values, sizes within the limits above. A bad variable is named in the field ("env.LD_PRELOAD").
+    QMap<QString, QString> optionalEnv(const QString &name);
+    // A path in a sandbox: at most MaxPathBytes of UTF-8, no NUL.
+    QString requiredPath(const QString &name);
+    QString optionalPath(const QString &name, const QString &fallback = {});
+    // A name people read (a sandbox's, a key's): at most MaxNameBytes, no control characters.
+    QString optionalName(const QString &name, const QString &fallback = {});
+    // LD_* (the dynamic loader) and glibc's list of variables it drops for setuid programs
+    // (GCONV_PATH, LOCPATH, MALLOC_TRACE, ...; TMPDIR excepted): docs/protocol.md 3.1.
+    static bool isRefusedEnvName(QStringView name);
     QJsonObject optionalObject(const QString &name);
     // One of a fixed set of strings.
     QString optionalChoice(const QString &name, const QStringList &choices, const QString &fallback);

@@ -562,7 +562,7 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
     s.username = p.optionalString(QStringLiteral("username"),
                                   pg ? QStringLiteral("sandbox") : QString());
     s.password = p.optionalString(QStringLiteral("password"));
-    c.name = p.optionalString(QStringLiteral("name"), s.database);
+    c.name = p.optionalName(QStringLiteral("name"), s.database);
     if (!p.failed() && pg) {
         if (!validName(s.database) || s.database.startsWith(QLatin1String("template")))
             p.fail(QStringLiteral("database"),
@@ -1217,7 +1217,7 @@ void DatabaseAdapter::exportData(const QJsonObject &params, const CallContext &c
                                              QStringLiteral("parquet")},
                                             QStringLiteral("csv"));
     const QString schema = p.optionalString(QStringLiteral("schema"));
-    const QString path = p.optionalString(QStringLiteral("path"));
+    const QString path = p.optionalPath(QStringLiteral("path"));
     if (p.failed())
         return reply(p.error());
     const auto info = m_sandboxes->info(ctx.keyId, id, kDatabase);

@@ -284,6 +284,10 @@ private Q_SLOTS:
     void bodiesHeldAtOnceAreBounded();
     void webSocketUpgradeFloods();
     void webSocketMessageFloodIsBounded();
+    void refusedEnvNames_data();
+    void refusedEnvNames();
+    void hugeInputsAreRefused_data();
+    void hugeInputsAreRefused();
 
 private:
     // Drives a body after a head on a fresh connection until the engine answers or `total` bytes
@@ -935,6 +939,178 @@ void tst_Gate::webSocketMessageFloodIsBounded()
     QVERIFY2(f.rssMaxKb - f.rssBeforeKb < 64 * 1024,
              qPrintable(
                  QStringLiteral("the engine grew by %1 KiB").arg(f.rssMaxKb - f.rssBeforeKb)));
+}
+
+void tst_Gate::refusedEnvNames_data()
+{
+    QTest::addColumn<QString>("name");
+    for (const char *name :
+         {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_DEBUG_OUTPUT", "GCONV_PATH",
+          "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE", "NIS_PATH",
+          "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "1ABC", "A B", "A-B", "\xc3\xa9T\xc3\xa9"})
+        QTest::newRow(name) << QString::fromUtf8(name);
+}
+
+void tst_Gate::refusedEnvNames()
+{
+    QFETCH(QString, name);
+    const QJsonObject env{{name, QStringLiteral("/tmp/x.so")}};
+    struct Call
+    {
+        QString method;
+        QJsonObject params;
+        QString field;
+    };
+    const QList<Call> calls{
+        {QStringLiteral("agents.create"),
+         {{QStringLiteral("type"), QStringLiteral("claude-code")},
+          {QStringLiteral("size"), QStringLiteral("lite")},
+          {QStringLiteral("env"), env}},
+         QStringLiteral("env.") + name},
+        {QStringLiteral("agents.exec"),
+         {{QStringLiteral("id"), m_id},
+          {QStringLiteral("command"), QStringLiteral("true")},
+          {QStringLiteral("options"), QJsonObject{{QStringLiteral("env"), env}}}},
+         QStringLiteral("options.env.") + name},
+        {QStringLiteral("agents.run"),
+         {{QStringLiteral("id"), m_id},
+          {QStringLiteral("prompt"), QStringLiteral("hi")},
+          {QStringLiteral("options"),
+           QJsonObject{{QStringLiteral("env"), env}, {QStringLiteral("timeout"), 5000}}}},
+         QStringLiteral("options.env.") + name},
+    };
+    for (const Call &c : calls) {
+        const QJsonObject answer = m_rpc.call(c.method, c.params);
+        const QJsonObject error = answer.value(QStringLiteral("error")).toObject();
+        QVERIFY2(error.value(QStringLiteral("code")).toInt() == -32602,
+                 qPrintable(c.method + QStringLiteral(": ")
+                            + QString::fromUtf8(QJsonDocument(answer).toJson())));
+        QCOMPARE(error.value(QStringLiteral("data")).toObject().value(QStringLiteral("field")),
+                 QJsonValue(c.field));
+    }
+    // Nothing was created.
+    const QJsonArray agents
+        = m_rpc.result(QStringLiteral("agents.list"), {}).value(QStringLiteral("agents")).toArray();
+    QCOMPARE(agents.size(), 1);
+    // The allowed ones reach the sandbox's processes (TMPDIR is not on the refused list).
+    const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
+                                       {{QStringLiteral("id"), m_id},
+                                        {QStringLiteral("command"),
+                                         QStringLiteral("echo $GREETING $TMPDIR $EXTRA")},
+                                        {QStringLiteral("options"),
+                                         QJsonObject{{QStringLiteral("env"),
+                                                      QJsonObject{{QStringLiteral("EXTRA"),
+                                                                   QStringLiteral("x")}}}}}});
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("hi /tmp x\n"));
+}
+
+void tst_Gate::hugeInputsAreRefused_data()
+{
+    QTest::addColumn<QString>("method");
+    QTest::addColumn<QJsonObject>("params");
+    QTest::addColumn<QString>("field");
+
+    const QString id = QStringLiteral("{id}");
+    const QString big = QString(200 * 1024, u'a'); // over one argument's 128 KiB
+    const QString longPath = QString(5000, u'p');  // over PATH_MAX
+    const QString longName = QString(10 * 1024, u'n');
+    QJsonArray manyArgs;
+    for (int i = 0; i < 200000; ++i)
+        manyArgs.append(QStringLiteral("a"));
+    QJsonArray bigArgs{QStringLiteral("echo")};
+    for (int i = 0; i < 12; ++i)
+        bigArgs.append(QString(100 * 1024, u'b'));
+    QJsonObject manyVars;
+    for (int i = 0; i < 2000; ++i)
+        manyVars.insert(QStringLiteral("V%1").arg(i), QStringLiteral("x"));
+    QJsonObject bigVars;
+    for (int i = 0; i < 3; ++i)
+        bigVars.insert(QStringLiteral("V%1").arg(i), QString(100 * 1024, u'v'));
+
+    const auto exec = [&](const QJsonValue &command, const QJsonObject &options = {}) {
+        return QJsonObject{{QStringLiteral("id"), id},
+                           {QStringLiteral("command"), command},
+                           {QStringLiteral("options"), options}};
+    };
+    const auto row = [](const char *name, const char *method, const QJsonObject &params,
+                        const char *field) {
+        QTest::newRow(name) << QString::fromLatin1(method) << params << QString::fromLatin1(field);
+    };
+    const auto agent = [](const QJsonObject &more) {
+        QJsonObject params{{QStringLiteral("type"), QStringLiteral("claude-code")},
+                           {QStringLiteral("size"), QStringLiteral("lite")}};
+        for (auto it = more.begin(); it != more.end(); ++it)
+            params.insert(it.key(), it.value());
+        return params;
+    };
+    row("argv of 200 000 words", "agents.exec", exec(manyArgs), "command");
+    row("argv of 1.2 MiB", "agents.exec", exec(bigArgs), "command");
+    row("one argument of 200 KiB", "agents.exec", exec(QJsonArray{QStringLiteral("echo"), big}),
+        "command");
+    row("a shell command of 200 KiB", "agents.exec", exec(big), "command");
+    row("an env value of 200 KiB", "agents.exec",
+        exec(QStringLiteral("true"),
+             {{QStringLiteral("env"), QJsonObject{{QStringLiteral("BIG"), big}}}}),
+        "options.env.BIG");
+    row("2 000 env variables", "agents.exec",
+        exec(QStringLiteral("true"), {{QStringLiteral("env"), manyVars}}), "options.env");
+    row("300 KiB of env", "agents.exec",
+        exec(QStringLiteral("true"), {{QStringLiteral("env"), bigVars}}), "options.env");
+    row("a cwd of 5 000 bytes", "agents.exec",
+        exec(QStringLiteral("true"), {{QStringLiteral("cwd"), longPath}}), "options.cwd");
+    row("create: an env value of 200 KiB", "agents.create",
+        agent({{QStringLiteral("env"), QJsonObject{{QStringLiteral("BIG"), big}}}}), "env.BIG");
+    row("create: 300 KiB of env", "agents.create", agent({{QStringLiteral("env"), bigVars}}), "env");
+    row("create: a name of 10 KiB", "agents.create", agent({{QStringLiteral("name"), longName}}),
+        "name");
+    row("create: a name with a newline", "agents.create",
+        agent({{QStringLiteral("name"), QStringLiteral("a\nb")}}), "name");
+    row("databases.create: a name of 10 KiB", "databases.create",
+        {{QStringLiteral("type"), QStringLiteral("sqlite")},
+         {QStringLiteral("size"), QStringLiteral("lite")},
+         {QStringLiteral("name"), longName}},
+        "name");
+    row("keys.create: a name of 10 KiB", "keys.create", {{QStringLiteral("name"), longName}},
+        "name");
+    for (const char *op : {"writeFile", "readFile", "stat", "mkdir", "deleteFile", "listFiles"}) {
+        QJsonObject params{{QStringLiteral("id"), id}, {QStringLiteral("path"), longPath}};
+        if (QByteArrayView(op) == "writeFile")
+            params.insert(QStringLiteral("content"), QStringLiteral("x"));
+        const QByteArray name = QByteArray(op) + ": a path of 5 000 bytes";
+        const QByteArray method = QByteArray("agents.") + op;
+        row(name.constData(), method.constData(), params, "path");
+    }
+    row("rename: a target of 5 000 bytes", "agents.rename",
+        {{QStringLiteral("id"), id},
+         {QStringLiteral("from"), QStringLiteral("a")},
+         {QStringLiteral("to"), longPath}},
+        "to");
+    row("run: a cwd of 5 000 bytes", "agents.run",
+        {{QStringLiteral("id"), id},
+         {QStringLiteral("prompt"), QStringLiteral("hi")},
+         {QStringLiteral("options"),
+          QJsonObject{{QStringLiteral("cwd"), longPath}, {QStringLiteral("timeout"), 5000}}}},
+        "options.cwd");
+}
+
+void tst_Gate::hugeInputsAreRefused()
+{
+    QFETCH(QString, method);
+    QFETCH(QJsonObject, params);
+    QFETCH(QString, field);
+    if (params.value(QStringLiteral("id")) == QJsonValue(QStringLiteral("{id}")))
+        params.insert(QStringLiteral("id"), m_id);
+    const QJsonObject answer = m_rpc.call(method, params);
+    const QJsonObject error = answer.value(QStringLiteral("error")).toObject();
+    QVERIFY2(error.value(QStringLiteral("code")).toInt() == -32602,
+             qPrintable(QString::fromUtf8(QJsonDocument(answer).toJson()).left(400)));
+    QCOMPARE(error.value(QStringLiteral("data")).toObject().value(QStringLiteral("field")),
+             QJsonValue(field));
+    // The sandbox still works and nothing else was made.
+    const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
+                                       {{QStringLiteral("id"), m_id},
+                                        {QStringLiteral("command"), QStringLiteral("echo ok")}});
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("ok\n"));
 }
 
 QTEST_GUILESS_MAIN(tst_Gate)

@@ -163,7 +163,13 @@ export class SandboxService {
     m.set('agents.start', (c, p) => this.start(c, 'agents.start', this.owned(c, p, 'agent')));
     m.set('agents.delete', (c, p) => this.delete(c, 'agents.delete', this.owned(c, p, 'agent')));
     // Agent runs (4.7): streamed as stream.event over a socket, like an exec with stream: true.
-    for (const run of AGENT_RUNS) m.set(run, (c, p) => this.run(c, run, this.owned(c, p, 'agent'), p));
+    for (const run of AGENT_RUNS) {
+      m.set(run, (c, p) => {
+        const row = this.owned(c, p, 'agent');
+        v.runOptions(p);
+        return this.run(c, run, row, p);
+      });
+    }
     // Run history (4.7.1): the engine keeps it; relayed with our ids.
     m.set('agents.runs', (c, p) => this.runHistory(c, 'agents.runs', this.owned(c, p, 'agent'), p));
     m.set('agents.runEvents', (c, p) => this.runHistory(c, 'agents.runEvents', this.owned(c, p, 'agent'), p));
@@ -185,8 +191,16 @@ export class SandboxService {
     m.set('sandbox.start', (c, p) => this.start(c, 'sandbox.start', this.owned(c, p)));
     m.set('sandbox.delete', (c, p) => this.delete(c, 'sandbox.delete', this.owned(c, p)));
     for (const op of FILE_OPS) {
-      m.set(`agents.${op}`, (c, p) => this.forward(c, `agents.${op}`, this.owned(c, p, 'agent'), p));
-      m.set(`sandbox.${op}`, (c, p) => this.forward(c, `sandbox.${op}`, this.owned(c, p), p));
+      m.set(`agents.${op}`, (c, p) => {
+        const row = this.owned(c, p, 'agent');
+        v.filePaths(p);
+        return this.forward(c, `agents.${op}`, row, p);
+      });
+      m.set(`sandbox.${op}`, (c, p) => {
+        const row = this.owned(c, p);
+        v.filePaths(p);
+        return this.forward(c, `sandbox.${op}`, row, p);
+      });
     }
     // Sessions (4.4)
     m.set('sessions.current', async (c) => this.session(c));
@@ -194,7 +208,7 @@ export class SandboxService {
     // Keys (1.2)
     m.set('keys.create', async (c, p) => {
       this.keys.requireAdmin(c.keyId); // who may ask comes before what is asked, as in the engine
-      return this.keys.create(c.keyId, v.optStr(p, 'name') ?? 'key', v.optBool(p, 'admin') ?? false);
+      return this.keys.create(c.keyId, v.optName(p, 'name') ?? 'key', v.optBool(p, 'admin') ?? false);
     });
     m.set('keys.list', async (c) => this.keys.list(c.keyId));
     m.set('keys.revoke', (c, p) => this.revokeKey(c, v.str(p, 'id')));
@@ -280,7 +294,7 @@ export class SandboxService {
     const env = v.optEnv(p, 'env') ?? {};
     const network = v.optBool(p, 'network') ?? false;
     const sleepAfter = v.optInt(p, 'sleepAfter', 0, 7 * 24 * 3600 * 1000) ?? LIMITS.defaultSleepAfterMs;
-    const name = v.optStr(p, 'name') ?? null;
+    const name = v.optName(p, 'name') ?? null;
     const extra: Record<string, unknown> = {};
     if (kind === 'database') {
       for (const f of ['database', 'username', 'password']) {
@@ -476,7 +490,7 @@ export class SandboxService {
     const options = v.optObject(p, 'options') ?? {};
     v.optInt(options, 'timeout', 1, LIMITS.execTimeoutMaxMs, 'options.');
     v.optInt(options, 'maxOutputBytes', 0, 64 * 1024 * 1024, 'options.');
-    v.optStr(options, 'cwd');
+    v.optPath(options, 'cwd', 'options.');
     v.optEnv(options, 'env', 'options.');
     const wantStream = v.optBool(options, 'stream') ?? false;
     // REST ignores `stream`: without a socket there is nobody to stream to.

@@ -39,7 +39,31 @@ describe('REST without an engine', () => {
     const s = await http('POST', '/api/agents', { body: { type: 'codex', size: 'xl' } });
     expect(s.body).toMatchObject({ error: { code: -32602, data: { field: 'size' } } });
     const e = await http('POST', '/api/agents', { body: { type: 'codex', env: { 'BAD NAME': 'x' } } });
-    expect(e.body).toMatchObject({ error: { code: -32602, data: { field: 'env' } } });
+    expect(e.body).toMatchObject({ error: { code: -32602, data: { field: 'env.BAD NAME' } } });
+  });
+
+  it('refuses the loader\'s and glibc\'s unsecure env names, and huge env and names (2.2)', async () => {
+    for (const name of ['LD_PRELOAD', 'LD_AUDIT', 'GCONV_PATH', 'LOCPATH', 'NLSPATH', 'MALLOC_TRACE', 'RESOLV_HOST_CONF', 'HOSTALIASES']) {
+      const r = await http('POST', '/api/agents', { body: { type: 'codex', env: { [name]: '/tmp/x.so' } } });
+      expect(r.status, name).toBe(400);
+      expect(r.body, name).toMatchObject({ error: { code: -32602, data: { field: `env.${name}` } } });
+    }
+    const ok = { type: 'codex', env: { TMPDIR: '/tmp' }, size: 'xl' }; // TMPDIR passes; the size is what fails
+    expect((await http('POST', '/api/agents', { body: ok })).body).toMatchObject({ error: { data: { field: 'size' } } });
+    const big = 'v'.repeat(200 * 1024);
+    const cases: [unknown, string][] = [
+      [{ type: 'codex', env: { BIG: big } }, 'env.BIG'],
+      [{ type: 'codex', env: { A: big.slice(0, 100 * 1024), B: big.slice(0, 100 * 1024), C: big.slice(0, 100 * 1024) } }, 'env'],
+      [{ type: 'codex', env: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`V${i}`, 'x'])) }, 'env'],
+      [{ type: 'codex', env: { 'A=B': 'x' } }, 'env.A=B'],
+      [{ type: 'codex', name: 'n'.repeat(300) }, 'name'],
+      [{ type: 'codex', name: 'two\nlines' }, 'name'],
+    ];
+    for (const [body, field] of cases) {
+      const r = await http('POST', '/api/agents', { body });
+      expect(r.status, field).toBe(400);
+      expect(r.body, field).toMatchObject({ error: { code: -32602, data: { field } } });
+    }
   });
 
   it('reports sessions and quota', async () => {
