@@ -1,19 +1,24 @@
 #include "sandboxprocess.h"
 
 #include "supervisorchannel.h"
+#include "supervisorlog.h"
 #include "workspacevolume.h"
 
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonObject>
 #include <QLoggingCategory>
+#include <QPointer>
 #include <QProcess>
 #include <QTimer>
 
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/close_range.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,7 +32,6 @@ namespace Sandbox::Engine {
 namespace {
 
 constexpr int kStopGraceMs = 1500;
-constexpr qsizetype kStderrTail = 4096;
 
 QString cgroupName(const QString &id)
 {
@@ -55,7 +59,8 @@ SandboxProcess::~SandboxProcess()
 
 bool SandboxProcess::isReady() const
 {
-    return m_channel && m_channel->isReady() && !m_stopping;
+    return m_readySeen && m_channel && m_channel->isReady() && !m_stopping
+           && m_abortReason.isEmpty();
 }
 
 qint64 SandboxProcess::pid() const
@@ -101,7 +106,7 @@ QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
         QStringLiteral("/workspace"),
         QStringLiteral("--ro-bind"),
         spec.supervisorPath,
-        QStringLiteral("/run/sandbox/sandbox-supervisor"),
+        QLatin1String(SupervisorInside),
         QStringLiteral("--proc"),
         QStringLiteral("/proc"),
         QStringLiteral("--dev"),
@@ -124,7 +129,6 @@ QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
           << m.sandboxPath;
     if (spec.network)
         a << QStringLiteral("--share-net");
-    a << QStringLiteral("/run/sandbox/sandbox-supervisor");
     return a;
 }
 
@@ -212,15 +216,84 @@ void SandboxProcess::start()
     });
 }
 
+namespace {
+
+// A sealed-size memory file holding `bytes`, read from its start (bwrap's --args).
+UniqueFd memoryFile(const char *name, const QByteArray &bytes)
+{
+    UniqueFd fd(::memfd_create(name, MFD_CLOEXEC));
+    if (!fd.isValid())
+        return {};
+    qsizetype done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd.get(), bytes.constData() + done, size_t(bytes.size() - done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return {};
+        done += n;
+    }
+    if (::lseek(fd.get(), 0, SEEK_SET) != 0)
+        return {};
+    return fd;
+}
+
+QByteArray nulSeparated(const QStringList &args)
+{
+    QByteArray out;
+    for (const QString &a : args) {
+        out.append(QFile::encodeName(a));
+        out.append('\0');
+    }
+    return out;
+}
+
+} // namespace
+
+QMap<QString, QString> SandboxProcess::sandboxEnvironment(const SandboxSpec &spec)
+{
+    QMap<QString, QString> env{
+        {QStringLiteral("PATH"), QStringLiteral("/usr/local/bin:/usr/bin:/bin")},
+        {QStringLiteral("HOME"), QStringLiteral("/workspace")},
+        {QStringLiteral("USER"), QStringLiteral("sandbox")},
+        {QStringLiteral("LANG"), QStringLiteral("C.UTF-8")},
+        {QStringLiteral("TERM"), QStringLiteral("xterm-256color")},
+        {QStringLiteral("SANDBOX_ID"), spec.id},
+    };
+    for (auto it = spec.env.cbegin(); it != spec.env.cend(); ++it)
+        env.insert(it.key(), it.value());
+    return env;
+}
+
 void SandboxProcess::launch()
 {
-    auto fail = [this](const Error &e) {
+    auto fail = [this](const QString &what) {
+        const Error e{ErrorCode::SandboxError, what, {}};
         QTimer::singleShot(0, this, [this, e] { Q_EMIT failed(e); });
     };
+    // The channel (engine end, supervisor end), the supervisor's log pipe, bwrap's arguments.
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return fail(QStringLiteral("socketpair: %1").arg(QString::fromLocal8Bit(strerror(errno))));
+    UniqueFd engineEnd(sv[0]), supervisorEnd(sv[1]);
+    int logPipe[2];
+    if (::pipe2(logPipe, O_CLOEXEC) != 0)
+        return fail(QStringLiteral("pipe: %1").arg(QString::fromLocal8Bit(strerror(errno))));
+    UniqueFd logRead(logPipe[0]), logWrite(logPipe[1]);
+    UniqueFd argsFile;
+
     m_process = new QProcess(this);
+    const QStringList supervisorArgs{QStringLiteral("--channel-fd"),
+                                     QString::number(SupervisorWire::ChannelFd)};
     if (m_spec.bubblewrap) {
+        argsFile = memoryFile("bwrap-args", nulSeparated(bwrapArguments(m_spec)));
+        if (!argsFile.isValid())
+            return fail(QStringLiteral("cannot pass bubblewrap its arguments: %1")
+                            .arg(QString::fromLocal8Bit(strerror(errno))));
         m_process->setProgram(m_spec.bwrapPath);
-        m_process->setArguments(bwrapArguments(m_spec));
+        m_process->setArguments(QStringList{QStringLiteral("--args"), QStringLiteral("4"),
+                                            QLatin1String(SupervisorInside)}
+                                + supervisorArgs);
     } else {
         // One sandbox per container: /workspace is a link to its workspace, so that commands
         // and paths read the same as under bubblewrap.
@@ -229,35 +302,33 @@ void SandboxProcess::launch()
         if (current.isSymLink() || !current.exists()) {
             QFile::remove(ws);
             if (!QFile::link(m_spec.workspaceDir, ws))
-                return fail(
-                    Error{ErrorCode::SandboxError,
-                          QStringLiteral("cannot link /workspace to %1").arg(m_spec.workspaceDir),
-                          {}});
+                return fail(QStringLiteral("cannot link /workspace to %1").arg(m_spec.workspaceDir));
         }
         m_process->setProgram(m_spec.supervisorPath);
-        m_process->setArguments({QStringLiteral("--workspace"), ws});
+        m_process->setArguments(supervisorArgs + QStringList{QStringLiteral("--workspace"), ws});
         m_process->setWorkingDirectory(ws);
     }
-    // The sandbox's environment goes through bwrap's own environment, not its argv, so that
-    // secrets do not show in the host's process list.
+    // A fixed environment: nothing of the sandbox's own reaches bubblewrap or the supervisor
+    // (it comes in `configure`, for the processes the supervisor starts).
     QProcessEnvironment env;
     env.insert(QStringLiteral("PATH"), QStringLiteral("/usr/local/bin:/usr/bin:/bin"));
-    env.insert(QStringLiteral("HOME"), QStringLiteral("/workspace"));
-    env.insert(QStringLiteral("USER"), QStringLiteral("sandbox"));
     env.insert(QStringLiteral("LANG"), QStringLiteral("C.UTF-8"));
-    env.insert(QStringLiteral("TERM"), QStringLiteral("xterm-256color"));
-    env.insert(QStringLiteral("SANDBOX_ID"), m_spec.id);
-    for (auto it = m_spec.env.cbegin(); it != m_spec.env.cend(); ++it)
-        env.insert(it.key(), it.value());
     m_process->setProcessEnvironment(env);
+    m_process->setStandardInputFile(QProcess::nullDevice());
+    m_process->setStandardOutputFile(QProcess::nullDevice());
+    m_process->setStandardErrorFile(QProcess::nullDevice()); // replaced by the log pipe below
 
     // Runs in the child between fork and exec: join the cgroup while still root, drop to the
-    // sandbox's uid, die with the engine, and let no engine file descriptor reach the sandbox.
+    // sandbox's uid, die with the engine, put the log pipe at 2, the channel at 3 and bwrap's
+    // arguments at 4, and let no other engine file descriptor reach the sandbox.
     const QList<QByteArray> procsFiles = m_cgroup.procsFiles();
     const bool drop = m_spec.dropPrivileges;
     const uid_t uid = m_spec.uid;
     const gid_t gid = m_spec.gid;
-    m_process->setChildProcessModifier([procsFiles, drop, uid, gid] {
+    const int channelFd = supervisorEnd.get();
+    const int logFd = logWrite.get();
+    const int argsFd = argsFile.get();
+    m_process->setChildProcessModifier([procsFiles, drop, uid, gid, channelFd, logFd, argsFd] {
         auto die = [](const char *what) {
             const char prefix[] = "sandboxd: cannot ";
             (void)!::write(2, prefix, sizeof prefix - 1);
@@ -278,27 +349,20 @@ void SandboxProcess::launch()
         }
         // After the uid change: a credential change clears the parent-death signal.
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+        // Copies above the targets first, so that no dup2() overwrites a source.
+        const int channel = ::fcntl(channelFd, F_DUPFD_CLOEXEC, 10);
+        const int log = ::fcntl(logFd, F_DUPFD_CLOEXEC, 10);
+        const int args = argsFd >= 0 ? ::fcntl(argsFd, F_DUPFD_CLOEXEC, 10) : -1;
+        if (channel < 0 || log < 0 || (argsFd >= 0 && args < 0) || ::dup2(log, STDERR_FILENO) < 0
+            || ::dup2(channel, SupervisorWire::ChannelFd) < 0 || (args >= 0 && ::dup2(args, 4) < 0))
+            die("set up the supervisor's descriptors");
+        ::syscall(SYS_close_range, args >= 0 ? 5U : 4U, ~0U, CLOSE_RANGE_CLOEXEC);
     });
 
-    m_channel = new SupervisorChannel(m_process, m_process, this);
-    connect(m_channel, &SupervisorChannel::ready, this, [this] {
-        m_readySeen = true;
-        if (m_cgroup.isValid() && !m_cgroup.setCpuLimit(m_spec.limits.cpus))
-            qCWarning(lcRuntime) << m_spec.id << "cannot set the CPU limit";
-        Q_EMIT ready();
-    });
-    connect(m_channel, &SupervisorChannel::protocolError, this, [this](const QString &why) {
-        qCWarning(lcRuntime) << m_spec.id << why;
-        m_process->kill();
-    });
-    connect(m_process, &QProcess::readyReadStandardError, this, [this] {
-        const QByteArray err = m_process->readAllStandardError();
-        for (const QByteArray &line : err.split('\n')) {
-            if (!line.isEmpty())
-                qCInfo(lcRuntime).noquote() << m_spec.id << QString::fromUtf8(line);
-        }
-        m_stderrTail = QByteArray(m_stderrTail + err).right(kStderrTail);
+    m_channel = new SupervisorChannel(std::move(engineEnd), this);
+    connect(m_channel, &SupervisorChannel::hello, this, [this] { configure(); });
+    connect(m_channel, &SupervisorChannel::failed, this, [this](const QString &why) {
+        abort(QStringLiteral("the sandbox's supervisor broke the protocol: ") + why);
     });
     connect(m_process, &QProcess::finished, this,
             [this](int code, QProcess::ExitStatus status) { onFinished(code, int(status)); });
@@ -311,7 +375,58 @@ void SandboxProcess::launch()
         }
     });
     qCDebug(lcRuntime) << "starting" << m_spec.id << m_process->arguments();
-    m_process->start(QIODevice::ReadWrite | QIODevice::Unbuffered);
+    m_process->start(QIODevice::ReadOnly | QIODevice::Unbuffered);
+    // The child has its copies now (start() forks before it returns).
+    supervisorEnd.reset();
+    logWrite.reset();
+    argsFile.reset();
+    m_log = new SupervisorLog(std::move(logRead), m_spec.id, this);
+    QTimer::singleShot(kStartTimeoutMs, this, [this] {
+        if (!m_readySeen && !m_stopping && m_process && m_process->state() != QProcess::NotRunning)
+            abort(
+                QStringLiteral("the sandbox did not start within %1 s").arg(kStartTimeoutMs / 1000));
+    });
+}
+
+void SandboxProcess::configure()
+{
+    QJsonObject env;
+    const QMap<QString, QString> vars = sandboxEnvironment(m_spec);
+    for (auto it = vars.cbegin(); it != vars.cend(); ++it)
+        env.insert(it.key(), it.value());
+    // The host-backed trees besides /workspace that file ops may address.
+    QJsonObject roots;
+    for (const SandboxSpec::Mount &m : std::as_const(m_spec.extraMounts)) {
+        if (m.writable)
+            roots.insert(m.sandboxPath, QJsonObject());
+    }
+    const QJsonObject request{{QStringLiteral("op"), QStringLiteral("configure")},
+                              {QStringLiteral("env"), env},
+                              {QStringLiteral("roots"), roots}};
+    QPointer<SandboxProcess> self(this);
+    m_channel->request(request, {}, [self](Result<SupervisorChannel::Reply> r) {
+        if (!self || self->m_stopping)
+            return;
+        if (!r)
+            return self->abort(QStringLiteral("the sandbox's supervisor refused its "
+                                              "configuration: ")
+                               + r.error().message);
+        self->m_readySeen = true;
+        if (self->m_cgroup.isValid() && !self->m_cgroup.setCpuLimit(self->m_spec.limits.cpus))
+            qCWarning(lcRuntime) << self->m_spec.id << "cannot set the CPU limit";
+        Q_EMIT self->ready();
+    });
+}
+
+void SandboxProcess::abort(const QString &why)
+{
+    if (!m_abortReason.isEmpty() || !m_process || m_process->state() == QProcess::NotRunning)
+        return;
+    m_abortReason = why;
+    qCWarning(lcRuntime).noquote() << m_spec.id << why;
+    // bwrap's death takes its PID namespace, and so every process of the sandbox, along.
+    m_process->kill();
+    m_cgroup.killAll();
 }
 
 void SandboxProcess::stop()
@@ -321,8 +436,10 @@ void SandboxProcess::stop()
         return;
     }
     m_stopping = true;
-    // Closing stdin tells the supervisor to exit; its PID namespace takes every process along.
-    m_process->closeWriteChannel();
+    // Closing the channel tells the supervisor to exit; its PID namespace takes every process
+    // along.
+    if (m_channel)
+        m_channel->closeChannel();
     QTimer::singleShot(kStopGraceMs, m_process, [p = m_process] {
         if (p->state() != QProcess::NotRunning)
             p->kill();
@@ -343,14 +460,16 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
     QString reason;
     if (m_stopping) {
         reason = QStringLiteral("stopped");
+    } else if (!m_abortReason.isEmpty()) {
+        reason = m_abortReason;
     } else {
         reason
             = exitStatus == QProcess::CrashExit
                   ? QStringLiteral("the sandbox's supervisor was killed")
                   : QStringLiteral("the sandbox's supervisor exited with status %1").arg(exitCode);
-        const QString tail = QString::fromUtf8(m_stderrTail).trimmed();
+        const QString tail = m_log ? m_log->lastLine() : QString();
         if (!tail.isEmpty())
-            reason += QStringLiteral(": ") + tail.section(u'\n', -1);
+            reason += QStringLiteral(": ") + tail;
         if (outOfMemory)
             reason += QStringLiteral(" (out of memory)");
     }

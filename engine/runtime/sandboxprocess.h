@@ -16,6 +16,7 @@ class QProcess;
 namespace Sandbox::Engine {
 
 class SupervisorChannel;
+class SupervisorLog;
 class WorkspaceVolume;
 
 // Everything the runtime needs to start one sandbox (docs/protocol.md, section 6).
@@ -53,7 +54,10 @@ struct SandboxSpec
 };
 
 // One running sandbox: bubblewrap around a sandbox-supervisor, in its own cgroup, speaking the
-// frame protocol over its stdin/stdout. The runtime's one owner of bubblewrap and cgroups.
+// frame protocol (engine/supervisor/PROTOCOL.md) over a socketpair at the supervisor's fd 3.
+// bubblewrap gets a fixed environment and its arguments through a descriptor; the sandbox's own
+// environment reaches the supervisor in `configure`, after HELLO, and only the processes it
+// starts. The runtime's one owner of bubblewrap and cgroups.
 class SandboxProcess final : public QObject
 {
     Q_OBJECT
@@ -62,7 +66,12 @@ public:
     explicit SandboxProcess(SandboxSpec spec, QObject *parent = nullptr);
     ~SandboxProcess() override;
 
-    // Starts bwrap; ready() or failed() follows (asynchronously).
+    // The supervisor's path inside the sandbox.
+    static constexpr const char *SupervisorInside = "/run/sandbox/sandbox-supervisor";
+    // HELLO and `configure` must be done within this time of the launch.
+    static constexpr int kStartTimeoutMs = 30000;
+
+    // Starts bwrap; ready() (once `configure` answered) or failed() follows, asynchronously.
     void start();
     // Asks the supervisor to exit, kills what is left after a grace period, removes the cgroup.
     // exited() follows.
@@ -74,8 +83,11 @@ public:
     const Cgroup &cgroup() const { return m_cgroup; }
     qint64 pid() const;
 
-    // The bwrap command line for a spec (exposed for tests and --dry-run diagnostics).
+    // The bwrap arguments for a spec, given to bwrap through `--args FD` (exposed for tests and
+    // diagnostics); the command line itself is only `bwrap --args 4 SupervisorInside ...`.
     static QStringList bwrapArguments(const SandboxSpec &spec);
+    // The environment the supervisor gives every process it starts (`configure`'s env).
+    static QMap<QString, QString> sandboxEnvironment(const SandboxSpec &spec);
 
     // Kills whatever is left of a sandbox that the engine lost track of (after a crash).
     static void cleanUpOrphan(const CgroupHost *cgroups, const QString &id,
@@ -88,15 +100,19 @@ Q_SIGNALS:
 
 private:
     void launch();
+    void configure();
     void onFinished(int exitCode, int exitStatus);
+    // Ends the sandbox now (a protocol violation, a missed deadline, a failed start).
+    void abort(const QString &why);
     Result<bool> prepareFiles() const;
 
     SandboxSpec m_spec;
     Cgroup m_cgroup;
     QProcess *m_process = nullptr;          // owned (child)
     SupervisorChannel *m_channel = nullptr; // owned (child)
+    SupervisorLog *m_log = nullptr;         // owned (child)
     WorkspaceVolume *m_volume = nullptr;    // owned (child)
-    QByteArray m_stderrTail;
+    QString m_abortReason;
     bool m_stopping = false;
     bool m_readySeen = false;
 };

@@ -1,9 +1,18 @@
 #include "supervisorchannel.h"
 
-#include <QIODevice>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QLoggingCategory>
+#include <QPointer>
+#include <QSocketNotifier>
+#include <QTimer>
 #include <QtEndian>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 Q_LOGGING_CATEGORY(lcSupervisor, "sandboxd.supervisor")
 
@@ -12,14 +21,61 @@ namespace Sandbox::Engine {
 using SupervisorWire::FrameType;
 
 namespace {
+
 constexpr qsizetype kHeader = 4 + SupervisorWire::HeaderBytes; // u32 length, u8 type, u32 id
+constexpr qsizetype kReadChunk = 64 * 1024;
+constexpr qsizetype kReadBudget = 1024 * 1024; // per wake-up, so one sandbox cannot hog the loop
+constexpr qsizetype kSmallResponse = 1024 * 1024;
+constexpr qsizetype kLargeResponse = 16 * 1024 * 1024 + 64 * 1024; // readFile, list
+constexpr quint64 kDefaultMaxOutput = 1024 * 1024;
+constexpr quint64 kMaxOutput = 64 * 1024 * 1024;
+constexpr int kDeadlineTickMs = 250;
+constexpr qsizetype kMaxSignalName = 32;
+
+QString opOf(const QJsonObject &json)
+{
+    return json.value(QStringLiteral("op")).toString();
+}
+
+qint64 nonNegative(const QJsonValue &v)
+{
+    const double d = v.toDouble(0);
+    return d > 0 && d < 1e15 ? qint64(d) : 0;
+}
+
+// An exec's answer, as the engine passes it on: only the members and types PROTOCOL.md names.
+bool sanitizeExecAnswer(QJsonObject &json)
+{
+    const QJsonValue exitCode = json.value(QStringLiteral("exitCode"));
+    const QJsonValue signal = json.value(QStringLiteral("signal"));
+    const QJsonValue duration = json.value(QStringLiteral("durationMs"));
+    if (!exitCode.isDouble() || exitCode.toDouble() != double(exitCode.toInt())
+        || !(signal.isNull() || signal.isUndefined()
+             || (signal.isString() && signal.toString().size() <= kMaxSignalName))
+        || !duration.isDouble())
+        return false;
+    QJsonObject clean{
+        {QStringLiteral("exitCode"), exitCode.toInt()},
+        {QStringLiteral("signal"), signal.isString() ? signal : QJsonValue()},
+        {QStringLiteral("durationMs"), double(nonNegative(duration))},
+    };
+    for (const char *flag : {"timedOut", "cancelled", "truncated"}) {
+        const QJsonValue v = json.value(QLatin1String(flag));
+        if (!v.isUndefined() && !v.isBool())
+            return false;
+        clean.insert(QLatin1String(flag), v.toBool());
+    }
+    json = clean;
+    return true;
+}
+
 } // namespace
 
 Error supervisorError(const QJsonObject &error)
 {
     const QString code = error.value(QStringLiteral("code")).toString();
-    const QString message = error.value(QStringLiteral("message")).toString();
-    const QString err = error.value(QStringLiteral("errno")).toString();
+    const QString message = error.value(QStringLiteral("message")).toString().left(4096);
+    const QString err = error.value(QStringLiteral("errno")).toString().left(32);
     QJsonObject data;
     if (!err.isEmpty())
         data.insert(QStringLiteral("errno"), err);
@@ -39,12 +95,20 @@ Error supervisorError(const QJsonObject &error)
     return Error{c, message, data.isEmpty() ? QJsonValue() : QJsonValue(data)};
 }
 
-SupervisorChannel::SupervisorChannel(QIODevice *in, QIODevice *out, QObject *parent)
+SupervisorChannel::SupervisorChannel(UniqueFd socket, QObject *parent)
     : QObject(parent)
-    , m_in(in)
-    , m_out(out)
+    , m_socket(std::move(socket))
 {
-    connect(out, &QIODevice::readyRead, this, &SupervisorChannel::onReadyRead);
+    ::fcntl(m_socket.get(), F_SETFL, ::fcntl(m_socket.get(), F_GETFL) | O_NONBLOCK);
+    ::fcntl(m_socket.get(), F_SETFD, FD_CLOEXEC);
+    m_readNotifier = new QSocketNotifier(m_socket.get(), QSocketNotifier::Read, this);
+    connect(m_readNotifier, &QSocketNotifier::activated, this, &SupervisorChannel::onReadable);
+    m_writeNotifier = new QSocketNotifier(m_socket.get(), QSocketNotifier::Write, this);
+    m_writeNotifier->setEnabled(false);
+    connect(m_writeNotifier, &QSocketNotifier::activated, this, &SupervisorChannel::onWritable);
+    m_deadlineTimer = new QTimer(this);
+    m_deadlineTimer->setInterval(kDeadlineTickMs);
+    connect(m_deadlineTimer, &QTimer::timeout, this, &SupervisorChannel::checkDeadlines);
 }
 
 SupervisorChannel::~SupervisorChannel()
@@ -53,134 +117,544 @@ SupervisorChannel::~SupervisorChannel()
 }
 
 quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &data,
-                                   ReplyHandler onReply, OutputHandler onOutput)
+                                   ReplyHandler onReply, OutputHandler onOutput,
+                                   EventHandler onEvent)
 {
     const quint32 id = m_nextId++;
     if (m_nextId == 0)
         m_nextId = 1;
-    m_pending.insert(id, Pending{std::move(onReply), std::move(onOutput)});
-    const QByteArray text = QJsonDocument(json).toJson(QJsonDocument::Compact);
-    if (data.isEmpty()) {
-        writeFrame(FrameType::Request, id, text);
-    } else {
-        writeFrame(FrameType::Request, id, QByteArray(text + '\0'), data);
+    if (!m_failure.isEmpty() || m_closing) {
+        deliverLater(std::move(onReply),
+                     Error{ErrorCode::SandboxNotRunning,
+                           m_failure.isEmpty()
+                               ? QStringLiteral("the sandbox is stopping")
+                               : QStringLiteral("the sandbox was stopped: ") + m_failure,
+                           {}});
+        return id;
     }
+    Pending p;
+    p.op = opOf(json);
+    p.onReply = std::move(onReply);
+    p.onOutput = std::move(onOutput);
+    p.onEvent = std::move(onEvent);
+    p.maxResponse = kSmallResponse;
+    qint64 deadlineMs = kDefaultDeadlineMs;
+    if (p.op == QLatin1String("exec")) {
+        p.exec = true;
+        p.allowsEvents = true;
+        const QJsonValue max = json.value(QStringLiteral("maxOutputBytes"));
+        p.maxOutput = max.isDouble() ? quint64(qBound(0.0, max.toDouble(), double(kMaxOutput)))
+                                     : kDefaultMaxOutput;
+        p.timeoutMs = nonNegative(json.value(QStringLiteral("timeoutMs")));
+        deadlineMs = p.timeoutMs > 0 ? p.timeoutMs + kGraceMs : -1; // -1: until cancelled
+    } else if (p.op == QLatin1String("readFile") || p.op == QLatin1String("list")) {
+        p.maxResponse = kLargeResponse;
+    } else if (p.op == QLatin1String("connect")) {
+        p.responseFdDomain = AF_UNIX;
+        const qint64 t = nonNegative(json.value(QStringLiteral("timeoutMs")));
+        deadlineMs = (t > 0 ? qMin<qint64>(t, 60000) : 5000) + kGraceMs;
+    } else if (p.op == QLatin1String("listen")) {
+        p.allowsEvents = true;
+        p.eventFdDomain = AF_INET; // or AF_INET6, see checkFd()
+        deadlineMs = -1;
+    } else if (p.op == QLatin1String("watch")) {
+        p.allowsEvents = true;
+        deadlineMs = -1;
+    }
+    if (deadlineMs >= 0)
+        p.deadline = QDeadlineTimer(deadlineMs);
+
+    const QByteArray text = QJsonDocument(json).toJson(QJsonDocument::Compact);
+    const bool queued = data.isEmpty()
+                            ? queueFrame(FrameType::Request, id, text)
+                            : queueFrame(FrameType::Request, id, QByteArray(text + '\0'), data);
+    if (!queued) {
+        deliverLater(std::move(p.onReply),
+                     Error{ErrorCode::SandboxError,
+                           QStringLiteral("the sandbox is not reading its requests"),
+                           {}});
+        return id;
+    }
+    m_pending.insert(id, std::move(p));
+    armDeadlines();
     return id;
 }
 
-void SupervisorChannel::sendStdin(quint32 id, QByteArrayView bytes)
+bool SupervisorChannel::sendStdin(quint32 id, QByteArrayView bytes)
 {
-    writeFrame(FrameType::Stdin, id, bytes);
+    return m_pending.contains(id) && queueFrame(FrameType::Stdin, id, bytes);
+}
+
+void SupervisorChannel::resize(quint32 id, quint16 cols, quint16 rows)
+{
+    if (!m_pending.contains(id))
+        return;
+    char payload[4];
+    qToLittleEndian<quint16>(cols, payload);
+    qToLittleEndian<quint16>(rows, payload + 2);
+    queueFrame(FrameType::Resize, id, QByteArrayView(payload, 4));
 }
 
 void SupervisorChannel::cancel(quint32 id)
 {
-    if (m_pending.contains(id))
-        writeFrame(FrameType::Cancel, id, {});
+    const auto it = m_pending.find(id);
+    if (it == m_pending.end() || it->cancelled)
+        return;
+    it->cancelled = true;
+    // The answer must follow within the grace time, whatever the request asked for.
+    if (it->deadline.isForever() || it->deadline.remainingTime() > kGraceMs)
+        it->deadline = QDeadlineTimer(kGraceMs);
+    queueFrame(FrameType::Cancel, id, {});
+    armDeadlines();
+    Q_EMIT cancelRequested(id);
+}
+
+void SupervisorChannel::markTimedOut(quint32 id)
+{
+    const auto it = m_pending.find(id);
+    if (it != m_pending.end())
+        it->timedOut = true;
 }
 
 void SupervisorChannel::failAll(const Error &error)
 {
     const auto pending = std::exchange(m_pending, {});
-    for (const Pending &p : pending) {
-        if (p.onReply)
-            p.onReply(error);
+    m_deadlineTimer->stop();
+    for (auto it = pending.cbegin(); it != pending.cend(); ++it) {
+        if (it->exec)
+            Q_EMIT execEnded(it.key());
+        if (it->onReply)
+            it->onReply(error);
     }
 }
 
-void SupervisorChannel::writeFrame(FrameType type, quint32 id, QByteArrayView a, QByteArrayView b)
+void SupervisorChannel::closeChannel()
 {
-    if (!m_in)
+    m_closing = true;
+    flush();
+}
+
+void SupervisorChannel::deliverLater(ReplyHandler handler, Result<Reply> result)
+{
+    if (!handler)
         return;
+    QTimer::singleShot(0, this, [handler = std::move(handler), result = std::move(result)] {
+        handler(result);
+    });
+}
+
+bool SupervisorChannel::queueFrame(FrameType type, quint32 id, QByteArrayView a, QByteArrayView b)
+{
+    if (!m_socket.isValid() || !m_failure.isEmpty() || m_eof)
+        return false;
+    const qsizetype size = kHeader + a.size() + b.size();
+    if (m_out.size() - m_outPos + size > kMaxQueuedBytes)
+        return false;
+    if (m_outPos > 0 && m_outPos >= m_out.size() / 2) {
+        m_out.remove(0, m_outPos);
+        m_outPos = 0;
+    }
     char header[kHeader];
-    qToLittleEndian<quint32>(quint32(5 + a.size() + b.size()), header);
+    qToLittleEndian<quint32>(quint32(SupervisorWire::HeaderBytes + a.size() + b.size()), header);
     header[4] = char(type);
     qToLittleEndian<quint32>(id, header + 5);
-    m_in->write(header, kHeader);
-    if (!a.isEmpty())
-        m_in->write(a.data(), a.size());
-    if (!b.isEmpty())
-        m_in->write(b.data(), b.size());
+    m_out.append(header, kHeader);
+    m_out.append(a.data(), a.size());
+    m_out.append(b.data(), b.size());
+    flush();
+    return true;
 }
 
-void SupervisorChannel::onReadyRead()
+void SupervisorChannel::flush()
 {
-    if (!m_out)
-        return;
-    if (m_bufferPos > 0 && m_bufferPos == m_buffer.size()) {
-        m_buffer.clear();
-        m_bufferPos = 0;
-    }
-    m_buffer.append(m_out->readAll());
-    while (m_buffer.size() - m_bufferPos >= kHeader) {
-        const char *p = m_buffer.constData() + m_bufferPos;
-        const quint32 length = qFromLittleEndian<quint32>(p);
-        if (length < SupervisorWire::HeaderBytes || length > SupervisorWire::MaxLength) {
-            const QString why
-                = QStringLiteral("bad frame length %1 from the supervisor").arg(length);
-            qCWarning(lcSupervisor) << why;
-            m_buffer.clear();
-            m_bufferPos = 0;
-            Q_EMIT protocolError(why);
+    while (m_outPos < m_out.size()) {
+        const ssize_t n = ::send(m_socket.get(), m_out.constData() + m_outPos,
+                                 size_t(m_out.size() - m_outPos), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            m_outPos += n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            m_writeNotifier->setEnabled(true);
             return;
         }
-        if (m_buffer.size() - m_bufferPos < qsizetype(4 + length))
-            break;
-        const auto type = FrameType(quint8(p[4]));
-        const quint32 id = qFromLittleEndian<quint32>(p + 5);
-        const QByteArrayView payload(p + kHeader, length - SupervisorWire::HeaderBytes);
-        m_bufferPos += 4 + length;
-        dispatch(type, id, payload);
+        // The supervisor is gone (EPIPE): what is queued has nowhere to go. Its exit is
+        // reported by the process, not here.
+        m_out.clear();
+        m_outPos = 0;
+        m_eof = true;
+        break;
     }
-    // Compact once the consumed part dominates, so the buffer does not grow without bound.
-    if (m_bufferPos > 0 && m_bufferPos >= m_buffer.size() / 2) {
-        m_buffer.remove(0, m_bufferPos);
-        m_bufferPos = 0;
+    m_out.clear();
+    m_outPos = 0;
+    m_writeNotifier->setEnabled(false);
+    if (m_closing && m_socket.isValid())
+        ::shutdown(m_socket.get(), SHUT_WR);
+}
+
+void SupervisorChannel::onWritable()
+{
+    flush();
+}
+
+void SupervisorChannel::onReadable()
+{
+    qsizetype budget = kReadBudget;
+    while (budget > 0 && m_failure.isEmpty()) {
+        if (m_bufferPos > 0 && m_bufferPos >= m_buffer.size() / 2) {
+            m_buffer.remove(0, m_bufferPos);
+            m_bufferBase += m_bufferPos;
+            m_bufferPos = 0;
+        }
+        const qsizetype oldSize = m_buffer.size();
+        m_buffer.resize(oldSize + kReadChunk);
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+        iovec iov{m_buffer.data() + oldSize, size_t(kReadChunk)};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        const ssize_t n = ::recvmsg(m_socket.get(), &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        m_buffer.resize(oldSize + qMax<ssize_t>(n, 0));
+        if (n >= 0) {
+            // Descriptors first, so that none leaks whatever happens next.
+            for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                    continue;
+                const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < count; ++i) {
+                    int fd = -1;
+                    std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                    m_fds.append(
+                        {m_bufferBase + m_buffer.size() - 1, std::make_shared<UniqueFd>(fd)});
+                }
+            }
+            if (msg.msg_flags & MSG_CTRUNC)
+                return violation(QStringLiteral("more descriptors than a frame may carry"));
+            if (m_fds.size() > kMaxQueuedFds)
+                return violation(
+                    QStringLiteral("more than %1 descriptors in flight").arg(kMaxQueuedFds));
+            if (!m_fds.isEmpty() && n == 0)
+                return violation(QStringLiteral("a descriptor without data"));
+        }
+        if (n == 0) {
+            // The supervisor closed its end (it exited): its process reports why.
+            m_eof = true;
+            m_readNotifier->setEnabled(false);
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN) {
+                m_eof = true;
+                m_readNotifier->setEnabled(false);
+            }
+            return;
+        }
+        budget -= n;
+
+        while (m_failure.isEmpty() && m_buffer.size() - m_bufferPos >= kHeader) {
+            const char *p = m_buffer.constData() + m_bufferPos;
+            const quint32 length = qFromLittleEndian<quint32>(p);
+            const auto type = FrameType(quint8(p[4]));
+            const quint32 id = qFromLittleEndian<quint32>(p + 5);
+            if (!checkHeader(type, id, length))
+                return;
+            if (m_buffer.size() - m_bufferPos < qsizetype(4 + length))
+                break;
+            const qint64 start = m_bufferBase + m_bufferPos;
+            const qint64 end = start + 4 + length;
+            QList<std::shared_ptr<UniqueFd>> fds;
+            while (!m_fds.isEmpty() && m_fds.first().offset < end) {
+                if (m_fds.first().offset < start)
+                    return violation(QStringLiteral("a descriptor between frames"));
+                fds.append(m_fds.takeFirst().fd);
+            }
+            const QByteArrayView payload(p + kHeader, length - SupervisorWire::HeaderBytes);
+            m_bufferPos += 4 + length;
+            dispatch(type, id, payload, std::move(fds));
+        }
     }
 }
 
-void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payload)
+bool SupervisorChannel::checkHeader(FrameType type, quint32 id, quint32 length)
 {
+    if (length < SupervisorWire::HeaderBytes) {
+        violation(QStringLiteral("a frame of length %1").arg(length));
+        return false;
+    }
+    const quint32 payload = length - SupervisorWire::HeaderBytes;
+    auto tooLarge = [&](const char *what, qint64 max) {
+        violation(QStringLiteral("a %1 frame of %2 bytes (at most %3)")
+                      .arg(QLatin1String(what))
+                      .arg(payload)
+                      .arg(max));
+        return false;
+    };
+    switch (type) {
+    case FrameType::Hello:
+        if (m_helloSeen) {
+            violation(QStringLiteral("a second HELLO"));
+            return false;
+        }
+        return payload <= SupervisorWire::MaxHello ? true
+                                                   : tooLarge("HELLO", SupervisorWire::MaxHello);
+    case FrameType::Response:
+    case FrameType::Stdout:
+    case FrameType::Stderr:
+    case FrameType::Event:
+        break;
+    default:
+        violation(QStringLiteral("a frame of unknown type %1").arg(int(type)));
+        return false;
+    }
+    if (!m_helloSeen) {
+        violation(QStringLiteral("a frame before HELLO"));
+        return false;
+    }
+    const auto it = m_pending.constFind(id);
+    if (it == m_pending.constEnd()) {
+        violation(QStringLiteral("a frame of type %1 for request %2, which is not pending")
+                      .arg(int(type))
+                      .arg(id));
+        return false;
+    }
+    switch (type) {
+    case FrameType::Response:
+        return qsizetype(payload) <= it->maxResponse ? true : tooLarge("RESPONSE", it->maxResponse);
+    case FrameType::Stdout:
+    case FrameType::Stderr:
+        if (!it->exec) {
+            violation(QStringLiteral("output for '%1' (request %2)").arg(it->op).arg(id));
+            return false;
+        }
+        return payload <= SupervisorWire::MaxChunk ? true
+                                                   : tooLarge("STDOUT", SupervisorWire::MaxChunk);
+    case FrameType::Event:
+        if (!it->allowsEvents) {
+            violation(QStringLiteral("an EVENT for '%1' (request %2)").arg(it->op).arg(id));
+            return false;
+        }
+        return payload <= SupervisorWire::MaxChunk ? true
+                                                   : tooLarge("EVENT", SupervisorWire::MaxChunk);
+    default:
+        return false;
+    }
+}
+
+void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payload,
+                                 QList<std::shared_ptr<UniqueFd>> fds)
+{
+    if (fds.size() > 1)
+        return violation(QStringLiteral("%1 descriptors on one frame").arg(fds.size()));
+    std::shared_ptr<UniqueFd> fd = fds.isEmpty() ? nullptr : fds.first();
     switch (type) {
     case FrameType::Hello: {
-        m_ready = true;
-        Q_EMIT ready(QJsonDocument::fromJson(payload.toByteArray()).object());
+        if (fd)
+            return violation(QStringLiteral("a descriptor on HELLO"));
+        QJsonParseError perr;
+        const QJsonDocument doc = QJsonDocument::fromJson(payload.toByteArray(), &perr);
+        const QJsonObject json = doc.object();
+        if (perr.error != QJsonParseError::NoError || !doc.isObject()
+            || json.value(QStringLiteral("pid")).toInteger() <= 0)
+            return violation(QStringLiteral("a malformed HELLO"));
+        if (json.value(QStringLiteral("version")).toString()
+            != QLatin1String(SupervisorWire::Version))
+            return violation(QStringLiteral("HELLO of protocol version '%1' (expected '%2')")
+                                 .arg(json.value(QStringLiteral("version")).toString().left(16),
+                                      QLatin1String(SupervisorWire::Version)));
+        m_helloSeen = true;
+        Q_EMIT hello(json);
         return;
     }
     case FrameType::Stdout:
     case FrameType::Stderr: {
-        const auto it = m_pending.constFind(id);
-        if (it != m_pending.constEnd() && it->onOutput)
-            it->onOutput(type == FrameType::Stdout ? 1 : 2, payload);
+        if (fd)
+            return violation(QStringLiteral("a descriptor on output of request %1").arg(id));
+        const auto it = m_pending.find(id);
+        const int channel = type == FrameType::Stdout ? 1 : 2;
+        quint64 &sent = it->sent[channel - 1];
+        const quint64 room = it->maxOutput - qMin(sent, it->maxOutput);
+        const qsizetype allowed = qsizetype(qMin<quint64>(quint64(payload.size()), room));
+        if (allowed < payload.size())
+            it->truncated = true; // the engine's count, whatever the supervisor says
+        sent += quint64(allowed);
+        if (allowed > 0 && it->onOutput) {
+            const OutputHandler onOutput = it->onOutput; // the handler may cancel the request
+            onOutput(channel, payload.first(allowed));
+        }
         return;
     }
-    case FrameType::Response: {
-        const Pending p = m_pending.take(id);
-        if (!p.onReply)
-            return;
-        const qsizetype nul = payload.indexOf('\0');
-        const QByteArrayView jsonPart = nul < 0 ? payload : payload.first(nul);
-        Reply reply;
-        QJsonParseError perr;
-        reply.json = QJsonDocument::fromJson(jsonPart.toByteArray(), &perr).object();
-        if (perr.error != QJsonParseError::NoError) {
-            p.onReply(Error{ErrorCode::SandboxError,
-                            QStringLiteral("malformed answer from the supervisor"),
-                            {}});
+    case FrameType::Event:
+        return dispatchEvent(id, payload, std::move(fd));
+    case FrameType::Response:
+        return dispatchResponse(id, payload, std::move(fd));
+    default:
+        return;
+    }
+}
+
+void SupervisorChannel::dispatchEvent(quint32 id, QByteArrayView payload,
+                                      std::shared_ptr<UniqueFd> fd)
+{
+    const auto it = m_pending.find(id);
+    QJsonParseError perr;
+    const QJsonDocument doc = QJsonDocument::fromJson(payload.toByteArray(), &perr);
+    if (perr.error != QJsonParseError::NoError || !doc.isObject())
+        return violation(QStringLiteral("a malformed EVENT for request %1").arg(id));
+    const QJsonObject event = doc.object();
+    if (it->exec) {
+        // One EVENT only: the exec's process tree.
+        const qint64 pid = event.value(QStringLiteral("pid")).toInteger();
+        const QJsonArray pipes = event.value(QStringLiteral("pipes")).toArray();
+        if (fd || it->started || pid <= 0 || pipes.size() > 2)
+            return violation(QStringLiteral("an unexpected EVENT for exec %1").arg(id));
+        QList<quint64> inodes;
+        for (const QJsonValue &v : pipes)
+            inodes.append(quint64(nonNegative(v)));
+        it->started = true;
+        Q_EMIT execStarted(id, pid, inodes, it->timeoutMs);
+        return;
+    }
+    if (it->eventFdDomain != 0) {
+        QString why;
+        if (fd && !checkFd(*fd, it->eventFdDomain, &why))
+            return violation(QStringLiteral("EVENT of '%1': %2").arg(it->op, why));
+    } else if (fd) {
+        return violation(QStringLiteral("a descriptor on an EVENT of '%1'").arg(it->op));
+    }
+    if (it->onEvent) {
+        const EventHandler onEvent = it->onEvent;
+        onEvent(event, std::move(fd));
+    }
+}
+
+void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
+                                         std::shared_ptr<UniqueFd> fd)
+{
+    Pending p = m_pending.take(id);
+    if (m_pending.isEmpty())
+        m_deadlineTimer->stop();
+    auto finish = [&](Result<Reply> result) {
+        if (p.exec)
+            Q_EMIT execEnded(id);
+        if (p.onReply)
+            p.onReply(std::move(result));
+    };
+    auto broken = [&](const QString &why) {
+        finish(
+            Error{ErrorCode::SandboxError, QStringLiteral("the sandbox was stopped: ") + why, {}});
+        violation(why);
+    };
+    const qsizetype nul = payload.indexOf('\0');
+    if (nul >= 0 && p.op != QLatin1String("readFile"))
+        return broken(QStringLiteral("binary data in the answer to '%1'").arg(p.op));
+    const QByteArrayView jsonPart = nul < 0 ? payload : payload.first(nul);
+    QJsonParseError perr;
+    const QJsonDocument doc = QJsonDocument::fromJson(jsonPart.toByteArray(), &perr);
+    Reply reply;
+    reply.json = doc.object();
+    bool ok = perr.error == QJsonParseError::NoError && doc.isObject();
+    const QJsonValue err = reply.json.value(QStringLiteral("error"));
+    if (ok && err.isObject()) {
+        if (fd)
+            return broken(QStringLiteral("a descriptor on an error answer"));
+        return finish(supervisorError(err.toObject()));
+    }
+    QString why;
+    if (ok && p.exec) {
+        ok = sanitizeExecAnswer(reply.json);
+        if (ok) {
+            if (p.truncated)
+                reply.json.insert(QStringLiteral("truncated"), true);
+            if (p.timedOut)
+                reply.json.insert(QStringLiteral("timedOut"), true);
+        }
+    } else if (ok && p.responseFdDomain != 0) {
+        if (!fd)
+            why = QStringLiteral("'%1' answered without its descriptor").arg(p.op);
+        else if (!checkFd(*fd, p.responseFdDomain, &why))
+            why = QStringLiteral("'%1': %2").arg(p.op, why);
+    } else if (fd) {
+        why = QStringLiteral("a descriptor on the answer to '%1'").arg(p.op);
+    }
+    if (!ok && why.isEmpty())
+        why = QStringLiteral("a malformed answer to '%1' (request %2)").arg(p.op).arg(id);
+    if (!why.isEmpty())
+        return broken(why);
+    if (nul >= 0)
+        reply.data = payload.sliced(nul + 1).toByteArray();
+    reply.fd = std::move(fd);
+    finish(std::move(reply));
+}
+
+bool SupervisorChannel::checkFd(const UniqueFd &fd, int domain, QString *why) const
+{
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+        *why = QStringLiteral("the descriptor is not a socket");
+        return false;
+    }
+    int value = 0;
+    socklen_t len = sizeof value;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_TYPE, &value, &len) != 0 || value != SOCK_STREAM) {
+        *why = QStringLiteral("the descriptor is not a stream socket");
+        return false;
+    }
+    len = sizeof value;
+    const bool domainOk = ::getsockopt(fd.get(), SOL_SOCKET, SO_DOMAIN, &value, &len) == 0
+                          && (value == domain || (domain == AF_INET && value == AF_INET6));
+    if (!domainOk) {
+        *why = QStringLiteral("the socket is of the wrong family");
+        return false;
+    }
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+    ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
+    return true;
+}
+
+void SupervisorChannel::violation(const QString &why)
+{
+    if (!m_failure.isEmpty())
+        return;
+    m_failure = why;
+    qCWarning(lcSupervisor).noquote() << "supervisor violation:" << why;
+    m_readNotifier->setEnabled(false);
+    m_writeNotifier->setEnabled(false);
+    m_fds.clear();
+    m_buffer.clear();
+    m_bufferPos = 0;
+    failAll(Error{ErrorCode::SandboxError, QStringLiteral("the sandbox was stopped: ") + why, {}});
+    Q_EMIT failed(why);
+}
+
+void SupervisorChannel::armDeadlines()
+{
+    for (const Pending &p : std::as_const(m_pending)) {
+        if (!p.deadline.isForever()) {
+            if (!m_deadlineTimer->isActive())
+                m_deadlineTimer->start();
             return;
         }
-        if (nul >= 0)
-            reply.data = payload.sliced(nul + 1).toByteArray();
-        const QJsonValue err = reply.json.value(QStringLiteral("error"));
-        if (err.isObject())
-            p.onReply(supervisorError(err.toObject()));
-        else
-            p.onReply(std::move(reply));
-        return;
     }
-    default:
-        qCWarning(lcSupervisor) << "unknown frame type" << int(type);
+    m_deadlineTimer->stop();
+}
+
+void SupervisorChannel::checkDeadlines()
+{
+    for (auto it = m_pending.cbegin(); it != m_pending.cend(); ++it) {
+        if (it->deadline.hasExpired()) {
+            return violation(QStringLiteral("the supervisor did not answer '%1' (request %2) in "
+                                            "time")
+                                 .arg(it->op)
+                                 .arg(it.key()));
+        }
     }
+    armDeadlines();
 }
 
 } // namespace Sandbox::Engine

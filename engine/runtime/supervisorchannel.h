@@ -2,22 +2,31 @@
 
 #include "protocol/result.h"
 #include "supervisor/wire.h"
+#include "uniquefd.h"
 
 #include <QByteArray>
+#include <QDeadlineTimer>
 #include <QHash>
 #include <QJsonObject>
+#include <QList>
 #include <QObject>
-#include <QPointer>
 
 #include <functional>
+#include <memory>
 
-class QIODevice;
+class QSocketNotifier;
+class QTimer;
 
 namespace Sandbox::Engine {
 
-// The engine's end of engine/supervisor/PROTOCOL.md: frames over the supervisor's stdin/stdout.
-// Requests get ids; each answer goes to the callback registered for it. Not thread-safe; lives
-// in the engine's thread.
+// The engine's end of engine/supervisor/PROTOCOL.md (version 2): frames over one AF_UNIX stream
+// socket, descriptors as SCM_RIGHTS where the protocol allows them. Everything that comes from
+// the supervisor is hostile input: every frame is checked against what was asked (known type,
+// pending id, per-type size, fds only where allowed, output within the request's
+// maxOutputBytes) and every request has a deadline. The first violation or missed deadline ends
+// the channel: failed() is emitted once, every pending request fails with -32011 naming it, and
+// nothing more is read (the owner kills the sandbox). Writes never block: they are queued, up to
+// a bound. Not thread-safe; lives in the engine's thread.
 class SupervisorChannel final : public QObject
 {
     Q_OBJECT
@@ -26,49 +35,121 @@ public:
     struct Reply
     {
         QJsonObject json;
-        QByteArray data; // raw bytes after the JSON (readFile)
+        QByteArray data;              // raw bytes after the JSON (readFile)
+        std::shared_ptr<UniqueFd> fd; // the descriptor that came with it (connect)
     };
     using ReplyHandler = std::function<void(Result<Reply>)>;
     using OutputHandler = std::function<void(int channel, QByteArrayView bytes)>; // 1 out, 2 err
+    // One EVENT of a long-lived request (watch, listen), with its descriptor if it carried one.
+    using EventHandler = std::function<void(const QJsonObject &event, std::shared_ptr<UniqueFd> fd)>;
 
-    // `in` is the supervisor's stdin, `out` its stdout (for a QProcess both are the process).
-    SupervisorChannel(QIODevice *in, QIODevice *out, QObject *parent = nullptr);
+    // Time a request may take beyond what it asks for itself (an exec's timeout, a connect's).
+    static constexpr qint64 kGraceMs = 15000;
+    // A request that asks for no time of its own (file ops, ping, configure).
+    static constexpr qint64 kDefaultDeadlineMs = 120000;
+    // Descriptors received but not yet handed over, and the unsent bytes queued for the
+    // supervisor: above these the channel fails (descriptors) or refuses requests (bytes).
+    static constexpr int kMaxQueuedFds = 8;
+    static constexpr qsizetype kMaxQueuedBytes = 64 * 1024 * 1024;
+
+    // Takes the engine's end of the socketpair (made non-blocking here).
+    explicit SupervisorChannel(UniqueFd socket, QObject *parent = nullptr);
     ~SupervisorChannel() override;
 
-    bool isReady() const { return m_ready; }
+    // HELLO came and nothing went wrong since.
+    bool isReady() const { return m_helloSeen && m_failure.isEmpty(); }
+    QString failure() const { return m_failure; }
 
     // Sends a request; `data` follows the JSON after a 0x00 byte when not empty. Returns its id.
+    // The deadline is derived from the request (see PROTOCOL.md); `onEvent` receives the EVENTs
+    // of a long-lived request. `onReply` is called exactly once (never from within request()).
     quint32 request(const QJsonObject &json, const QByteArray &data, ReplyHandler onReply,
-                    OutputHandler onOutput = {});
-    void sendStdin(quint32 id, QByteArrayView bytes);
+                    OutputHandler onOutput = {}, EventHandler onEvent = {});
+    // False when the bytes were not queued (the supervisor is not reading, or the channel ended).
+    bool sendStdin(quint32 id, QByteArrayView bytes);
+    void resize(quint32 id, quint16 cols, quint16 rows);
+    // Asks the supervisor to end request `id` (an exec's tree is killed); its answer still comes,
+    // within kGraceMs.
     void cancel(quint32 id);
+    // The engine killed exec `id` at its timeout: its answer says timedOut whatever it claims.
+    void markTimedOut(quint32 id);
 
     // Fails every pending request (the supervisor is gone).
     void failAll(const Error &error);
+    // Sends what is queued, then closes the engine's writing side: the supervisor exits.
+    void closeChannel();
 
 Q_SIGNALS:
-    void ready(const QJsonObject &hello);
-    void protocolError(const QString &why);
+    // The first HELLO: {"pid":N,"version":"2"}.
+    void hello(const QJsonObject &hello);
+    // A protocol violation or a missed deadline, once: the sandbox must end.
+    void failed(const QString &why);
+    // An exec's process tree (its first EVENT): the reaper's pid inside the sandbox and the
+    // inodes of its output pipes; `timeoutMs` 0 means none.
+    void execStarted(quint32 id, qint64 reaperPid, const QList<quint64> &pipes, qint64 timeoutMs);
+    void execEnded(quint32 id);
+    void cancelRequested(quint32 id);
 
 private:
-    void onReadyRead();
-    void writeFrame(SupervisorWire::FrameType type, quint32 id, QByteArrayView a,
-                    QByteArrayView b = {});
-    void dispatch(SupervisorWire::FrameType type, quint32 id, QByteArrayView payload);
-
     struct Pending
     {
+        QString op;
         ReplyHandler onReply;
         OutputHandler onOutput;
+        EventHandler onEvent;
+        qsizetype maxResponse = 0;
+        int responseFdDomain = 0; // AF_UNIX for connect; 0: no descriptor allowed
+        int eventFdDomain = 0;    // AF_INET/AF_INET6 for listen
+        bool allowsEvents = false;
+        bool exec = false;
+        bool started = false;
+        bool cancelled = false;
+        bool timedOut = false;
+        bool truncated = false;
+        quint64 maxOutput = 0;
+        quint64 sent[2] = {0, 0};
+        qint64 timeoutMs = 0;
+        QDeadlineTimer deadline{QDeadlineTimer::Forever};
+    };
+    struct ReceivedFd
+    {
+        qint64 offset; // of the last byte of the read it came with
+        std::shared_ptr<UniqueFd> fd;
     };
 
-    QPointer<QIODevice> m_in;  // not owned
-    QPointer<QIODevice> m_out; // not owned
+    void onReadable();
+    void onWritable();
+    void flush();
+    bool queueFrame(SupervisorWire::FrameType type, quint32 id, QByteArrayView a,
+                    QByteArrayView b = {});
+    // Checks a header before its payload is read: false after a violation.
+    bool checkHeader(SupervisorWire::FrameType type, quint32 id, quint32 length);
+    void dispatch(SupervisorWire::FrameType type, quint32 id, QByteArrayView payload,
+                  QList<std::shared_ptr<UniqueFd>> fds);
+    void dispatchResponse(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
+    void dispatchEvent(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
+    bool checkFd(const UniqueFd &fd, int domain, QString *why) const;
+    void violation(const QString &why);
+    void checkDeadlines();
+    void armDeadlines();
+    void deliverLater(ReplyHandler handler, Result<Reply> result);
+
+    UniqueFd m_socket;
+    QSocketNotifier *m_readNotifier = nullptr;  // owned (child)
+    QSocketNotifier *m_writeNotifier = nullptr; // owned (child)
+    QTimer *m_deadlineTimer = nullptr;          // owned (child)
     QByteArray m_buffer;
     qsizetype m_bufferPos = 0;
+    qint64 m_bufferBase = 0; // stream offset of m_buffer[0]
+    QList<ReceivedFd> m_fds;
+    QByteArray m_out;
+    qsizetype m_outPos = 0;
+    bool m_closing = false;
+    bool m_eof = false;
     QHash<quint32, Pending> m_pending;
     quint32 m_nextId = 1;
-    bool m_ready = false;
+    bool m_helloSeen = false;
+    QString m_failure;
 };
 
 // Maps a supervisor error object ({"code":"not_found",...}) to the protocol's Error.

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +83,7 @@ void ExecRunner::start(uint32_t id, const json &req)
     } else {
         spec.argv = {"/bin/sh", "-c", checkedString(req["shell"], "'shell'")};
     }
+    spec.env = m_baseEnv;
     if (req.contains("env") && !req["env"].is_null()) {
         if (!req["env"].is_object())
             throw RequestError("bad_request", "'env' must be an object of strings");
@@ -96,18 +98,17 @@ void ExecRunner::start(uint32_t id, const json &req)
     const uint64_t maxOutput = optionalUnsigned(req, "maxOutputBytes").value_or(kDefaultMaxOutput);
     const bool wantStdin = optionalBool(req, "stdin");
 
-    std::string cwd(Paths::kRoot);
+    std::string cwd(m_paths.root());
     if (req.contains("cwd") && !req["cwd"].is_null())
         cwd = checkedString(req["cwd"], "'cwd'");
-    const auto rel = Paths::normalise(cwd);
+    const auto rel = m_paths.normalise(cwd);
     if (!rel || cwd.empty())
-        throw RequestError("path_not_allowed",
-                           "cwd '" + cwd + "' is outside " + std::string(Paths::kRoot));
-    spec.cwdPath = Paths::virtualPath(*rel);
+        throw RequestError("path_not_allowed", "cwd '" + cwd + "' is outside " + m_paths.root());
+    spec.cwdPath = m_paths.virtualPath(*rel);
     const int cwdFd = m_paths.openAt(*rel, O_PATH | O_DIRECTORY);
     if (cwdFd == -EXDEV)
-        throw RequestError("path_not_allowed", "cwd " + spec.cwdPath + " resolves outside "
-                                                   + std::string(Paths::kRoot));
+        throw RequestError("path_not_allowed",
+                           "cwd " + spec.cwdPath + " resolves outside " + m_paths.root());
     spec.cwdFd = cwdFd >= 0 ? cwdFd : -1;
     spec.cwdErrno = cwdFd >= 0 ? 0 : -cwdFd;
 
@@ -132,6 +133,10 @@ void ExecRunner::start(uint32_t id, const json &req)
     spec.stderrFd = err[1];
     spec.controlFd = control[0];
     spec.statusFd = status[1];
+    spec.supervisor = ::getpid();
+    struct stat outStat = {}, errStat = {};
+    ::fstat(out[0], &outStat);
+    ::fstat(err[0], &errStat);
 
     const pid_t pid = ::fork();
     if (pid == 0)
@@ -160,6 +165,11 @@ void ExecRunner::start(uint32_t id, const json &req)
     e.started = Clock::now();
     if (timeoutMs > 0)
         e.deadline = e.started + std::chrono::milliseconds(timeoutMs);
+    // The engine's handle on the exec's process tree: its reaper, and the pipes that a
+    // background process of the exec would still hold (PROTOCOL.md, "Process trees").
+    const json started = {{"pid", pid},
+                          {"pipes", {uint64_t(outStat.st_ino), uint64_t(errStat.st_ino)}}};
+    m_channel.send(FrameType::Event, id, {started.dump()});
 }
 
 void ExecRunner::feedStdin(uint32_t id, std::string_view data)

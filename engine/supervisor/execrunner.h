@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 struct pollfd;
@@ -32,6 +33,12 @@ public:
     ExecRunner &operator=(const ExecRunner &) = delete;
 
     bool init(); // the SIGCHLD signalfd (SIGCHLD must be blocked)
+
+    // The environment of every command before the request's own `env` (from `configure`).
+    void setBaseEnv(std::vector<std::pair<std::string, std::string>> env)
+    {
+        m_baseEnv = std::move(env);
+    }
 
     // Starts exec `id`; its RESPONSE is sent later. Throws RequestError for invalid requests.
     void start(uint32_t id, const nlohmann::json &req);
@@ -86,6 +93,7 @@ private:
 
     const Paths &m_paths;
     FrameChannel &m_channel;
+    std::vector<std::pair<std::string, std::string>> m_baseEnv;
     int m_signalFd = -1;
     std::map<uint32_t, Exec> m_execs;
     std::map<pid_t, int> m_lingering; // answered execs whose reaper still runs: pid -> control fd

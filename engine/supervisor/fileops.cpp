@@ -148,19 +148,17 @@ FileOps::Target FileOps::target(const json &req, const char *key) const
     const std::string path = req[key].get<std::string>();
     if (path.empty())
         throw RequestError("bad_request", std::string("'") + key + "' is empty");
-    const auto rel = Paths::normalise(path);
+    const auto rel = m_paths.normalise(path);
     if (!rel)
-        throw RequestError("path_not_allowed",
-                           "path '" + path + "' is outside " + std::string(Paths::kRoot));
-    return {*rel, Paths::virtualPath(*rel)};
+        throw RequestError("path_not_allowed", "path '" + path + "' is outside " + m_paths.root());
+    return {*rel, m_paths.virtualPath(*rel)};
 }
 
 int FileOps::openChecked(const std::string &rel, const std::string &virt, int flags) const
 {
     const int fd = m_paths.openAt(rel, flags);
     if (fd == -EXDEV)
-        throw RequestError("path_not_allowed",
-                           virt + ": resolves outside " + std::string(Paths::kRoot));
+        throw RequestError("path_not_allowed", virt + ": resolves outside " + m_paths.root());
     if (fd < 0)
         throwErrno(-fd, virt);
     return fd;
@@ -184,7 +182,7 @@ void FileOps::makeDirs(const std::string &rel, bool includingLast) const
         }
         prefix = rel.substr(0, end);
         pos = end + 1;
-        const std::string virt = Paths::virtualPath(prefix);
+        const std::string virt = m_paths.virtualPath(prefix);
         Fd parent(openParent(prefix, virt));
         if (::mkdirat(parent, Paths::leafOf(prefix).c_str(), 0777) < 0 && errno != EEXIST)
             throwErrno(errno, virt);
@@ -269,10 +267,10 @@ Reply FileOps::writeFile(const json &req, std::string_view data)
             const std::string parent = Paths::parentOf(rel);
             const auto next = link.empty() || link.front() == '/'
                                   ? std::nullopt
-                                  : Paths::normalise(parent.empty() ? link : parent + "/" + link);
+                                  : m_paths.normalise(parent.empty() ? link : parent + "/" + link);
             if (!next)
                 throw RequestError("path_not_allowed",
-                                   t.virt + ": symlink leads outside " + std::string(Paths::kRoot));
+                                   t.virt + ": symlink leads outside " + m_paths.root());
             if (next->empty())
                 throwErrno(EISDIR, t.virt);
             rel = *next;
@@ -368,7 +366,7 @@ Reply FileOps::stat(const json &req)
     if (t.rel.empty()) {
         if (::fstat(m_paths.rootFd(), &st) < 0)
             throwErrno(errno, t.virt);
-        r.body = entry(m_paths.rootFd(), std::string(Paths::kRoot.substr(1)), t.virt, st);
+        r.body = entry(m_paths.rootFd(), Paths::leafOf(m_paths.root()), t.virt, st);
         return r;
     }
     Fd dir(openParent(t.rel, t.virt));
@@ -431,8 +429,7 @@ Reply FileOps::remove(const json &req)
 {
     const Target t = target(req, "path");
     if (t.rel.empty())
-        throw RequestError("path_not_allowed",
-                           "refusing to delete " + std::string(Paths::kRoot) + " itself");
+        throw RequestError("path_not_allowed", "refusing to delete " + m_paths.root() + " itself");
     Fd dir(openParent(t.rel, t.virt));
     const std::string leaf = Paths::leafOf(t.rel);
     struct stat st;
@@ -456,8 +453,7 @@ Reply FileOps::rename(const json &req)
     const Target from = target(req, "from");
     const Target to = target(req, "to");
     if (from.rel.empty() || to.rel.empty())
-        throw RequestError("path_not_allowed",
-                           "cannot rename " + std::string(Paths::kRoot) + " itself");
+        throw RequestError("path_not_allowed", "cannot rename " + m_paths.root() + " itself");
     Fd fromDir(openParent(from.rel, from.virt));
     Fd toDir(openParent(to.rel, to.virt));
     if (::renameat(fromDir, Paths::leafOf(from.rel).c_str(), toDir, Paths::leafOf(to.rel).c_str())

@@ -1,7 +1,9 @@
 #include "frame.h"
 
 #include <cerrno>
+#include <cstring>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <vector>
@@ -20,11 +22,26 @@ void writeLe32(char *p, uint32_t v)
         p[i] = char((v >> (8 * i)) & 0xff);
 }
 
+// The engine never sends descriptors; any that arrive are closed at once.
+void closeReceivedFds(msghdr &msg)
+{
+    for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; ++i) {
+            int fd = -1;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (fd >= 0)
+                ::close(fd);
+        }
+    }
+}
+
 } // namespace
 
-FrameChannel::FrameChannel(int inFd, int outFd)
-    : m_in(inFd)
-    , m_out(outFd)
+FrameChannel::FrameChannel(int fd)
+    : m_fd(fd)
 {}
 
 FrameChannel::ReadResult FrameChannel::readAvailable()
@@ -34,7 +51,16 @@ FrameChannel::ReadResult FrameChannel::readAvailable()
         m_consumed = 0;
     }
     char chunk[65536];
-    const ssize_t n = ::read(m_in, chunk, sizeof chunk);
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
+    iovec iov{chunk, sizeof chunk};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(m_fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n >= 0)
+        closeReceivedFds(msg);
     if (n > 0) {
         m_buffer.append(chunk, size_t(n));
         return ReadResult::Data;
@@ -68,7 +94,8 @@ std::optional<Frame> FrameChannel::next()
     return f;
 }
 
-bool FrameChannel::send(FrameType type, uint32_t id, std::initializer_list<std::string_view> parts)
+bool FrameChannel::send(FrameType type, uint32_t id, std::initializer_list<std::string_view> parts,
+                        int fdToPass)
 {
     if (m_broken)
         return false;
@@ -86,20 +113,36 @@ bool FrameChannel::send(FrameType type, uint32_t id, std::initializer_list<std::
         if (!part.empty())
             iov.push_back({const_cast<char *>(part.data()), part.size()});
 
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    bool fdPending = fdToPass >= 0;
     size_t index = 0;
     while (index < iov.size()) {
-        const ssize_t n = ::writev(m_out, iov.data() + index, int(iov.size() - index));
+        msghdr msg{};
+        msg.msg_iov = iov.data() + index;
+        msg.msg_iovlen = iov.size() - index;
+        if (fdPending) {
+            std::memset(control, 0, sizeof control);
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof control;
+            cmsghdr *c = CMSG_FIRSTHDR(&msg);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(c), &fdToPass, sizeof(int));
+        }
+        const ssize_t n = ::sendmsg(m_fd, &msg, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == EAGAIN) { // the descriptor may be shared with a non-blocking reader
-                pollfd pfd{m_out, POLLOUT, 0};
+            if (errno == EAGAIN) {
+                pollfd pfd{m_fd, POLLOUT, 0};
                 ::poll(&pfd, 1, -1);
                 continue;
             }
             m_broken = true;
             return false;
         }
+        fdPending = false; // the descriptor went with the first bytes
         size_t written = size_t(n);
         while (index < iov.size() && written >= iov[index].iov_len)
             written -= iov[index++].iov_len;

@@ -17,16 +17,20 @@ struct Frame
     std::string payload;
 };
 
-// Frames over a pair of file descriptors: u32 LE length (type + id + payload), u8 type,
-// u32 LE id, payload. Reading is incremental (one read() per readAvailable(), after poll());
-// writing blocks until the whole frame is out, which is the supervisor's back-pressure.
+// Frames over the engine's socket (one AF_UNIX stream socket, PROTOCOL.md): u32 LE length
+// (type + id + payload), u8 type, u32 LE id, payload. Reading is incremental (one recvmsg() per
+// readAvailable(), after poll()); writing blocks until the whole frame is out, which is the
+// supervisor's back-pressure. A frame may carry one file descriptor (SCM_RIGHTS on its first
+// byte) where PROTOCOL.md allows it.
 class FrameChannel
 {
 public:
     static constexpr uint32_t kHeaderSize = SupervisorWire::HeaderBytes;
     static constexpr uint32_t kMaxLength = SupervisorWire::MaxLength;
 
-    FrameChannel(int inFd, int outFd);
+    explicit FrameChannel(int fd);
+
+    int fd() const { return m_fd; }
 
     enum class ReadResult { Data, Eof, Error };
     ReadResult readAvailable();
@@ -36,13 +40,14 @@ public:
     bool protocolError() const { return !m_protocolError.empty(); }
     const std::string &protocolErrorMessage() const { return m_protocolError; }
 
-    // Writes one frame whose payload is the concatenation of parts. False once the peer is gone.
-    bool send(FrameType type, uint32_t id, std::initializer_list<std::string_view> parts);
+    // Writes one frame whose payload is the concatenation of parts; `fdToPass` (>= 0) travels
+    // with its first byte. False once the peer is gone.
+    bool send(FrameType type, uint32_t id, std::initializer_list<std::string_view> parts,
+              int fdToPass = -1);
     bool broken() const { return m_broken; }
 
 private:
-    int m_in;
-    int m_out;
+    int m_fd;
     std::string m_buffer;
     size_t m_consumed = 0;
     std::string m_protocolError;

@@ -1,15 +1,21 @@
 // sandbox-supervisor: the process inside each sandbox that runs execs and file operations for
-// the engine, speaking frames over stdin/stdout (see PROTOCOL.md).
+// the engine, speaking frames over the socket it inherits as --channel-fd (see PROTOCOL.md).
 
+#include "guard.h"
 #include "paths.h"
 #include "supervisor.h"
 
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <string>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace {
@@ -18,10 +24,20 @@ int usage()
 {
     std::fprintf(
         stderr,
-        "usage: sandbox-supervisor [--workspace DIR] [--no-openat2]\n"
+        "usage: sandbox-supervisor --channel-fd N [--workspace DIR] [--no-openat2]\n"
+        "  --channel-fd N   the engine's socket (an AF_UNIX stream socket; 3 under sandboxd)\n"
         "  --workspace DIR  the directory that plays /workspace (default /workspace; for tests)\n"
         "  --no-openat2     resolve paths with the O_NOFOLLOW walk only (for tests)\n");
     return 2;
+}
+
+// Drops every inherited descriptor but 0..2 and the channel (bwrap's --args/--seccomp fds,
+// anything a launcher leaked).
+void closeOthers(int keep)
+{
+    if (keep > 3)
+        ::syscall(SYS_close_range, 3U, unsigned(keep - 1), 0U);
+    ::syscall(SYS_close_range, unsigned(keep + 1), ~0U, 0U);
 }
 
 } // namespace
@@ -30,15 +46,40 @@ int main(int argc, char **argv)
 {
     std::string workspace(Paths::kRoot);
     bool useOpenat2 = true;
+    int channelFd = -1;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--workspace" && i + 1 < argc)
+        if (arg == "--workspace" && i + 1 < argc) {
             workspace = argv[++i];
-        else if (arg == "--no-openat2")
+        } else if (arg == "--channel-fd" && i + 1 < argc) {
+            char *end = nullptr;
+            const long fd = std::strtol(argv[++i], &end, 10);
+            if (!end || *end != '\0' || fd < 3 || fd > INT_MAX)
+                return usage();
+            channelFd = int(fd);
+        } else if (arg == "--no-openat2") {
             useOpenat2 = false;
-        else
+        } else {
             return usage();
+        }
     }
+    if (channelFd < 0)
+        return usage();
+
+    // Nothing the sandbox runs may read this process's memory or take its descriptors.
+    if (!Guard::makeUndumpable()) {
+        std::fprintf(stderr, "sandbox-supervisor: PR_SET_DUMPABLE: %s\n", std::strerror(errno));
+        return 1;
+    }
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (::getsockopt(channelFd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM) {
+        std::fprintf(stderr, "sandbox-supervisor: fd %d is not the engine's stream socket\n",
+                     channelFd);
+        return 1;
+    }
+    closeOthers(channelFd);
+    ::fcntl(channelFd, F_SETFD, FD_CLOEXEC);
 
     // Make sure 0..2 exist so that no pipe of ours ever lands there.
     for (int fd = 0; fd <= 2; ++fd)
@@ -57,6 +98,6 @@ int main(int argc, char **argv)
                      workspace.c_str(), std::strerror(errno));
         return 1;
     }
-    Supervisor supervisor(paths);
+    Supervisor supervisor(channelFd, paths, useOpenat2);
     return supervisor.run();
 }

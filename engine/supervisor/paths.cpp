@@ -42,15 +42,16 @@ bool Paths::openRoot(const std::string &hostDir, bool useOpenat2)
     return m_root >= 0;
 }
 
-std::optional<std::string> Paths::normalise(std::string_view path)
+std::optional<std::string> Paths::normalise(std::string_view path) const
 {
     if (path.find('\0') != std::string_view::npos)
         return std::nullopt;
+    const std::string_view root = m_virtualRoot;
     if (!path.empty() && path.front() == '/') {
-        if (path.substr(0, kRoot.size()) != kRoot
-            || (path.size() > kRoot.size() && path[kRoot.size()] != '/'))
+        if (path.substr(0, root.size()) != root
+            || (path.size() > root.size() && path[root.size()] != '/'))
             return std::nullopt;
-        path.remove_prefix(kRoot.size());
+        path.remove_prefix(root.size());
     }
     std::vector<std::string> out;
     for (auto &part : split(path)) {
@@ -70,9 +71,9 @@ std::optional<std::string> Paths::normalise(std::string_view path)
     return rel;
 }
 
-std::string Paths::virtualPath(const std::string &rel)
+std::string Paths::virtualPath(const std::string &rel) const
 {
-    return rel.empty() ? std::string(kRoot) : std::string(kRoot) + "/" + rel;
+    return rel.empty() ? m_virtualRoot : m_virtualRoot + "/" + rel;
 }
 
 std::string Paths::parentOf(const std::string &rel)

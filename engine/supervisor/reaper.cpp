@@ -1,5 +1,7 @@
 #include "reaper.h"
 
+#include "guard.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -9,7 +11,9 @@
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <map>
 #include <poll.h>
+#include <string_view>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -104,11 +108,36 @@ void Reaper::execCommand(const ReaperSpec &spec)
         ::_exit(127);
     }
     closeFrom(ControlFd);
+    // The supervisor's own (fixed) environment, then PWD, then the request's: later ones win.
+    // Built in one pass: setenv() per variable is quadratic in a huge environment.
+    std::map<std::string, std::string> env;
+    for (char **e = environ; e && *e; ++e) {
+        const std::string_view kv(*e);
+        const size_t eq = kv.find('=');
+        if (eq != std::string_view::npos && eq > 0)
+            env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+    }
     char cwd[4096];
     if (::getcwd(cwd, sizeof cwd))
-        ::setenv("PWD", cwd, 1);
+        env["PWD"] = cwd;
     for (const auto &[key, value] : spec.env)
-        ::setenv(key.c_str(), value.c_str(), 1);
+        env[key] = value;
+    std::vector<std::string> envStrings;
+    envStrings.reserve(env.size());
+    for (const auto &[key, value] : env)
+        envStrings.push_back(key + '=' + value);
+    std::vector<char *> envp;
+    envp.reserve(envStrings.size() + 1);
+    for (auto &kv : envStrings)
+        envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    environ = envp.data(); // execvp() searches the new PATH
+
+    if (spec.supervisor > 0 && !Guard::restrictChild(spec.supervisor)) {
+        dprintf(ErrFd, "sandbox-supervisor: cannot install the seccomp guard: %s\n",
+                std::strerror(errno));
+        ::_exit(126);
+    }
 
     std::vector<char *> argv;
     for (const auto &arg : spec.argv)

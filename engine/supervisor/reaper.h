@@ -19,6 +19,7 @@ struct ReaperSpec
     int cwdFd = -1;     // O_PATH directory fd, or -1 with cwdErrno set
     int cwdErrno = 0;
     std::string cwdPath;
+    pid_t supervisor = 0; // > 0: the command gets Guard::restrictChild(supervisor)
 };
 
 // The process between the supervisor and one exec's command: a child subreaper in its own

@@ -10,10 +10,18 @@
 
 using nlohmann::json;
 
-Supervisor::Supervisor(const Paths &paths)
-    : m_channel(STDIN_FILENO, STDOUT_FILENO)
-    , m_files(paths)
-    , m_execs(paths, m_channel)
+namespace {
+
+constexpr size_t kMaxRoots = 16;
+
+} // namespace
+
+Supervisor::Supervisor(int channelFd, const Paths &workspace, bool useOpenat2)
+    : m_channel(channelFd)
+    , m_files(workspace)
+    , m_execs(workspace, m_channel)
+    , m_connector(m_channel)
+    , m_useOpenat2(useOpenat2)
     , m_started(std::chrono::steady_clock::now())
 {}
 
@@ -23,16 +31,21 @@ int Supervisor::run()
         std::fprintf(stderr, "sandbox-supervisor: signalfd: %s\n", std::strerror(errno));
         return 1;
     }
-    const json hello = {{"pid", ::getpid()}, {"version", "1"}};
+    const json hello = {{"pid", ::getpid()}, {"version", SupervisorWire::Version}};
     m_channel.send(FrameType::Hello, 0, {hello.dump()});
 
     std::vector<pollfd> fds;
     while (!m_channel.broken()) {
         fds.clear();
         const bool acceptInput = m_execs.pendingStdin() < ExecRunner::kStdinHighWater;
-        fds.push_back({STDIN_FILENO, short(acceptInput ? POLLIN : 0), 0});
+        fds.push_back({m_channel.fd(), short(acceptInput ? POLLIN : 0), 0});
         m_execs.collectPollFds(fds);
-        if (::poll(fds.data(), fds.size(), m_execs.pollTimeoutMs()) < 0 && errno != EINTR) {
+        m_connector.collectPollFds(fds);
+        int timeout = m_execs.pollTimeoutMs();
+        const int connectTimeout = m_connector.pollTimeoutMs();
+        if (connectTimeout >= 0 && (timeout < 0 || connectTimeout < timeout))
+            timeout = connectTimeout;
+        if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
             std::fprintf(stderr, "sandbox-supervisor: poll: %s\n", std::strerror(errno));
             return 1;
         }
@@ -56,6 +69,7 @@ int Supervisor::run()
             }
         }
         m_execs.process(fds);
+        m_connector.process(fds);
     }
     std::fprintf(stderr, "sandbox-supervisor: cannot write to the engine, exiting\n");
     return 1;
@@ -73,6 +87,8 @@ void Supervisor::handleFrame(const Frame &frame)
     case FrameType::Cancel:
         m_execs.cancel(frame.id);
         break;
+    case FrameType::Resize:
+        break; // for PTY execs (not yet): nothing to resize
     default:
         std::fprintf(stderr, "sandbox-supervisor: ignoring frame of unknown type %u (id %u)\n",
                      unsigned(frame.type), frame.id);
@@ -102,10 +118,14 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
                                        .count()},
                       {"execs", m_execs.running()}};
             respond(id, r);
+        } else if (op == "configure") {
+            respond(id, configure(req));
         } else if (op == "exec") {
             m_execs.start(id, req); // answered when it finishes
+        } else if (op == "connect") {
+            m_connector.start(id, req); // answered when connected, failed or timed out
         } else if (FileOps::handles(op)) {
-            respond(id, m_files.handle(op, req, data));
+            respond(id, filesFor(req).handle(op, req, data));
         } else {
             throw RequestError("bad_request", "unknown op '" + op + "'");
         }
@@ -117,6 +137,65 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
         respond(id, Reply::error(op == "exec" ? "exec_failed" : "file_error",
                                  std::string("internal error: ") + e.what()));
     }
+}
+
+Reply Supervisor::configure(const json &req)
+{
+    if (m_configured)
+        throw RequestError("bad_request", "the supervisor is configured already");
+    std::vector<std::pair<std::string, std::string>> env;
+    if (req.contains("env") && !req["env"].is_null()) {
+        if (!req["env"].is_object())
+            throw RequestError("bad_request", "'env' must be an object of strings");
+        for (const auto &[key, value] : req["env"].items()) {
+            if (key.empty() || key.find('=') != std::string::npos
+                || key.find('\0') != std::string::npos)
+                throw RequestError("bad_request", "invalid environment variable name '" + key + "'");
+            if (!value.is_string() || value.get<std::string>().find('\0') != std::string::npos)
+                throw RequestError("bad_request", "env '" + key + "' must be a string without NUL");
+            env.emplace_back(key, value.get<std::string>());
+        }
+    }
+    std::map<std::string, std::unique_ptr<Paths>> roots;
+    if (req.contains("roots") && !req["roots"].is_null()) {
+        if (!req["roots"].is_object() || req["roots"].size() > kMaxRoots)
+            throw RequestError("bad_request", "'roots' must be an object of at most "
+                                                  + std::to_string(kMaxRoots) + " members");
+        for (const auto &[name, options] : req["roots"].items()) {
+            if (name.size() < 2 || name.front() != '/' || name.back() == '/'
+                || name.find('\0') != std::string::npos || name.find("/.") != std::string::npos
+                || name.find("//") != std::string::npos || name == Paths::kRoot
+                || !options.is_object())
+                throw RequestError("bad_request", "invalid root '" + name + "'");
+            auto paths = std::make_unique<Paths>(name);
+            if (!paths->openRoot(name, m_useOpenat2))
+                throw RequestError(Reply::codeForErrno(errno),
+                                   "root " + name + ": " + std::strerror(errno), errno);
+            roots.emplace(name, std::move(paths));
+        }
+    }
+    m_execs.setBaseEnv(std::move(env));
+    for (auto &[name, paths] : roots) {
+        m_rootFiles.emplace(name, std::make_unique<FileOps>(*paths));
+        m_rootPaths.emplace(name, std::move(paths));
+    }
+    m_configured = true;
+    return {};
+}
+
+FileOps &Supervisor::filesFor(const json &req)
+{
+    if (!req.contains("root") || req["root"].is_null())
+        return m_files;
+    if (!req["root"].is_string())
+        throw RequestError("bad_request", "'root' must be a string");
+    const std::string root = req["root"].get<std::string>();
+    if (root == Paths::kRoot)
+        return m_files;
+    const auto it = m_rootFiles.find(root);
+    if (it == m_rootFiles.end())
+        throw RequestError("path_not_allowed", "'" + root + "' is not a root of this sandbox");
+    return *it->second;
 }
 
 void Supervisor::respond(uint32_t id, const Reply &reply)

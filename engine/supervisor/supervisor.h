@@ -1,32 +1,44 @@
 #pragma once
 
+#include "connector.h"
 #include "execrunner.h"
 #include "fileops.h"
 #include "frame.h"
 
 #include <chrono>
+#include <map>
+#include <memory>
+#include <string>
 #include <string_view>
 
 class Paths;
 
-// The event loop: reads frames from stdin, dispatches requests, and relays exec events,
-// single-threaded around poll().
+// The event loop: reads frames from the engine's socket, dispatches requests, and relays exec
+// events, single-threaded around poll().
 class Supervisor
 {
 public:
-    explicit Supervisor(const Paths &paths);
+    Supervisor(int channelFd, const Paths &workspace, bool useOpenat2);
 
-    // Returns the process exit status: 0 when the engine closed stdin, 2 on a protocol error,
-    // 1 when reading or writing the engine's pipes failed.
+    // Returns the process exit status: 0 when the engine closed the channel, 2 on a protocol
+    // error, 1 when reading or writing the channel failed.
     int run();
 
 private:
     void handleFrame(const Frame &frame);
     void handleRequest(uint32_t id, std::string_view payload);
     void respond(uint32_t id, const Reply &reply);
+    Reply configure(const nlohmann::json &req);
+    FileOps &filesFor(const nlohmann::json &req);
 
     FrameChannel m_channel;
     FileOps m_files;
     ExecRunner m_execs;
+    Connector m_connector;
+    bool m_useOpenat2 = true;
+    bool m_configured = false;
+    // The other trees file ops may address (`configure`'s roots), by their name ("/home/agent").
+    std::map<std::string, std::unique_ptr<Paths>> m_rootPaths;
+    std::map<std::string, std::unique_ptr<FileOps>> m_rootFiles;
     std::chrono::steady_clock::time_point m_started;
 };

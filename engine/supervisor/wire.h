@@ -6,17 +6,28 @@
 // u32 LE length (of type + id + payload), u8 type, u32 LE id, payload. Plain C++, no Qt.
 namespace SupervisorWire {
 
+inline constexpr const char *Version = "2";
+
 enum class FrameType : uint8_t {
     Request = 1,
     Stdin = 2,
     Cancel = 3,
+    Resize = 4,
     Response = 16,
     Stdout = 17,
     Stderr = 18,
+    Event = 19,
     Hello = 32,
 };
 
 inline constexpr uint32_t HeaderBytes = 5; // type + id, after the length
 inline constexpr uint32_t MaxLength = 32u * 1024 * 1024 + HeaderBytes;
+// The largest payload of an output (STDOUT/STDERR) or EVENT frame.
+inline constexpr uint32_t MaxChunk = 64u * 1024;
+// The largest HELLO payload.
+inline constexpr uint32_t MaxHello = 4096;
+
+// The channel's descriptor in the supervisor (its argument `--channel-fd 3`).
+inline constexpr int ChannelFd = 3;
 
 } // namespace SupervisorWire

@@ -1,4 +1,4 @@
-// Drives sandbox-supervisor directly (not in bwrap) over its stdin/stdout frames, with a
+// Drives sandbox-supervisor directly (not in bwrap) over its channel socket (fd 3), with a
 // temporary directory playing /workspace.
 
 #include <QtCore/QDir>
@@ -16,8 +16,12 @@
 
 #include <cerrno>
 #include <csignal>
+#include <fcntl.h>
 #include <memory>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 using namespace Qt::StringLiterals;
@@ -31,6 +35,7 @@ enum : quint8 {
     Response = 16,
     Stdout = 17,
     Stderr = 18,
+    Event = 19,
     Hello = 32
 };
 
@@ -39,6 +44,7 @@ struct Frame
     quint8 type = 0;
     quint32 id = 0;
     QByteArray payload;
+    int fd = -1; // a descriptor that came with it (SCM_RIGHTS), owned by the test
 };
 
 struct Result
@@ -78,11 +84,26 @@ public:
 
     bool start(const QString &workspace, const QStringList &extra = {})
     {
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+            return false;
+        m_fd = sv[0];
+        const int theirs = sv[1];
         m_proc.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        m_proc.setStandardInputFile(QProcess::nullDevice());
+        m_proc.setStandardOutputFile(QProcess::nullDevice());
+        m_proc.setChildProcessModifier([theirs] {
+            if (theirs == 3)
+                ::fcntl(3, F_SETFD, 0);
+            else
+                ::dup2(theirs, 3);
+        });
         m_proc.start(QStringLiteral(SUPERVISOR_BIN),
-                     QStringList{u"--workspace"_s, workspace} + extra);
+                     QStringList{u"--channel-fd"_s, u"3"_s, u"--workspace"_s, workspace} + extra);
+        ::close(theirs);
         if (!m_proc.waitForStarted(5000))
             return false;
+        ::fcntl(m_fd, F_SETFL, ::fcntl(m_fd, F_GETFL) | O_NONBLOCK);
         const auto hello = waitFrame(Hello, 0, 5000);
         if (!hello)
             return false;
@@ -92,13 +113,21 @@ public:
 
     void stop()
     {
-        if (m_proc.state() == QProcess::NotRunning)
-            return;
-        m_proc.closeWriteChannel();
-        if (!m_proc.waitForFinished(5000)) {
+        if (m_fd >= 0) {
+            flush(5000);
+            ::shutdown(m_fd, SHUT_WR); // the supervisor sees EOF and exits
+        }
+        if (m_proc.state() != QProcess::NotRunning && !m_proc.waitForFinished(5000)) {
             m_proc.kill();
             m_proc.waitForFinished(5000);
         }
+        if (m_fd >= 0)
+            ::close(m_fd);
+        m_fd = -1;
+        for (const Frame &f : std::as_const(m_frames))
+            if (f.fd >= 0)
+                ::close(f.fd);
+        m_frames.clear();
     }
 
     void send(quint8 type, quint32 id, const QByteArray &payload)
@@ -107,9 +136,13 @@ public:
         qToLittleEndian<quint32>(quint32(payload.size() + 5), frame.data());
         frame[4] = char(type);
         qToLittleEndian<quint32>(id, frame.data() + 5);
-        m_proc.write(frame + payload);
+        sendRaw(frame + payload);
     }
-    void sendRaw(const QByteArray &bytes) { m_proc.write(bytes); }
+    void sendRaw(const QByteArray &bytes)
+    {
+        m_out += bytes;
+        flush(0);
+    }
 
     quint32 request(const QByteArray &json, const QByteArray &data = {}, bool withData = false)
     {
@@ -201,6 +234,13 @@ public:
         }
     }
 
+    // The next EVENT of `id`, as JSON.
+    QJsonObject waitEvent(quint32 id, int timeoutMs = 10000)
+    {
+        const auto f = waitFrame(Event, id, timeoutMs);
+        return f ? QJsonDocument::fromJson(f->payload).object() : QJsonObject();
+    }
+
     bool waitForExit(int timeoutMs) { return m_proc.waitForFinished(timeoutMs); }
     int exitCode() const { return m_proc.exitCode(); }
     QProcess::ExitStatus exitStatus() const { return m_proc.exitStatus(); }
@@ -209,26 +249,83 @@ public:
     QJsonObject helloJson;
 
 private:
-    bool pump(int timeoutMs)
+    // Writes what it can of the queued output; with timeoutMs > 0, waits until all of it is out.
+    bool flush(int timeoutMs)
     {
-        if (timeoutMs <= 0 || !m_proc.waitForReadyRead(timeoutMs))
-            return false;
-        m_buffer += m_proc.readAllStandardOutput();
-        while (m_buffer.size() >= 4) {
-            const quint32 length = qFromLittleEndian<quint32>(m_buffer.constData());
-            if (qsizetype(length) + 4 > m_buffer.size())
-                break;
-            Frame f;
-            f.type = quint8(m_buffer[4]);
-            f.id = qFromLittleEndian<quint32>(m_buffer.constData() + 5);
-            f.payload = m_buffer.mid(9, qsizetype(length) - 5);
-            m_buffer.remove(0, qsizetype(length) + 4);
-            m_frames.append(f);
+        QElapsedTimer timer;
+        timer.start();
+        while (!m_out.isEmpty()) {
+            const ssize_t n = ::send(m_fd, m_out.constData(), size_t(m_out.size()), MSG_NOSIGNAL);
+            if (n > 0) {
+                m_out.remove(0, n);
+                continue;
+            }
+            if (n < 0 && errno != EAGAIN && errno != EINTR)
+                return false;
+            if (timeoutMs <= 0 || timer.elapsed() > timeoutMs)
+                return m_out.isEmpty();
+            if (!pump(50))
+                continue;
         }
         return true;
     }
 
+    // Waits for input (sending queued output meanwhile) and parses the frames that arrived.
+    bool pump(int timeoutMs)
+    {
+        if (timeoutMs <= 0)
+            return false;
+        pollfd pfd{m_fd, short(POLLIN | (m_out.isEmpty() ? 0 : POLLOUT)), 0};
+        if (::poll(&pfd, 1, timeoutMs) <= 0)
+            return false;
+        if (pfd.revents & POLLOUT)
+            flush(0);
+        if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+            return true;
+        char chunk[65536];
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+        iovec iov{chunk, sizeof chunk};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        const ssize_t n = ::recvmsg(m_fd, &msg, MSG_CMSG_CLOEXEC);
+        if (n <= 0)
+            return n < 0 && errno == EAGAIN;
+        for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
+                    int fd = -1;
+                    memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                    m_fds.append(fd);
+                }
+        }
+        m_buffer.append(chunk, n);
+        // A descriptor belongs to the frame that holds the last byte of the read it came with.
+        const qsizetype lastByte = m_buffer.size() - 1;
+        qsizetype pos = 0;
+        while (m_buffer.size() - pos >= 4) {
+            const quint32 length = qFromLittleEndian<quint32>(m_buffer.constData() + pos);
+            if (qsizetype(length) + 4 > m_buffer.size() - pos)
+                break;
+            Frame f;
+            f.type = quint8(m_buffer[pos + 4]);
+            f.id = qFromLittleEndian<quint32>(m_buffer.constData() + pos + 5);
+            f.payload = m_buffer.mid(pos + 9, qsizetype(length) - 5);
+            if (!m_fds.isEmpty() && lastByte < pos + 4 + qsizetype(length))
+                f.fd = m_fds.takeFirst();
+            pos += qsizetype(length) + 4;
+            m_frames.append(f);
+        }
+        m_buffer.remove(0, pos);
+        return true;
+    }
+
     QProcess m_proc;
+    int m_fd = -1;
+    QByteArray m_out;
+    QList<int> m_fds;
     QByteArray m_buffer;
     QList<Frame> m_frames;
     QHash<quint32, QByteArray> m_pendingOut, m_pendingErr;
@@ -247,6 +344,15 @@ private slots:
 
     void hello();
     void ping();
+    void configureEnv();
+    void configureRoots();
+    void execReportsItsTree();
+    void connectPassesTheSocket();
+    void connectFailures_data();
+    void connectFailures();
+    void connectFullBacklogTimesOut();
+    void commandsCannotSignalTheSupervisor_data();
+    void commandsCannotSignalTheSupervisor();
     void exec_data();
     void exec();
     void execStdin_data();
@@ -332,7 +438,7 @@ void TestSupervisor::cleanup()
 
 void TestSupervisor::hello()
 {
-    QCOMPARE(m_client->helloJson[u"version"].toString(), u"1"_s);
+    QCOMPARE(m_client->helloJson[u"version"].toString(), u"2"_s);
     QCOMPARE(m_client->helloJson[u"pid"].toInteger(), m_client->pid());
 }
 
@@ -343,6 +449,230 @@ void TestSupervisor::ping()
     QCOMPARE(r.json[u"pid"].toInteger(), m_client->pid());
     QVERIFY(r.json[u"uptimeMs"].toInteger() >= 0);
     QCOMPARE(r.json[u"execs"].toInt(), 0);
+}
+
+void TestSupervisor::configureEnv()
+{
+    const Result c = m_client->call(
+        QJsonObject{{u"op"_s, u"configure"_s},
+                    {u"env"_s,
+                     QJsonObject{{u"BASE"_s, u"from-configure"_s}, {u"OVER"_s, u"configure"_s}}}});
+    QVERIFY(c.received);
+    QVERIFY2(!c.json.contains(u"error"_s), qPrintable(c.errorCode()));
+    const Result r = m_client->call(QJsonObject{{u"op"_s, u"exec"_s},
+                                                {u"shell"_s, u"echo \"$BASE $OVER\""_s},
+                                                {u"env"_s, QJsonObject{{u"OVER"_s, u"exec"_s}}}});
+    QCOMPARE(r.out, "from-configure exec\n"_ba);
+    // The supervisor keeps the env for what it starts, never in its own environment.
+    QFile environ(u"/proc/%1/environ"_s.arg(m_client->pid()));
+    QVERIFY(environ.open(QIODevice::ReadOnly));
+    QVERIFY(!environ.readAll().contains("from-configure"));
+    // Once only.
+    QCOMPARE(m_client->call(R"({"op":"configure","env":{}})"_ba).errorCode(), u"bad_request"_s);
+}
+
+void TestSupervisor::configureRoots()
+{
+    QTemporaryDir home;
+    QVERIFY(home.isValid());
+    const QString root = QDir(home.path()).canonicalPath();
+    QVERIFY(QDir(root).mkpath(u"sub"_s));
+    const Result c = m_client->call(
+        QJsonObject{{u"op"_s, u"configure"_s}, {u"roots"_s, QJsonObject{{root, QJsonObject()}}}});
+    QVERIFY2(!c.json.contains(u"error"_s),
+             qPrintable(c.json[u"error"].toObject()[u"message"].toString()));
+
+    const Result w = m_client->call(QJsonObject{{u"op"_s, u"writeFile"_s},
+                                                {u"root"_s, root},
+                                                {u"path"_s, QString(root + u"/sub/a.txt"_s)}},
+                                    "in the other root"_ba, true);
+    QCOMPARE(w.json[u"path"].toString(), root + u"/sub/a.txt"_s);
+    QCOMPARE(readHost(root + u"/sub/a.txt"_s), "in the other root"_ba);
+    const Result rel = m_client->call(
+        QJsonObject{{u"op"_s, u"readFile"_s}, {u"root"_s, root}, {u"path"_s, u"sub/a.txt"_s}});
+    QCOMPARE(rel.data, "in the other root"_ba);
+    // Confined to that root like the workspace, and only configured roots exist.
+    QCOMPARE(m_client
+                 ->call(QJsonObject{{u"op"_s, u"readFile"_s},
+                                    {u"root"_s, root},
+                                    {u"path"_s, u"../escape"_s}})
+                 .errorCode(),
+             u"path_not_allowed"_s);
+    QCOMPARE(m_client
+                 ->call(QJsonObject{{u"op"_s, u"readFile"_s},
+                                    {u"root"_s, root},
+                                    {u"path"_s, u"/workspace/x"_s}})
+                 .errorCode(),
+             u"path_not_allowed"_s);
+    QCOMPARE(m_client
+                 ->call(QJsonObject{{u"op"_s, u"list"_s},
+                                    {u"root"_s, u"/etc"_s},
+                                    {u"path"_s, u"/etc"_s}})
+                 .errorCode(),
+             u"path_not_allowed"_s);
+    // Without `root`, the workspace as before.
+    writeHost(u"w.txt"_s, "ws");
+    QCOMPARE(m_client->call(R"({"op":"readFile","path":"w.txt"})"_ba).data, "ws"_ba);
+}
+
+void TestSupervisor::execReportsItsTree()
+{
+    const quint32 id = m_client->request(R"({"op":"exec","shell":"sleep 0.3"})"_ba);
+    const QJsonObject started = m_client->waitEvent(id);
+    const qint64 reaper = started[u"pid"].toInteger();
+    QVERIFY(reaper > 0);
+    QCOMPARE(::kill(pid_t(reaper), 0), 0);
+    // The reaper is the supervisor's child.
+    QFile stat(u"/proc/%1/stat"_s.arg(reaper));
+    QVERIFY(stat.open(QIODevice::ReadOnly));
+    const QByteArray line = stat.readAll();
+    QCOMPARE(line.mid(line.lastIndexOf(')') + 2).split(' ').value(1).toLongLong(), m_client->pid());
+    const QJsonArray pipes = started[u"pipes"].toArray();
+    QCOMPARE(pipes.size(), 2);
+    QVERIFY(pipes[0].toInteger() > 0 && pipes[1].toInteger() > 0);
+    QVERIFY(m_client->wait(id).received);
+}
+
+namespace {
+
+// A listening unix socket in `dir`; returns the listening fd.
+int listenAt(const QString &path, int backlog)
+{
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const QByteArray p = QFile::encodeName(path);
+    memcpy(addr.sun_path, p.constData(), size_t(p.size()));
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0
+        || ::listen(fd, backlog) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+} // namespace
+
+void TestSupervisor::connectPassesTheSocket()
+{
+    const QString path = ws(u"srv.sock"_s);
+    const int listener = listenAt(path, 4);
+    QVERIFY(listener >= 0);
+    const quint32 id = m_client->request(compact({{u"op"_s, u"connect"_s}, {u"path"_s, path}}));
+    const auto f = m_client->waitFrame(Response, id, 5000);
+    QVERIFY(f);
+    QCOMPARE(QJsonDocument::fromJson(f->payload).object(), QJsonObject());
+    QVERIFY(f->fd >= 0);
+    struct stat st;
+    QVERIFY(::fstat(f->fd, &st) == 0 && S_ISSOCK(st.st_mode));
+    // It is connected to our listener: bytes go through.
+    const int server = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    QVERIFY(server >= 0);
+    QCOMPARE(::write(f->fd, "ping", 4), 4);
+    char buf[8] = {};
+    QCOMPARE(::read(server, buf, sizeof buf), 4);
+    QCOMPARE(QByteArray(buf, 4), "ping"_ba);
+    ::close(server);
+    ::close(f->fd);
+    ::close(listener);
+}
+
+void TestSupervisor::connectFailures_data()
+{
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("code");
+    QTest::addColumn<QString>("errnoName");
+    QTest::newRow("no such socket") << u"WS/none.sock"_s << u"not_found"_s << u"ENOENT"_s;
+    QTest::newRow("a file, not a socket")
+        << u"WS/file.txt"_s << u"file_error"_s << u"ECONNREFUSED"_s;
+    QTest::newRow("relative") << u"none.sock"_s << u"bad_request"_s << QString();
+    QTest::newRow("too long") << u"/"_s + QString(200, u'x') << u"bad_request"_s << QString();
+}
+
+void TestSupervisor::connectFailures()
+{
+    QFETCH(QString, path);
+    QFETCH(QString, code);
+    QFETCH(QString, errnoName);
+    writeHost(u"file.txt"_s, "x");
+    path.replace(u"WS"_s, m_dir->path());
+    const Result r = m_client->call(compact({{u"op"_s, u"connect"_s}, {u"path"_s, path}}));
+    QVERIFY(r.received);
+    QCOMPARE(r.errorCode(), code);
+    if (!errnoName.isEmpty())
+        QCOMPARE(r.errnoName(), errnoName);
+}
+
+void TestSupervisor::connectFullBacklogTimesOut()
+{
+    // A listener that never accepts, its backlog full: the connect waits (without blocking the
+    // supervisor) and gives up at its timeout.
+    const QString path = ws(u"full.sock"_s);
+    const int listener = listenAt(path, 0);
+    QVERIFY(listener >= 0);
+    QList<int> fillers;
+    for (int i = 0; i < 8; ++i) {
+        const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        const QByteArray p = QFile::encodeName(path);
+        memcpy(addr.sun_path, p.constData(), size_t(p.size()));
+        const int rc = ::connect(c, reinterpret_cast<sockaddr *>(&addr), sizeof addr);
+        fillers << c;
+        if (rc != 0 && errno == EAGAIN)
+            break;
+    }
+    QElapsedTimer timer;
+    timer.start();
+    const quint32 id = m_client->request(
+        compact({{u"op"_s, u"connect"_s}, {u"path"_s, path}, {u"timeoutMs"_s, 400}}));
+    const Result ping = m_client->call(R"({"op":"ping"})"_ba);
+    QVERIFY(ping.received);
+    QVERIFY2(timer.elapsed() < 300, qPrintable(u"ping took %1 ms"_s.arg(timer.elapsed())));
+    const Result r = m_client->wait(id);
+    QCOMPARE(r.errorCode(), u"file_error"_s);
+    QCOMPARE(r.errnoName(), u"ETIMEDOUT"_s);
+    QVERIFY(timer.elapsed() >= 350);
+    for (int fd : std::as_const(fillers))
+        ::close(fd);
+    ::close(listener);
+}
+
+void TestSupervisor::commandsCannotSignalTheSupervisor_data()
+{
+    QTest::addColumn<QString>("shell");
+    QTest::newRow("kill -STOP") << u"kill -STOP $SUP"_s;
+    QTest::newRow("kill -KILL") << u"kill -KILL $SUP"_s;
+    QTest::newRow("kill -0") << u"kill -0 $SUP"_s;
+    QTest::newRow("kill -STOP -1 (everyone)") << u"kill -STOP -1"_s;
+    QTest::newRow("kill its process group") << u"kill -STOP -- -$SUP"_s;
+    QTest::newRow("pidfd_open")
+        << u"python3 -c 'import os; os.pidfd_open(int(os.environ[\"SUP\"]))'"_s;
+    QTest::newRow("pidfd_send_signal through /proc/PID")
+        << u"python3 -c 'import os,signal; fd=os.open(\"/proc/\"+os.environ[\"SUP\"], "
+           u"os.O_RDONLY); "
+           "signal.pidfd_send_signal(fd, signal.SIGSTOP)'"_s;
+}
+
+void TestSupervisor::commandsCannotSignalTheSupervisor()
+{
+    QFETCH(QString, shell);
+    const QString sup = QString::number(m_client->pid());
+    const Result r = m_client->call(QJsonObject{{u"op"_s, u"exec"_s},
+                                                {u"shell"_s, shell},
+                                                {u"env"_s, QJsonObject{{u"SUP"_s, sup}}},
+                                                {u"timeoutMs"_s, 10000}});
+    QVERIFY(r.received);
+    QVERIFY2(r.json[u"exitCode"].toInt() != 0, r.err.constData());
+    // Still running, not stopped, and answering.
+    QFile stat(u"/proc/%1/stat"_s.arg(sup));
+    QVERIFY(stat.open(QIODevice::ReadOnly));
+    const QByteArray line = stat.readAll();
+    QVERIFY2(line.mid(line.lastIndexOf(')') + 2, 1) != "T"_ba, line.constData());
+    QVERIFY(m_client->call(R"({"op":"ping"})"_ba).received);
+    // Other processes can still be signalled.
+    const Result other = m_client->call(R"({"op":"exec","shell":"sleep 5 & kill $!"})"_ba);
+    QCOMPARE(other.json[u"exitCode"].toInt(), 0);
 }
 
 void TestSupervisor::exec_data()

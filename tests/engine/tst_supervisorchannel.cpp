@@ -1,0 +1,426 @@
+// The engine's end of the supervisor channel against a scripted peer that plays the supervisor
+// (a socketpair): every hostile frame ends the channel with failed(), never more.
+
+#include "runtime/supervisorchannel.h"
+
+#include <QtCore/QJsonArray>
+#include <QtCore/QJsonDocument>
+#include <QtCore/QtEndian>
+#include <QtTest/QSignalSpy>
+#include <QtTest/QtTest>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <memory>
+#include <optional>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace Qt::StringLiterals;
+using namespace Sandbox;
+using namespace Sandbox::Engine;
+
+namespace {
+
+enum : quint8 {
+    Request = 1,
+    Cancel = 3,
+    Response = 16,
+    Stdout = 17,
+    Stderr = 18,
+    Event = 19,
+    Hello = 32
+};
+
+QByteArray frame(quint8 type, quint32 id, const QByteArray &payload, quint32 length = 0)
+{
+    QByteArray f(9, Qt::Uninitialized);
+    qToLittleEndian<quint32>(length ? length : quint32(payload.size() + 5), f.data());
+    f[4] = char(type);
+    qToLittleEndian<quint32>(id, f.data() + 5);
+    return f + payload;
+}
+
+// The supervisor's side: writes raw bytes (with a descriptor if asked) and reads requests.
+class Peer
+{
+public:
+    explicit Peer(int fd)
+        : m_fd(fd)
+    {}
+    ~Peer() { ::close(m_fd); }
+
+    void write(const QByteArray &bytes, int fdToPass = -1)
+    {
+        iovec iov{const_cast<char *>(bytes.constData()), size_t(bytes.size())};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        if (fdToPass >= 0) {
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof control;
+            cmsghdr *c = CMSG_FIRSTHDR(&msg);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(c), &fdToPass, sizeof(int));
+        }
+        QCOMPARE(::sendmsg(m_fd, &msg, MSG_NOSIGNAL), ssize_t(bytes.size()));
+    }
+    void send(quint8 type, quint32 id, const QByteArray &payload, int fdToPass = -1)
+    {
+        write(frame(type, id, payload), fdToPass);
+    }
+    void hello() { send(Hello, 0, R"({"pid":2,"version":"2"})"_ba); }
+
+    // The next frame the engine sent (spinning the event loop so the channel can write).
+    std::optional<std::pair<quint8, QByteArray>> next(quint32 *id = nullptr, int timeoutMs = 5000)
+    {
+        QElapsedTimer t;
+        t.start();
+        while (t.elapsed() < timeoutMs) {
+            if (m_in.size() >= 9) {
+                const quint32 length = qFromLittleEndian<quint32>(m_in.constData());
+                if (m_in.size() >= qsizetype(length) + 4) {
+                    const quint8 type = quint8(m_in[4]);
+                    if (id)
+                        *id = qFromLittleEndian<quint32>(m_in.constData() + 5);
+                    const QByteArray payload = m_in.mid(9, qsizetype(length) - 5);
+                    m_in.remove(0, qsizetype(length) + 4);
+                    return std::make_pair(type, payload);
+                }
+            }
+            QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+            pollfd p{m_fd, POLLIN, 0};
+            if (::poll(&p, 1, 10) > 0) {
+                char buf[65536];
+                const ssize_t n = ::read(m_fd, buf, sizeof buf);
+                if (n <= 0)
+                    return std::nullopt;
+                m_in.append(buf, n);
+            }
+        }
+        return std::nullopt;
+    }
+    int fd() const { return m_fd; }
+
+private:
+    int m_fd;
+    QByteArray m_in;
+};
+
+struct Outcome
+{
+    bool answered = false;
+    Result<SupervisorChannel::Reply> reply = Error{ErrorCode::InternalError, {}, {}};
+    QByteArray out, err;
+};
+
+} // namespace
+
+class tst_SupervisorChannel : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void init();
+    void cleanup();
+
+    void requestAndAnswer();
+    void violations_data();
+    void violations();
+    void outputIsCountedByTheEngine();
+    void connectAnswerCarriesTheSocket();
+    void badDescriptors_data();
+    void badDescriptors();
+    void execReportsItsTree();
+    void deadlineEndsTheChannel();
+    void cancelGetsAGraceTime();
+    void writesNeverBlock();
+
+private:
+    // Sends `request` and collects what the engine's side makes of it.
+    quint32 send(const QJsonObject &request, std::shared_ptr<Outcome> outcome);
+
+    std::unique_ptr<SupervisorChannel> m_channel;
+    std::unique_ptr<Peer> m_peer;
+};
+
+void tst_SupervisorChannel::init()
+{
+    int sv[2];
+    QVERIFY(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    m_channel = std::make_unique<SupervisorChannel>(UniqueFd(sv[0]));
+    m_peer = std::make_unique<Peer>(sv[1]);
+    QSignalSpy hello(m_channel.get(), &SupervisorChannel::hello);
+    m_peer->hello();
+    QVERIFY(hello.wait(5000));
+    QVERIFY(m_channel->isReady());
+}
+
+void tst_SupervisorChannel::cleanup()
+{
+    m_channel.reset();
+    m_peer.reset();
+}
+
+quint32 tst_SupervisorChannel::send(const QJsonObject &request, std::shared_ptr<Outcome> outcome)
+{
+    return m_channel->request(
+        request, {},
+        [outcome](Result<SupervisorChannel::Reply> r) {
+            outcome->answered = true;
+            outcome->reply = std::move(r);
+        },
+        [outcome](int channel, QByteArrayView bytes) {
+            (channel == 1 ? outcome->out : outcome->err).append(bytes);
+        });
+}
+
+void tst_SupervisorChannel::requestAndAnswer()
+{
+    auto outcome = std::make_shared<Outcome>();
+    const quint32 id = send({{u"op"_s, u"ping"_s}}, outcome);
+    quint32 seen = 0;
+    const auto f = m_peer->next(&seen);
+    QVERIFY(f);
+    QCOMPARE(f->first, quint8(Request));
+    QCOMPARE(seen, id);
+    QCOMPARE(QJsonDocument::fromJson(f->second).object()[u"op"].toString(), u"ping"_s);
+    m_peer->send(Response, id, R"({"pid":2,"uptimeMs":5,"execs":0})"_ba);
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(outcome->reply.ok());
+    QCOMPARE(outcome->reply->json[u"pid"].toInt(), 2);
+    QVERIFY(m_channel->isReady());
+}
+
+void tst_SupervisorChannel::violations_data()
+{
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("why");
+    // id 1 is the pending exec made by the test.
+    QTest::newRow("a second HELLO")
+        << frame(Hello, 0, R"({"pid":3,"version":"2"})"_ba) << u"second HELLO"_s;
+    QTest::newRow("unknown request id") << frame(Response, 4242, "{}"_ba) << u"not pending"_s;
+    QTest::newRow("output for an unknown id") << frame(Stdout, 99, "x"_ba) << u"not pending"_s;
+    QTest::newRow("unknown frame type") << frame(77, 1, {}) << u"unknown type"_s;
+    QTest::newRow("engine-bound type from the supervisor")
+        << frame(Cancel, 1, {}) << u"unknown type"_s;
+    QTest::newRow("oversized output frame (header only)")
+        << frame(Stdout, 1, "xxxx"_ba, 100 * 1024 * 1024) << u"at most"_s;
+    QTest::newRow("oversized answer (header only)")
+        << frame(Response, 1, "{"_ba, 2 * 1024 * 1024) << u"at most"_s;
+    QTest::newRow("4 GiB length") << frame(Response, 1, {}, 0xFFFFFFFF) << u"at most"_s;
+    QTest::newRow("length below the header") << frame(Response, 1, {}, 2) << u"length"_s;
+    QTest::newRow("malformed answer") << frame(Response, 1, "not json"_ba) << u"malformed"_s;
+    QTest::newRow("exec answer of the wrong types")
+        << frame(Response, 1, R"({"exitCode":"0","signal":null,"durationMs":1})"_ba)
+        << u"malformed"_s;
+    QTest::newRow("binary data on an exec answer")
+        << frame(Response, 1, QByteArray(R"({"exitCode":0,"durationMs":1})") + '\0' + "x")
+        << u"binary data"_s;
+    QTest::newRow("a second tree EVENT") << frame(Event, 1, R"({"pid":5,"pipes":[1,2]})"_ba)
+                                                + frame(Event, 1, R"({"pid":6,"pipes":[1,2]})"_ba)
+                                         << u"unexpected EVENT"_s;
+    QTest::newRow("malformed EVENT") << frame(Event, 1, "[1,2]"_ba) << u"malformed EVENT"_s;
+}
+
+void tst_SupervisorChannel::violations()
+{
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, why);
+    auto outcome = std::make_shared<Outcome>();
+    const quint32 id = send({{u"op"_s, u"exec"_s}, {u"shell"_s, u"true"_s}}, outcome);
+    QCOMPARE(id, 1u);
+    QSignalSpy failed(m_channel.get(), &SupervisorChannel::failed);
+    m_peer->write(bytes);
+    QVERIFY(failed.wait(5000));
+    QCOMPARE(failed.size(), 1);
+    QVERIFY2(failed.first().first().toString().contains(why),
+             qPrintable(failed.first().first().toString()));
+    // The pending request fails with -32011 naming the violation; nothing more is accepted.
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(!outcome->reply.ok());
+    QCOMPARE(outcome->reply.error().code, ErrorCode::SandboxError);
+    QVERIFY(outcome->reply.error().message.contains(why));
+    QVERIFY(!m_channel->isReady());
+    auto later = std::make_shared<Outcome>();
+    send({{u"op"_s, u"ping"_s}}, later);
+    QTRY_VERIFY(later->answered);
+    QVERIFY(!later->reply.ok());
+    QCOMPARE(failed.size(), 1);
+}
+
+void tst_SupervisorChannel::outputIsCountedByTheEngine()
+{
+    // The supervisor sends 4 MiB for an exec allowed 1000 bytes and claims nothing was cut.
+    auto outcome = std::make_shared<Outcome>();
+    const quint32 id
+        = send({{u"op"_s, u"exec"_s}, {u"shell"_s, u"yes"_s}, {u"maxOutputBytes"_s, 1000}}, outcome);
+    const QByteArray chunk(64 * 1024, 'x');
+    for (int i = 0; i < 64; ++i) {
+        m_peer->send(Stdout, id, chunk);
+        QCoreApplication::processEvents();
+    }
+    m_peer->send(Stderr, id, "err"_ba);
+    m_peer->send(Response, id,
+                 R"({"exitCode":0,"signal":null,"durationMs":3,"timedOut":false,)"
+                 R"("cancelled":false,"truncated":false})"_ba);
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(outcome->reply.ok());
+    QCOMPARE(outcome->out.size(), 1000);
+    QCOMPARE(outcome->err, "err"_ba);
+    QCOMPARE(outcome->reply->json[u"truncated"].toBool(), true);
+    QVERIFY(m_channel->isReady());
+}
+
+void tst_SupervisorChannel::connectAnswerCarriesTheSocket()
+{
+    auto outcome = std::make_shared<Outcome>();
+    const quint32 id = send({{u"op"_s, u"connect"_s}, {u"path"_s, u"/run/db/x.sock"_s}}, outcome);
+    int pair[2];
+    QVERIFY(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+    m_peer->send(Response, id, "{}"_ba, pair[0]);
+    ::close(pair[0]);
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(outcome->reply.ok());
+    QVERIFY(outcome->reply->fd && outcome->reply->fd->isValid());
+    const int fd = outcome->reply->fd->get();
+    QVERIFY(::fcntl(fd, F_GETFL) & O_NONBLOCK);
+    QVERIFY(::fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    QCOMPARE(::write(fd, "hi", 2), 2);
+    char buf[2];
+    QCOMPARE(::read(pair[1], buf, 2), 2);
+    ::close(pair[1]);
+}
+
+void tst_SupervisorChannel::badDescriptors_data()
+{
+    QTest::addColumn<QString>("op");
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("why");
+    QTest::newRow("a pipe as the connected socket")
+        << u"connect"_s << u"pipe"_s << u"not a socket"_s;
+    QTest::newRow("a datagram socket") << u"connect"_s << u"dgram"_s << u"not a stream"_s;
+    QTest::newRow("an inet socket for a unix connect")
+        << u"connect"_s << u"inet"_s << u"wrong family"_s;
+    QTest::newRow("connect answered without one")
+        << u"connect"_s << u"none"_s << u"without its descriptor"_s;
+    QTest::newRow("a descriptor on a file answer")
+        << u"stat"_s << u"unix"_s << u"descriptor on the answer"_s;
+    QTest::newRow("a descriptor on exec output")
+        << u"exec"_s << u"unix-on-output"_s << u"descriptor on output"_s;
+}
+
+void tst_SupervisorChannel::badDescriptors()
+{
+    QFETCH(QString, op);
+    QFETCH(QString, kind);
+    QFETCH(QString, why);
+    auto outcome = std::make_shared<Outcome>();
+    const quint32 id = send({{u"op"_s, op}, {u"path"_s, u"/x"_s}, {u"shell"_s, u"true"_s}}, outcome);
+    int fds[2] = {-1, -1};
+    if (kind == u"pipe")
+        QVERIFY(::pipe2(fds, O_CLOEXEC) == 0);
+    else if (kind == u"dgram")
+        QVERIFY(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fds) == 0);
+    else if (kind == u"inet")
+        fds[0] = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    else if (kind != u"none")
+        QVERIFY(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+    QSignalSpy failed(m_channel.get(), &SupervisorChannel::failed);
+    if (kind == u"unix-on-output")
+        m_peer->send(Stdout, id, "x"_ba, fds[0]);
+    else
+        m_peer->send(Response, id, "{}"_ba, fds[0]);
+    for (int fd : fds)
+        if (fd >= 0)
+            ::close(fd);
+    QVERIFY(failed.wait(5000));
+    QVERIFY2(failed.first().first().toString().contains(why),
+             qPrintable(failed.first().first().toString()));
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(!outcome->reply.ok());
+}
+
+void tst_SupervisorChannel::execReportsItsTree()
+{
+    auto outcome = std::make_shared<Outcome>();
+    QSignalSpy started(m_channel.get(), &SupervisorChannel::execStarted);
+    QSignalSpy ended(m_channel.get(), &SupervisorChannel::execEnded);
+    const quint32 id = send({{u"op"_s, u"exec"_s}, {u"shell"_s, u"true"_s}, {u"timeoutMs"_s, 700}},
+                            outcome);
+    m_peer->send(Event, id, R"({"pid":7,"pipes":[11,12]})"_ba);
+    QVERIFY(started.wait(5000));
+    QCOMPARE(started.first().at(0).toUInt(), id);
+    QCOMPARE(started.first().at(1).toLongLong(), 7);
+    QCOMPARE(started.first().at(2).value<QList<quint64>>(), (QList<quint64>{11, 12}));
+    QCOMPARE(started.first().at(3).toLongLong(), 700);
+    m_channel->markTimedOut(id);
+    m_peer->send(Response, id, R"({"exitCode":137,"signal":"SIGKILL","durationMs":700})"_ba);
+    QTRY_VERIFY(outcome->answered);
+    QCOMPARE(ended.size(), 1);
+    QCOMPARE(outcome->reply->json[u"timedOut"].toBool(), true); // the engine's word
+}
+
+void tst_SupervisorChannel::deadlineEndsTheChannel()
+{
+    // An exec with a 200 ms timeout gets 200 ms + the grace time; the supervisor never answers.
+    auto outcome = std::make_shared<Outcome>();
+    QSignalSpy failed(m_channel.get(), &SupervisorChannel::failed);
+    send({{u"op"_s, u"exec"_s}, {u"shell"_s, u"sleep 9"_s}, {u"timeoutMs"_s, 200}}, outcome);
+    QElapsedTimer t;
+    t.start();
+    QVERIFY(failed.wait(int(SupervisorChannel::kGraceMs) + 5000));
+    QVERIFY(t.elapsed() >= SupervisorChannel::kGraceMs);
+    QVERIFY(failed.first().first().toString().contains(u"did not answer 'exec'"_s));
+    QTRY_VERIFY(outcome->answered);
+    QCOMPARE(outcome->reply.error().code, ErrorCode::SandboxError);
+}
+
+void tst_SupervisorChannel::cancelGetsAGraceTime()
+{
+    // A long-lived request has no deadline until it is cancelled.
+    auto outcome = std::make_shared<Outcome>();
+    QSignalSpy failed(m_channel.get(), &SupervisorChannel::failed);
+    const quint32 id = send({{u"op"_s, u"watch"_s}, {u"path"_s, u"/workspace"_s}}, outcome);
+    QVERIFY(!failed.wait(1000));
+    m_channel->cancel(id);
+    quint32 seen = 0;
+    for (auto f = m_peer->next(&seen); f; f = m_peer->next(&seen)) {
+        if (f->first == Cancel)
+            break;
+    }
+    QCOMPARE(seen, id);
+    QVERIFY(failed.wait(int(SupervisorChannel::kGraceMs) + 5000));
+    QVERIFY(outcome->answered);
+}
+
+void tst_SupervisorChannel::writesNeverBlock()
+{
+    // The supervisor reads nothing: requests queue up to the bound, then fail at once.
+    const QByteArray big(4 * 1024 * 1024, 'x');
+    int refused = 0;
+    QElapsedTimer t;
+    t.start();
+    QList<std::shared_ptr<Outcome>> outcomes;
+    for (int i = 0; i < 40; ++i) {
+        auto outcome = std::make_shared<Outcome>();
+        outcomes << outcome;
+        m_channel->request({{u"op"_s, u"writeFile"_s}, {u"path"_s, u"x"_s}}, big,
+                           [outcome](Result<SupervisorChannel::Reply> r) {
+                               outcome->answered = true;
+                               outcome->reply = std::move(r);
+                           });
+    }
+    QVERIFY(t.elapsed() < 2000);
+    QCoreApplication::processEvents();
+    for (const auto &o : std::as_const(outcomes))
+        refused += o->answered && !o->reply.ok() ? 1 : 0;
+    QVERIFY2(refused >= 20, qPrintable(QString::number(refused)));
+}
+
+QTEST_GUILESS_MAIN(tst_SupervisorChannel)
+#include "tst_supervisorchannel.moc"
