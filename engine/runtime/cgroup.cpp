@@ -4,7 +4,10 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
+#include <QHash>
 #include <QLoggingCategory>
+#include <QSet>
 
 #include <cerrno>
 #include <csignal>
@@ -49,6 +52,24 @@ QByteArray readFile(const QString &path)
     if (!f.open(QIODevice::ReadOnly))
         return {};
     return f.readAll();
+}
+
+// "NSpid:" (innermost last) and "PPid:" of a host pid, from /proc/PID/status.
+bool readStatus(int pid, qint64 *innerPid, int *ppid)
+{
+    const QByteArray status = readFile(QStringLiteral("/proc/%1/status").arg(pid));
+    bool haveNs = false, havePpid = false;
+    for (const QByteArray &line : status.split('\n')) {
+        if (line.startsWith("NSpid:")) {
+            const QList<QByteArray> f = line.mid(6).simplified().split(' ');
+            *innerPid = f.size() >= 2 ? f.last().toLongLong() : 0;
+            haveNs = true;
+        } else if (line.startsWith("PPid:")) {
+            *ppid = line.mid(5).trimmed().toInt();
+            havePpid = true;
+        }
+    }
+    return haveNs && havePpid;
 }
 
 QString joinControllers(const QStringList &controllers)
@@ -334,14 +355,59 @@ QList<int> Cgroup::pids() const
     return out;
 }
 
+bool Cgroup::canFreeze() const
+{
+    return isValid() && (m_version == Version::V2 || !dirOf(QStringLiteral("freezer")).isEmpty());
+}
+
+bool Cgroup::freeze() const
+{
+    if (!canFreeze())
+        return false;
+    const QString state = m_version == Version::V2
+                              ? m_dirs[0] + QStringLiteral("/cgroup.freeze")
+                              : dirOf(QStringLiteral("freezer")) + QStringLiteral("/freezer.state");
+    if (!writeFile(state, m_version == Version::V2 ? "1" : "FROZEN"))
+        return false;
+    // Freezing is asynchronous; a task in an uninterruptible sleep may take a moment. Bounded:
+    // what is killed while still FREEZING dies at the thaw anyway.
+    for (int round = 0; round < 100; ++round) {
+        const bool frozen
+            = m_version == Version::V2
+                  ? readFile(m_dirs[0] + QStringLiteral("/cgroup.events")).contains("frozen 1")
+                  : readFile(state).startsWith("FROZEN");
+        if (frozen)
+            return true;
+        ::usleep(1000);
+    }
+    qCWarning(lcCgroup) << "the group is slow to freeze:" << m_dirs;
+    return true;
+}
+
+void Cgroup::thaw() const
+{
+    if (!canFreeze())
+        return;
+    if (m_version == Version::V2)
+        writeFile(m_dirs[0] + QStringLiteral("/cgroup.freeze"), "0");
+    else
+        writeFile(dirOf(QStringLiteral("freezer")) + QStringLiteral("/freezer.state"), "THAWED");
+}
+
 void Cgroup::killAll() const
 {
     if (!isValid())
         return;
     if (m_version == Version::V2 && QFile::exists(m_dirs[0] + QStringLiteral("/cgroup.kill"))) {
         writeFile(m_dirs[0] + QStringLiteral("/cgroup.kill"), "1");
+    } else if (freeze()) {
+        // Frozen, nothing forks: one round reaches every process; they die at the thaw.
+        for (int pid : pids())
+            ::kill(pid, SIGKILL);
+        thaw();
     }
-    // Processes may fork while we kill; pids.max bounds how many there can be, so a few rounds do.
+    // Without a freezer processes may fork while we kill; pids.max bounds how many there can be,
+    // so a few rounds do.
     for (int round = 0; round < 50; ++round) {
         const QList<int> list = pids();
         if (list.isEmpty())
@@ -351,6 +417,67 @@ void Cgroup::killAll() const
         ::usleep(2000);
     }
     qCWarning(lcCgroup) << "processes left in" << m_dirs;
+}
+
+namespace {
+
+// True when one of the process's descriptors is one of these pipes.
+bool holdsPipe(int pid, const QList<quint64> &inodes)
+{
+    const QString dir = QStringLiteral("/proc/%1/fd").arg(pid);
+    for (const QString &fd :
+         QDir(dir).entryList(QDir::Files | QDir::System | QDir::NoDotAndDotDot)) {
+        const QString target = QFile::symLinkTarget(dir + u'/' + fd);
+        if (!target.contains(QLatin1String("pipe:[")))
+            continue;
+        const quint64 inode = target.section(u'[', 1).chopped(1).toULongLong();
+        if (inodes.contains(inode))
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
+int Cgroup::killDescendants(qint64 innerPid, const QList<quint64> &holdingPipes) const
+{
+    if (!isValid() || innerPid <= 0)
+        return 0;
+    // Rounds, in case the group was slow to freeze (a fork in flight): until one finds nothing
+    // new to kill, bounded.
+    QSet<int> killed;
+    for (int round = 0; round < 8; ++round) {
+        const bool frozen = freeze();
+        // The process tree of the group, by host pid; the root is the process whose pid in the
+        // sandbox's namespace is `innerPid`.
+        QHash<int, QList<int>> children;
+        int root = 0;
+        for (int pid : pids()) {
+            qint64 inner = 0;
+            int ppid = 0;
+            if (!readStatus(pid, &inner, &ppid))
+                continue;
+            children[ppid].append(pid);
+            if (inner == innerPid)
+                root = pid;
+        }
+        int fresh = 0;
+        QList<int> todo = root > 0 ? children.value(root) : QList<int>();
+        while (!todo.isEmpty()) {
+            const int pid = todo.takeLast();
+            todo += children.value(pid);
+            if (killed.contains(pid) || (!holdingPipes.isEmpty() && !holdsPipe(pid, holdingPipes)))
+                continue;
+            ::kill(pid, SIGKILL);
+            killed.insert(pid);
+            ++fresh;
+        }
+        if (frozen)
+            thaw();
+        if (fresh == 0)
+            break;
+    }
+    return int(killed.size());
 }
 
 void Cgroup::remove() const

@@ -86,8 +86,20 @@ public:
     bool setCpuLimit(double cpus) const;
 
     QList<int> pids() const;
-    // SIGKILLs every process in the group until none is left (bounded number of rounds).
+    // SIGKILLs every process in the group: v2 through cgroup.kill; v1 frozen first (freezer
+    // controller), so that a fork bomb cannot outrun the kill, then thawed; then rounds until
+    // none is left (bounded).
     void killAll() const;
+    // Freezes the group, SIGKILLs every descendant of the process whose pid in the sandbox's PID
+    // namespace is `innerPid` (an exec's reaper, which stays) — with `holdingPipes`, only those
+    // that hold one of these pipes (by inode) open — and thaws. Returns how many it killed.
+    int killDescendants(qint64 innerPid, const QList<quint64> &holdingPipes = {}) const;
+    // True when the group can be frozen (v2, or v1 with the freezer controller mounted).
+    bool canFreeze() const;
+    // Freezes every process of the group (waits, bounded, until the kernel says frozen); false
+    // when it cannot. thaw() undoes it.
+    bool freeze() const;
+    void thaw() const;
     // Removes the (empty) group's directories.
     void remove() const;
     // Memory in use by the group, in bytes (0 when unknown).

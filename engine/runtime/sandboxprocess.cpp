@@ -1,5 +1,6 @@
 #include "sandboxprocess.h"
 
+#include "seccompprofile.h"
 #include "supervisorchannel.h"
 #include "supervisorlog.h"
 #include "workspacevolume.h"
@@ -12,6 +13,8 @@
 #include <QPointer>
 #include <QProcess>
 #include <QTimer>
+
+#include <climits>
 
 #include <fcntl.h>
 #include <grp.h>
@@ -68,6 +71,52 @@ qint64 SandboxProcess::pid() const
     return m_process ? m_process->processId() : 0;
 }
 
+namespace {
+
+// What of the host's /etc a sandbox sees, read-only, when the host has it: certificates, the
+// dynamic linker's cache, alternatives (where /usr/bin links go), time zone, the name and
+// service tables, shell start-up files, and the configuration the runtimes and database servers
+// read. Nothing with the host's users, secrets, network or services in it.
+constexpr const char *kHostEtc[] = {
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "protocols",
+    "services",
+    "gai.conf",
+    "host.conf",
+    "mime.types",
+    "os-release",
+    "debian_version",
+    "profile",
+    "bash.bashrc",
+    "inputrc",
+    "shells",
+    "terminfo",
+    "magic",
+    "magic.mime",
+    "locale.alias",
+    "perl",
+    "postgresql-common",
+    "java-17-openjdk",
+    "fonts",
+    "xml",
+    "sgml",
+    "mailcap",
+};
+
+// The files the engine writes for each sandbox into its state directory's etc/.
+constexpr const char *kGeneratedEtc[] = {"passwd",   "group",       "hosts",
+                                         "hostname", "resolv.conf", "nsswitch.conf"};
+
+} // namespace
+
 QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
 {
     const QString tmpBytes = QString::number(spec.limits.tmpMb * 1024 * 1024);
@@ -80,9 +129,6 @@ QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
         QStringLiteral("--ro-bind"),
         QStringLiteral("/usr"),
         QStringLiteral("/usr"),
-        QStringLiteral("--ro-bind"),
-        QStringLiteral("/etc"),
-        QStringLiteral("/etc"),
         QStringLiteral("--symlink"),
         QStringLiteral("usr/bin"),
         QStringLiteral("/bin"),
@@ -95,41 +141,71 @@ QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
         QStringLiteral("--symlink"),
         QStringLiteral("usr/lib64"),
         QStringLiteral("/lib64"),
-        QStringLiteral("--ro-bind"),
-        spec.stateDir + QStringLiteral("/passwd"),
-        QStringLiteral("/etc/passwd"),
-        QStringLiteral("--ro-bind"),
-        spec.stateDir + QStringLiteral("/group"),
-        QStringLiteral("/etc/group"),
-        QStringLiteral("--bind"),
-        spec.workspaceDir,
-        QStringLiteral("/workspace"),
-        QStringLiteral("--ro-bind"),
-        spec.supervisorPath,
-        QLatin1String(SupervisorInside),
-        QStringLiteral("--proc"),
-        QStringLiteral("/proc"),
-        QStringLiteral("--dev"),
-        QStringLiteral("/dev"),
-        QStringLiteral("--size"),
-        tmpBytes,
+        // A curated /etc: the sandbox's own users, hosts and resolver, and a short list of the
+        // host's harmless files.
         QStringLiteral("--tmpfs"),
-        QStringLiteral("/tmp"),
-        QStringLiteral("--size"),
-        tmpBytes,
-        QStringLiteral("--tmpfs"),
-        QStringLiteral("/dev/shm"),
-        QStringLiteral("--hostname"),
-        spec.id,
-        QStringLiteral("--chdir"),
-        QStringLiteral("/workspace"),
+        QStringLiteral("/etc"),
+    };
+    for (const char *name : kGeneratedEtc)
+        a << QStringLiteral("--ro-bind")
+          << spec.stateDir + QStringLiteral("/etc/") + QLatin1String(name)
+          << QStringLiteral("/etc/") + QLatin1String(name);
+    for (const char *name : kHostEtc)
+        a << QStringLiteral("--ro-bind-try") << QStringLiteral("/etc/") + QLatin1String(name)
+          << QStringLiteral("/etc/") + QLatin1String(name);
+    a << QStringLiteral("--remount-ro") << QStringLiteral("/etc");
+    a << QStringList{
+        QStringLiteral("--bind"),     spec.workspaceDir,
+        QStringLiteral("/workspace"), QStringLiteral("--ro-bind"),
+        spec.supervisorPath,          QLatin1String(SupervisorInside),
+        QStringLiteral("--proc"),     QStringLiteral("/proc"),
+        QStringLiteral("--dev"),      QStringLiteral("/dev"),
+        QStringLiteral("--size"),     tmpBytes,
+        QStringLiteral("--tmpfs"),    QStringLiteral("/tmp"),
+        QStringLiteral("--size"),     tmpBytes,
+        QStringLiteral("--tmpfs"),    QStringLiteral("/dev/shm"),
+        QStringLiteral("--hostname"), spec.id,
+        QStringLiteral("--chdir"),    QStringLiteral("/workspace"),
     };
     for (const SandboxSpec::Mount &m : spec.extraMounts)
         a << (m.writable ? QStringLiteral("--bind") : QStringLiteral("--ro-bind")) << m.hostPath
           << m.sandboxPath;
     if (spec.network)
         a << QStringLiteral("--share-net");
+    // Installed by bubblewrap right before it starts the supervisor (see launch()).
+    a << QStringLiteral("--seccomp") << QString::number(kSeccompFd);
     return a;
+}
+
+QMap<QString, QByteArray> SandboxProcess::curatedEtc(const SandboxSpec &spec, uid_t uid, gid_t gid)
+{
+    QByteArray passwd = "root:x:0:0:root:/root:/bin/sh\n"
+                        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+    QByteArray group = "root:x:0:\nnogroup:x:65534:\n";
+    if (uid != 0 && uid != 65534)
+        passwd += "sandbox:x:" + QByteArray::number(uid) + ':' + QByteArray::number(gid)
+                  + ":Sandbox:/workspace:/bin/sh\n";
+    if (gid != 0 && gid != 65534)
+        group += "sandbox:x:" + QByteArray::number(gid) + ":\n";
+    const QByteArray name = spec.id.toUtf8();
+    QByteArray resolv = "# no network\n";
+    if (spec.network) {
+        QFile host(QStringLiteral("/etc/resolv.conf"));
+        if (host.open(QIODevice::ReadOnly))
+            resolv = host.read(64 * 1024);
+    }
+    return {
+        {QStringLiteral("passwd"), passwd},
+        {QStringLiteral("group"), group},
+        {QStringLiteral("hosts"),
+         "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + name
+             + "\n"},
+        {QStringLiteral("hostname"), name + '\n'},
+        {QStringLiteral("resolv.conf"), resolv},
+        {QStringLiteral("nsswitch.conf"),
+         "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
+         "protocols: files\nservices: files\nethers: files\nrpc: files\n"},
+    };
 }
 
 Result<bool> SandboxProcess::prepareFiles() const
@@ -140,35 +216,22 @@ Result<bool> SandboxProcess::prepareFiles() const
                      {}};
     // The sandbox's uid must pass through the state directory to reach its workspace and files.
     ::chmod(QFile::encodeName(m_spec.stateDir).constData(), 0711);
-    // A passwd and group entry for the sandbox's uid, so that tools that look the user up work.
-    auto writeWithEntry = [&](const QString &hostFile, const QString &target,
-                              const QByteArray &entry) {
-        QFile in(hostFile);
-        QByteArray content = in.open(QIODevice::ReadOnly) ? in.readAll() : QByteArray();
-        if (!content.isEmpty() && !content.endsWith('\n'))
-            content.append('\n');
-        content.append(entry);
-        QFile out(target);
-        if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)
-            || out.write(content) != content.size())
-            return false;
-        out.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ReadGroup
-                           | QFile::ReadOther);
-        return true;
-    };
     const uid_t uid = m_spec.dropPrivileges ? m_spec.uid : ::getuid();
     const gid_t gid = m_spec.dropPrivileges ? m_spec.gid : ::getgid();
-    const QByteArray pw = "sandbox:x:" + QByteArray::number(uid) + ':' + QByteArray::number(gid)
-                          + ":Sandbox:/workspace:/bin/sh\n";
-    const QByteArray gr = "sandbox:x:" + QByteArray::number(gid) + ":\n";
-    if (!writeWithEntry(QStringLiteral("/etc/passwd"), m_spec.stateDir + QStringLiteral("/passwd"),
-                        pw)
-        || !writeWithEntry(QStringLiteral("/etc/group"), m_spec.stateDir + QStringLiteral("/group"),
-                           gr))
-        return Error{ErrorCode::SandboxError,
-                     QStringLiteral("cannot write the sandbox's passwd file in %1")
-                         .arg(m_spec.stateDir),
-                     {}};
+    const QString etcDir = m_spec.stateDir + QStringLiteral("/etc");
+    QDir().mkpath(etcDir);
+    ::chmod(QFile::encodeName(etcDir).constData(), 0755);
+    const QMap<QString, QByteArray> files = curatedEtc(m_spec, uid, gid);
+    for (auto it = files.cbegin(); it != files.cend(); ++it) {
+        QFile out(etcDir + u'/' + it.key());
+        if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)
+            || out.write(it.value()) != it.value().size()
+            || !out.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ReadGroup
+                                   | QFile::ReadOther))
+            return Error{ErrorCode::SandboxError,
+                         QStringLiteral("cannot write the sandbox's /etc in %1").arg(etcDir),
+                         {}};
+    }
     if (m_spec.dropPrivileges
         && ::chown(QFile::encodeName(m_spec.workspaceDir).constData(), uid, gid) != 0)
         return Error{ErrorCode::SandboxError,
@@ -281,6 +344,7 @@ void SandboxProcess::launch()
         return fail(QStringLiteral("pipe: %1").arg(QString::fromLocal8Bit(strerror(errno))));
     UniqueFd logRead(logPipe[0]), logWrite(logPipe[1]);
     UniqueFd argsFile;
+    UniqueFd seccompFile;
 
     m_process = new QProcess(this);
     const QStringList supervisorArgs{QStringLiteral("--channel-fd"),
@@ -290,8 +354,12 @@ void SandboxProcess::launch()
         if (!argsFile.isValid())
             return fail(QStringLiteral("cannot pass bubblewrap its arguments: %1")
                             .arg(QString::fromLocal8Bit(strerror(errno))));
+        auto filter = SeccompProfile::compile();
+        if (!filter)
+            return fail(filter.error().message);
+        seccompFile = std::move(filter).value();
         m_process->setProgram(m_spec.bwrapPath);
-        m_process->setArguments(QStringList{QStringLiteral("--args"), QStringLiteral("4"),
+        m_process->setArguments(QStringList{QStringLiteral("--args"), QString::number(kArgsFd),
                                             QLatin1String(SupervisorInside)}
                                 + supervisorArgs);
     } else {
@@ -328,7 +396,9 @@ void SandboxProcess::launch()
     const int channelFd = supervisorEnd.get();
     const int logFd = logWrite.get();
     const int argsFd = argsFile.get();
-    m_process->setChildProcessModifier([procsFiles, drop, uid, gid, channelFd, logFd, argsFd] {
+    const int seccompFd = seccompFile.get();
+    m_process->setChildProcessModifier([procsFiles, drop, uid, gid, channelFd, logFd, argsFd,
+                                        seccompFd] {
         auto die = [](const char *what) {
             const char prefix[] = "sandboxd: cannot ";
             (void)!::write(2, prefix, sizeof prefix - 1);
@@ -353,16 +423,56 @@ void SandboxProcess::launch()
         const int channel = ::fcntl(channelFd, F_DUPFD_CLOEXEC, 10);
         const int log = ::fcntl(logFd, F_DUPFD_CLOEXEC, 10);
         const int args = argsFd >= 0 ? ::fcntl(argsFd, F_DUPFD_CLOEXEC, 10) : -1;
-        if (channel < 0 || log < 0 || (argsFd >= 0 && args < 0) || ::dup2(log, STDERR_FILENO) < 0
-            || ::dup2(channel, SupervisorWire::ChannelFd) < 0 || (args >= 0 && ::dup2(args, 4) < 0))
+        const int filter = seccompFd >= 0 ? ::fcntl(seccompFd, F_DUPFD_CLOEXEC, 10) : -1;
+        if (channel < 0 || log < 0 || (argsFd >= 0 && args < 0) || (seccompFd >= 0 && filter < 0)
+            || ::dup2(log, STDERR_FILENO) < 0 || ::dup2(channel, SupervisorWire::ChannelFd) < 0
+            || (args >= 0 && ::dup2(args, kArgsFd) < 0)
+            || (filter >= 0 && ::dup2(filter, kSeccompFd) < 0))
             die("set up the supervisor's descriptors");
-        ::syscall(SYS_close_range, args >= 0 ? 5U : 4U, ~0U, CLOSE_RANGE_CLOEXEC);
+        // bwrap reads (and closes) 4 and 5 before it starts the supervisor.
+        ::syscall(SYS_close_range, args >= 0 ? unsigned(kSeccompFd) + 1 : 4U, ~0U,
+                  CLOSE_RANGE_CLOEXEC);
     });
 
     m_channel = new SupervisorChannel(std::move(engineEnd), this);
     connect(m_channel, &SupervisorChannel::hello, this, [this] { configure(); });
     connect(m_channel, &SupervisorChannel::failed, this, [this](const QString &why) {
         abort(QStringLiteral("the sandbox's supervisor broke the protocol: ") + why);
+    });
+    // Kills win: at an exec's timeout, or when it is cancelled, the engine itself freezes the
+    // sandbox's cgroup, kills the exec's whole tree and thaws, whatever the supervisor does. An
+    // exec that answered before its timeout keeps its background processes, except those still
+    // holding its output pipes when the timeout comes (`f(){ f|f& }; f` answers at once).
+    connect(m_channel, &SupervisorChannel::execStarted, this,
+            [this](quint32 id, qint64 reaperPid, const QList<quint64> &pipes, qint64 timeoutMs) {
+                ExecTree &tree = m_execs[id];
+                tree.reaperPid = reaperPid;
+                tree.pipes = pipes;
+                if (timeoutMs <= 0)
+                    return;
+                tree.timer = new QTimer(this);
+                tree.timer->setSingleShot(true);
+                connect(tree.timer, &QTimer::timeout, this, [this, id] {
+                    const ExecTree tree = m_execs.take(id);
+                    tree.timer->deleteLater();
+                    if (!tree.answered && m_channel)
+                        m_channel->markTimedOut(id);
+                    if (m_cgroup.isValid() && (!tree.answered || !tree.pipes.isEmpty()))
+                        m_cgroup.killDescendants(tree.reaperPid,
+                                                 tree.answered ? tree.pipes : QList<quint64>());
+                });
+                tree.timer->start(int(qMin<qint64>(timeoutMs, INT_MAX)));
+            });
+    connect(m_channel, &SupervisorChannel::cancelRequested, this,
+            [this](quint32 id) { killExec(id); });
+    connect(m_channel, &SupervisorChannel::execEnded, this, [this](quint32 id) {
+        const auto it = m_execs.find(id);
+        if (it == m_execs.end())
+            return;
+        if (it->timer)
+            it->answered = true; // the timer still ends what holds its pipes
+        else
+            m_execs.erase(it);
     });
     connect(m_process, &QProcess::finished, this,
             [this](int code, QProcess::ExitStatus status) { onFinished(code, int(status)); });
@@ -380,6 +490,7 @@ void SandboxProcess::launch()
     supervisorEnd.reset();
     logWrite.reset();
     argsFile.reset();
+    seccompFile.reset();
     m_log = new SupervisorLog(std::move(logRead), m_spec.id, this);
     QTimer::singleShot(kStartTimeoutMs, this, [this] {
         if (!m_readySeen && !m_stopping && m_process && m_process->state() != QProcess::NotRunning)
@@ -418,6 +529,15 @@ void SandboxProcess::configure()
     });
 }
 
+void SandboxProcess::killExec(quint32 id)
+{
+    const auto it = m_execs.constFind(id);
+    if (it == m_execs.constEnd() || !m_cgroup.isValid())
+        return;
+    const int killed = m_cgroup.killDescendants(it->reaperPid);
+    qCDebug(lcRuntime) << m_spec.id << "exec" << id << "killed" << killed << "processes";
+}
+
 void SandboxProcess::abort(const QString &why)
 {
     if (!m_abortReason.isEmpty() || !m_process || m_process->state() == QProcess::NotRunning)
@@ -440,9 +560,12 @@ void SandboxProcess::stop()
     // along.
     if (m_channel)
         m_channel->closeChannel();
-    QTimer::singleShot(kStopGraceMs, m_process, [p = m_process] {
-        if (p->state() != QProcess::NotRunning)
+    QTimer::singleShot(kStopGraceMs, m_process, [this, p = m_process] {
+        if (p->state() != QProcess::NotRunning) {
+            // Frozen, killed, thawed: nothing inside outruns it (a fork bomb included).
+            m_cgroup.killAll();
             p->kill();
+        }
     });
 }
 
@@ -473,8 +596,13 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
         if (outOfMemory)
             reason += QStringLiteral(" (out of memory)");
     }
+    // A request in flight when the sandbox was stopped is cut short (-32005); one whose
+    // supervisor died or was killed under it failed (-32011).
     if (m_channel)
-        m_channel->failAll(Error{ErrorCode::SandboxNotRunning, reason, {}});
+        m_channel->failAll(
+            Error{m_stopping ? ErrorCode::SandboxNotRunning : ErrorCode::SandboxError,
+                  m_stopping ? reason : QStringLiteral("the sandbox was stopped: ") + reason,
+                  {}});
     if (!m_readySeen && !m_stopping) {
         Q_EMIT failed(Error{ErrorCode::SandboxError,
                             QStringLiteral("the sandbox did not start: ") + reason,

@@ -3,6 +3,7 @@
 #include "cgroup.h"
 #include "protocol/result.h"
 
+#include <QHash>
 #include <QMap>
 #include <QObject>
 #include <QPointer>
@@ -12,6 +13,7 @@
 #include <sys/types.h>
 
 class QProcess;
+class QTimer;
 
 namespace Sandbox::Engine {
 
@@ -68,6 +70,9 @@ public:
 
     // The supervisor's path inside the sandbox.
     static constexpr const char *SupervisorInside = "/run/sandbox/sandbox-supervisor";
+    // bubblewrap's descriptors in the child: its arguments and the seccomp filter it installs.
+    static constexpr int kArgsFd = 4;
+    static constexpr int kSeccompFd = 5;
     // HELLO and `configure` must be done within this time of the launch.
     static constexpr int kStartTimeoutMs = 30000;
 
@@ -86,6 +91,9 @@ public:
     // The bwrap arguments for a spec, given to bwrap through `--args FD` (exposed for tests and
     // diagnostics); the command line itself is only `bwrap --args 4 SupervisorInside ...`.
     static QStringList bwrapArguments(const SandboxSpec &spec);
+    // The files the engine writes for the sandbox's curated /etc (name -> content): passwd and
+    // group with the sandbox's uid, hosts, hostname, resolv.conf, nsswitch.conf.
+    static QMap<QString, QByteArray> curatedEtc(const SandboxSpec &spec, uid_t uid, gid_t gid);
     // The environment the supervisor gives every process it starts (`configure`'s env).
     static QMap<QString, QString> sandboxEnvironment(const SandboxSpec &spec);
 
@@ -104,6 +112,8 @@ private:
     void onFinished(int exitCode, int exitStatus);
     // Ends the sandbox now (a protocol violation, a missed deadline, a failed start).
     void abort(const QString &why);
+    // Freezes the cgroup, kills exec `id`'s process tree (its reaper's descendants), thaws.
+    void killExec(quint32 id);
     Result<bool> prepareFiles() const;
 
     SandboxSpec m_spec;
@@ -112,6 +122,14 @@ private:
     SupervisorChannel *m_channel = nullptr; // owned (child)
     SupervisorLog *m_log = nullptr;         // owned (child)
     WorkspaceVolume *m_volume = nullptr;    // owned (child)
+    struct ExecTree
+    {
+        qint64 reaperPid = 0;    // in the sandbox's PID namespace
+        QList<quint64> pipes;    // inodes of its stdout and stderr pipes
+        QTimer *timer = nullptr; // owned: fires at the exec's timeout
+        bool answered = false;   // its RESPONSE came before the timeout
+    };
+    QHash<quint32, ExecTree> m_execs;
     QString m_abortReason;
     bool m_stopping = false;
     bool m_readySeen = false;

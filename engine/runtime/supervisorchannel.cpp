@@ -1,5 +1,7 @@
 #include "supervisorchannel.h"
 
+#include "protocol/json.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLoggingCategory>
@@ -22,11 +24,11 @@ using SupervisorWire::FrameType;
 
 namespace {
 
-constexpr qsizetype kHeader = 4 + SupervisorWire::HeaderBytes; // u32 length, u8 type, u32 id
+constexpr qsizetype kHeader = FrameParser::kHeaderBytes; // u32 length, u8 type, u32 id
 constexpr qsizetype kReadChunk = 64 * 1024;
 constexpr qsizetype kReadBudget = 1024 * 1024; // per wake-up, so one sandbox cannot hog the loop
 constexpr qsizetype kSmallResponse = 1024 * 1024;
-constexpr qsizetype kLargeResponse = 16 * 1024 * 1024 + 64 * 1024; // readFile, list
+constexpr qsizetype kLargeResponse = FrameParser::kMaxResponse; // readFile, list
 constexpr quint64 kDefaultMaxOutput = 1024 * 1024;
 constexpr quint64 kMaxOutput = 64 * 1024 * 1024;
 constexpr int kDeadlineTickMs = 250;
@@ -98,7 +100,11 @@ Error supervisorError(const QJsonObject &error)
 SupervisorChannel::SupervisorChannel(UniqueFd socket, QObject *parent)
     : QObject(parent)
     , m_socket(std::move(socket))
+    , m_parser([this](FrameType type, quint32 id, quint32 payload) {
+        return checkHeader(type, id, payload);
+    })
 {
+    m_readChunk.resize(kReadChunk);
     ::fcntl(m_socket.get(), F_SETFL, ::fcntl(m_socket.get(), F_GETFL) | O_NONBLOCK);
     ::fcntl(m_socket.get(), F_SETFD, FD_CLOEXEC);
     m_readNotifier = new QSocketNotifier(m_socket.get(), QSocketNotifier::Read, this);
@@ -303,24 +309,18 @@ void SupervisorChannel::onReadable()
 {
     qsizetype budget = kReadBudget;
     while (budget > 0 && m_failure.isEmpty()) {
-        if (m_bufferPos > 0 && m_bufferPos >= m_buffer.size() / 2) {
-            m_buffer.remove(0, m_bufferPos);
-            m_bufferBase += m_bufferPos;
-            m_bufferPos = 0;
-        }
-        const qsizetype oldSize = m_buffer.size();
-        m_buffer.resize(oldSize + kReadChunk);
         alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-        iovec iov{m_buffer.data() + oldSize, size_t(kReadChunk)};
+        iovec iov{m_readChunk.data(), size_t(m_readChunk.size())};
         msghdr msg{};
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
         msg.msg_control = control;
         msg.msg_controllen = sizeof control;
         const ssize_t n = ::recvmsg(m_socket.get(), &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        m_buffer.resize(oldSize + qMax<ssize_t>(n, 0));
         if (n >= 0) {
-            // Descriptors first, so that none leaks whatever happens next.
+            // Descriptors first, so that none leaks whatever happens next. Each belongs to the
+            // frame that holds the last byte of the read it came with.
+            const qint64 lastByte = m_parser.streamOffset() + n - 1;
             for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
                 if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
                     continue;
@@ -328,8 +328,7 @@ void SupervisorChannel::onReadable()
                 for (size_t i = 0; i < count; ++i) {
                     int fd = -1;
                     std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                    m_fds.append(
-                        {m_bufferBase + m_buffer.size() - 1, std::make_shared<UniqueFd>(fd)});
+                    m_fds.append({lastByte, std::make_shared<UniqueFd>(fd)});
                 }
             }
             if (msg.msg_flags & MSG_CTRUNC)
@@ -356,93 +355,56 @@ void SupervisorChannel::onReadable()
             return;
         }
         budget -= n;
+        m_parser.feed(QByteArrayView(m_readChunk.constData(), n));
 
-        while (m_failure.isEmpty() && m_buffer.size() - m_bufferPos >= kHeader) {
-            const char *p = m_buffer.constData() + m_bufferPos;
-            const quint32 length = qFromLittleEndian<quint32>(p);
-            const auto type = FrameType(quint8(p[4]));
-            const quint32 id = qFromLittleEndian<quint32>(p + 5);
-            if (!checkHeader(type, id, length))
-                return;
-            if (m_buffer.size() - m_bufferPos < qsizetype(4 + length))
+        FrameParser::Frame frame;
+        while (m_failure.isEmpty()) {
+            const FrameParser::Status status = m_parser.next(&frame);
+            if (status == FrameParser::Status::NeedMore)
                 break;
-            const qint64 start = m_bufferBase + m_bufferPos;
-            const qint64 end = start + 4 + length;
+            if (status == FrameParser::Status::Violation)
+                return violation(m_parser.violation());
             QList<std::shared_ptr<UniqueFd>> fds;
-            while (!m_fds.isEmpty() && m_fds.first().offset < end) {
-                if (m_fds.first().offset < start)
+            while (!m_fds.isEmpty() && m_fds.first().offset < frame.end) {
+                if (m_fds.first().offset < frame.start)
                     return violation(QStringLiteral("a descriptor between frames"));
                 fds.append(m_fds.takeFirst().fd);
             }
-            const QByteArrayView payload(p + kHeader, length - SupervisorWire::HeaderBytes);
-            m_bufferPos += 4 + length;
-            dispatch(type, id, payload, std::move(fds));
+            dispatch(frame.type, frame.id, frame.payload, std::move(fds));
         }
     }
 }
 
-bool SupervisorChannel::checkHeader(FrameType type, quint32 id, quint32 length)
+QString SupervisorChannel::checkHeader(FrameType type, quint32 id, quint32 payload) const
 {
-    if (length < SupervisorWire::HeaderBytes) {
-        violation(QStringLiteral("a frame of length %1").arg(length));
-        return false;
-    }
-    const quint32 payload = length - SupervisorWire::HeaderBytes;
-    auto tooLarge = [&](const char *what, qint64 max) {
-        violation(QStringLiteral("a %1 frame of %2 bytes (at most %3)")
-                      .arg(QLatin1String(what))
-                      .arg(payload)
-                      .arg(max));
-        return false;
-    };
-    switch (type) {
-    case FrameType::Hello:
-        if (m_helloSeen) {
-            violation(QStringLiteral("a second HELLO"));
-            return false;
-        }
-        return payload <= SupervisorWire::MaxHello ? true
-                                                   : tooLarge("HELLO", SupervisorWire::MaxHello);
-    case FrameType::Response:
-    case FrameType::Stdout:
-    case FrameType::Stderr:
-    case FrameType::Event:
-        break;
-    default:
-        violation(QStringLiteral("a frame of unknown type %1").arg(int(type)));
-        return false;
-    }
-    if (!m_helloSeen) {
-        violation(QStringLiteral("a frame before HELLO"));
-        return false;
-    }
+    // The parser has checked the length, the type and its absolute size limit.
+    if (type == FrameType::Hello)
+        return m_helloSeen ? QStringLiteral("a second HELLO") : QString();
+    if (!m_helloSeen)
+        return QStringLiteral("a frame before HELLO");
     const auto it = m_pending.constFind(id);
-    if (it == m_pending.constEnd()) {
-        violation(QStringLiteral("a frame of type %1 for request %2, which is not pending")
-                      .arg(int(type))
-                      .arg(id));
-        return false;
-    }
+    if (it == m_pending.constEnd())
+        return QStringLiteral("a frame of type %1 for request %2, which is not pending")
+            .arg(int(type))
+            .arg(id);
     switch (type) {
     case FrameType::Response:
-        return qsizetype(payload) <= it->maxResponse ? true : tooLarge("RESPONSE", it->maxResponse);
+        return qsizetype(payload) <= it->maxResponse
+                   ? QString()
+                   : QStringLiteral("a RESPONSE frame of %1 bytes to '%2' (at most %3)")
+                         .arg(payload)
+                         .arg(it->op)
+                         .arg(it->maxResponse);
     case FrameType::Stdout:
     case FrameType::Stderr:
-        if (!it->exec) {
-            violation(QStringLiteral("output for '%1' (request %2)").arg(it->op).arg(id));
-            return false;
-        }
-        return payload <= SupervisorWire::MaxChunk ? true
-                                                   : tooLarge("STDOUT", SupervisorWire::MaxChunk);
+        return it->exec ? QString()
+                        : QStringLiteral("output for '%1' (request %2)").arg(it->op).arg(id);
     case FrameType::Event:
-        if (!it->allowsEvents) {
-            violation(QStringLiteral("an EVENT for '%1' (request %2)").arg(it->op).arg(id));
-            return false;
-        }
-        return payload <= SupervisorWire::MaxChunk ? true
-                                                   : tooLarge("EVENT", SupervisorWire::MaxChunk);
+        return it->allowsEvents
+                   ? QString()
+                   : QStringLiteral("an EVENT for '%1' (request %2)").arg(it->op).arg(id);
     default:
-        return false;
+        return QStringLiteral("a frame of unknown type %1").arg(int(type));
     }
 }
 
@@ -456,10 +418,9 @@ void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payl
     case FrameType::Hello: {
         if (fd)
             return violation(QStringLiteral("a descriptor on HELLO"));
-        QJsonParseError perr;
-        const QJsonDocument doc = QJsonDocument::fromJson(payload.toByteArray(), &perr);
-        const QJsonObject json = doc.object();
-        if (perr.error != QJsonParseError::NoError || !doc.isObject()
+        const Json::Parsed parsed = Json::parse(payload);
+        const QJsonObject json = parsed.value.toObject();
+        if (parsed.error || !parsed.value.isObject()
             || json.value(QStringLiteral("pid")).toInteger() <= 0)
             return violation(QStringLiteral("a malformed HELLO"));
         if (json.value(QStringLiteral("version")).toString()
@@ -502,11 +463,10 @@ void SupervisorChannel::dispatchEvent(quint32 id, QByteArrayView payload,
                                       std::shared_ptr<UniqueFd> fd)
 {
     const auto it = m_pending.find(id);
-    QJsonParseError perr;
-    const QJsonDocument doc = QJsonDocument::fromJson(payload.toByteArray(), &perr);
-    if (perr.error != QJsonParseError::NoError || !doc.isObject())
+    const Json::Parsed parsed = Json::parse(payload);
+    if (parsed.error || !parsed.value.isObject())
         return violation(QStringLiteral("a malformed EVENT for request %1").arg(id));
-    const QJsonObject event = doc.object();
+    const QJsonObject event = parsed.value.toObject();
     if (it->exec) {
         // One EVENT only: the exec's process tree.
         const qint64 pid = event.value(QStringLiteral("pid")).toInteger();
@@ -554,11 +514,11 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
     if (nul >= 0 && p.op != QLatin1String("readFile"))
         return broken(QStringLiteral("binary data in the answer to '%1'").arg(p.op));
     const QByteArrayView jsonPart = nul < 0 ? payload : payload.first(nul);
-    QJsonParseError perr;
-    const QJsonDocument doc = QJsonDocument::fromJson(jsonPart.toByteArray(), &perr);
+    // Strict RFC 8259, as everything read from outside (core/protocol/json.h).
+    const Json::Parsed parsed = Json::parse(jsonPart);
     Reply reply;
-    reply.json = doc.object();
-    bool ok = perr.error == QJsonParseError::NoError && doc.isObject();
+    reply.json = parsed.value.toObject();
+    bool ok = !parsed.error && parsed.value.isObject();
     const QJsonValue err = reply.json.value(QStringLiteral("error"));
     if (ok && err.isObject()) {
         if (fd)
@@ -626,8 +586,6 @@ void SupervisorChannel::violation(const QString &why)
     m_readNotifier->setEnabled(false);
     m_writeNotifier->setEnabled(false);
     m_fds.clear();
-    m_buffer.clear();
-    m_bufferPos = 0;
     failAll(Error{ErrorCode::SandboxError, QStringLiteral("the sandbox was stopped: ") + why, {}});
     Q_EMIT failed(why);
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "frameparser.h"
 #include "protocol/result.h"
 #include "supervisor/wire.h"
 #include "uniquefd.h"
@@ -122,8 +123,9 @@ private:
     void flush();
     bool queueFrame(SupervisorWire::FrameType type, quint32 id, QByteArrayView a,
                     QByteArrayView b = {});
-    // Checks a header before its payload is read: false after a violation.
-    bool checkHeader(SupervisorWire::FrameType type, quint32 id, quint32 length);
+    // Checks a header against the pending requests before its payload is read (FrameParser's
+    // HeaderCheck): empty when acceptable, else the violation.
+    QString checkHeader(SupervisorWire::FrameType type, quint32 id, quint32 payload) const;
     void dispatch(SupervisorWire::FrameType type, quint32 id, QByteArrayView payload,
                   QList<std::shared_ptr<UniqueFd>> fds);
     void dispatchResponse(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
@@ -138,9 +140,8 @@ private:
     QSocketNotifier *m_readNotifier = nullptr;  // owned (child)
     QSocketNotifier *m_writeNotifier = nullptr; // owned (child)
     QTimer *m_deadlineTimer = nullptr;          // owned (child)
-    QByteArray m_buffer;
-    qsizetype m_bufferPos = 0;
-    qint64 m_bufferBase = 0; // stream offset of m_buffer[0]
+    FrameParser m_parser;
+    QByteArray m_readChunk;
     QList<ReceivedFd> m_fds;
     QByteArray m_out;
     qsizetype m_outPos = 0;

@@ -27,7 +27,10 @@ bool EngineProcess::start(const QStringList &extraArgs, const QString &dataDir)
         m_dataDir = dataDir;
     }
     m_process = std::make_unique<QProcess>();
-    m_process->setProgram(QStringLiteral(SANDBOXD_BIN));
+    // SANDBOX_TEST_SANDBOXD runs a suite against another build of the engine (an older one, to
+    // see its attacks succeed there).
+    const QString other = qEnvironmentVariable("SANDBOX_TEST_SANDBOXD");
+    m_process->setProgram(other.isEmpty() ? QStringLiteral(SANDBOXD_BIN) : other);
     QStringList args{QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"),
                      QStringLiteral("--data-dir"), m_dataDir};
     if (m_runAsUid != uid_t(-1)) {

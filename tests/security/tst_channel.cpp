@@ -1,0 +1,579 @@
+// Hostile sandboxes against the supervisor channel and the sandbox's launch (issue 9: attacks 3,
+// 4, 8 and 10): the user's environment never reaches bubblewrap or the supervisor, the channel
+// cannot be taken from inside, every sandbox runs under a seccomp filter with a curated /etc and
+// no host path on its command lines, kills win against a fork bomb, and a supervisor that turns
+// hostile (forged frames, a second HELLO, a hang, a crash) ends only its own sandbox. Each case
+// runs against a real sandboxd as root, with GET /health probed all along (within 100 ms).
+#include "engineprocess.h"
+#include "healthprobe.h"
+#include "testclient.h"
+
+#include <QDeadlineTimer>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+constexpr double kHealthBudgetMs = 100;
+
+QString text(const QJsonObject &o)
+{
+    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+}
+
+QByteArray readAll(const QString &path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// Host pids of the processes in sandbox `id`'s cgroup, found through /proc/PID/cgroup.
+QList<int> sandboxProcesses(const QString &id)
+{
+    QList<int> out;
+    const QByteArray needle = "/sandboxd/" + id.toUtf8();
+    for (const QString &e : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
+        bool isPid = false;
+        const int pid = e.toInt(&isPid);
+        if (!isPid)
+            continue;
+        const QByteArray cg = readAll(QStringLiteral("/proc/%1/cgroup").arg(pid));
+        for (const QByteArray &line : cg.split('\n')) {
+            if (line.endsWith(needle)) {
+                out.append(pid);
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+// The names in a process's environment.
+QStringList environmentNames(int pid)
+{
+    QStringList names;
+    for (const QByteArray &kv : readAll(QStringLiteral("/proc/%1/environ").arg(pid)).split('\0')) {
+        if (!kv.isEmpty())
+            names.append(QString::fromUtf8(kv.left(kv.indexOf('='))));
+    }
+    names.sort();
+    return names;
+}
+
+} // namespace
+
+class tst_Channel : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+
+    // Attack 3
+    void userEnvironmentNeverReachesBubblewrap();
+    // Attack 10
+    void noHostPathOnAnyCommandLine();
+    void etcIsCurated();
+    void seccompRefusesWhatASandboxNeverNeeds();
+    // Attack 4
+    void channelCannotBeTakenFromInside();
+    void outputIsBoundedByTheEngine();
+    // Attack 8
+    void forkBombDiesAtTheTimeout_data();
+    void forkBombDiesAtTheTimeout();
+    void cancelKillsTheWholeTree();
+    // A supervisor that turned hostile (attacks 4 and 10), against an engine of its own.
+    void hostileSupervisorEndsOnlyItsSandbox_data();
+    void hostileSupervisorEndsOnlyItsSandbox();
+    void forgedOutputIsCountedByTheEngine();
+
+private:
+    QString create(RpcTestClient &rpc, const QJsonObject &extra = {});
+    QJsonObject exec(RpcTestClient &rpc, const QString &id, const QJsonValue &command,
+                     int timeoutMs = 60000, const QJsonObject &moreOptions = {});
+    QString stdoutOf(const QString &id, const QJsonValue &command);
+    void checkHealth(const HealthProbe &probe, const char *what);
+    bool startHostileEngine();
+
+    EngineProcess m_engine;
+    RpcTestClient m_rpc;
+    QString m_sandbox; // one ordinary sandbox shared by the read-only checks
+    QTemporaryDir m_host;
+    std::unique_ptr<EngineProcess> m_hostile;
+    std::unique_ptr<RpcTestClient> m_hostileRpc;
+};
+
+void tst_Channel::initTestCase()
+{
+    if (::geteuid() != 0)
+        QSKIP("these attacks are on the engine as the README runs it: root");
+    QVERIFY(m_host.isValid());
+    ::chmod(QFile::encodeName(m_host.path()).constData(), 0755);
+    QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("16"),
+                             QStringLiteral("--max-memory-mb"), QStringLiteral("65536")}),
+             qPrintable(m_engine.log()));
+    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+    m_sandbox = create(m_rpc);
+    QVERIFY(!m_sandbox.isEmpty());
+}
+
+void tst_Channel::cleanupTestCase()
+{
+    m_engine.terminate();
+    if (m_hostile)
+        m_hostile->terminate();
+}
+
+QString tst_Channel::create(RpcTestClient &rpc, const QJsonObject &extra)
+{
+    QJsonObject params{{QStringLiteral("type"), QStringLiteral("claude-code")},
+                       {QStringLiteral("size"), QStringLiteral("lite")}};
+    for (auto it = extra.begin(); it != extra.end(); ++it)
+        params.insert(it.key(), it.value());
+    const QJsonObject r = rpc.result(QStringLiteral("agents.create"), params, 120000);
+    const QString id = r.value(QStringLiteral("id")).toString();
+    if (id.isEmpty())
+        qWarning("create failed: %s", qPrintable(text(rpc.lastError())));
+    return id;
+}
+
+QJsonObject tst_Channel::exec(RpcTestClient &rpc, const QString &id, const QJsonValue &command,
+                              int timeoutMs, const QJsonObject &moreOptions)
+{
+    QJsonObject options{{QStringLiteral("timeout"), timeoutMs}};
+    for (auto it = moreOptions.begin(); it != moreOptions.end(); ++it)
+        options.insert(it.key(), it.value());
+    return rpc.call(QStringLiteral("agents.exec"),
+                    {{QStringLiteral("id"), id},
+                     {QStringLiteral("command"), command},
+                     {QStringLiteral("options"), options}},
+                    timeoutMs + 60000);
+}
+
+QString tst_Channel::stdoutOf(const QString &id, const QJsonValue &command)
+{
+    const QJsonObject r = exec(m_rpc, id, command);
+    if (!r.contains(QStringLiteral("result")))
+        qWarning("exec failed: %s", qPrintable(text(r)));
+    return r.value(QStringLiteral("result")).toObject().value(QStringLiteral("stdout")).toString();
+}
+
+// Every /health within 100 ms. On a machine whose run queue is longer than its cores (the shared
+// CI box: many builds and suites at once), the scheduler alone delays a sample now and then: there
+// the median must be within 100 ms and no sample over 1 s (an engine that blocks, as the attacks
+// made it, fails either way).
+void tst_Channel::checkHealth(const HealthProbe &probe, const char *what)
+{
+    QFile loadavg(QStringLiteral("/proc/loadavg"));
+    const double load = loadavg.open(QIODevice::ReadOnly)
+                            ? loadavg.readAll().split(' ').value(0).toDouble()
+                            : 0;
+    const bool oversubscribed = load > double(QThread::idealThreadCount());
+    qInfo("GET /health while %s: %s (load %.1f on %d cores)", what, qPrintable(probe.summary()),
+          load, QThread::idealThreadCount());
+    QVERIFY2(probe.samples() > 0, what);
+    const QString why = QStringLiteral("%1: %2").arg(QLatin1String(what), probe.summary());
+    QVERIFY2(probe.failures() == 0, qPrintable(why));
+    if (oversubscribed) {
+        QVERIFY2(probe.medianLatencyMs() < kHealthBudgetMs && probe.maxLatencyMs() < 1000,
+                 qPrintable(why));
+    } else {
+        QVERIFY2(probe.maxLatencyMs() < kHealthBudgetMs, qPrintable(why));
+    }
+}
+
+// Attack 3: the creation env used to be bubblewrap's own environment, so LD_PRELOAD ran a library
+// inside bwrap, in the host's namespaces. The engine's API refuses LD_* (-32602); underneath it,
+// bwrap and the supervisor get a fixed environment whatever the sandbox's is.
+void tst_Channel::userEnvironmentNeverReachesBubblewrap()
+{
+    // A library that, loaded anywhere it can see the host, leaves a mark there.
+    const QString marker = m_host.path() + QStringLiteral("/preloaded");
+    const QString source = m_host.path() + QStringLiteral("/preload.c");
+    const QString library = m_host.path() + QStringLiteral("/preload.so");
+    {
+        QFile c(source);
+        QVERIFY(c.open(QIODevice::WriteOnly));
+        c.write(QStringLiteral("#include <stdio.h>\n#include <unistd.h>\n"
+                               "__attribute__((constructor)) static void mark(void) {\n"
+                               "  FILE *f = fopen(\"%1\", \"a\");\n"
+                               "  if (f) { fprintf(f, \"%d\\n\", (int)getpid()); fclose(f); }\n}\n")
+                    .arg(marker)
+                    .toUtf8());
+    }
+    QProcess cc;
+    cc.start(QStringLiteral("cc"), {QStringLiteral("-shared"), QStringLiteral("-fPIC"),
+                                    QStringLiteral("-o"), library, source});
+    QVERIFY(cc.waitForFinished(60000));
+    QVERIFY2(cc.exitCode() == 0, cc.readAllStandardError().constData());
+    ::chmod(QFile::encodeName(library).constData(), 0755);
+
+    QJsonObject env{{QStringLiteral("SANDBOX_TEST_SECRET"), QStringLiteral("s3cret")},
+                    {QStringLiteral("LD_PRELOAD"), library}};
+    QString id = create(m_rpc, {{QStringLiteral("env"), env}});
+    if (id.isEmpty()) {
+        // The API refuses LD_* outright: fine, the rest must hold without it too.
+        QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32602);
+        env.remove(QStringLiteral("LD_PRELOAD"));
+        id = create(m_rpc, {{QStringLiteral("env"), env}});
+    }
+    QVERIFY(!id.isEmpty());
+    // The sandbox's commands get the environment ...
+    QCOMPARE(stdoutOf(id, QStringLiteral("printenv SANDBOX_TEST_SECRET")),
+             QStringLiteral("s3cret\n"));
+    // ... bubblewrap and the supervisor do not: PATH and LANG (and bwrap's PWD), nothing else.
+    int checked = 0;
+    for (int pid : sandboxProcesses(id)) {
+        const QString exe
+            = QFileInfo(QFile::symLinkTarget(QStringLiteral("/proc/%1/exe").arg(pid))).fileName();
+        if (exe != QLatin1String("bwrap") && exe != QLatin1String("sandbox-supervisor"))
+            continue;
+        ++checked;
+        const QStringList names = environmentNames(pid);
+        // bwrap adds PWD for its --chdir.
+        QVERIFY2(names == (QStringList{QStringLiteral("LANG"), QStringLiteral("PATH")})
+                     || names
+                            == (QStringList{QStringLiteral("LANG"), QStringLiteral("PATH"),
+                                            QStringLiteral("PWD")}),
+                 qPrintable(
+                     QStringLiteral("%1 (pid %2): %3").arg(exe).arg(pid).arg(names.join(u' '))));
+    }
+    QVERIFY2(checked >= 2, "bwrap and the supervisor were not found in the sandbox's cgroup");
+    QVERIFY2(!QFileInfo::exists(marker),
+             "the creation env's LD_PRELOAD ran outside the sandbox's namespaces");
+    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
+}
+
+// Attack 10: /proc/1/cmdline used to show bwrap's arguments, with the host paths of the data dir
+// and the supervisor.
+void tst_Channel::noHostPathOnAnyCommandLine()
+{
+    const QString all = stdoutOf(m_sandbox, QStringLiteral("for f in /proc/[0-9]*/cmdline; do "
+                                                           "tr '\\0' ' ' < $f; echo; done"));
+    QVERIFY2(all.contains(QLatin1String("sandbox-supervisor")), qPrintable(all));
+    for (const QString &host :
+         {m_engine.dataDir(), QStringLiteral(SANDBOXD_BIN).section(u'/', 0, -3),
+          QStringLiteral("--bind"), QStringLiteral("--ro-bind")}) {
+        QVERIFY2(!all.contains(host), qPrintable(QStringLiteral("'%1' in: %2").arg(host, all)));
+    }
+    const QString init = stdoutOf(m_sandbox, QStringLiteral("tr '\\0' ' ' < /proc/1/cmdline"));
+    QVERIFY2(QRegularExpression(QStringLiteral("^(/usr/bin/)?bwrap --args 4 "
+                                               "/run/sandbox/sandbox-supervisor --channel-fd 3 $"))
+                 .match(init)
+                 .hasMatch(),
+             qPrintable(init));
+}
+
+// Attack 10: the sandbox used to see the host's whole /etc.
+void tst_Channel::etcIsCurated()
+{
+    const QStringList etc
+        = stdoutOf(m_sandbox, QStringLiteral("ls -A /etc")).split(u'\n', Qt::SkipEmptyParts);
+    for (const char *hostOnly :
+         {"shadow", "gshadow", "passwd-", "machine-id", "npmrc", "pip.conf", "gitconfig",
+          "postgresql", "apt", "sudoers", "ssh", "environment", "cron.d", "fstab"}) {
+        QVERIFY2(!etc.contains(QLatin1String(hostOnly)),
+                 qPrintable(QStringLiteral("/etc/%1 is visible: %2")
+                                .arg(QLatin1String(hostOnly), etc.join(u' '))));
+    }
+    const QString uid = stdoutOf(m_sandbox, QStringLiteral("id -u")).trimmed();
+    QVERIFY(!uid.isEmpty());
+    const QString passwd = stdoutOf(m_sandbox, QStringLiteral("cat /etc/passwd"));
+    QCOMPARE(passwd.count(u'\n'), uid == QLatin1String("0") ? 2 : 3);
+    QVERIFY2(passwd.contains(QStringLiteral("sandbox:x:%1:").arg(uid)) || uid == QLatin1String("0"),
+             qPrintable(passwd));
+    // What tools need is there: the user by name, certificates, the host name, a read-only /etc.
+    QCOMPARE(stdoutOf(m_sandbox, QStringLiteral("whoami")).trimmed(),
+             uid == QLatin1String("0") ? QStringLiteral("root") : QStringLiteral("sandbox"));
+    QCOMPARE(stdoutOf(m_sandbox, QStringLiteral("test -s /etc/ssl/certs/ca-certificates.crt && "
+                                                "getent hosts localhost >/dev/null && echo named; "
+                                                "touch /etc/x 2>/dev/null || echo ro")),
+             QStringLiteral("named\nro\n"));
+}
+
+// Attack 10: no seccomp filter used to stand between the sandbox and the kernel.
+void tst_Channel::seccompRefusesWhatASandboxNeverNeeds()
+{
+    // perl's syscall() reaches each call directly; x86_64 numbers.
+    const QString script = QStringLiteral(
+        "use Errno; my $sup = 0;"
+        "for (glob '/proc/[0-9]*/comm') { open my $f, '<', $_; my $c = <$f>;"
+        "  if ($c =~ /^sandbox-superv/) { ($sup) = m{/proc/(\\d+)/}; last } }"
+        "my %c = (keyctl => [250, 0, -2, 1], unshare_user => [272, 0x10000000],"
+        " unshare_net => [272, 0x40000000], setns => [308, 0, 0], bpf => [321, 0, 0, 0],"
+        " userfaultfd => [323, 0], perf_event_open => [298, 0, 0, -1, -1, 0],"
+        " ptrace_attach => [101, 16, $sup, 0, 0], process_vm_readv => [310, $sup, 0, 0, 0, 0, 0],"
+        " mount => [165, 0, 0, 0, 0, 0], pidfd_getfd => [438, 0, 3, 0]);"
+        "for my $n (sort keys %c) { my ($nr, @a) = @{$c{$n}}; $! = 0;"
+        "  my $r = syscall($nr, @a); print \"$n=\", ($r == -1 ? ($!{EPERM} ? 'EPERM' : 0+$!) : "
+        "'ok'), \"\\n\" }");
+    const QString out = stdoutOf(m_sandbox,
+                                 QJsonArray{QStringLiteral("perl"), QStringLiteral("-e"), script});
+    for (const char *call :
+         {"keyctl", "unshare_user", "unshare_net", "setns", "bpf", "userfaultfd", "perf_event_open",
+          "ptrace_attach", "process_vm_readv", "mount", "pidfd_getfd"}) {
+        QVERIFY2(out.contains(QStringLiteral("%1=EPERM\n").arg(QLatin1String(call))),
+                 qPrintable(QStringLiteral("%1 not refused: %2").arg(QLatin1String(call), out)));
+    }
+    // The filter is there (the sandbox's and the supervisor's, stacked), and ordinary work goes on.
+    const QString status = stdoutOf(m_sandbox,
+                                    QStringLiteral("grep -E '^Seccomp(_filters)?:' "
+                                                   "/proc/self/status | tr -s '\\t ' ' '"));
+    QVERIFY2(status.startsWith(QLatin1String("Seccomp: 2\n")), qPrintable(status));
+    QCOMPARE(stdoutOf(m_sandbox, QStringLiteral("unshare -U true 2>/dev/null || echo refused; "
+                                                "(sleep 0.1 & wait) && echo forked")),
+             QStringLiteral("refused\nforked\n"));
+}
+
+// Attack 4: code inside used to take the supervisor's channel with pidfd_getfd (same uid,
+// dumpable, no seccomp) and write frames to the engine.
+void tst_Channel::channelCannotBeTakenFromInside()
+{
+    const QString script = QStringLiteral(
+        "my $sup = 0;"
+        "for (glob '/proc/[0-9]*/comm') { open my $f, '<', $_; my $c = <$f>;"
+        "  if ($c =~ /^sandbox-superv/) { ($sup) = m{/proc/(\\d+)/}; last } }"
+        "print \"sup=$sup\\n\"; my $pidfd = syscall(434, $sup, 0); print \"pidfd=$pidfd\\n\";"
+        "for my $fd (0 .. 5) { my $r = syscall(438, $pidfd, $fd, 0); print \"fd$fd=$r\\n\" if $r "
+        ">= 0 }"
+        "print opendir(my $d, \"/proc/$sup/fd\") ? \"fds visible\\n\" : \"fds hidden\\n\";"
+        "print open(my $e, '<', \"/proc/$sup/environ\") ? \"environ visible\\n\" : \"environ "
+        "hidden\\n\";");
+    const QString out = stdoutOf(m_sandbox,
+                                 QJsonArray{QStringLiteral("perl"), QStringLiteral("-e"), script});
+    QVERIFY2(!out.contains(QLatin1String("sup=0\n")), qPrintable(out));
+    const QRegularExpression taken(QStringLiteral("^fd\\d="), QRegularExpression::MultilineOption);
+    QVERIFY2(!out.contains(taken),
+             qPrintable(QStringLiteral("the supervisor's descriptors were taken: ") + out));
+    QVERIFY2(out.contains(QLatin1String("fds hidden\n"))
+                 && out.contains(QLatin1String("environ hidden\n")),
+             qPrintable(out));
+}
+
+// Attack 4: output is counted by the engine, and a flood does not grow the engine.
+void tst_Channel::outputIsBoundedByTheEngine()
+{
+    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    probe.start();
+    const QJsonObject r = exec(m_rpc, m_sandbox,
+                               QStringLiteral("head -c 200000000 /dev/zero | tr '\\0' a; "
+                                              "head -c 200000000 /dev/zero | tr '\\0' b >&2"),
+                               120000, {{QStringLiteral("maxOutputBytes"), 1024 * 1024}});
+    probe.stop();
+    const QJsonObject result = r.value(QStringLiteral("result")).toObject();
+    QVERIFY2(!result.isEmpty(), qPrintable(text(r)));
+    QCOMPARE(result.value(QStringLiteral("stdout")).toString().size(), 1024 * 1024);
+    QCOMPARE(result.value(QStringLiteral("stderr")).toString().size(), 1024 * 1024);
+    QCOMPARE(result.value(QStringLiteral("truncated")).toBool(), true);
+    qInfo("engine RSS %lld -> max %lld KiB while 400 MB of output was dropped", probe.startRssKb(),
+          probe.maxRssKb());
+    QVERIFY2(probe.maxRssKb() - probe.startRssKb() < 64 * 1024, qPrintable(probe.summary()));
+    checkHealth(probe, "a sandbox floods its output");
+}
+
+// Attack 8: a fork bomb used to survive its exec's timeout at pids.max, and every later exec
+// failed to fork. In the background (the exec answers at once, the bomb holds its output) or in
+// the foreground (the exec runs into its timeout), the timeout ends it.
+void tst_Channel::forkBombDiesAtTheTimeout_data()
+{
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<bool>("timesOut");
+    QTest::newRow("background") << QStringLiteral("f(){ f|f& }; f") << false;
+    QTest::newRow("foreground") << QStringLiteral("f(){ f|f& }; f; sleep 1000") << true;
+}
+
+void tst_Channel::forkBombDiesAtTheTimeout()
+{
+    QFETCH(QString, command);
+    QFETCH(bool, timesOut);
+    const QString id = create(m_rpc);
+    QVERIFY(!id.isEmpty());
+    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    probe.start();
+    QElapsedTimer timer;
+    timer.start();
+    const QJsonObject r = exec(m_rpc, id, command, 3000);
+    const QJsonObject result = r.value(QStringLiteral("result")).toObject();
+    QVERIFY2(!result.isEmpty(), qPrintable(text(r).left(300)));
+    QCOMPARE(result.value(QStringLiteral("timedOut")).toBool(), timesOut);
+    qInfo("fork bomb with a 3 s timeout answered after %lld ms", timer.elapsed());
+    // Once its timeout has passed, the sandbox runs commands again.
+    QDeadlineTimer deadline(30000);
+    QString alive;
+    while (!deadline.hasExpired() && alive != QLatin1String("alive\n")) {
+        alive = exec(m_rpc, id, QStringLiteral("echo alive"), 10000)
+                    .value(QStringLiteral("result"))
+                    .toObject()
+                    .value(QStringLiteral("stdout"))
+                    .toString();
+        if (alive != QLatin1String("alive\n"))
+            QTest::qWait(200);
+    }
+    qInfo("the sandbox answered again %lld ms after the bomb started", timer.elapsed());
+    probe.stop();
+    QCOMPARE(alive, QStringLiteral("alive\n"));
+    QVERIFY2(sandboxProcesses(id).size() < 10,
+             qPrintable(QStringLiteral("%1 processes left").arg(sandboxProcesses(id).size())));
+    checkHealth(probe, "a fork bomb runs into its timeout");
+    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
+}
+
+// Attack 8 through stream.cancel: the exec's whole tree goes, the sandbox carries on.
+void tst_Channel::cancelKillsTheWholeTree()
+{
+    const QString id = create(m_rpc);
+    QVERIFY(!id.isEmpty());
+    m_rpc.sendText(
+        QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                  {QStringLiteral("id"), 7},
+                                  {QStringLiteral("method"), QStringLiteral("agents.exec")},
+                                  {QStringLiteral("params"),
+                                   QJsonObject{{QStringLiteral("id"), id},
+                                               {QStringLiteral("command"),
+                                                QStringLiteral("f(){ f|f& }; f; sleep 1000")},
+                                               {QStringLiteral("options"),
+                                                QJsonObject{{QStringLiteral("stream"), true}}}}}})
+            .toJson(QJsonDocument::Compact));
+    // The first answer carries the stream id (or the exec's notifications name it).
+    QString streamId;
+    QDeadlineTimer deadline(60000);
+    while (streamId.isEmpty() && !deadline.hasExpired()) {
+        QTest::qWait(100);
+        for (const QJsonObject &n : std::as_const(m_rpc.notifications)) {
+            const QString s = n.value(QStringLiteral("params"))
+                                  .toObject()
+                                  .value(QStringLiteral("streamId"))
+                                  .toString();
+            if (!s.isEmpty())
+                streamId = s;
+        }
+        for (const QJsonValue &m : std::as_const(m_rpc.messages)) {
+            const QString s = m.toObject()
+                                  .value(QStringLiteral("result"))
+                                  .toObject()
+                                  .value(QStringLiteral("streamId"))
+                                  .toString();
+            if (!s.isEmpty())
+                streamId = s;
+        }
+    }
+    if (streamId.isEmpty())
+        QSKIP("this engine names no stream before the exec ends");
+    QTest::qWait(1500); // the bomb fills pids.max
+    const QJsonObject cancelled = m_rpc.call(QStringLiteral("stream.cancel"),
+                                             {{QStringLiteral("streamId"), streamId}}, 60000);
+    QVERIFY2(cancelled.contains(QStringLiteral("result")), qPrintable(text(cancelled)));
+    QDeadlineTimer again(20000);
+    QString alive;
+    while (!again.hasExpired() && alive != QLatin1String("alive\n")) {
+        alive = exec(m_rpc, id, QStringLiteral("echo alive"), 10000)
+                    .value(QStringLiteral("result"))
+                    .toObject()
+                    .value(QStringLiteral("stdout"))
+                    .toString();
+    }
+    QCOMPARE(alive, QStringLiteral("alive\n"));
+    QVERIFY2(sandboxProcesses(id).size() < 10,
+             qPrintable(QStringLiteral("%1 processes left").arg(sandboxProcesses(id).size())));
+    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
+}
+
+bool tst_Channel::startHostileEngine()
+{
+    if (m_hostile)
+        return true;
+    // The script must be readable by the sandbox's uid through the whole path (bwrap binds it).
+    const QString script = m_host.path() + QStringLiteral("/hostile-supervisor");
+    QFile::remove(script);
+    if (!QFile::copy(QStringLiteral(SANDBOX_SOURCE_DIR "/tests/security/hostilesupervisor.pl"),
+                     script))
+        return false;
+    ::chmod(QFile::encodeName(script).constData(), 0755);
+    m_hostile = std::make_unique<EngineProcess>();
+    if (!m_hostile->start({QStringLiteral("--supervisor"), script})) {
+        qWarning("%s", qPrintable(m_hostile->log()));
+        return false;
+    }
+    m_hostileRpc = std::make_unique<RpcTestClient>();
+    return m_hostileRpc->open(m_hostile->wsUrl(), m_hostile->key());
+}
+
+void tst_Channel::hostileSupervisorEndsOnlyItsSandbox_data()
+{
+    QTest::addColumn<QString>("command");
+    QTest::newRow("second HELLO") << QStringLiteral("echo FORGE_HELLO");
+    QTest::newRow("oversized frame") << QStringLiteral("echo OVERSIZED");
+    QTest::newRow("unknown request id") << QStringLiteral("echo UNKNOWN_ID");
+    QTest::newRow("hangs mid-request") << QStringLiteral("echo HANG");
+    QTest::newRow("dies mid-request") << QStringLiteral("echo DIE");
+}
+
+void tst_Channel::hostileSupervisorEndsOnlyItsSandbox()
+{
+    QFETCH(QString, command);
+    QVERIFY(startHostileEngine());
+    RpcTestClient &rpc = *m_hostileRpc;
+    const QString victim = create(rpc);
+    const QString bystander = create(rpc);
+    QVERIFY(!victim.isEmpty() && !bystander.isEmpty());
+    HealthProbe probe(m_hostile->url(), m_hostile->pid(), 10);
+    probe.start();
+    QElapsedTimer timer;
+    timer.start();
+    // A 1 s timeout: the engine's deadline for it is 1 s + 15 s.
+    const QJsonObject r = exec(rpc, victim, command, 1000);
+    const qint64 tookMs = timer.elapsed();
+    qInfo("%s: answered after %lld ms: %s", qPrintable(command), tookMs, qPrintable(text(r)));
+    QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32011);
+    QVERIFY(tookMs < 1000 + 15000 + 5000);
+    // The victim is no longer running; the bystander and the engine carry on.
+    const QJsonObject state = rpc.result(QStringLiteral("agents.get"),
+                                         {{QStringLiteral("id"), victim}});
+    QVERIFY2(state.value(QStringLiteral("status")).toString() != QLatin1String("running"),
+             qPrintable(text(state)));
+    const QJsonObject other = exec(rpc, bystander, QStringLiteral("echo still here"), 10000);
+    QTest::qWait(1000); // the probe also covers the victim's clean-up
+    QCOMPARE(other.value(QStringLiteral("result"))
+                 .toObject()
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("fake:echo still here"));
+    probe.stop();
+    QVERIFY2(probe.maxRssKb() - probe.startRssKb() < 64 * 1024, qPrintable(probe.summary()));
+    checkHealth(probe, qPrintable(QStringLiteral("a supervisor does '%1'").arg(command)));
+    rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), victim}}, 120000);
+    rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), bystander}}, 120000);
+}
+
+// Attack 4: forged output frames beyond maxOutputBytes with a lying truncated:false.
+void tst_Channel::forgedOutputIsCountedByTheEngine()
+{
+    QVERIFY(startHostileEngine());
+    RpcTestClient &rpc = *m_hostileRpc;
+    const QString id = create(rpc);
+    QVERIFY(!id.isEmpty());
+    const QJsonObject r = exec(rpc, id, QStringLiteral("echo FORGE_OUTPUT"), 10000,
+                               {{QStringLiteral("maxOutputBytes"), 100000}});
+    const QJsonObject result = r.value(QStringLiteral("result")).toObject();
+    QVERIFY2(!result.isEmpty(), qPrintable(text(r).left(300)));
+    QCOMPARE(result.value(QStringLiteral("stdout")).toString().size(), 100000);
+    QCOMPARE(result.value(QStringLiteral("truncated")).toBool(), true);
+    rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
+}
+
+QTEST_GUILESS_MAIN(tst_Channel)
+#include "tst_channel.moc"
