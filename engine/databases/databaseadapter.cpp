@@ -37,6 +37,9 @@ constexpr qint64 kDefaultTimeoutMs = 60000;
 constexpr qint64 kMaxTimeoutMs = 3600000;
 constexpr qint64 kCursorIdleMs = 5 * 60 * 1000;
 constexpr int kMaxCursorsPerDatabase = 16;
+constexpr int kMaxTransactionsPerDatabase = 4;
+constexpr qint64 kDefaultTransactionIdleMs = 60000;
+constexpr qint64 kMaxTransactionIdleMs = 600000;
 constexpr qint64 kMaxExportBytes = 12 * 1024 * 1024;
 constexpr int kMaxStatements = 1000;
 constexpr qint64 kMaxSleepAfterMs = 7LL * 24 * 3600 * 1000;
@@ -51,6 +54,14 @@ QString newCursorId()
     quint32 r[3];
     QRandomGenerator::system()->fillRange(r, 3);
     return QStringLiteral("cur_")
+           + QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(r), sizeof r).toHex());
+}
+
+QString newTransactionId()
+{
+    quint32 r[3];
+    QRandomGenerator::system()->fillRange(r, 3);
+    return QStringLiteral("tx_")
            + QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(r), sizeof r).toHex());
 }
 
@@ -175,6 +186,16 @@ struct DatabaseAdapter::Cursor
     bool fetching = false;
 };
 
+struct DatabaseAdapter::OpenTransaction
+{
+    QString id;
+    QString keyId;
+    QString databaseId;
+    qint64 idleMs = kDefaultTransactionIdleMs;
+    qint64 lastUsed = 0;
+    bool running = false; // a statement or the end is on its way
+};
+
 QJsonObject DatabaseSettings::toJson(bool withPassword) const
 {
     QJsonObject o{{QStringLiteral("type"), type},
@@ -227,13 +248,17 @@ DatabaseAdapter::DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QS
     }
     registerMethods();
     m_cursorSweep->setInterval(30000);
-    connect(m_cursorSweep, &QTimer::timeout, this, [this] { expireCursors(); });
+    connect(m_cursorSweep, &QTimer::timeout, this, [this] {
+        expireCursors();
+        expireTransactions();
+    });
     m_cursorSweep->start();
 }
 
 DatabaseAdapter::~DatabaseAdapter()
 {
     qDeleteAll(m_cursors);
+    qDeleteAll(m_transactions);
 }
 
 QString DatabaseAdapter::findDbHost(const QString &applicationDir)
@@ -245,6 +270,11 @@ QString DatabaseAdapter::findDbHost(const QString &applicationDir)
         if (QFile::exists(c + QStringLiteral("/sandbox-dbhost")))
             return QDir::cleanPath(c);
     return QDir::cleanPath(candidates.first());
+}
+
+void DatabaseAdapter::prepareTemplates(QObject *context, std::function<void(Result<bool>)> done)
+{
+    m_template->ensure(context, std::move(done));
 }
 
 DatabaseSettings DatabaseAdapter::settingsOf(const QString &id) const
@@ -341,6 +371,9 @@ DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseS
         for (Cursor *c : std::as_const(m_cursors))
             if (c->databaseId == id)
                 QTimer::singleShot(0, this, [this, cid = c->id] { closeCursor(cid); });
+        for (const OpenTransaction *t : m_transactions.values())
+            if (t->databaseId == id)
+                forgetTransaction(t->id); // its session died with the server
     });
     return backend;
 }
@@ -387,6 +420,9 @@ void DatabaseAdapter::afterStart(const SandboxRecord &record, SupervisorChannel 
 
 void DatabaseAdapter::beforeStop(const SandboxRecord &record, std::function<void()> done)
 {
+    for (const OpenTransaction *t : m_transactions.values())
+        if (t->databaseId == record.id)
+            forgetTransaction(t->id); // the server's stop rolls it back
     for (Cursor *c : std::as_const(m_cursors))
         if (c->databaseId == record.id)
             QTimer::singleShot(0, this, [this, cid = c->id] { closeCursor(cid); });
@@ -401,6 +437,9 @@ void DatabaseAdapter::beforeStop(const SandboxRecord &record, std::function<void
 
 void DatabaseAdapter::removed(const SandboxRecord &record)
 {
+    for (const OpenTransaction *t : m_transactions.values())
+        if (t->databaseId == record.id)
+            forgetTransaction(t->id);
     const auto cursors = m_cursors;
     for (Cursor *c : cursors)
         if (c->databaseId == record.id) {
@@ -528,6 +567,16 @@ void DatabaseAdapter::registerMethods()
         [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
             transaction(p, ctx, reply);
         });
+    add(QStringLiteral("databases.begin"), [this](const QJsonObject &p, const CallContext &ctx,
+                                                  const Reply &reply) { begin(p, ctx, reply); });
+    add(QStringLiteral("databases.commit"),
+        [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
+            finish(true, p, ctx, reply);
+        });
+    add(QStringLiteral("databases.rollback"),
+        [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
+            finish(false, p, ctx, reply);
+        });
     for (const QString &m : {QStringLiteral("version"), QStringLiteral("ping"),
                              QStringLiteral("listTables"), QStringLiteral("describeTable"),
                              QStringLiteral("listDatabases"), QStringLiteral("createDatabase")}) {
@@ -577,15 +626,20 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
         else if (s.password.size() > 1000 || s.password.contains(QChar(0)))
             p.fail(QStringLiteral("password"), QStringLiteral("must be at most 1000 characters"));
     } else if (!p.failed()) {
-        // A file inside /workspace: "app.db", "data/app.db" or "/workspace/data/app.db".
+        // A file inside /workspace: "app.db", "data/app.db" or "/workspace/data/app.db". Any
+        // other absolute path, as the original design's "/data/app.db", names the same path below
+        // /workspace ("/workspace/data/app.db"): a database's files live in its workspace.
         QString file = s.database;
         if (file.startsWith(QLatin1String("/workspace/")))
             file = file.mid(11);
+        else if (file.startsWith(u'/'))
+            file = file.mid(1);
         const QString clean = QDir::cleanPath(file);
         if (file.isEmpty() || file.startsWith(u'/') || clean.startsWith(QLatin1String(".."))
             || clean != file || file.contains(QChar(0)) || file.size() > 200)
             p.fail(QStringLiteral("database"),
-                   QStringLiteral("must be a file name inside /workspace, e.g. \"app.db\""));
+                   QStringLiteral("must be a file name inside /workspace, e.g. \"app.db\" or "
+                                  "\"/data/app.db\" (/workspace/data/app.db)"));
         s.database = file;
         s.username.clear();
     }
@@ -707,10 +761,30 @@ void DatabaseAdapter::sql(const QString &method, const QJsonObject &params, cons
                             == QLatin1String("object");
     if (!p.failed() && req.sql.trimmed().isEmpty())
         p.fail(QStringLiteral("sql"), QStringLiteral("must not be empty"));
+    req.transaction = p.optionalString(QStringLiteral("transaction"));
+    OpenTransaction *tx = nullptr;
+    if (!p.failed() && !req.transaction.isEmpty()) {
+        tx = m_transactions.value(req.transaction);
+        if (!tx || tx->keyId != ctx.keyId || tx->databaseId != id)
+            return reply(Error::notFound(
+                QStringLiteral("transaction %1 (it ended, or is not this database's)")
+                    .arg(req.transaction)));
+        if (tx->running)
+            p.fail(QStringLiteral("transaction"),
+                   QStringLiteral("is running a statement: wait for its answer"));
+    }
     if (p.failed())
         return reply(p.error());
+    if (tx) {
+        tx->running = true;
+        tx->lastUsed = QDateTime::currentMSecsSinceEpoch();
+    }
     const CallContext c = ctx;
     withBackend(ctx, id, [this, id, req, timeoutMs, objectRows, c, reply](Result<DatabaseBackend *> b) {
+        if (!req.transaction.isEmpty()) {
+            if (OpenTransaction *t = m_transactions.value(req.transaction))
+                t->running = false;
+        }
         if (!b)
             return reply(b.error());
         QPointer<DatabaseBackend> backend = *b;
@@ -723,9 +797,17 @@ void DatabaseAdapter::sql(const QString &method, const QJsonObject &params, cons
                     Error e = r.error();
                     if (e.code == ErrorCode::QueryError || e.code == ErrorCode::InvalidParams)
                         locate(req.sql, e);
+                    // A failed statement ends its transaction (the backend rolled it back).
+                    if (!req.transaction.isEmpty()) {
+                        forgetTransaction(req.transaction);
+                        if (!e.message.contains(QLatin1String("rolled back")))
+                            e.message += QStringLiteral(" (the transaction was rolled back)");
+                    }
                     return reply(e);
                 }
                 QJsonObject page = *r;
+                if (OpenTransaction *t = m_transactions.value(req.transaction))
+                    t->lastUsed = QDateTime::currentMSecsSinceEpoch();
                 if (req.execute) {
                     m_sandboxes->endActivity(id);
                     return reply(
@@ -769,7 +851,7 @@ void DatabaseAdapter::sql(const QString &method, const QJsonObject &params, cons
                              QRegularExpression::DotMatchesEverythingOption);
                     command = word.match(req.sql).captured(1).toUpper();
                 }
-                reply(QJsonValue(QJsonObject{
+                QJsonObject answer{
                     {QStringLiteral("rows"), objectRows ? toObjects(fields, rows) : rows},
                     {QStringLiteral("rowCount"), rows.size()},
                     {QStringLiteral("fields"), fields},
@@ -777,7 +859,11 @@ void DatabaseAdapter::sql(const QString &method, const QJsonObject &params, cons
                     {QStringLiteral("rowsAffected"), page.value(QStringLiteral("rowsAffected"))},
                     {QStringLiteral("cursor"), cursor},
                     {QStringLiteral("hasMore"), !cursor.isNull()},
-                }));
+                };
+                if (!req.transaction.isEmpty())
+                    answer.insert(QStringLiteral("truncated"),
+                                  page.value(QStringLiteral("truncated")).toBool());
+                reply(QJsonValue(answer));
             });
     });
 }
@@ -948,6 +1034,107 @@ void DatabaseAdapter::transaction(const QJsonObject &params, const CallContext &
                                                  {QStringLiteral("committed"), true}}));
                 });
         });
+}
+
+void DatabaseAdapter::begin(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    const qint64 idleMs = p.optionalInteger(QStringLiteral("timeout"), kDefaultTransactionIdleMs,
+                                            1000, kMaxTransactionIdleMs);
+    if (p.failed())
+        return reply(p.error());
+    int open = 0;
+    for (const OpenTransaction *t : std::as_const(m_transactions))
+        open += t->databaseId == id ? 1 : 0;
+    if (open >= kMaxTransactionsPerDatabase)
+        return reply(Error{ErrorCode::QuotaExceeded,
+                           QStringLiteral("at most %1 open transactions per database: commit or "
+                                          "roll one back first")
+                               .arg(kMaxTransactionsPerDatabase),
+                           QJsonObject{{QStringLiteral("limit"), QStringLiteral("transactions")}}});
+    const QString keyId = ctx.keyId;
+    withBackend(ctx, id, [this, id, keyId, idleMs, reply](Result<DatabaseBackend *> b) {
+        if (!b)
+            return reply(b.error());
+        const QString txId = newTransactionId();
+        (*b)->begin(txId, [this, id, keyId, idleMs, txId, reply](Result<QJsonObject> r) {
+            if (!r) {
+                m_sandboxes->endActivity(id);
+                return reply(r.error());
+            }
+            // The database stays awake (busy) until the transaction ends.
+            auto *t = new OpenTransaction;
+            t->id = txId;
+            t->keyId = keyId;
+            t->databaseId = id;
+            t->idleMs = idleMs;
+            t->lastUsed = QDateTime::currentMSecsSinceEpoch();
+            m_transactions.insert(txId, t);
+            reply(QJsonValue(QJsonObject{{QStringLiteral("transaction"), txId},
+                                         {QStringLiteral("timeout"), double(idleMs)}}));
+        });
+    });
+}
+
+void DatabaseAdapter::finish(bool commit, const QJsonObject &params, const CallContext &ctx,
+                             const Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    const QString txId = p.requiredString(QStringLiteral("transaction"));
+    if (p.failed())
+        return reply(p.error());
+    OpenTransaction *t = m_transactions.value(txId);
+    if (!t || t->keyId != ctx.keyId || t->databaseId != id)
+        return reply(Error::notFound(
+            QStringLiteral("transaction %1 (it ended, or is not this database's)").arg(txId)));
+    if (t->running)
+        return reply(Error::invalidParams(QStringLiteral("transaction"),
+                                          QStringLiteral("is running a statement: wait for its "
+                                                         "answer")));
+    DatabaseBackend *backend = m_backends.value(id);
+    if (!backend) {
+        forgetTransaction(txId);
+        return reply(Error::notFound(QStringLiteral("transaction %1 (it ended)").arg(txId)));
+    }
+    t->running = true;
+    QPointer<QObject> guard(ctx.guard ? ctx.guard.data() : this);
+    backend->finish(txId, commit, [this, txId, guard, reply](Result<QJsonObject> r) {
+        forgetTransaction(txId);
+        if (!guard)
+            return;
+        if (!r)
+            return reply(r.error());
+        reply(QJsonValue(*r));
+    });
+}
+
+void DatabaseAdapter::forgetTransaction(const QString &txId)
+{
+    OpenTransaction *t = m_transactions.take(txId);
+    if (!t)
+        return;
+    m_sandboxes->endActivity(t->databaseId);
+    delete t;
+}
+
+void DatabaseAdapter::expireTransactions()
+{
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    for (OpenTransaction *t : m_transactions.values()) {
+        if (t->running || now - t->lastUsed <= t->idleMs)
+            continue;
+        qCInfo(lcDatabases) << "rolling back idle transaction" << t->id << "of" << t->databaseId;
+        const QString txId = t->id;
+        if (DatabaseBackend *backend = m_backends.value(t->databaseId)) {
+            t->running = true;
+            backend->finish(txId, false,
+                            [this, txId](Result<QJsonObject>) { forgetTransaction(txId); });
+        } else {
+            forgetTransaction(txId);
+        }
+    }
 }
 
 void DatabaseAdapter::internalQuery(const CallContext &ctx, const QString &id,

@@ -55,9 +55,13 @@ public:
 
     // Finds sandbox-dbhost next to sandboxd (build tree or installed layout).
     static QString findDbHost(const QString &applicationDir);
+    // Builds what new databases start from (the PostgreSQL template cluster) now rather than at
+    // the first create: `sandboxd --prepare postgres` in an image.
+    void prepareTemplates(QObject *context, std::function<void(Result<bool>)> done);
 
 private:
     struct Cursor;
+    struct OpenTransaction;
     using Reply = Methods::Reply;
     using WithBackend = std::function<void(Result<DatabaseBackend *>)>;
 
@@ -80,6 +84,14 @@ private:
              const Reply &reply);
     void fetch(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
     void transaction(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+    // Interactive transactions: databases.begin, then calls with `transaction`, then commit or
+    // rollback (docs/protocol.md 4.3.2). Each holds one session of the server and keeps the
+    // database awake; an idle one is rolled back.
+    void begin(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+    void finish(bool commit, const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+    // Forgets an interactive transaction that ended (its backend session is gone or released).
+    void forgetTransaction(const QString &txId);
+    void expireTransactions();
     void admin(const QString &method, const QJsonObject &params, const CallContext &ctx,
                const Reply &reply);
     void exportData(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
@@ -100,8 +112,9 @@ private:
     QHash<QString, DatabaseBackend *> m_backends; // owned (children), by sandbox id
     QHash<QString, qint64> m_startupMs;           // by sandbox id: the last start's time to ready
     QHash<QString, Cursor *> m_cursors;           // owned, by cursor id
-    QTimer *m_cursorSweep;                        // owned (child)
-    std::optional<DatabaseSettings> m_creating;   // handed from create() to the prepare hook
+    QHash<QString, OpenTransaction *> m_transactions; // owned, by transaction id
+    QTimer *m_cursorSweep;                            // owned (child)
+    std::optional<DatabaseSettings> m_creating;       // handed from create() to the prepare hook
 };
 
 } // namespace Sandbox::Engine

@@ -21,6 +21,8 @@ struct SqlRequest
     bool execute = false; // execute: a script allowed (without params), no rows back
     int pageSize = 1000;
     qint64 pageBytes = 4 * 1024 * 1024;
+    // Run in this interactive transaction (begin()); no cursor then: one page, `truncated`.
+    QString transaction;
 };
 
 // What a backend answers for a query, a fetch or a transaction, and how it fails. Pages are
@@ -52,6 +54,11 @@ public:
     virtual void closeCursor(const QString &cursor) = 0;
     // statements: [{sql, params}]. Answers {results:[{command, fields, rows, rowsAffected}]}.
     virtual CancelFn transaction(const QJsonArray &statements, PageDone done) = 0;
+    // Interactive transactions (databases.begin): a session of the server held under `name` with
+    // a transaction open, for the queries that name it (SqlRequest::transaction), until finish()
+    // commits or rolls it back. A query in it that fails rolls it back and ends it.
+    virtual void begin(const QString &name, PageDone done) = 0;
+    virtual void finish(const QString &name, bool commit, PageDone done) = 0;
 
 Q_SIGNALS:
     // The server ended without being asked to (crash, kill -9). `why` has its last log lines.

@@ -310,13 +310,28 @@ void DbHostBackend::control(const QJsonObject &request)
 
 CancelFn DbHostBackend::query(const SqlRequest &request, PageDone done)
 {
-    return call({{QStringLiteral("op"),
-                  request.execute ? QStringLiteral("execute") : QStringLiteral("query")},
-                 {QStringLiteral("sql"), request.sql},
-                 {QStringLiteral("params"), request.params},
-                 {QStringLiteral("pageSize"), request.pageSize},
-                 {QStringLiteral("pageBytes"), double(request.pageBytes)}},
-                std::move(done));
+    QJsonObject r{{QStringLiteral("op"),
+                   request.execute ? QStringLiteral("execute") : QStringLiteral("query")},
+                  {QStringLiteral("sql"), request.sql},
+                  {QStringLiteral("params"), request.params},
+                  {QStringLiteral("pageSize"), request.pageSize},
+                  {QStringLiteral("pageBytes"), double(request.pageBytes)}};
+    if (!request.transaction.isEmpty())
+        r.insert(QStringLiteral("transaction"), request.transaction);
+    return call(r, std::move(done));
+}
+
+void DbHostBackend::begin(const QString &name, PageDone done)
+{
+    call({{QStringLiteral("op"), QStringLiteral("begin")}, {QStringLiteral("transaction"), name}},
+         std::move(done));
+}
+
+void DbHostBackend::finish(const QString &name, bool commit, PageDone done)
+{
+    call({{QStringLiteral("op"), commit ? QStringLiteral("commit") : QStringLiteral("rollback")},
+          {QStringLiteral("transaction"), name}},
+         std::move(done));
 }
 
 CancelFn DbHostBackend::fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done)

@@ -42,6 +42,8 @@ public:
     CancelFn fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done) override;
     void closeCursor(const QString &cursor) override;
     CancelFn transaction(const QJsonArray &statements, PageDone done) override;
+    void begin(const QString &name, PageDone done) override;
+    void finish(const QString &name, bool commit, PageDone done) override;
     // DuckDB: COPY (sql) TO path (FORMAT parquet|csv|json), path inside /workspace.
     CancelFn exportFile(const QString &sql, const QString &format, const QString &path,
                         PageDone done);

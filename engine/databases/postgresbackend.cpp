@@ -117,6 +117,7 @@ struct PostgresBackend::Query
     int statementCount = 0;
     bool holdConnection = false; // a transaction's statement: the connection stays with it
     bool truncated = false;
+    bool noCursor = false; // in an interactive transaction: one page, the rest left out
 
     void takeFields(const PGresult *r)
     {
@@ -400,6 +401,14 @@ void PostgresBackend::drop(PgConnection *conn)
         return;
     conn->setProperty("sandboxDropped", true);
     m_idle.removeAll(conn);
+    for (auto it = m_transactions.begin(); it != m_transactions.end();) {
+        if (it.value() == conn) {
+            m_transactionsBusy.remove(it.key());
+            it = m_transactions.erase(it);
+        } else {
+            ++it;
+        }
+    }
     conn->disconnect(this);
     conn->deleteLater();
     --m_open;
@@ -447,6 +456,8 @@ void PostgresBackend::deliver(const std::shared_ptr<Query> &q, bool done)
                 {QStringLiteral("command"), q->command},
                 {QStringLiteral("rowsAffected"), double(q->rowsAffected)},
                 {QStringLiteral("cursor"), done ? QJsonValue() : QJsonValue(q->cursor)}};
+        if (q->noCursor && q->truncated)
+            page.insert(QStringLiteral("truncated"), true);
     } else {
         page = {{QStringLiteral("rows"), q->rows}, {QStringLiteral("done"), done}};
     }
@@ -470,7 +481,8 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
         case PGRES_SINGLE_TUPLE: {
             if (!q->haveFields)
                 q->takeFields(r);
-            if (q->transaction && q->rows.size() >= kMaxTransactionRows) {
+            if ((q->transaction && q->rows.size() >= kMaxTransactionRows)
+                || (q->noCursor && (q->rows.size() >= q->pageSize || q->bytes >= q->pageBytes))) {
                 q->truncated = true;
                 return;
             }
@@ -484,7 +496,8 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
                 row.append(v);
             }
             q->rows.append(row);
-            if (!q->transaction && (q->rows.size() >= q->pageSize || q->bytes >= q->pageBytes)) {
+            if (!q->transaction && !q->noCursor
+                && (q->rows.size() >= q->pageSize || q->bytes >= q->pageBytes)) {
                 q->conn->setReading(false);
                 self->deliver(q, false);
             }
@@ -580,6 +593,44 @@ CancelFn PostgresBackend::query(const SqlRequest &request, PageDone done)
     const bool simple = request.execute && request.params.isEmpty();
     const QByteArray sql = request.sql.toUtf8();
     QPointer<PostgresBackend> self(this);
+    if (!request.transaction.isEmpty()) {
+        const QString name = request.transaction;
+        PgConnection *conn = m_transactions.value(name);
+        if (!conn || m_transactionsBusy.contains(name)) {
+            q->error = conn
+                           ? Error::invalidParams(QStringLiteral("transaction"),
+                                                  QStringLiteral("the transaction is running a "
+                                                                 "statement"))
+                           : Error::notFound(QStringLiteral("transaction %1 (it ended)").arg(name));
+            QTimer::singleShot(0, this, [this, q] { deliver(q, true); });
+            return [] {};
+        }
+        m_transactionsBusy.insert(name);
+        q->holdConnection = true;
+        q->noCursor = true;
+        q->pending = [self, name, conn, done = std::move(q->pending)](Result<QJsonObject> r) {
+            if (self) {
+                self->m_transactionsBusy.remove(name);
+                // A failed statement ends the transaction (PostgreSQL aborted it anyway), and so
+                // does one of the caller's that committed or rolled back itself.
+                if ((!r || !conn->inTransaction()) && self->m_transactions.value(name) == conn) {
+                    self->m_transactions.remove(name);
+                    self->release(conn);
+                }
+            }
+            if (!r) {
+                Error e = r.error();
+                e.message += QStringLiteral(" (the transaction was rolled back)");
+                return done(e);
+            }
+            done(std::move(r));
+        };
+        runQuery(q, conn, sql, values, nulls, binary, simple);
+        return [q] {
+            if (q->conn && !q->finished)
+                q->conn->cancel();
+        };
+    }
     auto cancelled = std::make_shared<bool>(false);
     acquire([self, q, sql, values, nulls, binary, simple, cancelled](Result<PgConnection *> r) {
         if (!self)
@@ -639,6 +690,93 @@ void PostgresBackend::closeCursor(const QString &cursor)
         // The server is blocked sending the rest: closing the connection ends its query.
         q->finished = true;
         drop(conn);
+    }
+}
+
+void PostgresBackend::begin(const QString &name, PageDone done)
+{
+    if (m_transactions.contains(name))
+        return done(Error{ErrorCode::AlreadyExists,
+                          QStringLiteral("transaction %1 exists already").arg(name),
+                          {}});
+    QPointer<PostgresBackend> self(this);
+    acquire([self, name, done](Result<PgConnection *> r) {
+        if (!self)
+            return;
+        if (!r)
+            return done(r.error());
+        PgConnection *conn = *r;
+        auto failed = std::make_shared<std::optional<Error>>();
+        PgConnection::Sink sink;
+        sink.result = [failed](PGresult *res) {
+            if (PQresultStatus(res) == PGRES_FATAL_ERROR)
+                *failed = pgError(res);
+        };
+        sink.finished = [self, conn, name, failed, done] {
+            if (!self)
+                return;
+            if (*failed) {
+                self->release(conn);
+                return done(**failed);
+            }
+            self->m_transactions.insert(name, conn);
+            done(QJsonObject{{QStringLiteral("transaction"), name}});
+        };
+        sink.failed = [done](const QString &why) {
+            done(Error{ErrorCode::SandboxError,
+                       QStringLiteral("the connection to the database server was lost: ") + why,
+                       {}});
+        };
+        if (!conn->send("BEGIN", {}, {}, {}, true, false, sink)) {
+            self->release(conn);
+            done(Error{ErrorCode::SandboxError, QStringLiteral("cannot start a transaction"), {}});
+        }
+    });
+}
+
+void PostgresBackend::finish(const QString &name, bool commit, PageDone done)
+{
+    PgConnection *conn = m_transactions.value(name);
+    if (!conn)
+        return done(Error::notFound(QStringLiteral("transaction %1 (it ended)").arg(name)));
+    if (m_transactionsBusy.contains(name))
+        return done(Error::invalidParams(QStringLiteral("transaction"),
+                                         QStringLiteral("the transaction is running a statement")));
+    m_transactions.remove(name);
+    QPointer<PostgresBackend> self(this);
+    auto failed = std::make_shared<std::optional<Error>>();
+    auto status = std::make_shared<QByteArray>();
+    PgConnection::Sink sink;
+    sink.result = [failed, status](PGresult *res) {
+        if (PQresultStatus(res) == PGRES_FATAL_ERROR)
+            *failed = pgError(res);
+        else
+            *status = PQcmdStatus(res);
+    };
+    sink.finished = [self, conn, commit, failed, status, done] {
+        if (self)
+            self->release(conn); // rolls back whatever a failed COMMIT left open
+        if (*failed) {
+            Error e = **failed;
+            e.message += QStringLiteral(" (the transaction was rolled back)");
+            return done(e);
+        }
+        // COMMIT of a transaction that had failed answers ROLLBACK.
+        if (commit && *status != "COMMIT")
+            return done(Error{ErrorCode::QueryError,
+                              QStringLiteral("the transaction had failed and was rolled back"),
+                              {}});
+        done(commit ? QJsonObject{{QStringLiteral("committed"), true}}
+                    : QJsonObject{{QStringLiteral("rolledBack"), true}});
+    };
+    sink.failed = [done](const QString &why) {
+        done(Error{ErrorCode::SandboxError,
+                   QStringLiteral("the connection to the database server was lost: ") + why,
+                   {}});
+    };
+    if (!conn->send(commit ? "COMMIT" : "ROLLBACK", {}, {}, {}, true, false, sink)) {
+        release(conn);
+        done(Error{ErrorCode::SandboxError, QStringLiteral("cannot end the transaction"), {}});
     }
 }
 

@@ -5,6 +5,7 @@
 #include <QHash>
 #include <QList>
 #include <QPointer>
+#include <QSet>
 
 #include <memory>
 #include <sys/types.h>
@@ -51,6 +52,8 @@ public:
     CancelFn fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done) override;
     void closeCursor(const QString &cursor) override;
     CancelFn transaction(const QJsonArray &statements, PageDone done) override;
+    void begin(const QString &name, PageDone done) override;
+    void finish(const QString &name, bool commit, PageDone done) override;
 
 private:
     struct Query;
@@ -79,6 +82,8 @@ private:
     int m_open = 0;               // connections open or opening
     QList<ConnDone> m_waiters;
     QHash<QString, std::shared_ptr<Query>> m_cursors;
+    QHash<QString, PgConnection *> m_transactions; // interactive ones, by name (connections owned)
+    QSet<QString> m_transactionsBusy;              // running a statement now
     quint64 m_nextCursor = 1;
 };
 

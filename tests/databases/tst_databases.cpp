@@ -52,6 +52,9 @@ private Q_SLOTS:
     void parametersStayData();
     void transactionCommitsOrRollsBack_data();
     void transactionCommitsOrRollsBack();
+    void interactiveTransaction_data();
+    void interactiveTransaction();
+    void duckdbRemoteFileSaysWhatIsMissing();
     void metadata_data();
     void metadata();
     void pagingAMillionRows_data();
@@ -378,6 +381,123 @@ void tst_Databases::transactionCommitsOrRollsBack()
     const QJsonObject bal = d.query(QStringLiteral("SELECT id, bal FROM acct ORDER BY id"));
     QCOMPARE(bal.value(QStringLiteral("rows")).toArray(),
              (QJsonArray{QJsonArray{1, 70}, QJsonArray{2, 30}}));
+}
+
+void tst_Databases::interactiveTransaction_data()
+{
+    engines();
+}
+// databases.begin / a statement at a time with `transaction` / commit or rollback: each statement
+// answers its own result at once (the original API's transaction(async (execute) => ...)).
+void tst_Databases::interactiveTransaction()
+{
+    QFETCH(QString, type);
+    const DbCall d = db(type);
+    const Dialect q{type};
+    QVERIFY(
+        !d.execute(QStringLiteral("CREATE TABLE itx(id INTEGER PRIMARY KEY, v TEXT)")).isEmpty());
+    auto begin = [&] {
+        const QJsonObject b = d.method(QStringLiteral("begin"));
+        return b.value(QStringLiteral("transaction")).toString();
+    };
+    auto count = [&](const QJsonObject &extra = {}) {
+        const QJsonObject r = d.query(QStringLiteral("SELECT count(*) AS n FROM itx"), {}, extra);
+        const QJsonValue n = r.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0);
+        return n.isString() ? n.toString().toInt() : n.toInt(-1);
+    };
+
+    const QString tx = begin();
+    QVERIFY2(tx.startsWith(QLatin1String("tx_")), dump(d.lastError()).constData());
+    const QJsonObject inserted
+        = d.method(QStringLiteral("execute"),
+                   {{QStringLiteral("sql"),
+                     QStringLiteral("INSERT INTO itx VALUES (%1, %2)").arg(q.p(1), q.p(2))},
+                    {QStringLiteral("params"), QJsonArray{1, QStringLiteral("a")}},
+                    {QStringLiteral("transaction"), tx}});
+    QVERIFY2(!inserted.isEmpty(), dump(d.lastError()).constData());
+    QCOMPARE(inserted.value(QStringLiteral("rowsAffected")).toInt(), 1);
+    // Its own statements see the row; other sessions do not, until the commit.
+    QCOMPARE(count({{QStringLiteral("transaction"), tx}}), 1);
+    QCOMPARE(count(), 0);
+    QCOMPARE(d.method(QStringLiteral("commit"), {{QStringLiteral("transaction"), tx}})
+                 .value(QStringLiteral("committed"))
+                 .toBool(),
+             true);
+    QCOMPARE(count(), 1);
+    // Committed means ended.
+    d.method(QStringLiteral("commit"), {{QStringLiteral("transaction"), tx}});
+    QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32002);
+
+    // Rolled back: gone.
+    const QString tx2 = begin();
+    QVERIFY(!d.method(QStringLiteral("execute"),
+                      {{QStringLiteral("sql"), QStringLiteral("INSERT INTO itx VALUES (2, 'b')")},
+                       {QStringLiteral("transaction"), tx2}})
+                 .isEmpty());
+    QCOMPARE(d.method(QStringLiteral("rollback"), {{QStringLiteral("transaction"), tx2}})
+                 .value(QStringLiteral("rolledBack"))
+                 .toBool(),
+             true);
+    QCOMPARE(count(), 1);
+
+    // A failing statement ends the transaction, rolled back, with what it did before.
+    const QString tx3 = begin();
+    QVERIFY(!d.method(QStringLiteral("execute"),
+                      {{QStringLiteral("sql"), QStringLiteral("INSERT INTO itx VALUES (3, 'c')")},
+                       {QStringLiteral("transaction"), tx3}})
+                 .isEmpty());
+    d.method(QStringLiteral("execute"),
+             {{QStringLiteral("sql"), QStringLiteral("INSERT INTO itx VALUES (1, 'dup')")},
+              {QStringLiteral("transaction"), tx3}});
+    const QJsonObject err = d.lastError();
+    QCOMPARE(err.value(QStringLiteral("code")).toInt(), -32014);
+    QVERIFY2(err.value(QStringLiteral("message")).toString().contains(QLatin1String("rolled back")),
+             dump(err).constData());
+    d.method(QStringLiteral("commit"), {{QStringLiteral("transaction"), tx3}});
+    QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32002);
+    QCOMPARE(count(), 1);
+
+    // Another key's (or a made-up) transaction id is not found; a query in a transaction keeps
+    // no cursor: one page, `truncated` beyond.
+    d.query(QStringLiteral("SELECT 1"), {},
+            {{QStringLiteral("transaction"), QStringLiteral("tx_nope")}});
+    QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32002);
+    const QString tx4 = begin();
+    const QJsonObject page = d.query(QStringLiteral("SELECT * FROM itx UNION ALL SELECT * FROM itx "
+                                                    "UNION ALL SELECT * FROM itx"),
+                                     {},
+                                     {{QStringLiteral("transaction"), tx4},
+                                      {QStringLiteral("pageSize"), 2}});
+    QVERIFY2(!page.isEmpty(), dump(d.lastError()).constData());
+    QCOMPARE(page.value(QStringLiteral("rowCount")).toInt(), 2);
+    QCOMPARE(page.value(QStringLiteral("cursor")), QJsonValue());
+    QCOMPARE(page.value(QStringLiteral("truncated")).toBool(), true);
+    QVERIFY(!d.method(QStringLiteral("rollback"), {{QStringLiteral("transaction"), tx4}}).isEmpty());
+}
+
+// The original design's read_parquet('https://...'): a database without network, and a libduckdb
+// without httpfs: the error names both, and the host.
+void tst_Databases::duckdbRemoteFileSaysWhatIsMissing()
+{
+    const DbCall d = db(QStringLiteral("duckdb"));
+    d.query(QStringLiteral("SELECT * FROM read_parquet('https://example.com/data.parquet')"));
+    const QJsonObject err = d.lastError();
+    QCOMPARE(err.value(QStringLiteral("code")).toInt(), -32014);
+    const QString message = err.value(QStringLiteral("message")).toString();
+    QVERIFY2(message.contains(QLatin1String("httpfs extension is not available")),
+             qPrintable(message));
+    QVERIFY2(message.contains(QLatin1String("network policy does not allow example.com")),
+             qPrintable(message));
+    // A local file of the workspace is still read.
+    QVERIFY(
+        !d.method(QStringLiteral("execute"),
+                  {{QStringLiteral("sql"),
+                    QStringLiteral(
+                        "COPY (SELECT 7 AS n) TO '/workspace/seven.parquet' (FORMAT parquet)")}})
+             .isEmpty());
+    const QJsonObject seven = d.query(
+        QStringLiteral("SELECT n FROM read_parquet('/workspace/seven.parquet')"));
+    QCOMPARE(seven.value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{7}}));
 }
 
 void tst_Databases::metadata_data()

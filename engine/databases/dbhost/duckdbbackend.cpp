@@ -685,11 +685,50 @@ private:
     uint64_t m_id;
 };
 
-DuckdbBackend::DuckdbBackend(std::string path, long long memoryLimitMb, int threads)
+DuckdbBackend::DuckdbBackend(std::string path, long long memoryLimitMb, int threads,
+                             std::vector<std::string> remote)
     : m_path(std::move(path))
     , m_memoryLimitMb(memoryLimitMb)
     , m_threads(threads)
+    , m_remote(std::move(remote))
 {}
+
+void DuckdbBackend::explain(DbError &error) const
+{
+    // A URL in DuckDB's refusal ("Cannot access file "https://host/x.parquet"", or a file that
+    // needs the httpfs extension) is a remote file: say which of the two it lacks.
+    const std::string &m = error.message;
+    if (m.find("Cannot access file") == std::string::npos && m.find("httpfs") == std::string::npos)
+        return;
+    size_t begin = std::string::npos;
+    for (const char *scheme :
+         {"https://", "http://", "s3://", "gcs://", "gs://", "r2://", "hf://"}) {
+        const size_t at = m.find(scheme);
+        if (at < begin)
+            begin = at;
+    }
+    if (begin == std::string::npos)
+        return;
+    const size_t end = m.find_first_of("\"' \n", begin);
+    const std::string url = m.substr(begin, end == std::string::npos ? end : end - begin);
+    const size_t hostStart = url.find("://") + 3;
+    const std::string host = url.substr(hostStart, url.find('/', hostStart) - hostStart);
+    bool allowed = false;
+    for (const std::string &prefix : m_remote)
+        allowed = allowed || url.rfind(prefix, 0) == 0;
+    std::string why;
+    if (!m_httpfs)
+        why = std::string("DuckDB's httpfs extension is not available in this database (libduckdb ")
+              + duckdb_library_version()
+              + " has it neither built in nor installed, and a sandbox downloads no extensions)";
+    if (!allowed)
+        why += (why.empty() ? "" : ", and ")
+               + std::string("the database's network policy does "
+                             "not allow ")
+               + host;
+    if (!why.empty())
+        error.message = "cannot read " + url + ": " + why;
+}
 
 DuckdbBackend::~DuckdbBackend()
 {
@@ -739,8 +778,26 @@ bool DuckdbBackend::open(std::string *error)
     }
     // allowed_directories is a list, which the C API's config cannot take: set it, then shut
     // external access and lock the configuration, before any user statement runs.
-    for (const char *sql : {"SET allowed_directories = ['/workspace/']",
-                            "SET enable_external_access = false", "SET lock_configuration = true"}) {
+    {
+        duckdb_result r;
+        if (duckdb_query(c,
+                         "SELECT count(*) FROM duckdb_extensions() WHERE extension_name = 'httpfs' "
+                         "AND loaded",
+                         &r)
+            == DuckDBSuccess)
+            m_httpfs = duckdb_value_int64(&r, 0, 0) > 0;
+        duckdb_destroy_result(&r);
+    }
+    std::string allowed = "SET allowed_directories = ['/workspace/'";
+    for (const std::string &prefix : m_remote) {
+        std::string quoted;
+        for (char ch : prefix)
+            quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
+        allowed += ", '" + quoted + "'";
+    }
+    allowed += "]";
+    for (const char *sql :
+         {allowed.c_str(), "SET enable_external_access = false", "SET lock_configuration = true"}) {
         duckdb_result r;
         const duckdb_state st = duckdb_query(c, sql, &r);
         if (st != DuckDBSuccess)
@@ -791,12 +848,49 @@ void DuckdbBackend::release(duckdb_connection c, bool rollback)
         duckdb_disconnect(&c);
 }
 
+json DuckdbBackend::begin(const std::string &name)
+{
+    duckdb_connection conn = acquire();
+    duckdb_result r;
+    const bool ok = duckdb_query(conn, "BEGIN TRANSACTION", &r) == DuckDBSuccess;
+    const std::string why = ok ? std::string() : std::string(duckdb_result_error(&r));
+    duckdb_destroy_result(&r);
+    if (!ok) {
+        release(conn, true);
+        throw errorFromMessage(why, false);
+    }
+    try {
+        m_transactions.add(name, conn);
+    } catch (...) {
+        release(conn, true);
+        throw;
+    }
+    return json{{"transaction", name}};
+}
+
+json DuckdbBackend::finish(const std::string &name, bool commit)
+{
+    duckdb_connection conn = m_transactions.take(name, false);
+    duckdb_result r;
+    const bool ok = duckdb_query(conn, commit ? "COMMIT" : "ROLLBACK", &r) == DuckDBSuccess;
+    const std::string why = ok ? std::string() : std::string(duckdb_result_error(&r));
+    duckdb_destroy_result(&r);
+    release(conn, !ok);
+    if (!ok)
+        throw DbError{"sql", why + " (the transaction was rolled back)"};
+    return commit ? json{{"committed", true}} : json{{"rolledBack", true}};
+}
+
 json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json &params,
-                          bool execute, PageLimits limits)
+                          bool execute, PageLimits limits, const std::string &transaction)
 {
     if (isBlankSql(sql))
         throw DbError{"bad_request", "the SQL text holds no statement"};
-    duckdb_connection conn = acquire();
+    const bool inTransaction = !transaction.empty();
+    duckdb_connection conn = inTransaction ? m_transactions.use(transaction) : acquire();
+    auto endTransaction = [this](duckdb_connection c) { release(c, true); };
+    TransactionUse<duckdb_connection, decltype(endTransaction)> use(m_transactions, transaction,
+                                                                    endTransaction);
     bool sawTransaction = false;
     struct Releaser
     {
@@ -808,7 +902,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
             if (c)
                 b->release(c, *rollback);
         }
-    } releaser{this, conn, &sawTransaction};
+    } releaser{this, inTransaction ? nullptr : conn, &sawTransaction};
     Running running(this, requestId, conn);
 
     duckdb_extracted_statements extracted = nullptr;
@@ -840,6 +934,9 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
         bindParams(cursor->prepared, params);
         const duckdb_statement_type type = duckdb_prepared_statement_type(cursor->prepared);
         sawTransaction = sawTransaction || type == DUCKDB_STATEMENT_TYPE_TRANSACTION;
+        if (inTransaction && type == DUCKDB_STATEMENT_TYPE_TRANSACTION)
+            throw DbError{"bad_request",
+                          "this statement would end the transaction: use commit or rollback"};
         command = commandOf(type, count == 1 ? sql : std::string());
         if (execute || isDml(type)) {
             ResultGuard r;
@@ -894,7 +991,10 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
                     {"command", command},
                     {"rowsAffected", 0},
                     {"cursor", nullptr}};
-        if (!done) {
+        if (!done && inTransaction) {
+            // No cursor outlives a call in a transaction: the first page is all there is.
+            answer["truncated"] = true;
+        } else if (!done) {
             cursor->conn = conn;
             std::lock_guard l(m_mutex);
             if (m_cursors.size() >= kMaxCursors)

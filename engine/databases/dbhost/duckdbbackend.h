@@ -16,7 +16,10 @@ namespace DbHost {
 class DuckdbBackend final : public Backend
 {
 public:
-    DuckdbBackend(std::string path, long long memoryLimitMb, int threads);
+    // `remote`: URL prefixes (https://host/) its queries may read, as the sandbox's network policy
+    // allows; none by default. Reading them also needs DuckDB's httpfs extension.
+    DuckdbBackend(std::string path, long long memoryLimitMb, int threads,
+                  std::vector<std::string> remote = {});
     ~DuckdbBackend() override;
 
     bool open(std::string *error);
@@ -24,13 +27,16 @@ public:
     std::string engineName() const override { return "duckdb"; }
     std::string version() override;
     json query(uint64_t requestId, const std::string &sql, const json &params, bool execute,
-               PageLimits limits) override;
+               PageLimits limits, const std::string &transaction) override;
+    json begin(const std::string &name) override;
+    json finish(const std::string &name, bool commit) override;
     json fetch(uint64_t requestId, const std::string &cursor, PageLimits limits) override;
     bool closeCursor(const std::string &cursor) override;
     json transaction(uint64_t requestId, const json &statements, size_t maxRows) override;
     bool cancel(uint64_t requestId) override;
     json exportFile(uint64_t requestId, const std::string &sql, const std::string &format,
                     const std::string &path) override;
+    void explain(DbError &error) const override;
 
 private:
     struct Cursor;
@@ -43,11 +49,14 @@ private:
     std::string m_path;
     long long m_memoryLimitMb;
     int m_threads;
+    std::vector<std::string> m_remote;
+    bool m_httpfs = false; // DuckDB's httpfs extension is loaded
     duckdb_database m_db = nullptr;
     std::mutex m_mutex;
     std::vector<duckdb_connection> m_idle;
     std::map<std::string, std::shared_ptr<Cursor>> m_cursors;
     std::map<uint64_t, duckdb_connection> m_running;
+    TransactionTable<duckdb_connection> m_transactions;
     uint64_t m_nextCursor = 1;
 };
 

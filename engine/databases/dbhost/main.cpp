@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -35,7 +36,7 @@ int usage()
 {
     std::fprintf(stderr,
                  "usage: sandbox-dbhost --engine sqlite|duckdb --database FILE --socket PATH "
-                 "[--memory-limit-mb N] [--threads N]\n");
+                 "[--memory-limit-mb N] [--threads N] [--allow-remote URL_PREFIX]...\n");
     return 2;
 }
 
@@ -92,8 +93,16 @@ json handle(Backend &backend, const json &req, uint64_t id)
         const json params = req.value("params", json::array());
         if (!params.is_array())
             throw DbError{"bad_request", "'params' must be an array"};
-        return backend.query(id, stringField(req, "sql"), params, op == "execute", limitsOf(req));
+        const std::string transaction = req.contains("transaction")
+                                            ? stringField(req, "transaction")
+                                            : std::string();
+        return backend.query(id, stringField(req, "sql"), params, op == "execute", limitsOf(req),
+                             transaction);
     }
+    if (op == "begin")
+        return backend.begin(stringField(req, "transaction"));
+    if (op == "commit" || op == "rollback")
+        return backend.finish(stringField(req, "transaction"), op == "commit");
     if (op == "fetch")
         return backend.fetch(id, stringField(req, "cursor"), limitsOf(req));
     if (op == "close")
@@ -160,7 +169,9 @@ void serve(Backend *backend, int fd)
             id = req["id"];
             answer = handle(*backend, req, id.get<uint64_t>());
         } catch (const DbError &e) {
-            answer = errorAnswer(e);
+            DbError explained = e;
+            backend->explain(explained);
+            answer = errorAnswer(explained);
         } catch (const json::exception &e) {
             answer = errorAnswer(DbError{"bad_request", std::string("bad request: ") + e.what()});
         } catch (const std::exception &e) {
@@ -179,8 +190,9 @@ void serve(Backend *backend, int fd)
 int main(int argc, char **argv)
 {
     std::string engine, database, socketPath;
-    [[maybe_unused]] long long memoryMb = 1024; // DuckDB only
-    [[maybe_unused]] int threads = 1;           // DuckDB only
+    [[maybe_unused]] long long memoryMb = 1024;       // DuckDB only
+    [[maybe_unused]] int threads = 1;                 // DuckDB only
+    [[maybe_unused]] std::vector<std::string> remote; // DuckDB only: URL prefixes it may read
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
@@ -194,13 +206,15 @@ int main(int argc, char **argv)
             memoryMb = std::atoll(next().c_str());
         else if (arg == "--threads")
             threads = std::atoi(next().c_str());
+        else if (arg == "--allow-remote")
+            remote.push_back(next());
         else
             return usage();
     }
     if (engine.empty() || database.empty() || socketPath.empty())
         return usage();
 #ifndef SANDBOX_DBHOST_DUCKDB
-    (void)memoryMb, (void)threads; // DuckDB's settings
+    (void)memoryMb, (void)threads, (void)remote; // DuckDB's settings
 #endif
     std::signal(SIGPIPE, SIG_IGN);
     ::umask(077);
@@ -223,7 +237,7 @@ int main(int argc, char **argv)
 #ifdef SANDBOX_DBHOST_DUCKDB
     } else if (engine == "duckdb") {
         auto b = std::make_unique<DuckdbBackend>(database, std::max(64LL, memoryMb),
-                                                 std::max(1, threads));
+                                                 std::max(1, threads), remote);
         if (!b->open(&error)) {
             std::fprintf(stderr, "sandbox-dbhost: cannot open %s: %s\n", database.c_str(),
                          error.c_str());

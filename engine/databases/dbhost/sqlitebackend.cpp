@@ -1,5 +1,8 @@
 #include "sqlitebackend.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <sqlite3.h>
 
 #include <cstring>
@@ -184,6 +187,18 @@ struct StmtGuard
     sqlite3_stmt *release() { return std::exchange(st, nullptr); }
 };
 
+// BEGIN, COMMIT, END or ROLLBACK (but not ROLLBACK TO a savepoint).
+bool endsTransaction(const std::string &command, std::string text)
+{
+    if (command == "BEGIN" || command == "COMMIT" || command == "END")
+        return true;
+    if (command != "ROLLBACK")
+        return false;
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return char(std::toupper(c)); });
+    return text.find(" TO ") == std::string::npos && text.find("\tTO ") == std::string::npos;
+}
+
 } // namespace
 
 // Marks a connection as running a request, so that cancel() can interrupt it.
@@ -295,12 +310,51 @@ void SqliteBackend::release(sqlite3 *db)
         sqlite3_close_v2(db);
 }
 
+json SqliteBackend::begin(const std::string &name)
+{
+    sqlite3 *db = acquire();
+    // IMMEDIATE: the write lock now, so that two transactions cannot deadlock on an upgrade.
+    char *err = nullptr;
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, &err) != SQLITE_OK) {
+        const std::string why = err ? err : "cannot begin a transaction";
+        sqlite3_free(err);
+        release(db);
+        throw DbError{"sql", why};
+    }
+    try {
+        m_transactions.add(name, db);
+    } catch (...) {
+        release(db); // rolls the transaction back
+        throw;
+    }
+    return json{{"transaction", name}};
+}
+
+json SqliteBackend::finish(const std::string &name, bool commit)
+{
+    sqlite3 *db = m_transactions.take(name, false);
+    char *err = nullptr;
+    const bool ok = sqlite3_get_autocommit(db)
+                    || sqlite3_exec(db, commit ? "COMMIT" : "ROLLBACK", nullptr, nullptr, &err)
+                           == SQLITE_OK;
+    const std::string why = err ? err : "";
+    sqlite3_free(err);
+    release(db); // rolls back what a failed COMMIT left open
+    if (!ok)
+        throw DbError{"sql", why + " (the transaction was rolled back)"};
+    return commit ? json{{"committed", true}} : json{{"rolledBack", true}};
+}
+
 json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json &params,
-                          bool execute, PageLimits limits)
+                          bool execute, PageLimits limits, const std::string &transaction)
 {
     if (isBlankSql(sql))
         throw DbError{"bad_request", "the SQL text holds no statement"};
-    sqlite3 *db = acquire();
+    const bool inTransaction = !transaction.empty();
+    sqlite3 *db = inTransaction ? m_transactions.use(transaction) : acquire();
+    auto endTransaction = [this](sqlite3 *c) { release(c); };
+    TransactionUse<sqlite3 *, decltype(endTransaction)> use(m_transactions, transaction,
+                                                            endTransaction);
     struct Releaser
     {
         SqliteBackend *b;
@@ -310,7 +364,7 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
             if (db)
                 b->release(db);
         }
-    } releaser{this, db};
+    } releaser{this, inTransaction ? nullptr : db};
     Running running(this, requestId, db);
 
     const bool hasParams = params.is_array() && !params.empty();
@@ -338,6 +392,10 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
             throw DbError{"bad_request", "parameters need a single statement", next - start};
         bindParams(db, st.st, statements == 1 ? params : json::array());
         command = firstKeyword(sqlite3_sql(st.st));
+        if (inTransaction && endsTransaction(command, sqlite3_sql(st.st)))
+            throw DbError{"bad_request",
+                          "this statement would end the transaction: use commit or rollback",
+                          tail - start};
 
         if (execute) {
             int step;
@@ -360,6 +418,10 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
         json answer{{"fields", std::move(fields)}, {"command", command}, {"cursor", nullptr}};
         if (done) {
             answer["rowsAffected"] = isDml(command) ? sqlite3_changes64(db) : 0;
+        } else if (inTransaction) {
+            // No cursor outlives a call in a transaction: the first page is all there is.
+            answer["rowsAffected"] = 0;
+            answer["truncated"] = true;
         } else {
             auto cursor = std::make_shared<Cursor>();
             cursor->db = db;

@@ -26,7 +26,9 @@ public:
     std::string engineName() const override { return "sqlite"; }
     std::string version() override;
     json query(uint64_t requestId, const std::string &sql, const json &params, bool execute,
-               PageLimits limits) override;
+               PageLimits limits, const std::string &transaction) override;
+    json begin(const std::string &name) override;
+    json finish(const std::string &name, bool commit) override;
     json fetch(uint64_t requestId, const std::string &cursor, PageLimits limits) override;
     bool closeCursor(const std::string &cursor) override;
     json transaction(uint64_t requestId, const json &statements, size_t maxRows) override;
@@ -52,6 +54,7 @@ private:
     std::vector<sqlite3 *> m_idle;
     std::map<std::string, std::shared_ptr<Cursor>> m_cursors;
     std::map<uint64_t, sqlite3 *> m_running;
+    TransactionTable<sqlite3 *> m_transactions;
     uint64_t m_nextCursor = 1;
 };
 
