@@ -26,6 +26,8 @@ struct AgentRunOptions
     qint64 timeoutMs = 600000;
     QString cwd = QStringLiteral("/workspace");
     QString baseUrl; // the model API's endpoint; empty: the sandbox's env or the provider's default
+    // OpenCode's model provider: openai (an OpenAI-compatible API, the default), anthropic, ollama.
+    QString provider;
     // The sandbox's environment plus the run's own `env` (values: API keys stay in the engine).
     QMap<QString, QString> env;
 };

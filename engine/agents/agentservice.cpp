@@ -104,6 +104,11 @@ bool readRunOptions(Params &p, const QJsonObject &object, AgentRunOptions &o, qi
             || url.host().isEmpty())
             opt.fail(QStringLiteral("baseUrl"), QStringLiteral("must be an http or https URL"));
     }
+    if (opt.has(QStringLiteral("provider")))
+        o.provider = opt.optionalChoice(QStringLiteral("provider"),
+                                        {QStringLiteral("openai"), QStringLiteral("anthropic"),
+                                         QStringLiteral("ollama")},
+                                        QStringLiteral("openai"));
     o.env = opt.optionalEnv(QStringLiteral("env"));
     p.merge(opt);
     return !p.failed();

@@ -9,6 +9,10 @@ namespace {
 
 constexpr const char *kDefaultModel = "gpt-5.5";
 constexpr const char *kDefaultBaseUrl = "https://api.openai.com/v1";
+constexpr const char *kDefaultAnthropicModel = "claude-sonnet-4-20250514";
+constexpr const char *kDefaultAnthropicBaseUrl = "https://api.anthropic.com/v1";
+constexpr const char *kDefaultOllamaModel = "llama3.1";
+constexpr const char *kDefaultOllamaBaseUrl = "http://127.0.0.1:11434/v1";
 constexpr int kUnreachableAfter = 2;
 constexpr const char *kInstructionsFile = ".config/sandbox/instructions.md";
 
@@ -23,14 +27,28 @@ bool isFileTool(const QString &name)
 
 AgentInvocation OpenCodeAdapter::invocation(const AgentRunOptions &o) const
 {
+    // One provider: OpenAI-compatible Chat Completions ("sandbox": openai, and ollama without a
+    // key), or Anthropic's Messages API (OpenCode's own "anthropic", pointed at baseUrl).
+    const bool anthropic = o.provider == QLatin1String("anthropic");
+    const bool ollama = o.provider == QLatin1String("ollama");
+    const QString provider = anthropic ? QStringLiteral("anthropic") : QStringLiteral("sandbox");
     QString baseUrl = o.baseUrl;
     if (baseUrl.isEmpty())
-        baseUrl = o.env.value(QStringLiteral("OPENAI_BASE_URL"), QLatin1String(kDefaultBaseUrl));
+        baseUrl = anthropic ? o.env.value(QStringLiteral("ANTHROPIC_BASE_URL"),
+                                          QLatin1String(kDefaultAnthropicBaseUrl))
+                  : ollama  ? QLatin1String(kDefaultOllamaBaseUrl)
+                            : o.env.value(QStringLiteral("OPENAI_BASE_URL"),
+                                          QLatin1String(kDefaultBaseUrl));
     if (!baseUrl.endsWith(QLatin1String("/v1")) && !baseUrl.contains(QLatin1String("/v1/")))
         baseUrl = (baseUrl.endsWith(u'/') ? baseUrl.chopped(1) : baseUrl) + QStringLiteral("/v1");
-    QString model = o.model.isEmpty() ? QLatin1String(kDefaultModel) : o.model;
-    if (model.startsWith(QLatin1String("sandbox/")))
-        model = model.mid(8);
+    QString model = o.model.isEmpty() ? QLatin1String(anthropic ? kDefaultAnthropicModel
+                                                      : ollama  ? kDefaultOllamaModel
+                                                                : kDefaultModel)
+                                      : o.model;
+    for (const QString &prefix : {provider, o.provider, QStringLiteral("sandbox")}) {
+        if (!prefix.isEmpty() && model.startsWith(prefix + u'/'))
+            model = model.mid(prefix.size() + 1);
+    }
 
     QJsonObject permission;
     if (o.permissionMode == QLatin1String("bypassPermissions"))
@@ -48,19 +66,23 @@ AgentInvocation OpenCodeAdapter::invocation(const AgentRunOptions &o) const
 
     QJsonObject models;
     models.insert(model, QJsonObject{{QStringLiteral("name"), model}});
-    const QJsonObject provider{
-        {QStringLiteral("npm"), QStringLiteral("@ai-sdk/openai-compatible")},
-        {QStringLiteral("name"), QStringLiteral("sandbox")},
+    const QJsonObject providerConfig{
+        {QStringLiteral("npm"), anthropic ? QStringLiteral("@ai-sdk/anthropic")
+                                          : QStringLiteral("@ai-sdk/openai-compatible")},
+        {QStringLiteral("name"), o.provider.isEmpty() ? provider : o.provider},
         {QStringLiteral("options"),
          QJsonObject{{QStringLiteral("baseURL"), baseUrl},
-                     {QStringLiteral("apiKey"), QStringLiteral("{env:OPENAI_API_KEY}")}}},
+                     {QStringLiteral("apiKey"),
+                      anthropic ? QStringLiteral("{env:ANTHROPIC_API_KEY}")
+                      : ollama  ? QStringLiteral("ollama")
+                                : QStringLiteral("{env:OPENAI_API_KEY}")}}},
         {QStringLiteral("models"), models},
     };
     QJsonObject config;
     config.insert(QStringLiteral("$schema"), QStringLiteral("https://opencode.ai/config.json"));
-    config.insert(QStringLiteral("provider"), QJsonObject{{QStringLiteral("sandbox"), provider}});
-    config.insert(QStringLiteral("model"), QString(QStringLiteral("sandbox/") + model));
-    config.insert(QStringLiteral("small_model"), QString(QStringLiteral("sandbox/") + model));
+    config.insert(QStringLiteral("provider"), QJsonObject{{provider, providerConfig}});
+    config.insert(QStringLiteral("model"), QString(provider + u'/' + model));
+    config.insert(QStringLiteral("small_model"), QString(provider + u'/' + model));
     config.insert(QStringLiteral("permission"), permission);
     config.insert(QStringLiteral("autoupdate"), false);
     config.insert(QStringLiteral("share"), QStringLiteral("disabled"));
