@@ -1,5 +1,6 @@
 #include "sandboxprocess.h"
 
+#include "containerlayout.h"
 #include "seccompprofile.h"
 #include "supervisorchannel.h"
 #include "supervisorlog.h"
@@ -57,6 +58,8 @@ SandboxProcess::~SandboxProcess()
     }
     m_cgroup.killAll();
     m_cgroup.remove();
+    if (!m_spec.bubblewrap && m_spec.dropPrivileges)
+        ContainerLayout::killAllOf(m_spec.uid);
     delete m_volume;
 }
 
@@ -363,15 +366,14 @@ void SandboxProcess::launch()
                                             QLatin1String(SupervisorInside)}
                                 + supervisorArgs);
     } else {
-        // One sandbox per container: /workspace is a link to its workspace, so that commands
-        // and paths read the same as under bubblewrap.
+        // One sandbox per container (--isolation container): /workspace and the extra mounts are
+        // links to their directories, so that commands and paths read the same as under
+        // bubblewrap. What an earlier run of this uid left behind goes first.
+        if (m_spec.dropPrivileges)
+            ContainerLayout::killAllOf(m_spec.uid);
+        if (const auto laid = ContainerLayout::apply(m_spec); !laid)
+            return fail(laid.error().message);
         const QString ws = QStringLiteral("/workspace");
-        const QFileInfo current(ws);
-        if (current.isSymLink() || !current.exists()) {
-            QFile::remove(ws);
-            if (!QFile::link(m_spec.workspaceDir, ws))
-                return fail(QStringLiteral("cannot link /workspace to %1").arg(m_spec.workspaceDir));
-        }
         m_process->setProgram(m_spec.supervisorPath);
         m_process->setArguments(supervisorArgs + QStringList{QStringLiteral("--workspace"), ws});
         m_process->setWorkingDirectory(ws);
@@ -575,6 +577,9 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
     // Whatever is left in the cgroup (nothing, normally) goes too, then the workspace's mount.
     m_cgroup.killAll();
     m_cgroup.remove();
+    // In a container there is no PID namespace to end with the supervisor: its uid's processes go.
+    if (!m_spec.bubblewrap && m_spec.dropPrivileges)
+        ContainerLayout::killAllOf(m_spec.uid);
     if (m_volume)
         m_volume->unmount();
     // Forgotten, so that the destructor does not kill a new start of this sandbox, whose cgroup

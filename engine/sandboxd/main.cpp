@@ -9,6 +9,7 @@
 #include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
 #include "service/streamhub.h"
+#include "service/workspacearchive.h"
 #include "state/registry.h"
 
 #include <QCommandLineParser>
@@ -180,11 +181,16 @@ int main(int argc, char **argv)
                          QStringLiteral("Open API connections from one address, an IPv6 /64 "
                                         "counting as one (default 128)."),
                          QStringLiteral("n"), QStringLiteral("128"));
+    const QCommandLineOption
+        prepareOpt(QStringLiteral("prepare"),
+                   QStringLiteral("Prepare what sandboxes of TYPE start from (postgres: the "
+                                  "template cluster) in the data dir, then exit; for images."),
+                   QStringLiteral("type"));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"),
                                         QStringLiteral("Log debug messages."));
     cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt,
                     sleepAfterOpt, uidBaseOpt, isolationOpt, noDiskLimitOpt, agentsDirOpt,
-                    maxConnectionsOpt, maxPerAddressOpt, verboseOpt});
+                    maxConnectionsOpt, maxPerAddressOpt, prepareOpt, verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -217,6 +223,16 @@ int main(int argc, char **argv)
     if (!registry)
         die(registry.error().message);
 
+    const QString isolation = cli.value(isolationOpt);
+    if (isolation != QLatin1String("bubblewrap") && isolation != QLatin1String("container"))
+        die(QStringLiteral("--isolation is bubblewrap or container, not '%1'").arg(isolation));
+    const bool inContainer = isolation == QLatin1String("container");
+    const QString prepare = cli.value(prepareOpt);
+    if (cli.isSet(prepareOpt) && prepare != QLatin1String("postgres"))
+        die(QStringLiteral("--prepare takes postgres (the only type with something to prepare), "
+                           "not '%1'")
+                .arg(prepare));
+
     KeyStore keys(registry->get());
     // In a container the key comes from outside (the Worker); on a desktop the first start makes one.
     if (const QByteArray envKey = qgetenv("SANDBOXD_API_KEY"); !envKey.isEmpty()) {
@@ -224,7 +240,7 @@ int main(int argc, char **argv)
             !imported)
             die(imported.error().message);
         qunsetenv("SANDBOXD_API_KEY");
-    } else {
+    } else if (!cli.isSet(prepareOpt)) {
         ensureKeyFile(keys, dataDir);
     }
 
@@ -235,12 +251,16 @@ int main(int argc, char **argv)
     config.uidBase = cli.value(uidBaseOpt).toUInt();
     if (config.uidBase < 1000)
         die(QStringLiteral("--uid-base must be 1000 or more"));
-    config.useCgroups = !cli.isSet(noCgroupsOpt);
+    // In a container the cgroup tree is read-only and the container's own limits (its instance
+    // type) bound the sandbox: the engine makes no cgroups there.
+    config.useCgroups = !cli.isSet(noCgroupsOpt) && !inContainer;
     // As root: the top of the hierarchy; as a normal user: the subtree systemd delegates to the
     // engine, if any. Either way every Sandbox object says which limits hold.
     config.cgroups = std::make_shared<const CgroupHost>(
-        config.useCgroups
-            ? CgroupHost::prepare(HostRoot(), ::geteuid())
+        config.useCgroups ? CgroupHost::prepare(HostRoot(), ::geteuid())
+        : inContainer
+            ? CgroupHost::disabled(
+                QStringLiteral("in a container the container's instance type sets the limits"))
             : CgroupHost::disabled(QStringLiteral("sandboxd was started with --no-cgroups")));
     config.maxRunningPerKey = cli.value(maxRunningOpt).toInt();
     config.maxMemoryMbPerKey = cli.value(maxMemoryOpt).toLongLong();
@@ -248,11 +268,10 @@ int main(int argc, char **argv)
     if (!QFile::exists(config.supervisorPath))
         die(QStringLiteral("sandbox-supervisor not found at %1 (use --supervisor)")
                 .arg(config.supervisorPath));
-    const QString isolation = cli.value(isolationOpt);
-    if (isolation != QLatin1String("bubblewrap") && isolation != QLatin1String("container"))
-        die(QStringLiteral("--isolation is bubblewrap or container, not '%1'").arg(isolation));
-    config.bubblewrap = isolation == QLatin1String("bubblewrap");
-    config.diskImages = !cli.isSet(noDiskLimitOpt) && WorkspaceVolume::isSupported();
+    config.bubblewrap = !inContainer;
+    // A container's disk is the cap there (and it has no loop devices for workspace images).
+    config.diskImages = !cli.isSet(noDiskLimitOpt) && !inContainer
+                        && WorkspaceVolume::isSupported();
     if (config.bubblewrap && !QFile::exists(config.bwrapPath))
         die(QStringLiteral("bubblewrap not found at %1: apt-get install bubblewrap")
                 .arg(config.bwrapPath));
@@ -267,6 +286,18 @@ int main(int argc, char **argv)
                         cli.isSet(agentsDirOpt) ? QDir(cli.value(agentsDirOpt)).absolutePath()
                                                 : AgentService::defaultAgentsDir(
                                                     QCoreApplication::applicationDirPath()));
+    WorkspaceArchiver archiver(&methods, &sandboxes);
+    if (cli.isSet(prepareOpt)) {
+        int status = 1;
+        databases.prepareTemplates(&app, [&app, &status](Result<bool> ready) {
+            if (!ready)
+                std::fprintf(stderr, "sandboxd: %s\n", qPrintable(ready.error().message));
+            status = ready ? 0 : 1;
+            app.quit();
+        });
+        app.exec();
+        return status;
+    }
     ApiServer server(&methods, &streams, &keys);
     QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
 

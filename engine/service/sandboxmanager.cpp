@@ -244,6 +244,19 @@ SandboxManager::Usage SandboxManager::usageOf(const QString &keyId, const QStrin
 Result<bool> SandboxManager::checkQuota(const QString &keyId, const QString &size,
                                         const QString &exceptId) const
 {
+    if (!m_config.bubblewrap) {
+        // --isolation container: the container is the sandbox (its paths, its uid's processes,
+        // its instance type's limits), so only one of its sandboxes runs at a time.
+        for (const Entry *other : m_entries) {
+            if (other->rec.id != exceptId && (other->proc || isLive(other->rec.status)))
+                return Error{ErrorCode::QuotaExceeded,
+                             QStringLiteral("this container runs one sandbox at a time, and %1 "
+                                            "is running: stop it first")
+                                 .arg(other->rec.keyId == keyId ? other->rec.id
+                                                                : QStringLiteral("another")),
+                             QJsonObject{{QStringLiteral("limit"), QStringLiteral("running")}}};
+        }
+    }
     const Usage u = usageOf(keyId, exceptId);
     const int running = u.running, total = u.total;
     const qint64 memory = u.memoryMb;

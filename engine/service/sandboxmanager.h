@@ -92,6 +92,8 @@ public:
     void setTypeHooks(const QString &type, SandboxTypeHooks hooks);
     // The host directory of a sandbox's own files (its workspace lives in DIR/workspace).
     QString stateDirOf(const QString &id) const;
+    // The host directory that is its /workspace (when it is not in a disk image).
+    QString workspaceOf(const QString &id) const;
     const EngineConfig &config() const { return m_config; }
 
     void create(const CreateSandbox &request, QObject *context, Done done);
@@ -140,7 +142,6 @@ private:
     void teardown(Entry *e, std::function<void()> then);
     Result<bool> checkQuota(const QString &keyId, const QString &size,
                             const QString &exceptId) const;
-    QString workspaceOf(const QString &id) const;
     void becameReady(Entry *e);
     QJsonObject toJson(const Entry *e) const;
     // Which of a sandbox's limits hold (docs/protocol.md 3.1, `limits.enforcement`).
