@@ -2,6 +2,7 @@
 
 #include <client/agentrun.h>
 #include <client/execstream.h>
+#include <protocol/json.h>
 
 #include <QCommandLineParser>
 #include <QFile>
@@ -43,6 +44,34 @@ bool parseEnv(const QStringList &pairs, QMap<QString, QString> *env, QString *er
         env->insert(p.left(eq), p.mid(eq + 1));
     }
     return true;
+}
+
+// A query's parameters from repeated --param options: JSON values where they parse as JSON
+// (42, true, null, "text"), else the text itself.
+QJsonArray parseParams(const QStringList &values)
+{
+    QJsonArray out;
+    for (const QString &v : values) {
+        const QByteArray text = v.toUtf8();
+        const Json::Parsed parsed = Json::parse(text);
+        out.append(parsed.error ? QJsonValue(v) : parsed.value);
+    }
+    return out;
+}
+
+// One cell of a row as text: strings as they are, anything else as JSON, NULL for null.
+QString cellText(const QJsonValue &v)
+{
+    if (v.isNull() || v.isUndefined())
+        return QStringLiteral("NULL");
+    if (v.isString())
+        return v.toString();
+    if (v.isBool())
+        return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+    if (v.isDouble())
+        return QString::number(v.toDouble(), 'g', 17);
+    return QString::fromUtf8(
+        QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact).mid(1).chopped(1));
 }
 
 QByteArray readAllStdin()
@@ -200,6 +229,63 @@ void Commands::transcript(const QString &id, const QString &runId, qint64 after)
                                           });
 }
 
+void Commands::printRows(const QList<QJsonArray> &rows)
+{
+    QByteArray out;
+    for (const QJsonArray &row : rows) {
+        QStringList cells;
+        for (const QJsonValue &v : row)
+            cells.append(cellText(v).replace(u'\t', u' ').replace(u'\n', u' '));
+        out += cells.join(u'\t').toUtf8() + '\n';
+    }
+    writeAll(stdout, out);
+}
+
+void Commands::query(const QString &id, const QString &sql, const QJsonArray &params, int pageSize)
+{
+    QueryOptions o;
+    o.pageSize = pageSize;
+    m_call = m_client->databases()
+                 .queryPage(id, sql, params, o, this, [this, id, pageSize](Result<QueryPage> r) {
+                     if (!r)
+                         return fail(r.error());
+                     QStringList header;
+                     for (const SqlField &f : r->fields)
+                         header.append(f.name);
+                     if (!header.isEmpty())
+                         printLine(header.join(u'\t'));
+                     printRows(r->rows);
+                     if (r->cursor.isEmpty()) {
+                         writeAll(stderr, QStringLiteral("(%1 rows, 1 page; %2 %3)\n")
+                                              .arg(r->rows.size())
+                                              .arg(r->command)
+                                              .arg(r->rowsAffected)
+                                              .toUtf8());
+                         return Q_EMIT done(0);
+                     }
+                     fetchRest(id, r->cursor, pageSize, r->rows.size(), 1);
+                 });
+}
+
+void Commands::fetchRest(const QString &id, const QString &cursor, int pageSize, qint64 rows,
+                         int pages)
+{
+    m_call = m_client->databases().fetch(
+        id, cursor, pageSize, 60000, this,
+        [this, id, cursor, pageSize, rows, pages](Result<QueryPage> r) {
+            if (!r)
+                return fail(r.error());
+            printRows(r->rows);
+            const qint64 total = rows + r->rows.size();
+            if (r->done || r->cursor.isEmpty()) {
+                writeAll(stderr,
+                         QStringLiteral("(%1 rows, %2 pages)\n").arg(total).arg(pages + 1).toUtf8());
+                return Q_EMIT done(0);
+            }
+            fetchRest(id, r->cursor, pageSize, total, pages + 1);
+        });
+}
+
 bool Commands::run(const QStringList &args, QString *usageError)
 {
     QCommandLineParser p;
@@ -227,8 +313,17 @@ bool Commands::run(const QStringList &args, QString *usageError)
                                            QStringLiteral("mode"));
     const QCommandLineOption newSessionOpt(QStringLiteral("new-session"),
                                            QStringLiteral("new session"));
+    const QCommandLineOption paramOpt(QStringLiteral("param"), QStringLiteral("param"),
+                                      QStringLiteral("value"));
+    const QCommandLineOption pageSizeOpt(QStringLiteral("page-size"), QStringLiteral("page-size"),
+                                         QStringLiteral("rows"));
+    const QCommandLineOption baseUrlOpt(QStringLiteral("base-url"), QStringLiteral("base-url"),
+                                        QStringLiteral("url"));
+    const QCommandLineOption databaseOpt(QStringLiteral("database"), QStringLiteral("database"),
+                                         QStringLiteral("name"));
     p.addOptions({sizeOpt, envOpt, networkOpt, nameOpt, cwdOpt, timeoutOpt, stdinOpt, recursiveOpt,
-                  parentsOpt, adminOpt, modelOpt, permissionOpt, newSessionOpt});
+                  parentsOpt, adminOpt, modelOpt, permissionOpt, newSessionOpt, paramOpt,
+                  pageSizeOpt, baseUrlOpt, databaseOpt});
     if (!p.parse(QStringList{QStringLiteral("sandboxctl")} + args)) {
         *usageError = p.errorText();
         return false;
@@ -285,6 +380,10 @@ bool Commands::run(const QStringList &args, QString *usageError)
             QJsonObject params{{QStringLiteral("type"), type}};
             if (p.isSet(sizeOpt))
                 params.insert(QStringLiteral("size"), p.value(sizeOpt));
+            if (p.isSet(nameOpt))
+                params.insert(QStringLiteral("name"), p.value(nameOpt));
+            if (p.isSet(databaseOpt))
+                params.insert(QStringLiteral("database"), p.value(databaseOpt));
             call(QStringLiteral("databases.create"), params);
             return true;
         }
@@ -343,6 +442,31 @@ bool Commands::run(const QStringList &args, QString *usageError)
             return false;
         }
         exec(a.at(1), command, o);
+        return true;
+    }
+    if (cmd == QLatin1String("query") || cmd == QLatin1String("execute")) {
+        if (!need(2, "query|execute ID SQL [--param VALUE]... [--page-size ROWS]"))
+            return false;
+        const QJsonArray params = parseParams(p.values(paramOpt));
+        if (cmd == QLatin1String("execute")) {
+            m_call = m_client->databases().executeScript(a.at(1), a.at(2), params, 60000, this,
+                                                         [this](Result<ExecuteResult> r) {
+                                                             if (!r)
+                                                                 return fail(r.error());
+                                                             printLine(QStringLiteral("%1 %2")
+                                                                           .arg(r->command)
+                                                                           .arg(r->rowsAffected));
+                                                             Q_EMIT done(0);
+                                                         });
+            return true;
+        }
+        bool ok = true;
+        const int pageSize = p.isSet(pageSizeOpt) ? p.value(pageSizeOpt).toInt(&ok) : 1000;
+        if (!ok || pageSize < 1 || pageSize > 100000) {
+            *usageError = QStringLiteral("--page-size wants 1 to 100000 rows");
+            return false;
+        }
+        query(a.at(1), a.at(2), params, pageSize);
         return true;
     }
     if (cmd == QLatin1String("read") || cmd == QLatin1String("cat")) {
@@ -475,12 +599,24 @@ bool Commands::run(const QStringList &args, QString *usageError)
         return true;
     }
     if (cmd == QLatin1String("run")) {
-        if (!need(2, "run ID [--model M] [--permission-mode MODE] [--new-session] PROMPT"))
+        if (!need(2, "run ID [--model M] [--permission-mode MODE] [--new-session] [--base-url URL] "
+                     "[--timeout MS] [--env NAME=VALUE]... PROMPT"))
             return false;
         Sandbox::AgentRunOptions o;
         o.model = p.value(modelOpt);
         o.permissionMode = p.value(permissionOpt);
         o.newSession = p.isSet(newSessionOpt);
+        o.baseUrl = p.value(baseUrlOpt);
+        if (p.isSet(timeoutOpt)) {
+            bool ok = false;
+            o.timeoutMs = p.value(timeoutOpt).toLongLong(&ok);
+            if (!ok) {
+                *usageError = QStringLiteral("--timeout wants milliseconds");
+                return false;
+            }
+        }
+        if (!parseEnv(p.values(envOpt), &o.env, usageError))
+            return false;
         AgentRun *run = m_client->agents().runStreaming(a.at(1), a.mid(2).join(u' '), o, this);
         connect(run, &AgentRun::event, this, [this](const AgentEvent &e) {
             if (m_options.json) {

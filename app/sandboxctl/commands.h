@@ -34,6 +34,9 @@ private:
     void call(const QString &method, const QJsonObject &params);
     void exec(const QString &id, const QStringList &command, const Sandbox::ExecOptions &options);
     void transcript(const QString &id, const QString &runId, qint64 after);
+    void query(const QString &id, const QString &sql, const QJsonArray &params, int pageSize);
+    void fetchRest(const QString &id, const QString &cursor, int pageSize, qint64 rows, int pages);
+    void printRows(const QList<QJsonArray> &rows);
 
     Sandbox::Client *m_client; // not owned
     Options m_options;

@@ -24,7 +24,7 @@ engine, whose key is read from DATA_DIR/api-key (and which is started if it is n
 Commands:
   health                          is the engine there? (no key needed)
   session | quota                 who am I, and how much of my quota is in use
-  create TYPE [--size S] [--env NAME=VALUE]... [--network] [--name N]
+  create TYPE [--size S] [--env NAME=VALUE]... [--network] [--name N] [--database D]
                                   TYPE: claude-code, opencode, codex (postgres, sqlite, duckdb)
   list [agents|databases]         the sandboxes of this key
   status|stop|start|delete ID     one sandbox's lifecycle
@@ -35,11 +35,15 @@ Commands:
   write ID PATH [LOCAL|-] [-p]    a file from a local file or stdin
   ls ID [PATH] [-r]               list a directory of /workspace
   mkdir ID PATH [-p] | rm ID PATH [-r]
-  run ID [--model M] [--permission-mode MODE] [--new-session] PROMPT
+  run ID [--model M] [--permission-mode MODE] [--new-session] [--base-url URL] [--timeout MS]
+      [--env NAME=VALUE]... PROMPT
                                   runs the agent on PROMPT (continuing its conversation), its
                                   events as they come; exits 1 when the run fails
   runs ID                         an agent sandbox's kept runs, newest first
   transcript ID RUN_ID            one run's events, as they were streamed
+  query ID SQL [--param V]... [--page-size N]
+                                  a statement's rows as tab-separated lines, every page of them
+  execute ID SQL [--param V]...   statements without rows; prints the command and rows affected
   keys list | keys create NAME [--admin] | keys revoke KEY_ID
                                   (managing keys needs an admin key)
 
