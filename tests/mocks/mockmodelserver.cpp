@@ -114,8 +114,15 @@ Turn readTurn(Provider provider, const QJsonObject &json, const QByteArray &body
 
     if (provider == Provider::Anthropic) {
         const QJsonArray messages = json.value(QStringLiteral("messages")).toArray();
-        if (!messages.isEmpty()) {
-            const QJsonObject last = messages.last().toObject();
+        // Claude Code 2.1.3xx ends the list with a `system` message (its context reminders):
+        // the turn is the last message that is not one.
+        qsizetype lastIndex = messages.size() - 1;
+        while (lastIndex >= 0
+               && messages.at(lastIndex).toObject().value(QStringLiteral("role")).toString()
+                      == QLatin1String("system"))
+            --lastIndex;
+        if (lastIndex >= 0) {
+            const QJsonObject last = messages.at(lastIndex).toObject();
             if (last.value(QStringLiteral("role")).toString() == QLatin1String("user")) {
                 for (const QJsonValue &block : last.value(QStringLiteral("content")).toArray()) {
                     const QJsonObject b = block.toObject();
