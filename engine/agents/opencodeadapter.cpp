@@ -50,15 +50,21 @@ AgentInvocation OpenCodeAdapter::invocation(const AgentRunOptions &o) const
             model = model.mid(prefix.size() + 1);
     }
 
+    // `external_directory`: OpenCode asks (and, run without a person, refuses) before it touches
+    // a path outside the directory it started in. The sandbox is the boundary, and in container
+    // mode the start directory is the workspace's real path (/data/sandboxes/ID/workspace), so
+    // `/workspace/x` would count as outside: where edits are allowed, so are other directories.
     QJsonObject permission;
     if (o.permissionMode == QLatin1String("bypassPermissions"))
         permission = {{QStringLiteral("edit"), QStringLiteral("allow")},
                       {QStringLiteral("bash"), QStringLiteral("allow")},
-                      {QStringLiteral("webfetch"), QStringLiteral("allow")}};
+                      {QStringLiteral("webfetch"), QStringLiteral("allow")},
+                      {QStringLiteral("external_directory"), QStringLiteral("allow")}};
     else if (o.permissionMode == QLatin1String("acceptEdits"))
         permission = {{QStringLiteral("edit"), QStringLiteral("allow")},
                       {QStringLiteral("bash"), QStringLiteral("deny")},
-                      {QStringLiteral("webfetch"), QStringLiteral("deny")}};
+                      {QStringLiteral("webfetch"), QStringLiteral("deny")},
+                      {QStringLiteral("external_directory"), QStringLiteral("allow")}};
     else
         permission = {{QStringLiteral("edit"), QStringLiteral("deny")},
                       {QStringLiteral("bash"), QStringLiteral("deny")},
