@@ -213,8 +213,9 @@ void WorkspaceArchiver::restore(const QJsonObject &params, const QString &keyId,
         return done(QJsonValue(QJsonObject{{QStringLiteral("received"), double(size)}}));
     // The workspace's old contents go, then the archive's come in; both as the sandbox's uid.
     runAsSandbox(*target,
-                 QStringLiteral("find . -mindepth 1 -maxdepth 1 -exec rm -rf -- {} + && "
-                                "exec tar --extract --gzip --file=- --no-same-owner"),
+                 QStringLiteral(
+                     "find . -mindepth 1 -maxdepth 1 -exec rm -rf -- {} + && "
+                     "exec tar --extract --gzip --file=- --no-same-owner --preserve-permissions"),
                  file, {}, [file, size, done](Result<bool> restored) {
                      QFile::remove(file);
                      if (!restored)

@@ -65,6 +65,8 @@ private Q_SLOTS:
     void stopMidRunKillsTheCli_data();
     void stopMidRunKillsTheCli();
     void keyNeverLeaves();
+    void openCodeProviders_data();
+    void openCodeProviders();
 
 private:
     void addTypes();
@@ -653,6 +655,54 @@ void tst_Agents::keyNeverLeaves()
         QVERIFY(f.open(QIODevice::ReadOnly));
         QVERIFY2(!f.readAll().contains(kSecret.toUtf8()), qPrintable(name));
     }
+}
+
+// OpenCode's provider per run (the original OpenCodeSandbox's `provider`): Anthropic's Messages
+// API for anthropic, OpenAI-compatible Chat Completions without a key for ollama.
+void tst_Agents::openCodeProviders_data()
+{
+    QTest::addColumn<QString>("provider");
+    QTest::addColumn<QByteArray>("endpoint");
+    QTest::newRow("anthropic") << QStringLiteral("anthropic") << QByteArray("/v1/messages");
+    QTest::newRow("ollama") << QStringLiteral("ollama") << QByteArray("/v1/chat/completions");
+}
+
+void tst_Agents::openCodeProviders()
+{
+    QFETCH(QString, provider);
+    QFETCH(QByteArray, endpoint);
+    // stopMidRunKillsTheCli may have stopped the OpenCode sandbox: it runs again first.
+    const QString id = m_ids.value(QStringLiteral("opencode"));
+    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}});
+    if (sb.value(QStringLiteral("status")).toString() != QLatin1String("running"))
+        m_rpc.result(QStringLiteral("agents.start"), {{QStringLiteral("id"), id}});
+    m_mock.clear();
+    const QString base = m_mock.baseUrl().toString();
+    QJsonObject options{{QStringLiteral("provider"), provider},
+                        {QStringLiteral("newSession"), true}};
+    if (provider == QLatin1String("anthropic"))
+        options.insert(QStringLiteral("env"),
+                       QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"), kSecret},
+                                   {QStringLiteral("ANTHROPIC_BASE_URL"), base}});
+    else
+        options.insert(QStringLiteral("baseUrl"), QString(base + QStringLiteral("/v1")));
+    const QString path = QStringLiteral("/workspace/provider-%1.txt").arg(provider);
+    const QJsonObject answer
+        = run(QStringLiteral("opencode"),
+              QStringLiteral("[[write:%1|written through %2]]").arg(path, provider), options);
+    const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(),
+             QJsonDocument(answer).toJson().constData());
+    bool used = false;
+    for (const auto &req : m_mock.requests())
+        used = used || (req.method == "POST" && req.path.startsWith(endpoint));
+    QVERIFY2(used, endpoint.constData());
+    const QJsonObject file = m_rpc.result(QStringLiteral("agents.readFile"),
+                                          {{QStringLiteral("id"),
+                                            m_ids.value(QStringLiteral("opencode"))},
+                                           {QStringLiteral("path"), path}});
+    QCOMPARE(file.value(QStringLiteral("content")).toString(),
+             QStringLiteral("written through %1").arg(provider));
 }
 
 QTEST_GUILESS_MAIN(tst_Agents)

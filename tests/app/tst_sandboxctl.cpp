@@ -31,6 +31,7 @@ private Q_SLOTS:
     void errors();
     void environmentVariablesSelectTheEngine();
     void runShowsEventsAndIsKept();
+    void queryReadsEveryPage();
 
 private:
     Run ctl(const QStringList &args, const QByteArray &stdinData = {}, const QString &key = {});
@@ -208,6 +209,43 @@ void tst_Sandboxctl::runShowsEventsAndIsKept()
     QCOMPARE(transcript.out, run.out);
     QCOMPARE(ctl({QStringLiteral("transcript"), id, QStringLiteral("run_0000000000000000")}).exitCode,
              1);
+}
+
+void tst_Sandboxctl::queryReadsEveryPage()
+{
+    const Run created = ctl({QStringLiteral("create"), QStringLiteral("sqlite"),
+                             QStringLiteral("--size"), QStringLiteral("lite")});
+    QCOMPARE(created.exitCode, 0);
+    const QString id
+        = QString::fromUtf8(created.out).section(QLatin1String("\"id\": \""), 1).section(u'"', 0, 0);
+    QVERIFY2(id.startsWith(QLatin1String("sb_")), created.out.constData());
+    QCOMPARE(ctl({QStringLiteral("execute"), id,
+                  QStringLiteral("CREATE TABLE t (id INTEGER, v TEXT)")})
+                 .exitCode,
+             0);
+    const Run inserted = ctl(
+        {QStringLiteral("execute"), id,
+         QStringLiteral("INSERT INTO t WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL "
+                        "SELECT g + 1 FROM s WHERE g < 250) SELECT g, 'v' || g "
+                        "FROM s")});
+    QCOMPARE(inserted.out, QByteArray("INSERT 250\n"));
+    const Run q = ctl({QStringLiteral("query"), id,
+                       QStringLiteral("SELECT id, v FROM t ORDER BY id"),
+                       QStringLiteral("--page-size"), QStringLiteral("100")});
+    QCOMPARE(q.exitCode, 0);
+    const QList<QByteArray> lines = q.out.split('\n');
+    QCOMPARE(lines.size(), 252); // header, 250 rows, the empty rest after the last newline
+    QCOMPARE(lines.first(), QByteArray("id\tv"));
+    QCOMPARE(lines.at(250), QByteArray("250\tv250"));
+    QVERIFY2(q.err.contains("(250 rows, 3 pages)"), q.err.constData());
+    // Parameters are values (JSON where they parse as JSON), never SQL text.
+    const Run p = ctl({QStringLiteral("query"), id, QStringLiteral("SELECT ? + 1 AS n, ? AS s"),
+                       QStringLiteral("--param"), QStringLiteral("41"), QStringLiteral("--param"),
+                       QStringLiteral("'); DROP TABLE t; --")});
+    QCOMPARE(p.out, QByteArray("n\ts\n42\t'); DROP TABLE t; --\n"));
+    const Run bad = ctl({QStringLiteral("query"), id, QStringLiteral("SELEC 1")});
+    QCOMPARE(bad.exitCode, 1);
+    QVERIFY2(bad.err.contains("query error"), bad.err.constData());
 }
 
 QTEST_GUILESS_MAIN(tst_Sandboxctl)
