@@ -38,7 +38,8 @@ set(expected
     usr/share/metainfo/dev.sandboxdesktop.SandboxDesktop.metainfo.xml
     usr/share/icons/hicolor/scalable/apps/dev.sandboxdesktop.SandboxDesktop.svg
     usr/share/icons/hicolor/48x48/apps/dev.sandboxdesktop.SandboxDesktop.png
-    usr/share/icons/hicolor/256x256/apps/dev.sandboxdesktop.SandboxDesktop.png)
+    usr/share/icons/hicolor/256x256/apps/dev.sandboxdesktop.SandboxDesktop.png
+    usr/share/doc/sandbox-desktop/copyright)
 if(WITH_SANDBOXCTL)
     list(APPEND expected usr/bin/sandboxctl)
 endif()
@@ -47,6 +48,12 @@ foreach(f IN LISTS expected)
         fail("missing ${f}")
     endif()
 endforeach()
+
+# The licence: MIT, in Debian's copyright format.
+file(READ "${SCRATCH}/root/usr/share/doc/sandbox-desktop/copyright" copyright)
+if(NOT copyright MATCHES "\nLicense: MIT\n")
+    fail("usr/share/doc/sandbox-desktop/copyright does not say MIT")
+endif()
 
 # Depends: the shared libraries (dpkg-shlibdeps) and what is loaded or run at run time.
 execute_process(COMMAND dpkg-deb -f "${deb}" Package Version Architecture Depends
