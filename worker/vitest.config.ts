@@ -17,6 +17,10 @@ export default defineConfig({
           API_KEYS: TEST_KEYS.main,
           ENGINE_URL: inject('engineUrl'),
           ENGINE_KEY: inject('engineKey'),
+          // Sandboxes made through getSandbox reach the mock model APIs (the original examples).
+          SANDBOX_ENV: JSON.stringify(
+            inject('mockUrl') ? { ANTHROPIC_BASE_URL: inject('mockUrl'), OPENAI_BASE_URL: `${inject('mockUrl')}/v1` } : {},
+          ),
         },
       },
     })),

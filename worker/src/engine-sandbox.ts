@@ -1,15 +1,18 @@
 // For Worker authors: one sandbox held by a container (or by an engine at a URL), spoken to
 // over docs/protocol.md. This is what `sandbox` means for the agent and database classes:
-//   const sandbox = getSandbox(env.CLAUDE_CODE_SANDBOX, 'my-session', { type: 'claude-code', engineKey })
+//   const sandbox = getSandbox(env.CLAUDE_CODE_SANDBOX, 'my-session')
+// (the original design's two arguments; the type follows from the container class).
 
-import type { SandboxType, Size } from './config';
+import { AGENT_TYPES, DATABASE_TYPES, type SandboxType, type Size } from './config';
 import type { ContainerConfig, SandboxContainer } from './containers';
 import { ContainerEngineTarget, EngineConnection, type EngineTarget, UrlEngineTarget } from './engine';
+import { InvalidParamsError, SandboxError } from './errors';
 import type { Params } from './jsonrpc';
 import type { ExecOptions, ExecResult, FileEntry, SandboxBackend } from './types';
 
 export interface EngineSandboxOptions {
-  type: SandboxType;
+  /** Default: the type of the container class (getSandbox), else required. */
+  type?: SandboxType;
   size?: Size;
   env?: Record<string, string>;
   network?: boolean;
@@ -25,6 +28,14 @@ export interface EngineSandboxOptions {
   name?: string;
 }
 
+/** What a container adds to a sandbox handle: its type, its Worker's defaults, its saved workspace. */
+export interface ContainerHooks {
+  /** The container class's type (when the handle was not given one) and SANDBOX_ENV. */
+  defaults(): Promise<{ type: SandboxType | null; env: Record<string, string> }>;
+  /** Called with the engine's id of a sandbox the handle made: the saved workspace goes in. */
+  created(engineId: string): Promise<unknown>;
+}
+
 export class EngineSandbox implements SandboxBackend {
   private readonly conn: EngineConnection;
   private engineId: Promise<string> | null = null;
@@ -34,8 +45,22 @@ export class EngineSandbox implements SandboxBackend {
   constructor(
     target: EngineTarget,
     private readonly options: EngineSandboxOptions,
+    private readonly container: ContainerHooks | null = null,
   ) {
     this.conn = new EngineConnection(target);
+  }
+
+  /** The sandbox's type: given, or the type of the container it was asked for. */
+  async type(): Promise<SandboxType> {
+    if (this.options.type !== undefined) return this.options.type;
+    const t = this.container === null ? null : (await this.container.defaults()).type;
+    if (t === null) throw new SandboxError('The sandbox type is unknown: this container class holds any type; pass { type }');
+    return t;
+  }
+
+  /** agents or databases. */
+  async kind(): Promise<'agents' | 'databases'> {
+    return (DATABASE_TYPES as readonly string[]).includes(await this.type()) ? 'databases' : 'agents';
   }
 
   /**
@@ -44,11 +69,12 @@ export class EngineSandbox implements SandboxBackend {
    */
   id(): Promise<string> {
     this.engineId ??= (async () => {
-      const kind = ['postgres', 'sqlite', 'duckdb'].includes(this.options.type) ? 'databases' : 'agents';
+      const type = await this.type();
+      const kind = await this.kind();
       const name = this.options.name;
       if (name !== undefined) {
         const list = (await this.conn.request(`${kind}.list`, {})) as Record<string, Record<string, unknown>[]>;
-        const found = (list[kind] ?? []).find((s) => s.name === name && s.type === this.options.type);
+        const found = (list[kind] ?? []).find((s) => s.name === name && s.type === type);
         if (found !== undefined && typeof found.id === 'string') {
           const id = found.id;
           const info = found.status === 'stopped' ? await this.conn.request(`${kind}.start`, { id }) : found;
@@ -56,16 +82,19 @@ export class EngineSandbox implements SandboxBackend {
           return id;
         }
       }
+      const defaults = this.container === null ? {} : (await this.container.defaults()).env;
       const r = (await this.conn.request(`${kind}.create`, {
-        type: this.options.type,
+        type,
         ...(this.options.size ? { size: this.options.size } : {}),
-        env: this.options.env ?? {},
-        network: this.options.network ?? false,
+        env: { ...defaults, ...this.options.env },
+        // An agent must reach its model API: agent sandboxes have the network unless told otherwise.
+        network: this.options.network ?? kind === 'agents',
         ...(this.options.sleepAfter !== undefined ? { sleepAfter: this.options.sleepAfter } : {}),
         ...(name !== undefined ? { name } : {}),
         ...this.options.extra,
       })) as { id: string };
       this.created = r as unknown as Record<string, unknown>;
+      if (this.container !== null) await this.container.created(r.id);
       return r.id;
     })().catch((e: unknown) => {
       this.engineId = null;
@@ -104,27 +133,48 @@ export class EngineSandbox implements SandboxBackend {
 }
 
 /**
- * The sandbox in container `name` of a container namespace (one of the *Container classes).
- * `engineKey` is the key that container's engine accepts: keep it secret and stable per name.
+ * The sandbox `name` of a container namespace (one of the *Container classes), as the original
+ * design's `getSandbox(env.CLAUDE_CODE_SANDBOX, 'my-session')`: one container per name, holding
+ * one sandbox of the class's type (`options.type` when the class is not one of ours). The
+ * container makes the key its engine accepts and keeps it; `options.engineKey` sets one instead.
  */
 export function getSandbox(
   namespace: DurableObjectNamespace<SandboxContainer>,
   name: string,
-  options: EngineSandboxOptions & { engineKey: string },
+  options: Partial<EngineSandboxOptions> & { engineKey?: string } = {},
 ): EngineSandbox {
+  if (typeof name !== 'string' || name.length === 0) throw new InvalidParamsError('name', 'getSandbox needs a sandbox name');
   const stub = namespace.getByName(name);
-  const config: ContainerConfig = {
-    engineKey: options.engineKey,
+  let type = options.type;
+  const config = (t: SandboxType | undefined): ContainerConfig => ({
+    ...(options.engineKey !== undefined ? { engineKey: options.engineKey } : {}),
     sandboxId: name,
+    ...(t !== undefined ? { type: t } : {}),
     sleepAfterMs: options.sleepAfter ?? 600_000,
-    network: options.network ?? false,
-  };
-  let configured: Promise<void> | null = null;
-  const target = new ContainerEngineTarget(stub, name, options.engineKey, () => (configured ??= stub.configure(config)));
-  return new EngineSandbox(target, { ...options, name: options.name ?? name });
+    network: options.network ?? (t === undefined || (AGENT_TYPES as readonly string[]).includes(t)),
+  });
+  let configured: Promise<{ engineKey: string; env: Record<string, string> }> | null = null;
+  const prepare = () =>
+    (configured ??= (async () => {
+      if (type === undefined) type = (await stub.containerType()) ?? undefined;
+      return stub.configure(config(type));
+    })());
+  const target = new ContainerEngineTarget(stub, name, async () => (await prepare()).engineKey);
+  return new EngineSandbox(
+    target,
+    { ...options, name: options.name ?? name },
+    {
+      defaults: async () => {
+        const { env } = await prepare();
+        return { type: type ?? null, env };
+      },
+      created: (engineId) => stub.restoreWorkspace(engineId),
+    },
+  );
 }
 
 /** A sandbox in an engine reached by URL (a local `sandboxd`: tests, `wrangler dev`). */
 export function getEngineSandbox(url: string, apiKey: string, options: EngineSandboxOptions): EngineSandbox {
+  if (!apiKey) throw new InvalidParamsError('apiKey', 'An engine by URL needs its key: there is no default key');
   return new EngineSandbox(new UrlEngineTarget(url, apiKey), options);
 }

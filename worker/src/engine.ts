@@ -41,19 +41,34 @@ export class UrlEngineTarget implements EngineTarget {
 export class ContainerEngineTarget implements EngineTarget {
   readonly key: string;
 
+  /** `prepare` configures the container and answers the key its engine accepts. */
   constructor(
     private readonly stub: { fetch(request: Request): Promise<Response> },
     name: string,
-    private readonly apiKey: string,
-    private readonly prepare: () => Promise<void>,
+    private readonly prepare: () => Promise<string>,
   ) {
     this.key = `container:${name}`;
   }
 
   async connect(): Promise<WebSocket> {
-    await this.prepare();
-    return upgrade((req) => this.stub.fetch(req), 'http://container/rpc', this.apiKey);
+    const apiKey = await this.prepare();
+    return upgrade((req) => this.stub.fetch(req), 'http://container/rpc', apiKey);
   }
+}
+
+/**
+ * The one engine that stands in for every container where there are none (`wrangler dev`, the
+ * tests): ENGINE_URL and its key ENGINE_KEY. null in production (ENGINE_URL empty). A URL
+ * without a key is a configuration error, never a default key.
+ */
+export function devEngine(env: { ENGINE_URL?: string; ENGINE_KEY?: string }): { url: string; key: string } | null {
+  const url = env.ENGINE_URL;
+  if (typeof url !== 'string' || url.length === 0) return null;
+  const key = env.ENGINE_KEY;
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new SandboxError('ENGINE_URL is set but ENGINE_KEY is empty: give the key of the engine at ENGINE_URL');
+  }
+  return { url, key };
 }
 
 async function upgrade(

@@ -3,5 +3,7 @@ declare namespace Cloudflare {
   interface Env {
     /** Comma-separated bootstrap API keys (wrangler secret put API_KEYS). */
     API_KEYS?: string;
+    /** JSON object: environment of every sandbox made through getSandbox (src/containers.ts). */
+    SANDBOX_ENV?: string;
   }
 }

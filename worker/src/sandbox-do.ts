@@ -4,8 +4,8 @@
 import { DurableObject } from 'cloudflare:workers';
 import { SUBPROTOCOL, parseSubprotocols, readCredentials } from './auth';
 import { LIMITS, WRANGLER_CONFIGS } from './config';
-import type { ContainerBinding, SandboxContainer } from './containers';
-import { ContainerEngineTarget, EnginePool, type EngineTarget, UrlEngineTarget } from './engine';
+import type { ContainerBinding, ContainerConfig, SandboxContainer } from './containers';
+import { ContainerEngineTarget, EnginePool, type EngineTarget, UrlEngineTarget, devEngine } from './engine';
 import {
   CancelledError,
   InvalidParamsError,
@@ -53,6 +53,7 @@ export class SandboxDO extends DurableObject<Env> {
     this.service = new SandboxService(this.registry, this.keys, this.pool, this.streams, {
       target: (row) => this.target(row),
       destroyContainer: (row) => this.destroyContainer(row),
+      restoreWorkspace: (row, engineId) => this.restoreWorkspace(row, engineId),
       closeKeySockets: (keyId) => {
         for (const ws of this.ctx.getWebSockets(keyId)) {
           try {
@@ -216,16 +217,23 @@ export class SandboxDO extends DurableObject<Env> {
   // --- engines ---
 
   private target(row: SandboxRow): EngineTarget {
-    const url = this.env.ENGINE_URL;
-    if (typeof url === 'string' && url.length > 0) return new UrlEngineTarget(url, this.env.ENGINE_KEY ?? '');
+    const dev = devEngine(this.env);
+    if (dev !== null) return new UrlEngineTarget(dev.url, dev.key);
     const stub = this.containerStub(row);
-    const config = {
+    const config: ContainerConfig = {
       engineKey: row.engineKey,
       sandboxId: row.id,
+      type: row.type,
       sleepAfterMs: row.sleepAfter,
       network: row.network,
     };
-    return new ContainerEngineTarget(stub, row.id, row.engineKey, () => stub.configure(config));
+    return new ContainerEngineTarget(stub, row.id, async () => (await stub.configure(config)).engineKey);
+  }
+
+  /** A new engine sandbox for `row` (its container came back empty): its saved workspace goes in. */
+  private async restoreWorkspace(row: SandboxRow, engineId: string): Promise<void> {
+    if (devEngine(this.env) !== null && this.env.WORKSPACES === undefined) return;
+    await this.containerStub(row).restoreWorkspace(engineId);
   }
 
   private containerStub(row: SandboxRow): DurableObjectStub<SandboxContainer> {
@@ -235,9 +243,8 @@ export class SandboxDO extends DurableObject<Env> {
   }
 
   private async destroyContainer(row: SandboxRow): Promise<void> {
-    const url = this.env.ENGINE_URL;
-    if (typeof url === 'string' && url.length > 0) return;
     this.pool.drop(`container:${row.id}`);
+    if (devEngine(this.env) !== null && this.env.WORKSPACES === undefined) return;
     await this.containerStub(row).destroy();
   }
 

@@ -68,6 +68,8 @@ export interface ServiceHooks {
   target(row: SandboxRow): EngineTarget;
   /** Releases the sandbox's container (a no-op when ENGINE_URL stands in). */
   destroyContainer(row: SandboxRow): Promise<void>;
+  /** A new engine sandbox for a row whose container came back empty: its saved workspace goes in. */
+  restoreWorkspace(row: SandboxRow, engineId: string): Promise<void>;
   /** Closes every WebSocket of a key (after revoking it). */
   closeKeySockets(keyId: string): void;
 }
@@ -84,6 +86,9 @@ const DATABASE_OPS = [
   'fetch',
   'closeCursor',
   'transaction',
+  'begin',
+  'commit',
+  'rollback',
   'version',
   'ping',
   'listTables',
@@ -416,8 +421,7 @@ export class SandboxService {
       } catch (e) {
         if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound) throw relayed(e, row);
         // The container lost its engine state (a new instance): make the sandbox again.
-        row.engineId = await this.createInEngine(row);
-        this.registry.setEngineId(row.id, row.engineId);
+        row.engineId = await this.recreateInEngine(row);
       }
       this.registry.setStatus(row.id, 'running');
       if (row.kind === 'database') this.setStartupTime(row, started);
@@ -480,9 +484,16 @@ export class SandboxService {
         if (!(e instanceof RpcError) || e.code !== ErrorCode.NotFound) return false;
       }
     }
-    row.engineId = await this.createInEngine(row);
-    this.registry.setEngineId(row.id, row.engineId);
+    row.engineId = await this.recreateInEngine(row);
     return true;
+  }
+
+  /** Makes the sandbox of `row` again in a new container's engine, with its saved workspace. */
+  private async recreateInEngine(row: SandboxRow): Promise<string> {
+    const engineId = await this.createInEngine(row);
+    this.registry.setEngineId(row.id, engineId);
+    await this.hooks.restoreWorkspace(row, engineId);
+    return engineId;
   }
 
   private async exec(c: CallContext, method: string, row: SandboxRow, p: Params): Promise<unknown> {

@@ -38,6 +38,8 @@ export interface FileEntry {
  * Worker) both provide it.
  */
 export interface SandboxBackend {
+  /** Any method of the contract for this sandbox (its `id` filled in), e.g. `agents.run`. */
+  call<T>(method: string, params?: Record<string, unknown>): Promise<T>;
   exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;
   writeFile(
     path: string,

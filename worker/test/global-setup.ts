@@ -19,13 +19,15 @@ declare module 'vitest' {
     engineMissing: string;
     /** The text of cases.json: parsed in workerd, where big integer literals stay exact. */
     conformanceCasesText: string;
+    /** The mock model APIs (tests/mocks), http://127.0.0.1:PORT; '' without the binary. */
+    mockUrl: string;
   }
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
 const STARTUP_TIMEOUT_MS = 30_000;
 
-function waitForListening(child: ChildProcess): Promise<string> {
+function waitForListening(child: ChildProcess, pattern = /sandboxd listening on (http:\/\/\S+)/): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     let out = '';
     let err = '';
@@ -34,7 +36,7 @@ function waitForListening(child: ChildProcess): Promise<string> {
     }, STARTUP_TIMEOUT_MS);
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();
-      const m = /sandboxd listening on (http:\/\/\S+)/.exec(out);
+      const m = pattern.exec(out);
       if (m) {
         clearTimeout(timer);
         resolvePromise(m[1]!);
@@ -55,6 +57,20 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const casesPath = join(here, '..', '..', 'tests', 'conformance', 'cases.json');
   project.provide('conformanceCasesText', readFileSync(casesPath, 'utf8'));
 
+  // The mock model server (the one fake: model APIs) for agent runs of the original examples.
+  const mockBin = resolve(process.env.MOCK_MODEL_SERVER_BIN ?? join(here, '..', '..', 'build', 'tests', 'mocks', 'mock-model-server'));
+  let mock: ChildProcess | null = null;
+  if (existsSync(mockBin)) {
+    mock = spawn(mockBin, [], { stdio: ['ignore', 'pipe', 'pipe'] });
+    project.provide('mockUrl', await waitForListening(mock, /mock model server listening on (http:\/\/\S+)/));
+  } else {
+    if (process.env.CI) throw new Error(`mock-model-server not found at ${mockBin}; CI requires the agent tests to run`);
+    project.provide('mockUrl', '');
+  }
+  const stopMock = () => {
+    if (mock !== null && mock.exitCode === null) mock.kill('SIGTERM');
+  };
+
   const bin = resolve(process.env.SANDBOXD_BIN ?? join(here, '..', '..', 'build', 'bin', 'sandboxd'));
   if (!existsSync(bin)) {
     const why = `sandboxd not found at ${bin} (build it, or set SANDBOXD_BIN)`;
@@ -63,13 +79,15 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     project.provide('engineUrl', '');
     project.provide('engineKey', '');
     project.provide('engineMissing', why);
-    return undefined;
+    return async () => stopMock();
   }
 
   const dataDir = mkdtempSync(join(tmpdir(), 'sandbox-worker-test-'));
   // One engine key carries the sandboxes of every Worker key here, so the engine's own per-key
   // quota is raised: the quota under test is the Worker's (SandboxDO).
-  const args = ['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--max-running', '64', '--max-memory-mb', '1048576'];
+  // Plain workspace directories, as in the Worker's containers (--isolation container): the
+  // workspace archive of a container's sleep is made of those.
+  const args = ['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--max-running', '64', '--max-memory-mb', '1048576', '--no-disk-limit'];
   const child = spawn(bin, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -79,6 +97,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     url = await waitForListening(child);
   } catch (e) {
     child.kill('SIGKILL');
+    stopMock();
     rmSync(dataDir, { recursive: true, force: true });
     throw e;
   }
@@ -95,6 +114,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
       await exited;
       clearTimeout(timer);
     }
+    stopMock();
     rmSync(dataDir, { recursive: true, force: true });
   };
 }

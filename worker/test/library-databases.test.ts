@@ -1,9 +1,11 @@
+/// <reference types="vite/client" />
 // The original database API for Worker authors (createPostgresContainer & co.) against the real
 // local engine: the classes speak databases.* exactly as they do to a container's engine, here
 // reached by URL (`options.engine`, as under wrangler dev).
 import { env } from 'cloudflare:test';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EngineConnection, UrlEngineTarget } from '../src/engine';
+import { EngineConnection, UrlEngineTarget, devEngine } from '../src/engine';
+import { getEngineSandbox } from '../src/engine-sandbox';
 import { RpcError } from '../src/errors';
 import { createDuckDBContainer, createPostgresContainer, createSQLiteContainer } from '../src/lib';
 import { hasEngine } from './support/engine';
@@ -81,16 +83,19 @@ describe.skipIf(!hasEngine)('createPostgresContainer (original API) on the engin
     await db.close();
   });
 
-  it('commits a transaction callback whole, and rolls it back on a failing statement', async () => {
+  it('gives each execute of a transaction callback its own result, commits it whole, and rolls it back on a failing statement', async () => {
     const db = pg();
     await db.execute('CREATE TABLE accounts (id int PRIMARY KEY, balance int CHECK (balance >= 0))');
     await db.execute('INSERT INTO accounts VALUES (1, 100), (2, 0)');
     const value = await db.transaction(async (execute) => {
-      const a = await execute('UPDATE accounts SET balance = balance - $1 WHERE id = $2', [60, 1]);
-      const b = await execute('UPDATE accounts SET balance = balance + $1 WHERE id = $2', [60, 2]);
-      return [a.index, b.index];
+      const a = await execute('UPDATE accounts SET balance = balance - $1 WHERE id = $2 RETURNING balance', [60, 1]);
+      // A later statement uses an earlier one's answer, and sees its change.
+      const left = (a.rows[0] as { balance: number }).balance;
+      const b = await execute('UPDATE accounts SET balance = balance + $1 WHERE id = $2', [100 - left, 2]);
+      const seen = await execute<{ total: number }>('SELECT sum(balance)::int AS total FROM accounts');
+      return [a.command, a.rowsAffected, left, b.rowsAffected, seen.rows[0]!.total];
     });
-    expect(value).toEqual([0, 1]);
+    expect(value).toEqual(['UPDATE', 1, 40, 1, 100]);
     const overdraw = await rejection(
       db.transaction(async (execute) => {
         await execute('UPDATE accounts SET balance = balance + $1 WHERE id = $2', [60, 2]);
@@ -98,11 +103,12 @@ describe.skipIf(!hasEngine)('createPostgresContainer (original API) on the engin
       }),
     );
     expect(overdraw.code).toBe(-32014);
-    expect(overdraw.data).toMatchObject({ statementIndex: 1, sqlstate: '23514' });
-    // A callback that throws sends nothing at all.
+    expect(overdraw.data).toMatchObject({ sqlstate: '23514' });
+    expect(overdraw.message).toMatch(/rolled back/);
+    // A callback that throws rolls back what its statements did.
     await expect(
       db.transaction(async (execute) => {
-        await execute('DELETE FROM accounts');
+        expect((await execute('DELETE FROM accounts')).rowsAffected).toBe(2);
         throw new Error('changed my mind');
       }),
     ).rejects.toThrow('changed my mind');
@@ -186,5 +192,23 @@ describe.skipIf(!hasEngine)('createSQLiteContainer and createDuckDBContainer on 
     expect(await duck.exportToFile('events', 'events.parquet')).toMatchObject({ rowCount: 3 });
     expect(await duck.query("SELECT count(*) AS n FROM read_parquet('/workspace/events.parquet')")).toEqual([{ n: 3 }]);
     await duck.close();
+  });
+});
+
+describe('no fixed engine key anywhere', () => {
+  it('refuses an engine by URL without its key', () => {
+    expect(() => createSQLiteContainer(null, { engine: { url: 'http://127.0.0.1:1', key: '' } })).toThrow(/key/);
+    expect(() => getEngineSandbox('http://127.0.0.1:1', '', { type: 'sqlite' })).toThrow(/key/);
+  });
+
+  it('refuses ENGINE_URL without ENGINE_KEY', () => {
+    expect(() => devEngine({ ENGINE_URL: 'http://127.0.0.1:1', ENGINE_KEY: '' })).toThrow(/ENGINE_KEY/);
+    expect(devEngine({ ENGINE_URL: '', ENGINE_KEY: '' })).toBeNull();
+  });
+
+  it('has no default key in the code', async () => {
+    const sources = import.meta.glob('../src/**/*.ts', { query: '?raw', import: 'default', eager: true }) as Record<string, string>;
+    expect(Object.keys(sources).length).toBeGreaterThan(10);
+    for (const [file, text] of Object.entries(sources)) expect(`${file}: ${/sk_engine_default/.test(text)}`).toBe(`${file}: false`);
   });
 });

@@ -1,9 +1,10 @@
-// Claude Code (`claude -p ... --output-format json`) in a sandbox.
+// Claude Code in a sandbox: the original ClaudeCodeSandbox on the engine's agents.run.
 
-import type { ExecResult } from '../types';
-import { AgentSandbox, type AgentRunOptions, type AgentRunResult, type AgentSandboxOptions } from './base';
+import { InvalidParamsError } from '../errors';
+import { AgentSandbox, type AgentRunOptions, type AgentSandboxOptions } from './base';
 
 export type PermissionMode = 'default' | 'acceptEdits' | 'bypassPermissions';
+const PERMISSION_MODES: readonly string[] = ['default', 'acceptEdits', 'bypassPermissions', 'plan'];
 
 export interface ClaudeCodeSandboxOptions extends AgentSandboxOptions {
   /** Default 'acceptEdits'. */
@@ -19,59 +20,33 @@ export interface ClaudeRunOptions extends AgentRunOptions {
 
 export const CLAUDE_DEFAULT_MODEL = 'claude-sonnet-4-20250514';
 
+function checkPermissionMode(mode: unknown, field: string): void {
+  if (mode !== undefined && !PERMISSION_MODES.includes(mode as string)) {
+    throw new InvalidParamsError(field, `${field} is one of ${PERMISSION_MODES.join(', ')}, not ${String(mode)}`);
+  }
+}
+
 export class ClaudeCodeSandbox extends AgentSandbox {
+  protected readonly type = 'claude-code' as const;
   protected readonly cli = 'claude';
   private readonly claude: ClaudeCodeSandboxOptions;
 
   constructor(options: ClaudeCodeSandboxOptions) {
     super(options);
+    checkPermissionMode(options.permissionMode, 'permissionMode');
     this.claude = options;
   }
 
-  protected agentEnv(): Record<string, string> {
-    const env: Record<string, string> = {
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-      DISABLE_TELEMETRY: '1',
-      // bypassPermissions refuses to run as root unless told it is in a sandbox; it is.
-      IS_SANDBOX: '1',
-    };
-    if (this.options.apiKey) env.ANTHROPIC_API_KEY = this.options.apiKey;
-    return env;
+  protected keyEnv(): Record<string, string> {
+    return this.options.apiKey ? { ANTHROPIC_API_KEY: this.options.apiKey } : {};
   }
 
-  protected argv(prompt: string, o: ClaudeRunOptions): string[] {
-    const argv = ['claude', '-p', prompt, '--output-format', 'json'];
-    argv.push('--permission-mode', o.permissionMode ?? this.claude.permissionMode ?? 'acceptEdits');
-    argv.push('--model', o.model ?? this.options.model ?? CLAUDE_DEFAULT_MODEL);
-    const thinking = o.maxThinkingTokens ?? this.claude.maxThinkingTokens ?? 0;
-    if (thinking > 0) argv.push('--max-thinking-tokens', String(thinking));
-    const system = o.systemPrompt ?? this.options.systemPrompt;
-    if (system) argv.push('--append-system-prompt', system);
-    const allowed = o.allowedTools ?? this.options.allowedTools;
-    if (allowed?.length) argv.push('--allowedTools', ...allowed);
-    const disallowed = o.disallowedTools ?? this.options.disallowedTools;
-    if (disallowed?.length) argv.push('--disallowedTools', ...disallowed);
-    if (o.sessionId) argv.push('--resume', o.sessionId);
-    return argv;
-  }
-
-  protected parse(r: ExecResult): AgentRunResult {
-    let out: Record<string, unknown> | null = null;
-    try {
-      out = JSON.parse(r.stdout) as Record<string, unknown>;
-    } catch {
-      out = null;
-    }
+  protected typeOptions(o: ClaudeRunOptions): Record<string, unknown> {
+    checkPermissionMode(o.permissionMode, 'options.permissionMode');
     return {
-      success: r.exitCode === 0 && out !== null && out.is_error !== true,
-      result: out?.result ?? null,
-      stdout: r.stdout,
-      sessionId: typeof out?.session_id === 'string' ? out.session_id : null,
-      usage: out?.usage ?? null,
-      costUsd: typeof out?.total_cost_usd === 'number' ? out.total_cost_usd : null,
-      durationMs: typeof out?.duration_ms === 'number' ? out.duration_ms : r.durationMs,
-      exitCode: r.exitCode,
+      permissionMode: o.permissionMode ?? this.claude.permissionMode ?? 'acceptEdits',
+      model: o.model ?? this.options.model ?? CLAUDE_DEFAULT_MODEL,
+      maxThinkingTokens: o.maxThinkingTokens ?? this.claude.maxThinkingTokens ?? 0,
     };
   }
 }

@@ -367,6 +367,7 @@ export function connectSandbox(id: string, options: SandboxClientOptions & { cli
   const handle = {
     id,
     client,
+    call: <T>(method: string, params: Record<string, unknown> = {}): Promise<T> => client.rpc.request(method, { ...params, id }),
     exec: (command: string | string[], opts?: ClientExecOptions) => ops.exec(id, command, opts),
     status: (): Promise<Sandbox> => client.rpc.request('sandbox.status', { id }),
     stop: () => ops.stop(id),

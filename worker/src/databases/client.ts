@@ -6,6 +6,7 @@
 import type { DatabaseType, Size } from '../config';
 import type { SandboxContainer } from '../containers';
 import { type EngineSandbox, getEngineSandbox, getSandbox } from '../engine-sandbox';
+import { InvalidParamsError, SandboxError } from '../errors';
 
 export interface DatabaseOptions {
   /** PostgreSQL: the database (default `postgres`); SQLite/DuckDB: the file in /workspace. */
@@ -19,7 +20,7 @@ export interface DatabaseOptions {
    * later with the same name (the next request) reaches the same database. Default 'default'.
    */
   name?: string;
-  /** The key the container's engine accepts; keep it secret and stable per name. */
+  /** The key the container's engine accepts (default: one the container makes and keeps). */
   engineKey?: string;
   /** An engine reached by URL instead of a container (`ENGINE_URL`/`ENGINE_KEY` of wrangler dev). */
   engine?: { url: string; key: string };
@@ -50,6 +51,9 @@ export interface ExecuteResult {
 }
 
 export type Statement = string | { sql: string; params?: unknown[] };
+
+/** The `execute` of `transaction(async (execute) => ...)`: one statement, in the transaction. */
+export type TransactionExecute = <R = Record<string, unknown>>(sql: string, params?: unknown[]) => Promise<QueryResult<R>>;
 
 export interface TransactionResult {
   results: { command: string; rowsAffected: number; fields: Field[]; rows: unknown[]; rowCount: number; truncated: boolean }[];
@@ -101,7 +105,10 @@ export class DatabaseClient {
     protected readonly options: DatabaseOptions = {},
   ) {
     if (namespace === null && options.engine === undefined) {
-      throw new Error('A database needs a container namespace or options.engine');
+      throw new InvalidParamsError('namespace', 'A database needs a container namespace or options.engine');
+    }
+    if (options.engine !== undefined && !options.engine.key) {
+      throw new InvalidParamsError('engine.key', "options.engine needs the engine's key: there is no default key");
     }
   }
 
@@ -118,7 +125,7 @@ export class DatabaseClient {
         ? getEngineSandbox(this.options.engine.url, this.options.engine.key, opts)
         : getSandbox(this.namespace!, name, {
             ...opts,
-            engineKey: this.options.engineKey ?? 'sk_engine_default',
+            ...(this.options.engineKey !== undefined ? { engineKey: this.options.engineKey } : {}),
           });
     try {
       await sb.id();
@@ -198,29 +205,52 @@ export class DatabaseClient {
   }
 
   /**
-   * Statements that commit together or not at all (databases.transaction).
+   * Statements that commit together or not at all.
    *
-   * - `transaction([stmt, ...])` runs them in order and answers every statement's result.
-   * - `transaction(async (execute) => { await execute(sql, params); ... })`, the original form:
-   *   each `execute` queues its statement and resolves at once with its index; when the
-   *   callback returns, the queue runs as one transaction, which commits if every statement
-   *   succeeds. The first failure rolls all of them back and rejects (-32014 with
-   *   `data.statementIndex`); a callback that throws sends nothing. A statement cannot use the
-   *   result of an earlier one of the same transaction (the database runs them after the
-   *   callback) — put such logic in SQL.
+   * - `transaction([stmt, ...])` runs them in order in one call (databases.transaction) and
+   *   answers every statement's result.
+   * - `transaction(async (execute) => { ... })`, the original form: an interactive transaction
+   *   (databases.begin). Each `execute(sql, params)` runs its statement at once, inside the
+   *   transaction, and resolves with that statement's result (rows, rowCount, fields, command,
+   *   rowsAffected), so a later statement can use an earlier one's answer. When the callback
+   *   returns, the transaction commits; if it throws, or a statement fails, everything is rolled
+   *   back and the promise rejects (a failed statement with its -32014 error).
    */
   transaction(statements: Statement[]): Promise<TransactionResult>;
-  transaction<T>(fn: (execute: (sql: string, params?: unknown[]) => Promise<{ index: number }>) => Promise<T>): Promise<T>;
-  async transaction<T>(
-    arg: Statement[] | ((execute: (sql: string, params?: unknown[]) => Promise<{ index: number }>) => Promise<T>),
-  ): Promise<TransactionResult | T> {
+  transaction<T>(fn: (execute: TransactionExecute) => Promise<T>): Promise<T>;
+  async transaction<T>(arg: Statement[] | ((execute: TransactionExecute) => Promise<T>)): Promise<TransactionResult | T> {
     if (Array.isArray(arg)) return this.call<TransactionResult>('databases.transaction', { statements: arg });
-    const queued: Statement[] = [];
-    const value = await arg(async (sql, params) => {
-      queued.push(params === undefined || params.length === 0 ? sql : { sql, params });
-      return { index: queued.length - 1 };
-    });
-    if (queued.length > 0) await this.call<TransactionResult>('databases.transaction', { statements: queued });
+    const { transaction } = await this.call<{ transaction: string }>('databases.begin');
+    let ended = false;
+    const execute: TransactionExecute = async <R = Record<string, unknown>>(sql: string, params: unknown[] = []) => {
+      if (ended) throw new InvalidParamsError('transaction', 'this transaction has ended: execute only inside its callback');
+      try {
+        const r = await this.call<Page>('databases.query', { sql, params, transaction });
+        return {
+          rows: r.rows as R[],
+          rowCount: r.rowCount,
+          fields: r.fields ?? [],
+          command: r.command ?? '',
+          rowsAffected: r.rowsAffected ?? 0,
+        };
+      } catch (e) {
+        ended = true; // the engine rolled it back
+        throw e;
+      }
+    };
+    let value: T;
+    try {
+      value = await arg(execute);
+    } catch (e) {
+      if (!ended) {
+        ended = true;
+        await this.call('databases.rollback', { transaction }).catch(() => undefined);
+      }
+      throw e;
+    }
+    if (ended) throw new SandboxError('the transaction was rolled back: one of its statements failed');
+    ended = true;
+    await this.call('databases.commit', { transaction });
     return value;
   }
 
