@@ -50,8 +50,10 @@ Result<bool> link(const QString &target, const QString &linkPath)
         const QByteArray d = QFile::encodeName(dir);
         struct stat st = {};
         if (::lstat(d.constData(), &st) != 0) {
+            // chmod too: the engine's umask (077) would leave it 0700, and the sandbox's uid
+            // could not pass through to what the links point at (/run/sandbox/pg-template).
             if (errno != ENOENT || ::mkdir(d.constData(), 0755) != 0
-                || ::lstat(d.constData(), &st) != 0)
+                || ::chmod(d.constData(), 0755) != 0 || ::lstat(d.constData(), &st) != 0)
                 return layoutError(QStringLiteral("cannot create %1: %2").arg(dir, errnoText()));
         }
         if (!isTrustedDir(st))
