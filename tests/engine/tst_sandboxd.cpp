@@ -673,8 +673,13 @@ void tst_Sandboxd::quotaIsEnforced()
 
 void tst_Sandboxd::idleSandboxSleepsAndWakes()
 {
-    const QString id = createAgent({{QStringLiteral("sleepAfter"), 500}});
-    exec(id, QStringLiteral("echo survives > note.txt"));
+    // 1.5 s: on a loaded machine the write must land before the sandbox sleeps, and it is
+    // checked, so that what the wake must bring back is known to be there.
+    const QString id = createAgent({{QStringLiteral("sleepAfter"), 1500}});
+    QCOMPARE(exec(id, QStringLiteral("echo survives > note.txt && cat note.txt"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("survives\n"));
     QTRY_COMPARE_WITH_TIMEOUT(m_rpc
                                   .result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}})
                                   .value(QStringLiteral("status"))
