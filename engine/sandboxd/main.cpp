@@ -6,6 +6,7 @@
 #include "databases/databaseadapter.h"
 #include "doctor/hostfacts.h"
 #include "doctorcommand.h"
+#include "runtime/uniquefd.h"
 #include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
 #include "service/streamhub.h"
@@ -16,16 +17,19 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
-#include <QLockFile>
 #include <QLoggingCategory>
 #include <QSaveFile>
 #include <QSocketNotifier>
 #include <QStandardPaths>
+#include <QSysInfo>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,6 +95,36 @@ void ensureKeyFile(KeyStore &keys, const QString &dataDir)
     f.write(key->key.toLatin1() + '\n');
     if (!f.commit())
         die(QStringLiteral("cannot write %1: %2").arg(path, f.errorString()));
+}
+
+// One engine per data dir: an flock(2) on sandboxd.lock, which the kernel lets go of when its
+// holder dies, however it dies. A pid in the file proves nothing: in a container restarted after
+// a kill -9 the dead engine's pid is alive again (it is often the new engine's own). The file
+// still says who holds it (pid, name, host: QLockFile's layout) for people and tools.
+UniqueFd lockDataDir(const QString &dataDir)
+{
+    const QString path = dataDir + QStringLiteral("/sandboxd.lock");
+    UniqueFd fd(::open(QFile::encodeName(path).constData(),
+                       O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.isValid())
+        die(QStringLiteral("cannot open %1: %2")
+                .arg(path, QString::fromLocal8Bit(std::strerror(errno))));
+    int locked;
+    do {
+        locked = ::flock(fd.get(), LOCK_EX | LOCK_NB);
+    } while (locked != 0 && errno == EINTR);
+    if (locked != 0 && errno == EWOULDBLOCK)
+        die(QStringLiteral("another sandboxd is using %1").arg(dataDir));
+    if (locked != 0)
+        die(QStringLiteral("cannot lock %1: %2")
+                .arg(path, QString::fromLocal8Bit(std::strerror(errno))));
+    const QByteArray holder = QByteArray::number(qint64(::getpid())) + "\nsandboxd\n"
+                              + QSysInfo::machineHostName().toUtf8() + '\n';
+    if (::ftruncate(fd.get(), 0) != 0
+        || ::pwrite(fd.get(), holder.constData(), size_t(holder.size()), 0) != holder.size())
+        die(QStringLiteral("cannot write %1: %2")
+                .arg(path, QString::fromLocal8Bit(std::strerror(errno))));
+    return fd;
 }
 
 // Connections and sandboxes both take file descriptors: the soft limit goes as high as the hard
@@ -213,10 +247,7 @@ int main(int argc, char **argv)
     ::chmod(QFile::encodeName(dataDir).constData(), 0711);
     ::chmod(QFile::encodeName(dataDir + QStringLiteral("/sandboxes")).constData(), 0711);
 
-    QLockFile lock(dataDir + QStringLiteral("/sandboxd.lock"));
-    lock.setStaleLockTime(0);
-    if (!lock.tryLock(100))
-        die(QStringLiteral("another sandboxd is using %1").arg(dataDir));
+    const UniqueFd lock = lockDataDir(dataDir);
 
     ::umask(077);
     auto registry = Registry::open(dataDir + QStringLiteral("/registry.db"));

@@ -46,6 +46,8 @@ class tst_EngineRestart : public QObject
 private Q_SLOTS:
     void kill9LosesNothing_data();
     void kill9LosesNothing();
+    void oneEnginePerDataDir();
+    void aDeadEnginesLockNamingALiveSandboxdDoesNotStopTheNext();
 };
 
 void tst_EngineRestart::kill9LosesNothing_data()
@@ -117,6 +119,53 @@ void tst_EngineRestart::kill9LosesNothing()
     QVERIFY(mounts.open(QIODevice::ReadOnly));
     QVERIFY(!mounts.readAll().contains(dir.path().toUtf8()));
     QVERIFY(!QFileInfo::exists(dir.path() + QStringLiteral("/sandboxes/") + id));
+}
+
+void tst_EngineRestart::oneEnginePerDataDir()
+{
+    QTemporaryDir dir;
+    EngineProcess first;
+    QVERIFY2(first.start({}, dir.path()), qPrintable(first.log()));
+    EngineProcess second;
+    QVERIFY(!second.start({}, dir.path()));
+    QVERIFY2(second.log().contains(QStringLiteral("another sandboxd is using")),
+             qPrintable(second.log()));
+    // The first one still serves.
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(first.wsUrl(), first.key()));
+    QVERIFY(rpc.result(QStringLiteral("agents.list"), {}).contains(QStringLiteral("agents")));
+}
+
+// A container restarted after a kill -9 of its engine: the lock file left behind names a pid
+// that is alive again and is a sandboxd (there, the new engine itself). The next engine starts.
+void tst_EngineRestart::aDeadEnginesLockNamingALiveSandboxdDoesNotStopTheNext()
+{
+    QTemporaryDir dir, otherDir;
+    EngineProcess dead;
+    QVERIFY2(dead.start({}, dir.path()), qPrintable(dead.log()));
+    dead.kill9();
+    EngineProcess alive; // a live sandboxd, on another data dir
+    QVERIFY2(alive.start({}, otherDir.path()), qPrintable(alive.log()));
+
+    QFile lock(dir.filePath(QStringLiteral("sandboxd.lock")));
+    QVERIFY(lock.open(QIODevice::ReadWrite));
+    QList<QByteArray> lines = lock.readAll().split('\n');
+    QVERIFY(lines.size() >= 3);
+    QCOMPARE(lines.at(1), QByteArray("sandboxd"));
+    lines[0] = QByteArray::number(alive.pid());
+    QVERIFY(lock.resize(0));
+    QVERIFY(lock.seek(0));
+    lock.write(lines.join('\n'));
+    lock.close();
+
+    EngineProcess next;
+    QVERIFY2(next.start({}, dir.path()), qPrintable(next.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(next.wsUrl(), next.key()));
+    QVERIFY(rpc.result(QStringLiteral("agents.list"), {}).contains(QStringLiteral("agents")));
+    // The file now names the engine that holds it.
+    QVERIFY(lock.open(QIODevice::ReadOnly));
+    QCOMPARE(lock.readLine().trimmed(), QByteArray::number(next.pid()));
 }
 
 QTEST_GUILESS_MAIN(tst_EngineRestart)
