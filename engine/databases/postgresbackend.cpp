@@ -157,8 +157,10 @@ void PostgresBackend::start(SupervisorChannel *channel, std::function<void(Resul
     m_channel = channel;
     m_stopping = false;
     m_log.clear();
+    // The template's contents ("/."): in a container /run/sandbox/pg-template is a link, and
+    // cp -a would copy the link, chmod then following it to the engine's template.
     QString script = QStringLiteral("set -e; D=%1; if [ ! -d \"$D\" ]; then rm -rf \"$D.new\"; cp "
-                                    "-a /run/sandbox/pg-template \"$D.new\"; "
+                                    "-a /run/sandbox/pg-template/. \"$D.new\"; "
                                     "chmod 700 \"$D.new\"; mv \"$D.new\" \"$D\"; fi; ")
                          .arg(kDataDir);
     // A lock file left by a kill -9 names a PID that may belong to another process now (PIDs of a
