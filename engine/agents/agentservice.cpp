@@ -1,8 +1,11 @@
 #include "agentservice.h"
 
 #include "api/params.h"
+#include "runtime/fsuidguard.h"
+#include "runtime/hostfs.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
+#include "runtime/workspacevolume.h"
 #include "secretredactor.h"
 #include "service/sandboxmanager.h"
 #include "service/streamhub.h"
@@ -19,6 +22,7 @@
 #include <QSaveFile>
 #include <QUrl>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 Q_LOGGING_CATEGORY(lcAgents, "sandboxd.agents")
@@ -235,13 +239,11 @@ void AgentService::installHooks()
                 qCWarning(lcAgents) << "the" << type << "CLI is not installed in" << cliDir
                                     << "(run scripts/setup.sh)";
             // The agent's home (sessions, its own config) persists with the sandbox, outside
-            // /workspace so that it does not clutter the user's files.
-            const QString home = spec.stateDir + QStringLiteral("/agent-home");
-            QDir().mkpath(home);
-            if (spec.dropPrivileges
-                && ::chown(QFile::encodeName(home).constData(), spec.uid, spec.gid) != 0)
-                qCWarning(lcAgents) << "cannot hand" << home << "to uid" << spec.uid;
-            spec.extraMounts.append({home, QLatin1String(AgentAdapter::HomeDir), true});
+            // /workspace so that it does not clutter the user's files, on the sandbox's disk
+            // (WorkspaceVolume makes it).
+            spec.extraMounts.append(
+                {WorkspaceVolume::treePath(spec.volumeDir, WorkspaceVolume::Tree::Home),
+                 QLatin1String(AgentAdapter::HomeDir), true});
         };
         hooks.removed = [this](const SandboxRecord &record) {
             if (const auto job = m_jobs.value(record.id))
@@ -360,40 +362,48 @@ void AgentService::endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> r
     reply(QJsonValue(answer));
 }
 
-void AgentService::prepareHome(const SandboxRecord &record, const AgentAdapter &adapter,
-                               const AgentInvocation &inv) const
+Result<bool> AgentService::prepareHome(const SandboxRecord &record, const AgentAdapter &adapter,
+                                       const AgentInvocation &inv) const
 {
-    const QString home = m_sandboxes->stateDirOf(record.id) + QStringLiteral("/agent-home");
+    // The home is the sandbox user's: everything below it is opened relative to it, one
+    // component at a time, never through a link the sandbox put there, and with the sandbox's
+    // own file permissions (so that even a mistake here could not reach a file of the host).
     const EngineConfig &config = m_sandboxes->config();
-    const uid_t uid = config.uidBase + uid_t(record.slot);
-    const auto own = [&](const QString &path) {
-        if (config.dropPrivileges && ::chown(QFile::encodeName(path).constData(), uid, uid) != 0)
-            qCWarning(lcAgents) << "cannot hand" << path << "to uid" << uid;
+    const uid_t uid = config.dropPrivileges ? config.uidBase + uid_t(record.slot) : ::getuid();
+    const gid_t gid = config.dropPrivileges ? gid_t(uid) : ::getgid();
+    const auto fail = [](const QString &path, int err) {
+        return Error{ErrorCode::SandboxError,
+                     QStringLiteral("cannot prepare the agent's home: %1%2: %3")
+                         .arg(QLatin1String(AgentAdapter::HomeDir), path,
+                              err == -ELOOP ? QStringLiteral("a symbolic link is in the way")
+                                            : HostFs::errorText(err)),
+                     {}};
     };
-    const auto makeDirs = [&](const QString &rel) {
-        QString path = home;
-        for (const QString &part : rel.split(u'/', Qt::SkipEmptyParts)) {
-            path += u'/' + part;
-            if (!QFileInfo(path).isDir()) {
-                QDir().mkdir(path);
-                own(path);
-            }
-        }
-    };
-    for (const QString &dir : adapter.homeDirectories())
-        makeDirs(dir);
-    for (auto it = inv.homeFiles.cbegin(); it != inv.homeFiles.cend(); ++it) {
-        makeDirs(it.key().section(u'/', 0, -2));
-        const QString path = home + u'/' + it.key();
-        // The home is the sandbox user's: never follow a link it may have put there.
-        if (QFileInfo(path).isSymLink())
-            QFile::remove(path);
-        QSaveFile f(path);
-        if (f.open(QIODevice::WriteOnly) && f.write(it.value()) == it.value().size() && f.commit())
-            own(path);
-        else
-            qCWarning(lcAgents) << "cannot write" << path;
+    FsUidGuard guard(uid);
+    HostFs::Fd volume(HostFs::openOwnDir(m_sandboxes->volumeDirOf(record.id)));
+    if (!volume.isValid())
+        return fail({}, volume.get());
+    HostFs::Fd home(HostFs::openBeneath(volume.get(), "home", O_RDONLY | O_DIRECTORY));
+    if (!home.isValid())
+        return fail({}, home.get());
+    for (const QString &dir : adapter.homeDirectories()) {
+        HostFs::Fd fd(HostFs::ensureDirs(home.get(), QFile::encodeName(dir), 0700, uid, gid));
+        if (!fd.isValid())
+            return fail(u'/' + dir, fd.get());
     }
+    for (auto it = inv.homeFiles.cbegin(); it != inv.homeFiles.cend(); ++it) {
+        const QString dir = it.key().section(u'/', 0, -2);
+        HostFs::Fd parent(HostFs::ensureDirs(home.get(), QFile::encodeName(dir), 0700, uid, gid));
+        if (!parent.isValid())
+            return fail(u'/' + dir, parent.get());
+        // Replaced, never written through: a link planted at the name goes, its target stays.
+        const int r = HostFs::writeFileAt(parent.get(),
+                                          QFile::encodeName(it.key().section(u'/', -1)), it.value(),
+                                          0600, uid, gid);
+        if (r < 0)
+            return fail(u'/' + it.key(), r);
+    }
+    return true;
 }
 
 void AgentService::rememberSession(const QString &sandboxId, const QString &sessionId,
@@ -444,7 +454,6 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
 
     std::shared_ptr<AgentAdapter> adapter = AgentAdapter::create(job->type);
     const AgentInvocation inv = adapter->invocation(options);
-    prepareHome(job->record, *adapter, inv);
 
     QJsonObject execEnv;
     for (auto it = runEnv.cbegin(); it != runEnv.cend(); ++it)
@@ -467,12 +476,17 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
     const QString cwd = options.cwd;
     m_sandboxes->withSupervisor(
         job->keyId, id, kAgent, job->context.data() ? job->context.data() : this,
-        [this, job, adapter, request, turn, id, cwd, done](Result<SupervisorChannel *> r) {
+        [this, job, adapter, inv, request, turn, id, cwd, done](Result<SupervisorChannel *> r) {
             if (!r)
                 return done(r.error());
             if (job->cancelled) {
                 m_sandboxes->endActivity(id);
                 return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+            }
+            // Now that the sandbox runs: its home lives on its disk image, mounted only then.
+            if (const auto prepared = prepareHome(job->record, *adapter, inv); !prepared) {
+                m_sandboxes->endActivity(id);
+                return done(prepared.error());
             }
             struct Output
             {

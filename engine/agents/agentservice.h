@@ -66,8 +66,10 @@ private:
                 const Methods::Reply &reply);
     // One CLI run; `done` gets the run's answer (or an Error when the run could not be made).
     void runTurn(const std::shared_ptr<Job> &job, AgentRunOptions options, int turn, Done done);
-    void prepareHome(const SandboxRecord &record, const AgentAdapter &adapter,
-                     const AgentInvocation &inv) const;
+    // Makes the adapter's directories and files in the sandbox's /home/agent (fd-relative, as the
+    // sandbox's uid, never through a link); the sandbox must be running (its disk is mounted).
+    Result<bool> prepareHome(const SandboxRecord &record, const AgentAdapter &adapter,
+                             const AgentInvocation &inv) const;
     void rememberSession(const QString &sandboxId, const QString &sessionId,
                          const QString &cwd) const;
     QJsonObject lastSession(const QString &sandboxId) const;

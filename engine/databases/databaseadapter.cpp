@@ -7,6 +7,7 @@
 #include "postgrestemplate.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
+#include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
 
 #include <QDir>
@@ -319,13 +320,10 @@ void DatabaseAdapter::prepare(SandboxSpec &spec, const SandboxRecord &record)
         m_creating.reset();
     }
     const DatabaseSettings s = settingsOf(record.id);
-    // The socket directory: the sandbox's /run/db, owned by its uid; the engine connects from here.
-    const QString run = spec.stateDir + QStringLiteral("/run");
-    QDir().mkpath(run);
-    if (spec.dropPrivileges && ::chown(QFile::encodeName(run).constData(), spec.uid, spec.gid) != 0)
-        qCWarning(lcDatabases) << "cannot hand" << run << "to the sandbox";
-    ::chmod(QFile::encodeName(run).constData(), 0700);
-    spec.extraMounts.append({run, QStringLiteral("/run/db"), true});
+    // The socket directory: the sandbox's /run/db, owned by its uid, on its disk (WorkspaceVolume
+    // makes it).
+    spec.extraMounts.append({WorkspaceVolume::treePath(spec.volumeDir, WorkspaceVolume::Tree::Run),
+                             QStringLiteral("/run/db"), true});
     if (s.type == QLatin1String("postgres"))
         spec.extraMounts.append(
             {m_template->path(), QStringLiteral("/run/sandbox/pg-template"), false});
@@ -336,12 +334,11 @@ void DatabaseAdapter::prepare(SandboxSpec &spec, const SandboxRecord &record)
 DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseSettings &s,
                                               uid_t uid, const ResourceLimits &limits)
 {
-    const QString run = m_sandboxes->stateDirOf(id) + QStringLiteral("/run");
     DatabaseBackend *backend = nullptr;
     if (s.type == QLatin1String("postgres")) {
         PostgresBackend::Settings ps;
-        ps.socketDir = run;
-        ps.uid = uid;
+        ps.relayDir = m_relayDir.path() + u'/' + id;
+        ps.server = {m_sandboxes->volumeDirOf(id), uid};
         ps.database = s.database;
         ps.username = s.username;
         ps.password = s.password;
@@ -357,8 +354,7 @@ DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseS
     } else {
         DbHostBackend::Settings ds;
         ds.engine = s.type;
-        ds.socketDir = run;
-        ds.uid = uid;
+        ds.socket = {m_sandboxes->volumeDirOf(id), uid};
         ds.databaseFile = QStringLiteral("/workspace/") + s.database;
         ds.memoryLimitMb = qMax<qint64>(64, limits.memoryMb / 2);
         // As many threads as the sandbox has CPUs (more only wait for the quota, and each one

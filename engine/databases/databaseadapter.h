@@ -5,11 +5,13 @@
 #include "runtime/cgroup.h"
 
 #include <QDateTime>
+#include <QDir>
 #include <QHash>
 #include <QJsonObject>
 #include <QObject>
 #include <QPointer>
 #include <QString>
+#include <QTemporaryDir>
 
 #include <functional>
 #include <optional>
@@ -108,6 +110,8 @@ private:
     Methods *m_methods;          // not owned
     SandboxManager *m_sandboxes; // not owned
     QString m_dbhostDir;
+    // The engine's private directory (0700, short path) of the sockets libpq connects to (PgRelay).
+    QTemporaryDir m_relayDir{QDir::tempPath() + QStringLiteral("/sandboxd-XXXXXX")};
     PostgresTemplate *m_template;                 // owned (child)
     QHash<QString, DatabaseBackend *> m_backends; // owned (children), by sandbox id
     QHash<QString, qint64> m_startupMs;           // by sandbox id: the last start's time to ready

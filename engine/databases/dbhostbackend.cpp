@@ -1,6 +1,5 @@
 #include "dbhostbackend.h"
 
-#include "fsuidguard.h"
 #include "runtime/supervisorchannel.h"
 
 #include <QDateTime>
@@ -28,25 +27,7 @@ constexpr int kStopTimeoutMs = 5000;
 constexpr qsizetype kMaxLine = 64 * 1024 * 1024;
 constexpr qsizetype kLogTail = 4096;
 
-// Connects to a unix socket with the sandbox's file permissions (see FsUidGuard).
-int connectUnix(const QString &path, uid_t fsuid)
-{
-    const QByteArray p = QFile::encodeName(path);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (size_t(p.size()) >= sizeof addr.sun_path)
-        return -1;
-    memcpy(addr.sun_path, p.constData(), size_t(p.size()) + 1);
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    FsUidGuard guard(fsuid);
-    if (::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
+const QByteArray kSocketName = "dbhost.sock";
 
 } // namespace
 
@@ -125,7 +106,6 @@ void DbHostBackend::start(SupervisorChannel *channel, std::function<void(Result<
     m_channel = channel;
     m_stopping = false;
     m_log.clear();
-    QFile::remove(m_settings.socketDir + QStringLiteral("/dbhost.sock"));
     const QJsonArray argv{m_settings.engine == QLatin1String("duckdb")
                               ? QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost-duckdb")
                               : QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
@@ -175,12 +155,12 @@ void DbHostBackend::connectOnce(qint64 deadline, std::function<void(Result<bool>
                           QStringLiteral("the database did not start: ") + log.section(u'\n', -2),
                           {}});
     }
-    const int fd = connectUnix(m_settings.socketDir + QStringLiteral("/dbhost.sock"),
-                               m_settings.uid);
-    if (fd < 0) {
+    const Result<int> fd = SandboxSocket::connect(m_settings.socket, kSocketName);
+    if (!fd) {
         if (QDateTime::currentMSecsSinceEpoch() > deadline)
             return done(Error{ErrorCode::SandboxError,
-                              QStringLiteral("the database host did not become ready"),
+                              QStringLiteral("the database host did not become ready: ")
+                                  + fd.error().message,
                               {}});
         QPointer<DbHostBackend> self(this);
         QTimer::singleShot(kReadyPollMs, this, [self, deadline, done] {
@@ -190,7 +170,7 @@ void DbHostBackend::connectOnce(qint64 deadline, std::function<void(Result<bool>
         return;
     }
     delete m_control;
-    m_control = new Connection(fd, this);
+    m_control = new Connection(*fd, this);
     done(true);
 }
 
@@ -211,15 +191,13 @@ void DbHostBackend::acquire(std::function<void(Result<Connection *>)> then)
         m_waiters.append(std::move(then));
         return;
     }
-    const int fd = connectUnix(m_settings.socketDir + QStringLiteral("/dbhost.sock"),
-                               m_settings.uid);
-    if (fd < 0)
+    const Result<int> fd = SandboxSocket::connect(m_settings.socket, kSocketName);
+    if (!fd)
         return then(Error{ErrorCode::SandboxError,
-                          QStringLiteral("cannot connect to the database host: %1")
-                              .arg(QString::fromLocal8Bit(strerror(errno))),
-                          {}});
+                          QStringLiteral("cannot reach the database host: ") + fd.error().message,
+                          fd.error().data});
     ++m_open;
-    then(new Connection(fd, this));
+    then(new Connection(*fd, this));
 }
 
 void DbHostBackend::release(Connection *c)

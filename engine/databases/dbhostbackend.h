@@ -1,6 +1,7 @@
 #pragma once
 
 #include "databasebackend.h"
+#include "runtime/sandboxsocket.h"
 
 #include <QHash>
 #include <QList>
@@ -13,8 +14,8 @@ class QLocalSocket;
 namespace Sandbox::Engine {
 
 // A SQLite or DuckDB database in a sandbox, served by sandbox-dbhost running inside it
-// (dbhost/PROTOCOL.md): the engine only speaks JSON lines to it over a unix socket in a host
-// directory bound into the sandbox, and never opens the database file itself.
+// (dbhost/PROTOCOL.md): the engine only speaks JSON lines to it over the unix socket it serves in
+// the sandbox's /run/db (reached as SandboxSocket says), and never opens the database file itself.
 class DbHostBackend final : public DatabaseBackend
 {
     Q_OBJECT
@@ -22,10 +23,9 @@ class DbHostBackend final : public DatabaseBackend
 public:
     struct Settings
     {
-        QString engine;       // sqlite | duckdb
-        QString socketDir;    // host path of the sandbox's /run/db
-        uid_t uid = 0;        // the sandbox's uid: connects are checked with its permissions
-        QString databaseFile; // path inside the sandbox, e.g. /workspace/main.db
+        QString engine;               // sqlite | duckdb
+        SandboxSocket::Target socket; // the sandbox whose /run/db/dbhost.sock the engine reaches
+        QString databaseFile;         // path inside the sandbox, e.g. /workspace/main.db
         qint64 memoryLimitMb = 1024;
         int threads = 1;
         int maxConnections = 6;

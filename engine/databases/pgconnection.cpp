@@ -1,7 +1,5 @@
 #include "pgconnection.h"
 
-#include "fsuidguard.h"
-
 #include <QLoggingCategory>
 #include <QPointer>
 #include <QSocketNotifier>
@@ -48,9 +46,8 @@ QString PgConnection::errorMessage() const
     return m_conn ? QString::fromUtf8(PQerrorMessage(m_conn)).trimmed() : QString();
 }
 
-void PgConnection::open(const Params &params, uid_t fsuid, std::function<void(Result<bool>)> done)
+void PgConnection::open(const Params &params, std::function<void(Result<bool>)> done)
 {
-    m_fsuid = fsuid;
     m_onOpen = std::move(done);
     QList<const char *> keys, values;
     for (const auto &[k, v] : params) {
@@ -59,10 +56,7 @@ void PgConnection::open(const Params &params, uid_t fsuid, std::function<void(Re
     }
     keys.append(nullptr);
     values.append(nullptr);
-    {
-        FsUidGuard guard(m_fsuid);
-        m_conn = PQconnectStartParams(keys.constData(), values.constData(), 0);
-    }
+    m_conn = PQconnectStartParams(keys.constData(), values.constData(), 0);
     if (!m_conn || PQstatus(m_conn) == CONNECTION_BAD) {
         const QString why = m_conn ? errorMessage() : QStringLiteral("out of memory");
         QTimer::singleShot(0, this, [this, why] { fail(why); });
@@ -84,11 +78,7 @@ void PgConnection::open(const Params &params, uid_t fsuid, std::function<void(Re
 
 void PgConnection::pollConnect()
 {
-    PostgresPollingStatusType st;
-    {
-        FsUidGuard guard(m_fsuid);
-        st = PQconnectPoll(m_conn);
-    }
+    const PostgresPollingStatusType st = PQconnectPoll(m_conn);
     switch (st) {
     case PGRES_POLLING_READING:
         m_write->setEnabled(false);
@@ -262,9 +252,8 @@ void PgConnection::cancel()
     PGcancel *c = PQgetCancel(m_conn);
     if (!c)
         return;
-    const uid_t fsuid = m_fsuid;
-    QThreadPool::globalInstance()->start([c, fsuid] {
-        FsUidGuard guard(fsuid);
+    // Blocking, but only towards the engine's own PgRelay, which answers at once.
+    QThreadPool::globalInstance()->start([c] {
         char err[256];
         if (!PQcancel(c, err, sizeof err))
             qCWarning(lcPg) << "cancel failed:" << err;

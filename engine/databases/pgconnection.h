@@ -29,8 +29,8 @@ public:
     explicit PgConnection(QObject *parent = nullptr);
     ~PgConnection() override;
 
-    // Connects; `done` runs once. `fsuid`: the uid whose file permissions the connect uses.
-    void open(const Params &params, uid_t fsuid, std::function<void(Result<bool>)> done);
+    // Connects; `done` runs once.
+    void open(const Params &params, std::function<void(Result<bool>)> done);
 
     struct Sink
     {
@@ -74,7 +74,6 @@ private:
     pg_conn *m_conn = nullptr;          // owned
     QSocketNotifier *m_read = nullptr;  // owned (child)
     QSocketNotifier *m_write = nullptr; // owned (child)
-    uid_t m_fsuid = 0;
     std::function<void(Result<bool>)> m_onOpen;
     bool m_connecting = false;
     bool m_busy = false;

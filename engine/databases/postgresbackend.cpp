@@ -1,6 +1,7 @@
 #include "postgresbackend.h"
 
 #include "pgconnection.h"
+#include "pgrelay.h"
 #include "pgvalues.h"
 #include "runtime/supervisorchannel.h"
 
@@ -157,6 +158,14 @@ void PostgresBackend::start(SupervisorChannel *channel, std::function<void(Resul
     m_channel = channel;
     m_stopping = false;
     m_log.clear();
+    if (!m_relay) {
+        m_relay = new PgRelay(m_settings.server, this);
+        if (const auto listening = m_relay->listen(m_settings.relayDir); !listening) {
+            delete m_relay;
+            m_relay = nullptr;
+            return done(listening.error());
+        }
+    }
     // The template's contents ("/."): in a container /run/sandbox/pg-template is a link, and
     // cp -a would copy the link, chmod then following it to the engine's template.
     QString script = QStringLiteral("set -e; D=%1; if [ ! -d \"$D\" ]; then rm -rf \"$D.new\"; cp "
@@ -315,7 +324,7 @@ void PostgresBackend::openConnection(bool admin, const QString &database, ConnDo
     ++m_open;
     auto *conn = new PgConnection(this);
     PgConnection::Params params{
-        {"host", QFile::encodeName(m_settings.socketDir)},
+        {"host", QFile::encodeName(m_relay->directory())},
         {"port", "5432"},
         {"dbname", database.toUtf8()},
         {"user", admin ? QByteArray(kAdminRole) : m_settings.username.toUtf8()},
@@ -326,7 +335,7 @@ void PostgresBackend::openConnection(bool admin, const QString &database, ConnDo
         {"options", "-c DateStyle=ISO,YMD -c IntervalStyle=iso_8601 -c TimeZone=UTC"},
     };
     QPointer<PostgresBackend> self(this);
-    conn->open(params, m_settings.uid, [self, conn, done](Result<bool> r) {
+    conn->open(params, [self, conn, done](Result<bool> r) {
         if (!r) {
             conn->deleteLater();
             return done(r.error());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "databasebackend.h"
+#include "runtime/sandboxsocket.h"
 
 #include <QHash>
 #include <QList>
@@ -13,10 +14,11 @@
 namespace Sandbox::Engine {
 
 class PgConnection;
+class PgRelay;
 
 // A PostgreSQL server in a database sandbox: Debian's `postgres`, started from a copy of the
-// engine's template cluster, listening only on a unix socket in a host directory bound into the
-// sandbox; the engine talks to it with libpq (a small pool of async connections).
+// engine's template cluster, listening only on a unix socket in the sandbox's /run/db; the engine
+// talks to it with libpq (a small pool of async connections) through a PgRelay.
 class PostgresBackend final : public DatabaseBackend
 {
     Q_OBJECT
@@ -24,12 +26,12 @@ class PostgresBackend final : public DatabaseBackend
 public:
     struct Settings
     {
-        QString socketDir;       // host path of the sandbox's /run/db
-        uid_t uid = 0;           // the sandbox's uid: connects are checked with its permissions
-        QString database;        // the client role's database
-        QString username;        // the client role (not a superuser)
-        QString password;        // set on the role once, at initialisation
-        bool initialize = false; // first start: rename the template's database and role
+        QString relayDir;             // the engine's private directory libpq connects in
+        SandboxSocket::Target server; // the sandbox whose /run/db/.s.PGSQL.5432 it reaches
+        QString database;             // the client role's database
+        QString username;             // the client role (not a superuser)
+        QString password;             // set on the role once, at initialisation
+        bool initialize = false;      // first start: rename the template's database and role
         int maxConnections = 8;
     };
 
@@ -73,6 +75,7 @@ private:
 
     Settings m_settings;
     QPointer<SupervisorChannel> m_channel;
+    PgRelay *m_relay = nullptr; // owned (child)
     quint32 m_serverExec = 0;
     bool m_alive = false;
     bool m_stopping = false;

@@ -1,6 +1,7 @@
 #include "sandboxprocess.h"
 
 #include "containerlayout.h"
+#include "offloop.h"
 #include "seccompprofile.h"
 #include "supervisorchannel.h"
 #include "supervisorlog.h"
@@ -16,6 +17,7 @@
 #include <QTimer>
 
 #include <climits>
+#include <optional>
 
 #include <fcntl.h>
 #include <grp.h>
@@ -173,6 +175,10 @@ QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
     for (const SandboxSpec::Mount &m : spec.extraMounts)
         a << (m.writable ? QStringLiteral("--bind") : QStringLiteral("--ro-bind")) << m.hostPath
           << m.sandboxPath;
+    // bubblewrap's own root and /dev are tmpfs mounts of no set size: read-only once everything
+    // is mounted, so that a sandbox writes only where its disk limit counts (docs/protocol.md, 6).
+    a << QStringLiteral("--remount-ro") << QStringLiteral("/") << QStringLiteral("--remount-ro")
+      << QStringLiteral("/dev");
     if (spec.network)
         a << QStringLiteral("--share-net");
     // Installed by bubblewrap right before it starts the supervisor (see launch()).
@@ -213,9 +219,9 @@ QMap<QString, QByteArray> SandboxProcess::curatedEtc(const SandboxSpec &spec, ui
 
 Result<bool> SandboxProcess::prepareFiles() const
 {
-    if (!QDir().mkpath(m_spec.workspaceDir) || !QDir().mkpath(m_spec.stateDir))
+    if (!QDir().mkpath(m_spec.stateDir))
         return Error{ErrorCode::SandboxError,
-                     QStringLiteral("cannot create %1").arg(m_spec.workspaceDir),
+                     QStringLiteral("cannot create %1").arg(m_spec.stateDir),
                      {}};
     // The sandbox's uid must pass through the state directory to reach its workspace and files.
     ::chmod(QFile::encodeName(m_spec.stateDir).constData(), 0711);
@@ -235,11 +241,6 @@ Result<bool> SandboxProcess::prepareFiles() const
                          QStringLiteral("cannot write the sandbox's /etc in %1").arg(etcDir),
                          {}};
     }
-    if (m_spec.dropPrivileges
-        && ::chown(QFile::encodeName(m_spec.workspaceDir).constData(), uid, gid) != 0)
-        return Error{ErrorCode::SandboxError,
-                     QStringLiteral("cannot hand %1 to uid %2").arg(m_spec.workspaceDir).arg(uid),
-                     {}};
     return true;
 }
 
@@ -266,13 +267,22 @@ void SandboxProcess::start()
             return fail(group.error());
         m_cgroup = std::move(group).value();
     }
-    if (m_spec.diskImage.isEmpty())
-        return launch();
-    m_volume = new WorkspaceVolume(m_spec.diskImage, m_spec.workspaceDir, m_spec.limits.diskMb,
-                                   m_spec.dropPrivileges ? m_spec.uid : ::getuid(),
-                                   m_spec.dropPrivileges ? m_spec.gid : ::getgid(),
-                                   m_spec.volumePool, this);
+    // The trees the sandbox writes (its workspace, agent home, run directory), on its disk image
+    // where there is one; made fd-relative and off the event loop.
+    WorkspaceVolume::Layout layout;
+    layout.stateDir = m_spec.stateDir;
+    layout.volumeDir = m_spec.volumeDir;
+    layout.image = m_spec.diskImage;
+    layout.imageMb = WorkspaceVolume::imageMb(m_spec.limits);
+    layout.uid = m_spec.dropPrivileges ? m_spec.uid : ::getuid();
+    layout.gid = m_spec.dropPrivileges ? m_spec.gid : ::getgid();
+    layout.poolDir = m_spec.volumePool;
+    m_volume = new WorkspaceVolume(layout, this);
     m_volume->mount([this](Result<bool> mounted) {
+        if (m_stopping) {
+            // stop() came while the volume was being prepared: nothing was started.
+            return cleanUp([this] { Q_EMIT exited(QStringLiteral("stopped")); });
+        }
         if (!mounted) {
             m_cgroup.remove();
             m_cgroup = Cgroup(); // see onFinished()
@@ -553,6 +563,10 @@ void SandboxProcess::abort(const QString &why)
 
 void SandboxProcess::stop()
 {
+    if (!m_process && m_volume && m_volume->isBusy()) {
+        m_stopping = true; // exited() follows once the volume is ready (see start())
+        return;
+    }
     if (!m_process || m_process->state() == QProcess::NotRunning) {
         QTimer::singleShot(0, this, [this] { Q_EMIT exited(QStringLiteral("stopped")); });
         return;
@@ -574,17 +588,6 @@ void SandboxProcess::stop()
 void SandboxProcess::onFinished(int exitCode, int exitStatus)
 {
     const bool outOfMemory = m_cgroup.isValid() && m_cgroup.oomKills() > 0;
-    // Whatever is left in the cgroup (nothing, normally) goes too, then the workspace's mount.
-    m_cgroup.killAll();
-    m_cgroup.remove();
-    // In a container there is no PID namespace to end with the supervisor: its uid's processes go.
-    if (!m_spec.bubblewrap && m_spec.dropPrivileges)
-        ContainerLayout::killAllOf(m_spec.uid);
-    if (m_volume)
-        m_volume->unmount();
-    // Forgotten, so that the destructor does not kill a new start of this sandbox, whose cgroup
-    // has the same name.
-    m_cgroup = Cgroup();
     QString reason;
     if (m_stopping) {
         reason = QStringLiteral("stopped");
@@ -608,24 +611,50 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
             Error{m_stopping ? ErrorCode::SandboxNotRunning : ErrorCode::SandboxError,
                   m_stopping ? reason : QStringLiteral("the sandbox was stopped: ") + reason,
                   {}});
-    if (!m_readySeen && !m_stopping) {
-        Q_EMIT failed(Error{ErrorCode::SandboxError,
-                            QStringLiteral("the sandbox did not start: ") + reason,
-                            {}});
-        return;
-    }
-    Q_EMIT exited(reason);
+    // Whatever is left in the cgroup (nothing, normally) goes too, then the disk's mount: off the
+    // event loop, as dying processes and the file system's final flush take their time. The
+    // cgroup is forgotten here, so that the destructor does not kill a new start of this sandbox
+    // (same cgroup name); exited() comes once all of it is done.
+    cleanUp([this, reason] {
+        if (!m_readySeen && !m_stopping)
+            return Q_EMIT failed(Error{ErrorCode::SandboxError,
+                                       QStringLiteral("the sandbox did not start: ") + reason,
+                                       {}});
+        Q_EMIT exited(reason);
+    });
+}
+
+void SandboxProcess::cleanUp(std::function<void()> then)
+{
+    const Cgroup group = std::exchange(m_cgroup, Cgroup());
+    const QString mountPoint = m_volume ? m_volume->release() : QString();
+    // In a container there is no PID namespace to end with the supervisor: its uid's processes go.
+    const std::optional<uid_t> containerUid = !m_spec.bubblewrap && m_spec.dropPrivileges
+                                                  ? std::optional<uid_t>(m_spec.uid)
+                                                  : std::nullopt;
+    runOffLoop<bool>(
+        this,
+        [group, mountPoint, containerUid] {
+            group.killAll();
+            group.remove();
+            if (containerUid)
+                ContainerLayout::killAllOf(*containerUid);
+            if (!mountPoint.isEmpty())
+                WorkspaceVolume::forceUnmount(mountPoint);
+            return true;
+        },
+        [then = std::move(then)](bool) { then(); });
 }
 
 void SandboxProcess::cleanUpOrphan(const CgroupHost *cgroups, const QString &id,
-                                   const QString &workspaceDir)
+                                   const QString &volumeDir)
 {
     if (cgroups && cgroups->isUsable()) {
         const Cgroup group = Cgroup::existing(*cgroups, cgroupName(id));
         group.killAll();
         group.remove();
     }
-    WorkspaceVolume::forceUnmount(workspaceDir);
+    WorkspaceVolume::forceUnmount(volumeDir);
 }
 
 } // namespace Sandbox::Engine

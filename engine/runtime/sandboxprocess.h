@@ -9,7 +9,9 @@
 #include <QPointer>
 #include <QString>
 
+#include <functional>
 #include <memory>
+
 #include <sys/types.h>
 
 class QProcess;
@@ -25,8 +27,9 @@ class WorkspaceVolume;
 struct SandboxSpec
 {
     QString id;
-    QString workspaceDir;   // host directory bound at /workspace (persistent)
-    QString stateDir;       // host directory for this sandbox's generated files (passwd, group)
+    QString workspaceDir; // host directory bound at /workspace (persistent)
+    QString volumeDir; // holds workspaceDir and the other trees the sandbox writes (WorkspaceVolume)
+    QString stateDir;  // host directory for this sandbox's generated files (passwd, group)
     QString supervisorPath; // host path of the sandbox-supervisor binary
     QString bwrapPath = QStringLiteral("/usr/bin/bwrap");
     bool dropPrivileges = false; // when the engine runs as root: run as uid/gid below
@@ -41,7 +44,8 @@ struct SandboxSpec
     bool bubblewrap = true;
     QMap<QString, QString> env;
     ResourceLimits limits;
-    // An ext4 image that bounds the workspace's disk (made on first start); empty: a plain directory.
+    // An ext4 image mounted on volumeDir that bounds the sandbox's disk (made on first start);
+    // empty: plain directories.
     QString diskImage;
     QString volumePool; // where formatted spare images wait (see WorkspaceVolume)
 
@@ -99,7 +103,7 @@ public:
 
     // Kills whatever is left of a sandbox that the engine lost track of (after a crash).
     static void cleanUpOrphan(const CgroupHost *cgroups, const QString &id,
-                              const QString &workspaceDir);
+                              const QString &volumeDir);
 
 Q_SIGNALS:
     void ready();
@@ -114,6 +118,8 @@ private:
     void abort(const QString &why);
     // Freezes the cgroup, kills exec `id`'s process tree (its reaper's descendants), thaws.
     void killExec(quint32 id);
+    // Kills what is left in the cgroup, removes it and unmounts the disk, off the event loop.
+    void cleanUp(std::function<void()> then);
     Result<bool> prepareFiles() const;
 
     SandboxSpec m_spec;

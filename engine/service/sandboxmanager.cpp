@@ -102,21 +102,24 @@ SandboxManager::~SandboxManager()
 
 void SandboxManager::recover()
 {
+    // What deletions left half done when the engine stopped goes, in the background.
+    WorkspaceVolume::emptyTrash(trashDir(), this);
     if (m_config.diskImages) {
         // Spares for the common sizes, made in the background while the engine starts serving;
-        // half-made ones from before a crash go first.
-        QDir pool(m_config.dataDir + QStringLiteral("/volumes"));
-        for (const QString &stale : pool.entryList({QStringLiteral("*.tmp")}, QDir::Files))
-            pool.remove(stale);
+        // half-made ones from before a crash, and ones of sizes no longer made, go first.
+        const QString pool = m_config.dataDir + QStringLiteral("/volumes");
+        QList<qint64> sizes;
+        for (const SizeRow &row : kSizes)
+            sizes.append(WorkspaceVolume::imageMb(row.limits));
+        WorkspaceVolume::prunePool(pool, sizes);
         for (const QString &size :
              {QStringLiteral("lite"), QStringLiteral("basic"), QStringLiteral("standard-1")})
-            WorkspaceVolume::refillPool(m_config.dataDir + QStringLiteral("/volumes"),
-                                        limitsFor(size).diskMb, this);
+            WorkspaceVolume::refillPool(pool, WorkspaceVolume::imageMb(limitsFor(size)), this);
     }
     for (Entry *e : std::as_const(m_entries)) {
         if (!isLive(e->rec.status))
             continue;
-        SandboxProcess::cleanUpOrphan(m_config.cgroups.get(), e->rec.id, workspaceOf(e->rec.id));
+        SandboxProcess::cleanUpOrphan(m_config.cgroups.get(), e->rec.id, volumeDirOf(e->rec.id));
         qCInfo(lcManager) << "sandbox" << e->rec.id << "was" << e->rec.status
                           << "when the engine stopped; now sleeping";
         e->rec.status = kSleeping;
@@ -216,9 +219,19 @@ SandboxManager::Entry *SandboxManager::find(const QString &keyId, const QString 
     return e;
 }
 
+QString SandboxManager::volumeDirOf(const QString &id) const
+{
+    return stateDirOf(id) + QStringLiteral("/volume");
+}
+
 QString SandboxManager::workspaceOf(const QString &id) const
 {
-    return stateDirOf(id) + QStringLiteral("/workspace");
+    return WorkspaceVolume::treePath(volumeDirOf(id), WorkspaceVolume::Tree::Workspace);
+}
+
+QString SandboxManager::trashDir() const
+{
+    return m_config.dataDir + QStringLiteral("/trash");
 }
 
 QString SandboxManager::stateDirOf(const QString &id) const
@@ -339,8 +352,9 @@ void SandboxManager::launch(Entry *e)
 {
     SandboxSpec spec;
     spec.id = e->rec.id;
-    spec.workspaceDir = workspaceOf(e->rec.id);
     spec.stateDir = stateDirOf(e->rec.id);
+    spec.volumeDir = volumeDirOf(e->rec.id);
+    spec.workspaceDir = workspaceOf(e->rec.id);
     spec.supervisorPath = m_config.supervisorPath;
     spec.bwrapPath = m_config.bwrapPath;
     spec.dropPrivileges = m_config.dropPrivileges;
@@ -350,19 +364,17 @@ void SandboxManager::launch(Entry *e)
     spec.useCgroups = m_config.useCgroups;
     spec.cgroups = m_config.cgroups;
     spec.bubblewrap = m_config.bubblewrap;
-    // A new sandbox gets a disk image; one made before images existed keeps its directory.
-    const QString image = stateDirOf(e->rec.id) + QStringLiteral("/workspace.ext4");
-    const QDir workspace(spec.workspaceDir);
-    if (m_config.diskImages
-        && (QFile::exists(image) || !workspace.exists()
-            || workspace.isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden)))
-        spec.diskImage = image;
+    // A new sandbox gets a disk image; one made before images existed keeps its directories.
+    if (m_config.diskImages && WorkspaceVolume::usesImage(spec.stateDir))
+        spec.diskImage = WorkspaceVolume::imagePath(spec.stateDir);
     if (!spec.diskImage.isEmpty()) {
         spec.volumePool = m_config.dataDir + QStringLiteral("/volumes");
         // The next sandbox of this size finds its image formatted already.
-        QTimer::singleShot(0, this, [this, pool = spec.volumePool, size = e->limits.diskMb] {
-            WorkspaceVolume::refillPool(pool, size, this);
-        });
+        QTimer::singleShot(0, this,
+                           [this, pool = spec.volumePool,
+                            size = WorkspaceVolume::imageMb(e->limits)] {
+                               WorkspaceVolume::refillPool(pool, size, this);
+                           });
     }
     spec.env = e->rec.env;
     spec.limits = e->limits;
@@ -668,10 +680,11 @@ void SandboxManager::remove(const QString &keyId, const QString &id, const QStri
         if (const SandboxTypeHooks hooks = m_hooks.value(e->rec.type); hooks.removed)
             hooks.removed(e->rec);
         const auto removed = m_registry->removeSandbox(id);
-        // The workspace goes with the sandbox (never while mounted); removeRecursively does not
-        // follow symlinks.
-        WorkspaceVolume::forceUnmount(workspaceOf(id));
-        QDir(stateDirOf(id)).removeRecursively();
+        // Its files go with it: out of sight at once, deleted off the event loop, fd-relative.
+        WorkspaceVolume::discard(stateDirOf(id), trashDir(), this, [id](Result<bool> r) {
+            if (!r)
+                qCWarning(lcManager).noquote() << "sandbox" << id << r.error().message;
+        });
         Q_EMIT statusChanged(id, QStringLiteral("deleted"));
         delete e;
         if (!guard)

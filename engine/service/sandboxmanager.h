@@ -90,9 +90,13 @@ public:
     static QStringList sizes();
 
     void setTypeHooks(const QString &type, SandboxTypeHooks hooks);
-    // The host directory of a sandbox's own files (its workspace lives in DIR/workspace).
+    // The host directory of a sandbox's own files (the engine's; the sandbox never writes there).
     QString stateDirOf(const QString &id) const;
-    // The host directory that is its /workspace (when it is not in a disk image).
+    // The host directory of the trees the sandbox writes: workspace/, home/, run/ (see
+    // WorkspaceVolume), on its disk image when it has one.
+    QString volumeDirOf(const QString &id) const;
+    // The host directory that is its /workspace (in volumeDirOf(), mounted from the disk image
+    // while the sandbox runs, when it has one).
     QString workspaceOf(const QString &id) const;
     const EngineConfig &config() const { return m_config; }
 
@@ -147,6 +151,7 @@ private:
     // Which of a sandbox's limits hold (docs/protocol.md 3.1, `limits.enforcement`).
     LimitsEnforcement enforcementOf(const Entry *e) const;
     LimitEnforcement diskEnforcement(const Entry *e) const;
+    QString trashDir() const;
 
     EngineConfig m_config;
     Registry *m_registry;              // not owned

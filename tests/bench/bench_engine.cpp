@@ -237,7 +237,7 @@ void bench_Engine::streamThroughput()
         delete stream;
     }
     const QString hostFile = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id
-                             + QStringLiteral("/workspace/data.txt");
+                             + QStringLiteral("/volume/workspace/data.txt");
     for (int run = 0; run < 3; ++run) {
         QElapsedTimer t;
         t.start();

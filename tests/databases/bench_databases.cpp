@@ -222,16 +222,16 @@ void bench_Databases::pointSelectRoundTrip()
     }
     LineClient cli;
     if (pg)
-        QVERIFY(
-            cli.start(QStringLiteral("psql"),
-                      {QStringLiteral("-X"), QStringLiteral("-q"), QStringLiteral("-A"),
-                       QStringLiteral("-t"), QStringLiteral("-h"), state + QStringLiteral("/run"),
-                       QStringLiteral("-U"), QStringLiteral("sandbox"), QStringLiteral("-d"),
-                       QStringLiteral("postgres")}));
+        QVERIFY(cli.start(QStringLiteral("psql"),
+                          {QStringLiteral("-X"), QStringLiteral("-q"), QStringLiteral("-A"),
+                           QStringLiteral("-t"), QStringLiteral("-h"),
+                           state + QStringLiteral("/volume/run"), QStringLiteral("-U"),
+                           QStringLiteral("sandbox"), QStringLiteral("-d"),
+                           QStringLiteral("postgres")}));
     else
         QVERIFY(cli.start(QStringLiteral("sqlite3"),
                           {QStringLiteral("-batch"), QStringLiteral("-readonly"),
-                           state + QStringLiteral("/workspace/main.db")}));
+                           state + QStringLiteral("/volume/workspace/main.db")}));
     for (int i = 0; i < n; ++i) {
         const int key = 1 + (i * 7919) % 100000;
         QElapsedTimer clock;
@@ -292,13 +292,13 @@ void bench_Databases::streamAMillionRows()
         if (type == QLatin1String("postgres"))
             p.start(QStringLiteral("psql"),
                     {QStringLiteral("-X"), QStringLiteral("-A"), QStringLiteral("-t"),
-                     QStringLiteral("-h"), state + QStringLiteral("/run"), QStringLiteral("-U"),
-                     QStringLiteral("sandbox"), QStringLiteral("-d"), QStringLiteral("postgres"),
-                     QStringLiteral("-c"), sql});
+                     QStringLiteral("-h"), state + QStringLiteral("/volume/run"),
+                     QStringLiteral("-U"), QStringLiteral("sandbox"), QStringLiteral("-d"),
+                     QStringLiteral("postgres"), QStringLiteral("-c"), sql});
         else
             p.start(QStringLiteral("sqlite3"),
                     {QStringLiteral("-batch"), QStringLiteral("-readonly"),
-                     state + QStringLiteral("/workspace/main.db"), sql});
+                     state + QStringLiteral("/volume/workspace/main.db"), sql});
         qint64 lines = 0;
         while (p.state() != QProcess::NotRunning || p.bytesAvailable()) {
             p.waitForReadyRead(1000);

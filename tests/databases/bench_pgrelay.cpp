@@ -1,0 +1,176 @@
+// Benchmark (label bench): what the engine's PgRelay costs a point select. The engine's own libpq
+// connection (PgConnection, non-blocking on one event loop, as in sandboxd) runs the same
+// point selects on the same server in the same run, over the two paths in turn:
+//   direct — libpq connects to the server's socket in the sandbox's /run/db (the engine's old path)
+//   relay  — libpq connects to the engine-private socket, relayed to the server (the new path).
+#include "databases/pgconnection.h"
+#include "databases/pgrelay.h"
+#include "engineprocess.h"
+#include "testclient.h"
+
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <libpq-fe.h>
+
+using namespace Sandbox;
+using namespace Sandbox::Engine;
+
+namespace {
+
+double median(QList<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.isEmpty() ? 0 : v[v.size() / 2];
+}
+
+double percentile(QList<double> v, double p)
+{
+    std::sort(v.begin(), v.end());
+    return v.isEmpty() ? 0 : v[qMin<qsizetype>(v.size() - 1, qsizetype(v.size() * p))];
+}
+
+} // namespace
+
+class bench_PgRelay : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void pointSelect();
+
+private:
+    // Opens a PgConnection with libpq's host=dir; null on failure.
+    PgConnection *open(const QString &dir);
+    // One point select; its time in ms, or -1.
+    double select(PgConnection *c, int key);
+
+    EngineProcess m_engine;
+    RpcTestClient m_rpc;
+    QString m_id;
+    uid_t m_uid = 0;
+};
+
+void bench_PgRelay::initTestCase()
+{
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
+    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+    m_id = m_rpc
+               .result(QStringLiteral("databases.create"),
+                       {{QStringLiteral("type"), QStringLiteral("postgres")}}, 120000)
+               .value(QStringLiteral("id"))
+               .toString();
+    QVERIFY2(!m_id.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    QVERIFY(!m_rpc
+                 .result(QStringLiteral("databases.execute"),
+                         {{QStringLiteral("id"), m_id},
+                          {QStringLiteral("sql"),
+                           QStringLiteral("CREATE TABLE kv(id integer PRIMARY KEY, v text); "
+                                          "INSERT INTO kv SELECT g, 'value ' || g FROM "
+                                          "generate_series(1, 100000) g")}},
+                         120000)
+                 .isEmpty());
+    m_uid = m_rpc
+                .result(QStringLiteral("sandbox.exec"),
+                        {{QStringLiteral("id"), m_id},
+                         {QStringLiteral("command"), QStringLiteral("id -u")}})
+                .value(QStringLiteral("stdout"))
+                .toString()
+                .trimmed()
+                .toUInt();
+    QVERIFY(m_uid > 0 || ::geteuid() != 0);
+}
+
+PgConnection *bench_PgRelay::open(const QString &dir)
+{
+    auto *c = new PgConnection(this);
+    bool done = false, ok = false;
+    QEventLoop loop;
+    c->open({{"host", QFile::encodeName(dir)},
+             {"port", "5432"},
+             {"dbname", "postgres"},
+             {"user", "sandbox"},
+             {"sslmode", "disable"},
+             {"gssencmode", "disable"}},
+            [&](Result<bool> r) {
+                done = true;
+                ok = bool(r);
+                if (!r)
+                    qWarning("connect: %s", qPrintable(r.error().message));
+                loop.quit();
+            });
+    if (!done)
+        loop.exec();
+    if (!ok) {
+        delete c;
+        return nullptr;
+    }
+    return c;
+}
+
+double bench_PgRelay::select(PgConnection *c, int key)
+{
+    QElapsedTimer clock;
+    clock.start();
+    bool finished = false, right = false;
+    QEventLoop loop;
+    PgConnection::Sink sink;
+    const QByteArray expected = "value " + QByteArray::number(key);
+    sink.result = [&](PGresult *r) {
+        right = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1
+                && QByteArray(PQgetvalue(r, 0, 0)) == expected;
+    };
+    sink.finished = [&] {
+        finished = true;
+        loop.quit();
+    };
+    sink.failed = [&](const QString &why) {
+        qWarning("query: %s", qPrintable(why));
+        loop.quit();
+    };
+    if (!c->send("SELECT v FROM kv WHERE id = $1", {QByteArray::number(key)}, {false}, {false},
+                 false, false, sink))
+        return -1;
+    if (!finished)
+        loop.exec();
+    return finished && right ? double(clock.nsecsElapsed()) / 1e6 : -1;
+}
+
+void bench_PgRelay::pointSelect()
+{
+    const QString volume = m_engine.dataDir() + QStringLiteral("/sandboxes/") + m_id
+                           + QStringLiteral("/volume");
+    QTemporaryDir relayRoot(QDir::tempPath() + QStringLiteral("/bench-relay-XXXXXX"));
+    PgRelay relay({volume, m_uid});
+    QVERIFY(relay.listen(relayRoot.path() + QStringLiteral("/pg")));
+    std::unique_ptr<PgConnection> direct(open(volume + QStringLiteral("/run")));
+    std::unique_ptr<PgConnection> relayed(open(relay.directory()));
+    QVERIFY(direct && relayed);
+    for (int i = 0; i < 200; ++i) { // warm both up
+        QVERIFY(select(direct.get(), 1 + i) >= 0);
+        QVERIFY(select(relayed.get(), 1 + i) >= 0);
+    }
+    // Interleaved, so that both paths see the same machine.
+    QList<double> a, b;
+    for (int i = 0; i < 3000; ++i) {
+        const int key = 1 + (i * 7919) % 100000;
+        const double d = select(direct.get(), key);
+        const double r = select(relayed.get(), key);
+        QVERIFY(d >= 0 && r >= 0);
+        a << d;
+        b << r;
+    }
+    qInfo("BENCH postgres point select on the engine's libpq connection: direct to the sandbox's "
+          "socket (old path) median %.3f ms (p95 %.3f); through PgRelay (new path) median %.3f ms "
+          "(p95 %.3f); +%.0f us per query, ratio %.2fx",
+          median(a), percentile(a, 0.95), median(b), percentile(b, 0.95),
+          (median(b) - median(a)) * 1000, median(b) / median(a));
+}
+
+QTEST_GUILESS_MAIN(bench_PgRelay)
+#include "bench_pgrelay.moc"
