@@ -1,0 +1,558 @@
+// Hostile sandboxes against the paths the engine touches (issue 9, part 2): a sandbox that plants
+// links, sockets and floods where the engine works must never make the engine (root) act on the
+// host, write past its disk limit, or stall. Each case runs against a real sandboxd (root, disk
+// images, as the README runs it), with GET /health probed all along: it must answer within 100 ms.
+#include "engineprocess.h"
+#include "healthprobe.h"
+#include "testclient.h"
+
+#include <QDeadlineTimer>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+constexpr double kHealthBudgetMs = 100;
+
+QString text(const QJsonObject &o)
+{
+    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+}
+
+// Host processes whose command line contains `marker` (other engines on the machine may run
+// sandboxes with the same uids, so a uid alone does not tell).
+int processesWith(const QByteArray &marker)
+{
+    int n = 0;
+    for (const QString &e : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
+        bool isPid = false;
+        e.toInt(&isPid);
+        QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(e));
+        if (isPid && cmdline.open(QIODevice::ReadOnly)
+            && cmdline.readAll().replace('\0', ' ').contains(marker))
+            ++n;
+    }
+    return n;
+}
+
+// Mounts of this (the host's) namespace below `dir`.
+int mountsBelow(const QString &dir)
+{
+    QFile f(QStringLiteral("/proc/self/mountinfo"));
+    if (!f.open(QIODevice::ReadOnly))
+        return -1;
+    int n = 0;
+    for (const QByteArray &line : f.readAll().split('\n')) {
+        const QList<QByteArray> fields = line.split(' ');
+        if (fields.size() > 4 && QFile::decodeName(fields[4]).startsWith(dir))
+            ++n;
+    }
+    return n;
+}
+
+// Loop devices whose backing file lies below `dir`.
+int loopDevicesBelow(const QString &dir)
+{
+    int n = 0;
+    for (const QString &dev :
+         QDir(QStringLiteral("/sys/block")).entryList({QStringLiteral("loop*")}, QDir::Dirs)) {
+        QFile f(QStringLiteral("/sys/block/%1/loop/backing_file").arg(dev));
+        if (f.open(QIODevice::ReadOnly) && QString::fromUtf8(f.readAll()).startsWith(dir))
+            ++n;
+    }
+    return n;
+}
+
+} // namespace
+
+class tst_HostPaths : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+
+    void lostFoundLinkLeavesTheHostAlone();
+    void agentHomeLinksAreNotFollowed_data();
+    void agentHomeLinksAreNotFollowed();
+    void swappedDatabaseSocketDoesNotFreezeTheEngine_data();
+    void swappedDatabaseSocketDoesNotFreezeTheEngine();
+    void everythingWritableCountsAgainstTheDiskLimit();
+    void deletingAHugeTreeNeverStallsTheEngine();
+    void deletedWhileBusyCleansUpFully();
+    void deletedWhileStartingCleansUpFully();
+
+private:
+    QString create(const QString &kind, const QJsonObject &params);
+    // The answer to the request `id` sent with sendText (other messages stay queued).
+    QJsonObject answerTo(int id, int timeoutMs);
+    QJsonObject exec(const QString &id, const QString &command, int timeoutMs = 60000);
+    void remove(const QString &id);
+    void checkHealth(const HealthProbe &probe, const char *what);
+
+    EngineProcess m_engine;
+    RpcTestClient m_rpc;
+    QTemporaryDir m_host; // host files a sandbox must not reach
+};
+
+void tst_HostPaths::initTestCase()
+{
+    if (::geteuid() != 0)
+        QSKIP("these attacks are on the engine as the README runs it: root, with disk images");
+    QVERIFY(m_host.isValid());
+    ::chmod(QFile::encodeName(m_host.path()).constData(), 0755);
+    QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("16"),
+                             QStringLiteral("--max-memory-mb"), QStringLiteral("65536")}),
+             qPrintable(m_engine.log()));
+    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+}
+
+void tst_HostPaths::cleanupTestCase()
+{
+    m_engine.terminate();
+}
+
+QString tst_HostPaths::create(const QString &kind, const QJsonObject &params)
+{
+    const QJsonObject r = m_rpc.result(kind + QStringLiteral(".create"), params, 120000);
+    const QString id = r.value(QStringLiteral("id")).toString();
+    if (id.isEmpty())
+        qWarning("create failed: %s", qPrintable(text(m_rpc.lastError())));
+    return id;
+}
+
+QJsonObject tst_HostPaths::answerTo(int id, int timeoutMs)
+{
+    QDeadlineTimer deadline(timeoutMs);
+    QList<QJsonValue> others;
+    QJsonObject found;
+    while (!deadline.hasExpired()) {
+        const QJsonValue m = m_rpc.nextMessage(int(qMax<qint64>(1, deadline.remainingTime())));
+        if (m.isUndefined())
+            break;
+        if (m.toObject().value(QStringLiteral("id")) == QJsonValue(id)) {
+            found = m.toObject();
+            break;
+        }
+        others.append(m);
+    }
+    m_rpc.messages = others + m_rpc.messages;
+    return found;
+}
+
+QJsonObject tst_HostPaths::exec(const QString &id, const QString &command, int timeoutMs)
+{
+    return m_rpc.result(QStringLiteral("sandbox.exec"),
+                        {{QStringLiteral("id"), id},
+                         {QStringLiteral("command"), command},
+                         {QStringLiteral("options"),
+                          QJsonObject{{QStringLiteral("timeout"), timeoutMs}}}},
+                        timeoutMs + 30000);
+}
+
+void tst_HostPaths::remove(const QString &id)
+{
+    m_rpc.result(QStringLiteral("sandbox.delete"), {{QStringLiteral("id"), id}}, 120000);
+}
+
+void tst_HostPaths::checkHealth(const HealthProbe &probe, const char *what)
+{
+    qInfo("GET /health while %s: %s", what, qUtf8Printable(probe.summary()));
+    QVERIFY2(probe.samples() > 0, what);
+    QVERIFY2(probe.failures() == 0 && probe.maxLatencyMs() < kHealthBudgetMs,
+             qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(what), probe.summary())));
+}
+
+// Attack 1: lost+found replaced by a link to a host directory, then stop + start. The engine used
+// to delete lost+found (recursively, as root) on every mount.
+void tst_HostPaths::lostFoundLinkLeavesTheHostAlone()
+{
+    const QString victim = m_host.path() + QStringLiteral("/victim-dir");
+    QVERIFY(QDir().mkpath(victim + QStringLiteral("/sub")));
+    QFile precious(victim + QStringLiteral("/sub/precious"));
+    QVERIFY(precious.open(QIODevice::WriteOnly) && precious.write("keep me") == 7);
+    precious.close();
+
+    const QString id = create(QStringLiteral("agents"),
+                              {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                               {QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!id.isEmpty());
+    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    probe.start();
+    const QString plant = QStringLiteral("rm -rf /workspace/lost+found /home/agent/lost+found; "
+                                         "ln -s %1 /workspace/lost+found && "
+                                         "ln -s %1 /home/agent/lost+found && echo planted")
+                              .arg(victim);
+    QCOMPARE(exec(id, plant).value(QStringLiteral("stdout")).toString(),
+             QStringLiteral("planted\n"));
+    for (int round = 0; round < 2; ++round) {
+        QVERIFY2(!m_rpc.result(QStringLiteral("agents.stop"), {{QStringLiteral("id"), id}}).isEmpty(),
+                 qPrintable(text(m_rpc.lastError())));
+        QVERIFY2(!m_rpc.result(QStringLiteral("agents.start"), {{QStringLiteral("id"), id}}, 120000)
+                      .isEmpty(),
+                 qPrintable(text(m_rpc.lastError())));
+    }
+    probe.stop();
+    QVERIFY2(QFileInfo::exists(victim + QStringLiteral("/sub/precious")),
+             "the engine deleted a host directory through the sandbox's lost+found link");
+    // And the sandbox's own files are left as it made them.
+    QCOMPARE(exec(id, QStringLiteral("readlink /workspace/lost+found"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             victim + u'\n');
+    checkHealth(probe, "stopping and starting a sandbox with planted links");
+    remove(id);
+    QVERIFY(QFileInfo::exists(victim + QStringLiteral("/sub/precious")));
+}
+
+void tst_HostPaths::agentHomeLinksAreNotFollowed_data()
+{
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<QString>("link");      // in /home/agent
+    QTest::addColumn<bool>("victimIsFile"); // what the link points at
+    QTest::newRow("codex: .codex -> a root-only file")
+        << QStringLiteral("codex") << QStringLiteral(".codex") << true;
+    QTest::newRow("opencode: .config -> a host directory")
+        << QStringLiteral("opencode") << QStringLiteral(".config") << false;
+}
+
+// Attack 2: the agent's home is the sandbox's; links it plants there must not lead root elsewhere.
+void tst_HostPaths::agentHomeLinksAreNotFollowed()
+{
+    QFETCH(QString, type);
+    QFETCH(QString, link);
+    QFETCH(bool, victimIsFile);
+    const QString victim = m_host.path() + QStringLiteral("/home-victim-") + type;
+    if (victimIsFile) {
+        QFile f(victim);
+        QVERIFY(f.open(QIODevice::WriteOnly) && f.write("secret") == 6);
+        f.close();
+        QVERIFY(::chmod(QFile::encodeName(victim).constData(), 0600) == 0);
+    } else {
+        QVERIFY(QDir().mkpath(victim));
+    }
+    // Runs need network: true; the model API is unreachable on purpose (the run itself fails).
+    const QString id
+        = create(QStringLiteral("agents"),
+                 {{QStringLiteral("type"), type},
+                  {QStringLiteral("size"), QStringLiteral("lite")},
+                  {QStringLiteral("network"), true},
+                  {QStringLiteral("env"),
+                   QJsonObject{{QStringLiteral("OPENAI_API_KEY"), QStringLiteral("sk-test")}}}});
+    QVERIFY(!id.isEmpty());
+    QCOMPARE(exec(id, QStringLiteral("rm -rf /home/agent/%1 && ln -s %2 /home/agent/%1 && echo ok")
+                          .arg(link, victim))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("ok\n"));
+    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    probe.start();
+    const QJsonObject answer = m_rpc.call(QStringLiteral("agents.run"),
+                                          {{QStringLiteral("id"), id},
+                                           {QStringLiteral("prompt"), QStringLiteral("say hi")},
+                                           {QStringLiteral("options"),
+                                            QJsonObject{{QStringLiteral("systemPrompt"),
+                                                         QStringLiteral("planted instructions")},
+                                                        {QStringLiteral("baseUrl"),
+                                                         QStringLiteral("http://127.0.0.1:9/v1")},
+                                                        {QStringLiteral("timeout"), 20000}}}},
+                                          120000);
+    probe.stop();
+    qInfo("run answered: %s", qPrintable(text(answer).left(300)));
+    struct stat st;
+    QVERIFY(::lstat(QFile::encodeName(victim).constData(), &st) == 0);
+    QVERIFY2(st.st_uid == 0 && st.st_gid == 0,
+             "the engine handed a host file to the sandbox's uid");
+    if (victimIsFile) {
+        QCOMPARE(st.st_mode & 07777, 0600u);
+    } else {
+        QVERIFY2(QDir(victim).isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden),
+                 "the engine wrote into a host directory through the sandbox's link");
+    }
+    // The run says why it could not start rather than working around the link silently.
+    QVERIFY2(text(answer).contains(QStringLiteral("symbolic link")), qPrintable(text(answer)));
+    checkHealth(probe, "an agent run meets planted links");
+    remove(id);
+}
+
+void tst_HostPaths::swappedDatabaseSocketDoesNotFreezeTheEngine_data()
+{
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<QString>("socket");
+    QTest::newRow("sqlite: dbhost.sock")
+        << QStringLiteral("sqlite") << QStringLiteral("dbhost.sock");
+    QTest::newRow("postgres: .s.PGSQL.5432")
+        << QStringLiteral("postgres") << QStringLiteral(".s.PGSQL.5432");
+}
+
+// Attack 5: the database's socket replaced by a listener whose backlog is full. A blocking connect
+// on the event loop used to freeze every call of every key until that listener went away.
+void tst_HostPaths::swappedDatabaseSocketDoesNotFreezeTheEngine()
+{
+    QFETCH(QString, type);
+    QFETCH(QString, socket);
+    const QString id = create(QStringLiteral("databases"),
+                              {{QStringLiteral("type"), type},
+                               {QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!id.isEmpty());
+    // A listener that accepts nothing and whose queue is full, renamed over the server's socket;
+    // it stays 20 s (so that an engine that would block is freed again and the test ends).
+    const QString script = QStringLiteral("import socket, os, time\n"
+                                          "p = '/run/db/evil.sock'\n"
+                                          "s = socket.socket(socket.AF_UNIX)\n"
+                                          "s.bind(p)\n"
+                                          "s.listen(0)\n"
+                                          "held = []\n"
+                                          "for i in range(8):\n"
+                                          "    c = socket.socket(socket.AF_UNIX)\n"
+                                          "    c.setblocking(False)\n"
+                                          "    try:\n"
+                                          "        c.connect(p)\n"
+                                          "    except OSError:\n"
+                                          "        pass\n"
+                                          "    held.append(c)\n"
+                                          "os.rename(p, '/run/db/%1')\n"
+                                          "open('/run/db/evil.ready', 'w').close()\n"
+                                          "time.sleep(20)\n")
+                               .arg(socket);
+    const QJsonObject planted
+        = exec(id, QStringLiteral(
+                       "cat > /run/db/evil.py <<'EOF'\n%1EOF\n"
+                       "setsid python3 /run/db/evil.py </dev/null >/dev/null 2>&1 &\n"
+                       "while [ ! -e /run/db/evil.ready ]; do sleep 0.02; done; echo planted")
+                       .arg(script));
+    QCOMPARE(planted.value(QStringLiteral("stdout")).toString(), QStringLiteral("planted\n"));
+
+    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    probe.start();
+    // More concurrent calls than the engine keeps connections, so that it must open new ones.
+    QElapsedTimer clock;
+    clock.start();
+    const int calls = 10;
+    for (int i = 0; i < calls; ++i) {
+        const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                  {QStringLiteral("id"), 9000 + i},
+                                  {QStringLiteral("method"), QStringLiteral("databases.query")},
+                                  {QStringLiteral("params"),
+                                   QJsonObject{{QStringLiteral("id"), id},
+                                               {QStringLiteral("sql"),
+                                                QStringLiteral("SELECT 1 AS one")}}}};
+        m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    }
+    int answered = 0, failed = 0;
+    QString lastError;
+    for (int i = 0; i < calls; ++i) {
+        const QJsonObject m = answerTo(9000 + i, 40000);
+        QVERIFY2(!m.isEmpty(), "a query got no answer");
+        ++answered;
+        if (m.contains(QStringLiteral("error"))) {
+            ++failed;
+            lastError = text(m.value(QStringLiteral("error")).toObject());
+        }
+    }
+    probe.stop();
+    qInfo("%d of %d queries answered in %lld ms, %d failed%s", answered, calls, clock.elapsed(),
+          failed, failed ? qPrintable(QStringLiteral(" (e.g. ") + lastError + u')') : "");
+    checkHealth(probe, "queries meet a swapped database socket");
+    remove(id);
+}
+
+// Attack 7: everything a sandbox can write (workspace, agent home, database run directory, the
+// tmpfs mounts) counts against its disk limit; nothing else is writable.
+void tst_HostPaths::everythingWritableCountsAgainstTheDiskLimit()
+{
+    const QString agent = create(QStringLiteral("agents"),
+                                 {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                                  {QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!agent.isEmpty());
+    // lite: 2048 MiB in all. fallocate reserves space at once without writing gigabytes.
+    QJsonObject r = exec(agent, QStringLiteral("fallocate -l 2600M /home/agent/big; echo rc=$?"));
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("rc=1\n"));
+    QVERIFY2(r.value(QStringLiteral("stderr")).toString().contains(QStringLiteral("No space left")),
+             qPrintable(text(r)));
+    // One budget for the workspace and the home together.
+    r = exec(agent, QStringLiteral("rm -f /home/agent/big; fallocate -l 1200M /workspace/a && "
+                                   "fallocate -l 800M /home/agent/b; echo rc=$?"));
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("rc=1\n"));
+    // bubblewrap's own root and /dev are not a place to write to.
+    r = exec(agent, QStringLiteral("for f in /big /dev/big /run/big /home/big; do "
+                                   "head -c 1M /dev/zero > $f && echo wrote $f; done; true"));
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QString());
+    // The tmpfs mounts are capped, and their caps are carved out of the disk limit.
+    r = exec(agent, QStringLiteral("head -c 100M /dev/zero > /tmp/x; echo rc=$?; "
+                                   "head -c 100M /dev/zero > /dev/shm/x; echo rc=$?; "
+                                   "rm -f /tmp/x /dev/shm/x /workspace/a /home/agent/b; "
+                                   "t=$(df -m --output=size /tmp | tail -1); "
+                                   "s=$(df -m --output=size /dev/shm | tail -1); "
+                                   "w=$(df -m --output=size /workspace | tail -1); "
+                                   "echo total $((t + s + w))"));
+    const QStringList lines
+        = r.value(QStringLiteral("stdout")).toString().split(u'\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.value(0), QStringLiteral("rc=1"));
+    QCOMPARE(lines.value(1), QStringLiteral("rc=1"));
+    QVERIFY2(lines.value(2).section(u' ', 1).toInt() <= 2048, qPrintable(lines.join(u'|')));
+    remove(agent);
+
+    const QString db = create(QStringLiteral("databases"),
+                              {{QStringLiteral("type"), QStringLiteral("sqlite")},
+                               {QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!db.isEmpty());
+    r = exec(db, QStringLiteral("fallocate -l 2600M /run/db/big; echo rc=$?"));
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("rc=1\n"));
+    remove(db);
+}
+
+// Deleting a sandbox with a huge tree (a workspace in plain directories, as without disk images)
+// is done off the event loop.
+void tst_HostPaths::deletingAHugeTreeNeverStallsTheEngine()
+{
+    EngineProcess plain;
+    QVERIFY2(plain.start({QStringLiteral("--no-disk-limit")}), qPrintable(plain.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(plain.wsUrl(), plain.key()));
+    const QString id = rpc.result(QStringLiteral("agents.create"),
+                                  {{QStringLiteral("type"), QStringLiteral("claude-code")}}, 120000)
+                           .value(QStringLiteral("id"))
+                           .toString();
+    QVERIFY(!id.isEmpty());
+    const QJsonObject made = rpc.result(
+        QStringLiteral("agents.exec"),
+        {{QStringLiteral("id"), id},
+         {QStringLiteral("command"),
+          QStringLiteral(
+              "for d in $(seq 1 100); do mkdir d$d; (cd d$d && seq 1 1500 | xargs touch); "
+              "done; ln -s /etc etc-link; find . | wc -l")},
+         {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 300000}}}},
+        330000);
+    QVERIFY2(made.value(QStringLiteral("stdout")).toString().trimmed().toInt() > 150000,
+             qPrintable(text(made)));
+    const QString state = plain.dataDir() + QStringLiteral("/sandboxes/") + id;
+    HealthProbe probe(plain.url(), plain.pid(), 10);
+    probe.start();
+    QElapsedTimer clock;
+    clock.start();
+    QVERIFY(!rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000)
+                 .isEmpty());
+    const qint64 answerMs = clock.elapsed();
+    QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(state)
+                                 && QDir(plain.dataDir() + QStringLiteral("/trash"))
+                                        .isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot
+                                                 | QDir::Hidden),
+                             120000);
+    probe.stop();
+    qInfo("delete answered in %lld ms; the tree was gone after %lld ms", answerMs, clock.elapsed());
+    checkHealth(probe, "a sandbox with 150,000 files is deleted");
+    QVERIFY(QFileInfo::exists(QStringLiteral("/etc/passwd")));
+    plain.terminate();
+}
+
+// A sandbox deleted in the middle of an exec, with background processes and a mounted image,
+// leaves nothing behind: no process, no mount, no loop device, no files.
+void tst_HostPaths::deletedWhileBusyCleansUpFully()
+{
+    const QString id = create(QStringLiteral("agents"),
+                              {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                               {QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!id.isEmpty());
+    // Background processes that outlive their exec, one of them in a session of its own.
+    const QByteArray marker = "sleep 1000."
+                              + QByteArray::number(QRandomGenerator::global()->bounded(1000000));
+    QCOMPARE(exec(id, QStringLiteral("(setsid %1 &) ; nohup %1 >/dev/null 2>&1 & "
+                                     "head -c 50M /dev/urandom > /workspace/data && echo ok")
+                          .arg(QString::fromLatin1(marker)))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("ok\n"));
+    QCOMPARE(processesWith(marker), 2);
+    const QString state = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id;
+    QCOMPARE(mountsBelow(state), 1);
+    QCOMPARE(loopDevicesBelow(state), 1);
+
+    // A long exec in flight while the sandbox is deleted.
+    const QJsonObject busy{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                           {QStringLiteral("id"), 7001},
+                           {QStringLiteral("method"), QStringLiteral("agents.exec")},
+                           {QStringLiteral("params"),
+                            QJsonObject{{QStringLiteral("id"), id},
+                                        {QStringLiteral("command"), QStringLiteral("sleep 600")}}}};
+    m_rpc.sendText(QJsonDocument(busy).toJson(QJsonDocument::Compact));
+    QTest::qWait(300);
+    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    probe.start();
+    const QJsonObject deleted = m_rpc.call(QStringLiteral("agents.delete"),
+                                           {{QStringLiteral("id"), id}}, 60000);
+    QVERIFY2(deleted.contains(QStringLiteral("result")), qPrintable(text(deleted)));
+    // The exec in flight is answered (an error: its sandbox is gone), not left hanging.
+    QVERIFY(!answerTo(7001, 10000).isEmpty());
+    QTRY_COMPARE_WITH_TIMEOUT(processesWith(marker), 0, 10000);
+    for (const QString &controller : QDir(QStringLiteral("/sys/fs/cgroup")).entryList(QDir::Dirs))
+        QVERIFY2(!QFileInfo::exists(
+                     QStringLiteral("/sys/fs/cgroup/%1/sandboxd/%2").arg(controller, id)),
+                 qPrintable(controller));
+    QVERIFY(!QFileInfo::exists(QStringLiteral("/sys/fs/cgroup/sandboxd/") + id));
+    QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(state)
+                                 && QDir(m_engine.dataDir() + QStringLiteral("/trash"))
+                                        .isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot
+                                                 | QDir::Hidden),
+                             30000);
+    probe.stop();
+    QCOMPARE(mountsBelow(m_engine.dataDir() + QStringLiteral("/trash")), 0);
+    QCOMPARE(mountsBelow(state), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(loopDevicesBelow(m_engine.dataDir() + QStringLiteral("/sandboxes/")
+                                               + id),
+                              0, 10000);
+    checkHealth(probe, "a busy sandbox is deleted");
+}
+
+// Deleted while it is still being created (its image being made and mounted).
+void tst_HostPaths::deletedWhileStartingCleansUpFully()
+{
+    const QJsonObject create{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                             {QStringLiteral("id"), 7101},
+                             {QStringLiteral("method"), QStringLiteral("agents.create")},
+                             {QStringLiteral("params"),
+                              QJsonObject{{QStringLiteral("type"), QStringLiteral("claude-code")},
+                                          {QStringLiteral("size"), QStringLiteral("standard-4")}}}};
+    m_rpc.sendText(QJsonDocument(create).toJson(QJsonDocument::Compact));
+    QString id;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !(id =
+              [&] {
+                  const QJsonArray all = m_rpc.result(QStringLiteral("agents.list"), {})
+                                             .value(QStringLiteral("agents"))
+                                             .toArray();
+                  for (const QJsonValue &s : all)
+                      if (s.toObject().value(QStringLiteral("size")).toString()
+                          == QLatin1String("standard-4"))
+                          return s.toObject().value(QStringLiteral("id")).toString();
+                  return QString();
+              }())
+             .isEmpty(),
+        10000);
+    const QJsonObject deleted = m_rpc.call(QStringLiteral("agents.delete"),
+                                           {{QStringLiteral("id"), id}}, 60000);
+    QVERIFY2(deleted.contains(QStringLiteral("result")), qPrintable(text(deleted)));
+    const QString state = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id;
+    QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(state)
+                                 && QDir(m_engine.dataDir() + QStringLiteral("/trash"))
+                                        .isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot
+                                                 | QDir::Hidden),
+                             30000);
+    QTest::qWait(500); // a mount that would land after the delete
+    QCOMPARE(mountsBelow(m_engine.dataDir() + QStringLiteral("/sandboxes")), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(loopDevicesBelow(state), 0, 10000);
+}
+
+QTEST_GUILESS_MAIN(tst_HostPaths)
+#include "tst_hostpaths.moc"
