@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <optional>
 #include <random>
+#include <set>
 #include <unistd.h>
 #include <vector>
 
@@ -84,6 +85,30 @@ std::string isoTime(const timespec &ts)
     const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &t);
     std::snprintf(buf + n, sizeof buf - n, ".%03ldZ", ts.tv_nsec / 1000000);
     return buf;
+}
+
+// "a FIFO", "a socket", ... for an error that names what is in the way.
+const char *kindOf(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
+    if (S_ISLNK(mode))
+        return "a symbolic link";
+    return "not a regular file";
+}
+
+[[noreturn]] void notRegular(const std::string &virt, mode_t mode)
+{
+    if (S_ISDIR(mode))
+        throwErrno(EISDIR, virt);
+    throw RequestError("file_error", virt + ": not a regular file (" + kindOf(mode) + ")",
+                       S_ISFIFO(mode) || S_ISSOCK(mode) ? ENXIO : EINVAL);
 }
 
 std::vector<std::string> dirNames(int dirFd, size_t limit, bool &more)
@@ -207,19 +232,34 @@ json FileOps::entry(int dirFd, const std::string &name, const std::string &virt,
             {"target", S_ISLNK(st.st_mode) ? json(readLink(dirFd, name)) : json(nullptr)}};
 }
 
+int FileOps::openRegular(const std::string &rel, const std::string &virt, int flags,
+                         struct stat &st) const
+{
+    // Looked at before it is opened: opening a FIFO, a socket or a device does things (blocks,
+    // fails oddly, talks to hardware) that a file method must not.
+    Fd probe(openChecked(rel, virt, O_PATH));
+    if (::fstat(probe, &st) < 0)
+        throwErrno(errno, virt);
+    if (!S_ISREG(st.st_mode))
+        notRegular(virt, st.st_mode);
+    const int fd = openChecked(rel, virt, flags | O_NONBLOCK | O_NOCTTY);
+    struct stat now;
+    if (::fstat(fd, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+        // Swapped for something else between the look and the open.
+        ::close(fd);
+        throw RequestError("file_error", virt + ": changed while it was opened", EAGAIN);
+    }
+    st = now;
+    return fd;
+}
+
 Reply FileOps::readFile(const json &req)
 {
     const Target t = target(req, "path");
     const uint64_t offset = optionalUnsigned(req, "offset").value_or(0);
     const uint64_t length = std::min(optionalUnsigned(req, "length").value_or(kMaxRead), kMaxRead);
-    Fd fd(openChecked(t.rel, t.virt, O_RDONLY | O_NONBLOCK | O_NOCTTY));
     struct stat st;
-    if (::fstat(fd, &st) < 0)
-        throwErrno(errno, t.virt);
-    if (S_ISDIR(st.st_mode))
-        throwErrno(EISDIR, t.virt);
-    if (!S_ISREG(st.st_mode))
-        throw RequestError("file_error", t.virt + ": not a regular file", EINVAL);
+    Fd fd(openRegular(t.rel, t.virt, O_RDONLY, st));
 
     const uint64_t size = uint64_t(st.st_size);
     const uint64_t start = std::min(offset, size);
@@ -277,15 +317,21 @@ Reply FileOps::writeFile(const json &req, std::string_view data)
             continue;
         }
 
+        // What is there must be a file: a FIFO, a socket or a device is neither written into
+        // (it could block or reach hardware) nor silently replaced.
+        if (exists && !S_ISREG(st.st_mode))
+            notRegular(t.virt, st.st_mode);
+
         if (append) {
             Fd fd(::openat(dir, leaf.c_str(),
-                           O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                           O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
+                               | O_CLOEXEC,
                            mode.value_or(0644)));
             if (fd < 0)
                 throwErrno(errno, t.virt);
             struct stat fst;
             if (::fstat(fd, &fst) == 0 && !S_ISREG(fst.st_mode))
-                throw RequestError("file_error", t.virt + ": not a regular file", EINVAL);
+                notRegular(t.virt, fst.st_mode);
             writeAll(fd, data, t.virt);
             ::fstat(fd, &fst);
             Reply r;
@@ -402,27 +448,149 @@ Reply FileOps::mkdir(const json &req)
     return r;
 }
 
-void FileOps::removeTree(int parentFd, const std::string &name, const std::string &virt)
+void FileOps::removeTree(int parentFd, const std::string &name, const std::string &virt,
+                         std::chrono::steady_clock::time_point deadline)
 {
-    Fd fd(::openat(parentFd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (fd < 0)
-        throwErrno(errno, virt);
-    for (;;) {
-        bool more = false;
-        const auto names = dirNames(fd, 4096, more);
-        for (const auto &child : names) {
-            struct stat st;
-            const std::string childVirt = virt + "/" + child;
-            const bool isDir = ::fstatat(fd, child.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
-                               && S_ISDIR(st.st_mode);
-            if (isDir)
-                removeTree(fd, child, childVirt);
-            if (::unlinkat(fd, child.c_str(), isDir ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
-                throwErrno(errno, childVirt);
+    // Depth first without recursion, with a bounded number of open directories whatever the
+    // depth: deeper levels are closed and reopened through ".." (checked against the device and
+    // inode seen on the way down) when the walk comes back. Nothing is followed through a link.
+    constexpr size_t kMaxOpen = 48;
+    struct Level
+    {
+        std::string name;
+        dev_t dev;
+        ino_t ino;
+        DIR *dir; // null while closed
+        std::set<std::string> skip;
+    };
+    auto openLevel = [](int at, const char *n, dev_t dev, ino_t ino) -> DIR * {
+        const int fd = ::openat(at, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0)
+            return nullptr;
+        if (::fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino) {
+            ::close(fd);
+            errno = EXDEV;
+            return nullptr;
         }
-        if (!more)
-            return;
+        DIR *d = ::fdopendir(fd);
+        if (!d)
+            ::close(fd);
+        return d;
+    };
+    struct stat top;
+    if (::fstatat(parentFd, name.c_str(), &top, AT_SYMLINK_NOFOLLOW) < 0)
+        throwErrno(errno, virt);
+    std::vector<Level> stack;
+    stack.push_back({name,
+                     top.st_dev,
+                     top.st_ino,
+                     openLevel(parentFd, name.c_str(), top.st_dev, top.st_ino),
+                     {}});
+    if (!stack.back().dir)
+        throwErrno(errno, virt);
+    size_t open = 1;
+    int firstError = 0;
+    std::string firstPath;
+    auto note = [&](int err, const std::string &what) {
+        if (firstError == 0) {
+            firstError = err;
+            firstPath = what;
+        }
+    };
+    auto pathOf = [&stack](const std::string &leaf) {
+        std::string p = stack.front().name;
+        for (size_t i = 1; i < stack.size(); ++i)
+            p += "/" + stack[i].name;
+        return leaf.empty() ? p : p + "/" + leaf;
+    };
+    const std::string base = Paths::parentOf(virt);
+    size_t seen = 0;
+    while (!stack.empty()) {
+        if (++seen % 1024 == 0 && std::chrono::steady_clock::now() > deadline) {
+            for (Level &l : stack)
+                if (l.dir)
+                    ::closedir(l.dir);
+            throw RequestError("file_error",
+                               virt + ": deleting took longer than "
+                                   + std::to_string(kMaxDeleteTime.count())
+                                   + " s; what is left stays (delete again to go on)",
+                               ETIMEDOUT);
+        }
+        Level &cur = stack.back();
+        errno = 0;
+        dirent *e = ::readdir(cur.dir);
+        if (e) {
+            const std::string child = e->d_name;
+            if (child == "." || child == ".." || cur.skip.count(child))
+                continue;
+            const int fd = ::dirfd(cur.dir);
+            struct stat st;
+            if (::fstatat(fd, child.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT) {
+                    note(errno, pathOf(child));
+                    cur.skip.insert(child);
+                }
+                continue;
+            }
+            if (!S_ISDIR(st.st_mode) || st.st_dev != top.st_dev) {
+                if (::unlinkat(fd, child.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0
+                    && errno != ENOENT) {
+                    note(errno, pathOf(child));
+                    cur.skip.insert(child);
+                }
+                continue;
+            }
+            DIR *sub = openLevel(fd, child.c_str(), st.st_dev, st.st_ino);
+            if (!sub) {
+                note(errno, pathOf(child));
+                cur.skip.insert(child);
+                continue;
+            }
+            if (++open > kMaxOpen) {
+                for (Level &l : stack) {
+                    if (l.dir) {
+                        ::closedir(l.dir);
+                        l.dir = nullptr;
+                        --open;
+                        break;
+                    }
+                }
+            }
+            stack.push_back({child, st.st_dev, st.st_ino, sub, {}});
+            continue;
+        }
+        if (errno != 0)
+            note(errno, pathOf({}));
+        if (stack.size() == 1) {
+            ::closedir(cur.dir);
+            break; // the caller removes the top directory itself
+        }
+        Level &up = stack[stack.size() - 2];
+        if (!up.dir) {
+            up.dir = openLevel(::dirfd(cur.dir), "..", up.dev, up.ino);
+            if (!up.dir) {
+                // Moved away meanwhile: stop rather than guess where the walk is.
+                note(errno ? errno : EXDEV, pathOf({}));
+                for (Level &l : stack)
+                    if (l.dir)
+                        ::closedir(l.dir);
+                break;
+            }
+            ++open;
+        }
+        ::closedir(cur.dir);
+        --open;
+        const std::string done = cur.name;
+        stack.pop_back();
+        if (::unlinkat(::dirfd(stack.back().dir), done.c_str(), AT_REMOVEDIR) < 0
+            && errno != ENOENT) {
+            note(errno, pathOf(done));
+            stack.back().skip.insert(done);
+        }
     }
+    if (firstError != 0)
+        throwErrno(firstError, (base.empty() ? std::string() : base + "/") + firstPath);
 }
 
 Reply FileOps::remove(const json &req)
@@ -437,7 +605,7 @@ Reply FileOps::remove(const json &req)
         throwErrno(errno, t.virt);
     const bool isDir = S_ISDIR(st.st_mode);
     if (isDir && optionalBool(req, "recursive"))
-        removeTree(dir, leaf, t.virt);
+        removeTree(dir, leaf, t.virt, std::chrono::steady_clock::now() + kMaxDeleteTime);
     if (::unlinkat(dir, leaf.c_str(), isDir ? AT_REMOVEDIR : 0) < 0) {
         if (errno == EEXIST) // some file systems say EEXIST for a non-empty directory
             throwErrno(ENOTEMPTY, t.virt);
@@ -446,6 +614,32 @@ Reply FileOps::remove(const json &req)
     Reply r;
     r.body = {{"path", t.virt}};
     return r;
+}
+
+std::optional<BackgroundOps::Work> FileOps::longWork(const std::string &op, const json &req)
+{
+    if (op != "delete" || !optionalBool(req, "recursive"))
+        return std::nullopt;
+    const Target t = target(req, "path");
+    if (t.rel.empty())
+        return std::nullopt; // refused by remove()
+    Fd dir(openParent(t.rel, t.virt));
+    const std::string leaf = Paths::leafOf(t.rel);
+    struct stat st;
+    if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+        return std::nullopt; // answered inline
+    BackgroundOps::Work work;
+    work.keepFd = dir.fd;
+    dir.fd = -1;
+    work.run = [leaf, virt = t.virt](int dirFd) {
+        removeTree(dirFd, leaf, virt, std::chrono::steady_clock::now() + kMaxDeleteTime);
+        if (::unlinkat(dirFd, leaf.c_str(), AT_REMOVEDIR) < 0 && errno != ENOENT)
+            throwErrno(errno == EEXIST ? ENOTEMPTY : errno, virt);
+        Reply r;
+        r.body = {{"path", virt}};
+        return r;
+    };
+    return work;
 }
 
 Reply FileOps::rename(const json &req)

@@ -21,6 +21,7 @@ Supervisor::Supervisor(int channelFd, const Paths &workspace, bool useOpenat2)
     , m_files(workspace)
     , m_execs(workspace, m_channel)
     , m_connector(m_channel)
+    , m_background([this](uint32_t id, const Reply &reply) { respond(id, reply); })
     , m_useOpenat2(useOpenat2)
     , m_started(std::chrono::steady_clock::now())
 {}
@@ -41,6 +42,7 @@ int Supervisor::run()
         fds.push_back({m_channel.fd(), short(acceptInput ? POLLIN : 0), 0});
         m_execs.collectPollFds(fds);
         m_connector.collectPollFds(fds);
+        m_background.collectPollFds(fds);
         int timeout = m_execs.pollTimeoutMs();
         const int connectTimeout = m_connector.pollTimeoutMs();
         if (connectTimeout >= 0 && (timeout < 0 || connectTimeout < timeout))
@@ -70,6 +72,7 @@ int Supervisor::run()
         }
         m_execs.process(fds);
         m_connector.process(fds);
+        m_background.process(fds);
     }
     std::fprintf(stderr, "sandbox-supervisor: cannot write to the engine, exiting\n");
     return 1;
@@ -125,7 +128,11 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
         } else if (op == "connect") {
             m_connector.start(id, req); // answered when connected, failed or timed out
         } else if (FileOps::handles(op)) {
-            respond(id, filesFor(req).handle(op, req, data));
+            FileOps &files = filesFor(req);
+            if (auto work = files.longWork(op, req))
+                m_background.start(id, std::move(*work)); // answered when it is done
+            else
+                respond(id, files.handle(op, req, data));
         } else {
             throw RequestError("bad_request", "unknown op '" + op + "'");
         }

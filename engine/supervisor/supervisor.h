@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backgroundops.h"
 #include "connector.h"
 #include "execrunner.h"
 #include "fileops.h"
@@ -35,6 +36,7 @@ private:
     FileOps m_files;
     ExecRunner m_execs;
     Connector m_connector;
+    BackgroundOps m_background;
     bool m_useOpenat2 = true;
     bool m_configured = false;
     // The other trees file ops may address (`configure`'s roots), by their name ("/home/agent").

@@ -23,6 +23,8 @@
 namespace {
 
 constexpr double kHealthBudgetMs = 100;
+// GET /health answers a probe needs to have seen for its verdict to mean anything.
+constexpr int kMinSamples = 10;
 
 QString text(const QJsonObject &o)
 {
@@ -92,6 +94,14 @@ private Q_SLOTS:
     void deletingAHugeTreeNeverStallsTheEngine();
     void deletedWhileBusyCleansUpFully();
     void deletedWhileStartingCleansUpFully();
+    void fileApiRefusesWhatIsNotAFile();
+    void fileApiStaysInsideWhileLinksMove();
+    void fileApiRefusesProcPaths_data();
+    void fileApiRefusesProcPaths();
+    void hardlinksCannotReachOutside_data();
+    void hardlinksCannotReachOutside();
+    void fileApiLongNamesAndDeepTrees();
+    void fileApiHugeDirectoriesKeepTheSupervisorAnswering();
 
 private:
     QString create(const QString &kind, const QJsonObject &params);
@@ -99,11 +109,14 @@ private:
     QJsonObject answerTo(int id, int timeoutMs);
     QJsonObject exec(const QString &id, const QString &command, int timeoutMs = 60000);
     void remove(const QString &id);
+    void stopProbe(HealthProbe &probe);
     void checkHealth(const HealthProbe &probe, const char *what);
+    QJsonObject file(const QString &method, const QString &id, QJsonObject params);
 
     EngineProcess m_engine;
     RpcTestClient m_rpc;
-    QTemporaryDir m_host; // host files a sandbox must not reach
+    QTemporaryDir m_host;  // host files a sandbox must not reach
+    QString m_procSandbox; // shared by the rows of fileApiRefusesProcPaths
 };
 
 void tst_HostPaths::initTestCase()
@@ -166,6 +179,14 @@ void tst_HostPaths::remove(const QString &id)
     m_rpc.result(QStringLiteral("sandbox.delete"), {{QStringLiteral("id"), id}}, 120000);
 }
 
+void tst_HostPaths::stopProbe(HealthProbe &probe)
+{
+    // An attack the engine turns down at once is over before the probe's first answer: the
+    // probe goes on a little, so that its verdict covers the moments right after it too.
+    QTRY_VERIFY_WITH_TIMEOUT(probe.samples() >= kMinSamples, 10000);
+    probe.stop();
+}
+
 void tst_HostPaths::checkHealth(const HealthProbe &probe, const char *what)
 {
     qInfo("GET /health while %s: %s", what, qUtf8Printable(probe.summary()));
@@ -203,7 +224,7 @@ void tst_HostPaths::lostFoundLinkLeavesTheHostAlone()
                       .isEmpty(),
                  qPrintable(text(m_rpc.lastError())));
     }
-    probe.stop();
+    stopProbe(probe);
     QVERIFY2(QFileInfo::exists(victim + QStringLiteral("/sub/precious")),
              "the engine deleted a host directory through the sandbox's lost+found link");
     // And the sandbox's own files are left as it made them.
@@ -268,7 +289,7 @@ void tst_HostPaths::agentHomeLinksAreNotFollowed()
                                                          QStringLiteral("http://127.0.0.1:9/v1")},
                                                         {QStringLiteral("timeout"), 20000}}}},
                                           120000);
-    probe.stop();
+    stopProbe(probe);
     qInfo("run answered: %s", qPrintable(text(answer).left(300)));
     struct stat st;
     QVERIFY(::lstat(QFile::encodeName(victim).constData(), &st) == 0);
@@ -336,32 +357,37 @@ void tst_HostPaths::swappedDatabaseSocketDoesNotFreezeTheEngine()
 
     HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
     probe.start();
-    // More concurrent calls than the engine keeps connections, so that it must open new ones.
+    // More concurrent calls than the engine keeps connections, so that it must open new ones;
+    // rounds of them until the probe has seen enough (one round may take only a few ms).
     QElapsedTimer clock;
     clock.start();
-    const int calls = 10;
-    for (int i = 0; i < calls; ++i) {
-        const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                                  {QStringLiteral("id"), 9000 + i},
-                                  {QStringLiteral("method"), QStringLiteral("databases.query")},
-                                  {QStringLiteral("params"),
-                                   QJsonObject{{QStringLiteral("id"), id},
-                                               {QStringLiteral("sql"),
-                                                QStringLiteral("SELECT 1 AS one")}}}};
-        m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
-    }
-    int answered = 0, failed = 0;
+    const int perRound = 10;
+    int calls = 0, answered = 0, failed = 0;
     QString lastError;
-    for (int i = 0; i < calls; ++i) {
-        const QJsonObject m = answerTo(9000 + i, 40000);
-        QVERIFY2(!m.isEmpty(), "a query got no answer");
-        ++answered;
-        if (m.contains(QStringLiteral("error"))) {
-            ++failed;
-            lastError = text(m.value(QStringLiteral("error")).toObject());
+    do {
+        const int first = 9000 + calls;
+        for (int i = 0; i < perRound; ++i) {
+            const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                      {QStringLiteral("id"), first + i},
+                                      {QStringLiteral("method"), QStringLiteral("databases.query")},
+                                      {QStringLiteral("params"),
+                                       QJsonObject{{QStringLiteral("id"), id},
+                                                   {QStringLiteral("sql"),
+                                                    QStringLiteral("SELECT 1 AS one")}}}};
+            m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
         }
-    }
-    probe.stop();
+        calls += perRound;
+        for (int i = 0; i < perRound; ++i) {
+            const QJsonObject m = answerTo(first + i, 40000);
+            QVERIFY2(!m.isEmpty(), "a query got no answer");
+            ++answered;
+            if (m.contains(QStringLiteral("error"))) {
+                ++failed;
+                lastError = text(m.value(QStringLiteral("error")).toObject());
+            }
+        }
+    } while (probe.samples() < kMinSamples && clock.elapsed() < 15000);
+    stopProbe(probe);
     qInfo("%d of %d queries answered in %lld ms, %d failed%s", answered, calls, clock.elapsed(),
           failed, failed ? qPrintable(QStringLiteral(" (e.g. ") + lastError + u')') : "");
     checkHealth(probe, "queries meet a swapped database socket");
@@ -450,7 +476,7 @@ void tst_HostPaths::deletingAHugeTreeNeverStallsTheEngine()
                                         .isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot
                                                  | QDir::Hidden),
                              120000);
-    probe.stop();
+    stopProbe(probe);
     qInfo("delete answered in %lld ms; the tree was gone after %lld ms", answerMs, clock.elapsed());
     checkHealth(probe, "a sandbox with 150,000 files is deleted");
     QVERIFY(QFileInfo::exists(QStringLiteral("/etc/passwd")));
@@ -506,7 +532,7 @@ void tst_HostPaths::deletedWhileBusyCleansUpFully()
                                         .isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot
                                                  | QDir::Hidden),
                              30000);
-    probe.stop();
+    stopProbe(probe);
     QCOMPARE(mountsBelow(m_engine.dataDir() + QStringLiteral("/trash")), 0);
     QCOMPARE(mountsBelow(state), 0);
     QTRY_COMPARE_WITH_TIMEOUT(loopDevicesBelow(m_engine.dataDir() + QStringLiteral("/sandboxes/")
@@ -552,6 +578,298 @@ void tst_HostPaths::deletedWhileStartingCleansUpFully()
     QTest::qWait(500); // a mount that would land after the delete
     QCOMPARE(mountsBelow(m_engine.dataDir() + QStringLiteral("/sandboxes")), 0);
     QTRY_COMPARE_WITH_TIMEOUT(loopDevicesBelow(state), 0, 10000);
+}
+
+QJsonObject tst_HostPaths::file(const QString &method, const QString &id, QJsonObject params)
+{
+    params.insert(QStringLiteral("id"), id);
+    return m_rpc.call(QStringLiteral("sandbox.") + method, params, 60000);
+}
+
+// FIFOs and sockets in the workspace: the file methods refuse them at once, without opening them
+// (a FIFO would block the supervisor) and without replacing them.
+void tst_HostPaths::fileApiRefusesWhatIsNotAFile()
+{
+    const QString id = create(QStringLiteral("agents"),
+                              {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                               {QStringLiteral("size"), QStringLiteral("basic")}});
+    QVERIFY(!id.isEmpty());
+    QCOMPARE(exec(id, QStringLiteral("mkfifo /workspace/fifo && python3 -c \"import socket; "
+                                     "socket.socket(socket.AF_UNIX).bind('/workspace/sock')\" && "
+                                     "echo ok"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("ok\n"));
+    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    probe.start();
+    struct Case
+    {
+        const char *method;
+        const char *path;
+        const char *kind;
+    };
+    const Case cases[] = {{"readFile", "fifo", "FIFO"},
+                          {"readFile", "sock", "socket"},
+                          {"writeFile", "fifo", "FIFO"},
+                          {"writeFile", "sock", "socket"}};
+    for (const Case &c : cases) {
+        QElapsedTimer clock;
+        clock.start();
+        const QJsonObject answer = file(QLatin1String(c.method), id,
+                                        {{QStringLiteral("path"), QLatin1String(c.path)},
+                                         {QStringLiteral("content"), QStringLiteral("x")}});
+        qInfo("%s %s: %lld ms: %s", c.method, c.path, clock.elapsed(), qPrintable(text(answer)));
+        QVERIFY2(answer.contains(QStringLiteral("error")), qPrintable(text(answer)));
+        QVERIFY2(text(answer).contains(QLatin1String(c.kind)), qPrintable(text(answer)));
+        QVERIFY(clock.elapsed() < 5000);
+    }
+    // Nothing was replaced, and the supervisor answers at once.
+    QCOMPARE(exec(id,
+                  QStringLiteral("test -p /workspace/fifo && test -S /workspace/sock && echo kept"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("kept\n"));
+    stopProbe(probe);
+    checkHealth(probe, "the file methods meet FIFOs and sockets");
+    remove(id);
+}
+
+// A directory swapped for a link to outside /workspace, over and over, while the file methods use
+// it: they only ever see the workspace.
+void tst_HostPaths::fileApiStaysInsideWhileLinksMove()
+{
+    const QString id = create(QStringLiteral("agents"),
+                              {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                               {QStringLiteral("size"), QStringLiteral("basic")}});
+    QVERIFY(!id.isEmpty());
+    QCOMPARE(exec(id,
+                  QStringLiteral(
+                      "echo outside > /home/agent/secret; echo outside > /home/agent/only-outside; "
+                      "mkdir -p /workspace/d && echo inside > /workspace/d/secret; "
+                      "setsid sh -c 'cd /workspace; while :; do mv d d.real; ln -s /home/agent d; "
+                      "rm d; mv d.real d; done' </dev/null >/dev/null 2>&1 & echo started"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("started\n"));
+    int inside = 0, refused = 0;
+    for (int i = 0; i < 300; ++i) {
+        const QJsonObject read = file(QStringLiteral("readFile"), id,
+                                      {{QStringLiteral("path"), QStringLiteral("d/secret")}});
+        const QString content = read.value(QStringLiteral("result"))
+                                    .toObject()
+                                    .value(QStringLiteral("content"))
+                                    .toString();
+        QVERIFY2(content != QLatin1String("outside\n"),
+                 "readFile followed a link out of /workspace");
+        content == QLatin1String("inside\n") ? ++inside : ++refused;
+        const QJsonObject list = file(QStringLiteral("listFiles"), id,
+                                      {{QStringLiteral("path"), QStringLiteral("d")}});
+        QVERIFY2(!text(list).contains(QStringLiteral("only-outside")),
+                 "listFiles listed outside /workspace");
+        file(QStringLiteral("writeFile"), id,
+             {{QStringLiteral("path"), QStringLiteral("d/secret")},
+              {QStringLiteral("content"), QStringLiteral("inside\n")}});
+    }
+    qInfo("300 reads while the directory moved: %d inside, %d refused or not found", inside,
+          refused);
+    QCOMPARE(exec(id, QStringLiteral("cat /home/agent/secret"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("outside\n"));
+    remove(id);
+}
+
+void tst_HostPaths::fileApiRefusesProcPaths_data()
+{
+    QTest::addColumn<QString>("setup");
+    QTest::addColumn<QString>("path");
+    QTest::newRow("/proc itself") << QString() << QStringLiteral("/proc/self/environ");
+    QTest::newRow("relative escape") << QString() << QStringLiteral("../proc/1/environ");
+    QTest::newRow("absolute link")
+        << QStringLiteral("ln -s /proc/self/environ /workspace/env") << QStringLiteral("env");
+    QTest::newRow("relative link out")
+        << QStringLiteral("ln -s ../proc/1/environ /workspace/rel") << QStringLiteral("rel");
+    QTest::newRow("link to /proc/self/root")
+        << QStringLiteral("ln -s /proc/self/root /workspace/root")
+        << QStringLiteral("root/etc/passwd");
+}
+
+void tst_HostPaths::fileApiRefusesProcPaths()
+{
+    QFETCH(QString, setup);
+    QFETCH(QString, path);
+    if (m_procSandbox.isEmpty())
+        m_procSandbox = create(QStringLiteral("agents"),
+                               {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                                {QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!m_procSandbox.isEmpty());
+    if (!setup.isEmpty())
+        exec(m_procSandbox, setup);
+    for (const char *method : {"readFile", "listFiles", "writeFile"}) {
+        const QJsonObject answer = file(QLatin1String(method), m_procSandbox,
+                                        {{QStringLiteral("path"), path},
+                                         {QStringLiteral("content"), QStringLiteral("x")}});
+        QCOMPARE(answer.value(QStringLiteral("error"))
+                     .toObject()
+                     .value(QStringLiteral("code"))
+                     .toInt(),
+                 -32007);
+    }
+}
+
+void tst_HostPaths::hardlinksCannotReachOutside_data()
+{
+    QTest::addColumn<bool>("diskImages");
+    QTest::newRow("disk image: /workspace its own file system") << true;
+    QTest::newRow("plain directories: one host file system") << false;
+}
+
+// A hard link names the same file from another place: the sandbox cannot make one to a file
+// outside its trees (each is its own mount), so no file method or engine step reaches one.
+void tst_HostPaths::hardlinksCannotReachOutside()
+{
+    QFETCH(bool, diskImages);
+    EngineProcess plain;
+    RpcTestClient plainRpc;
+    RpcTestClient *rpc = &m_rpc;
+    if (!diskImages) {
+        QVERIFY2(plain.start({QStringLiteral("--no-disk-limit")}), qPrintable(plain.log()));
+        QVERIFY(plainRpc.open(plain.wsUrl(), plain.key()));
+        rpc = &plainRpc;
+    }
+    const QString id = rpc->result(QStringLiteral("agents.create"),
+                                   {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                                    {QStringLiteral("size"), QStringLiteral("lite")}},
+                                   120000)
+                           .value(QStringLiteral("id"))
+                           .toString();
+    QVERIFY(!id.isEmpty());
+    const QJsonObject r
+        = rpc->result(QStringLiteral("agents.exec"),
+                      {{QStringLiteral("id"), id},
+                       {QStringLiteral("command"),
+                        QStringLiteral(
+                            "echo home > /home/agent/h; echo x > /workspace/a; "
+                            "ln /home/agent/h /workspace/h; echo rc=$?; "
+                            "ln /etc/passwd /workspace/p; echo rc=$?; "
+                            "ln /run/sandbox/sandbox-supervisor /workspace/s; echo rc=$?; "
+                            "ln /workspace/a /workspace/b; echo rc=$?")}});
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(),
+             QStringLiteral("rc=1\nrc=1\nrc=1\nrc=0\n"));
+    QCOMPARE(r.value(QStringLiteral("stderr"))
+                 .toString()
+                 .count(QStringLiteral("Invalid cross-device link")),
+             3);
+    // A hard link inside the workspace is just a file to the file methods.
+    QCOMPARE(rpc->result(QStringLiteral("agents.readFile"),
+                         {{QStringLiteral("id"), id}, {QStringLiteral("path"), QStringLiteral("b")}})
+                 .value(QStringLiteral("content"))
+                 .toString(),
+             QStringLiteral("x\n"));
+    rpc->result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+}
+
+// Names at the limit, paths past it, and a tree deeper than any path can name.
+void tst_HostPaths::fileApiLongNamesAndDeepTrees()
+{
+    const QString id = create(QStringLiteral("agents"),
+                              {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                               {QStringLiteral("size"), QStringLiteral("basic")}});
+    QVERIFY(!id.isEmpty());
+    const QString longest(255, u'n');
+    QJsonObject answer = file(QStringLiteral("writeFile"), id,
+                              {{QStringLiteral("path"), longest},
+                               {QStringLiteral("content"), QStringLiteral("ok")}});
+    QVERIFY2(answer.contains(QStringLiteral("result")), qPrintable(text(answer)));
+    answer = file(QStringLiteral("writeFile"), id,
+                  {{QStringLiteral("path"), QString(longest + u'n')},
+                   {QStringLiteral("content"), QStringLiteral("no")}});
+    QVERIFY2(text(answer).contains(QStringLiteral("File name too long")), qPrintable(text(answer)));
+    answer = file(QStringLiteral("readFile"), id, {{QStringLiteral("path"), QString(5000, u'a')}});
+    QVERIFY2(answer.contains(QStringLiteral("error")), qPrintable(text(answer)));
+
+    // 3000 levels: past PATH_MAX, and past what one descriptor per level would allow.
+    QCOMPARE(exec(id,
+                  QStringLiteral("cat > /tmp/deep.py <<'EOF'\n"
+                                 "import os\n"
+                                 "os.chdir('/workspace')\n"
+                                 "os.mkdir('deep')\n"
+                                 "os.chdir('deep')\n"
+                                 "for i in range(3000):\n"
+                                 "    os.mkdir('d')\n"
+                                 "    os.chdir('d')\n"
+                                 "open('leaf', 'w').close()\n"
+                                 "print('made')\n"
+                                 "EOF\n"
+                                 "python3 /tmp/deep.py"),
+                  120000)
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("made\n"));
+    QElapsedTimer clock;
+    clock.start();
+    answer = file(QStringLiteral("deleteFile"), id,
+                  {{QStringLiteral("path"), QStringLiteral("deep")},
+                   {QStringLiteral("recursive"), true}});
+    qInfo("deleting a tree 3000 levels deep: %lld ms", clock.elapsed());
+    QVERIFY2(answer.contains(QStringLiteral("result")), qPrintable(text(answer)));
+    QCOMPARE(exec(id, QStringLiteral("test -e /workspace/deep || echo gone"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("gone\n"));
+    remove(id);
+}
+
+// A directory of 100,000 entries: a listing is bounded, and deleting it leaves the supervisor
+// answering other requests meanwhile.
+void tst_HostPaths::fileApiHugeDirectoriesKeepTheSupervisorAnswering()
+{
+    const QString id = create(QStringLiteral("agents"),
+                              {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                               {QStringLiteral("size"), QStringLiteral("standard-1")}});
+    QVERIFY(!id.isEmpty());
+    QCOMPARE(exec(id,
+                  QStringLiteral("mkdir /workspace/big && cd /workspace/big && "
+                                 "seq 1 100000 | xargs touch && echo made"),
+                  300000)
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("made\n"));
+    QElapsedTimer clock;
+    clock.start();
+    const QJsonObject listing = file(QStringLiteral("listFiles"), id,
+                                     {{QStringLiteral("path"), QStringLiteral("big")}});
+    const QJsonObject result = listing.value(QStringLiteral("result")).toObject();
+    qInfo("listing 100,000 entries: %lld ms", clock.elapsed());
+    QCOMPARE(result.value(QStringLiteral("truncated")).toBool(), true);
+    QCOMPARE(result.value(QStringLiteral("entries")).toArray().size(), 10000);
+
+    const QJsonObject del{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                          {QStringLiteral("id"), 7201},
+                          {QStringLiteral("method"), QStringLiteral("sandbox.deleteFile")},
+                          {QStringLiteral("params"),
+                           QJsonObject{{QStringLiteral("id"), id},
+                                       {QStringLiteral("path"), QStringLiteral("big")},
+                                       {QStringLiteral("recursive"), true}}}};
+    clock.restart();
+    m_rpc.sendText(QJsonDocument(del).toJson(QJsonDocument::Compact));
+    QTest::qWait(50);
+    // While it deletes, the supervisor still answers.
+    QElapsedTimer echo;
+    echo.start();
+    const QJsonObject alive = exec(id, QStringLiteral("echo alive"));
+    const qint64 echoMs = echo.elapsed();
+    // Answered while the deletion still ran (a supervisor busy deleting answered it only after).
+    bool deletedFirst = false;
+    for (const QJsonValue &m : std::as_const(m_rpc.messages))
+        deletedFirst = deletedFirst || m.toObject().value(QStringLiteral("id")) == QJsonValue(7201);
+    const QJsonObject deleted = answerTo(7201, 120000);
+    qInfo("deleting 100,000 files: %lld ms; an exec meanwhile answered in %lld ms", clock.elapsed(),
+          echoMs);
+    QVERIFY2(deleted.contains(QStringLiteral("result")), qPrintable(text(deleted)));
+    QCOMPARE(alive.value(QStringLiteral("stdout")).toString(), QStringLiteral("alive\n"));
+    QVERIFY2(!deletedFirst, "the supervisor answered nothing else while it deleted a directory");
+    remove(id);
 }
 
 QTEST_GUILESS_MAIN(tst_HostPaths)
