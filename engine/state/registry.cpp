@@ -55,7 +55,7 @@ Result<std::unique_ptr<Registry>> Registry::open(const QString &path)
     std::unique_ptr<Registry> r(new Registry(db));
     static const char *const schema[] = {
         "PRAGMA journal_mode=WAL",
-        "PRAGMA synchronous=FULL",
+        "PRAGMA synchronous=NORMAL",
         "PRAGMA busy_timeout=2000",
         "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT "
         "NULL UNIQUE,"
