@@ -261,11 +261,34 @@ void SandboxProcess::start()
     if (const auto prepared = prepareFiles(); !prepared)
         return fail(prepared.error());
 
-    if (m_spec.useCgroups && m_spec.cgroups && m_spec.cgroups->isUsable()) {
-        auto group = Cgroup::create(*m_spec.cgroups, cgroupName(m_spec.id), m_spec.limits);
-        if (!group)
-            return fail(group.error());
-        m_cgroup = std::move(group).value();
+    // The cgroup and its limits, off the event loop: its files' writes wait on the kernel's cgroup
+    // lock, which other sandboxes starting and stopping hold (tens of ms each on a busy host).
+    m_preparing = true;
+    if (!m_spec.useCgroups || !m_spec.cgroups || !m_spec.cgroups->isUsable())
+        return prepareVolume(Cgroup());
+    runOffLoop<Result<Cgroup>>(
+        this,
+        [host = m_spec.cgroups, name = cgroupName(m_spec.id), limits = m_spec.limits] {
+            return Cgroup::create(*host, name, limits);
+        },
+        [this](Result<Cgroup> group) {
+            if (!group) {
+                m_preparing = false;
+                if (m_stopping)
+                    return Q_EMIT exited(QStringLiteral("stopped"));
+                return Q_EMIT failed(group.error());
+            }
+            prepareVolume(std::move(group).value());
+        });
+}
+
+void SandboxProcess::prepareVolume(Cgroup group)
+{
+    m_cgroup = std::move(group);
+    if (m_stopping) {
+        // stop() came while the cgroup was being made: nothing was started.
+        m_preparing = false;
+        return cleanUp([this] { Q_EMIT exited(QStringLiteral("stopped")); });
     }
     // The trees the sandbox writes (its workspace, agent home, run directory), on its disk image
     // where there is one; made fd-relative and off the event loop.
@@ -279,14 +302,14 @@ void SandboxProcess::start()
     layout.poolDir = m_spec.volumePool;
     m_volume = new WorkspaceVolume(layout, this);
     m_volume->mount([this](Result<bool> mounted) {
+        m_preparing = false;
         if (m_stopping) {
             // stop() came while the volume was being prepared: nothing was started.
             return cleanUp([this] { Q_EMIT exited(QStringLiteral("stopped")); });
         }
         if (!mounted) {
-            m_cgroup.remove();
-            m_cgroup = Cgroup(); // see onFinished()
-            return Q_EMIT failed(mounted.error());
+            // The cgroup goes (off the event loop); see onFinished() for why it is forgotten.
+            return cleanUp([this, e = mounted.error()] { Q_EMIT failed(e); });
         }
         launch();
     });
@@ -535,9 +558,23 @@ void SandboxProcess::configure()
                                               "configuration: ")
                                + r.error().message);
         self->m_readySeen = true;
-        if (self->m_cgroup.isValid() && !self->m_cgroup.setCpuLimit(self->m_spec.limits.cpus))
-            qCWarning(lcRuntime) << self->m_spec.id << "cannot set the CPU limit";
-        Q_EMIT self->ready();
+        if (!self->m_cgroup.isValid())
+            return Q_EMIT self->ready();
+        // Off the event loop, like the cgroup's creation (see start()); the sandbox is ready once
+        // its CPU limit holds.
+        runOffLoop<bool>(
+            self.data(),
+            [group = self->m_cgroup, cpus = self->m_spec.limits.cpus] {
+                return group.setCpuLimit(cpus);
+            },
+            [self](bool set) {
+                if (!self)
+                    return;
+                if (!set)
+                    qCWarning(lcRuntime) << self->m_spec.id << "cannot set the CPU limit";
+                if (self->m_process && self->m_process->state() == QProcess::Running)
+                    Q_EMIT self->ready(); // otherwise onFinished() says how it ended
+            });
     });
 }
 
@@ -563,8 +600,8 @@ void SandboxProcess::abort(const QString &why)
 
 void SandboxProcess::stop()
 {
-    if (!m_process && m_volume && m_volume->isBusy()) {
-        m_stopping = true; // exited() follows once the volume is ready (see start())
+    if (!m_process && m_preparing) {
+        m_stopping = true; // exited() follows once the cgroup and volume are ready (see start())
         return;
     }
     if (!m_process || m_process->state() == QProcess::NotRunning) {

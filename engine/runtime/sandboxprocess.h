@@ -111,6 +111,8 @@ Q_SIGNALS:
     void exited(const QString &reason);
 
 private:
+    // The step of start() after the cgroup is made: the volume, then launch().
+    void prepareVolume(Cgroup group);
     void launch();
     void configure();
     void onFinished(int exitCode, int exitStatus);
@@ -138,6 +140,7 @@ private:
     QHash<quint32, ExecTree> m_execs;
     QString m_abortReason;
     bool m_stopping = false;
+    bool m_preparing = false; // from start() until launch() (or a failure before it)
     bool m_readySeen = false;
 };
 
