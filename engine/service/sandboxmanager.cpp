@@ -383,9 +383,14 @@ void SandboxManager::launch(Entry *e)
     if (hooks.prepare)
         hooks.prepare(spec, e->rec);
 
-    bool writesOutside = false;
-    for (const SandboxSpec::Mount &m : spec.extraMounts)
-        writesOutside = writesOutside || m.writable;
+    // The agent's home and the database's run directory live on the image too (WorkspaceVolume);
+    // any other writable mount would be a plain host directory. (A QString, not the
+    // QStringBuilder that `auto` would capture: it compared as the wrong prefix.)
+    const auto outside = [volume = QString(spec.volumeDir + u'/')](const SandboxSpec::Mount &m) {
+        return m.writable && !m.hostPath.startsWith(volume);
+    };
+    const bool writesOutside = std::any_of(spec.extraMounts.cbegin(), spec.extraMounts.cend(),
+                                           outside);
     if (spec.diskImage.isEmpty() && !m_config.diskImages)
         e->disk.reset(); // the engine's reason
     else if (spec.diskImage.isEmpty())
@@ -395,8 +400,7 @@ void SandboxManager::launch(Entry *e)
         e->disk = LimitEnforcement::no(
             QStringLiteral("the workspace is a %1 MiB image, but %2 is a plain host directory")
                 .arg(e->limits.diskMb)
-                .arg(std::find_if(spec.extraMounts.cbegin(), spec.extraMounts.cend(),
-                                  [](const SandboxSpec::Mount &m) { return m.writable; })
+                .arg(std::find_if(spec.extraMounts.cbegin(), spec.extraMounts.cend(), outside)
                          ->sandboxPath));
     else
         e->disk = LimitEnforcement::yes(
