@@ -16,6 +16,7 @@ APT_PACKAGES=(
   xvfb xauth imagemagick fonts-dejavu-core
   appstream desktop-file-utils
   apparmor systemd shellcheck
+  libvterm-dev vim htop dbus-daemon
 )
 # Node.js: keep whatever the machine has (our CI image ships Node 20 with its own npm);
 # on a bare Debian 12 take Debian's.

@@ -6,8 +6,10 @@
 #include "runtime/supervisorchannel.h"
 #include "service/sandboxmanager.h"
 #include "service/streamhub.h"
+#include "service/terminalhub.h"
 
 #include <QJsonArray>
+#include <QRegularExpression>
 
 namespace Sandbox::Engine {
 
@@ -64,6 +66,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
     , m_streams(streams)
     , m_keys(keys)
 {
+    m_terminals = new TerminalHub(sandboxes, streams, this, this); // adds stream.input, .resize
     // agents.*
     add(QStringLiteral("agents.create"), [this](const QJsonObject &params, const CallContext &ctx,
                                                 const Reply &reply) {
@@ -332,11 +335,41 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
                                             kMaxOutput)));
     const bool stream = o.optionalBool(QStringLiteral("stream"), false) && ctx.notify;
     const bool hasStdin = o.has(QStringLiteral("stdin"));
+    // A terminal (4.8): always streamed, no output cap (its window bounds it), no timeout
+    // unless one is given (an idle terminal is hung up instead).
+    const bool hasPty = o.has(QStringLiteral("pty")) && !o.raw(QStringLiteral("pty")).isNull();
+    if (hasPty) {
+        Params pty(o.optionalObject(QStringLiteral("pty")), QStringLiteral("options.pty"));
+        const QString term = pty.optionalString(QStringLiteral("term"),
+                                                QStringLiteral("xterm-256color"));
+        static const QRegularExpression termRe(QStringLiteral("^[A-Za-z0-9._+-]{1,64}$"));
+        if (!termRe.match(term).hasMatch())
+            pty.fail(QStringLiteral("term"),
+                     QStringLiteral("must be a terminal name such as xterm-256color"));
+        request.insert(QStringLiteral("pty"),
+                       QJsonObject{{QStringLiteral("cols"),
+                                    double(
+                                        pty.optionalInteger(QStringLiteral("cols"), 80, 1, 1000))},
+                                   {QStringLiteral("rows"),
+                                    double(pty.optionalInteger(QStringLiteral("rows"), 24, 1, 500))},
+                                   {QStringLiteral("term"), term}});
+        o.merge(pty);
+        if (!o.failed() && hasStdin)
+            o.fail(QStringLiteral("stdin"), QStringLiteral("cannot be given with pty"));
+        if (!o.failed() && !ctx.notify)
+            o.fail(QStringLiteral("pty"),
+                   QStringLiteral("needs the WebSocket (/rpc): a terminal is a stream"));
+        if (!o.has(QStringLiteral("timeout")))
+            request.insert(QStringLiteral("timeoutMs"), 0);
+        request.remove(QStringLiteral("maxOutputBytes"));
+    }
     const QByteArray stdinBytes = o.optionalString(QStringLiteral("stdin")).toUtf8();
     request.insert(QStringLiteral("stdin"), hasStdin);
     p.merge(o);
     if (p.failed())
         return reply(p.error());
+    if (hasPty)
+        return m_terminals->start(id, kind, request, ctx, reply);
 
     QObject *context = ctx.guard ? ctx.guard.data() : this;
     const CallContext c = ctx;

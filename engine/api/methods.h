@@ -16,6 +16,7 @@ namespace Sandbox::Engine {
 class KeyStore;
 class SandboxManager;
 class StreamHub;
+class TerminalHub;
 
 // Who calls, and how to reach them while the call runs.
 struct CallContext
@@ -64,9 +65,10 @@ private:
                 const CallContext &ctx, const Reply &reply);
     void cloneRepo(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
 
-    SandboxManager *m_sandboxes; // not owned
-    StreamHub *m_streams;        // not owned
-    KeyStore *m_keys;            // not owned
+    SandboxManager *m_sandboxes;        // not owned
+    StreamHub *m_streams;               // not owned
+    KeyStore *m_keys;                   // not owned
+    TerminalHub *m_terminals = nullptr; // owned (child): execs with a pty
     QHash<QString, Handler> m_handlers;
 };
 

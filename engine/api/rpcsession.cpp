@@ -47,6 +47,8 @@ RpcSession::RpcSession(QWebSocket *socket, QString keyId, Methods *methods, Stre
             drain();
         }
     });
+    // Terminals wait for this connection when it falls behind (StreamHub::sinkBacklog).
+    m_streams->setBacklogProbe(this, [this] { return m_socket->bytesToWrite(); });
     connect(m_socket, &QWebSocket::disconnected, this, [this] {
         m_streams->detach(this);
         deleteLater();

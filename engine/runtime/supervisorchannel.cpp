@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <limits>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -152,6 +153,10 @@ quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &da
         p.maxOutput = max.isDouble() ? quint64(qBound(0.0, max.toDouble(), double(kMaxOutput)))
                                      : kDefaultMaxOutput;
         p.timeoutMs = nonNegative(json.value(QStringLiteral("timeoutMs")));
+        // A terminal has no output cap: its window bounds what may be in flight instead.
+        p.pty = json.value(QStringLiteral("pty")).isObject();
+        if (p.pty)
+            p.maxOutput = std::numeric_limits<quint64>::max();
         deadlineMs = p.timeoutMs > 0 ? p.timeoutMs + kGraceMs : -1; // -1: until cancelled
     } else if (p.op == QLatin1String("readFile") || p.op == QLatin1String("list")) {
         p.maxResponse = kLargeResponse;
@@ -220,6 +225,22 @@ void SupervisorChannel::markTimedOut(quint32 id)
     const auto it = m_pending.find(id);
     if (it != m_pending.end())
         it->timedOut = true;
+}
+
+void SupervisorChannel::acknowledge(quint32 id, quint32 bytes)
+{
+    const auto it = m_pending.find(id);
+    if (it == m_pending.end() || !it->pty || bytes == 0)
+        return;
+    it->unacknowledged -= qMin<quint64>(it->unacknowledged, bytes);
+    char payload[4];
+    qToLittleEndian<quint32>(bytes, payload);
+    queueFrame(FrameType::Window, id, QByteArrayView(payload, 4));
+}
+
+qint64 SupervisorChannel::pendingWriteBytes() const
+{
+    return m_out.size() - m_outPos;
 }
 
 void SupervisorChannel::failAll(const Error &error)
@@ -438,6 +459,14 @@ void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payl
             return violation(QStringLiteral("a descriptor on output of request %1").arg(id));
         const auto it = m_pending.find(id);
         const int channel = type == FrameType::Stdout ? 1 : 2;
+        if (it->pty) {
+            // A terminal has one output, sent only while the window has room.
+            if (channel != 1)
+                return violation(QStringLiteral("STDERR for terminal %1").arg(id));
+            it->unacknowledged += quint64(payload.size());
+            if (it->unacknowledged > SupervisorWire::PtyWindowBytes)
+                return violation(QStringLiteral("output of terminal %1 beyond its window").arg(id));
+        }
         quint64 &sent = it->sent[channel - 1];
         const quint64 room = it->maxOutput - qMin(sent, it->maxOutput);
         const qsizetype allowed = qsizetype(qMin<quint64>(quint64(payload.size()), room));

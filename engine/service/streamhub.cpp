@@ -23,6 +23,7 @@ struct StreamHub::Stream
     Sink sink;
     const void *owner = nullptr;
     std::function<void()> cancel;
+    std::function<QJsonObject()> terminal;
     QByteArray carry[3]; // unfinished UTF-8 sequences per channel
 
     qint64 firstSeq() const { return lastSeq - qint64(backlog.size()) + 1; }
@@ -160,6 +161,7 @@ void StreamHub::end(const QString &streamId, const QJsonObject &fields)
     s.done = true;
     s.endedAt = QDateTime::currentDateTimeUtc();
     s.cancel = nullptr;
+    s.terminal = nullptr;
     publish(s, std::move(n));
 }
 
@@ -174,12 +176,15 @@ Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString 
         return Error::invalidParams(QStringLiteral("after"),
                                     QStringLiteral("must be between 0 and %1").arg(s.lastSeq));
     if (after < s.firstSeq() - 1) {
+        QJsonObject data{{QStringLiteral("first"), double(s.firstSeq())}};
+        if (s.terminal)
+            data.insert(QStringLiteral("terminal"), s.terminal());
         return Error{ErrorCode::StreamGap,
                      QStringLiteral("stream %1 no longer holds notifications %2 to %3")
                          .arg(streamId)
                          .arg(after + 1)
                          .arg(s.firstSeq() - 1),
-                     QJsonObject{{QStringLiteral("first"), double(s.firstSeq())}}};
+                     data};
     }
     s.sink = nullptr;
     Resume r;
@@ -187,6 +192,8 @@ Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString 
                            {QStringLiteral("after"), double(after)},
                            {QStringLiteral("last"), double(s.lastSeq)},
                            {QStringLiteral("done"), s.done}};
+    if (s.terminal)
+        r.answer.insert(QStringLiteral("terminal"), s.terminal());
     r.replay = [this, streamId, after, sink = std::move(sink)] {
         const auto it = m_streams.find(streamId);
         if (it == m_streams.end())
@@ -217,8 +224,30 @@ void StreamHub::setSinkOwner(const QString &streamId, const void *owner)
         it->second->owner = owner;
 }
 
+void StreamHub::setBacklogProbe(const void *owner, std::function<qint64()> probe)
+{
+    m_probes.insert(owner, std::move(probe));
+}
+
+qint64 StreamHub::sinkBacklog(const QString &streamId) const
+{
+    const auto it = m_streams.find(streamId);
+    if (it == m_streams.end() || !it->second->sink)
+        return -1;
+    const auto probe = m_probes.constFind(it->second->owner);
+    return probe == m_probes.constEnd() ? 0 : (*probe)();
+}
+
+void StreamHub::setTerminal(const QString &streamId, std::function<QJsonObject()> describe)
+{
+    const auto it = m_streams.find(streamId);
+    if (it != m_streams.end())
+        it->second->terminal = std::move(describe);
+}
+
 void StreamHub::detach(const void *owner)
 {
+    m_probes.remove(owner);
     for (auto &[id, s] : m_streams) {
         if (s->owner == owner) {
             s->sink = nullptr;

@@ -62,6 +62,15 @@ public:
     void detach(const void *owner);
     void setSinkOwner(const QString &streamId, const void *owner);
 
+    // How many bytes a connection (a sink owner) has not sent yet: for streams whose producer
+    // waits for its reader (a terminal, docs/protocol.md 4.8). Removed by detach(owner).
+    void setBacklogProbe(const void *owner, std::function<qint64()> probe);
+    // The unsent bytes of the connection the stream goes to; -1 when no connection follows it.
+    qint64 sinkBacklog(const QString &streamId) const;
+    // A terminal stream: `describe` ({cols, rows, modes}) goes into the answers of
+    // stream.resume as `terminal` (also in a -32009's data), so that a client can restore it.
+    void setTerminal(const QString &streamId, std::function<QJsonObject()> describe);
+
     int count() const { return int(m_streams.size()); }
 
 private:
@@ -72,6 +81,7 @@ private:
 
     Limits m_limits;
     std::unordered_map<QString, std::unique_ptr<Stream>> m_streams;
+    QHash<const void *, std::function<qint64()>> m_probes;
 };
 
 } // namespace Sandbox::Engine

@@ -96,7 +96,14 @@ void ExecRunner::start(uint32_t id, const json &req)
     }
     const uint64_t timeoutMs = optionalUnsigned(req, "timeoutMs").value_or(0);
     const uint64_t maxOutput = optionalUnsigned(req, "maxOutputBytes").value_or(kDefaultMaxOutput);
-    const bool wantStdin = optionalBool(req, "stdin");
+    const bool hasPty = req.contains("pty") && !req["pty"].is_null();
+    const Pty::Spec ptySpec = hasPty ? Pty::parse(req["pty"]) : Pty::Spec{};
+    const bool wantStdin = optionalBool(req, "stdin") && !hasPty;
+    if (hasPty) {
+        spec.pty = true;
+        spec.env.emplace_back("TERM", ptySpec.term);
+        spec.env.emplace_back("COLORTERM", "truecolor");
+    }
 
     std::string cwd(m_paths.root());
     if (req.contains("cwd") && !req["cwd"].is_null())
@@ -121,16 +128,30 @@ void ExecRunner::start(uint32_t id, const json &req)
         if (spec.cwdFd >= 0)
             ::close(spec.cwdFd);
     };
-    if (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0 || ::pipe2(status, O_CLOEXEC) < 0
-        || ::pipe2(control, O_CLOEXEC) < 0 || (wantStdin && ::pipe2(in, O_CLOEXEC) < 0)) {
+    if (hasPty) {
+        // The terminal instead of the three pipes: [0] the master (ours), [1] the slave (theirs).
+        Pty::Pair pair;
+        try {
+            pair = Pty::open(ptySpec);
+        } catch (const RequestError &) {
+            closeAll();
+            throw;
+        }
+        out[0] = pair.master;
+        out[1] = pair.slave;
+        in[1] = ::fcntl(pair.master, F_DUPFD_CLOEXEC, 0);
+    }
+    if ((!hasPty && (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0))
+        || ::pipe2(status, O_CLOEXEC) < 0 || ::pipe2(control, O_CLOEXEC) < 0
+        || (wantStdin && ::pipe2(in, O_CLOEXEC) < 0) || (hasPty && in[1] < 0)) {
         const int e = errno;
         closeAll();
         throw RequestError("exec_failed", std::string("cannot create pipes: ") + std::strerror(e),
                            e);
     }
-    spec.stdinFd = in[0];
+    spec.stdinFd = hasPty ? out[1] : in[0];
     spec.stdoutFd = out[1];
-    spec.stderrFd = err[1];
+    spec.stderrFd = hasPty ? out[1] : err[1];
     spec.controlFd = control[0];
     spec.statusFd = status[1];
     spec.supervisor = ::getpid();
@@ -161,7 +182,8 @@ void ExecRunner::start(uint32_t id, const json &req)
     e.in = in[1];
     e.status = status[0];
     e.control = control[1];
-    e.maxOutput = maxOutput;
+    e.maxOutput = hasPty ? UINT64_MAX : maxOutput; // a terminal is bounded by its window
+    e.pty = hasPty;
     e.started = Clock::now();
     if (timeoutMs > 0)
         e.deadline = e.started + std::chrono::milliseconds(timeoutMs);
@@ -178,7 +200,7 @@ void ExecRunner::feedStdin(uint32_t id, std::string_view data)
     if (it == m_execs.end())
         return; // finished already, or never existed: the data has nowhere to go
     Exec &e = it->second;
-    if (data.empty())
+    if (data.empty() && !e.pty) // a terminal has no end of input: ^D is the program's business
         e.stdinEof = true;
     else if (e.in >= 0)
         e.stdinQueue.append(data);
@@ -192,6 +214,33 @@ void ExecRunner::cancel(uint32_t id)
         return;
     it->second.cancelled = true;
     sendKill(it->second);
+}
+
+bool ExecRunner::resize(uint32_t id, std::string_view payload)
+{
+    const auto it = m_execs.find(id);
+    if (it == m_execs.end())
+        return true;
+    uint16_t cols = 0, rows = 0;
+    if (!it->second.pty || !Pty::decodeResize(payload, &cols, &rows))
+        return false;
+    const int master = it->second.out >= 0 ? it->second.out : it->second.in;
+    if (master >= 0)
+        Pty::resize(master, cols, rows);
+    return true;
+}
+
+bool ExecRunner::acknowledge(uint32_t id, std::string_view payload)
+{
+    const auto it = m_execs.find(id);
+    if (it == m_execs.end())
+        return true;
+    uint32_t bytes = 0;
+    if (!it->second.pty || !Pty::decodeWindow(payload, &bytes))
+        return false;
+    Exec &e = it->second;
+    e.unacked -= std::min<uint64_t>(e.unacked, bytes);
+    return true;
 }
 
 size_t ExecRunner::pendingStdin() const
@@ -211,7 +260,7 @@ void ExecRunner::collectPollFds(std::vector<pollfd> &fds)
     };
     add(m_signalFd, POLLIN, 0, Slot::Signal);
     for (const auto &[id, e] : m_execs) {
-        if (e.out >= 0)
+        if (e.out >= 0 && e.windowOpen())
             add(e.out, POLLIN, id, Slot::Out);
         if (e.err >= 0)
             add(e.err, POLLIN, id, Slot::Err);
@@ -276,7 +325,7 @@ int ExecRunner::pollTimeoutMs() const
     for (const auto &[id, e] : m_execs) {
         std::optional<Clock::time_point> t;
         if (e.waitStatus && (e.out >= 0 || e.err >= 0))
-            t = e.exited + kDrainTime;
+            t = e.exited + (e.windowOpen() ? kDrainTime : kPtyDrainLimit);
         else if (e.deadline && !e.waitStatus && !e.killSent)
             t = e.deadline;
         if (t && (!next || *t < *next))
@@ -292,13 +341,23 @@ void ExecRunner::readOutput(Exec &e, bool isStderr)
 {
     int &fd = isStderr ? e.err : e.out;
     char buf[65536];
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    size_t want = sizeof buf;
+    if (e.pty)
+        want = size_t(
+            std::min<uint64_t>(want, Pty::kWindowBytes - std::min(e.unacked, Pty::kWindowBytes)));
+    if (want == 0)
+        return;
+    const ssize_t n = ::read(fd, buf, want);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
-    if (n <= 0) {
+    if (n <= 0) { // EOF; a terminal's master reads EIO once no process holds its slave
         closeFd(fd);
+        if (e.pty)
+            closeFd(e.in);
         return;
     }
+    if (e.pty)
+        e.unacked += uint64_t(n);
     uint64_t &sent = e.sent[isStderr ? 1 : 0];
     const size_t allowed = size_t(
         std::min<uint64_t>(uint64_t(n), e.maxOutput - std::min(sent, e.maxOutput)));
@@ -388,7 +447,8 @@ bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
     }
     if (!e.waitStatus)
         return false;
-    if ((e.out >= 0 || e.err >= 0) && now < e.exited + kDrainTime)
+    if ((e.out >= 0 || e.err >= 0)
+        && now < e.exited + (e.windowOpen() ? kDrainTime : kPtyDrainLimit))
         return false; // still draining; a background process may hold the pipes
 
     const int status = *e.waitStatus;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "pty.h"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -26,6 +28,9 @@ public:
     static constexpr std::chrono::milliseconds kDrainTime{50};
     // Above this much unwritten STDIN data the supervisor stops reading frames (back-pressure).
     static constexpr size_t kStdinHighWater = 4 * 1024 * 1024;
+    // A PTY exec whose main process exited waits this long at most for the engine to take the
+    // rest of its output (a full window) before its terminal is closed.
+    static constexpr std::chrono::milliseconds kPtyDrainLimit{5000};
 
     ExecRunner(const Paths &paths, FrameChannel &channel);
     ~ExecRunner();
@@ -44,6 +49,11 @@ public:
     void start(uint32_t id, const nlohmann::json &req);
     void feedStdin(uint32_t id, std::string_view data);
     void cancel(uint32_t id);
+    // PTY execs: a RESIZE frame's and a WINDOW frame's payload. False when `id` is a running exec
+    // without a terminal or the payload is malformed (a protocol error); an exec that already
+    // finished is no error (the frame crossed its RESPONSE).
+    bool resize(uint32_t id, std::string_view payload);
+    bool acknowledge(uint32_t id, std::string_view payload);
 
     void collectPollFds(std::vector<pollfd> &fds);
     void process(const std::vector<pollfd> &fds);
@@ -73,6 +83,9 @@ private:
         Clock::time_point exited;
         bool reaperLost = false;
         bool timedOut = false, cancelled = false, killSent = false;
+        bool pty = false;     // out is the terminal's master, in a duplicate of it
+        uint64_t unacked = 0; // PTY output sent and not yet acknowledged by WINDOW frames
+        bool windowOpen() const { return !pty || unacked < Pty::kWindowBytes; }
     };
     enum class Slot { Signal, Out, Err, Status, In };
     struct PollSlot

@@ -1,6 +1,7 @@
 #include "reaper.h"
 
 #include "guard.h"
+#include "pty.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -108,6 +109,8 @@ void Reaper::execCommand(const ReaperSpec &spec)
         ::_exit(127);
     }
     closeFrom(ControlFd);
+    if (spec.pty)
+        Pty::becomeControllingTerminal();
     // The supervisor's own (fixed) environment, then PWD, then the request's: later ones win.
     // Built in one pass: setenv() per variable is quadratic in a huge environment.
     std::map<std::string, std::string> env;

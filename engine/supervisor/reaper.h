@@ -20,6 +20,9 @@ struct ReaperSpec
     int cwdErrno = 0;
     std::string cwdPath;
     pid_t supervisor = 0; // > 0: the command gets Guard::restrictChild(supervisor)
+    // stdin, stdout and stderr are a terminal's slave: the command gets a new session with it
+    // as its controlling terminal.
+    bool pty = false;
 };
 
 // The process between the supervisor and one exec's command: a child subreaper in its own

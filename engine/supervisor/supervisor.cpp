@@ -91,7 +91,15 @@ void Supervisor::handleFrame(const Frame &frame)
         m_execs.cancel(frame.id);
         break;
     case FrameType::Resize:
-        break; // for PTY execs (not yet): nothing to resize
+        if (!m_execs.resize(frame.id, frame.payload))
+            std::fprintf(stderr, "sandbox-supervisor: ignoring a bad RESIZE frame (id %u)\n",
+                         frame.id);
+        break;
+    case FrameType::Window:
+        if (!m_execs.acknowledge(frame.id, frame.payload))
+            std::fprintf(stderr, "sandbox-supervisor: ignoring a bad WINDOW frame (id %u)\n",
+                         frame.id);
+        break;
     default:
         std::fprintf(stderr, "sandbox-supervisor: ignoring frame of unknown type %u (id %u)\n",
                      unsigned(frame.type), frame.id);
