@@ -2,7 +2,10 @@
 
 #include <client/agentrun.h>
 #include <client/execstream.h>
+#include <client/terminalsession.h>
 #include <protocol/json.h>
+
+#include "shell.h"
 
 #include <QCommandLineParser>
 #include <QFile>
@@ -467,6 +470,30 @@ bool Commands::run(const QStringList &args, QString *usageError)
             return false;
         }
         query(a.at(1), a.at(2), params, pageSize);
+        return true;
+    }
+    if (cmd == QLatin1String("shell")) {
+        if (!need(1, "shell ID [--cwd DIR] [--env NAME=VALUE]... [-- COMMAND [ARGS...]]"))
+            return false;
+        TerminalOptions o;
+        Shell::localSize(&o.cols, &o.rows);
+        const QString term = qEnvironmentVariable("TERM");
+        if (!term.isEmpty() && term != QLatin1String("dumb"))
+            o.term = term;
+        o.cwd = p.value(cwdOpt);
+        if (!parseEnv(p.values(envOpt), &o.env, usageError))
+            return false;
+        QStringList command = a.mid(2);
+        // Without a command: the user's login shell of choice, bash where there is one.
+        const Command cmd = command.isEmpty()     ? Command(QStringLiteral(
+                                    "if command -v bash >/dev/null 2>&1; then exec bash -l; "
+                                        "else exec sh -l; fi"))
+                            : command.size() == 1 ? Command(command.first())
+                                                  : Command(command);
+        TerminalSession *session = m_client->sandboxes().openTerminal(a.at(1), cmd, o, this);
+        auto *shell = new Shell(this);
+        shell->attach(session);
+        connect(shell, &Shell::done, this, &Commands::done);
         return true;
     }
     if (cmd == QLatin1String("read") || cmd == QLatin1String("cat")) {

@@ -31,6 +31,9 @@ Commands:
   exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] -- COMMAND [ARGS...]
                                   runs a command with live output; exits with its exit code
                                   (one argument: a shell command line; several: an argv)
+  shell ID [--cwd DIR] [--env NAME=VALUE]... [-- COMMAND [ARGS...]]
+                                  a terminal in the sandbox (bash, or COMMAND) in this one:
+                                  raw keys, window size followed; exits with its exit code
   read ID PATH                    a file's bytes to stdout
   write ID PATH [LOCAL|-] [-p]    a file from a local file or stdin
   ls ID [PATH] [-r]               list a directory of /workspace

@@ -35,6 +35,9 @@ public:
     qint64 lastSeq() const { return m_lastSeq; }
     // After finished() or failed().
     bool isDone() const { return m_done; }
+    // A terminal's state as the engine last described it on a resume ({cols, rows, modes};
+    // docs/protocol.md 4.8); empty for other streams.
+    const QJsonObject &terminalState() const { return m_terminal; }
 
     // Stops the work behind the stream (`stream.cancel`, or `rpc.cancel` while the stream id is
     // not known yet). The stream still ends with finished() (e.g. killed) or failed() (cancelled).
@@ -67,6 +70,7 @@ private:
     bool m_resuming = false;
     bool m_done = false;
     ResultKind m_resultKind = ResultKind::Exec;
+    QJsonObject m_terminal;
 };
 
 } // namespace Sandbox

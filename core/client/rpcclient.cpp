@@ -644,8 +644,11 @@ void RpcClient::resumeStream(ExecStream *stream)
              if (!s || s->m_done)
                  return;
              s->m_resuming = false;
-             if (r)
+             if (r) {
+                 if (r->toObject().contains(QStringLiteral("terminal")))
+                     s->m_terminal = r->toObject().value(QStringLiteral("terminal")).toObject();
                  return; // the replay follows (or came first)
+             }
              const Error &e = r.error();
              if (e.code == ErrorCode::ConnectionError)
                  return; // the next connection resumes it
@@ -653,6 +656,9 @@ void RpcClient::resumeStream(ExecStream *stream)
                  const qint64 first = positiveInteger(
                      e.data.toObject().value(QStringLiteral("first")));
                  if (first > s->m_lastSeq + 1) {
+                     if (e.data.toObject().contains(QStringLiteral("terminal")))
+                         s->m_terminal
+                             = e.data.toObject().value(QStringLiteral("terminal")).toObject();
                      const qint64 missingFrom = s->m_lastSeq + 1;
                      s->m_lastSeq = first - 1;
                      qCWarning(lcRpc)

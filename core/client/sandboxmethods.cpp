@@ -3,6 +3,7 @@
 #include "execstream.h"
 #include "jsonreader.h"
 #include "rpcclient.h"
+#include "terminalsession.h"
 
 namespace Sandbox {
 
@@ -77,6 +78,33 @@ ExecStream *SandboxMethods::execStreaming(const QString &id, const Command &comm
     if (!rpc)
         return nullptr;
     return rpc->startStream(method("exec"), execParams(id, command, options, true), parent);
+}
+
+TerminalSession *SandboxMethods::openTerminal(const QString &id, const Command &command,
+                                              const TerminalOptions &options, QObject *parent)
+{
+    RpcClient *rpc = m_caller->streamClient();
+    if (!rpc)
+        return nullptr;
+    QJsonObject o{{QStringLiteral("stream"), true},
+                  {QStringLiteral("pty"), QJsonObject{{QStringLiteral("cols"), options.cols},
+                                                      {QStringLiteral("rows"), options.rows},
+                                                      {QStringLiteral("term"), options.term}}}};
+    if (!options.cwd.isEmpty())
+        o.insert(QStringLiteral("cwd"), options.cwd);
+    if (options.timeoutMs)
+        o.insert(QStringLiteral("timeout"), double(*options.timeoutMs));
+    if (!options.env.isEmpty()) {
+        QJsonObject env;
+        for (auto it = options.env.cbegin(); it != options.env.cend(); ++it)
+            env.insert(it.key(), it.value());
+        o.insert(QStringLiteral("env"), env);
+    }
+    return new TerminalSession(rpc, method("exec"),
+                               {{QStringLiteral("id"), id},
+                                {QStringLiteral("command"), command.json},
+                                {QStringLiteral("options"), o}},
+                               options.cols, options.rows, parent);
 }
 
 RpcCall SandboxMethods::writeFile(const QString &id, const QString &path, const QByteArray &content,

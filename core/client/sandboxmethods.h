@@ -8,6 +8,8 @@
 namespace Sandbox {
 
 class ExecStream;
+class TerminalSession;
+struct TerminalOptions;
 
 // The methods every sandbox offers under a prefix: `agents.*` (AgentsService) and `sandbox.*`
 // (SandboxService) take the same params (docs/protocol.md 4.1, 4.5). Each call returns an RpcCall
@@ -26,6 +28,11 @@ public:
     // Returns nullptr when the caller cannot stream (REST). The stream is owned by `parent`.
     ExecStream *execStreaming(const QString &id, const Command &command, const ExecOptions &options,
                               QObject *parent);
+
+    // A terminal (4.8): `command` on a pseudo-terminal, its output live, input and resize.
+    // Returns nullptr when the caller cannot stream (REST). Owned by `parent`.
+    TerminalSession *openTerminal(const QString &id, const Command &command,
+                                  const TerminalOptions &options, QObject *parent);
 
     RpcCall writeFile(const QString &id, const QString &path, const QByteArray &content,
                       const WriteFileOptions &options, QObject *context,
