@@ -4,6 +4,7 @@
 
 #include "../console/consolepage.h"
 #include "../files/filespage.h"
+#include "../terminal/terminalpage.h"
 
 #include <agents/agentsessionview.h>
 #include <sql/sqlconsole.h>
@@ -25,6 +26,21 @@ public:
     SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
     {
         return new ConsolePage(context, parent);
+    }
+};
+
+// A terminal beside the console: a shell on a pseudo-terminal (vim, htop, Tab completion).
+class TerminalPageFactory final : public SandboxPageFactory
+{
+public:
+    QString id() const override { return QStringLiteral("terminal"); }
+    QString title() const override { return QObject::tr("Terminal"); }
+    Area area() const override { return Area::Panel; }
+    bool appliesTo(const SandboxInfo &) const override { return true; }
+    int order() const override { return 1; }
+    SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
+    {
+        return new TerminalPage(context, parent);
     }
 };
 
@@ -103,6 +119,7 @@ public:
 void registerDefaultPages(SandboxPageRegistry &registry)
 {
     registry.add(std::make_unique<ConsolePageFactory>());
+    registry.add(std::make_unique<TerminalPageFactory>());
     registry.add(std::make_unique<FilesPageFactory>());
     registry.add(std::make_unique<AgentSessionPageFactory>());
     registry.add(std::make_unique<SqlConsolePageFactory>());

@@ -1,0 +1,148 @@
+#pragma once
+
+#include <QByteArray>
+#include <QColor>
+#include <QList>
+#include <QObject>
+#include <QPoint>
+#include <QRect>
+#include <QString>
+
+#include <deque>
+#include <memory>
+
+struct VTerm;
+struct VTermScreen;
+
+namespace Sandbox::Ui {
+
+// One terminal's screen, emulated by libvterm (xterm-256color): the program's output goes in with
+// feed(), keys, pastes and mouse events come out as input() bytes for the program. Keeps a bounded
+// scrollback of the lines that scrolled off the top of the main screen. No widget: TerminalView
+// paints it, tests read it.
+class TerminalScreen final : public QObject
+{
+    Q_OBJECT
+
+public:
+    struct Cell
+    {
+        QString text; // empty for the right half of a wide character; " " for a blank
+        QColor fg;
+        QColor bg;
+        bool bold = false;
+        bool italic = false;
+        bool underline = false;
+        bool strike = false;
+        bool reverse = false;
+        int width = 1;
+    };
+    using Line = QList<Cell>;
+
+    enum class MouseMode { None, Click, Drag, Move };
+    enum class Key {
+        Enter,
+        Tab,
+        Backspace,
+        Escape,
+        Up,
+        Down,
+        Left,
+        Right,
+        Insert,
+        Delete,
+        Home,
+        End,
+        PageUp,
+        PageDown,
+        F1,
+        F2,
+        F3,
+        F4,
+        F5,
+        F6,
+        F7,
+        F8,
+        F9,
+        F10,
+        F11,
+        F12
+    };
+    enum Modifier { NoModifier = 0, Shift = 1, Alt = 2, Control = 4 };
+
+    static constexpr int kDefaultScrollback = 10000;
+
+    explicit TerminalScreen(int cols = 80, int rows = 24, QObject *parent = nullptr);
+    ~TerminalScreen() override;
+
+    void setDefaultColors(const QColor &fg, const QColor &bg);
+    void setScrollbackLimit(int lines);
+
+    // The program's output.
+    void feed(QByteArrayView bytes);
+    void resize(int cols, int rows);
+    // Clears the screen, the scrollback and every mode (the output was lost).
+    void reset();
+
+    int cols() const { return m_cols; }
+    int rows() const { return m_rows; }
+    // Line `row` of the visible screen (0 .. rows-1), or of the scrollback (-1 is the newest).
+    Line line(int row) const;
+    // The text of a line, trailing blanks removed.
+    QString lineText(int row) const;
+    // The whole visible screen as text, one line per row.
+    QString screenText() const;
+    int scrollbackLines() const { return int(m_scrollback.size()); }
+    QPoint cursor() const { return m_cursor; }
+    bool cursorVisible() const { return m_cursorVisible; }
+    bool altScreen() const { return m_altScreen; }
+    MouseMode mouseMode() const { return m_mouseMode; }
+    QString title() const { return m_title; }
+    QColor defaultForeground() const { return m_fg; }
+    QColor defaultBackground() const { return m_bg; }
+
+    // Input for the program, as a terminal sends it (the modes the program set apply: cursor
+    // keys, keypad, bracketed paste, mouse encoding).
+    void typeText(const QString &text, int modifiers = NoModifier);
+    void typeKey(Key key, int modifiers = NoModifier);
+    void paste(const QString &text);
+    // Mouse at a cell (0-based); button 1-3, 4/5 wheel.
+    void mouseMove(int row, int col, int modifiers = NoModifier);
+    void mouseButton(int button, bool pressed, int modifiers = NoModifier);
+
+    // The text between two cells (inclusive, in reading order; rows < 0 are scrollback).
+    QString text(QPoint from, QPoint to) const;
+
+Q_SIGNALS:
+    // Bytes for the program.
+    void input(const QByteArray &bytes);
+    // Rows (of the visible screen) to repaint; the scrollback grew or shrank.
+    void damaged(int firstRow, int lastRow);
+    void scrollbackChanged();
+    void cursorMoved();
+    void titleChanged(const QString &title);
+    void modesChanged();
+    void bell();
+
+private:
+    struct Callbacks;
+    Cell convert(const void *vtermCell) const;
+    void flushInput();
+
+    VTerm *m_vt = nullptr;           // owned
+    VTermScreen *m_screen = nullptr; // owned by m_vt
+    int m_cols;
+    int m_rows;
+    std::deque<Line> m_scrollback; // oldest first
+    int m_scrollbackLimit = kDefaultScrollback;
+    QPoint m_cursor; // x = col, y = row
+    bool m_cursorVisible = true;
+    bool m_altScreen = false;
+    MouseMode m_mouseMode = MouseMode::None;
+    QString m_title;
+    QColor m_fg;
+    QColor m_bg;
+    QByteArray m_pendingInput;
+};
+
+} // namespace Sandbox::Ui
