@@ -2,12 +2,15 @@
 //   create -> first exec output        vs  `bwrap <same flags> true` alone
 //   exec round trip over /rpc          vs  a local fork+exec of /bin/true
 //   streamed output to a client        vs  `cat` of the same bytes to /dev/null
+//   terminal output (cat of 100 MiB)   vs  the console's stream (64 MiB: its cap), and `cat > /dev/null` in the
+//                                          sandbox
 // Prints figures; asserts only that they were measured (timings are not pass/fail here).
 #include "engineprocess.h"
 #include "testclient.h"
 
 #include <client/client.h>
 #include <client/execstream.h>
+#include <client/terminalsession.h>
 
 #include <QElapsedTimer>
 #include <QJsonArray>
@@ -62,6 +65,7 @@ private Q_SLOTS:
     void createToFirstOutput();
     void execRoundTrip();
     void streamThroughput();
+    void terminalThroughput();
 
 private:
     EngineProcess m_engine;
@@ -248,6 +252,107 @@ void bench_Engine::streamThroughput()
         baseline.append(double(bytes) / (1024 * 1024) / (msSince(t) / 1000.0));
     }
     report("streamed output", stats(engine), "cat > /dev/null", stats(baseline), "MB/s");
+    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+}
+
+// `cat` of 100 MiB on a terminal (what `sandboxctl shell` and the Terminal page receive, through
+// the product's TerminalSession: PTY, WINDOW flow control, stream.output, the client's decoding)
+// against the same bytes on the console's stream and against `cat > /dev/null` in the sandbox.
+void bench_Engine::terminalThroughput()
+{
+    const QString id = m_rpc
+                           .result(QStringLiteral("agents.create"),
+                                   {{QStringLiteral("type"), QStringLiteral("codex")},
+                                    {QStringLiteral("size"), QStringLiteral("standard-2")}})
+                           .value(QStringLiteral("id"))
+                           .toString();
+    QVERIFY(!id.isEmpty());
+    constexpr qint64 bytes = 100 * 1024 * 1024;
+    const QJsonObject made
+        = m_rpc.result(QStringLiteral("agents.exec"),
+                       {{QStringLiteral("id"), id},
+                        {QStringLiteral("command"),
+                         QStringLiteral(
+                             "head -c %1 /dev/urandom | base64 -w 100 | head -c %2 > data.txt; "
+                             "wc -c < data.txt")
+                             .arg(bytes)
+                             .arg(bytes)}});
+    QCOMPARE(made.value(QStringLiteral("stdout")).toString().trimmed().toLongLong(), bytes);
+
+    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    client.open();
+    const auto mbps = [](qint64 n, double ms) { return double(n) / (1024 * 1024) / (ms / 1000.0); };
+    QList<double> terminal, console, devNull;
+    for (int run = 0; run < 3; ++run) {
+        // The terminal: a PTY turns every \n into \r\n, so it carries 1% more bytes than the file.
+        {
+            Sandbox::TerminalOptions options;
+            options.cols = 200;
+            options.rows = 50;
+            qint64 received = 0;
+            bool finished = false;
+            QElapsedTimer t;
+            t.start();
+            auto *session = client.sandboxes().openTerminal(id,
+                                                            QStringList{QStringLiteral("cat"),
+                                                                        QStringLiteral("data.txt")},
+                                                            options, this);
+            connect(session, &Sandbox::TerminalSession::output, this,
+                    [&](const QByteArray &data) { received += data.size(); });
+            connect(session, &Sandbox::TerminalSession::finished, this,
+                    [&](const Sandbox::ExecResult &) { finished = true; });
+            connect(session, &Sandbox::TerminalSession::failed, this, [&](const Sandbox::Error &e) {
+                qWarning() << e.message;
+                finished = true;
+            });
+            QTRY_VERIFY_WITH_TIMEOUT(finished, 300000);
+            const double ms = msSince(t);
+            QVERIFY2(received >= bytes, qPrintable(QString::number(received)));
+            terminal.append(mbps(bytes, ms));
+            delete session;
+        }
+        // The console: the file on an exec's stream (its first 64 MiB: an exec's output cap).
+        {
+            constexpr qint64 consoleBytes = 64 * 1024 * 1024;
+            Sandbox::ExecOptions options;
+            options.maxOutputBytes = consoleBytes;
+            options.timeoutMs = 300000;
+            qint64 received = 0;
+            bool finished = false;
+            QElapsedTimer t;
+            t.start();
+            auto *stream = client.sandboxes().execStreaming(id,
+                                                            QStringList{QStringLiteral("head"),
+                                                                        QStringLiteral("-c"),
+                                                                        QString::number(
+                                                                            consoleBytes),
+                                                                        QStringLiteral("data.txt")},
+                                                            options, this);
+            connect(stream, &Sandbox::ExecStream::output, this,
+                    [&](const QString &, const QByteArray &data) { received += data.size(); });
+            connect(stream, &Sandbox::ExecStream::finished, this,
+                    [&](const Sandbox::ExecResult &) { finished = true; });
+            connect(stream, &Sandbox::ExecStream::failed, this, [&](const Sandbox::Error &e) {
+                qWarning() << e.message;
+                finished = true;
+            });
+            QTRY_VERIFY_WITH_TIMEOUT(finished, 300000);
+            const double ms = msSince(t);
+            QCOMPARE(received, consoleBytes);
+            console.append(mbps(consoleBytes, ms));
+            delete stream;
+        }
+        // The file read in the sandbox, nothing sent: the engine's own measure of the exec.
+        const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
+                                           {{QStringLiteral("id"), id},
+                                            {QStringLiteral("command"),
+                                             QStringLiteral("cat data.txt > /dev/null")}});
+        const double ms = qMax(1.0, r.value(QStringLiteral("durationMs")).toDouble());
+        devNull.append(mbps(bytes, ms));
+    }
+    report("terminal output (100 MiB)", stats(terminal), "console stream", stats(console), "MB/s");
+    report("terminal output (100 MiB)", stats(terminal), "cat > /dev/null (sbx)", stats(devNull),
+           "MB/s");
     m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 

@@ -17,6 +17,8 @@
 #include <mainwindow/mainwindow.h>
 #include <mainwindow/newsandboxdialog.h>
 #include <mainwindow/sandboxlistmodel.h>
+#include <terminal/terminalpage.h>
+#include <terminal/terminalview.h>
 #include <workspace/sandboxpageregistry.h>
 #include <workspace/sandboxworkspace.h>
 
@@ -192,6 +194,55 @@ private Q_SLOTS:
         const QImage b = connect.grab().toImage();
         QVERIFY(b.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/connection-dialog.png")));
         QVERIFY(colours(b, b.rect()) > 10);
+    }
+
+    // The terminal running htop, light and dark, at 1024x700 and 1920x1080:
+    // build/artefacts/terminal-htop-{light,dark}-WxH.png.
+    void terminalRunsHtop_data()
+    {
+        QTest::addColumn<bool>("dark");
+        QTest::addColumn<QSize>("size");
+        QTest::newRow("light 1024x700") << false << QSize(1024, 700);
+        QTest::newRow("dark 1920x1080") << true << QSize(1920, 1080);
+    }
+    void terminalRunsHtop()
+    {
+        QFETCH(bool, dark);
+        QFETCH(QSize, size);
+        const auto s = m_engine.createAgent(QStringLiteral("terminal-shot"));
+        QVERIFY(s);
+        TerminalPage page(SandboxPageContext{m_engine.client(), s.value(), nullptr});
+        if (dark) {
+            QPalette p = page.palette();
+            p.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+            p.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+            p.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+            p.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
+            page.setPalette(p);
+        }
+        page.resize(size);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        QVERIFY(
+            UiTest::waitFor([&] { return page.isRunning() && !page.session()->streamId().isEmpty(); },
+                            15000));
+        QTest::qWait(500);
+        page.view()->setFocus();
+        QTest::keyClicks(page.view(), QStringLiteral("htop"));
+        QTest::keyClick(page.view(), Qt::Key_Return);
+        QVERIFY(UiTest::waitFor(
+            [&] { return page.view()->screen().screenText().contains(QLatin1String("PID")); },
+            20000));
+        QTest::qWait(1500); // a second refresh with the CPU bars filled
+        QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
+        const QImage shot = page.grab().toImage();
+        QVERIFY(shot.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/terminal-htop-%1-%2x%3.png")
+                              .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))
+                              .arg(size.width())
+                              .arg(size.height())));
+        QVERIFY(colours(shot, shot.rect()) > 4);
+        QTest::keyClick(page.view(), Qt::Key_Q);
+        page.hangUp();
     }
 
 private:

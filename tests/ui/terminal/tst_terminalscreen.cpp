@@ -1,0 +1,158 @@
+// The terminal's emulation (libvterm, xterm-256color) as a program sees it: what it prints lands
+// where it asked, with its colours; lines scrolled off the top are kept (bounded); keys, pastes
+// and the mouse reach the program encoded as the modes it set ask.
+#include <terminal/terminalscreen.h>
+
+#include <QSignalSpy>
+#include <QTest>
+
+using namespace Sandbox::Ui;
+
+class tst_TerminalScreen final : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void printsWhereTheProgramAsks()
+    {
+        TerminalScreen s(20, 5);
+        s.feed("hello\r\nworld\x1b[3;5Hthere\x1b[1;1Hj");
+        QCOMPARE(s.lineText(0), QStringLiteral("jello"));
+        QCOMPARE(s.lineText(1), QStringLiteral("world"));
+        QCOMPARE(s.lineText(2), QStringLiteral("    there"));
+        QCOMPARE(s.cursor(), QPoint(1, 0));
+    }
+
+    void coloursAndAttributes()
+    {
+        TerminalScreen s(20, 3);
+        s.setDefaultColors(Qt::black, Qt::white);
+        s.feed("\x1b[1;31mR\x1b[0m\x1b[38;5;21mB\x1b[38;2;1;2;3mT\x1b[7mV\x1b[0mn");
+        const auto line = s.line(0);
+        QVERIFY(line.at(0).bold);
+        QCOMPARE(line.at(0).fg.red() > 100 && line.at(0).fg.green() < 100, true);
+        QCOMPARE(line.at(1).fg, QColor(0, 0, 0xff)); // xterm-256 colour 21
+        QCOMPARE(line.at(2).fg, QColor(1, 2, 3));
+        QVERIFY(line.at(3).reverse);
+        QCOMPARE(line.at(4).fg, QColor(Qt::black));
+        QCOMPARE(line.at(4).bg, QColor(Qt::white));
+    }
+
+    void wideCharactersTakeTwoCells()
+    {
+        TerminalScreen s(10, 2);
+        s.feed("a\xe4\xb8\xad"
+               "b"); // a 中 b
+        const auto line = s.line(0);
+        QCOMPARE(line.at(1).text, QStringLiteral("\u4e2d"));
+        QCOMPARE(line.at(1).width, 2);
+        QCOMPARE(line.at(3).text, QStringLiteral("b"));
+        QCOMPARE(s.lineText(0), QStringLiteral("a\u4e2db"));
+    }
+
+    void scrolledLinesAreKeptBounded()
+    {
+        TerminalScreen s(10, 3);
+        s.setScrollbackLimit(5);
+        for (int i = 0; i < 10; ++i)
+            s.feed(QByteArray(QByteArray("line") + QByteArray::number(i) + "\r\n"));
+        QCOMPARE(s.scrollbackLines(), 5);
+        QCOMPARE(s.lineText(-1), QStringLiteral("line7"));
+        QCOMPARE(s.lineText(-5), QStringLiteral("line3"));
+        QCOMPARE(s.lineText(0), QStringLiteral("line8"));
+        QCOMPARE(s.text(QPoint(0, -2), QPoint(9, 0)), QStringLiteral("line6\nline7\nline8"));
+    }
+
+    void alternateScreenKeepsTheMainOne()
+    {
+        TerminalScreen s(10, 3);
+        s.feed("shell$ ");
+        s.feed("\x1b[?1049h\x1b[2J\x1b[Hfull");
+        QVERIFY(s.altScreen());
+        QCOMPARE(s.lineText(0), QStringLiteral("full"));
+        s.feed("\x1b[?1049l");
+        QVERIFY(!s.altScreen());
+        QCOMPARE(s.lineText(0), QStringLiteral("shell$"));
+    }
+
+    void keysFollowTheCursorKeyMode()
+    {
+        TerminalScreen s(10, 3);
+        QSignalSpy input(&s, &TerminalScreen::input);
+        s.typeKey(TerminalScreen::Key::Up);
+        s.feed("\x1b[?1h"); // application cursor keys (vim, less)
+        s.typeKey(TerminalScreen::Key::Up);
+        s.typeText(QStringLiteral("c"), TerminalScreen::Control);
+        s.typeText(QStringLiteral("x"), TerminalScreen::Alt);
+        s.typeKey(TerminalScreen::Key::Enter);
+        s.typeKey(TerminalScreen::Key::Tab);
+        QByteArray all;
+        for (const auto &args : input)
+            all += args.at(0).toByteArray();
+        QCOMPARE(all, QByteArray("\x1b[A\x1bOA\x03\x1bx\r\t"));
+    }
+
+    void pasteIsBracketedWhenAsked()
+    {
+        TerminalScreen s(10, 3);
+        QSignalSpy input(&s, &TerminalScreen::input);
+        s.paste(QStringLiteral("a\nb"));
+        s.feed("\x1b[?2004h");
+        s.paste(QStringLiteral("x\x1b[201~y\n"));
+        QByteArray all;
+        for (const auto &args : input)
+            all += args.at(0).toByteArray();
+        // A paste cannot close the bracket itself (and run what follows as typed).
+        QCOMPARE(all, QByteArray("a\rb\x1b[200~xy\r\x1b[201~"));
+    }
+
+    void mouseIsReportedWhenAsked()
+    {
+        TerminalScreen s(80, 24);
+        QSignalSpy input(&s, &TerminalScreen::input);
+        QCOMPARE(s.mouseMode(), TerminalScreen::MouseMode::None); // the view selects text then
+        s.feed("\x1b[?1000h\x1b[?1006h");
+        QCOMPARE(s.mouseMode(), TerminalScreen::MouseMode::Click);
+        s.mouseMove(2, 4);
+        s.mouseButton(1, true);
+        s.mouseButton(1, false);
+        QByteArray all;
+        for (const auto &args : input)
+            all += args.at(0).toByteArray();
+        QCOMPARE(all, QByteArray("\x1b[<0;5;3M\x1b[<0;5;3m"));
+    }
+
+    void answersTheProgramsQueries()
+    {
+        TerminalScreen s(80, 24);
+        QSignalSpy input(&s, &TerminalScreen::input);
+        s.feed("ab\x1b[6n"); // where is the cursor?
+        QCOMPARE(input.count(), 1);
+        QCOMPARE(input.at(0).at(0).toByteArray(), QByteArray("\x1b[1;3R"));
+    }
+
+    void resetForgetsEverything()
+    {
+        TerminalScreen s(10, 2);
+        s.feed("a\r\nb\r\nc\r\n\x1b[?1000h\x1b]0;title\x07");
+        QCOMPARE(s.title(), QStringLiteral("title"));
+        QVERIFY(s.scrollbackLines() > 0);
+        s.reset();
+        QCOMPARE(s.scrollbackLines(), 0);
+        QCOMPARE(s.screenText(), QStringLiteral("\n"));
+        QCOMPARE(s.mouseMode(), TerminalScreen::MouseMode::None);
+    }
+
+    void resizeKeepsTheText()
+    {
+        TerminalScreen s(10, 3);
+        s.feed("abc");
+        s.resize(40, 10);
+        QCOMPARE(s.cols(), 40);
+        QCOMPARE(s.rows(), 10);
+        QCOMPARE(s.lineText(0), QStringLiteral("abc"));
+    }
+};
+
+QTEST_GUILESS_MAIN(tst_TerminalScreen)
+#include "tst_terminalscreen.moc"
