@@ -530,6 +530,8 @@ void RpcClient::handleStreamNotification(const QString &method, const QJsonObjec
         return;
     }
     const QString streamId = streamIdValue.toString();
+    if (method != kStreamOutput)
+        Q_EMIT streamActivity(method, params);
     ExecStream *stream = m_streams.value(streamId);
     if (!stream) {
         // The first notification may come before the response: requestId ties them.

@@ -106,6 +106,9 @@ Q_SIGNALS:
     void reconnectScheduled(int msUntilNextAttempt);
     // A server notification that is not part of a stream this client follows.
     void notification(const QString &method, const QJsonObject &params);
+    // Every `stream.event` and `stream.end` that arrives, whoever follows its stream (observers
+    // such as the agents dashboard; a resume may bring one twice).
+    void streamActivity(const QString &method, const QJsonObject &params);
     // The server sent something malformed (not JSON, wrong version, an unknown id, a binary
     // frame, ...). It was ignored (a request it named fails); the connection goes on.
     void protocolError(const Sandbox::Error &error);

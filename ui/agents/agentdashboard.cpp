@@ -3,14 +3,19 @@
 #include "agentdashboardmodel.h"
 #include "agentsessionview.h"
 
+#include <client/agentsservice.h>
 #include <client/client.h>
+#include <client/rpcclient.h>
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLocale>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
 namespace Sandbox::Ui {
@@ -22,7 +27,10 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     , m_proxy(new QSortFilterProxyModel(this))
     , m_table(new QTableView(this))
     , m_summary(new QLabel(this))
+    , m_unknownStreams(new QTimer(this))
+    , m_fitColumns(new QTimer(this))
 {
+    setObjectName(QStringLiteral("agentDashboard"));
     m_proxy->setSourceModel(m_model);
     m_proxy->setSortRole(AgentDashboardModel::SortRole);
     m_table->setModel(m_proxy);
@@ -31,8 +39,27 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->verticalHeader()->hide();
-    m_table->horizontalHeader()->setSectionResizeMode(AgentDashboardModel::Name,
-                                                      QHeaderView::Stretch);
+    m_table->setObjectName(QStringLiteral("agentTable"));
+    m_table->setAlternatingRowColors(true);
+    m_table->setWordWrap(false);
+    // Every column as wide as its contents; the state gets the rest, at least kStateWidth (a
+    // narrow window scrolls sideways rather than cut the state short).
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+    m_table->horizontalHeader()->setStretchLastSection(false);
+    m_table->viewport()->installEventFilter(this);
+    m_fitColumns->setSingleShot(true);
+    m_fitColumns->setInterval(100);
+    connect(m_fitColumns, &QTimer::timeout, this, &AgentDashboard::fitColumns);
+    const auto fitSoon = [this] { m_fitColumns->start(); };
+    connect(m_proxy, &QAbstractItemModel::rowsInserted, this, fitSoon);
+    connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, fitSoon);
+    connect(m_proxy, &QAbstractItemModel::layoutChanged, this, fitSoon);
+    connect(m_proxy, &QAbstractItemModel::dataChanged, this, fitSoon);
+    m_table->sortByColumn(AgentDashboardModel::LastActivity, Qt::DescendingOrder);
+    // The network is in the sidebar and the session view; the columns go to the state.
+    m_table->setColumnHidden(AgentDashboardModel::Network, true);
+    m_summary->setObjectName(QStringLiteral("agentTotals"));
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     auto *refreshButton = new QPushButton(tr("Refresh"), this);
     auto *top = new QHBoxLayout;
     top->addWidget(m_summary, 1);
@@ -45,18 +72,129 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     connect(m_table, &QTableView::activated, this, [this](const QModelIndex &index) {
         Q_EMIT openRequested(m_model->sandboxAt(m_proxy->mapToSource(index).row()));
     });
-    const auto summarize = [this] {
-        m_summary->setText(tr("%n agent sandbox(es) · total cost $%1", nullptr, m_model->rowCount())
-                               .arg(m_model->totalCostUsd(), 0, 'f', 4));
-    };
-    connect(m_model, &QAbstractItemModel::dataChanged, this, summarize);
-    connect(m_model, &QAbstractItemModel::rowsInserted, this, summarize);
-    connect(m_model, &QAbstractItemModel::rowsRemoved, this, summarize);
+    connect(m_model, &AgentDashboardModel::totalsChanged, this, &AgentDashboard::summarize);
+    connect(m_model, &QAbstractItemModel::rowsInserted, this, &AgentDashboard::summarize);
+    connect(m_model, &QAbstractItemModel::rowsRemoved, this, &AgentDashboard::summarize);
+    // Live: the events of runs this connection follows move their rows at once.
+    if (m_client && m_client->rpc())
+        connect(m_client->rpc(), &RpcClient::streamActivity, this,
+                &AgentDashboard::onStreamActivity);
+    m_unknownStreams->setSingleShot(true);
+    m_unknownStreams->setInterval(250);
+    connect(m_unknownStreams, &QTimer::timeout, this, [this] {
+        QStringList running;
+        for (int i = 0; i < m_model->rowCount(); ++i) {
+            const SandboxInfo s = m_model->sandboxAt(i);
+            if (s.status == QLatin1String("running"))
+                running.append(s.id);
+        }
+        fetchRuns(running);
+    });
     summarize();
+}
+
+void AgentDashboard::fitColumns()
+{
+    int others = 0;
+    for (int c = 0; c < AgentDashboardModel::ColumnCount; ++c) {
+        if (c == AgentDashboardModel::Status || m_table->isColumnHidden(c))
+            continue;
+        m_table->resizeColumnToContents(c);
+        others += m_table->columnWidth(c);
+    }
+    m_table->setColumnWidth(AgentDashboardModel::Status,
+                            qMax(kStateWidth, m_table->viewport()->width() - others));
+}
+
+bool AgentDashboard::eventFilter(QObject *watched, QEvent *event)
+{
+    if (watched == m_table->viewport() && event->type() == QEvent::Resize)
+        m_fitColumns->start();
+    return QWidget::eventFilter(watched, event);
+}
+
+void AgentDashboard::setEndpointName(const QString &name)
+{
+    m_endpoint = name;
+    summarize();
+}
+
+void AgentDashboard::summarize()
+{
+    const AgentDashboardModel::Totals t = m_model->totals();
+    QStringList parts;
+    parts << tr("%n agent session(s)", nullptr, t.sessions);
+    if (t.running)
+        parts << tr("%1 running").arg(t.running);
+    if (t.needsInput)
+        parts << tr("%1 need(s) input").arg(t.needsInput);
+    if (t.failed)
+        parts << tr("%1 failed").arg(t.failed);
+    parts << tr("tokens %1 in / %2 out")
+                 .arg(QLocale().toString(t.tokensIn), QLocale().toString(t.tokensOut));
+    parts << tr("cost $%1 (today $%2)").arg(t.costUsd, 0, 'f', 4).arg(t.costTodayUsd, 0, 'f', 4);
+    const QString text = parts.join(QStringLiteral(" · "));
+    m_summary->setText(m_endpoint.isEmpty() ? text : m_endpoint + QStringLiteral(": ") + text);
+}
+
+void AgentDashboard::setSandboxes(const QList<SandboxInfo> &sandboxes)
+{
+    QList<SandboxInfo> agents;
+    for (const SandboxInfo &s : sandboxes) {
+        if (s.kind == QLatin1String("agent"))
+            agents.append(s);
+    }
+    m_model->setSandboxes(agents);
+    fetchRuns(m_model->staleIds());
+    Q_EMIT refreshed();
+}
+
+void AgentDashboard::fetchRuns(const QStringList &ids)
+{
+    if (!m_client)
+        return;
+    for (const QString &id : ids) {
+        if (m_fetching.contains(id))
+            continue;
+        m_fetching.insert(id);
+        const int limit = m_model->hasHistory(id) ? 20 : AgentDashboardModel::kHistoryRuns;
+        m_client->agents()
+            .runs(id, limit, this,
+                  [this, id](Result<QList<AgentRunRecord>> r) {
+                      m_fetching.remove(id);
+                      if (!r)
+                          return; // e.g. deleted meanwhile: the next listing drops the row
+                      m_model->setRuns(id, r.value());
+                      Q_EMIT runsLoaded(id);
+                  })
+            .detach();
+    }
+}
+
+void AgentDashboard::onStreamActivity(const QString &method, const QJsonObject &params)
+{
+    const QString streamId = params.value(QStringLiteral("streamId")).toString();
+    if (method == QLatin1String("stream.event")) {
+        const auto event = AgentEvent::fromJson(params.value(QStringLiteral("event")));
+        if (!event || event->typeName == QLatin1String("terminal"))
+            return;
+        if (!m_model->streamEvent(streamId, event.value()) && !m_unknownStreams->isActive())
+            m_unknownStreams->start(); // a run this dashboard has not seen start
+        return;
+    }
+    // stream.end: the run's final record (status, answer, needsInput) is in its history now.
+    for (int i = 0; i < m_model->rowCount(); ++i) {
+        if (m_model->lastRunAt(i).streamId == streamId) {
+            fetchRuns({m_model->sandboxAt(i).id});
+            return;
+        }
+    }
 }
 
 void AgentDashboard::refresh()
 {
+    if (!m_client)
+        return;
     m_client->agents()
         .list(this,
               [this](Result<QList<SandboxInfo>> r) {
@@ -65,8 +203,7 @@ void AgentDashboard::refresh()
                           tr("Cannot list the agent sandboxes: %1").arg(r.error().message));
                       return;
                   }
-                  m_model->setSandboxes(r.value());
-                  Q_EMIT refreshed();
+                  setSandboxes(r.value());
               })
         .detach();
 }
@@ -79,7 +216,10 @@ void AgentDashboard::track(QObject *sessionView)
     connect(view, &AgentSessionView::runStarted, this,
             [this](const QString &id) { m_model->runStarted(id); });
     connect(view, &AgentSessionView::runFinished, this,
-            [this](const QString &id, const AgentRunResult &r) { m_model->runFinished(id, r); });
+            [this](const QString &id, const AgentRunResult &r) {
+                m_model->runFinished(id, r);
+                fetchRuns({id});
+            });
     connect(view, &AgentSessionView::runFailed, this,
             [this](const QString &id, const QString &why) { m_model->runFailed(id, why); });
 }

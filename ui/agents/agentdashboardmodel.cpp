@@ -1,12 +1,25 @@
 #include "agentdashboardmodel.h"
 
+#include "../common/uistyle.h"
+
 #include <QLocale>
+
+#include <algorithm>
 
 namespace Sandbox::Ui {
 
 AgentDashboardModel::AgentDashboardModel(QObject *parent)
     : QAbstractTableModel(parent)
-{}
+{
+    // Running prompts show their elapsed time.
+    m_tick.setInterval(1000);
+    connect(&m_tick, &QTimer::timeout, this, [this] {
+        for (int i = 0; i < m_rows.size(); ++i) {
+            if (stateOf(m_rows[i]) == State::Running)
+                Q_EMIT dataChanged(index(i, Status), index(i, Status));
+        }
+    });
+}
 
 int AgentDashboardModel::rowCount(const QModelIndex &parent) const
 {
@@ -28,20 +41,128 @@ QVariant AgentDashboardModel::headerData(int section, Qt::Orientation orientatio
     case Type:
         return tr("Agent");
     case Status:
-        return tr("Status");
-    case Network:
-        return tr("Network");
+        return tr("State");
+    case Model:
+        return tr("Model");
+    case Tokens:
+        return tr("Tokens in / out");
+    case Cost:
+        return tr("Cost");
     case LastActivity:
         return tr("Last activity");
     case Runs:
         return tr("Runs");
-    case Tokens:
-        return tr("Tokens");
-    case Cost:
-        return tr("Cost");
+    case Network:
+        return tr("Network");
     default:
         return {};
     }
+}
+
+namespace {
+
+QString elapsed(qint64 ms)
+{
+    const qint64 s = qMax<qint64>(0, ms / 1000);
+    if (s < 3600)
+        return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1:%2:%3")
+        .arg(s / 3600)
+        .arg(s / 60 % 60, 2, 10, QLatin1Char('0'))
+        .arg(s % 60, 2, 10, QLatin1Char('0'));
+}
+
+QString oneLine(QString text, int max)
+{
+    text = text.simplified();
+    return text.size() > max ? text.left(max - 1) + QChar(0x2026) : text;
+}
+
+bool ended(AgentRunRecord::Status s)
+{
+    return s != AgentRunRecord::Status::Running && s != AgentRunRecord::Status::Unknown;
+}
+
+QString announceKey(const AgentRunRecord &r)
+{
+    return r.streamId.isEmpty() ? r.runId : r.streamId;
+}
+
+QString errorOf(const AgentRunRecord &r)
+{
+    if (r.answer && !r.answer->error.isEmpty())
+        return r.answer->error;
+    if (r.error)
+        return r.error->message;
+    return {};
+}
+
+} // namespace
+
+AgentDashboardModel::State AgentDashboardModel::stateOf(const Row &r) const
+{
+    if (r.localRunning)
+        return State::Running;
+    switch (r.last.status) {
+    case AgentRunRecord::Status::Running:
+        return State::Running;
+    case AgentRunRecord::Status::Succeeded:
+        return r.last.needsInput.isNeeded() ? State::NeedsInput : State::Done;
+    case AgentRunRecord::Status::Failed:
+    case AgentRunRecord::Status::Interrupted:
+        return r.last.needsInput.isNeeded() ? State::NeedsInput : State::Failed;
+    case AgentRunRecord::Status::Cancelled:
+        return State::Cancelled;
+    default:
+        return State::Idle;
+    }
+}
+
+AgentDashboardModel::State AgentDashboardModel::stateAt(int row) const
+{
+    return row >= 0 && row < m_rows.size() ? stateOf(m_rows.at(row)) : State::Idle;
+}
+
+QString AgentDashboardModel::nameOf(const Row &r) const
+{
+    return r.info.name.isEmpty() ? r.info.id : r.info.name;
+}
+
+QString AgentDashboardModel::stateText(const Row &r) const
+{
+    switch (stateOf(r)) {
+    case State::Running: {
+        const QDateTime started = r.localRunning && r.localStartedAt.isValid() ? r.localStartedAt
+                                  : r.last.startedAt.isValid()                 ? r.last.startedAt
+                                                                               : r.localStartedAt;
+        QString text = tr("running a prompt");
+        if (started.isValid())
+            text += QStringLiteral(" ") + elapsed(started.msecsTo(QDateTime::currentDateTimeUtc()));
+        if (!r.lastEvent.isEmpty())
+            text += QStringLiteral(" · ") + r.lastEvent;
+        return text;
+    }
+    case State::NeedsInput:
+        if (r.last.needsInput.reason == AgentNeedsInput::Reason::Permission)
+            return tr("needs input: allow %1")
+                .arg(r.last.needsInput.toolNames().join(QStringLiteral(", ")));
+        return tr("needs input: %1").arg(oneLine(r.last.needsInput.question, 80));
+    case State::Failed: {
+        const QString why = errorOf(r.last);
+        return why.isEmpty() ? tr("failed") : tr("failed: %1").arg(oneLine(why, 80));
+    }
+    case State::Done:
+        return tr("done");
+    case State::Cancelled:
+        return tr("cancelled");
+    case State::Idle:
+        break;
+    }
+    if (r.info.status == QLatin1String("error"))
+        return tr("error: %1").arg(r.info.error);
+    if (r.info.status != QLatin1String("running"))
+        return r.info.status;
+    return tr("idle");
 }
 
 QVariant AgentDashboardModel::data(const QModelIndex &index, int role) const
@@ -51,19 +172,37 @@ QVariant AgentDashboardModel::data(const QModelIndex &index, int role) const
     const Row &r = m_rows.at(index.row());
     if (role == IdRole)
         return r.info.id;
-    const QDateTime last = r.lastActivity.isValid() && r.lastActivity > r.info.lastActiveAt
-                               ? r.lastActivity
-                               : r.info.lastActiveAt;
+    if (role == StateRole)
+        return QVariant::fromValue(stateOf(r));
+    qint64 in = 0, out = 0, failed = 0;
+    double cost = 0;
+    bool costKnown = false;
+    for (const RunSummary &s : r.runs) {
+        in += s.tokensIn;
+        out += s.tokensOut;
+        if (s.costUsd) {
+            cost += *s.costUsd;
+            costKnown = true;
+        }
+        if (s.status == AgentRunRecord::Status::Failed
+            || s.status == AgentRunRecord::Status::Interrupted)
+            ++failed;
+    }
+    QDateTime last = r.info.lastActiveAt;
+    if (r.lastActivity.isValid() && (!last.isValid() || r.lastActivity > last))
+        last = r.lastActivity;
     if (role == SortRole) {
         switch (index.column()) {
+        case Status:
+            return int(stateOf(r));
         case LastActivity:
             return last;
         case Runs:
-            return r.runs;
+            return qsizetype(r.runs.size());
         case Tokens:
-            return r.tokens;
+            return in + out;
         case Cost:
-            return r.costUsd;
+            return cost;
         default:
             return data(index, Qt::DisplayRole);
         }
@@ -73,34 +212,60 @@ QVariant AgentDashboardModel::data(const QModelIndex &index, int role) const
             return r.info.network
                        ? tr("Shares the host's network: the agent reaches its model API directly")
                        : tr("No network: the agent cannot reach its model API");
-        if (index.column() == Status && !r.lastError.isEmpty())
-            return r.lastError;
+        if (index.column() == Status) {
+            if (stateOf(r) == State::NeedsInput
+                && r.last.needsInput.reason == AgentNeedsInput::Reason::Question)
+                return r.last.needsInput.question;
+            const QString why = errorOf(r.last);
+            return why.isEmpty() ? r.last.prompt.left(500) : why;
+        }
+        if (index.column() == Tokens && r.last.usage.cacheReadTokens > 0)
+            return tr("Last run: %1 read from the prompt cache")
+                .arg(QLocale().toString(r.last.usage.cacheReadTokens));
         return {};
+    }
+    if (role == Qt::DecorationRole && index.column() == Status) {
+        const State state = stateOf(r);
+        auto it = m_icons.find(int(state));
+        if (it == m_icons.end()) {
+            const char *like = state == State::Running      ? "sleeping" // blue
+                               : state == State::NeedsInput ? "creating" // amber
+                               : state == State::Failed     ? "error"
+                               : state == State::Done       ? "running" // green
+                                                            : "stopped";
+            it = m_icons.insert(int(state), Style::statusIcon(QString::fromLatin1(like)));
+        }
+        return *it;
     }
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {
     case Name:
-        return r.info.name.isEmpty() ? r.info.id : r.info.name;
+        return nameOf(r);
     case Type:
         return r.info.type;
     case Status:
-        if (r.running)
-            return tr("running a prompt");
-        if (r.info.status == QLatin1String("error"))
-            return tr("error: %1").arg(r.info.error);
-        return r.info.status;
+        return stateText(r);
+    case Model:
+        return r.last.runId.isEmpty()     ? QString()
+               : r.last.model().isEmpty() ? tr("default")
+                                          : r.last.model();
+    case Tokens:
+        return QStringLiteral("%1 / %2").arg(QLocale().toString(in), QLocale().toString(out));
+    case Cost:
+        return costKnown ? QStringLiteral("$%1").arg(cost, 0, 'f', 4) : QStringLiteral("—");
+    case LastActivity:
+        if (!last.isValid())
+            return QString();
+        // Today: the time; before: the date too.
+        return last.toLocalTime().date() == QDate::currentDate()
+                   ? QLocale().toString(last.toLocalTime().time(), QLocale::ShortFormat)
+                   : QLocale().toString(last.toLocalTime(), QLocale::ShortFormat);
+    case Runs:
+        return failed ? tr("%1 (%2 failed)").arg(r.runs.size()).arg(failed)
+                      : QString::number(r.runs.size());
     case Network:
         return r.info.network ? tr("host network") : tr("none");
-    case LastActivity:
-        return QLocale().toString(last.toLocalTime(), QLocale::ShortFormat);
-    case Runs:
-        return r.failedRuns ? tr("%1 (%2 failed)").arg(r.runs).arg(r.failedRuns)
-                            : QString::number(r.runs);
-    case Tokens:
-        return QLocale().toString(r.tokens);
-    case Cost:
-        return r.costKnown ? QStringLiteral("$%1").arg(r.costUsd, 0, 'f', 4) : QStringLiteral("—");
     default:
         return {};
     }
@@ -115,9 +280,23 @@ int AgentDashboardModel::rowOf(const QString &id) const
     return -1;
 }
 
+bool AgentDashboardModel::hasHistory(const QString &id) const
+{
+    const int row = rowOf(id);
+    return row >= 0 && m_rows[row].historyLoaded;
+}
+
 void AgentDashboardModel::changed(int row)
 {
     Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+    Q_EMIT totalsChanged();
+    bool running = false;
+    for (const Row &r : std::as_const(m_rows))
+        running = running || stateOf(r) == State::Running;
+    if (running && !m_tick.isActive())
+        m_tick.start();
+    else if (!running)
+        m_tick.stop();
 }
 
 void AgentDashboardModel::setSandboxes(const QList<SandboxInfo> &sandboxes)
@@ -147,6 +326,142 @@ void AgentDashboardModel::setSandboxes(const QList<SandboxInfo> &sandboxes)
         m_rows.append(r);
         endInsertRows();
     }
+    Q_EMIT totalsChanged();
+}
+
+QStringList AgentDashboardModel::staleIds() const
+{
+    QStringList out;
+    for (const Row &r : m_rows) {
+        if (!r.historyLoaded || r.info.lastActiveAt != r.seenActiveAt
+            || stateOf(r) == State::Running)
+            out.append(r.info.id);
+    }
+    return out;
+}
+
+void AgentDashboardModel::announce(Row &r, const QString &key, State state, const QString &detail)
+{
+    if (key.isEmpty() || r.announced.contains(key))
+        return;
+    r.announced.insert(key);
+    Q_EMIT runEnded(r.info.id, nameOf(r), state, detail);
+}
+
+void AgentDashboardModel::setRuns(const QString &id, const QList<AgentRunRecord> &runs)
+{
+    const int row = rowOf(id);
+    if (row < 0)
+        return;
+    Row &r = m_rows[row];
+    const bool firstLoad = !r.historyLoaded;
+    const AgentRunRecord before = r.last;
+    for (const AgentRunRecord &run : runs) {
+        // This app's own record of a run it finished (runFinished) gives way to the engine's.
+        if (!run.streamId.isEmpty())
+            r.runs.remove(QStringLiteral("local:") + run.streamId);
+        RunSummary &s = r.runs[run.runId];
+        s.startedAt = run.startedAt;
+        s.status = run.status;
+        s.tokensIn = run.usage.inputTokens;
+        s.tokensOut = run.usage.outputTokens;
+        s.costUsd = run.usage.costUsd;
+        if (run.status == AgentRunRecord::Status::Running && !run.streamId.isEmpty())
+            m_streamRow.insert(run.streamId, id);
+        else if (!run.streamId.isEmpty())
+            m_streamRow.remove(run.streamId);
+        const bool replacesLocal = r.last.runId.startsWith(QLatin1String("local:"))
+                                   && run.startedAt.secsTo(r.last.startedAt) < 10;
+        if (r.last.runId.isEmpty() || run.runId == r.last.runId || replacesLocal
+            || run.startedAt > r.last.startedAt) {
+            const bool sameRun = run.runId == r.last.runId;
+            const QString lastEvent = r.lastEvent;
+            r.last = run;
+            if (sameRun && run.status == AgentRunRecord::Status::Running)
+                r.lastEvent = lastEvent; // the live one is newer than the history's
+            else
+                r.lastEvent = run.lastEventType;
+        }
+        // Runs that ended while this model watched are said once; the history read at start is
+        // not (it ended before the user looked).
+        if (firstLoad || !ended(run.status))
+            continue;
+        const bool wasRunning = r.announced.contains(QStringLiteral("running:") + run.runId);
+        const bool isNew = !before.runId.isEmpty() && run.startedAt >= before.startedAt
+                           && run.runId != before.runId;
+        if (wasRunning || isNew || (run.runId == before.runId && !ended(before.status))) {
+            const bool needs = run.needsInput.isNeeded();
+            const State state = needs ? State::NeedsInput
+                                : run.status == AgentRunRecord::Status::Succeeded ? State::Done
+                                : run.status == AgentRunRecord::Status::Cancelled ? State::Cancelled
+                                                                                  : State::Failed;
+            if (state != State::Cancelled)
+                announce(r, announceKey(run), state,
+                         needs ? (
+                             run.needsInput.reason == AgentNeedsInput::Reason::Question
+                                 ? run.needsInput.question
+                                 : tr("allow %1")
+                                       .arg(run.needsInput.toolNames().join(QStringLiteral(", "))))
+                         : state == State::Failed
+                             ? errorOf(run)
+                             : oneLine(run.answer ? run.answer->result : QString(), 200));
+        }
+    }
+    for (const AgentRunRecord &run : runs) {
+        if (firstLoad && ended(run.status))
+            r.announced.insert(announceKey(run));
+        else if (run.status == AgentRunRecord::Status::Running)
+            r.announced.insert(QStringLiteral("running:") + run.runId);
+        if (run.lastEventAt.isValid()
+            && (!r.lastActivity.isValid() || run.lastEventAt > r.lastActivity))
+            r.lastActivity = run.lastEventAt;
+        if (run.endedAt.isValid() && (!r.lastActivity.isValid() || run.endedAt > r.lastActivity))
+            r.lastActivity = run.endedAt;
+    }
+    if (ended(r.last.status))
+        r.localRunning = false;
+    r.historyLoaded = true;
+    r.seenActiveAt = r.info.lastActiveAt;
+    changed(row);
+}
+
+bool AgentDashboardModel::streamEvent(const QString &streamId, const AgentEvent &event)
+{
+    const QString id = m_streamRow.value(streamId);
+    const int row = id.isEmpty() ? -1 : rowOf(id);
+    if (row < 0)
+        return false;
+    Row &r = m_rows[row];
+    r.lastActivity = QDateTime::currentDateTimeUtc();
+    switch (event.type) {
+    case AgentEvent::Type::ToolCall:
+    case AgentEvent::Type::ToolResult:
+        r.lastEvent = event.typeName + QStringLiteral(" ") + event.name;
+        break;
+    case AgentEvent::Type::FileChange:
+        r.lastEvent = event.typeName + QStringLiteral(" ") + event.path;
+        break;
+    case AgentEvent::Type::Usage: {
+        if (r.last.streamId == streamId) {
+            r.last.usage = event.usage;
+            RunSummary &s = r.runs[r.last.runId];
+            s.tokensIn = event.usage.inputTokens;
+            s.tokensOut = event.usage.outputTokens;
+            s.costUsd = event.usage.costUsd;
+        }
+        break;
+    }
+    case AgentEvent::Type::Result:
+        if (r.last.streamId == streamId)
+            r.last.needsInput = event.needsInput;
+        r.lastEvent = event.typeName;
+        break;
+    default:
+        r.lastEvent = event.typeName;
+        break;
+    }
+    changed(row);
+    return true;
 }
 
 void AgentDashboardModel::runStarted(const QString &id)
@@ -154,8 +469,11 @@ void AgentDashboardModel::runStarted(const QString &id)
     const int row = rowOf(id);
     if (row < 0)
         return;
-    m_rows[row].running = true;
-    m_rows[row].lastActivity = QDateTime::currentDateTimeUtc();
+    Row &r = m_rows[row];
+    r.localRunning = true;
+    r.localStartedAt = QDateTime::currentDateTimeUtc();
+    r.lastActivity = r.localStartedAt;
+    r.lastEvent.clear();
     changed(row);
 }
 
@@ -165,18 +483,39 @@ void AgentDashboardModel::runFinished(const QString &id, const AgentRunResult &r
     if (row < 0)
         return;
     Row &r = m_rows[row];
-    r.running = false;
-    ++r.runs;
-    if (!result.success) {
-        ++r.failedRuns;
-        r.lastError = result.error;
-    }
-    r.tokens += result.usage.inputTokens + result.usage.outputTokens;
-    if (result.usage.costUsd) {
-        r.costUsd += *result.usage.costUsd;
-        r.costKnown = true;
-    }
+    r.localRunning = false;
     r.lastActivity = QDateTime::currentDateTimeUtc();
+    // Until the history says more: this run as the last one.
+    AgentRunRecord run;
+    run.runId = r.last.streamId == result.streamId && !result.streamId.isEmpty()
+                    ? r.last.runId
+                    : QStringLiteral("local:") + result.streamId;
+    run.options = r.last.options;
+    run.status = result.success ? AgentRunRecord::Status::Succeeded
+                                : AgentRunRecord::Status::Failed;
+    run.startedAt = r.localStartedAt.isValid() ? r.localStartedAt : r.lastActivity;
+    run.endedAt = r.lastActivity;
+    run.usage = result.usage;
+    run.needsInput = result.needsInput;
+    run.answer = result;
+    run.streamId = result.streamId;
+    RunSummary &s = r.runs[run.runId];
+    s.startedAt = run.startedAt;
+    s.status = run.status;
+    s.tokensIn = result.usage.inputTokens;
+    s.tokensOut = result.usage.outputTokens;
+    s.costUsd = result.usage.costUsd;
+    r.last = run;
+    const State state = result.needsInput.isNeeded() ? State::NeedsInput
+                        : result.success             ? State::Done
+                                                     : State::Failed;
+    announce(r, announceKey(run), state,
+             state == State::NeedsInput ? (
+                 result.needsInput.reason == AgentNeedsInput::Reason::Question
+                     ? result.needsInput.question
+                     : tr("allow %1").arg(result.needsInput.toolNames().join(QStringLiteral(", "))))
+             : state == State::Failed ? result.error
+                                      : oneLine(result.result, 200));
     changed(row);
 }
 
@@ -186,18 +525,49 @@ void AgentDashboardModel::runFailed(const QString &id, const QString &why)
     if (row < 0)
         return;
     Row &r = m_rows[row];
-    r.running = false;
-    r.lastError = why;
+    r.localRunning = false;
     r.lastActivity = QDateTime::currentDateTimeUtc();
+    AgentRunRecord run;
+    run.runId = QStringLiteral("local:failed:") + r.lastActivity.toString(Qt::ISODateWithMs);
+    run.options = r.last.options;
+    run.status = AgentRunRecord::Status::Failed;
+    run.startedAt = r.localStartedAt.isValid() ? r.localStartedAt : r.lastActivity;
+    run.endedAt = r.lastActivity;
+    run.error = Error{ErrorCode::InternalError, why, {}};
+    r.last = run;
     changed(row);
 }
 
-double AgentDashboardModel::totalCostUsd() const
+AgentDashboardModel::Totals AgentDashboardModel::totals() const
 {
-    double total = 0;
-    for (const Row &r : m_rows)
-        total += r.costUsd;
-    return total;
+    Totals t;
+    const QDate today = QDate::currentDate();
+    for (const Row &r : m_rows) {
+        ++t.sessions;
+        switch (stateOf(r)) {
+        case State::Running:
+            ++t.running;
+            break;
+        case State::NeedsInput:
+            ++t.needsInput;
+            break;
+        case State::Failed:
+            ++t.failed;
+            break;
+        default:
+            break;
+        }
+        for (const RunSummary &s : r.runs) {
+            t.tokensIn += s.tokensIn;
+            t.tokensOut += s.tokensOut;
+            t.costUsd += s.costUsd.value_or(0);
+            if (s.startedAt.toLocalTime().date() == today) {
+                t.costTodayUsd += s.costUsd.value_or(0);
+                t.tokensToday += s.tokensIn + s.tokensOut;
+            }
+        }
+    }
+    return t;
 }
 
 } // namespace Sandbox::Ui

@@ -5,19 +5,42 @@
 
 #include <QAbstractTableModel>
 #include <QDateTime>
+#include <QHash>
+#include <QIcon>
+#include <QSet>
+#include <QTimer>
 
 namespace Sandbox::Ui {
 
-// Every agent sandbox of the connection, one row each: name, type, status (with "running a
-// prompt" while a run is on), network, last activity, runs, tokens and cost so far (from the runs
-// this app has seen). setSandboxes() merges a fresh agents.list answer row by row.
+// Every agent sandbox of the connection, one row each: its session's state (idle, running a
+// prompt — with the elapsed time and the last event —, needs input, failed, done; with a coloured
+// mark), the model, tokens in and out, cost, last activity and runs. The numbers come from the engine's run history
+// (setRuns(): `agents.runs`, so they survive restarts of the app and the engine) and, while a run
+// goes on, from its live `stream.event`s (streamEvent()). setSandboxes() merges a fresh
+// agents.list answer row by row.
 class AgentDashboardModel final : public QAbstractTableModel
 {
     Q_OBJECT
 
 public:
-    enum Column { Name, Type, Status, Network, LastActivity, Runs, Tokens, Cost, ColumnCount };
-    enum Role { IdRole = Qt::UserRole + 1, SortRole };
+    enum Column {
+        Name,
+        Type,
+        Status,
+        Model,
+        Tokens, // "in / out"; sorted by their sum
+        Cost,
+        LastActivity,
+        Runs,
+        Network,
+        ColumnCount
+    };
+    enum Role { IdRole = Qt::UserRole + 1, SortRole, StateRole };
+    // A session's state, as the State column says it.
+    enum class State { Idle, Running, NeedsInput, Failed, Done, Cancelled };
+    Q_ENUM(State)
+    // How many runs of the history setRuns() is given for a sandbox seen for the first time.
+    static constexpr int kHistoryRuns = 200;
 
     explicit AgentDashboardModel(QObject *parent = nullptr);
 
@@ -28,30 +51,79 @@ public:
                         int role = Qt::DisplayRole) const override;
 
     void setSandboxes(const QList<Sandbox::SandboxInfo> &sandboxes);
+    // The sandbox's kept runs, newest first (some or all of them: runs are merged by runId).
+    void setRuns(const QString &id, const QList<Sandbox::AgentRunRecord> &runs);
+    // A `stream.event` of stream `streamId`: false when no row runs that stream (yet).
+    bool streamEvent(const QString &streamId, const Sandbox::AgentEvent &event);
+    // The session view of this app started, finished or failed a run (before the history says).
     void runStarted(const QString &id);
     void runFinished(const QString &id, const Sandbox::AgentRunResult &result);
     void runFailed(const QString &id, const QString &why);
 
     int rowOf(const QString &id) const;
     Sandbox::SandboxInfo sandboxAt(int row) const { return m_rows.value(row).info; }
-    double totalCostUsd() const;
+    State stateAt(int row) const;
+    // Ids of the sandboxes whose history should be fetched again: new ones, ones active since,
+    // ones running a prompt.
+    QStringList staleIds() const;
+    // The last known run of a row (empty runId when none).
+    Sandbox::AgentRunRecord lastRunAt(int row) const { return m_rows.value(row).last; }
+    bool hasHistory(const QString &id) const;
+
+    struct Totals
+    {
+        int sessions = 0;
+        int running = 0;
+        int needsInput = 0;
+        int failed = 0;
+        qint64 tokensIn = 0;
+        qint64 tokensOut = 0;
+        double costUsd = 0;
+        double costTodayUsd = 0;
+        qint64 tokensToday = 0;
+    };
+    Totals totals() const;
+    double totalCostUsd() const { return totals().costUsd; }
+
+Q_SIGNALS:
+    // The last run of sandbox `id` ended in `state` (Done, Failed, NeedsInput): said once per run,
+    // for runs that ended while this model watched (not for history read at start).
+    void runEnded(const QString &id, const QString &name,
+                  Sandbox::Ui::AgentDashboardModel::State state, const QString &detail);
+    void totalsChanged();
 
 private:
+    struct RunSummary
+    {
+        QDateTime startedAt;
+        Sandbox::AgentRunRecord::Status status = Sandbox::AgentRunRecord::Status::Unknown;
+        qint64 tokensIn = 0;
+        qint64 tokensOut = 0;
+        std::optional<double> costUsd;
+    };
     struct Row
     {
         Sandbox::SandboxInfo info;
-        bool running = false;
-        int runs = 0;
-        int failedRuns = 0;
-        qint64 tokens = 0;
-        double costUsd = 0;
-        bool costKnown = false;
-        QDateTime lastActivity;
-        QString lastError;
+        QHash<QString, RunSummary> runs; // by runId
+        Sandbox::AgentRunRecord last;    // the newest run
+        bool historyLoaded = false;
+        bool localRunning = false; // this app's session view runs a prompt
+        QDateTime localStartedAt;
+        QDateTime lastActivity;  // the newest of the sandbox's, its runs' and events'
+        QString lastEvent;       // of the running prompt, e.g. "tool_call Write"
+        QDateTime seenActiveAt;  // info.lastActiveAt when the history was last read
+        QSet<QString> announced; // runs whose end was said (runEnded)
     };
+    State stateOf(const Row &r) const;
+    QString stateText(const Row &r) const;
+    QString nameOf(const Row &r) const;
     void changed(int row);
+    void announce(Row &r, const QString &runId, State state, const QString &detail);
 
     QList<Row> m_rows;
+    QHash<QString, QString> m_streamRow; // live stream id -> sandbox id
+    QTimer m_tick;                       // the elapsed time of running prompts
+    mutable QHash<int, QIcon> m_icons;   // by State
 };
 
 } // namespace Sandbox::Ui

@@ -5,6 +5,8 @@
 #include "sandboxlistmodel.h"
 #include "sandboxpoller.h"
 
+#include "../agents/agentdashboard.h"
+#include "../agents/runnotifier.h"
 #include "../common/uistyle.h"
 #include "../connection/connectiondialog.h"
 #include "../connection/connectionmanager.h"
@@ -36,6 +38,7 @@
 #include <QStatusBar>
 #include <QTabBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QToolBar>
 #include <QTreeView>
 
@@ -62,6 +65,7 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     , m_welcome(new QLabel(this))
     , m_tabs(new QTabWidget(this))
     , m_status(new ConnectionStatus(connection, this))
+    , m_notifier(new RunNotifier(this))
 {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowTitle(tr("Sandbox Desktop"));
@@ -164,11 +168,29 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         if (m_connection->state() == ConnectionManager::State::Connected)
             statusBar()->showMessage(tr("Listing sandboxes failed: %1").arg(message), 5000);
     });
+    connect(m_notifier, &RunNotifier::openRequested, this, [this](const QString &id) {
+        openSandbox(id);
+        raise();
+        activateWindow();
+    });
     onClientChanged(m_connection->client());
     updateActions();
 }
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::showAgentDashboard()
+{
+    if (!m_dashboard)
+        return;
+    if (m_tabs->indexOf(m_dashboard) < 0) {
+        m_tabs->insertTab(0, m_dashboard, tr("Agents"));
+        m_tabs->setTabToolTip(0, tr("Every agent session of this connection"));
+    }
+    m_central->setCurrentWidget(m_tabs);
+    m_tabs->setCurrentWidget(m_dashboard);
+    m_dashboard->table()->setFocus();
+}
 
 QAction *MainWindow::action(const QString &name) const
 {
@@ -263,6 +285,8 @@ void MainWindow::createActions()
          [this] { closeSandboxTab(m_tabs->currentIndex()); });
     make("quit", tr("&Quit"), QKeySequence::Quit, [this] { close(); });
     make("systemCheck", tr("&System Check…"), {}, [this] { showSystemCheck(); });
+    make("agentDashboard", tr("&Agent Dashboard"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D),
+         [this] { showAgentDashboard(); });
 }
 
 void MainWindow::createMenus()
@@ -290,6 +314,21 @@ void MainWindow::createMenus()
     view->addSeparator();
     for (const char *name : {"focusSidebar", "focusFiles", "focusConsole"})
         view->addAction(action(QString::fromLatin1(name)));
+    view->addSeparator();
+    view->addAction(action(QStringLiteral("agentDashboard")));
+    QMenu *notify = view->addMenu(tr("&Notify When an Agent…"));
+    notify->setObjectName(QStringLiteral("notifyMenu"));
+    for (const auto &[kind, text] :
+         {std::pair{RunNotifier::State::Done, tr("Is &Done")},
+          std::pair{RunNotifier::State::Failed, tr("&Fails")},
+          std::pair{RunNotifier::State::NeedsInput, tr("&Needs Input")}}) {
+        QAction *a = notify->addAction(text);
+        a->setObjectName(RunNotifier::settingsKey(kind));
+        a->setCheckable(true);
+        a->setChecked(RunNotifier::isEnabled(kind));
+        connect(a, &QAction::toggled, this,
+                [kind = kind](bool on) { RunNotifier::setEnabled(kind, on); });
+    }
     view->addSeparator();
     QAction *toggle = m_sidebarDock->toggleViewAction();
     toggle->setText(tr("Sandbox &List"));
@@ -402,7 +441,21 @@ void MainWindow::onClientChanged(Client *client)
     while (m_tabs->count() > 0) {
         QWidget *w = m_tabs->widget(0);
         m_tabs->removeTab(0);
-        w->deleteLater();
+        if (w != m_dashboard)
+            w->deleteLater();
+    }
+    // The dashboard (and the notifications it drives) follows every connection, shown or not.
+    m_notifier->watch(nullptr);
+    if (m_dashboard)
+        m_dashboard->deleteLater();
+    m_dashboard = nullptr;
+    if (client) {
+        m_dashboard = new AgentDashboard(client, this);
+        m_dashboard->hide();
+        m_dashboard->setEndpointName(m_sessionKey);
+        m_notifier->watch(m_dashboard->model());
+        connect(m_dashboard, &AgentDashboard::openRequested, this,
+                [this](const SandboxInfo &s) { openSandbox(s.id); });
     }
     m_central->setCurrentWidget(m_welcome);
     m_model->clear();
@@ -421,6 +474,8 @@ void MainWindow::onListed(const QList<SandboxInfo> &sandboxes, const QStringList
             all.append(s);
     }
     m_model->setSandboxes(all);
+    if (m_dashboard)
+        m_dashboard->setSandboxes(all);
     for (SandboxWorkspace *ws : workspaces()) {
         if (const auto s = m_model->sandbox(ws->sandboxId())) {
             if (s->status != ws->sandbox().status || s->name != ws->sandbox().name)
@@ -556,6 +611,14 @@ SandboxWorkspace *MainWindow::openSandbox(const QString &id)
 
 bool MainWindow::closeSandboxTab(int index)
 {
+    if (m_dashboard && m_tabs->widget(index) == m_dashboard) {
+        m_tabs->removeTab(index);
+        m_dashboard->hide();
+        if (m_tabs->count() == 0)
+            m_central->setCurrentWidget(m_welcome);
+        updateTitle();
+        return true;
+    }
     auto *ws = qobject_cast<SandboxWorkspace *>(m_tabs->widget(index));
     if (!ws || !ws->maybeClose())
         return false;

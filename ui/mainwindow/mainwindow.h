@@ -18,10 +18,12 @@ class Client;
 
 namespace Sandbox::Ui {
 
+class AgentDashboard;
 class ConnectionManager;
 class ConnectionStatus;
 class DoctorDialog;
 class ProfileStore;
+class RunNotifier;
 class SandboxListModel;
 class SandboxPageRegistry;
 class SandboxPoller;
@@ -59,6 +61,10 @@ public:
     QTabWidget *sandboxTabs() const { return m_tabs; }
     ConnectionStatus *connectionStatus() const { return m_status; }
     SandboxPoller *poller() const { return m_poller; }
+    // View ▸ Agent Dashboard (Ctrl+Shift+D): every agent session of the connection in a tab.
+    void showAgentDashboard();
+    AgentDashboard *agentDashboard() const { return m_dashboard; }
+    RunNotifier *runNotifier() const { return m_notifier; }
     // A menu or toolbar action by object name ("newSandbox", "runCommand", "stopCommand", ...).
     QAction *action(const QString &name) const;
 
@@ -122,6 +128,8 @@ private:
     ConnectionStatus *m_status;
     QPointer<Client> m_client;
     QPointer<DoctorDialog> m_doctor;
+    AgentDashboard *m_dashboard = nullptr; // per connection; a tab while shown
+    RunNotifier *m_notifier;               // owned (child)
     QString m_sessionKey = QStringLiteral("local");
     bool m_restorePending = false;
     bool m_restoring = false;

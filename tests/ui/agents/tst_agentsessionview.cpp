@@ -8,20 +8,95 @@
 #include <agents/agentdashboardmodel.h>
 #include <agents/agentsessionview.h>
 #include <agents/agenttranscriptmodel.h>
+#include <agents/runnotifier.h>
 #include <client/client.h>
 #include <files/filetreemodel.h>
 
 #include <QAbstractItemModelTester>
+#include <QApplication>
 #include <QComboBox>
+#include <QDBusConnection>
+#include <QDBusConnectionInterface>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTableView>
 #include <QTest>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <sys/types.h>
 
 using namespace Sandbox;
 using namespace Sandbox::Ui;
 using Sandbox::Mocks::MockModelServer;
+
+namespace {
+
+// org.freedesktop.Notifications as a desktop serves it, on the test's own session bus: it keeps
+// what it is asked to show and can say that the user clicked one.
+class NotificationServer : public QObject
+{
+    Q_OBJECT
+    Q_CLASSINFO("D-Bus Interface", "org.freedesktop.Notifications")
+
+public:
+    struct Shown
+    {
+        uint id;
+        QString summary;
+        QString body;
+        QStringList actions;
+    };
+    ~NotificationServer() override
+    {
+        if (m_bus.isConnected()) {
+            m_bus.unregisterService(QStringLiteral("org.freedesktop.Notifications"));
+            QDBusConnection::disconnectFromBus(m_bus.name());
+        }
+    }
+    bool start()
+    {
+        const QString address = qEnvironmentVariable("DBUS_SESSION_BUS_ADDRESS");
+        if (address.isEmpty()) {
+            why = QStringLiteral("no test session bus");
+            return false;
+        }
+        m_bus = QDBusConnection::connectToBus(address, QStringLiteral("notification-server"));
+        if (!m_bus.isConnected()
+            || !m_bus.registerObject(QStringLiteral("/org/freedesktop/Notifications"), this,
+                                     QDBusConnection::ExportAllSlots
+                                         | QDBusConnection::ExportAllSignals)
+            || !m_bus.registerService(QStringLiteral("org.freedesktop.Notifications"))) {
+            why = m_bus.lastError().message();
+            return false;
+        }
+        return true;
+    }
+
+    QList<Shown> notifications;
+    QString why;
+
+public Q_SLOTS:
+    uint Notify(const QString &, uint, const QString &, const QString &summary, const QString &body,
+                const QStringList &actions, const QVariantMap &, int)
+    {
+        notifications.append({uint(notifications.size() + 1), summary, body, actions});
+        return uint(notifications.size());
+    }
+    QStringList GetCapabilities() { return {QStringLiteral("actions"), QStringLiteral("body")}; }
+
+Q_SIGNALS:
+    void ActionInvoked(uint id, const QString &actionKey);
+    void NotificationClosed(uint id, uint reason);
+
+private:
+    QDBusConnection m_bus{QString()};
+};
+
+} // namespace
 
 class tst_AgentSessionView : public QObject
 {
@@ -47,6 +122,7 @@ private:
 
 void tst_AgentSessionView::initTestCase()
 {
+    QStandardPaths::setTestModeEnabled(true); // notification preferences in a test location
     QVERIFY(m_mock.listen());
     QVERIFY2(m_engine.start(
                  {QStringLiteral("--agents-dir"), QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
@@ -169,34 +245,75 @@ void tst_AgentSessionView::stopKillsTheRun()
 
 void tst_AgentSessionView::dashboardShowsTheSessions()
 {
+    // The desktop's notification server, on the test's own session bus (main() starts it).
+    NotificationServer server;
+    QVERIFY2(server.start(), qPrintable(server.why));
     AgentDashboard dashboard(m_client.get());
     QAbstractItemModelTester tester(dashboard.model(),
                                     QAbstractItemModelTester::FailureReportingMode::QtTest);
+    RunNotifier notifier;
+    notifier.watch(dashboard.model());
     dashboard.track(m_view.get());
     QSignalSpy refreshed(&dashboard, &AgentDashboard::refreshed);
+    QSignalSpy loaded(&dashboard, &AgentDashboard::runsLoaded);
     dashboard.refresh();
     QVERIFY(refreshed.wait(10000));
     const int row = dashboard.model()->rowOf(m_sandbox.id);
     QVERIFY(row >= 0);
-    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Name).data().toString(),
-             QStringLiteral("ui test"));
-    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Network).data().toString(),
-             QStringLiteral("host network"));
-    // A run in the session view shows up in the dashboard.
+    const auto cell = [&](int column) {
+        return dashboard.model()->index(row, column).data().toString();
+    };
+    QCOMPARE(cell(AgentDashboardModel::Name), QStringLiteral("ui test"));
+    QCOMPARE(cell(AgentDashboardModel::Network), QStringLiteral("host network"));
+    // The runs of the tests before, from the engine's history.
+    QTRY_VERIFY_WITH_TIMEOUT(dashboard.model()->hasHistory(m_sandbox.id), 10000);
+    const int runsBefore = cell(AgentDashboardModel::Runs).section(u' ', 0, 0).toInt();
+    QVERIFY2(runsBefore >= 2, qPrintable(cell(AgentDashboardModel::Runs)));
+    QCOMPARE(server.notifications.size(), 0); // history is not news
+
+    // A run in the session view shows up at once and moves with its events.
     QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
-    QVERIFY(m_view->send(QStringLiteral("hello")));
-    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Status).data().toString(),
-             QStringLiteral("running a prompt"));
+    QSignalSpy open(&notifier, &RunNotifier::openRequested);
+    QVERIFY(m_view->send(QStringLiteral("[[write:/workspace/dash.txt|from the dashboard test]]")));
+    QVERIFY(cell(AgentDashboardModel::Status).startsWith(QLatin1String("running a prompt")));
+    QCOMPARE(dashboard.model()->totals().running, 1);
     QVERIFY(finished.wait(120000));
-    QCOMPARE(dashboard.model()->index(row, AgentDashboardModel::Runs).data().toString(),
-             QStringLiteral("1"));
-    QVERIFY(
-        dashboard.model()->index(row, AgentDashboardModel::Cost).data().toString().startsWith(u'$'));
+    QTRY_COMPARE_WITH_TIMEOUT(cell(AgentDashboardModel::Status), QStringLiteral("done"), 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(cell(AgentDashboardModel::Runs).section(u' ', 0, 0).toInt(),
+                              runsBefore + 1, 10000);
+    QCOMPARE(cell(AgentDashboardModel::Model), QStringLiteral("claude-sonnet-4-5"));
+    QVERIFY2(cell(AgentDashboardModel::Cost).startsWith(u'$'),
+             qPrintable(cell(AgentDashboardModel::Cost)));
+    QVERIFY(dashboard.model()
+                ->index(row, AgentDashboardModel::Tokens)
+                .data(AgentDashboardModel::SortRole)
+                .toLongLong()
+            > 0);
+    QVERIFY(dashboard.model()->totals().costTodayUsd > 0);
+
+    // One desktop notification for it, over D-Bus, naming the session; clicking opens it.
+    QTRY_COMPARE_WITH_TIMEOUT(server.notifications.size(), 1, 10000);
+    QCOMPARE(server.notifications.at(0).summary, QStringLiteral("ui test: done"));
+    QVERIFY(server.notifications.at(0).actions.contains(QStringLiteral("default")));
+    Q_EMIT server.ActionInvoked(server.notifications.at(0).id, QStringLiteral("default"));
+    QVERIFY(open.wait(5000));
+    QCOMPARE(open.at(0).at(0).toString(), m_sandbox.id);
+
+    // The preference turns a kind off.
+    RunNotifier::setEnabled(AgentDashboardModel::State::Done, false);
+    QVERIFY(!notifier.notify(m_sandbox.id, QStringLiteral("ui test"),
+                             AgentDashboardModel::State::Done, QString()));
+    RunNotifier::setEnabled(AgentDashboardModel::State::Done, true);
+    QVERIFY(notifier.notify(m_sandbox.id, QStringLiteral("<b>ui</b>"),
+                            AgentDashboardModel::State::Failed, QStringLiteral("<i>x</i>")));
+    QTRY_COMPARE(server.notifications.size(), 2);
+    QCOMPARE(server.notifications.at(1).body, QStringLiteral("&lt;i&gt;x&lt;/i&gt;"));
+
     // Opening from the table.
-    QSignalSpy open(&dashboard, &AgentDashboard::openRequested);
+    QSignalSpy openRow(&dashboard, &AgentDashboard::openRequested);
     Q_EMIT dashboard.table()->activated(dashboard.table()->model()->index(0, 0));
-    QCOMPARE(open.count(), 1);
-    QCOMPARE(open.at(0).at(0).value<SandboxInfo>().id, m_sandbox.id);
+    QCOMPARE(openRow.count(), 1);
+    QCOMPARE(openRow.at(0).at(0).value<SandboxInfo>().id, m_sandbox.id);
 }
 
 void tst_AgentSessionView::fileModelLoadsLazily()
@@ -246,5 +363,27 @@ void tst_AgentSessionView::fileModelLoadsLazily()
              0);
 }
 
-QTEST_MAIN(tst_AgentSessionView)
+// A session bus of the test's own (dbus-daemon), so that notifications go nowhere else.
+int main(int argc, char **argv)
+{
+    FILE *daemon = ::popen("dbus-daemon --session --fork --print-address=1 --print-pid=1", "r");
+    char address[512] = {0};
+    char pid[32] = {0};
+    if (!daemon || !std::fgets(address, sizeof address, daemon)
+        || !std::fgets(pid, sizeof pid, daemon)) {
+        std::fprintf(stderr, "cannot start dbus-daemon\n");
+        return 1;
+    }
+    ::pclose(daemon);
+    QByteArray bus(address);
+    ::setenv("DBUS_SESSION_BUS_ADDRESS", bus.trimmed().constData(), 1);
+    int status = 0;
+    {
+        QApplication app(argc, argv);
+        tst_AgentSessionView test;
+        status = QTest::qExec(&test, argc, argv);
+    }
+    ::kill(pid_t(std::atoi(pid)), SIGTERM);
+    return status;
+}
 #include "tst_agentsessionview.moc"

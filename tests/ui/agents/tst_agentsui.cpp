@@ -9,7 +9,10 @@
 #include <QElapsedTimer>
 #include <QImage>
 #include <QJsonObject>
+#include <QLocale>
 #include <QScrollBar>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
 #include <QTest>
 
 using namespace Sandbox;
@@ -183,47 +186,147 @@ void tst_AgentsUi::collapsibleRowsToggle()
     QTRY_VERIFY(view.visualRect(model.index(0)).height() < open);
 }
 
+static AgentRunRecord runRecord(const QString &runId, const QString &status,
+                                const QString &startedAt, double cost,
+                                const QJsonObject &extra = {})
+{
+    QJsonObject o{{QStringLiteral("runId"), runId},
+                  {QStringLiteral("method"), QStringLiteral("agents.run")},
+                  {QStringLiteral("prompt"), QStringLiteral("p")},
+                  {QStringLiteral("options"),
+                   QJsonObject{{QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")}}},
+                  {QStringLiteral("status"), status},
+                  {QStringLiteral("startedAt"), startedAt},
+                  {QStringLiteral("usage"), QJsonObject{{QStringLiteral("inputTokens"), 100},
+                                                        {QStringLiteral("outputTokens"), 20}}},
+                  {QStringLiteral("costUsd"), cost},
+                  {QStringLiteral("streamId"), QString(QStringLiteral("st_") + runId)}};
+    for (auto it = extra.begin(); it != extra.end(); ++it)
+        o.insert(it.key(), it.value());
+    auto r = AgentRunRecord::fromJson(o);
+    if (!r)
+        qFatal("bad run record: %s", qPrintable(r.error().message));
+    return r.value();
+}
+
 void tst_AgentsUi::dashboardMergesAndCounts()
 {
     AgentDashboardModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QSignalSpy ended(&model, &AgentDashboardModel::runEnded);
     model.setSandboxes({sandbox(QStringLiteral("sb_a")), sandbox(QStringLiteral("sb_b"))});
     QCOMPARE(model.rowCount(), 2);
-    model.runStarted(QStringLiteral("sb_b"));
-    QCOMPARE(model.index(1, AgentDashboardModel::Status).data().toString(),
-             QStringLiteral("running a prompt"));
+    QCOMPARE(model.staleIds(), (QStringList{QStringLiteral("sb_a"), QStringLiteral("sb_b")}));
+    const auto cell = [&model](const char *id, int column) {
+        return model.index(model.rowOf(QString::fromLatin1(id)), column).data().toString();
+    };
+    QCOMPARE(cell("sb_a", AgentDashboardModel::Status), QStringLiteral("idle"));
+
+    // History read at start: shown, not announced. An old run of yesterday, a failed one today.
+    const QString today = QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs);
+    const QString later = QDateTime::currentDateTimeUtc().addSecs(1).toString(Qt::ISODateWithMs);
+    const QString yesterday = QDateTime::currentDateTimeUtc().addDays(-1).toString(
+        Qt::ISODateWithMs);
+    model.setRuns(QStringLiteral("sb_b"),
+                  {runRecord(QStringLiteral("r2"), QStringLiteral("failed"), today, 0.25,
+                             {{QStringLiteral("answer"),
+                               QJsonObject{{QStringLiteral("success"), false},
+                                           {QStringLiteral("error"), QStringLiteral("boom")}}}}),
+                   runRecord(QStringLiteral("r1"), QStringLiteral("succeeded"), yesterday, 0.5)});
+    QCOMPARE(ended.count(), 0);
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Status), QStringLiteral("failed: boom"));
+    QCOMPARE(model.stateAt(model.rowOf(QStringLiteral("sb_b"))), AgentDashboardModel::State::Failed);
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Runs), QStringLiteral("2 (1 failed)"));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Cost), QStringLiteral("$0.7500"));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Tokens), QStringLiteral("200 / 40"));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Model), QStringLiteral("claude-sonnet-4-5"));
+    QCOMPARE(cell("sb_a", AgentDashboardModel::Cost), QStringLiteral("—"));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Network), QStringLiteral("host network"));
+    AgentDashboardModel::Totals t = model.totals();
+    QCOMPARE(t.costUsd, 0.75);
+    QCOMPARE(t.costTodayUsd, 0.25);
+    QCOMPARE(t.failed, 1);
+
+    // A new run starts (seen in the history), its live events move the row.
+    model.setRuns(QStringLiteral("sb_b"),
+                  {runRecord(QStringLiteral("r3"), QStringLiteral("running"), later, 0)});
+    QCOMPARE(model.stateAt(model.rowOf(QStringLiteral("sb_b"))),
+             AgentDashboardModel::State::Running);
+    QVERIFY(
+        cell("sb_b", AgentDashboardModel::Status).startsWith(QLatin1String("running a prompt 0:0")));
+    QVERIFY(!model.streamEvent(QStringLiteral("st_unknown"), text(QStringLiteral("x"))));
+    QVERIFY(model.streamEvent(QStringLiteral("st_r3"),
+                              ev({{QStringLiteral("type"), QStringLiteral("tool_call")},
+                                  {QStringLiteral("id"), QStringLiteral("t1")},
+                                  {QStringLiteral("name"), QStringLiteral("Write")},
+                                  {QStringLiteral("input"), QJsonObject{}}})));
+    QVERIFY2(cell("sb_b", AgentDashboardModel::Status).endsWith(QStringLiteral("· tool_call Write")),
+             qPrintable(cell("sb_b", AgentDashboardModel::Status)));
+    QVERIFY(model.streamEvent(QStringLiteral("st_r3"),
+                              ev({{QStringLiteral("type"), QStringLiteral("usage")},
+                                  {QStringLiteral("inputTokens"), 1000},
+                                  {QStringLiteral("outputTokens"), 7},
+                                  {QStringLiteral("costUsd"), 1.0}})));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Cost), QStringLiteral("$1.7500"));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Tokens),
+             QLocale().toString(1200) + QStringLiteral(" / ") + QLocale().toString(47));
+    QCOMPARE(model.totals().running, 1);
+    QCOMPARE(ended.count(), 0);
+
+    // It ends waiting for the user: said once, however often the history is read again.
+    const QJsonObject question{
+        {QStringLiteral("needsInput"),
+         QJsonObject{{QStringLiteral("reason"), QStringLiteral("question")},
+                     {QStringLiteral("question"), QStringLiteral("Which file should I edit?")}}}};
+    for (int i = 0; i < 2; ++i)
+        model.setRuns(QStringLiteral("sb_b"),
+                      {runRecord(QStringLiteral("r3"), QStringLiteral("succeeded"), later, 1.0,
+                                 question)});
+    QCOMPARE(ended.count(), 1);
+    QCOMPARE(ended.at(0).at(0).toString(), QStringLiteral("sb_b"));
+    QCOMPARE(ended.at(0).at(2).value<AgentDashboardModel::State>(),
+             AgentDashboardModel::State::NeedsInput);
+    QCOMPARE(ended.at(0).at(3).toString(), QStringLiteral("Which file should I edit?"));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Status),
+             QStringLiteral("needs input: Which file should I edit?"));
+    QCOMPARE(model.totals().needsInput, 1);
+
+    // A run of this app's session view: running at once, announced when it finishes.
+    model.runStarted(QStringLiteral("sb_a"));
+    QVERIFY(cell("sb_a", AgentDashboardModel::Status).startsWith(QLatin1String("running a prompt")));
     AgentRunResult r;
     r.success = true;
-    r.usage.inputTokens = 100;
-    r.usage.outputTokens = 20;
-    r.usage.costUsd = 0.25;
-    model.runFinished(QStringLiteral("sb_b"), r);
-    r.success = false;
-    r.error = QStringLiteral("boom");
-    model.runFinished(QStringLiteral("sb_b"), r);
-    QCOMPARE(model.index(1, AgentDashboardModel::Status).data().toString(),
-             QStringLiteral("running"));
-    QCOMPARE(model.index(1, AgentDashboardModel::Runs).data().toString(),
-             QStringLiteral("2 (1 failed)"));
-    QCOMPARE(model.index(1, AgentDashboardModel::Cost).data().toString(),
-             QStringLiteral("$0.5000"));
-    QCOMPARE(model.index(0, AgentDashboardModel::Cost).data().toString(), QStringLiteral("—"));
-    QCOMPARE(model.index(1, AgentDashboardModel::Network).data().toString(),
-             QStringLiteral("host network"));
-    QCOMPARE(model.totalCostUsd(), 0.5);
+    r.result = QStringLiteral("All done.");
+    r.usage.inputTokens = 10;
+    r.usage.outputTokens = 2;
+    r.usage.costUsd = 0.125;
+    r.streamId = QStringLiteral("st_local");
+    model.runFinished(QStringLiteral("sb_a"), r);
+    QCOMPARE(cell("sb_a", AgentDashboardModel::Status), QStringLiteral("done"));
+    QCOMPARE(cell("sb_a", AgentDashboardModel::Cost), QStringLiteral("$0.1250"));
+    QCOMPARE(ended.count(), 2);
+    QCOMPARE(ended.at(1).at(2).value<AgentDashboardModel::State>(),
+             AgentDashboardModel::State::Done);
+    QCOMPARE(ended.at(1).at(3).toString(), QStringLiteral("All done."));
+
+    // Sortable: by cost, sb_b (1.75) above sb_a (0.125) in descending order.
+    QSortFilterProxyModel proxy;
+    proxy.setSourceModel(&model);
+    proxy.setSortRole(AgentDashboardModel::SortRole);
+    proxy.sort(AgentDashboardModel::Cost, Qt::DescendingOrder);
+    QCOMPARE(proxy.index(0, 0).data(AgentDashboardModel::IdRole).toString(),
+             QStringLiteral("sb_b"));
+    proxy.sort(AgentDashboardModel::Cost, Qt::AscendingOrder);
+    QCOMPARE(proxy.index(0, 0).data(AgentDashboardModel::IdRole).toString(),
+             QStringLiteral("sb_a"));
+
     // A new list: sb_a went away, sb_c came, sb_b kept its numbers.
     model.setSandboxes({sandbox(QStringLiteral("sb_b"), QStringLiteral("sleeping")),
-                        sandbox(QStringLiteral("sb_c"))});
+                        sandbox(QStringLiteral("sb_c"), QStringLiteral("sleeping"))});
     QCOMPARE(model.rowCount(), 2);
     QCOMPARE(model.rowOf(QStringLiteral("sb_a")), -1);
-    QCOMPARE(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Cost)
-                 .data()
-                 .toString(),
-             QStringLiteral("$0.5000"));
-    QCOMPARE(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Status)
-                 .data()
-                 .toString(),
-             QStringLiteral("sleeping"));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Cost), QStringLiteral("$1.7500"));
+    QCOMPARE(cell("sb_c", AgentDashboardModel::Status), QStringLiteral("sleeping"));
 }
 
 void tst_AgentsUi::tenThousandEventsStaySmooth()

@@ -1,9 +1,11 @@
 // The main window against a real sandboxd: connected status with version and quota, a sandbox
 // created from the window with its console and files, stop/start/delete with the sidebar's live
-// status, keyboard shortcuts, an extra page registered by kind, and the open tabs and files back
-// after a restart.
+// status, keyboard shortcuts, an extra page registered by kind, the agent dashboard as a tab, and
+// the open tabs and files back after a restart.
 #include <uitest.h>
 
+#include <agents/agentdashboard.h>
+#include <agents/agentdashboardmodel.h>
 #include <connection/connectionmanager.h>
 #include <connection/profilestore.h>
 #include <connection/secretstore.h>
@@ -27,6 +29,7 @@
 #include <QLabel>
 #include <QSignalSpy>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTest>
 #include <QTreeView>
 
@@ -150,6 +153,33 @@ private Q_SLOTS:
         QCOMPARE(editor->editor()->text(), QStringLiteral("print(42)\n"));
         QCOMPARE(ws->currentEditor(), editor);
         QCOMPARE(ws->openFile(QStringLiteral("/workspace/hello.py")), editor); // not twice
+
+        // The agent dashboard: Ctrl+Shift+D shows it as a tab, listing the sandbox; activating
+        // its row goes back to the sandbox's tab; closing the dashboard keeps the sandbox's.
+        QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+        AgentDashboard *dashboard = w->agentDashboard();
+        QVERIFY(dashboard);
+        QCOMPARE(w->sandboxTabs()->currentWidget(), dashboard);
+        QCOMPARE(w->sandboxTabs()->tabText(w->sandboxTabs()->currentIndex()),
+                 QStringLiteral("Agents"));
+        QTableView *table = dashboard->table();
+        const auto rowOf = [&] {
+            for (int i = 0; i < table->model()->rowCount(); ++i) {
+                if (table->model()->index(i, 0).data(AgentDashboardModel::IdRole) == s.id)
+                    return i;
+            }
+            return -1;
+        };
+        QVERIFY(UiTest::waitFor([&] { return rowOf() >= 0; }, 15000));
+        QCOMPARE(table->model()->index(rowOf(), AgentDashboardModel::Name).data().toString(),
+                 QStringLiteral("from-the-window"));
+        QCOMPARE(table->model()->index(rowOf(), AgentDashboardModel::Status).data().toString(),
+                 QStringLiteral("idle"));
+        Q_EMIT table->activated(table->model()->index(rowOf(), 0));
+        QCOMPARE(w->currentWorkspace(), ws);
+        QVERIFY(w->closeSandboxTab(w->sandboxTabs()->indexOf(dashboard)));
+        QCOMPARE(w->sandboxTabs()->indexOf(dashboard), -1);
+        QCOMPARE(w->currentWorkspace(), ws);
 
         w->saveSession();
     }

@@ -1,9 +1,16 @@
 // The main window as a user sees it, on a real X server (Xvfb): a sandbox open with its files,
-// a Python file in the editor and a console that ran a command with colours and an error line.
+// a Python file in the editor and a console that ran a command with colours and an error line;
+// the terminal running htop and the agent dashboard with real runs (Claude Code against the mock
+// model API), light and dark.
 // The picture is kept in build/artefacts/mainwindow.png; the test checks that the panes are not
 // empty and that the text is drawn with the fonts asked for.
 #include <uitest.h>
 
+#include <agents/agentdashboard.h>
+#include <agents/agentdashboardmodel.h>
+#include <client/agentrun.h>
+#include <client/agentsservice.h>
+#include <client/client.h>
 #include <connection/connectiondialog.h>
 #include <connection/connectionmanager.h>
 #include <connection/profilestore.h>
@@ -22,16 +29,21 @@
 #include <workspace/sandboxpageregistry.h>
 #include <workspace/sandboxworkspace.h>
 
+#include <mockmodelserver.h>
+
 #include <Qsci/qscilexer.h>
 #include <Qsci/qsciscintilla.h>
 
+#include <QApplication>
 #include <QDir>
 #include <QFontInfo>
 #include <QGuiApplication>
 #include <QImage>
+#include <QPointer>
 #include <QScreen>
 #include <QSet>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTest>
 #include <QTreeView>
 
@@ -67,7 +79,10 @@ private Q_SLOTS:
         if (QGuiApplication::platformName() != QLatin1String("xcb"))
             QSKIP("needs an X server (run under xvfb-run)");
         UiTest::isolateSettings();
-        QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+        QVERIFY(m_mock.listen());
+        QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"),
+                                 QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
+                 qPrintable(m_engine.process().log()));
     }
 
     void mainWindowWithConsoleAndEditor()
@@ -196,14 +211,14 @@ private Q_SLOTS:
         QVERIFY(colours(b, b.rect()) > 10);
     }
 
-    // The terminal running htop, light and dark, at 1024x700 and 1920x1080:
+    // The terminal running htop, light and dark, at 1024x700 and 1600x1000:
     // build/artefacts/terminal-htop-{light,dark}-WxH.png.
     void terminalRunsHtop_data()
     {
         QTest::addColumn<bool>("dark");
         QTest::addColumn<QSize>("size");
         QTest::newRow("light 1024x700") << false << QSize(1024, 700);
-        QTest::newRow("dark 1920x1080") << true << QSize(1920, 1080);
+        QTest::newRow("dark 1600x1000") << true << QSize(1600, 1000);
     }
     void terminalRunsHtop()
     {
@@ -245,8 +260,129 @@ private Q_SLOTS:
         page.hangUp();
     }
 
+    // The agent dashboard as a main view (View ▸ Agent Dashboard) with real runs: one done, one
+    // failed, one running; light and dark at 1024x700 and 1600x1000:
+    // build/artefacts/dashboard-{light,dark}-WxH.png.
+    void agentDashboard_data()
+    {
+        QTest::addColumn<bool>("dark");
+        QTest::addColumn<QSize>("size");
+        QTest::newRow("light 1024x700") << false << QSize(1024, 700);
+        QTest::newRow("dark 1024x700") << true << QSize(1024, 700);
+        QTest::newRow("light 1600x1000") << false << QSize(1600, 1000);
+        QTest::newRow("dark 1600x1000") << true << QSize(1600, 1000);
+    }
+    void agentDashboard()
+    {
+        QFETCH(bool, dark);
+        QFETCH(QSize, size);
+        Client *c = m_engine.client();
+        if (m_agents.isEmpty()) {
+            const auto make = [&](const QString &name) {
+                AgentCreateOptions o;
+                o.type = QStringLiteral("claude-code");
+                o.size = QStringLiteral("basic");
+                o.name = name;
+                o.network = true;
+                o.env = {{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-ant-shot-0000")},
+                         {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
+                const auto r = UiTest::call<SandboxInfo>(
+                    [&](Callback<SandboxInfo> cb) { return c->agents().create(o, this, cb); },
+                    60000);
+                if (!r)
+                    qWarning("cannot create %s: %s", qPrintable(name),
+                             qPrintable(r.error().message));
+                return r ? r->id : QString();
+            };
+            for (const char *name : {"docs-writer", "api-refactor", "test-runner"})
+                m_agents.append(make(QString::fromLatin1(name)));
+            QVERIFY(!m_agents.contains(QString()));
+            const auto run = [&](const QString &id, const QString &prompt) {
+                QJsonObject options{{QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")}};
+                return UiTest::call<QJsonObject>(
+                    [&](Callback<QJsonObject> cb) {
+                        return c->agents().run(id, prompt, options, this, cb);
+                    },
+                    180000);
+            };
+            QVERIFY(run(m_agents[0], QStringLiteral("[[write:/workspace/README.md|# Docs]]")));
+            QVERIFY(run(m_agents[1], QStringLiteral("[[fail:400]] refactor the API")));
+            // The third runs on while the pictures are taken.
+            AgentRunOptions options;
+            options.model = QStringLiteral("claude-sonnet-4-5");
+            m_running = c->agents().runStreaming(m_agents[2],
+                                                 QStringLiteral(
+                                                     "[[sleep:600000]] run the test suite"),
+                                                 options, this);
+            QVERIFY(m_running);
+        }
+        const QPalette before = QApplication::palette();
+        if (dark) {
+            QPalette p;
+            p.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+            p.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+            p.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+            p.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
+            p.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
+            p.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
+            p.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+            p.setColor(QPalette::Highlight, QColor(0x2f, 0x65, 0xca));
+            p.setColor(QPalette::HighlightedText, Qt::white);
+            QApplication::setPalette(p);
+        }
+        SandboxPageRegistry registry;
+        registerDefaultPages(registry);
+        ProfileStore profiles;
+        SecretStore secrets(SecretStore::Backend::File,
+                            UiTest::settingsDir() + QStringLiteral("/keys.json"));
+        ConnectionManager connection;
+        MainWindow window(&connection, &registry, &profiles, &secrets);
+        window.resize(size);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QSignalSpy listed(&window, &MainWindow::sandboxesListed);
+        window.connectWith(m_engine.localProfile(), QStringLiteral("local"));
+        QVERIFY(listed.wait(15000));
+        window.action(QStringLiteral("agentDashboard"))->trigger();
+        AgentDashboard *dashboard = window.agentDashboard();
+        QVERIFY(dashboard);
+        AgentDashboardModel *model = dashboard->model();
+        QVERIFY(UiTest::waitFor(
+            [&] {
+                for (const QString &id : std::as_const(m_agents)) {
+                    if (!model->hasHistory(id))
+                        return false;
+                }
+                return model->totals().running == 1;
+            },
+            20000));
+        const auto state = [&](int i) { return model->stateAt(model->rowOf(m_agents[i])); };
+        QCOMPARE(state(0), AgentDashboardModel::State::Done);
+        QCOMPARE(state(1), AgentDashboardModel::State::Failed);
+        QCOMPARE(state(2), AgentDashboardModel::State::Running);
+        dashboard->table()->sortByColumn(AgentDashboardModel::Name, Qt::AscendingOrder);
+        QTest::qWait(300);
+        QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
+        const QImage shot = window.grab().toImage();
+        QApplication::setPalette(before);
+        QVERIFY(shot.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/dashboard-%1-%2x%3.png")
+                              .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))
+                              .arg(size.width())
+                              .arg(size.height())));
+        QVERIFY(colours(shot, rectIn(&window, dashboard->table())) > 4);
+    }
+
+    void cleanupTestCase()
+    {
+        if (m_running)
+            m_running->cancel();
+    }
+
 private:
     UiTest::Engine m_engine;
+    Sandbox::Mocks::MockModelServer m_mock;
+    QStringList m_agents;
+    QPointer<AgentRun> m_running;
 };
 
 QTEST_MAIN(TestScreenshot)
