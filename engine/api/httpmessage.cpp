@@ -1,5 +1,7 @@
 #include "httpmessage.h"
 
+#include "egress/httphead.h"
+
 #include <QJsonDocument>
 #include <QUrl>
 
@@ -7,27 +9,8 @@ namespace Sandbox::Engine {
 
 namespace {
 
-// RFC 9110 5.6.2: tchar.
-bool isTokenChar(char c)
-{
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-        return true;
-    return QByteArrayView("!#$%&'*+-.^_`|~").contains(c);
-}
-
-bool isToken(QByteArrayView s)
-{
-    return !s.isEmpty() && std::all_of(s.begin(), s.end(), isTokenChar);
-}
-
-// Field values: visible characters, spaces, tabs and obs-text; never CR, LF or NUL.
-bool isFieldValue(QByteArrayView s)
-{
-    return std::all_of(s.begin(), s.end(), [](char c) {
-        const auto u = uchar(c);
-        return u == '\t' || u >= 0x20 ? u != 0x7f : false;
-    });
-}
+using Http::isFieldValue;
+using Http::isToken;
 
 HttpResponse badRequest(const QString &why, int status = 400)
 {

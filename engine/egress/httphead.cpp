@@ -2,8 +2,11 @@
 
 namespace Sandbox::Engine {
 
+namespace Http {
+
 namespace {
 
+// RFC 9110 5.6.2: tchar.
 bool isTokenChar(char c)
 {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
@@ -11,12 +14,13 @@ bool isTokenChar(char c)
     return QByteArrayView("!#$%&'*+-.^_`|~").contains(c);
 }
 
+} // namespace
+
 bool isToken(QByteArrayView s)
 {
     return !s.isEmpty() && std::all_of(s.begin(), s.end(), isTokenChar);
 }
 
-// Header values: visible ASCII, obs-text, space and tab; no control characters.
 bool isFieldValue(QByteArrayView s)
 {
     return std::all_of(s.begin(), s.end(), [](char c) {
@@ -24,6 +28,13 @@ bool isFieldValue(QByteArrayView s)
         return u == '\t' || (u >= 0x20 && u != 0x7f);
     });
 }
+
+} // namespace Http
+
+namespace {
+
+using Http::isFieldValue;
+using Http::isToken;
 
 std::optional<HttpHead> parseLines(QByteArrayView head, QByteArray *error, QList<QByteArray> &lines)
 {

@@ -9,6 +9,14 @@
 
 namespace Sandbox::Engine {
 
+// RFC 9110's lexical rules for heads, shared by the egress proxy and the engine's HTTP reader.
+namespace Http {
+// 5.6.2 token: a method or a header name.
+bool isToken(QByteArrayView s);
+// 5.5 field value: visible characters, spaces, tabs and obs-text; never CR, LF, NUL or DEL.
+bool isFieldValue(QByteArrayView s);
+} // namespace Http
+
 // The head of an HTTP/1.x message (request or response) as the egress proxy and the model
 // gateway read it from a sandbox or an upstream server: strict, bounded, no obs-fold, no bare
 // CR, no NUL, header names as tokens. Bodies are never parsed here.
