@@ -339,7 +339,7 @@ void tst_Channel::seccompRefusesWhatASandboxNeverNeeds()
 }
 
 // Attack 4: code inside used to take the supervisor's channel with pidfd_getfd (same uid,
-// dumpable, no seccomp) and write frames to the engine.
+// dumpable, no seccomp) and write frames to the engine, or the log pipe and write log lines.
 void tst_Channel::channelCannotBeTakenFromInside()
 {
     const QString script = QStringLiteral(
@@ -351,7 +351,12 @@ void tst_Channel::channelCannotBeTakenFromInside()
         ">= 0 }"
         "print opendir(my $d, \"/proc/$sup/fd\") ? \"fds visible\\n\" : \"fds hidden\\n\";"
         "print open(my $e, '<', \"/proc/$sup/environ\") ? \"environ visible\\n\" : \"environ "
-        "hidden\\n\";");
+        "hidden\\n\";"
+        // bubblewrap's pid 1 holds the engine's log pipe as its stderr.
+        "my $init = syscall(434, 1, 0); my $log = $init >= 0 ? syscall(438, $init, 2, 0) : -1;"
+        "print \"init log=$log\\n\" if $log >= 0;"
+        "print open(my $l, '>', '/proc/1/fd/2') ? \"init log writable\\n\" : \"init log "
+        "closed\\n\";");
     const QString out = stdoutOf(m_sandbox,
                                  QJsonArray{QStringLiteral("perl"), QStringLiteral("-e"), script});
     QVERIFY2(!out.contains(QLatin1String("sup=0\n")), qPrintable(out));
@@ -361,6 +366,9 @@ void tst_Channel::channelCannotBeTakenFromInside()
     QVERIFY2(out.contains(QLatin1String("fds hidden\n"))
                  && out.contains(QLatin1String("environ hidden\n")),
              qPrintable(out));
+    // Nor can it forge the engine's log lines (or a sandbox's exit reason) through pid 1.
+    QVERIFY2(!out.contains(QLatin1String("init log=")), qPrintable(out));
+    QVERIFY2(out.contains(QLatin1String("init log closed\n")), qPrintable(out));
 }
 
 // Attack 4: output is counted by the engine, and a flood does not grow the engine.
