@@ -1,6 +1,7 @@
 #include "registry.h"
 
 #include "sqlitestatement.h"
+#include "statedb.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -43,36 +44,21 @@ QMap<QString, QString> envFromJson(const QByteArray &json)
 
 Result<std::unique_ptr<Registry>> Registry::open(const QString &path)
 {
-    sqlite3 *db = nullptr;
-    const int rc = sqlite3_open_v2(path.toUtf8().constData(), &db,
-                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                   nullptr);
-    if (rc != SQLITE_OK) {
-        const Error e = dbError(db, "cannot open");
-        sqlite3_close(db);
-        return e;
-    }
-    std::unique_ptr<Registry> r(new Registry(db));
-    static const char *const schema[] = {
-        "PRAGMA journal_mode=WAL",
-        "PRAGMA synchronous=NORMAL",
-        "PRAGMA busy_timeout=2000",
-        "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT "
-        "NULL UNIQUE,"
-        " created_at INTEGER NOT NULL, last_used_at INTEGER, admin INTEGER NOT NULL DEFAULT 0)",
-        "CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, key_id TEXT NOT NULL, kind "
-        "TEXT NOT NULL,"
-        " type TEXT NOT NULL, size TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', status TEXT NOT "
-        "NULL,"
-        " error TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL, last_active_at INTEGER,"
-        " sleep_after_ms INTEGER NOT NULL, network INTEGER NOT NULL, env TEXT NOT NULL, slot "
-        "INTEGER NOT NULL UNIQUE)",
-    };
-    for (const char *sql : schema) {
-        if (auto ok = r->exec(sql); !ok)
-            return ok.error();
-    }
-    return r;
+    Result<sqlite3 *> db = StateDb::open(
+        path, QStringLiteral("registry"),
+        {
+            "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, name TEXT NOT NULL,"
+            " hash BLOB NOT NULL UNIQUE, created_at INTEGER NOT NULL, last_used_at INTEGER,"
+            " admin INTEGER NOT NULL DEFAULT 0)",
+            "CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, key_id TEXT NOT NULL,"
+            " kind TEXT NOT NULL, type TEXT NOT NULL, size TEXT NOT NULL,"
+            " name TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',"
+            " created_at INTEGER NOT NULL, last_active_at INTEGER, sleep_after_ms INTEGER NOT NULL,"
+            " network INTEGER NOT NULL, env TEXT NOT NULL, slot INTEGER NOT NULL UNIQUE)",
+        });
+    if (!db)
+        return db.error();
+    return std::unique_ptr<Registry>(new Registry(*db));
 }
 
 Registry::Registry(sqlite3 *db)
@@ -86,15 +72,7 @@ Registry::~Registry()
 
 Result<bool> Registry::exec(const char *sql)
 {
-    char *err = nullptr;
-    if (sqlite3_exec(m_db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-        const Error e{ErrorCode::InternalError,
-                      QStringLiteral("registry: %1").arg(QString::fromUtf8(err)),
-                      {}};
-        sqlite3_free(err);
-        return e;
-    }
-    return true;
+    return StateDb::exec(m_db, sql, QStringLiteral("registry"));
 }
 
 Result<bool> Registry::insertKey(const KeyRecord &key)

@@ -1,6 +1,7 @@
 #include "runstore.h"
 
 #include "sqlitestatement.h"
+#include "statedb.h"
 
 #include <QJsonDocument>
 #include <QLoggingCategory>
@@ -90,39 +91,24 @@ struct RunStore::Live
 
 Result<std::unique_ptr<RunStore>> RunStore::open(const QString &path, Limits limits)
 {
-    sqlite3 *db = nullptr;
-    const int rc = sqlite3_open_v2(path.toUtf8().constData(), &db,
-                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                   nullptr);
-    if (rc != SQLITE_OK) {
-        const Error e{ErrorCode::InternalError,
-                      QStringLiteral("runs: cannot open %1: %2")
-                          .arg(path, QString::fromUtf8(sqlite3_errmsg(db))),
-                      {}};
-        sqlite3_close(db);
-        return e;
-    }
-    std::unique_ptr<RunStore> store(new RunStore(db, limits));
-    static const char *const schema[] = {
-        "PRAGMA journal_mode=WAL",
-        "PRAGMA synchronous=NORMAL",
-        "PRAGMA busy_timeout=2000",
-        "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL,"
-        " method TEXT NOT NULL, prompts TEXT NOT NULL, options TEXT NOT NULL,"
-        " status TEXT NOT NULL, started_at INTEGER NOT NULL, ended_at INTEGER,"
-        " answer TEXT, error TEXT, session_id TEXT NOT NULL DEFAULT '', usage TEXT,"
-        " cost_usd REAL, needs_input TEXT, event_count INTEGER NOT NULL DEFAULT 0,"
-        " event_bytes INTEGER NOT NULL DEFAULT 0, events_dropped INTEGER NOT NULL DEFAULT 0,"
-        " last_event_at INTEGER, last_event_type TEXT NOT NULL DEFAULT '',"
-        " stream_id TEXT NOT NULL DEFAULT '')",
-        "CREATE INDEX IF NOT EXISTS runs_by_sandbox ON runs (sandbox_id, started_at)",
-        "CREATE TABLE IF NOT EXISTS run_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL,"
-        " event TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID",
-    };
-    for (const char *sql : schema) {
-        if (auto ok = store->exec(sql); !ok)
-            return ok.error();
-    }
+    Result<sqlite3 *> db = StateDb::open(
+        path, QStringLiteral("runs"),
+        {
+            "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL,"
+            " method TEXT NOT NULL, prompts TEXT NOT NULL, options TEXT NOT NULL,"
+            " status TEXT NOT NULL, started_at INTEGER NOT NULL, ended_at INTEGER,"
+            " answer TEXT, error TEXT, session_id TEXT NOT NULL DEFAULT '', usage TEXT,"
+            " cost_usd REAL, needs_input TEXT, event_count INTEGER NOT NULL DEFAULT 0,"
+            " event_bytes INTEGER NOT NULL DEFAULT 0, events_dropped INTEGER NOT NULL DEFAULT 0,"
+            " last_event_at INTEGER, last_event_type TEXT NOT NULL DEFAULT '',"
+            " stream_id TEXT NOT NULL DEFAULT '')",
+            "CREATE INDEX IF NOT EXISTS runs_by_sandbox ON runs (sandbox_id, started_at)",
+            "CREATE TABLE IF NOT EXISTS run_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+            " event TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID",
+        });
+    if (!db)
+        return db.error();
+    std::unique_ptr<RunStore> store(new RunStore(*db, limits));
     // Runs the previous engine left running ended with it.
     if (auto ok = store->exec("UPDATE runs SET status = 'interrupted', ended_at ="
                               " COALESCE(last_event_at, started_at) WHERE status = 'running'");
@@ -153,15 +139,7 @@ RunStore::~RunStore()
 
 Result<bool> RunStore::exec(const char *sql) const
 {
-    char *err = nullptr;
-    if (sqlite3_exec(m_db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-        const Error e{ErrorCode::InternalError,
-                      QStringLiteral("runs: %1").arg(QString::fromUtf8(err)),
-                      {}};
-        sqlite3_free(err);
-        return e;
-    }
-    return true;
+    return StateDb::exec(m_db, sql, QStringLiteral("runs"));
 }
 
 QString RunStore::begin(const NewRun &run)
