@@ -1,5 +1,6 @@
 #include "doctor.h"
 
+#include "bubblewrap.h"
 #include "hostfacts.h"
 
 #include <QDir>
@@ -71,30 +72,11 @@ Probe probeSandbox(const DoctorOptions &o)
     Probe r;
     QProcess p;
     p.setProgram(o.bwrapPath);
-    p.setArguments({QStringLiteral("--unshare-all"),
-                    QStringLiteral("--unshare-user"),
-                    QStringLiteral("--disable-userns"),
-                    QStringLiteral("--die-with-parent"),
-                    QStringLiteral("--new-session"),
-                    QStringLiteral("--ro-bind"),
-                    QStringLiteral("/usr"),
-                    QStringLiteral("/usr"),
-                    QStringLiteral("--symlink"),
-                    QStringLiteral("usr/bin"),
-                    QStringLiteral("/bin"),
-                    QStringLiteral("--symlink"),
-                    QStringLiteral("usr/lib"),
-                    QStringLiteral("/lib"),
-                    QStringLiteral("--symlink"),
-                    QStringLiteral("usr/lib64"),
-                    QStringLiteral("/lib64"),
-                    QStringLiteral("--proc"),
-                    QStringLiteral("/proc"),
-                    QStringLiteral("--dev"),
-                    QStringLiteral("/dev"),
-                    QStringLiteral("--chdir"),
-                    QStringLiteral("/"),
-                    QStringLiteral("/usr/bin/true")});
+    p.setArguments(Bubblewrap::isolationArguments()
+                   + QStringList{QStringLiteral("--proc"), QStringLiteral("/proc"),
+                                 QStringLiteral("--dev"), QStringLiteral("/dev"),
+                                 QStringLiteral("--chdir"), QStringLiteral("/"),
+                                 QStringLiteral("/usr/bin/true")});
     QProcessEnvironment env;
     env.insert(QStringLiteral("PATH"), QStringLiteral("/usr/bin:/bin"));
     p.setProcessEnvironment(env);

@@ -1,6 +1,7 @@
 #include "sandboxprocess.h"
 
 #include "containerlayout.h"
+#include "doctor/bubblewrap.h"
 #include "offloop.h"
 #include "seccompprofile.h"
 #include "supervisorchannel.h"
@@ -125,27 +126,8 @@ constexpr const char *kGeneratedEtc[] = {"passwd",   "group",       "hosts",
 QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
 {
     const QString tmpBytes = QString::number(spec.limits.tmpMb * 1024 * 1024);
-    QStringList a{
-        QStringLiteral("--unshare-all"),
-        QStringLiteral("--unshare-user"),
-        QStringLiteral("--disable-userns"),
-        QStringLiteral("--die-with-parent"),
-        QStringLiteral("--new-session"),
-        QStringLiteral("--ro-bind"),
-        QStringLiteral("/usr"),
-        QStringLiteral("/usr"),
-        QStringLiteral("--symlink"),
-        QStringLiteral("usr/bin"),
-        QStringLiteral("/bin"),
-        QStringLiteral("--symlink"),
-        QStringLiteral("usr/sbin"),
-        QStringLiteral("/sbin"),
-        QStringLiteral("--symlink"),
-        QStringLiteral("usr/lib"),
-        QStringLiteral("/lib"),
-        QStringLiteral("--symlink"),
-        QStringLiteral("usr/lib64"),
-        QStringLiteral("/lib64"),
+    QStringList a = Bubblewrap::isolationArguments();
+    a << QStringList{
         // A curated /etc: the sandbox's own users, hosts and resolver, and a short list of the
         // host's harmless files.
         QStringLiteral("--tmpfs"),

@@ -19,8 +19,8 @@ Result<sqlite3 *> open(const QString &path, const QString &what,
         sqlite3_close(db);
         return e;
     }
-    for (const char *sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
-                            "PRAGMA busy_timeout=2000"}) {
+    for (const char *sql :
+         {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA busy_timeout=2000"}) {
         if (auto ok = exec(db, sql, what); !ok) {
             sqlite3_close(db);
             return ok.error();
