@@ -16,15 +16,14 @@ function(sandbox_target_defaults target)
 endfunction()
 
 # sandbox_add_test(NAME name SOURCES ... LIBS ... [GUI] [LABELS ...] [TIMEOUT s])
-# One executable, one ctest entry, the tests' data dir as SANDBOX_TEST_DATA_DIR, and the
-# offscreen platform for widget tests.
+# One executable, one ctest entry, the source and build trees as SANDBOX_SOURCE_DIR and
+# SANDBOX_BINARY_DIR, and the offscreen platform for widget tests.
 function(sandbox_add_test)
     cmake_parse_arguments(T "GUI" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
     add_executable(${T_NAME} ${T_SOURCES})
     sandbox_target_defaults(${T_NAME})
     target_link_libraries(${T_NAME} PRIVATE Qt6::Test ${T_LIBS})
     target_compile_definitions(${T_NAME} PRIVATE
-        SANDBOX_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data"
         SANDBOX_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
         SANDBOX_BINARY_DIR="${PROJECT_BINARY_DIR}")
     add_test(NAME ${T_NAME} COMMAND ${T_NAME})
