@@ -5,6 +5,7 @@
 //   terminal output (cat of 100 MiB)   vs  the console's stream (64 MiB: its cap), and `cat > /dev/null` in the
 //                                          sandbox
 // Prints figures; asserts only that they were measured (timings are not pass/fail here).
+#include "doctor/bubblewrap.h"
 #include "engineprocess.h"
 #include "testclient.h"
 
@@ -110,36 +111,20 @@ void bench_Engine::createToFirstOutput()
     }
     // Baseline: bubblewrap alone, with the same isolation flags, running /bin/true.
     QTemporaryDir ws;
-    const QStringList bwrap{QStringLiteral("--unshare-all"),
-                            QStringLiteral("--unshare-user"),
-                            QStringLiteral("--disable-userns"),
-                            QStringLiteral("--die-with-parent"),
-                            QStringLiteral("--new-session"),
-                            QStringLiteral("--ro-bind"),
-                            QStringLiteral("/usr"),
-                            QStringLiteral("/usr"),
-                            QStringLiteral("--ro-bind"),
-                            QStringLiteral("/etc"),
-                            QStringLiteral("/etc"),
-                            QStringLiteral("--symlink"),
-                            QStringLiteral("usr/lib"),
-                            QStringLiteral("/lib"),
-                            QStringLiteral("--symlink"),
-                            QStringLiteral("usr/lib64"),
-                            QStringLiteral("/lib64"),
-                            QStringLiteral("--symlink"),
-                            QStringLiteral("usr/bin"),
-                            QStringLiteral("/bin"),
-                            QStringLiteral("--bind"),
-                            ws.path(),
-                            QStringLiteral("/workspace"),
-                            QStringLiteral("--proc"),
-                            QStringLiteral("/proc"),
-                            QStringLiteral("--dev"),
-                            QStringLiteral("/dev"),
-                            QStringLiteral("--tmpfs"),
-                            QStringLiteral("/tmp"),
-                            QStringLiteral("/bin/true")};
+    const QStringList bwrap = Sandbox::Engine::Bubblewrap::isolationArguments()
+                              + QStringList{QStringLiteral("--ro-bind"),
+                                            QStringLiteral("/etc"),
+                                            QStringLiteral("/etc"),
+                                            QStringLiteral("--bind"),
+                                            ws.path(),
+                                            QStringLiteral("/workspace"),
+                                            QStringLiteral("--proc"),
+                                            QStringLiteral("/proc"),
+                                            QStringLiteral("--dev"),
+                                            QStringLiteral("/dev"),
+                                            QStringLiteral("--tmpfs"),
+                                            QStringLiteral("/tmp"),
+                                            QStringLiteral("/bin/true")};
     for (int i = 0; i < runs; ++i) {
         QElapsedTimer t;
         t.start();
