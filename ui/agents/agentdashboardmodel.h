@@ -39,8 +39,9 @@ public:
     // A session's state, as the State column says it.
     enum class State { Idle, Running, NeedsInput, Failed, Done, Cancelled };
     Q_ENUM(State)
-    // How many runs of the history setRuns() is given for a sandbox seen for the first time.
-    static constexpr int kHistoryRuns = 200;
+    // How many runs of the history are read for a sandbox seen for the first time (the totals
+    // count these and the runs that follow).
+    static constexpr int kHistoryRuns = 50;
 
     explicit AgentDashboardModel(QObject *parent = nullptr);
 

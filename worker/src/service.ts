@@ -220,6 +220,8 @@ export class SandboxService {
     // Streams and requests (4.6)
     m.set('stream.resume', (c, p) => this.resume(c, p));
     m.set('stream.cancel', (c, p) => this.cancelStream(c, p));
+    m.set('stream.input', (c, p) => this.terminalControl(c, 'stream.input', p));
+    m.set('stream.resize', (c, p) => this.terminalControl(c, 'stream.resize', p));
     m.set('rpc.cancel', async (c, p) => this.cancelRequest(c, p));
   }
 
@@ -503,6 +505,16 @@ export class SandboxService {
     v.optInt(options, 'maxOutputBytes', 0, 64 * 1024 * 1024, 'options.');
     v.optPath(options, 'cwd', 'options.');
     v.optEnv(options, 'env', 'options.');
+    const pty = v.optObject(options, 'pty', 'options.');
+    if (pty !== undefined) {
+      // A terminal (docs/protocol.md 4.8) always streams, so only over a socket; the engine
+      // checks its size and name.
+      if (c.conn === null) throw new InvalidParamsError('options.pty', 'options.pty: needs the WebSocket (/rpc): a terminal is a stream');
+      v.optInt(pty, 'cols', 1, 1000, 'options.pty.');
+      v.optInt(pty, 'rows', 1, 500, 'options.pty.');
+      v.optStr(pty, 'term');
+      return this.relayStream(c, method, row, { ...p, options: { ...options, stream: true } });
+    }
     const wantStream = v.optBool(options, 'stream') ?? false;
     // REST ignores `stream`: without a socket there is nobody to stream to.
     const stream = wantStream && c.conn !== null;
@@ -664,6 +676,21 @@ export class SandboxService {
     const row = this.registry.sandbox(c.keyId, route.sandboxId);
     if (row === null) throw new NotFoundError(`stream ${streamId}`);
     const r = (await this.engine(row).request('stream.cancel', { streamId: route.engineStreamId })) as Params;
+    return typeof r === 'object' && r !== null ? { ...r, streamId } : r;
+  }
+
+  /**
+   * stream.input / stream.resize (docs/protocol.md 4.8): to the engine under its own stream id;
+   * the engine says whether the stream is a terminal and checks the bytes and the size.
+   */
+  private async terminalControl(c: CallContext, method: string, p: Params): Promise<unknown> {
+    const streamId = v.str(p, 'streamId');
+    const s = this.streams.find(c.keyId, streamId);
+    const route = s ?? this.registry.stream(c.keyId, streamId);
+    if (route === null) throw new NotFoundError(`stream ${streamId}`);
+    const row = this.registry.sandbox(c.keyId, route.sandboxId);
+    if (row === null) throw new NotFoundError(`stream ${streamId}`);
+    const r = (await this.engine(row).request(method, { ...p, streamId: route.engineStreamId })) as Params;
     return typeof r === 'object' && r !== null ? { ...r, streamId } : r;
   }
 

@@ -118,6 +118,12 @@ describe.skipIf(!hasEngine)('REST with the engine', () => {
     expect(r.body).toMatchObject({ error: { code: -32602, data: { field: 'options.timeout' } } });
   });
 
+  it('refuses a terminal over REST with -32602 naming options.pty (it is a stream)', async () => {
+    const r = await http('POST', `/api/agents/${id}/exec`, { body: { command: 'bash', options: { pty: { cols: 80 } } } });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ error: { code: -32602, data: { field: 'options.pty' } } });
+  });
+
   it('puts and gets raw bytes, stats, renames, lists and deletes files', async () => {
     const bytes = new Uint8Array([0, 1, 2, 250, 251, 255, 10]);
     const put = await http('PUT', `/api/agents/${id}/files/content?path=bin/data.bin&parents=1`, { rawBody: bytes });

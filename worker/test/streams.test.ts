@@ -160,6 +160,44 @@ describe.skipIf(!hasEngine)('streams through the Worker', () => {
     s.close();
   });
 
+  it('relays a terminal: typed input and resize, for its own key only', async () => {
+    const s = await RpcSocket.open();
+    s.send({
+      jsonrpc: '2.0',
+      id: 'tty',
+      method: 'agents.exec',
+      params: { id, command: 'stty size; read line; echo "got:$line"; stty size', options: { pty: { cols: 100, rows: 30 } } },
+    });
+    const notes: Note[] = [];
+    const out = () =>
+      notes.filter((n) => n.method === 'stream.output').map((n) => n.params.data as string).join('');
+    const until = async (pred: () => boolean) => {
+      while (!pred()) notes.push((await s.next()) as Note);
+    };
+    await until(() => out().includes('30 100'));
+    const streamId = notes[0]!.params.streamId as string;
+    expect(notes[0]!.method).toBe('stream.event');
+    expect(notes[0]!.params.event).toMatchObject({ type: 'terminal', cols: 100, rows: 30 });
+    expect(await s.result('stream.resize', { streamId, cols: 120, rows: 40 }, notes as never)).toMatchObject({
+      streamId,
+      cols: 120,
+      rows: 40,
+    });
+    expect(await s.result('stream.input', { streamId, data: 'hello\r' }, notes as never)).toMatchObject({ streamId, bytes: 6 });
+    await until(() => notes.some((n) => n.method === 'stream.end'));
+    // The terminal echoes what was typed, the program read it, and it saw the new size.
+    expect(out()).toContain('got:hello');
+    expect(out()).toContain('40 120');
+    expect(notes.at(-1)!.params.result).toMatchObject({ exitCode: 0, streamId });
+    // Not a terminal (or ended), or another key's: refused as the engine refuses them.
+    const plain = await s.result<{ streamId: string }>('agents.exec', { id, command: 'echo x', options: { stream: true } });
+    expect(await s.call('stream.input', { streamId: plain.streamId, data: 'x' })).toMatchObject({ error: { code: -32002 } });
+    const other = await RpcSocket.open(await otherKey());
+    expect(await other.call('stream.resize', { streamId, cols: 10, rows: 10 })).toMatchObject({ error: { code: -32002 } });
+    other.close();
+    s.close();
+  });
+
   it('rpc.cancel answers the request -32012 and kills its command', async () => {
     const s = await RpcSocket.open();
     s.send({ jsonrpc: '2.0', id: 9, method: 'agents.exec', params: { id, command: 'sleep 30' } });
