@@ -2,11 +2,12 @@
 # The six container images of dockerfiles/, built and driven as the Worker drives them: podman set
 # up (scripts/podman-setup.sh), the images built (scripts/build-images.sh), then for each image a
 # container started with SANDBOXD_API_KEY and port 8080 published, and sandboxctl --url against
-# it: create, exec with streamed output, files; for the databases a query, paging, and a committed
-# row that survives kill -9 of the container's engine; for each agent a real run of its CLI
-# against the mock model server (tests/mocks, on the host's loopback, which the container reaches
-# through slirp4netns). Prints BUILD/IMAGE lines (times, sizes) and, per image, the cold start to
-# the first exec's answer next to the local engine's (bubblewrap) in the same run.
+# it: create, exec with streamed output, files, the limits the Sandbox object reports; for the
+# databases a query, paging, and a committed row that survives kill -9 of the container's engine;
+# for each agent a real run of its CLI against the mock model server (tests/mocks, on the host's
+# loopback, which the container reaches through slirp4netns). Prints BUILD/IMAGE lines (times,
+# sizes) and, per image, the cold start to the first exec's answer next to the local engine's
+# (bubblewrap) in the same run.
 #
 #   scripts/test-containers.sh [TYPE...]      (default: all six; run as root or with sudo)
 #   SKIP_BUILD=1   use the images as they are (sandbox/TYPE:VERSION)
@@ -187,6 +188,15 @@ db_sql() { # TYPE: a table, 1000 rows read in pages of 100, a committed row
     | grep -q 'INSERT 1'
 }
 
+limits_say_container() { # the Sandbox object says no limit is the engine's, and why: the container's
+  local out
+  out=$("$ctl" --url "$url" --key "$key" --json status "$id") || return 1
+  printf '%s\n' "$out"
+  grep -q '"enforced": false,' <<<"$out" \
+    && [ "$(grep -c '"reason": "in a container' <<<"$out")" -eq 4 ] \
+    && ! grep -q '"enforced": true' <<<"$out"
+}
+
 kill9_engine() { # the engine dies with kill -9 (and its container with it); started again, the row is there
   podman exec "$cname" sh -c 'kill -9 "$(pidof sandboxd)"' || true
   for _ in $(seq 100); do
@@ -224,6 +234,8 @@ for t in "${types[@]}"; do
   log "  PASS create + first exec ($id, ${container_ms[$t]} ms from podman run)"
   check "exec streams its output live and exits with the command's status" streamed_exec || failed=1
   check "files: write, read, ls, seen by exec" files_roundtrip || failed=1
+  check "its limits say they are the container's (memory, pids, cpu, disk)" limits_say_container \
+    || failed=1
   if is_db "$t"; then
     check "SQL: 1000 rows read in pages of 100, a committed row" db_sql "$t" || failed=1
     check "the committed row survives kill -9 of the container's engine" kill9_engine || failed=1

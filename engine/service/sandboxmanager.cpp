@@ -153,6 +153,10 @@ LimitEnforcement SandboxManager::diskEnforcement(const Entry *e) const
 {
     if (e->disk)
         return *e->disk;
+    if (!m_config.bubblewrap) // --isolation container: one sandbox, no loop devices
+        return LimitEnforcement::no(
+            QStringLiteral("in a container the container's own disk is the cap (its instance "
+                           "type); the workspace is a plain directory"));
     if (!m_config.diskImages)
         return LimitEnforcement::no(
             ::geteuid() == 0
