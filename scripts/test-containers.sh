@@ -204,11 +204,16 @@ kill9_engine() { # the engine dies with kill -9 (and its container with it); sta
     sleep 0.1
   done
   [ "$(podman inspect -f '{{.State.Running}}' "$cname")" = false ] || { echo "the container still runs"; return 1; }
-  podman start "$cname" >/dev/null
+  podman start "$cname" >/dev/null || { echo "podman start failed"; return 1; }
   local port
   port=$(podman port "$cname" 8080 | sed 's/.*://')
   url="http://127.0.0.1:$port"
-  wait_health "$url" || { echo "no engine after the restart"; return 1; }
+  if ! wait_health "$url"; then
+    echo "no engine after the restart at $url; the container: $(podman inspect -f \
+      '{{.State.Status}} exit {{.State.ExitCode}} {{.State.Error}}' "$cname"); its log:"
+    podman logs --tail 20 "$cname" 2>&1
+    return 1
+  fi
   "$ctl" --url "$url" --key "$key" query "$id" "SELECT v FROM t WHERE id = 1001" | grep -qx survivor
 }
 
