@@ -3,6 +3,7 @@
 #include <connection/profilestore.h>
 #include <connection/secretstore.h>
 #include <mainwindow/mainwindow.h>
+#include <mainwindow/preferencesdialog.h>
 #include <workspace/sandboxpageregistry.h>
 
 #include <QApplication>
@@ -94,6 +95,7 @@ int main(int argc, char **argv)
         Options options;
         options.addTo(parser);
         parser.process(app);
+        PreferencesDialog::applySaved();
         return 0;
     }
     if (!hasDisplay()) {

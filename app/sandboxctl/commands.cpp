@@ -155,8 +155,9 @@ void Commands::printJson(const QJsonValue &value)
 
 void Commands::printSandboxes(const QList<SandboxInfo> &list)
 {
-    printLine(QStringLiteral("%1 %2 %3 %4 %5 %6")
+    printLine(QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
                   .arg(QStringLiteral("ID"), -16)
+                  .arg(QStringLiteral("NAME"), -20)
                   .arg(QStringLiteral("KIND"), -9)
                   .arg(QStringLiteral("TYPE"), -12)
                   .arg(QStringLiteral("SIZE"), -11)
@@ -164,8 +165,9 @@ void Commands::printSandboxes(const QList<SandboxInfo> &list)
                   .arg(QStringLiteral("CREATED")));
     for (const SandboxInfo &s : list) {
         printLine(
-            QStringLiteral("%1 %2 %3 %4 %5 %6")
+            QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
                 .arg(s.id, -16)
+                .arg(s.name.isEmpty() ? QStringLiteral("-") : s.name.left(20), -20)
                 .arg(s.kind, -9)
                 .arg(s.type, -12)
                 .arg(s.size, -11)
@@ -379,15 +381,22 @@ bool Commands::run(const QStringList &args, QString *usageError)
         QMap<QString, QString> env;
         if (!parseEnv(p.values(envOpt), &env, usageError))
             return false;
+        const auto printCreated = [this](Result<SandboxInfo> r) {
+            if (!r)
+                return fail(r.error());
+            if (m_options.json)
+                printSandboxes({r.value()});
+            else
+                printLine(r->id);
+            Q_EMIT done(0);
+        };
         if (kDatabaseTypes.contains(type)) {
-            QJsonObject params{{QStringLiteral("type"), type}};
-            if (p.isSet(sizeOpt))
-                params.insert(QStringLiteral("size"), p.value(sizeOpt));
-            if (p.isSet(nameOpt))
-                params.insert(QStringLiteral("name"), p.value(nameOpt));
-            if (p.isSet(databaseOpt))
-                params.insert(QStringLiteral("database"), p.value(databaseOpt));
-            call(QStringLiteral("databases.create"), params);
+            DatabaseCreateOptions o;
+            o.type = type;
+            o.size = p.value(sizeOpt);
+            o.name = p.value(nameOpt);
+            o.database = p.value(databaseOpt);
+            m_call = m_client->databases().create(o, this, printCreated);
             return true;
         }
         if (!kAgentTypes.contains(type)) {
@@ -401,15 +410,7 @@ bool Commands::run(const QStringList &args, QString *usageError)
         o.env = env;
         o.network = p.isSet(networkOpt);
         o.name = p.value(nameOpt);
-        m_call = m_client->agents().create(o, this, [this](Result<SandboxInfo> r) {
-            if (!r)
-                return fail(r.error());
-            if (m_options.json)
-                printSandboxes({r.value()});
-            else
-                printLine(r->id);
-            Q_EMIT done(0);
-        });
+        m_call = m_client->agents().create(o, this, printCreated);
         return true;
     }
     if (cmd == QLatin1String("status") || cmd == QLatin1String("stop")

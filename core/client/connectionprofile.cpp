@@ -3,6 +3,8 @@
 #include <QFile>
 #include <QStandardPaths>
 
+#include <optional>
+
 #include <unistd.h>
 
 namespace Sandbox {
@@ -50,19 +52,48 @@ QString ConnectionProfile::keyFilePath() const
     return effectiveDataDir() + QStringLiteral("/api-key");
 }
 
+QStringList ConnectionProfile::candidateDataDirs() const
+{
+    if (!dataDir.isEmpty())
+        return {dataDir};
+    // The default of whoever runs the app, then a root engine's (a system service).
+    QStringList dirs{defaultDataDir()};
+    const QString system = QStringLiteral("/var/lib/sandboxd");
+    if (!dirs.contains(system))
+        dirs.append(system);
+    return dirs;
+}
+
 Result<QString> ConnectionProfile::readLocalKey() const
 {
-    QFile file(keyFilePath());
-    if (!file.exists())
-        return Error::notFound(QStringLiteral("API key file %1").arg(file.fileName()));
-    if (!file.open(QIODevice::ReadOnly))
-        return Error{ErrorCode::Unauthorized,
-                     QStringLiteral("cannot read %1: %2").arg(file.fileName(), file.errorString()),
-                     {}};
-    const QString key = QString::fromUtf8(file.read(4096)).trimmed();
-    if (key.isEmpty())
-        return Error::notFound(QStringLiteral("API key in %1").arg(file.fileName()));
-    return key;
+    QStringList looked;
+    std::optional<Error> unreadable;
+    for (const QString &dir : candidateDataDirs()) {
+        QFile file(dir + QStringLiteral("/api-key"));
+        looked.append(file.fileName());
+        if (!file.exists())
+            continue;
+        if (!file.open(QIODevice::ReadOnly)) {
+            if (!unreadable)
+                unreadable = Error{ErrorCode::Unauthorized,
+                                   QStringLiteral(
+                                       "the engine's key %1 cannot be read by this user (%2): the "
+                                       "engine runs as another user. Run \"sudo cat %1\" and paste "
+                                       "the key in File > Connect > Local engine.")
+                                       .arg(file.fileName(), file.errorString()),
+                                   {}};
+            continue;
+        }
+        const QString key = QString::fromUtf8(file.read(4096)).trimmed();
+        if (!key.isEmpty())
+            return key;
+    }
+    if (unreadable)
+        return *unreadable;
+    return Error::notFound(
+        QStringLiteral("no API key in %1: the engine runs with another data directory. Give "
+                       "it in File > Connect > Local engine (sandboxd --data-dir DIR)")
+            .arg(looked.join(QStringLiteral(" or "))));
 }
 
 QUrl ConnectionProfile::rpcUrl() const

@@ -4,6 +4,7 @@
 
 #include <QMetaType>
 #include <QString>
+#include <QStringList>
 #include <QUrl>
 
 namespace Sandbox {
@@ -31,7 +32,12 @@ struct ConnectionProfile
     bool isLocal() const { return kind == Kind::LocalEngine; }
     QString effectiveDataDir() const;
     QString keyFilePath() const;
-    // Reads DATA_DIR/api-key (a few bytes, trimmed): NotFound when it is not there (yet).
+    // The data directories where the local engine's key may be: dataDir if set, else the
+    // default of this user, then /var/lib/sandboxd (an engine run by root).
+    QStringList candidateDataDirs() const;
+    // Reads DATA_DIR/api-key (a few bytes, trimmed) from the first candidate that has one:
+    // NotFound when none has (the message says where it looked and what to do), Unauthorized
+    // when one exists that this user cannot read.
     Result<QString> readLocalKey() const;
 
     // ws(s)://HOST:PORT/rpc for the WebSocket, the base URL for REST.

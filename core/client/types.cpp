@@ -221,6 +221,10 @@ QJsonObject DatabaseCreateOptions::toJson() const
         o.insert(QStringLiteral("username"), username);
     if (!password.isEmpty())
         o.insert(QStringLiteral("password"), password);
+    if (!name.isEmpty())
+        o.insert(QStringLiteral("name"), name);
+    if (sleepAfterMs)
+        o.insert(QStringLiteral("sleepAfter"), double(*sleepAfterMs));
     return o;
 }
 

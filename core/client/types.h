@@ -186,6 +186,8 @@ struct DatabaseCreateOptions
     QString database;
     QString username;
     QString password;
+    QString name;
+    std::optional<qint64> sleepAfterMs;
 
     QJsonObject toJson() const;
 };

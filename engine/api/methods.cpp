@@ -490,7 +490,9 @@ void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &
                           .arg(data.size())
                           .arg(kMaxFileBytes),
                       {}});
-        request.insert(QStringLiteral("parents"), p.optionalBool(QStringLiteral("parents"), false));
+        // Missing parent directories are created unless the caller says `parents: false` (as
+        // E2B's files.write does).
+        request.insert(QStringLiteral("parents"), p.optionalBool(QStringLiteral("parents"), true));
         request.insert(QStringLiteral("append"), p.optionalBool(QStringLiteral("append"), false));
         if (p.has(QStringLiteral("mode")))
             request.insert(QStringLiteral("mode"),

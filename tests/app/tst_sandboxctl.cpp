@@ -24,6 +24,8 @@ class tst_Sandboxctl : public QObject
 private Q_SLOTS:
     void initTestCase();
     void lifecycle();
+    void createPrintsTheIdAndKeepsTheName_data();
+    void createPrintsTheIdAndKeepsTheName();
     void execPassesExitCodeAndOutput_data();
     void execPassesExitCodeAndOutput();
     void filesRoundTrip();
@@ -82,6 +84,38 @@ void tst_Sandboxctl::lifecycle()
     QCOMPARE(ctl({QStringLiteral("stop"), m_id}).exitCode, 0);
     QVERIFY(ctl({QStringLiteral("status"), m_id}).out.contains("\"status\": \"stopped\""));
     QCOMPARE(ctl({QStringLiteral("start"), m_id}).exitCode, 0);
+}
+
+void tst_Sandboxctl::createPrintsTheIdAndKeepsTheName_data()
+{
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<QString>("name");
+    QTest::newRow("database") << "sqlite"
+                              << "pg-demo";
+    QTest::newRow("agent") << "opencode"
+                           << "web-app";
+}
+
+void tst_Sandboxctl::createPrintsTheIdAndKeepsTheName()
+{
+    QFETCH(QString, type);
+    QFETCH(QString, name);
+    const Run created = ctl({QStringLiteral("create"), type, QStringLiteral("--size"),
+                             QStringLiteral("lite"), QStringLiteral("--name"), name});
+    QVERIFY2(created.exitCode == 0, created.err.constData());
+    // One line: the id (as the README says), not the whole JSON.
+    const QString id = QString::fromUtf8(created.out.trimmed());
+    QVERIFY2(id.startsWith(QLatin1String("sb_")) && !id.contains(u'\n'), created.out.constData());
+    const Run status = ctl({QStringLiteral("status"), id});
+    const QByteArray nameField = QByteArray("\"name\": \"") + name.toUtf8() + '"';
+    QVERIFY2(status.out.contains(nameField), status.out.constData());
+    // `list` shows agent sandboxes, `list databases` the databases.
+    const bool database = QString::fromLatin1(QTest::currentDataTag()) == QLatin1String("database");
+    const Run list = database ? ctl({QStringLiteral("list"), QStringLiteral("databases")})
+                              : ctl({QStringLiteral("list")});
+    const QByteArray line = list.out.mid(list.out.indexOf(id.toUtf8())).split('\n').first();
+    QVERIFY2(line.contains(name.toUtf8()), list.out.constData());
+    QCOMPARE(ctl({QStringLiteral("delete"), id}).exitCode, 0);
 }
 
 void tst_Sandboxctl::execPassesExitCodeAndOutput_data()
@@ -216,8 +250,8 @@ void tst_Sandboxctl::queryReadsEveryPage()
     const Run created = ctl({QStringLiteral("create"), QStringLiteral("sqlite"),
                              QStringLiteral("--size"), QStringLiteral("lite")});
     QCOMPARE(created.exitCode, 0);
-    const QString id
-        = QString::fromUtf8(created.out).section(QLatin1String("\"id\": \""), 1).section(u'"', 0, 0);
+    // create prints the id alone.
+    const QString id = QString::fromUtf8(created.out.trimmed());
     QVERIFY2(id.startsWith(QLatin1String("sb_")), created.out.constData());
     QCOMPARE(ctl({QStringLiteral("execute"), id,
                   QStringLiteral("CREATE TABLE t (id INTEGER, v TEXT)")})

@@ -365,6 +365,19 @@ void tst_Sandboxd::fileOperations()
     QVERIFY(call("agents.writeFile", {{QStringLiteral("path"), QStringLiteral("ops/a/b/f.txt")},
                                       {QStringLiteral("content"), QStringLiteral("x")}})
                 .contains(QStringLiteral("result")));
+    // Missing parents are created by default; `parents: false` refuses them.
+    QVERIFY(
+        call("agents.writeFile", {{QStringLiteral("path"), QStringLiteral("ops/new/deep/n.txt")},
+                                  {QStringLiteral("content"), QStringLiteral("n")}})
+            .contains(QStringLiteral("result")));
+    QCOMPARE(exec(m_id, QStringLiteral("cat ops/new/deep/n.txt"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("n"));
+    QVERIFY(call("agents.writeFile", {{QStringLiteral("path"), QStringLiteral("ops/none/n.txt")},
+                                      {QStringLiteral("content"), QStringLiteral("n")},
+                                      {QStringLiteral("parents"), false}})
+                .contains(QStringLiteral("error")));
     QVERIFY(call("agents.rename", {{QStringLiteral("from"), QStringLiteral("ops/a/b/f.txt")},
                                    {QStringLiteral("to"), QStringLiteral("ops/g.txt")}})
                 .contains(QStringLiteral("result")));
@@ -385,7 +398,7 @@ void tst_Sandboxd::fileOperations()
                                      .toObject()
                                      .value(QStringLiteral("entries"))
                                      .toArray();
-    QCOMPARE(recursive.size(), 3); // a, a/b, g.txt
+    QCOMPARE(recursive.size(), 6); // a, a/b, g.txt, new, new/deep, new/deep/n.txt
     QVERIFY(call("agents.deleteFile", {{QStringLiteral("path"), QStringLiteral("ops")},
                                        {QStringLiteral("recursive"), true}})
                 .contains(QStringLiteral("result")));

@@ -1,5 +1,9 @@
 #include "agentsessionview.h"
 
+#include "agentproblem.h"
+
+#include "../common/uistyle.h"
+
 #include "agenttranscriptmodel.h"
 #include "agenttranscriptview.h"
 
@@ -9,6 +13,7 @@
 #include <client/client.h>
 
 #include <QComboBox>
+#include <QFrame>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QKeyEvent>
@@ -90,10 +95,27 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     buttons->addStretch();
     promptRow->addLayout(buttons);
 
+    // The problem bar: what stopped the last run, in words, with its fix in place.
+    m_problem = new QFrame(this);
+    m_problem->setObjectName(QStringLiteral("problem"));
+    Style::setBackgroundTone(m_problem, Style::Tone::Warning);
+    auto *problemRow = new QHBoxLayout(m_problem);
+    problemRow->setContentsMargins(8, 4, 8, 4);
+    m_problemText = new QLabel(m_problem);
+    m_problemText->setWordWrap(true);
+    m_problemText->setTextFormat(Qt::PlainText);
+    m_fixButton = new QPushButton(m_problem);
+    problemRow->addWidget(m_problemText, 1);
+    problemRow->addWidget(m_fixButton);
+    m_problem->hide();
+    connect(m_fixButton, &QPushButton::clicked, this,
+            [this] { Q_EMIT fixRequested(m_sandbox, m_problemKind); });
+
     auto *left = new QWidget(this);
     auto *leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->addWidget(m_view, 1);
+    leftLayout->addWidget(m_problem);
     leftLayout->addLayout(controls);
     leftLayout->addLayout(promptRow);
 
@@ -102,6 +124,9 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     splitter->addWidget(m_fileTree);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 1);
+    // The transcript and the prompt never collapse (Send must stay reachable); the file list may.
+    splitter->setCollapsible(0, false);
+    left->setMinimumWidth(left->minimumSizeHint().width());
 
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(m_header);
@@ -125,10 +150,12 @@ void AgentSessionView::updateHeader()
 {
     const QString name = (m_sandbox.name.isEmpty() ? m_sandbox.id : m_sandbox.name).toHtmlEscaped();
     const QString network
-        = m_sandbox.network ? tr(
-              "network: <b>shared with the host</b> (the agent reaches its model API directly)")
-                            : tr("<span style=\"color:#82071e\">no network: the agent cannot reach "
-                                 "its model API</span>");
+        = m_sandbox.network
+              ? tr(
+                  "network: <b>shared with the host</b> (the agent reaches its model API directly)")
+              : QStringLiteral("<span style=\"color:%1\">%2</span>")
+                    .arg(Style::htmlColor(Style::color(Style::Tone::Error, palette())),
+                         tr("no network: the agent cannot reach its model API"));
     m_header->setText(
         QStringLiteral("<b>%1</b> · %2 · %3 · %4")
             .arg(name, m_sandbox.type.toHtmlEscaped(),
@@ -164,13 +191,24 @@ void AgentSessionView::setRunning(bool running)
     updateHeader();
 }
 
+void AgentSessionView::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange)
+        updateHeader(); // its warning's colour comes from the palette
+}
+
 bool AgentSessionView::eventFilter(QObject *watched, QEvent *event)
 {
-    if (watched == m_prompt && event->type() == QEvent::KeyPress) {
+    if (watched == m_prompt
+        && (event->type() == QEvent::KeyPress || event->type() == QEvent::ShortcutOverride)) {
         const auto *key = static_cast<QKeyEvent *>(event);
         if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter)
             && (key->modifiers() & Qt::ControlModifier)) {
-            send();
+            // Ctrl+Enter is the prompt's own, whatever the window binds it to.
+            event->accept();
+            if (event->type() == QEvent::KeyPress)
+                send();
             return true;
         }
     }
@@ -182,6 +220,7 @@ bool AgentSessionView::send()
     if (!send(m_prompt->toPlainText().trimmed()))
         return false;
     m_prompt->clear();
+    m_problem->hide();
     return true;
 }
 
@@ -216,18 +255,43 @@ bool AgentSessionView::send(const QString &prompt)
         if (!r.sessionId.isEmpty())
             m_sessionId = r.sessionId;
         m_current = r.usage;
-        m_transcript->addRunEnd(r);
+        AgentRunResult shown = r;
+        if (!r.success) {
+            showProblem(r.error.isEmpty() ? r.result : r.error);
+            const AgentProblem p = AgentProblem::explain(r.error.isEmpty() ? r.result : r.error,
+                                                         m_sandbox.type);
+            if (p.kind != AgentProblem::Kind::None)
+                shown.error = p.text;
+        }
+        m_transcript->addRunEnd(shown);
         finishRun();
         Q_EMIT runFinished(m_sandbox.id, r);
     });
     connect(run, &AgentRun::failed, this, [this](const Error &e) {
+        const AgentProblem p = AgentProblem::explain(e.message, m_sandbox.type);
+        if (e.code != ErrorCode::Cancelled)
+            showProblem(e.message);
         m_transcript->addError(e.code == ErrorCode::Cancelled ? tr("Stopped: %1").arg(e.message)
-                                                              : e.message);
+                                                              : p.text);
         finishRun();
         Q_EMIT runFailed(m_sandbox.id, e.message);
     });
     Q_EMIT runStarted(m_sandbox.id);
     return true;
+}
+
+void AgentSessionView::showProblem(const QString &message)
+{
+    const AgentProblem p = AgentProblem::explain(message, m_sandbox.type);
+    m_problemKind = int(p.kind);
+    if (p.kind == AgentProblem::Kind::None) {
+        m_problem->hide();
+        return;
+    }
+    m_problemText->setText(p.text);
+    m_fixButton->setText(p.fix);
+    m_fixButton->setVisible(!p.fix.isEmpty());
+    m_problem->show();
 }
 
 void AgentSessionView::finishRun()

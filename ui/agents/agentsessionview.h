@@ -7,6 +7,7 @@
 #include <QWidget>
 
 class QComboBox;
+class QFrame;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
@@ -55,14 +56,20 @@ public:
     QComboBox *modelPicker() const { return m_model; }
     QComboBox *permissionPicker() const { return m_permission; }
     QString totalsText() const;
+    // The last run's problem in the user's terms, shown above the prompt with its fix.
+    QLabel *problemLabel() const { return m_problemText; }
+    QPushButton *fixButton() const { return m_fixButton; }
 
 Q_SIGNALS:
     void runStarted(const QString &sandboxId);
     void runFinished(const QString &sandboxId, const Sandbox::AgentRunResult &result);
     void runFailed(const QString &sandboxId, const QString &message);
+    // The user took the fix offered for a problem (AgentProblem::Kind as int): the window acts.
+    void fixRequested(const Sandbox::SandboxInfo &sandbox, int problemKind);
 
 protected:
     bool eventFilter(QObject *watched, QEvent *event) override;
+    void changeEvent(QEvent *event) override;
 
 private:
     void updateHeader();
@@ -87,6 +94,12 @@ private:
     QString m_sessionId;
     Sandbox::AgentUsage m_totals;  // finished runs
     Sandbox::AgentUsage m_current; // the run going on
+    void showProblem(const QString &message);
+
+    QFrame *m_problem = nullptr;        // owned (child): the problem bar
+    QLabel *m_problemText = nullptr;    // owned (child)
+    QPushButton *m_fixButton = nullptr; // owned (child)
+    int m_problemKind = 0;
 };
 
 } // namespace Sandbox::Ui

@@ -1,5 +1,7 @@
 #include "transcriptdelegate.h"
 
+#include "../common/uistyle.h"
+
 #include "agenttranscriptmodel.h"
 
 #include <QAbstractTextDocumentLayout>
@@ -15,8 +17,17 @@ constexpr int kPad = 6;
 constexpr int kIndent = 14;
 using Kind = AgentTranscriptModel::Kind;
 
-QString diffHtml(const QString &diff)
+QString diffHtml(const QString &diff, const QPalette &palette)
 {
+    using namespace Style;
+    const QString added = QStringLiteral("<span style=\"background:%1;color:%2\">")
+                              .arg(htmlColor(background(Tone::Success, palette)),
+                                   htmlColor(color(Tone::Success, palette)));
+    const QString removed = QStringLiteral("<span style=\"background:%1;color:%2\">")
+                                .arg(htmlColor(background(Tone::Error, palette)),
+                                     htmlColor(color(Tone::Error, palette)));
+    const QString hunk
+        = QStringLiteral("<span style=\"color:%1\">").arg(htmlColor(color(Tone::Info, palette)));
     QString html = QStringLiteral("<pre style=\"margin:0\">");
     QStringList lines = diff.split(u'\n');
     while (!lines.isEmpty() && lines.last().isEmpty())
@@ -24,14 +35,11 @@ QString diffHtml(const QString &diff)
     for (const QString &line : std::as_const(lines)) {
         const QString esc = line.toHtmlEscaped();
         if (line.startsWith(u'+') && !line.startsWith(QLatin1String("+++")))
-            html += QStringLiteral("<span style=\"background:#e6ffec;color:#116329\">") + esc
-                    + QStringLiteral("</span>\n");
+            html += added + esc + QStringLiteral("</span>\n");
         else if (line.startsWith(u'-') && !line.startsWith(QLatin1String("---")))
-            html += QStringLiteral("<span style=\"background:#ffebe9;color:#82071e\">") + esc
-                    + QStringLiteral("</span>\n");
+            html += removed + esc + QStringLiteral("</span>\n");
         else if (line.startsWith(QLatin1String("@@")))
-            html += QStringLiteral("<span style=\"color:#0550ae\">") + esc
-                    + QStringLiteral("</span>\n");
+            html += hunk + esc + QStringLiteral("</span>\n");
         else
             html += esc + u'\n';
     }
@@ -83,7 +91,8 @@ TranscriptDelegate::Layout TranscriptDelegate::layoutFor(const QStyleOptionViewI
 }
 
 std::unique_ptr<QTextDocument> TranscriptDelegate::documentFor(const QModelIndex &index, int width,
-                                                               const QFont &font) const
+                                                               const QFont &font,
+                                                               const QPalette &palette) const
 {
     auto doc = std::make_unique<QTextDocument>();
     doc->setDocumentMargin(0);
@@ -98,7 +107,7 @@ std::unique_ptr<QTextDocument> TranscriptDelegate::documentFor(const QModelIndex
     if (kind == Kind::Text || kind == Kind::Prompt)
         doc->setMarkdown(body);
     else if (kind == Kind::FileChange)
-        doc->setHtml(diffHtml(body));
+        doc->setHtml(diffHtml(body, palette));
     else
         doc->setPlainText(body);
     doc->setTextWidth(qMax(50, width));
@@ -115,7 +124,9 @@ QSize TranscriptDelegate::sizeHint(const QStyleOptionViewItem &option,
     const Layout l = layoutFor(option, index);
     int h = l.headerHeight + 2 * kPad;
     if (l.showBody)
-        h += int(documentFor(index, width - 2 * kPad - kIndent, option.font)->size().height())
+        h += int(documentFor(index, width - 2 * kPad - kIndent, option.font, option.palette)
+                     ->size()
+                     .height())
              + kPad / 2;
     m_heights.insert(index.row(), {width, h});
     return {width, h};
@@ -133,7 +144,7 @@ void TranscriptDelegate::paint(QPainter *painter, const QStyleOptionViewItem &op
     if (kind == Kind::Prompt)
         bg = pal.color(QPalette::AlternateBase);
     else if (error)
-        bg = QColor(0xff, 0xeb, 0xe9);
+        bg = Style::background(Style::Tone::Error, pal);
     else if (kind == Kind::ToolCall || kind == Kind::FileChange)
         bg = pal.color(QPalette::Window);
     painter->fillRect(r, bg);
@@ -158,7 +169,7 @@ void TranscriptDelegate::paint(QPainter *painter, const QStyleOptionViewItem &op
         bold.setBold(kind == Kind::Prompt || kind == Kind::ToolCall || kind == Kind::FileChange
                      || kind == Kind::Result);
         painter->setFont(bold);
-        painter->setPen(error ? QColor(0x82, 0x07, 0x1e)
+        painter->setPen(error ? Style::color(Style::Tone::Error, pal)
                         : kind == Kind::Thinking || kind == Kind::Result
                             ? pal.color(QPalette::PlaceholderText)
                             : pal.color(QPalette::Text));
@@ -169,12 +180,13 @@ void TranscriptDelegate::paint(QPainter *painter, const QStyleOptionViewItem &op
         y += l.headerHeight;
     }
     if (l.showBody) {
-        auto doc = documentFor(index, r.width() - 2 * kPad - kIndent + 4, option.font);
+        auto doc = documentFor(index, r.width() - 2 * kPad - kIndent + 4, option.font,
+                               option.palette);
         painter->translate(r.left() + kPad + (l.header ? kIndent : 0), y);
         QAbstractTextDocumentLayout::PaintContext ctx;
         ctx.palette = pal;
         if (error)
-            ctx.palette.setColor(QPalette::Text, QColor(0x82, 0x07, 0x1e));
+            ctx.palette.setColor(QPalette::Text, Style::color(Style::Tone::Error, pal));
         else if (kind == Kind::Thinking)
             ctx.palette.setColor(QPalette::Text, pal.color(QPalette::PlaceholderText));
         ctx.clip = QRectF(0, 0, r.width(), r.bottom() - y);

@@ -28,7 +28,7 @@ private:
     struct Layout;
     Layout layoutFor(const QStyleOptionViewItem &option, const QModelIndex &index) const;
     std::unique_ptr<QTextDocument> documentFor(const QModelIndex &index, int width,
-                                               const QFont &font) const;
+                                               const QFont &font, const QPalette &palette) const;
 
     mutable QHash<int, QPair<int, int>> m_heights; // row -> (width, height)
 };

@@ -1,8 +1,11 @@
 #include "connectiondialog.h"
 
+#include "../common/uistyle.h"
+
 #include "secretstore.h"
 
 #include <QDialogButtonBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -29,6 +32,8 @@ ConnectionDialog::ConnectionDialog(ProfileStore *profiles, SecretStore *secrets,
     , m_url(new QLineEdit(this))
     , m_key(new QLineEdit(this))
     , m_keyHint(new QLabel(this))
+    , m_localDataDir(new QLineEdit(this))
+    , m_localKey(new QLineEdit(this))
     , m_error(new QLabel(this))
     , m_removeButton(new QPushButton(tr("Remove"), this))
     , m_buttons(new QDialogButtonBox(QDialogButtonBox::Cancel, this))
@@ -45,13 +50,43 @@ ConnectionDialog::ConnectionDialog(ProfileStore *profiles, SecretStore *secrets,
     left->addLayout(listButtons);
     row->addLayout(left, 1);
 
-    auto *localPage
+    // The local engine: nothing to set up, unless it runs with another data directory or as
+    // another user (root), whose key the app cannot read.
+    auto *localPage = new QWidget(this);
+    auto *localForm = new QFormLayout(localPage);
+    auto *localText
         = new QLabel(tr("Sandboxes run on this computer, in bubblewrap, through the local engine "
                         "(sandboxd). It is started when it does not run yet, and its API key is "
-                        "read from its data directory: nothing to set up."),
-                     this);
-    localPage->setWordWrap(true);
-    localPage->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+                        "read from its data directory."),
+                     localPage);
+    localText->setWordWrap(true);
+    localForm->addRow(localText);
+    m_localDataDir->setObjectName(QStringLiteral("localDataDir"));
+    m_localDataDir->setPlaceholderText(ConnectionProfile::defaultDataDir());
+    auto *browse = new QPushButton(tr("Browse…"), localPage);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this,
+                                                              tr("The Engine's Data Directory"),
+                                                              m_localDataDir->text());
+        if (!dir.isEmpty())
+            m_localDataDir->setText(dir);
+    });
+    auto *dirRow = new QHBoxLayout;
+    dirRow->addWidget(m_localDataDir, 1);
+    dirRow->addWidget(browse);
+    localForm->addRow(tr("Data directory:"), dirRow);
+    m_localKey->setObjectName(QStringLiteral("localKey"));
+    m_localKey->setEchoMode(QLineEdit::Password);
+    m_localKey->setPlaceholderText(tr("only if the engine runs as another user"));
+    localForm->addRow(tr("API key:"), m_localKey);
+    auto *localHint = new QLabel(
+        tr("An engine run by root keeps its key in /var/lib/sandboxd/api-key, which only root can "
+           "read: paste the output of <code>sudo cat /var/lib/sandboxd/api-key</code> above. It is "
+           "kept in the desktop keyring, never in the settings."),
+        localPage);
+    localHint->setWordWrap(true);
+    Style::setTextTone(localHint, Style::Tone::Muted);
+    localForm->addRow(localHint);
     auto *remotePage = new QWidget(this);
     auto *form = new QFormLayout(remotePage);
     m_name->setPlaceholderText(tr("e.g. Team sandboxes"));
@@ -59,7 +94,7 @@ ConnectionDialog::ConnectionDialog(ProfileStore *profiles, SecretStore *secrets,
     m_key->setEchoMode(QLineEdit::Password);
     m_key->setPlaceholderText(tr("API key"));
     m_keyHint->setWordWrap(true);
-    m_keyHint->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    Style::setTextTone(m_keyHint, Style::Tone::Muted);
     form->addRow(tr("Name:"), m_name);
     form->addRow(tr("URL:"), m_url);
     form->addRow(tr("API key:"), m_key);
@@ -69,7 +104,7 @@ ConnectionDialog::ConnectionDialog(ProfileStore *profiles, SecretStore *secrets,
     row->addWidget(m_details, 2);
     layout->addLayout(row, 1);
 
-    m_error->setStyleSheet(QStringLiteral("color: #b3261e;"));
+    Style::setTextTone(m_error, Style::Tone::Error);
     m_error->setWordWrap(true);
     m_error->hide();
     layout->addWidget(m_error);
@@ -126,6 +161,8 @@ void ConnectionDialog::onSelectionChanged()
     if (!item)
         return;
     m_editingId = item->data(IdRole).toString();
+    if (p.isValid() && p.local)
+        m_localDataDir->setText(p.dataDir);
     if (remote) {
         m_name->setText(p.name);
         m_url->setText(p.url.toString());
@@ -191,9 +228,28 @@ void ConnectionDialog::accept()
     if (m_busy)
         return;
     if (m_details->currentIndex() == 0) {
-        m_chosen = ProfileStore::localProfile();
+        StoredProfile local = ProfileStore::localProfile();
+        local.dataDir = m_localDataDir->text().trimmed();
+        m_chosen = m_profiles->save(local);
         m_profiles->setLastUsedId(m_chosen.id);
-        QDialog::accept();
+        const QString key = m_localKey->text().trimmed();
+        if (key.isEmpty()) {
+            QDialog::accept();
+            return;
+        }
+        m_busy = true;
+        m_buttons->setEnabled(false);
+        m_secrets->write(m_chosen.secretName(), key, this, [this](const std::optional<Error> &error) {
+            m_busy = false;
+            m_buttons->setEnabled(true);
+            m_localKey->clear();
+            if (error) {
+                m_error->setText(tr("Cannot store the key: %1").arg(error->message));
+                m_error->show();
+                return;
+            }
+            QDialog::accept();
+        });
         return;
     }
     QUrl url;

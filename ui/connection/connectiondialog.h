@@ -51,6 +51,8 @@ private:
     QLineEdit *m_url;
     QLineEdit *m_key;
     QLabel *m_keyHint;
+    QLineEdit *m_localDataDir;
+    QLineEdit *m_localKey;
     QLabel *m_error;
     QPushButton *m_removeButton;
     QDialogButtonBox *m_buttons;

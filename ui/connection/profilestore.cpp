@@ -19,6 +19,7 @@ ConnectionProfile StoredProfile::toConnectionProfile(const QString &apiKey) cons
         if (url.isValid() && !url.isEmpty())
             p.url = url;
         p.name = name;
+        p.apiKey = apiKey; // empty: read from the data directory
         return p;
     }
     ConnectionProfile p = ConnectionProfile::remote(url, apiKey);
@@ -51,9 +52,16 @@ StoredProfile ProfileStore::localProfile()
     return p;
 }
 
+StoredProfile ProfileStore::storedLocalProfile() const
+{
+    StoredProfile p = localProfile();
+    p.dataDir = settings().value(QStringLiteral("localEngine/dataDir")).toString();
+    return p;
+}
+
 QList<StoredProfile> ProfileStore::profiles() const
 {
-    QList<StoredProfile> out{localProfile()};
+    QList<StoredProfile> out{storedLocalProfile()};
     QSettings &s = settings();
     const int n = s.beginReadArray(kGroup);
     for (int i = 0; i < n; ++i) {
@@ -81,8 +89,11 @@ StoredProfile ProfileStore::profile(const QString &id) const
 
 StoredProfile ProfileStore::save(StoredProfile profile)
 {
-    if (profile.local)
-        return localProfile();
+    if (profile.local) {
+        // The local engine's one setting: its data directory (empty: the default).
+        settings().setValue(QStringLiteral("localEngine/dataDir"), profile.dataDir);
+        return storedLocalProfile();
+    }
     if (profile.id.isEmpty())
         profile.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
     QList<StoredProfile> list = profiles().mid(1);

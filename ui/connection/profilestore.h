@@ -43,6 +43,8 @@ public:
     QList<StoredProfile> profiles() const;
     StoredProfile profile(const QString &id) const;
     static StoredProfile localProfile();
+    // The local profile with its saved data directory.
+    StoredProfile storedLocalProfile() const;
     // Adds (no id: one is made) or replaces a remote profile; returns it.
     StoredProfile save(StoredProfile profile);
     void remove(const QString &id);

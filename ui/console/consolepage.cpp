@@ -74,10 +74,15 @@ ConsolePage::ConsolePage(const SandboxPageContext &context, QWidget *parent)
     row->addWidget(m_runButton);
     row->addWidget(m_stopButton);
     row->addWidget(clearButton);
-    m_status->setMinimumWidth(
-        m_status->fontMetrics().horizontalAdvance(QStringLiteral("exit 255 · 59 min 59 s")));
+    // The command line gets the room first; the status takes what is left (its full text is in
+    // the tooltip), and the buttons drop their text when the console is narrow.
+    m_status->setMinimumWidth(0);
+    m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     m_status->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    row->addWidget(m_status);
+    m_commandLine->setMinimumWidth(m_commandLine->fontMetrics().horizontalAdvance(u'x') * 24);
+    row->setStretch(row->indexOf(m_commandLine), 4);
+    row->addWidget(m_status, 1);
+    m_buttons = {m_runButton, m_stopButton, clearButton};
     layout->addWidget(bar);
 
     setFocusProxy(m_commandLine);
@@ -90,6 +95,18 @@ ConsolePage::ConsolePage(const SandboxPageContext &context, QWidget *parent)
 
     m_commandLine->setHistory(QSettings().value(kHistoryKey).toStringList());
     updateUi();
+}
+
+void ConsolePage::resizeEvent(QResizeEvent *event)
+{
+    SandboxPage::resizeEvent(event);
+    const Qt::ToolButtonStyle style = width() < 640 ? Qt::ToolButtonIconOnly
+                                                    : Qt::ToolButtonTextBesideIcon;
+    for (QToolButton *b : std::as_const(m_buttons)) {
+        // A button without an icon keeps its text.
+        if (!b->icon().isNull())
+            b->setToolButtonStyle(style);
+    }
 }
 
 ConsolePage::~ConsolePage()
@@ -117,9 +134,35 @@ void ConsolePage::restoreState(const QJsonObject &state)
     updateUi();
 }
 
+void ConsolePage::connectionChanged(bool connected)
+{
+    if (!isRunning())
+        return;
+    if (!connected && !m_lostAt.isValid()) {
+        // The command's clock stops with the connection: what it does now is not known.
+        m_lostAt = QTime::currentTime();
+        m_ticker.stop();
+        m_view->finishOutput();
+        m_view->appendLine(ConsoleBuffer::LineKind::Info,
+                           tr("[the connection to the engine was lost at %1: waiting for it to "
+                              "come back to show the rest of the output]")
+                               .arg(m_lostAt.toString(QStringLiteral("HH:mm:ss"))));
+        m_status->setText(
+            tr("connection lost · %1").arg(Style::formatDuration(m_elapsed.elapsed())));
+    } else if (connected && m_lostAt.isValid()) {
+        m_status->setText(tr("reconnected · resuming the output"));
+        m_ticker.start();
+    }
+}
+
 void ConsolePage::focusCommandLine()
 {
     m_commandLine->setFocus(Qt::ShortcutFocusReason);
+}
+
+QString ConsolePage::statusText() const
+{
+    return m_status->text();
 }
 
 QString ConsolePage::commandLineText() const
@@ -189,6 +232,7 @@ void ConsolePage::run(const QString &command)
     m_ticker.start();
     updateUi();
     Q_EMIT runningChanged(true);
+    Q_EMIT filesTouched(true);
 }
 
 void ConsolePage::changeDirectory(const QString &command, const QString &target)
@@ -272,13 +316,35 @@ void ConsolePage::onFailed(const Error &error)
     QString text;
     if (error.code == ErrorCode::Cancelled)
         text = tr("[stopped · %1]").arg(Style::formatDuration(m_elapsed.elapsed()));
+    else if (error.code == ErrorCode::ConnectionError) {
+        // The exec's own call went with the connection: its output cannot be followed.
+        if (!m_lostAt.isValid())
+            m_lostAt = QTime::currentTime();
+        text = tr("[the connection to the engine was lost at %1 while this command ran: its "
+                  "output can no longer be followed. The command may still be running in the "
+                  "sandbox (or it ended with the engine, if the engine stopped).]")
+                   .arg(m_lostAt.toString(QStringLiteral("HH:mm:ss")));
+    } else if (m_lostAt.isValid() && error.code == ErrorCode::NotFound)
+        // The engine came back without the command's stream: it restarted, and its commands
+        // ended with it.
+        text = tr("[the engine restarted while this command ran (the connection was lost at %1): "
+                  "the command ended with it and its output after that is lost. Run it again.]")
+                   .arg(m_lostAt.toString(QStringLiteral("HH:mm:ss")));
+    else if (m_lostAt.isValid())
+        text = tr("[the connection to the engine was lost at %1 and the command's output could "
+                  "not be resumed (%2). Whether it still runs is not known.]")
+                   .arg(m_lostAt.toString(QStringLiteral("HH:mm:ss")), error.message);
     else if (error.code == ErrorCode::SandboxNotRunning)
         text = tr(
             "[the sandbox is not running: start it (Sandbox ▸ Start) and run the command again]");
     else
         text = tr("[error: %1]").arg(error.message);
     m_view->appendLine(ConsoleBuffer::LineKind::Error, text);
-    m_status->setText(error.code == ErrorCode::Cancelled ? tr("stopped") : tr("failed"));
+    m_status->setText(
+        error.code == ErrorCode::Cancelled ? tr("stopped")
+        : m_lostAt.isValid()
+            ? tr("connection lost at %1").arg(m_lostAt.toString(QStringLiteral("HH:mm:ss")))
+            : tr("failed"));
     endCommand();
     Q_EMIT commandFailed(error);
 }
@@ -286,6 +352,7 @@ void ConsolePage::onFailed(const Error &error)
 void ConsolePage::endCommand()
 {
     m_ticker.stop();
+    m_lostAt = QTime();
     if (m_stream) {
         m_stream->disconnect(this);
         m_stream->deleteLater();
@@ -294,6 +361,7 @@ void ConsolePage::endCommand()
     m_view->flushPendingUpdate();
     updateUi();
     Q_EMIT runningChanged(false);
+    Q_EMIT filesTouched(false);
 }
 
 void ConsolePage::updateUi()

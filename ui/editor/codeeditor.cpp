@@ -4,6 +4,8 @@
 
 #include <Qsci/qscilexer.h>
 
+#include <QEvent>
+
 namespace Sandbox::Ui {
 
 CodeEditor::CodeEditor(QWidget *parent)
@@ -24,9 +26,7 @@ CodeEditor::CodeEditor(QWidget *parent)
     SendScintilla(SCI_SETSCROLLWIDTH, 1);
     SendScintilla(SCI_SETSCROLLWIDTHTRACKING, 1);
     applyFonts();
-    setMarginsBackgroundColor(QColor(0xf3, 0xf4, 0xf6));
-    setMarginsForegroundColor(QColor(0x6e, 0x77, 0x81));
-    setCaretLineBackgroundColor(QColor(0xf2, 0xf6, 0xff));
+    applyColors();
     updateMarginWidth();
     connect(this, &QsciScintilla::linesChanged, this, &CodeEditor::updateMarginWidth);
 }
@@ -41,13 +41,84 @@ void CodeEditor::setLexer(QsciLexer *lexer)
         const QFont font = Style::monospaceFont();
         lexer->setDefaultFont(font);
         lexer->setFont(font, -1);
+        adaptLexer(lexer);
     }
     QsciScintilla::setLexer(lexer);
-    // Setting a lexer resets the margins' style: fixed-pitch again.
+    // Setting a lexer resets the margins' style.
     applyFonts();
-    setMarginsBackgroundColor(QColor(0xf3, 0xf4, 0xf6));
-    setMarginsForegroundColor(QColor(0x6e, 0x77, 0x81));
+    applyColors();
     updateMarginWidth();
+}
+
+void CodeEditor::changeEvent(QEvent *event)
+{
+    QsciScintilla::changeEvent(event);
+    if ((event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange)
+        && !m_applyingColors) {
+        if (QsciLexer *l = lexer())
+            adaptLexer(l);
+        applyColors();
+    }
+}
+
+void CodeEditor::adaptLexer(QsciLexer *lexer) const
+{
+    // The lexer's own colours keep their hue; their lightness is moved so that they read on the
+    // palette's base (a dark theme turns navy keywords light blue, black text white). Styles
+    // with a paper of their own (here-documents, code blocks) get a shade of the base.
+    const QPalette pal = palette();
+    const QColor base = pal.color(QPalette::Base);
+    const QColor text = pal.color(QPalette::Text);
+    const QColor shaded = Style::blend(base, text, 0.07);
+    lexer->setDefaultPaper(base);
+    lexer->setDefaultColor(text);
+    for (int style = 0; style <= QsciScintillaBase::STYLE_MAX; ++style) {
+        if (lexer->description(style).isEmpty())
+            continue;
+        // defaultPaper(style) is the lexer's own paper for the style, or defaultPaper().
+        const QColor paper = lexer->defaultPaper(style) != lexer->defaultPaper() ? shaded : base;
+        const QColor original = lexer->defaultColor(style);
+        // Plain black or grey text becomes the palette's text; colours keep their hue.
+        const QColor color = original.hslSaturationF() < 0.08 && original.lightnessF() < 0.2
+                                 ? text
+                                 : Style::readableOn(original, paper);
+        lexer->setPaper(paper, style);
+        lexer->setColor(color, style);
+    }
+}
+
+void CodeEditor::applyColors()
+{
+    m_applyingColors = true;
+    const QPalette pal = palette();
+    const QColor base = pal.color(QPalette::Base);
+    const QColor text = pal.color(QPalette::Text);
+    if (!lexer()) {
+        setPaper(base);
+        setColor(text);
+    }
+    const QColor margin = Style::blend(base, text, Style::isDark(pal) ? 0.06 : 0.04);
+    setMarginsBackgroundColor(margin);
+    setMarginsForegroundColor(Style::color(Style::Tone::Muted, pal));
+    setFoldMarginColors(margin, margin);
+    setCaretForegroundColor(text);
+    setCaretLineBackgroundColor(Style::blend(base, pal.color(QPalette::Highlight), 0.10));
+    setSelectionBackgroundColor(pal.color(QPalette::Highlight));
+    setSelectionForegroundColor(pal.color(QPalette::HighlightedText));
+    setMatchedBraceBackgroundColor(Style::blend(base, pal.color(QPalette::Highlight), 0.30));
+    setMatchedBraceForegroundColor(text);
+    setUnmatchedBraceForegroundColor(Style::color(Style::Tone::Error, pal));
+    setIndentationGuidesForegroundColor(Style::blend(base, text, 0.25));
+    setIndentationGuidesBackgroundColor(base);
+    setEdgeColor(Style::blend(base, text, 0.15));
+    // Scintilla's "default" style also paints the area below the last line and the call tips.
+    SendScintilla(SCI_STYLESETBACK, STYLE_DEFAULT, base);
+    SendScintilla(SCI_STYLESETBACK, STYLE_BRACELIGHT,
+                  Style::blend(base, pal.color(QPalette::Highlight), 0.30));
+    setCallTipsBackgroundColor(pal.color(QPalette::ToolTipBase));
+    setCallTipsForegroundColor(pal.color(QPalette::ToolTipText));
+    m_applyingColors = false;
+    Q_EMIT colorsChanged();
 }
 
 void CodeEditor::applyFonts()
@@ -77,6 +148,11 @@ int CodeEditor::offsetFromPosition(int position) const
 int CodeEditor::cursorOffset() const
 {
     return offsetFromPosition(int(SendScintilla(SCI_GETCURRENTPOS)));
+}
+
+void CodeEditor::setCursorOffset(int offset)
+{
+    SendScintilla(SCI_GOTOPOS, positionFromOffset(offset));
 }
 
 QPair<int, int> CodeEditor::selectionOffsets() const

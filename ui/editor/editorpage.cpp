@@ -62,7 +62,7 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
     textLayout->setContentsMargins(0, 0, 0, 0);
     textLayout->setSpacing(0);
     m_banner->setAutoFillBackground(true);
-    m_banner->setStyleSheet(QStringLiteral("background: #fff4ce; color: #3d2e00;"));
+    Style::setBackgroundTone(m_banner, Style::Tone::Warning);
     auto *bannerRow = new QHBoxLayout(m_banner);
     bannerRow->setContentsMargins(8, 4, 8, 4);
     m_bannerText->setWordWrap(true);
@@ -114,7 +114,6 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
 
     // The editor itself (fonts, margins, find bar: CodeEditor and CodeEditorView).
     m_editor->setFolding(QsciScintilla::BoxedTreeFoldStyle, 2);
-    m_editor->setFoldMarginColors(QColor(0xf3, 0xf4, 0xf6), QColor(0xf3, 0xf4, 0xf6));
     m_editor->setFrameShape(QFrame::NoFrame);
     connect(m_editor, &QsciScintilla::modificationChanged, this, &EditorPage::updateTitle);
 
@@ -132,10 +131,24 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
 
     m_conflictHandler = [this](const FileEntry &current) { return askConflict(current); };
     setFocusProxy(m_editor);
-    load();
+    // A sleeping sandbox's file (a restored tab in the background) is read when it is first
+    // shown: reading it would wake the sandbox.
+    if (sandbox().status == QLatin1String("sleeping"))
+        m_loadOnShow = true;
+    else
+        load();
 }
 
 EditorPage::~EditorPage() = default;
+
+void EditorPage::showEvent(QShowEvent *event)
+{
+    SandboxPage::showEvent(event);
+    if (m_loadOnShow) {
+        m_loadOnShow = false;
+        load();
+    }
+}
 
 QString EditorPage::title() const
 {
@@ -441,6 +454,7 @@ void EditorPage::afterSave()
         updateTitle();
         Q_EMIT message(tr("Saved %1").arg(m_path));
         Q_EMIT saved();
+        Q_EMIT filesTouched(); // its size in the file pane
     });
 }
 

@@ -81,6 +81,9 @@ Q_SIGNALS:
     void changedInSandbox();
     void stateChanged(Sandbox::Ui::EditorPage::State state);
 
+protected:
+    void showEvent(QShowEvent *event) override;
+
 private:
     void setState(State state);
     void load();
@@ -111,6 +114,7 @@ private:
     QPlainTextEdit *m_preview;
     QPushButton *m_retryButton;
     QLabel *m_loadingLabel;
+    bool m_loadOnShow = false;     // see the constructor
     FileEntry m_base;              // the file as last loaded or saved
     QDateTime m_acknowledgedMtime; // a change the user chose to keep their version over
     FileEntry m_pendingChange;     // the change the banner is about

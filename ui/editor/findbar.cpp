@@ -116,7 +116,7 @@ void FindBar::setOptions(bool caseSensitive, bool wholeWords, bool regex)
 void FindBar::report(const QString &text, bool bad)
 {
     m_result->setText(text);
-    m_result->setStyleSheet(bad ? QStringLiteral("color: #b3261e;") : QString());
+    Style::setTextTone(m_result, bad ? Style::Tone::Error : Style::Tone::Normal);
 }
 
 bool FindBar::findNext(bool forward)

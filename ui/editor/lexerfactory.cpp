@@ -242,12 +242,11 @@ QsciLexer *create(const QString &fileName, QObject *parent)
         return nullptr;
 
     // One fixed-pitch font for every style: QScintilla's defaults draw comments and some
-    // strings in a proportional (often serif) face. Keep the lexer's colours.
+    // strings in a proportional (often serif) face. The colours come from the editor's palette
+    // (CodeEditor).
     const QFont font = Style::monospaceFont();
     lexer->setDefaultFont(font);
     lexer->setFont(font, -1);
-    lexer->setDefaultPaper(Qt::white);
-    lexer->setPaper(Qt::white, -1);
     return lexer;
 }
 

@@ -16,6 +16,8 @@
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
+#include <QMouseEvent>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QToolBar>
 #include <QTreeView>
@@ -81,6 +83,11 @@ FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
     m_view->header()->setSectionResizeMode(FileTreeModel::SizeColumn, QHeaderView::ResizeToContents);
     m_view->setColumnHidden(FileTreeModel::ModifiedColumn, true);
     layout->addWidget(m_view, 1);
+    m_view->viewport()->installEventFilter(this);
+    connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            &FilesPage::updateSelectionActions);
+    connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            &FilesPage::updateSelectionActions);
 
     m_status->setWordWrap(true);
     m_status->setContentsMargins(6, 3, 6, 3);
@@ -99,6 +106,9 @@ FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
             menu.addAction(tr("Open"), this, &FilesPage::openCurrent);
         for (QAction *a : actions()) {
             if ((a == m_renameAction || a == m_deleteAction || a == m_downloadAction) && !onItem)
+                continue;
+            // Not offered for the database's own files.
+            if ((a == m_renameAction || a == m_deleteAction) && !a->isEnabled())
                 continue;
             menu.addAction(a);
         }
@@ -126,9 +136,73 @@ FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
         Q_EMIT message(errors.isEmpty() ? tr("%n file(s) transferred", nullptr, files)
                                         : errors.first());
     });
+    updateSelectionActions();
+    // A sleeping sandbox's files are listed when the page is first shown (a restored tab in the
+    // background must not wake it).
+    if (context.sandbox.status == QLatin1String("sleeping"))
+        m_model->setDeferred(true);
 }
 
 FilesPage::~FilesPage() = default;
+
+void FilesPage::showEvent(QShowEvent *event)
+{
+    SandboxPage::showEvent(event);
+    if (m_model->isDeferred()) {
+        m_model->setDeferred(false);
+        if (m_model->canFetchMore({}))
+            m_model->fetchMore({});
+    }
+}
+
+bool FilesPage::eventFilter(QObject *watched, QEvent *event)
+{
+    // A click on the empty space below the entries clears the selection (and the current
+    // folder: New File and New Folder then go to /workspace, which the user sees).
+    if (watched == m_view->viewport() && event->type() == QEvent::MouseButtonPress) {
+        const auto *mouse = static_cast<QMouseEvent *>(event);
+        if (!m_view->indexAt(mouse->position().toPoint()).isValid()) {
+            m_view->clearSelection();
+            m_view->selectionModel()->setCurrentIndex({}, QItemSelectionModel::Clear);
+        }
+    }
+    return SandboxPage::eventFilter(watched, event);
+}
+
+bool FilesPage::isDatabaseFile(const QString &path) const
+{
+    if (sandbox().kind != QLatin1String("database"))
+        return false;
+    if (sandbox().type == QLatin1String("postgres"))
+        return path == QLatin1String("/workspace/pgdata")
+               || path.startsWith(QLatin1String("/workspace/pgdata/"));
+    static const QRegularExpression dataFile(
+        QStringLiteral("\\.(db|sqlite3?|duckdb)(-wal|-shm|-journal|\\.wal|\\.tmp)?$"));
+    return dataFile.match(path).hasMatch();
+}
+
+void FilesPage::filesMayHaveChanged()
+{
+    // Only a running sandbox: listing a sleeping one would wake it.
+    if (sandbox().status == QLatin1String("running"))
+        m_model->refreshLoaded();
+}
+
+void FilesPage::updateSelectionActions()
+{
+    const QModelIndexList rows = m_view->selectionModel()->selectedRows();
+    bool protectedData = false;
+    for (const QModelIndex &i : rows)
+        protectedData = protectedData || isDatabaseFile(m_model->pathOf(i));
+    const QString hint = tr("Holds the database's data: drop tables or databases from the SQL "
+                            "console instead");
+    m_deleteAction->setEnabled(!rows.isEmpty() && !protectedData);
+    m_deleteAction->setToolTip(protectedData ? hint : tr("Delete"));
+    const QString current = m_view->currentIndex().isValid()
+                                ? m_model->pathOf(m_view->currentIndex())
+                                : QString();
+    m_renameAction->setEnabled(!current.isEmpty() && !isDatabaseFile(current));
+}
 
 QString FilesPage::title() const
 {
@@ -162,7 +236,7 @@ void FilesPage::showMessage(const QString &text, bool error)
 {
     m_lastStatus = text;
     m_status->setText(text);
-    m_status->setStyleSheet(error ? QStringLiteral("color: #b3261e;") : QString());
+    Style::setTextTone(m_status, error ? Style::Tone::Error : Style::Tone::Normal);
     m_status->setVisible(!text.isEmpty());
 }
 
@@ -278,7 +352,7 @@ void FilesPage::createFolder(const QString &directory, const QString &name)
 void FilesPage::renameCurrent()
 {
     const QModelIndex i = m_view->currentIndex();
-    if (!i.isValid())
+    if (!i.isValid() || isDatabaseFile(m_model->pathOf(i)))
         return;
     const QString from = m_model->pathOf(i);
     const QFileInfo info(from);
@@ -326,6 +400,8 @@ void FilesPage::deleteSelected()
     QStringList paths;
     bool anyDirectory = false;
     for (const QModelIndex &i : m_view->selectionModel()->selectedRows()) {
+        if (isDatabaseFile(m_model->pathOf(i)))
+            return; // the action is disabled; its key may still come
         paths << m_model->pathOf(i);
         anyDirectory = anyDirectory || m_model->isDirectory(i);
     }

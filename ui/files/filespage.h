@@ -49,7 +49,17 @@ public:
     // Moves each of `paths` into `targetDirectory` (drag and drop in the tree).
     void moveInto(const QStringList &paths, const QString &targetDirectory);
 
+    // Whether `path` holds the data of this sandbox's database server (PostgreSQL's pgdata, a
+    // SQLite or DuckDB file and its journals): never offered for deletion or renaming here.
+    bool isDatabaseFile(const QString &path) const;
+    void filesMayHaveChanged() override;
+
+protected:
+    void showEvent(QShowEvent *event) override;
+    bool eventFilter(QObject *watched, QEvent *event) override;
+
 private:
+    void updateSelectionActions();
     QString currentPath() const;
     QString currentDirectory() const;
     void showMessage(const QString &text, bool error = false);

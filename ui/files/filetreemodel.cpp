@@ -183,6 +183,8 @@ bool FileTreeModel::canFetchMore(const QModelIndex &parent) const
 {
     if (parent.isValid() && parent.column() != 0)
         return false;
+    if (m_deferred)
+        return false;
     const Node *n = nodeOf(parent);
     return n->isDir() && n->state == Node::State::NotLoaded;
 }
@@ -201,6 +203,7 @@ void FileTreeModel::list(Node *node)
     if (node->state == Node::State::NotLoaded)
         node->state = Node::State::Loading;
     const QString path = node->entry.path;
+    qCDebug(lcFileTree) << "list" << m_sandboxId << path;
     const quint64 generation = m_generation;
     ++m_loading;
     m_client->sandboxes()
@@ -439,6 +442,25 @@ void FileTreeModel::refreshPath(const QString &directoryPath)
     if (Node *n = findNode(directoryPath); n && n->isDir() && n->state != Node::State::Loading
                                            && (n->state == Node::State::Loaded || n == m_root.get()))
         list(n);
+}
+
+void FileTreeModel::refreshLoaded(int maxDirectories)
+{
+    std::vector<Node *> queue{m_root.get()};
+    int listed = 0;
+    for (size_t i = 0; i < queue.size() && listed < maxDirectories; ++i) {
+        Node *n = queue[i];
+        if (n->state == Node::State::Loading)
+            continue;
+        if (n->state != Node::State::Loaded && n != m_root.get())
+            continue;
+        list(n);
+        ++listed;
+        for (const auto &child : n->children) {
+            if (child->isDir() && child->state == Node::State::Loaded)
+                queue.push_back(child.get());
+        }
+    }
 }
 
 void FileTreeModel::reload()

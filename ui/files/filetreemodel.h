@@ -80,6 +80,13 @@ public:
     // Lists `directory` again (if it was loaded) and applies the changes. The root: refresh({}).
     void refresh(const QModelIndex &directory = {});
     void refreshPath(const QString &directoryPath);
+    // Lists every loaded directory again (the root first, then breadth-first, at most
+    // `maxDirectories` of them) and applies the changes: files that appeared, went or changed size.
+    void refreshLoaded(int maxDirectories = 32);
+    // Deferred: nothing is listed, not even when a view asks (a sleeping sandbox in a tab that is
+    // not shown: a listing would wake it). Off again, a view's next request lists.
+    void setDeferred(bool deferred) { m_deferred = deferred; }
+    bool isDeferred() const { return m_deferred; }
     // Forgets everything and lists the root again.
     void reload();
 
@@ -115,6 +122,7 @@ private:
     std::unique_ptr<Node> m_root;
     quint64 m_generation = 0;
     int m_loading = 0;
+    bool m_deferred = false;
 };
 
 } // namespace Sandbox::Ui

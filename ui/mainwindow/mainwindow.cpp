@@ -2,11 +2,13 @@
 
 #include "connectionstatus.h"
 #include "newsandboxdialog.h"
+#include "preferencesdialog.h"
 #include "sandboxlistmodel.h"
 #include "sandboxpoller.h"
 
 #include "../agents/agentdashboard.h"
 #include "../agents/runnotifier.h"
+#include "../agents/agentproblem.h"
 #include "../common/uistyle.h"
 #include "../connection/connectiondialog.h"
 #include "../connection/connectionmanager.h"
@@ -26,6 +28,7 @@
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
@@ -83,6 +86,8 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     m_sidebar->header()->setSectionResizeMode(SandboxListModel::NameColumn, QHeaderView::Stretch);
     m_sidebar->header()->setSectionResizeMode(SandboxListModel::TypeColumn,
                                               QHeaderView::ResizeToContents);
+    // The names get the room: the type is in each row's tooltip.
+    m_sidebar->setColumnHidden(SandboxListModel::TypeColumn, true);
     m_sidebar->header()->setSectionResizeMode(SandboxListModel::StatusColumn,
                                               QHeaderView::ResizeToContents);
     m_sidebar->expandAll();
@@ -95,13 +100,13 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     m_sidebarDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable
                                | QDockWidget::DockWidgetClosable);
     addDockWidget(Qt::LeftDockWidgetArea, m_sidebarDock);
-    resizeDocks({m_sidebarDock}, {300}, Qt::Horizontal);
+    // Narrow enough that a 1024 px window leaves the sandbox's pages the room; the user's width
+    // is kept with the window's state.
+    m_sidebar->setMinimumWidth(120);
+    resizeDocks({m_sidebarDock}, {220}, Qt::Horizontal);
 
     // Centre: a welcome text until a sandbox is opened, then one tab per sandbox.
-    m_welcome->setText(
-        tr("<h3>No sandbox open</h3><p>Double-click a sandbox in the list on the left "
-           "(or select it and press Enter) to open its console and files,<br>or create one "
-           "with <b>Ctrl+N</b>.</p>"));
+    m_welcome->setObjectName(QStringLiteral("welcome"));
     m_welcome->setAlignment(Qt::AlignCenter);
     m_welcome->setWordWrap(true);
     m_tabs->setDocumentMode(true);
@@ -154,13 +159,20 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     connect(m_connection, &ConnectionManager::clientChanged, this, &MainWindow::onClientChanged);
     connect(m_connection, &ConnectionManager::connected, this, [this] {
         m_poller->start();
+        for (SandboxWorkspace *ws : workspaces())
+            ws->setConnected(true);
         updateActions();
     });
     connect(m_connection, &ConnectionManager::stateChanged, this,
             [this](ConnectionManager::State state) {
-                // Listing resumes with connected(); meanwhile nothing is queued up.
-                if (state != ConnectionManager::State::Connected)
+                // Listing resumes with connected(); meanwhile nothing is queued up, and what
+                // was listed is shown as unknown.
+                if (state != ConnectionManager::State::Connected) {
                     m_poller->stop();
+                    m_model->setStale(true);
+                    for (SandboxWorkspace *ws : workspaces())
+                        ws->setConnected(false);
+                }
                 updateActions();
             });
     connect(m_poller, &SandboxPoller::listed, this, &MainWindow::onListed);
@@ -220,13 +232,25 @@ void MainWindow::createActions()
     make(
         "newSandbox", tr("&New Sandbox…"), QKeySequence::New, [this] { newSandbox(); },
         Style::icon("list-add", QStyle::SP_FileDialogNewFolder, this));
-    make(
-        "startSandbox", tr("&Start Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return),
-        [this] { startSelected(); },
-        Style::icon("media-playback-start", QStyle::SP_MediaPlay, this));
-    make(
-        "stopSandbox", tr("S&top Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X),
-        [this] { stopSelected(); }, Style::icon("media-playback-stop", QStyle::SP_MediaStop, this));
+    // The keys of these actions belong to the widget that owns what they act on: the sandbox
+    // list, the console. Elsewhere (the SQL editor, the agent's prompt) the focused page keeps
+    // Ctrl+Enter and Ctrl+Shift+Enter for itself.
+    const auto scopeTo = [this](QAction *a, QWidget *owner) {
+        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+        removeAction(a);
+        if (owner)
+            owner->addAction(a);
+    };
+    scopeTo(make(
+                "startSandbox", tr("&Start Sandbox"),
+                QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return), [this] { startSelected(); },
+                Style::icon("media-playback-start", QStyle::SP_MediaPlay, this)),
+            m_sidebar);
+    scopeTo(make(
+                "stopSandbox", tr("S&top Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X),
+                [this] { stopSelected(); },
+                Style::icon("media-playback-stop", QStyle::SP_MediaStop, this)),
+            m_sidebar);
     QAction *del = make(
         "deleteSandbox", tr("&Delete Sandbox…"), QKeySequence(), [this] { deleteSelected(true); },
         Style::icon("edit-delete", QStyle::SP_TrashIcon, this));
@@ -243,12 +267,16 @@ void MainWindow::createActions()
             m_connection->refreshQuota();
         },
         Style::icon("view-refresh", QStyle::SP_BrowserReload, this));
-    make(
-        "runCommand", tr("&Run Command"), QKeySequence(Qt::CTRL | Qt::Key_Return),
-        [this] { runCommand(); }, Style::icon("system-run", QStyle::SP_CommandLink, this));
-    make(
-        "stopCommand", tr("Stop C&ommand"), QKeySequence(Qt::CTRL | Qt::Key_Period),
-        [this] { stopCommand(); }, Style::icon("process-stop", QStyle::SP_BrowserStop, this));
+    // Added to every console as it opens (openSandbox()).
+    scopeTo(make(
+                "runCommand", tr("&Run Command"), QKeySequence(Qt::CTRL | Qt::Key_Return),
+                [this] { runCommand(); }, Style::icon("system-run", QStyle::SP_CommandLink, this)),
+            nullptr);
+    scopeTo(make(
+                "stopCommand", tr("Stop C&ommand"), QKeySequence(Qt::CTRL | Qt::Key_Period),
+                [this] { stopCommand(); },
+                Style::icon("process-stop", QStyle::SP_BrowserStop, this)),
+            nullptr);
     make("nextTab", tr("&Next Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageDown),
          [this] { nextTab(); });
     make("previousTab", tr("&Previous Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageUp),
@@ -276,6 +304,14 @@ void MainWindow::createActions()
         m_sidebarDock->show();
         m_sidebar->setFocus();
     });
+    make("toggleFiles", tr("Show/Hide the &File Pane"), QKeySequence(Qt::CTRL | Qt::Key_B), [this] {
+        if (auto *ws = currentWorkspace())
+            ws->togglePane(Qt::Horizontal);
+    });
+    make("toggleConsole", tr("Show/Hide the Co&nsole"), QKeySequence(Qt::CTRL | Qt::Key_J), [this] {
+        if (auto *ws = currentWorkspace())
+            ws->togglePane(Qt::Vertical);
+    });
     make("closeFile", tr("Close File"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] {
         if (auto *ws = currentWorkspace())
             ws->closeCurrentEditor();
@@ -287,6 +323,47 @@ void MainWindow::createActions()
     make("systemCheck", tr("&System Check…"), {}, [this] { showSystemCheck(); });
     make("agentDashboard", tr("&Agent Dashboard"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D),
          [this] { showAgentDashboard(); });
+    make(
+        "preferences", tr("&Preferences…"), QKeySequence::Preferences,
+        [this] { showPreferences(); },
+        Style::icon("preferences-system", QStyle::SP_FileDialogDetailedView, this));
+
+    // These act on the focused widget, which handles their keys itself: the menu only shows
+    // them (a window-wide shortcut would take Ctrl+C from a table or Ctrl+S from an editor).
+    const auto shown = [](QAction *a) {
+        a->setShortcutContext(Qt::WidgetShortcut);
+        return a;
+    };
+    shown(make(
+        "save", tr("&Save"), QKeySequence::Save,
+        [this] {
+            if (auto *ws = currentWorkspace())
+                if (EditorPage *e = ws->currentEditor())
+                    e->save();
+        },
+        Style::icon("document-save", QStyle::SP_DialogSaveButton, this)));
+    const struct
+    {
+        const char *name;
+        const char *text;
+        QKeySequence::StandardKey key;
+        const char *slot;
+    } edits[] = {
+        {"undo", QT_TR_NOOP("&Undo"), QKeySequence::Undo, "undo"},
+        {"redo", QT_TR_NOOP("&Redo"), QKeySequence::Redo, "redo"},
+        {"cut", QT_TR_NOOP("Cu&t"), QKeySequence::Cut, "cut"},
+        {"copy", QT_TR_NOOP("&Copy"), QKeySequence::Copy, "copy"},
+        {"paste", QT_TR_NOOP("&Paste"), QKeySequence::Paste, "paste"},
+        {"selectAll", QT_TR_NOOP("Select &All"), QKeySequence::SelectAll, "selectAll"},
+    };
+    for (const auto &e : edits) {
+        const QByteArray slot(e.slot);
+        shown(make(e.name, tr(e.text), e.key, [slot] {
+            // Line edits, text edits and QScintilla editors all have these slots.
+            if (QWidget *focus = QApplication::focusWidget())
+                QMetaObject::invokeMethod(focus, slot.constData());
+        }));
+    }
 }
 
 void MainWindow::createMenus()
@@ -294,10 +371,34 @@ void MainWindow::createMenus()
     QMenu *file = menuBar()->addMenu(tr("&File"));
     file->addAction(action(QStringLiteral("connect")));
     file->addSeparator();
+    file->addAction(action(QStringLiteral("save")));
     file->addAction(action(QStringLiteral("closeFile")));
     file->addAction(action(QStringLiteral("closeSandboxTab")));
     file->addSeparator();
     file->addAction(action(QStringLiteral("quit")));
+
+    QMenu *edit = menuBar()->addMenu(tr("&Edit"));
+    edit->setObjectName(QStringLiteral("editMenu"));
+    for (const char *name :
+         {"undo", "redo", "", "cut", "copy", "paste", "", "selectAll", "", "preferences"}) {
+        if (*name)
+            edit->addAction(action(QString::fromLatin1(name)));
+        else
+            edit->addSeparator();
+    }
+    // Enabled for what has the focus when the menu opens.
+    connect(edit, &QMenu::aboutToShow, this, [this] {
+        QWidget *focus = QApplication::focusWidget();
+        const auto has = [focus](const char *method) {
+            return focus && focus->metaObject()->indexOfMethod(method) >= 0;
+        };
+        action(QStringLiteral("undo"))->setEnabled(has("undo()"));
+        action(QStringLiteral("redo"))->setEnabled(has("redo()"));
+        action(QStringLiteral("cut"))->setEnabled(has("cut()"));
+        action(QStringLiteral("copy"))->setEnabled(has("copy()"));
+        action(QStringLiteral("paste"))->setEnabled(has("paste()"));
+        action(QStringLiteral("selectAll"))->setEnabled(has("selectAll()"));
+    });
 
     QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));
     for (const char *name :
@@ -330,6 +431,8 @@ void MainWindow::createMenus()
                 [kind = kind](bool on) { RunNotifier::setEnabled(kind, on); });
     }
     view->addSeparator();
+    view->addAction(action(QStringLiteral("toggleFiles")));
+    view->addAction(action(QStringLiteral("toggleConsole")));
     QAction *toggle = m_sidebarDock->toggleViewAction();
     toggle->setText(tr("Sandbox &List"));
     view->addAction(toggle);
@@ -398,7 +501,11 @@ void MainWindow::checkSystemOnFirstRun()
 void MainWindow::connectToProfile(const StoredProfile &profile)
 {
     if (profile.local) {
-        connectWith(profile.toConnectionProfile(), profile.id);
+        // A key given in the Connect dialog (an engine run by another user) comes first; else
+        // the engine's data directory has it.
+        m_secrets->read(profile.secretName(), this, [this, profile](Result<QString> key) {
+            connectWith(profile.toConnectionProfile(key ? key.value() : QString()), profile.id);
+        });
         return;
     }
     statusBar()->showMessage(tr("Reading the API key of %1…").arg(profile.name));
@@ -418,6 +525,14 @@ void MainWindow::connectWith(const ConnectionProfile &profile, const QString &se
         saveSession();
     m_sessionKey = sessionKey;
     m_connection->connectTo(profile);
+}
+
+void MainWindow::showPreferences()
+{
+    PreferencesDialog dialog(this);
+    connect(&dialog, &PreferencesDialog::connectionSettingsRequested, this,
+            &MainWindow::showConnectionDialog, Qt::QueuedConnection);
+    dialog.exec();
 }
 
 void MainWindow::showConnectionDialog()
@@ -476,6 +591,7 @@ void MainWindow::onListed(const QList<SandboxInfo> &sandboxes, const QStringList
     m_model->setSandboxes(all);
     if (m_dashboard)
         m_dashboard->setSandboxes(all);
+    m_model->setStale(false);
     for (SandboxWorkspace *ws : workspaces()) {
         if (const auto s = m_model->sandbox(ws->sandboxId())) {
             if (s->status != ws->sandbox().status || s->name != ws->sandbox().name)
@@ -555,6 +671,8 @@ void MainWindow::restoreTabs()
     m_restoring = false;
     if (SandboxWorkspace *ws = workspace(current))
         m_tabs->setCurrentWidget(ws);
+    if (m_tabs->count() > 0)
+        m_central->setCurrentWidget(m_tabs);
 }
 
 QList<SandboxWorkspace *> MainWindow::workspaces() const
@@ -591,12 +709,23 @@ SandboxWorkspace *MainWindow::openSandbox(const QString &id)
     if (!info || !m_client)
         return nullptr;
     auto *ws = new SandboxWorkspace(m_client, *info, *m_registry, m_tabs);
+    connect(ws, &SandboxWorkspace::agentFixRequested, this, &MainWindow::fixAgent);
     connect(ws, &SandboxWorkspace::message, this,
             [this](const QString &text) { statusBar()->showMessage(text, 5000); });
+    if (auto *console = ws->page<ConsolePage>(QStringLiteral("console"))) {
+        console->addAction(action(QStringLiteral("runCommand")));
+        console->addAction(action(QStringLiteral("stopCommand")));
+        connect(console, &ConsolePage::runningChanged, this, &MainWindow::updateActions);
+    }
     const int index = m_tabs->addTab(ws, ws->title());
-    m_central->setCurrentWidget(m_tabs);
     updateTab(ws);
-    m_tabs->setCurrentIndex(index);
+    // While a session is restored the tabs stay hidden and none is made current: a shown page
+    // loads what it shows, and that would wake a sleeping sandbox (restoreTabs() shows the one
+    // that was current at the end).
+    if (!m_restoring) {
+        m_central->setCurrentWidget(m_tabs);
+        m_tabs->setCurrentIndex(index);
+    }
     if (info->status == QLatin1String("stopped") || info->status == QLatin1String("error"))
         statusBar()->showMessage(tr("%1 is %2: start it (Sandbox ▸ Start) to run commands")
                                      .arg(ws->title(), info->status),
@@ -664,8 +793,43 @@ std::optional<SandboxInfo> MainWindow::selectedSandbox() const
     return std::nullopt;
 }
 
+void MainWindow::updateWelcome()
+{
+    // Offers only what can be done now, and says what to do when nothing can.
+    QString text;
+    switch (m_connection->state()) {
+    case ConnectionManager::State::Connected:
+        text = m_model->count() == 0
+                   ? tr("<h3>No sandboxes yet</h3><p>Create a coding agent or a database with "
+                        "<b>Sandbox ▸ New Sandbox…</b> (Ctrl+N).</p>")
+                   : tr("<h3>No sandbox open</h3><p>Double-click a sandbox in the list on the "
+                        "left (or select it and press Enter) to open its console and files,<br>or "
+                        "create one with <b>Ctrl+N</b>.</p>");
+        break;
+    case ConnectionManager::State::StartingEngine:
+    case ConnectionManager::State::Connecting:
+        text = tr("<h3>Connecting…</h3>");
+        break;
+    case ConnectionManager::State::Reconnecting:
+        text = tr("<h3>Connection lost</h3><p>Reconnecting to the engine; the sandboxes keep "
+                  "running meanwhile.</p>");
+        break;
+    case ConnectionManager::State::Unauthorized:
+    case ConnectionManager::State::Failed:
+    case ConnectionManager::State::Disconnected:
+        text = tr("<h3>Not connected</h3><p>%1</p><p>Choose or set up an engine with "
+                  "<b>File ▸ Connect…</b> (Ctrl+Shift+O).</p>")
+                   .arg(m_connection->errorMessage().isEmpty()
+                            ? tr("No engine is connected.")
+                            : m_connection->errorMessage().toHtmlEscaped());
+        break;
+    }
+    m_welcome->setText(text);
+}
+
 void MainWindow::updateActions()
 {
+    updateWelcome();
     const bool connected = m_connection->state() == ConnectionManager::State::Connected;
     const auto s = selectedSandbox();
     const QString status = s ? s->status : QString();
@@ -678,9 +842,11 @@ void MainWindow::updateActions()
                      && (status == QLatin1String("running") || status == QLatin1String("sleeping")));
     action(QStringLiteral("deleteSandbox"))->setEnabled(connected && s.has_value());
     action(QStringLiteral("refreshSandboxes"))->setEnabled(connected);
-    const bool hasConsole = currentWorkspace() != nullptr;
-    action(QStringLiteral("runCommand"))->setEnabled(hasConsole);
-    action(QStringLiteral("stopCommand"))->setEnabled(hasConsole);
+    SandboxWorkspace *ws = currentWorkspace();
+    auto *console = ws ? ws->page<ConsolePage>(QStringLiteral("console")) : nullptr;
+    action(QStringLiteral("runCommand"))->setEnabled(console != nullptr);
+    // Nothing to stop while the console is idle.
+    action(QStringLiteral("stopCommand"))->setEnabled(console && console->isRunning());
 }
 
 void MainWindow::showError(const QString &message)
@@ -701,6 +867,46 @@ void MainWindow::newSandbox()
         createDatabase(dialog.databaseOptions());
     else
         createAgent(dialog.agentOptions());
+}
+
+void MainWindow::fixAgent(const SandboxInfo &sandbox, int problemKind)
+{
+    // The sandbox's network and environment are fixed at creation: the fix is a new sandbox
+    // like this one, with what was missing, that the user confirms.
+    const auto kind = AgentProblem::Kind(problemKind);
+    NewSandboxDialog dialog(this);
+    dialog.setKind(false);
+    dialog.setType(sandbox.type);
+    dialog.setSize(sandbox.size);
+    dialog.setName(sandbox.name);
+    dialog.setNetwork(true);
+    const QString variable = AgentProblem::keyVariable(sandbox.type);
+    const auto ask = [this, &dialog] {
+        if (dialog.exec() == QDialog::Accepted)
+            createAgent(dialog.agentOptions());
+    };
+    if (kind != AgentProblem::Kind::NoModelKey) {
+        ask();
+        return;
+    }
+    bool ok = false;
+    const QString key = QInputDialog::getText(this, tr("Model Key"),
+                                              tr("The key for %1 (%2). It is kept in the desktop "
+                                                 "keyring and given to the new sandbox "
+                                                 "only.")
+                                                  .arg(sandbox.type, variable),
+                                              QLineEdit::Password, QString(), &ok)
+                            .trimmed();
+    if (!ok || key.isEmpty())
+        return;
+    m_secrets->write(QStringLiteral("model-key/") + variable, key, this,
+                     [this](const std::optional<Error> &error) {
+                         if (error)
+                             showError(tr("The key could not be kept in the keyring: %1")
+                                           .arg(error->message));
+                     });
+    dialog.setSecretEnv(variable, key);
+    ask();
 }
 
 void MainWindow::createAgent(const AgentCreateOptions &options)

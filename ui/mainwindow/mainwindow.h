@@ -55,6 +55,9 @@ public:
     // Once per user (the first run): the same check in the background, shown only when
     // something fails.
     void checkSystemOnFirstRun();
+    void showPreferences();
+    // The fix the agent page offered (AgentProblem::Kind): a new sandbox with network and key.
+    void fixAgent(const Sandbox::SandboxInfo &sandbox, int problemKind);
 
     SandboxListModel *sandboxModel() const { return m_model; }
     QTreeView *sidebar() const { return m_sidebar; }
@@ -107,6 +110,7 @@ private:
     void onListed(const QList<SandboxInfo> &sandboxes, const QStringList &failedKinds);
     void restoreTabs();
     void updateActions();
+    void updateWelcome();
     void updateTab(SandboxWorkspace *ws);
     void updateTitle();
     void showError(const QString &message);

@@ -1,5 +1,7 @@
 #include "newsandboxdialog.h"
 
+#include "../common/uistyle.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -24,10 +26,15 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     , m_env(new QPlainTextEdit(this))
     , m_envLabel(new QLabel(tr("Environment:"), this))
     , m_error(new QLabel(this))
+    , m_secretLabel(new QLabel(this))
 {
     setWindowTitle(tr("New Sandbox"));
     auto *layout = new QVBoxLayout(this);
     auto *form = new QFormLayout;
+    m_form = form;
+    m_name->setObjectName(QStringLiteral("name"));
+    m_networkWarning->setObjectName(QStringLiteral("networkWarning"));
+    m_error->setObjectName(QStringLiteral("error"));
     m_kind->addItem(tr("Coding agent"), QStringLiteral("agent"));
     m_kind->addItem(tr("Database"), QStringLiteral("database"));
     const QList<std::pair<QString, QString>> sizes{
@@ -46,7 +53,7 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     m_networkWarning->setText(
         tr("Shares this computer's network with the sandbox (no isolation of the network)."));
     m_networkWarning->setWordWrap(true);
-    m_networkWarning->setStyleSheet(QStringLiteral("color: #9a6700;"));
+    Style::setTextTone(m_networkWarning, Style::Tone::Warning);
     m_networkWarning->hide();
     m_env->setPlaceholderText(tr("One NAME=value per line, e.g.\nANTHROPIC_API_KEY=sk-ant-…"));
     m_env->setMaximumHeight(90);
@@ -58,8 +65,11 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     form->addRow(QString(), m_network);
     form->addRow(QString(), m_networkWarning);
     form->addRow(m_envLabel, m_env);
+    m_secretLabel->setObjectName(QStringLiteral("secretEnv"));
+    m_secretLabel->setWordWrap(true);
+    form->addRow(QString(), m_secretLabel);
     layout->addLayout(form);
-    m_error->setStyleSheet(QStringLiteral("color: #b3261e;"));
+    Style::setTextTone(m_error, Style::Tone::Error);
     m_error->setWordWrap(true);
     m_error->hide();
     layout->addWidget(m_error);
@@ -69,7 +79,7 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     connect(buttons, &QDialogButtonBox::accepted, this, &NewSandboxDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &NewSandboxDialog::reject);
     connect(m_kind, &QComboBox::currentIndexChanged, this, &NewSandboxDialog::updateTypes);
-    connect(m_network, &QCheckBox::toggled, m_networkWarning, &QLabel::setVisible);
+    connect(m_network, &QCheckBox::toggled, this, &NewSandboxDialog::updateRows);
     updateTypes();
     resize(460, sizeHint().height());
 }
@@ -91,11 +101,23 @@ void NewSandboxDialog::updateTypes()
         m_type->addItem(QStringLiteral("OpenCode"), QStringLiteral("opencode"));
         m_type->addItem(QStringLiteral("Codex"), QStringLiteral("codex"));
     }
+    updateRows();
+}
+
+void NewSandboxDialog::updateRows()
+{
     const bool agent = !isDatabase();
-    m_network->setVisible(agent);
-    m_networkWarning->setVisible(agent && m_network->isChecked());
-    m_env->setVisible(agent);
-    m_envLabel->setVisible(agent);
+    // Whole rows, so that a database's form has no blank gap where the agent's fields were.
+    m_form->setRowVisible(m_network, agent);
+    m_form->setRowVisible(m_networkWarning, agent && m_network->isChecked());
+    m_form->setRowVisible(m_env, agent);
+    m_form->setRowVisible(m_secretLabel, agent && !m_secretEnv.isEmpty());
+    if (isVisible() && layout()) {
+        // Fit the rows now shown (the layout first learns that rows went).
+        layout()->invalidate();
+        layout()->activate();
+        resize(width(), sizeHint().height());
+    }
 }
 
 void NewSandboxDialog::setKind(bool database)
@@ -113,6 +135,28 @@ void NewSandboxDialog::setType(const QString &type)
 void NewSandboxDialog::setName(const QString &name)
 {
     m_name->setText(name);
+}
+
+void NewSandboxDialog::setSize(const QString &size)
+{
+    const int i = m_size->findData(size);
+    if (i >= 0)
+        m_size->setCurrentIndex(i);
+}
+
+void NewSandboxDialog::setNetwork(bool on)
+{
+    m_network->setChecked(on);
+}
+
+void NewSandboxDialog::setSecretEnv(const QString &name, const QString &value)
+{
+    m_secretEnv.insert(name, value);
+    QStringList lines;
+    for (auto it = m_secretEnv.cbegin(); it != m_secretEnv.cend(); ++it)
+        lines.append(tr("%1 = ●●●●●●●● (from the keyring)").arg(it.key()));
+    m_secretLabel->setText(lines.join(u'\n'));
+    updateRows();
 }
 
 QMap<QString, QString> NewSandboxDialog::parseEnv(QString *error) const
@@ -144,6 +188,8 @@ AgentCreateOptions NewSandboxDialog::agentOptions() const
     o.network = m_network->isChecked();
     QString error;
     o.env = parseEnv(&error);
+    for (auto it = m_secretEnv.cbegin(); it != m_secretEnv.cend(); ++it)
+        o.env.insert(it.key(), it.value());
     return o;
 }
 
@@ -152,6 +198,7 @@ DatabaseCreateOptions NewSandboxDialog::databaseOptions() const
     DatabaseCreateOptions o;
     o.type = m_type->currentData().toString();
     o.size = m_size->currentData().toString();
+    o.name = m_name->text().trimmed();
     return o;
 }
 

@@ -6,6 +6,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -28,13 +29,20 @@ public:
     void setKind(bool database);
     void setType(const QString &type);
     void setName(const QString &name);
+    void setSize(const QString &size);
+    void setNetwork(bool on);
+    // A variable whose value is a secret (a model key from the keyring): given to the sandbox,
+    // shown masked, never in the Environment text.
+    void setSecretEnv(const QString &name, const QString &value);
 
     void accept() override;
 
 private:
     void updateTypes();
+    void updateRows();
     QMap<QString, QString> parseEnv(QString *error) const;
 
+    QFormLayout *m_form = nullptr; // owned by the dialog's layout
     QComboBox *m_kind;
     QComboBox *m_type;
     QComboBox *m_size;
@@ -44,6 +52,8 @@ private:
     QPlainTextEdit *m_env;
     QLabel *m_envLabel;
     QLabel *m_error;
+    QLabel *m_secretLabel;
+    QMap<QString, QString> m_secretEnv;
 };
 
 } // namespace Sandbox::Ui

@@ -111,6 +111,8 @@ QVariant SandboxListModel::data(const QModelIndex &index, int role) const
         }
     }
     const SandboxInfo &s = m_groups[index.internalId() - 1][index.row()];
+    // While the engine cannot be asked, what was listed last is no longer known to be true.
+    const QString shown = m_stale ? QStringLiteral("unknown") : s.status;
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
@@ -119,18 +121,20 @@ QVariant SandboxListModel::data(const QModelIndex &index, int role) const
         case TypeColumn:
             return s.type;
         case StatusColumn:
-            return s.status;
+            return m_stale ? tr("unknown") : s.status;
         }
         return {};
     case Qt::DecorationRole:
-        return index.column() == NameColumn ? QVariant(iconFor(s.status)) : QVariant();
+        return index.column() == NameColumn ? QVariant(iconFor(shown)) : QVariant();
     case Qt::ForegroundRole:
         if (index.column() == StatusColumn)
-            return Style::statusColor(s.status);
+            return Style::statusColor(shown);
         return {};
     case Qt::ToolTipRole: {
         QString tip = tr("%1\n%2 · %3 · %4\nmemory %5 MiB · %6 CPUs · network %7")
-                          .arg(s.id, s.type, s.size, s.status)
+                          .arg(s.id, s.type, s.size,
+                               m_stale ? tr("%1 when last seen (not connected now)").arg(s.status)
+                                       : s.status)
                           .arg(s.limits.memoryMb)
                           .arg(s.limits.cpus)
                           .arg(s.network ? tr("shared with the host") : tr("none"));
@@ -148,7 +152,7 @@ QVariant SandboxListModel::data(const QModelIndex &index, int role) const
     case IdRole:
         return s.id;
     case StatusRole:
-        return s.status;
+        return shown;
     case KindRole:
         return s.kind;
     case TypeRole:
@@ -285,6 +289,19 @@ void SandboxListModel::removeSandbox(const QString &id)
                              [&](const SandboxInfo &s) { return s.id == id; }),
               all.end());
     setSandboxes(all);
+}
+
+void SandboxListModel::setStale(bool stale)
+{
+    if (m_stale == stale)
+        return;
+    m_stale = stale;
+    for (int g = 0; g < GroupCount; ++g) {
+        if (!m_groups[g].isEmpty())
+            Q_EMIT dataChanged(index(0, 0, groupIndex(Group(g))),
+                               index(int(m_groups[g].size()) - 1, ColumnCount - 1,
+                                     groupIndex(Group(g))));
+    }
 }
 
 void SandboxListModel::clear()

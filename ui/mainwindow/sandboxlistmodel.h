@@ -49,6 +49,10 @@ public:
     void updateSandbox(const SandboxInfo &sandbox);
     void removeSandbox(const QString &id);
     void clear();
+    // Stale: the engine cannot be asked (disconnected); statuses show as "unknown" in grey, the
+    // last known one in the tooltip, until the next listing.
+    void setStale(bool stale);
+    bool isStale() const { return m_stale; }
 
     QList<SandboxInfo> sandboxes() const;
     std::optional<SandboxInfo> sandbox(const QString &id) const;
@@ -65,6 +69,7 @@ private:
 
     QList<SandboxInfo> m_groups[GroupCount];
     mutable QHash<QString, QIcon> m_icons;
+    bool m_stale = false;
 };
 
 } // namespace Sandbox::Ui

@@ -1,7 +1,10 @@
 #include "queryhistory.h"
 
+#include "../common/uistyle.h"
+
 #include <QDir>
 #include <QFile>
+#include <QGuiApplication>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QStandardPaths>
@@ -42,7 +45,7 @@ QStandardItem *QueryHistory::itemFor(const Entry &e) const
     item->setData(e.sql, Qt::UserRole);
     item->setEditable(false);
     if (!e.ok)
-        item->setForeground(QColor(0xd3, 0x2f, 0x2f));
+        item->setForeground(Style::color(Style::Tone::Error, QGuiApplication::palette()));
     return item;
 }
 

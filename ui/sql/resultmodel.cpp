@@ -1,6 +1,7 @@
 #include "resultmodel.h"
 
 #include <client/rowfeed.h>
+#include <protocol/json.h>
 
 #include <QBrush>
 #include <QFile>
@@ -9,7 +10,9 @@
 #include <QJsonObject>
 #include <QLoggingCategory>
 #include <QPalette>
+#include <QRegularExpression>
 #include <QSaveFile>
+#include <QSet>
 
 #include <algorithm>
 
@@ -299,6 +302,160 @@ QString ResultModel::copyText(const QModelIndexList &indexes, bool withHeader) c
         lines.append(values.join(u'\t'));
     }
     return lines.join(u'\n');
+}
+
+namespace {
+
+QString csvField(const QString &s)
+{
+    if (!s.contains(u',') && !s.contains(u'"') && !s.contains(u'\n') && !s.contains(u'\r'))
+        return s;
+    QString q = s;
+    q.replace(QStringLiteral("\""), QStringLiteral("\"\""));
+    return u'"' + q + u'"';
+}
+
+QString sqlIdentifier(const QString &name)
+{
+    static const QRegularExpression plain(QStringLiteral("^[a-z_][a-z0-9_]*$"));
+    if (plain.match(name).hasMatch())
+        return name;
+    QString q = name;
+    q.replace(QStringLiteral("\""), QStringLiteral("\"\""));
+    return u'"' + q + u'"';
+}
+
+QString sqlLiteral(const QJsonValue &v)
+{
+    if (SqlValue::isNull(v))
+        return QStringLiteral("NULL");
+    if (v.isBool())
+        return v.toBool() ? QStringLiteral("TRUE") : QStringLiteral("FALSE");
+    if (v.isDouble())
+        return SqlValue::toText(v);
+    if (v.isObject() && v.toObject().contains(QStringLiteral("$int")))
+        return v.toObject().value(QStringLiteral("$int")).toString();
+    QString text = SqlValue::toText(v, true);
+    text.replace(QStringLiteral("'"), QStringLiteral("''"));
+    return u'\'' + text + u'\'';
+}
+
+// A JSON value for a copied row: the engine's plain JSON as is; $int and $float as numbers when
+// exact, $bytes kept as their object.
+QJsonValue plainJson(const QJsonValue &v)
+{
+    if (v.isObject() && v.toObject().contains(QStringLiteral("$int"))) {
+        bool ok = false;
+        const qint64 n = v.toObject().value(QStringLiteral("$int")).toString().toLongLong(&ok);
+        return ok && qAbs(n) < (qint64(1) << 53) ? QJsonValue(double(n)) : v;
+    }
+    return v;
+}
+
+} // namespace
+
+QString ResultModel::copyAs(const QModelIndexList &indexes, CopyFormat format,
+                            const QString &table) const
+{
+    QSet<int> rowSet;
+    int minColumn = INT_MAX, maxColumn = -1;
+    for (const QModelIndex &i : indexes) {
+        rowSet.insert(i.row());
+        minColumn = qMin(minColumn, i.column());
+        maxColumn = qMax(maxColumn, i.column());
+    }
+    if (maxColumn < 0)
+        return {};
+    QList<int> rows(rowSet.begin(), rowSet.end());
+    std::sort(rows.begin(), rows.end());
+    QStringList names;
+    for (int c = minColumn; c <= maxColumn; ++c)
+        names.append(m_fields.value(c).name);
+    QStringList out;
+    switch (format) {
+    case CopyFormat::Csv: {
+        QStringList header;
+        for (const QString &n : std::as_const(names))
+            header.append(csvField(n));
+        out.append(header.join(u','));
+        for (int r : std::as_const(rows)) {
+            const QJsonArray row = rowAt(r);
+            QStringList values;
+            for (int c = minColumn; c <= maxColumn; ++c) {
+                const QJsonValue v = row.at(c);
+                values.append(SqlValue::isNull(v) ? QString() : csvField(SqlValue::toText(v)));
+            }
+            out.append(values.join(u','));
+        }
+        return out.join(QStringLiteral("\r\n")) + QStringLiteral("\r\n");
+    }
+    case CopyFormat::Json: {
+        QJsonArray array;
+        for (int r : std::as_const(rows)) {
+            const QJsonArray row = rowAt(r);
+            QJsonObject o;
+            for (int c = minColumn; c <= maxColumn; ++c)
+                o.insert(names.at(c - minColumn), plainJson(row.at(c)));
+            array.append(o);
+        }
+        return QString::fromUtf8(QJsonDocument(array).toJson(QJsonDocument::Indented));
+    }
+    case CopyFormat::Insert: {
+        QStringList columns;
+        for (const QString &n : std::as_const(names))
+            columns.append(sqlIdentifier(n));
+        const QString head = QStringLiteral("INSERT INTO %1 (%2) VALUES (")
+                                 .arg(sqlIdentifier(table), columns.join(QStringLiteral(", ")));
+        for (int r : std::as_const(rows)) {
+            const QJsonArray row = rowAt(r);
+            QStringList values;
+            for (int c = minColumn; c <= maxColumn; ++c)
+                values.append(sqlLiteral(row.at(c)));
+            out.append(head + values.join(QStringLiteral(", ")) + QStringLiteral(");"));
+        }
+        return out.join(u'\n') + u'\n';
+    }
+    }
+    return {};
+}
+
+QString ResultModel::fullText(const QModelIndex &index, int maxBytes) const
+{
+    const QJsonValue v = rowAt(index.row()).at(index.column());
+    if (SqlValue::isNull(v))
+        return QStringLiteral("NULL");
+    if (v.isObject() && v.toObject().contains(QStringLiteral("$bytes"))) {
+        const QByteArray data = QByteArray::fromBase64(
+            v.toObject().value(QStringLiteral("$bytes")).toString().toLatin1());
+        QStringList lines;
+        const int n = int(qMin<qsizetype>(data.size(), maxBytes));
+        for (int off = 0; off < n; off += 16) {
+            const QByteArray chunk = data.mid(off, qMin(16, n - off));
+            QString ascii;
+            for (char ch : chunk)
+                ascii.append(ch >= 0x20 && ch < 0x7f ? QChar::fromLatin1(ch) : u'.');
+            lines.append(QStringLiteral("%1  %2  %3")
+                             .arg(off, 8, 16, QLatin1Char('0'))
+                             .arg(QString::fromLatin1(chunk.toHex(' ')), -47)
+                             .arg(ascii));
+        }
+        if (data.size() > n)
+            lines.append(tr("… %1 more bytes").arg(data.size() - n));
+        return lines.join(u'\n');
+    }
+    if (v.isArray() || v.isObject())
+        return QString::fromUtf8(v.isArray() ? QJsonDocument(v.toArray()).toJson()
+                                             : QJsonDocument(v.toObject()).toJson());
+    const QString text = SqlValue::toText(v);
+    // A json column's value is its JSON text: shown indented.
+    if (text.startsWith(u'{') || text.startsWith(u'[')) {
+        const Json::Parsed parsed = Json::parse(text.toUtf8());
+        if (!parsed.error && parsed.value.isObject())
+            return QString::fromUtf8(QJsonDocument(parsed.value.toObject()).toJson());
+        if (!parsed.error && parsed.value.isArray())
+            return QString::fromUtf8(QJsonDocument(parsed.value.toArray()).toJson());
+    }
+    return text;
 }
 
 void ResultModel::exportTo(const QString &path, Format format, QObject *context,

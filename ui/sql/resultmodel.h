@@ -53,6 +53,15 @@ public:
     // Tab-separated text of the given cells (rows in order, a row per line), for the clipboard.
     QString copyText(const QModelIndexList &indexes, bool withHeader = false) const;
 
+    enum class CopyFormat { Csv, Json, Insert };
+    // The given cells (their rows, the columns from the leftmost to the rightmost selected) as
+    // CSV with a header (RFC 4180), a JSON array of objects (values as the engine sent them), or
+    // INSERT statements into `table`, for the clipboard.
+    QString copyAs(const QModelIndexList &indexes, CopyFormat format,
+                   const QString &table = QStringLiteral("result")) const;
+    // The whole value of a cell, for the cell viewer: JSON pretty-printed, bytes as a hex dump
+    // (at most `maxBytes` of them), text as it is.
+    QString fullText(const QModelIndex &index, int maxBytes = 64 * 1024) const;
     // Writes every row — fetching the rest of the result first — to `path`. `done` gets the
     // number of rows written. The query is not run again: earlier rows come from the spill.
     void exportTo(const QString &path, Format format, QObject *context,

@@ -1,14 +1,19 @@
 #include "resultview.h"
 
+#include "../common/uistyle.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QFileDialog>
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QStackedWidget>
 #include <QTableView>
 #include <QToolButton>
@@ -48,7 +53,30 @@ ResultView::ResultView(QWidget *parent)
     copyWithHeader->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
     copyWithHeader->setShortcutContext(Qt::WidgetShortcut);
     connect(copyWithHeader, &QAction::triggered, this, [this] { copySelection(true); });
-    m_table->addActions({copy, copyWithHeader});
+    const auto copyAs = [this](const QString &text, ResultModel::CopyFormat format) {
+        auto *a = new QAction(text, m_table);
+        connect(a, &QAction::triggered, this, [this, format] {
+            QApplication::clipboard()->setText(
+                m_model->copyAs(m_table->selectionModel()->selectedIndexes(), format, m_tableName));
+        });
+        return a;
+    };
+    auto *separator = new QAction(m_table);
+    separator->setSeparator(true);
+    auto *viewCell = new QAction(tr("View Cell…"), m_table);
+    viewCell->setShortcut(QKeySequence(Qt::Key_F3));
+    viewCell->setShortcutContext(Qt::WidgetShortcut);
+    connect(viewCell, &QAction::triggered, this, [this] { viewCurrentCell(); });
+    connect(m_table, &QTableView::doubleClicked, this, [this] { viewCurrentCell(); });
+    auto *separator2 = new QAction(m_table);
+    separator2->setSeparator(true);
+    auto *fetchAll = new QAction(tr("Fetch All Rows"), m_table);
+    connect(fetchAll, &QAction::triggered, this, &ResultView::fetchAll);
+    m_table->addActions({copy, copyWithHeader, separator,
+                         copyAs(tr("Copy as CSV"), ResultModel::CopyFormat::Csv),
+                         copyAs(tr("Copy as JSON"), ResultModel::CopyFormat::Json),
+                         copyAs(tr("Copy as SQL INSERT"), ResultModel::CopyFormat::Insert),
+                         separator2, viewCell, fetchAll});
     m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
 
     auto *csv = new QToolButton(m_exportButtons);
@@ -57,8 +85,19 @@ ResultView::ResultView(QWidget *parent)
     auto *json = new QToolButton(m_exportButtons);
     json->setText(tr("Export JSON…"));
     connect(json, &QToolButton::clicked, this, [this] { askExport(ResultModel::Format::Json); });
+    m_countButton = new QToolButton(m_exportButtons);
+    m_countButton->setObjectName(QStringLiteral("count"));
+    m_countButton->setText(tr("Count"));
+    m_countButton->setToolTip(tr("Count the rows of the whole result (runs the query again as "
+                                 "count(*))"));
+    m_countButton->setVisible(false);
+    connect(m_countButton, &QToolButton::clicked, this, [this] {
+        m_countButton->setEnabled(false);
+        Q_EMIT countRequested();
+    });
     auto *buttons = new QHBoxLayout(m_exportButtons);
     buttons->setContentsMargins(0, 0, 0, 0);
+    buttons->addWidget(m_countButton);
     buttons->addWidget(csv);
     buttons->addWidget(json);
 
@@ -72,6 +111,73 @@ ResultView::ResultView(QWidget *parent)
     m_exportButtons->setVisible(false);
 }
 
+void ResultView::setRequeryable(bool on)
+{
+    m_countButton->setVisible(on);
+    QHeaderView *header = m_table->horizontalHeader();
+    header->setSectionsClickable(on);
+    if (!on)
+        return;
+    connect(header, &QHeaderView::sectionClicked, this, [this, header](int column) {
+        // The server sorts (the query runs again, ordered): the whole result, not the rows here.
+        m_sortOrder = column == m_sortColumn && m_sortOrder == Qt::AscendingOrder
+                          ? Qt::DescendingOrder
+                          : Qt::AscendingOrder;
+        m_sortColumn = column;
+        header->setSortIndicatorShown(true);
+        header->setSortIndicator(column, m_sortOrder);
+        Q_EMIT sortRequested(column, m_sortOrder);
+    });
+}
+
+void ResultView::setTotal(const QString &text)
+{
+    m_countButton->setEnabled(true);
+    m_countButton->setText(text);
+}
+
+void ResultView::viewCurrentCell()
+{
+    const QModelIndex index = m_table->currentIndex();
+    if (!index.isValid())
+        return;
+    QDialog dialog(this);
+    dialog.setObjectName(QStringLiteral("cellViewer"));
+    dialog.setWindowTitle(
+        tr("%1, row %2").arg(m_model->fields().value(index.column()).name).arg(index.row() + 1));
+    auto *text = new QPlainTextEdit(&dialog);
+    text->setReadOnly(true);
+    text->setFont(Style::monospaceFont());
+    text->setPlainText(m_model->fullText(index));
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
+    auto *copyButton = buttons->addButton(tr("Copy"), QDialogButtonBox::ActionRole);
+    connect(copyButton, &QPushButton::clicked, text,
+            [text] { QApplication::clipboard()->setText(text->toPlainText()); });
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    auto *layout = new QVBoxLayout(&dialog);
+    layout->addWidget(text, 1);
+    layout->addWidget(buttons);
+    dialog.resize(640, 420);
+    Q_EMIT cellViewerOpened(&dialog);
+    dialog.exec();
+}
+
+void ResultView::fetchAll()
+{
+    // Page after page into the model's spill file (memory stays bounded), up to MaxFetchAllRows.
+    if (!m_model->canFetchMore({}) || m_model->rowCount() >= MaxFetchAllRows)
+        return;
+    if (!m_fetchingAll) {
+        m_fetchingAll = true;
+        connect(m_model, &ResultModel::fetchingChanged, this, [this](bool fetching) {
+            if (!fetching && m_fetchingAll)
+                fetchAll();
+        });
+    }
+    if (!m_model->isFetching())
+        m_model->fetchMore({});
+}
+
 void ResultView::showRows()
 {
     m_stack->setCurrentWidget(m_table);
@@ -81,11 +187,21 @@ void ResultView::showRows()
 void ResultView::showText(const QString &text, bool isError)
 {
     m_text->setPlainText(text);
-    QPalette p = m_text->palette();
-    p.setColor(QPalette::Text, isError ? QColor(0xd3, 0x2f, 0x2f) : palette().color(QPalette::Text));
-    m_text->setPalette(p);
+    Style::setTextTone(m_text, isError ? Style::Tone::Error : Style::Tone::Normal);
     m_stack->setCurrentWidget(m_text);
     m_exportButtons->setVisible(false);
+}
+
+void ResultView::showWidget(QWidget *widget)
+{
+    m_stack->addWidget(widget);
+    m_stack->setCurrentWidget(widget);
+    m_exportButtons->setVisible(false);
+}
+
+QWidget *ResultView::shownWidget() const
+{
+    return m_stack->currentWidget();
 }
 
 bool ResultView::isTextShown() const

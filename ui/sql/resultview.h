@@ -4,10 +4,12 @@
 
 #include <QWidget>
 
+class QDialog;
 class QLabel;
 class QPlainTextEdit;
 class QStackedWidget;
 class QTableView;
+class QToolButton;
 
 namespace Sandbox::Ui {
 
@@ -24,6 +26,9 @@ public:
     QTableView *table() const { return m_table; }
     void showRows();
     void showText(const QString &text, bool isError = false);
+    // Shows `widget` (a plan tree) in place of the rows; the view takes it over.
+    void showWidget(QWidget *widget);
+    QWidget *shownWidget() const;
     bool isTextShown() const;
     QString text() const;
     void setStatus(const QString &status);
@@ -32,10 +37,25 @@ public:
     // Copies the selected cells (tab-separated; with the header row when `withHeader`).
     void copySelection(bool withHeader = false);
     void exportTo(const QString &path, ResultModel::Format format);
+    // The current cell in a dialog: long text, JSON indented, bytes as hex.
+    void viewCurrentCell();
+    // Fetches the rest of the result, page by page (bounded: MaxFetchAllRows).
+    void fetchAll();
+    // The table name used by "Copy as SQL INSERT".
+    void setTableName(const QString &name) { m_tableName = name; }
+    static constexpr int MaxFetchAllRows = 1'000'000;
+    // A result of a query that can be run again: a click on a column's header asks for it
+    // sorted (sortRequested), and Count asks for its number of rows (countRequested).
+    void setRequeryable(bool on);
+    void setTotal(const QString &text);
 
 Q_SIGNALS:
     void exported(const QString &path, qint64 rows);
     void exportFailed(const QString &message);
+    void sortRequested(int column, Qt::SortOrder order);
+    void countRequested();
+    // The cell viewer is open (modal): for tests.
+    void cellViewerOpened(QDialog *dialog);
 
 private:
     void askExport(ResultModel::Format format);
@@ -46,6 +66,11 @@ private:
     QPlainTextEdit *m_text;   // owned (child of m_stack)
     QLabel *m_status;         // owned (child)
     QWidget *m_exportButtons; // owned (child)
+    QString m_tableName = QStringLiteral("result");
+    bool m_fetchingAll = false;
+    QToolButton *m_countButton = nullptr; // owned (child)
+    int m_sortColumn = -1;
+    Qt::SortOrder m_sortOrder = Qt::AscendingOrder;
 };
 
 } // namespace Sandbox::Ui

@@ -1,5 +1,7 @@
 #include "schemamodel.h"
 
+#include "../common/uistyle.h"
+
 #include <client/databasesservice.h>
 
 namespace Sandbox::Ui {
@@ -65,8 +67,12 @@ void SchemaModel::refresh()
                                              c.nullable ? QString() : QStringLiteral(" NOT NULL"),
                                              c.primaryKey ? QStringLiteral(" PRIMARY KEY")
                                                           : QString()));
+                                // The key is drawn (every machine has the painter; not every
+                                // one has an emoji font).
+                                if (c.primaryKey)
+                                    col->setIcon(Style::keyIcon());
                                 auto *type = new QStandardItem(
-                                    c.type + (c.primaryKey ? QStringLiteral(" 🔑") : QString()));
+                                    c.type + (c.primaryKey ? tr(" · primary key") : QString()));
                                 type->setEditable(false);
                                 table->appendRow({col, type});
                                 columns.append(c.name);

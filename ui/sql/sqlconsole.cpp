@@ -1,5 +1,6 @@
 #include "sqlconsole.h"
 
+#include "planview.h"
 #include "queryhistory.h"
 #include "resultview.h"
 #include "schemamodel.h"
@@ -17,6 +18,8 @@
 #include <QLineEdit>
 #include <QListView>
 #include <QLoggingCategory>
+#include <QMenu>
+#include <QRegularExpression>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
@@ -71,6 +74,37 @@ QString planText(ResultModel *model)
 
 } // namespace
 
+namespace {
+constexpr int kTopRows = 100;
+
+bool isQuery(const QString &verb)
+{
+    return verb == QLatin1String("SELECT") || verb == QLatin1String("WITH")
+           || verb == QLatin1String("VALUES") || verb == QLatin1String("TABLE");
+}
+
+QString withoutSemicolon(QString sql)
+{
+    sql = sql.trimmed();
+    while (sql.endsWith(u';'))
+        sql.chop(1);
+    return sql;
+}
+
+// A table name for SQL: each dotted part quoted when it is not a plain lower-case identifier.
+QString quotedName(const QString &name)
+{
+    static const QRegularExpression plain(QStringLiteral("^[a-z_][a-z0-9_]*$"));
+    QStringList parts;
+    for (QString part : name.split(u'.')) {
+        if (!plain.match(part).hasMatch())
+            part = u'"' + part.replace(QStringLiteral("\""), QStringLiteral("\"\"")) + u'"';
+        parts.append(part);
+    }
+    return parts.join(u'.');
+}
+} // namespace
+
 SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *parent)
     : QWidget(parent)
     , m_client(client)
@@ -122,8 +156,12 @@ SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *par
     auto *right = new QSplitter(Qt::Vertical, this);
     right->addWidget(new CodeEditorView(m_editor, this));
     right->addWidget(m_results);
-    right->setStretchFactor(0, 2);
+    // The results get the room: three quarters of the height (the editor can be dragged larger).
+    right->setStretchFactor(0, 1);
     right->setStretchFactor(1, 3);
+    right->setSizes({150, 450});
+    right->setCollapsible(0, false);
+    right->setCollapsible(1, false);
     auto *rightPane = new QWidget(this);
     auto *rightLayout = new QVBoxLayout(rightPane);
     rightLayout->setContentsMargins(0, 0, 0, 0);
@@ -163,6 +201,35 @@ SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *par
 
     connect(m_editor, &SqlEditor::runStatementRequested, this, &SqlConsole::runStatementUnderCursor);
     connect(m_editor, &SqlEditor::runAllRequested, this, &SqlConsole::runAll);
+    // The schema's tables: open them, count them, describe them.
+    m_schemaView->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_schemaView, &QTreeView::customContextMenuRequested, this, [this](const QPoint &pos) {
+        const QModelIndex index = m_schemaView->indexAt(pos).siblingAtColumn(0);
+        const QString kind = index.data(SchemaModel::KindRole).toString();
+        if (kind != QLatin1String("table") && kind != QLatin1String("view"))
+            return;
+        const QString table = quotedName(index.data(SchemaModel::NameRole).toString());
+        QMenu menu(this);
+        menu.addAction(tr("Open (First %1 Rows)").arg(kTopRows), this, [this, table] {
+            runSql(QStringLiteral("SELECT * FROM %1 LIMIT %2").arg(table).arg(kTopRows));
+        });
+        menu.addAction(tr("Select All Rows"), this,
+                       [this, table] { runSql(QStringLiteral("SELECT * FROM %1").arg(table)); });
+        menu.addAction(tr("Count Rows"), this, [this, table] {
+            runSql(QStringLiteral("SELECT count(*) FROM %1").arg(table));
+        });
+        menu.addSeparator();
+        menu.addAction(tr("Describe"), this, [this, index] { describe(index); });
+        menu.exec(m_schemaView->viewport()->mapToGlobal(pos));
+    });
+    connect(m_schemaView, &QTreeView::activated, this, [this](const QModelIndex &i) {
+        const QModelIndex index = i.siblingAtColumn(0);
+        const QString kind = index.data(SchemaModel::KindRole).toString();
+        if (kind == QLatin1String("table") || kind == QLatin1String("view"))
+            runSql(QStringLiteral("SELECT * FROM %1 LIMIT %2")
+                       .arg(quotedName(index.data(SchemaModel::NameRole).toString()))
+                       .arg(kTopRows));
+    });
     connect(m_schema, &SchemaModel::loaded, this, [this] {
         m_editor->setSchema(m_schema->columnsByTable());
         m_schemaView->expandToDepth(-1);
@@ -192,6 +259,47 @@ QString SqlConsole::elapsedText() const
 void SqlConsole::refreshSchema()
 {
     m_schema->refresh();
+}
+
+void SqlConsole::runSql(const QString &sql)
+{
+    if (isRunning())
+        return;
+    // Added to the end of the editor (the user's text stays), then run as the statement under
+    // the cursor: what ran is there to edit and run again.
+    QString text = m_editor->text();
+    if (!text.isEmpty() && !text.endsWith(u'\n'))
+        text += u'\n';
+    const int start = int(text.size());
+    m_editor->setText(text + sql + QStringLiteral(";\n"));
+    m_editor->setCursorOffset(start);
+    runStatementUnderCursor();
+}
+
+void SqlConsole::describe(const QModelIndex &table)
+{
+    QStringList lines{table.data(SchemaModel::NameRole).toString(), QString()};
+    const QAbstractItemModel *model = table.model();
+    for (int r = 0; r < model->rowCount(table); ++r) {
+        const QModelIndex child = model->index(r, 0, table);
+        const QString type = model->index(r, 1, table).data().toString();
+        if (child.data(SchemaModel::KindRole).toString() == QLatin1String("column")) {
+            lines.append(QStringLiteral("  %1  %2").arg(child.data().toString(), -24).arg(type));
+        } else {
+            lines.append(QString());
+            lines.append(child.data().toString());
+            for (int i = 0; i < model->rowCount(child); ++i)
+                lines.append(QStringLiteral("  %1  %2")
+                                 .arg(model->index(i, 0, child).data().toString(), -24)
+                                 .arg(model->index(i, 1, child).data().toString()));
+        }
+    }
+    auto *view = new ResultView(m_results);
+    view->showText(lines.join(u'\n'));
+    view->setStatus(tr("%n column(s)", nullptr, model->rowCount(table)));
+    m_results->setCurrentIndex(
+        m_results->addTab(view,
+                          tr("Describe %1").arg(table.data(SchemaModel::NameRole).toString())));
 }
 
 void SqlConsole::runAll()
@@ -236,6 +344,7 @@ void SqlConsole::run(const QList<SqlStatementRange> &statements)
         w->deleteLater();
     }
     m_schemaChanged = false;
+    m_failed = false;
     m_clock.start();
     m_tick->start();
     m_cancelButton->setEnabled(true);
@@ -271,10 +380,72 @@ void SqlConsole::runNext()
     m_current = view;
     m_statementClock.start();
     view->setStatus(tr("Running…"));
+    // "Copy as SQL INSERT" names the table a simple SELECT reads.
+    static const QRegularExpression
+        fromTable(QStringLiteral("^\\s*select\\b.*?\\bfrom\\s+([A-Za-z_\"][\\w.\"]*)"),
+                  QRegularExpression::CaseInsensitiveOption
+                      | QRegularExpression::DotMatchesEverythingOption);
+    if (const auto m = fromTable.match(sql); m.hasMatch())
+        view->setTableName(m.captured(1).remove(u'"'));
 
-    auto *feed = new RowFeed(&m_client->databases(), m_databaseId, sql, {});
+    // PostgreSQL: a plain EXPLAIN [ANALYZE] is sent as EXPLAIN (FORMAT JSON[, ANALYZE]) so that
+    // the plan can be drawn as a tree; an error's position is moved back by what was inserted.
+    QString sent = sql;
+    m_sentShift = 0;
+    m_sentFrom = 0;
+    static const QRegularExpression
+        plainExplain(QStringLiteral("^(\\s*EXPLAIN)(\\s+ANALY[SZ]E)?(?=\\s+[^\\s(])"),
+                     QRegularExpression::CaseInsensitiveOption);
+    if (m_editor->dialect() == QLatin1String("postgres")) {
+        if (const auto m = plainExplain.match(sql); m.hasMatch()) {
+            const QString prefix = m.captured(1) + QStringLiteral(" (FORMAT JSON")
+                                   + (m.captured(2).isEmpty() ? QString()
+                                                              : QStringLiteral(", ANALYZE"))
+                                   + u')';
+            sent = prefix + sql.mid(m.capturedEnd(0));
+            m_sentShift = int(prefix.size()) - m.capturedEnd(0);
+            m_sentFrom = int(prefix.size());
+        }
+    }
+    auto *feed = new RowFeed(&m_client->databases(), m_databaseId, sent, {});
     feed->setPageSize(kPageSize);
     ResultModel *model = view->model();
+    if (isQuery(verb)) {
+        // Sorting and counting run the query again on the server (the result may be far larger
+        // than what was fetched): as a subquery, ordered by the column's position, or counted.
+        view->setRequeryable(true);
+        const QString inner = withoutSemicolon(sql);
+        connect(view, &ResultView::sortRequested, this,
+                [this, view, inner](int column, Qt::SortOrder order) {
+                    auto *sorted
+                        = new RowFeed(&m_client->databases(), m_databaseId,
+                                      QStringLiteral(
+                                          "SELECT * FROM (\n%1\n) AS sorted ORDER BY %2 %3")
+                                          .arg(inner)
+                                          .arg(column + 1)
+                                          .arg(order == Qt::AscendingOrder
+                                                   ? QStringLiteral("ASC")
+                                                   : QStringLiteral("DESC")),
+                                      {});
+                    sorted->setPageSize(kPageSize);
+                    view->model()->setFeed(sorted);
+                });
+        connect(view, &ResultView::countRequested, this, [this, view, inner] {
+            auto *count = new ResultModel(view);
+            connect(count, &ResultModel::finished, view, [view, count] {
+                view->setTotal(tr("%1 rows in all").arg(count->index(0, 0).data().toString()));
+                count->deleteLater();
+            });
+            connect(count, &ResultModel::failed, view, [view, count](const Error &e) {
+                view->setTotal(tr("Count failed: %1").arg(e.message));
+                count->deleteLater();
+            });
+            count->setFeed(
+                new RowFeed(&m_client->databases(), m_databaseId,
+                            QStringLiteral("SELECT count(*) FROM (\n%1\n) AS counted").arg(inner),
+                            {}));
+        });
+    }
     const bool explain = verb == QLatin1String("EXPLAIN");
     if (verb == QLatin1String("CREATE") || verb == QLatin1String("DROP")
         || verb == QLatin1String("ALTER"))
@@ -309,7 +480,15 @@ void SqlConsole::runNext()
     });
     connect(model, &ResultModel::finished, view, [this, view, model, explain, status] {
         if (explain) {
-            view->showText(planText(model));
+            // As a tree when it is a plan the tree knows (PostgreSQL's JSON, SQLite's rows,
+            // DuckDB's operators), else as text.
+            auto *plan = new PlanView(view);
+            if (plan->setPlan(*model)) {
+                view->showWidget(plan);
+            } else {
+                delete plan;
+                view->showText(planText(model));
+            }
             view->setStatus(tr("plan"));
             if (view == m_current) {
                 m_history->add(m_currentStatement.sql, m_statementClock.elapsed(), true);
@@ -331,7 +510,10 @@ void SqlConsole::runNext()
         if (at.isValid()) {
             message += QStringLiteral("\n")
                        + tr("at line %1, column %2 of the statement").arg(at.line).arg(at.column);
-            const int inStatement = utf16Offset(m_currentStatement.sql, at.position);
+            const int position = m_sentShift != 0 && at.position > m_sentFrom
+                                     ? at.position - m_sentShift
+                                     : at.position;
+            const int inStatement = utf16Offset(m_currentStatement.sql, position);
             int length = 1;
             const QString &s = m_currentStatement.sql;
             while (inStatement + length < s.size() && !s[inStatement + length].isSpace()
@@ -351,6 +533,8 @@ void SqlConsole::finishCurrent(bool ok, bool continueRun)
 {
     const int tab = m_results->indexOf(m_current);
     m_current = nullptr;
+    if (!ok)
+        m_failed = true;
     Q_EMIT statementDone(tab, ok);
     if (!continueRun)
         m_queue.clear();
@@ -375,8 +559,11 @@ void SqlConsole::updateTimer()
 {
     if (!m_clock.isValid())
         return;
-    m_timer->setText(isRunning() ? tr("Running… %1").arg(Style::formatDuration(m_clock.elapsed()))
-                                 : tr("Done in %1").arg(Style::formatDuration(m_clock.elapsed())));
+    const QString elapsed = Style::formatDuration(m_clock.elapsed());
+    m_timer->setText(isRunning() ? tr("Running… %1").arg(elapsed)
+                     : m_failed  ? tr("Failed after %1").arg(elapsed)
+                                 : tr("Done in %1").arg(elapsed));
+    Style::setTextTone(m_timer, !isRunning() && m_failed ? Style::Tone::Error : Style::Tone::Normal);
 }
 
 } // namespace Sandbox::Ui

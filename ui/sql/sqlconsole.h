@@ -57,6 +57,10 @@ public Q_SLOTS:
     void runStatementUnderCursor();
     void cancel();
     void refreshSchema();
+    // Adds `sql` (one statement, no ";") to the end of the editor and runs it.
+    void runSql(const QString &sql);
+    // The columns and indexes of a table of the schema tree, in a result tab.
+    void describe(const QModelIndex &table);
 
 Q_SIGNALS:
     void runningChanged(bool running);
@@ -89,6 +93,10 @@ private:
     QLabel *m_timer;             // owned (child)
     QTimer *m_tick;              // owned (child)
     QElapsedTimer m_clock;
+    bool m_failed = false;
+    int m_sentShift = 0; // characters the sent statement has more than the editor's (EXPLAIN)
+    int m_sentFrom
+        = 0; // from where, in the sent statement // a statement of the current run failed or was cancelled
     QElapsedTimer m_statementClock;
     QList<Pending> m_queue;
     QPointer<ResultView> m_current;

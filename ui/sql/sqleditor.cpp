@@ -1,5 +1,7 @@
 #include "sqleditor.h"
 
+#include "../common/uistyle.h"
+
 #include <Qsci/qsciapis.h>
 #include <Qsci/qscilexersql.h>
 
@@ -64,10 +66,10 @@ SqlEditor::SqlEditor(QWidget *parent)
     setMarginWidth(1, 14);
     setMarginSensitivity(1, false);
     markerDefine(QsciScintilla::Circle, kErrorMarker);
-    setMarkerBackgroundColor(QColor(0xd3, 0x2f, 0x2f), kErrorMarker);
     indicatorDefine(QsciScintilla::SquiggleIndicator, kErrorIndicator);
-    setIndicatorForegroundColor(QColor(0xd3, 0x2f, 0x2f), kErrorIndicator);
     setAnnotationDisplay(QsciScintilla::AnnotationBoxed);
+    applyErrorColors();
+    connect(this, &CodeEditor::colorsChanged, this, &SqlEditor::applyErrorColors);
     setAutoCompletionSource(QsciScintilla::AcsAPIs);
     setAutoCompletionThreshold(2);
     setAutoCompletionCaseSensitivity(false);
@@ -79,6 +81,21 @@ SqlEditor::SqlEditor(QWidget *parent)
 }
 
 SqlEditor::~SqlEditor() = default;
+
+void SqlEditor::applyErrorColors()
+{
+    // From the palette: a red that reads on it, on a card tinted with it.
+    const QPalette pal = palette();
+    const QColor red = Style::color(Style::Tone::Error, pal);
+    setMarkerBackgroundColor(red, kErrorMarker);
+    setMarkerForegroundColor(red, kErrorMarker);
+    setIndicatorForegroundColor(red, kErrorIndicator);
+    m_errorStyle = QsciStyle(m_errorStyle.style(), QStringLiteral("SQL error"),
+                             pal.color(QPalette::Text), Style::background(Style::Tone::Error, pal),
+                             Style::monospaceFont());
+    if (m_errorLine >= 0)
+        annotate(m_errorLine, m_errorMessage, m_errorStyle);
+}
 
 void SqlEditor::setDialect(const QString &engine)
 {
@@ -118,10 +135,27 @@ void SqlEditor::rebuildCompletion()
     m_apis->prepare();
 }
 
+namespace {
+bool isRunKey(const QKeyEvent *event)
+{
+    return (event->key() == Qt::Key_Return || event->key() == Qt::Key_Enter)
+           && (event->modifiers() & Qt::ControlModifier);
+}
+} // namespace
+
+bool SqlEditor::event(QEvent *event)
+{
+    // Ctrl+Enter and Ctrl+Shift+Enter are the editor's own, whatever the window binds them to.
+    if (event->type() == QEvent::ShortcutOverride && isRunKey(static_cast<QKeyEvent *>(event))) {
+        event->accept();
+        return true;
+    }
+    return CodeEditor::event(event);
+}
+
 void SqlEditor::keyPressEvent(QKeyEvent *event)
 {
-    if ((event->key() == Qt::Key_Return || event->key() == Qt::Key_Enter)
-        && (event->modifiers() & Qt::ControlModifier)) {
+    if (isRunKey(event)) {
         if (event->modifiers() & Qt::ShiftModifier)
             Q_EMIT runAllRequested();
         else
@@ -143,7 +177,8 @@ void SqlEditor::markError(int offset, int length, const QString &message)
     m_errorStart = start;
     m_errorLine = int(SendScintilla(SCI_LINEFROMPOSITION, start));
     markerAdd(m_errorLine, kErrorMarker);
-    annotate(m_errorLine, message, 0);
+    m_errorMessage = message;
+    annotate(m_errorLine, message, m_errorStyle);
     SendScintilla(SCI_GOTOPOS, start);
     ensureLineVisible(m_errorLine);
 }

@@ -2,6 +2,8 @@
 
 #include "../editor/codeeditor.h"
 
+#include <Qsci/qscistyle.h>
+
 #include <QMap>
 #include <QStringList>
 
@@ -44,16 +46,20 @@ Q_SIGNALS:
     void runAllRequested();
 
 protected:
+    bool event(QEvent *event) override;
     void keyPressEvent(QKeyEvent *event) override;
 
 private:
     void rebuildCompletion();
+    void applyErrorColors();
 
     SqlLexer *m_lexer; // owned (child)
     QsciAPIs *m_apis;  // owned by the lexer
     QString m_dialect;
     QStringList m_words;
     QMap<QString, QStringList> m_schema;
+    QsciStyle m_errorStyle; // the error's card (annotation)
+    QString m_errorMessage;
     int m_errorLine = -1;
     int m_errorStart = -1;
 };

@@ -5,11 +5,15 @@
 #include "../console/consolepage.h"
 #include "../files/filespage.h"
 #include "../terminal/terminalpage.h"
+#include "sandboxworkspace.h"
 
 #include <agents/agentsessionview.h>
 #include <sql/sqlconsole.h>
 
 #include <QVBoxLayout>
+
+#include <functional>
+#include <utility>
 
 namespace Sandbox::Ui {
 
@@ -58,25 +62,48 @@ public:
     }
 };
 
-// A page around a self-contained widget of another area (ui/agents, ui/sql).
+// A page around a self-contained widget of another area (ui/agents, ui/sql). The widget is made
+// when the page is first shown if the sandbox sleeps: what it loads at once (a schema, a model
+// list) would wake it, and a restored tab in the background must not.
 class WidgetPage final : public SandboxPage
 {
 public:
-    WidgetPage(const SandboxPageContext &context, const QString &title, QWidget *parent)
+    using Make = std::function<QWidget *(WidgetPage *page)>;
+
+    WidgetPage(const SandboxPageContext &context, const QString &title, Make make, QWidget *parent)
         : SandboxPage(context, parent)
         , m_title(title)
+        , m_make(std::move(make))
     {
         auto *layout = new QVBoxLayout(this);
         layout->setContentsMargins(0, 0, 0, 0);
         // The hosted widget's minimum size must not squeeze the sidebar and the file pane: the
         // document area takes what the window's splitters give it.
         setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
+        const QString status = context.sandbox.status;
+        if (status != QLatin1String("sleeping") && status != QLatin1String("stopped"))
+            makeWidget();
     }
-    void setWidget(QWidget *widget) { layout()->addWidget(widget); }
     QString title() const override { return m_title; }
 
+protected:
+    void showEvent(QShowEvent *event) override
+    {
+        SandboxPage::showEvent(event);
+        makeWidget();
+    }
+
 private:
+    void makeWidget()
+    {
+        if (!m_make)
+            return;
+        const Make make = std::exchange(m_make, nullptr);
+        layout()->addWidget(make(this));
+    }
+
     QString m_title;
+    Make m_make;
 };
 
 class AgentSessionPageFactory final : public SandboxPageFactory
@@ -89,9 +116,21 @@ public:
     int order() const override { return 0; }
     SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
     {
-        auto *page = new WidgetPage(context, title(), parent);
-        page->setWidget(new AgentSessionView(context.client, context.sandbox, page));
-        return page;
+        const auto make = [client = context.client, sandbox = context.sandbox](WidgetPage *page) {
+            auto *view = new AgentSessionView(client, sandbox, page);
+            // The agent writes files while it runs: the file pane follows.
+            QObject::connect(view, &AgentSessionView::runStarted, page,
+                             [page] { Q_EMIT page->filesTouched(true); });
+            QObject::connect(view, &AgentSessionView::runFinished, page,
+                             [page] { Q_EMIT page->filesTouched(false); });
+            QObject::connect(view, &AgentSessionView::runFailed, page,
+                             [page] { Q_EMIT page->filesTouched(false); });
+            if (SandboxWorkspace *ws = page->context().workspace)
+                QObject::connect(view, &AgentSessionView::fixRequested, ws,
+                                 &SandboxWorkspace::agentFixRequested);
+            return view;
+        };
+        return new WidgetPage(context, title(), make, parent);
     }
 };
 
@@ -108,9 +147,10 @@ public:
     int order() const override { return 0; }
     SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
     {
-        auto *page = new WidgetPage(context, title(), parent);
-        page->setWidget(new SqlConsole(context.client, context.sandbox.id, page));
-        return page;
+        const auto make = [client = context.client, id = context.sandbox.id](WidgetPage *page) {
+            return new SqlConsole(client, id, page);
+        };
+        return new WidgetPage(context, title(), make, parent);
     }
 };
 

@@ -44,11 +44,19 @@ public:
     virtual void restoreState(const QJsonObject &state) { Q_UNUSED(state) }
     // The sandbox changed (status, name, ...). The base class keeps the new value.
     virtual void sandboxChanged(const SandboxInfo &sandbox);
+    // Another page did something that may have changed the sandbox's files (a command ran, a
+    // file was saved, an agent worked): the workspace tells every page.
+    virtual void filesMayHaveChanged() {}
+    // The connection to the engine was lost (false) or is back (true).
+    virtual void connectionChanged(bool connected) { Q_UNUSED(connected) }
 
 Q_SIGNALS:
     void titleChanged();
     // A short message for the window's status bar.
     void message(const QString &text);
+    // This page may have changed the sandbox's files (see filesMayHaveChanged()); `busy`: it is
+    // still at work (the workspace then keeps telling the pages, every 2 s, until it is done).
+    void filesTouched(bool busy = false);
 
 private:
     SandboxPageContext m_context;

@@ -1,5 +1,7 @@
 #include "sandboxworkspace.h"
 
+#include "../common/uistyle.h"
+
 #include "sandboxpageregistry.h"
 
 #include "../doctor/limitsbadge.h"
@@ -11,6 +13,7 @@
 #include <QStackedWidget>
 #include <QTabBar>
 #include <QTabWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 
 namespace Sandbox::Ui {
@@ -41,12 +44,16 @@ SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
     m_horizontal->addWidget(m_vertical);
     m_horizontal->setStretchFactor(0, 0);
     m_horizontal->setStretchFactor(1, 1);
-    m_horizontal->setChildrenCollapsible(false);
+    // The file pane and the console may be collapsed (dragged shut, or View ▸ Toggle); the
+    // documents never: they are what the user came for.
+    m_horizontal->setChildrenCollapsible(true);
+    m_horizontal->setCollapsible(1, false);
     m_vertical->addWidget(m_documentStack);
     m_vertical->addWidget(m_panel);
     m_vertical->setStretchFactor(0, 3);
     m_vertical->setStretchFactor(1, 2);
-    m_vertical->setChildrenCollapsible(false);
+    m_vertical->setChildrenCollapsible(true);
+    m_vertical->setCollapsible(0, false);
 
     for (QTabWidget *tabs : {m_side, m_documents, m_panel}) {
         tabs->setDocumentMode(true);
@@ -62,7 +69,7 @@ SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
                             "to edit it here; Ctrl+S saves it back to the sandbox."));
     placeholder->setAlignment(Qt::AlignCenter);
     placeholder->setWordWrap(true);
-    placeholder->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    Style::setTextTone(placeholder, Style::Tone::Muted);
     m_documentStack->addWidget(m_documents);
     m_documentStack->addWidget(m_documentPlaceholder);
 
@@ -81,8 +88,23 @@ SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
     m_side->tabBar()->setVisible(m_side->count() > 1);
     m_side->setVisible(m_side->count() > 0);
     m_panel->setVisible(m_panel->count() > 0);
-    m_horizontal->setSizes({260, 900});
-    m_vertical->setSizes({420, 300});
+    // While a page is at work in the sandbox (a command, an agent), the file pane follows it.
+    m_filesTimer.setInterval(2000);
+    connect(&m_filesTimer, &QTimer::timeout, this, &SandboxWorkspace::notifyFilesChanged);
+    // A database's files are its server's (its SQL console has the schema beside it): the file
+    // pane starts collapsed there (Ctrl+B shows it).
+    if (sandbox.kind == QLatin1String("database")) {
+        m_sideSizes = {220, 900};
+        m_horizontal->setSizes({0, 1120});
+    } else {
+        m_horizontal->setSizes({220, 900});
+    }
+    // A database's SQL console (results included) gets most of the height; an agent's console
+    // shares it with the documents.
+    if (sandbox.kind == QLatin1String("database"))
+        m_vertical->setSizes({640, 100});
+    else
+        m_vertical->setSizes({420, 300});
     updateDocumentPlaceholder();
 }
 
@@ -99,6 +121,43 @@ void SandboxWorkspace::setSandbox(const SandboxInfo &sandbox)
     m_limits->setLimits(sandbox.limits);
     for (SandboxPage *p : pages())
         p->sandboxChanged(sandbox);
+}
+
+void SandboxWorkspace::togglePane(Qt::Orientation orientation)
+{
+    QSplitter *s = orientation == Qt::Horizontal ? m_horizontal : m_vertical;
+    const int pane = orientation == Qt::Horizontal ? 0 : 1;
+    QList<int> sizes = s->sizes();
+    QList<int> &remembered = orientation == Qt::Horizontal ? m_sideSizes : m_panelSizes;
+    if (sizes.value(pane) > 0) {
+        remembered = sizes;
+        sizes[1 - pane] += sizes[pane];
+        sizes[pane] = 0;
+        s->setSizes(sizes);
+    } else {
+        s->setSizes(
+            remembered.size() == 2 && remembered.value(pane) > 0
+                ? remembered
+                : (orientation == Qt::Horizontal ? QList<int>{220, 900} : QList<int>{420, 300}));
+    }
+}
+
+bool SandboxWorkspace::isPaneCollapsed(Qt::Orientation orientation) const
+{
+    QSplitter *s = orientation == Qt::Horizontal ? m_horizontal : m_vertical;
+    return s->sizes().value(orientation == Qt::Horizontal ? 0 : 1) == 0;
+}
+
+void SandboxWorkspace::notifyFilesChanged()
+{
+    for (SandboxPage *p : pages())
+        p->filesMayHaveChanged();
+}
+
+void SandboxWorkspace::setConnected(bool connected)
+{
+    for (SandboxPage *p : pages())
+        p->connectionChanged(connected);
 }
 
 QTabWidget *SandboxWorkspace::areaWidget(SandboxPageFactory::Area area) const
@@ -125,6 +184,19 @@ void SandboxWorkspace::addPage(SandboxPage *page, SandboxPageFactory::Area area,
     }
     connect(page, &SandboxPage::titleChanged, this, [this, page] { updateTab(page); });
     connect(page, &SandboxPage::message, this, &SandboxWorkspace::message);
+    connect(page, &SandboxPage::filesTouched, this, [this, page](bool busy) {
+        if (busy)
+            m_busyPages.insert(page);
+        else
+            m_busyPages.remove(page);
+        if (busy && !m_filesTimer.isActive())
+            m_filesTimer.start();
+        else if (m_busyPages.isEmpty())
+            m_filesTimer.stop();
+        notifyFilesChanged();
+    });
+    // The timer as the context: gone before the pages when the workspace is destroyed.
+    connect(page, &QObject::destroyed, &m_filesTimer, [this, page] { m_busyPages.remove(page); });
     updateDocumentPlaceholder();
 }
 

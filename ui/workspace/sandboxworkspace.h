@@ -6,6 +6,8 @@
 
 #include <QJsonObject>
 #include <QPointer>
+#include <QSet>
+#include <QTimer>
 #include <QWidget>
 
 class QSplitter;
@@ -39,6 +41,12 @@ public:
     QString title() const;
     // The sandbox as the list saw it last: status, name, ...; passed on to every page.
     void setSandbox(const SandboxInfo &sandbox);
+    // Collapses the file pane (Qt::Horizontal) or the console (Qt::Vertical), or brings it back
+    // at the size it had.
+    void togglePane(Qt::Orientation orientation);
+    bool isPaneCollapsed(Qt::Orientation orientation) const;
+    // Tells every page that the engine can (not) be reached.
+    void setConnected(bool connected);
 
     // The page a factory made, by factory id ("console", "files", ...).
     SandboxPage *page(const QString &factoryId) const;
@@ -67,9 +75,12 @@ public:
     void restoreState(const QJsonObject &state);
 
 Q_SIGNALS:
+    // The agent page offers a fix for a problem (AgentProblem::Kind as int).
+    void agentFixRequested(const Sandbox::SandboxInfo &sandbox, int problemKind);
     void message(const QString &text);
 
 private:
+    void notifyFilesChanged();
     QTabWidget *areaWidget(SandboxPageFactory::Area area) const;
     void addPage(SandboxPage *page, SandboxPageFactory::Area area, bool closable);
     void updateTab(SandboxPage *page);
@@ -87,6 +98,10 @@ private:
     QTabWidget *m_panel;
     LimitsBadge *m_limits;                        // owned (child): shown when a limit does not hold
     QHash<QString, SandboxPage *> m_factoryPages; // by factory id
+    QSet<QObject *> m_busyPages;                  // at work in the sandbox (not owned)
+    QTimer m_filesTimer;
+    QList<int> m_sideSizes;  // before the file pane was collapsed
+    QList<int> m_panelSizes; // before the console was collapsed
 };
 
 } // namespace Sandbox::Ui

@@ -4,6 +4,8 @@
 #include "engineprocess.h"
 #include "mockmodelserver.h"
 
+#include <agents/agentproblem.h>
+
 #include <agents/agentdashboard.h>
 #include <agents/agentdashboardmodel.h>
 #include <agents/agentsessionview.h>
@@ -17,6 +19,7 @@
 #include <QComboBox>
 #include <QDBusConnection>
 #include <QDBusConnectionInterface>
+#include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -109,6 +112,9 @@ private Q_SLOTS:
     void stopKillsTheRun();
     void dashboardShowsTheSessions();
     void fileModelLoadsLazily();
+    void problemsInTheUsersTermsWithTheirFix();
+    void problemWording_data();
+    void problemWording();
 
 private:
     QStringList titles() const;
@@ -361,6 +367,77 @@ void tst_AgentSessionView::fileModelLoadsLazily()
     QCOMPARE(paths.count(QStringLiteral("/workspace/sub")), 1);
     QCOMPARE(model.rowCount(model.index(int(paths.indexOf(QStringLiteral("/workspace/sub"))), 0)),
              0);
+}
+
+void tst_AgentSessionView::problemsInTheUsersTermsWithTheirFix()
+{
+    // An agent sandbox without network: the run cannot reach the model.
+    AgentCreateOptions create;
+    create.type = QStringLiteral("claude-code");
+    create.size = QStringLiteral("lite");
+    create.name = QStringLiteral("offline");
+    SandboxInfo offline;
+    bool done = false;
+    m_client->agents()
+        .create(create, this,
+                [&](Result<SandboxInfo> r) {
+                    done = true;
+                    if (r)
+                        offline = r.value();
+                })
+        .detach();
+    QTRY_VERIFY_WITH_TIMEOUT(done, 30000);
+    QVERIFY(!offline.id.isEmpty());
+    AgentSessionView view(m_client.get(), offline);
+    view.resize(900, 600);
+    view.show();
+    QSignalSpy fix(&view, &AgentSessionView::fixRequested);
+    QVERIFY(view.send(QStringLiteral("hello")));
+    QTRY_VERIFY_WITH_TIMEOUT(!view.isRunning(), 30000);
+    QTRY_VERIFY(view.problemLabel()->isVisible());
+    QVERIFY2(view.problemLabel()->text().contains(QLatin1String("has no network")),
+             qPrintable(view.problemLabel()->text()));
+    QCOMPARE(view.fixButton()->text(), QStringLiteral("New Sandbox with Network…"));
+    // The API's wording is not what the user reads.
+    const AgentTranscriptModel *m = view.transcript();
+    for (int i = 0; i < m->rowCount(); ++i)
+        QVERIFY(!m->index(i)
+                     .data(AgentTranscriptModel::BodyRole)
+                     .toString()
+                     .contains(QLatin1String("network: true")));
+    // The fix is one click: the window gets the sandbox and the problem.
+    QTest::mouseClick(view.fixButton(), Qt::LeftButton);
+    QCOMPARE(fix.size(), 1);
+    QCOMPARE(fix.first().at(0).value<SandboxInfo>().id, offline.id);
+    QCOMPARE(fix.first().at(1).toInt(), int(AgentProblem::Kind::NoNetwork));
+}
+
+void tst_AgentSessionView::problemWording_data()
+{
+    QTest::addColumn<QString>("message");
+    QTest::addColumn<int>("kind");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("claude login") << "Invalid API key · Please run /login"
+                                  << int(AgentProblem::Kind::NoModelKey) << "ANTHROPIC_API_KEY";
+    QTest::newRow("engine: no network")
+        << "the agent cannot reach its model API: sandbox sb_1 has no network. Create agent "
+           "sandboxes with network: true (they then share the host's network)."
+        << int(AgentProblem::Kind::NoNetwork) << "has no network";
+    QTest::newRow("something else")
+        << "segmentation fault" << int(AgentProblem::Kind::None) << "segmentation fault";
+}
+
+void tst_AgentSessionView::problemWording()
+{
+    QFETCH(QString, message);
+    QFETCH(int, kind);
+    QFETCH(QString, says);
+    const AgentProblem p = AgentProblem::explain(message, QStringLiteral("claude-code"));
+    QCOMPARE(int(p.kind), kind);
+    QVERIFY2(p.text.contains(says), qPrintable(p.text));
+    if (p.kind != AgentProblem::Kind::None)
+        QVERIFY(!p.text.contains(QLatin1String("/login"))
+                && !p.text.contains(QLatin1String(": true")));
 }
 
 // A session bus of the test's own (dbus-daemon), so that notifications go nowhere else.

@@ -238,6 +238,47 @@ private Q_SLOTS:
         QVERIFY(log.readAll().contains("sandboxd listening on"));
     }
 
+    void anEngineInAnotherDataDirIsFoundOnceItIsGiven()
+    {
+        // The engine runs with its own data dir, not this user's default: the app says where
+        // it looked and what to do, then connects once the Connect dialog's field names the dir.
+        ConnectionProfile profile = ConnectionProfile::local();
+        for (const QString &dir : profile.candidateDataDirs()) {
+            if (QFile::exists(dir + QStringLiteral("/api-key")))
+                QSKIP("an engine's key is in a default data dir of this machine");
+        }
+        profile.url = m_engine.process().url();
+        ConnectionManager manager;
+        manager.connectTo(profile);
+        QTRY_VERIFY_WITH_TIMEOUT(manager.state() == ConnectionManager::State::Unauthorized
+                                     || manager.state() == ConnectionManager::State::Failed,
+                                 15000);
+        QVERIFY2(manager.errorMessage().contains(QLatin1String("another data directory"))
+                     && manager.errorMessage().contains(QLatin1String("File > Connect")),
+                 qPrintable(manager.errorMessage()));
+
+        ProfileStore profiles;
+        SecretStore secrets(SecretStore::Backend::File,
+                            UiTest::settingsDir() + QStringLiteral("/keys.json"));
+        ConnectionDialog dialog(&profiles, &secrets, QString::fromLatin1(ProfileStore::LocalId));
+        dialog.show();
+        auto *dir = dialog.findChild<QLineEdit *>(QStringLiteral("localDataDir"));
+        QVERIFY(dir && dir->isVisible());
+        dir->setFocus();
+        QTest::keyClicks(dir, m_engine.process().dataDir());
+        dialog.accept();
+        QCOMPARE(dialog.result(), int(QDialog::Accepted));
+        QCOMPARE(dialog.chosenProfile().dataDir, m_engine.process().dataDir());
+        // Kept: the next start uses it without asking.
+        QCOMPARE(profiles.profile(QString::fromLatin1(ProfileStore::LocalId)).dataDir,
+                 m_engine.process().dataDir());
+        ConnectionProfile chosen = dialog.chosenProfile().toConnectionProfile();
+        chosen.url = m_engine.process().url();
+        manager.connectTo(chosen);
+        QTRY_COMPARE_WITH_TIMEOUT(manager.state(), ConnectionManager::State::Connected, 15000);
+        profiles.save(ProfileStore::localProfile()); // back to the default for the other tests
+    }
+
     void aWrongKeyIsRefused()
     {
         ConnectionManager manager;

@@ -218,6 +218,85 @@ private Q_SLOTS:
             [&] { return !model->indexOf(QStringLiteral("/workspace/src/notes.md")).isValid(); }));
     }
 
+    void clickOnEmptySpaceClearsTheSelection()
+    {
+        FilesPage page(SandboxPageContext{m_engine.client(), m_sandbox, nullptr});
+        page.resize(300, 600);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        FileTreeModel *model = page.model();
+        QTRY_VERIFY_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/src")).isValid(), 10000);
+        const QModelIndex src = model->indexOf(QStringLiteral("/workspace/src"));
+        QTest::mouseClick(page.view()->viewport(), Qt::LeftButton, {},
+                          page.view()->visualRect(src).center());
+        QCOMPARE(page.view()->currentIndex(), src);
+        // Below the last entry.
+        QTest::mouseClick(page.view()->viewport(), Qt::LeftButton, {},
+                          QPoint(20, page.view()->viewport()->height() - 5));
+        QVERIFY(!page.view()->currentIndex().isValid());
+        QVERIFY(page.view()->selectionModel()->selectedRows().isEmpty());
+    }
+
+    void followsFilesWrittenByAnotherPage()
+    {
+        FilesPage page(SandboxPageContext{m_engine.client(), m_sandbox, nullptr});
+        page.resize(300, 600);
+        page.show();
+        FileTreeModel *model = page.model();
+        QTRY_VERIFY_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/src")).isValid(), 10000);
+        page.view()->expand(model->indexOf(QStringLiteral("/workspace/src")));
+        QTRY_VERIFY_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/src/main.py")).isValid(),
+                                 10000);
+        // Written behind the page's back (as the console or an agent does), then the workspace
+        // says files may have changed: the new file shows up and the size is the new one.
+        QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("echo new > src/fresh.txt && "
+                                                           "printf '%0100d' 0 > src/main.py")));
+        page.filesMayHaveChanged();
+        QTRY_VERIFY_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/src/fresh.txt")).isValid(),
+                                 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/src/main.py"))
+                                      .siblingAtColumn(FileTreeModel::SizeColumn)
+                                      .data()
+                                      .toString(),
+                                  QStringLiteral("100 B"), 10000);
+    }
+
+    void databaseFilesAreNotOfferedForDeletion_data()
+    {
+        QTest::addColumn<QString>("type");
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<bool>("protectedData");
+        QTest::newRow("pgdata") << "postgres"
+                                << "/workspace/pgdata" << true;
+        QTest::newRow("inside pgdata") << "postgres"
+                                       << "/workspace/pgdata/base/1/112" << true;
+        QTest::newRow("sqlite file") << "sqlite"
+                                     << "/workspace/main.db" << true;
+        QTest::newRow("sqlite wal") << "sqlite"
+                                    << "/workspace/main.db-wal" << true;
+        QTest::newRow("duckdb wal") << "duckdb"
+                                    << "/workspace/main.duckdb.wal" << true;
+        QTest::newRow("a script next to it") << "sqlite"
+                                             << "/workspace/seed.sql" << false;
+        QTest::newRow("postgres: other files") << "postgres"
+                                               << "/workspace/dump.sql" << false;
+    }
+
+    void databaseFilesAreNotOfferedForDeletion()
+    {
+        QFETCH(QString, type);
+        QFETCH(QString, path);
+        QFETCH(bool, protectedData);
+        SandboxInfo db = m_sandbox;
+        db.kind = QStringLiteral("database");
+        db.type = type;
+        FilesPage page(SandboxPageContext{m_engine.client(), db, nullptr});
+        QCOMPARE(page.isDatabaseFile(path), protectedData);
+        // An agent's files are its own to delete, whatever their names.
+        FilesPage agent(SandboxPageContext{m_engine.client(), m_sandbox, nullptr});
+        QVERIFY(!agent.isDatabaseFile(path));
+    }
+
     void uploadsDroppedFilesAndDownloads()
     {
         QTemporaryDir local;

@@ -135,11 +135,12 @@ private Q_SLOTS:
         QVERIFY(files);
         QVERIFY(ws->page(QStringLiteral("notes")));
 
-        // Type a command and run it with the window's Ctrl+Return.
+        // Type a command and run it with Ctrl+Return (the console's key).
         console->commandLine()->setText(
             QStringLiteral("printf 'print(42)\\n' > hello.py && echo written"));
         QSignalSpy finished(console, &ConsolePage::commandFinished);
-        QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_Return));
+        console->focusCommandLine();
+        QTest::keySequence(console->commandLine(), QKeySequence(Qt::CTRL | Qt::Key_Return));
         QVERIFY(finished.wait(15000));
         QVERIFY(consoleHas(console, QStringLiteral("written")));
 
@@ -278,11 +279,12 @@ private Q_SLOTS:
         QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_PageUp));
         QCOMPARE(w->sandboxTabs()->currentIndex(), 1);
 
-        // Ctrl+. stops the running command of the current sandbox.
+        // Ctrl+. in the console stops its running command.
         auto *console = w->currentWorkspace()->page<ConsolePage>(QStringLiteral("console"));
         console->run(QStringLiteral("echo go; sleep 60"));
         QVERIFY(UiTest::waitFor([&] { return consoleHas(console, QStringLiteral("go")); }, 10000));
-        QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::Key_Period));
+        console->focusCommandLine();
+        QTest::keySequence(console->commandLine(), QKeySequence(Qt::CTRL | Qt::Key_Period));
         QVERIFY(UiTest::waitFor([&] { return !console->isRunning(); }, 10000));
 
         // The extra page appears only where its factory applies.

@@ -1,9 +1,11 @@
-// The main window as a user sees it, on a real X server (Xvfb): a sandbox open with its files,
-// a Python file in the editor and a console that ran a command with colours and an error line;
-// the terminal running htop and the agent dashboard with real runs (Claude Code against the mock
-// model API), light and dark.
-// The picture is kept in build/artefacts/mainwindow.png; the test checks that the panes are not
-// empty and that the text is drawn with the fonts asked for.
+// The main window as a user sees it, on a real X server (Xvfb), at 1024x700 and 1920x1080 in a
+// light and a dark palette: a sandbox open with its files, a Python file in the editor and a
+// console that ran a command with colours and an error line, then a database's SQL console with
+// a result. The pictures are kept in build/artefacts/{mainwindow,sql}-WxH-THEME.png; the test
+// checks that the panes are not empty, the fonts are the ones asked for, the editor's paper follows
+// the palette, nothing is cut off and a result gets the room for ten rows. Then the terminal
+// running htop and the agent dashboard with real runs (Claude Code against the mock model API),
+// light and dark.
 #include <uitest.h>
 
 #include <agents/agentdashboard.h>
@@ -11,10 +13,12 @@
 #include <client/agentrun.h>
 #include <client/agentsservice.h>
 #include <client/client.h>
+#include <common/uistyle.h>
 #include <connection/connectiondialog.h>
 #include <connection/connectionmanager.h>
 #include <connection/profilestore.h>
 #include <connection/secretstore.h>
+#include <console/commandline.h>
 #include <console/consolebuffer.h>
 #include <console/consolepage.h>
 #include <console/consoleview.h>
@@ -26,6 +30,10 @@
 #include <mainwindow/sandboxlistmodel.h>
 #include <terminal/terminalpage.h>
 #include <terminal/terminalview.h>
+#include <sql/resultmodel.h>
+#include <sql/resultview.h>
+#include <sql/sqlconsole.h>
+#include <sql/sqleditor.h>
 #include <workspace/sandboxpageregistry.h>
 #include <workspace/sandboxworkspace.h>
 
@@ -34,17 +42,23 @@
 #include <Qsci/qscilexer.h>
 #include <Qsci/qsciscintilla.h>
 
+#include <QAbstractButton>
 #include <QApplication>
 #include <QDir>
 #include <QFontInfo>
 #include <QGuiApplication>
+#include <QHeaderView>
 #include <QImage>
+#include <QLineEdit>
 #include <QPointer>
 #include <QScreen>
 #include <QSet>
 #include <QSignalSpy>
+#include <QStyleFactory>
+#include <QTabBar>
 #include <QTableView>
 #include <QTest>
+#include <QToolBar>
 #include <QTreeView>
 
 using namespace Sandbox;
@@ -67,8 +81,59 @@ QRect rectIn(QWidget *window, QWidget *w)
 {
     return QRect(w->mapTo(window, QPoint(0, 0)), w->size());
 }
+
+// Widgets a user must be able to reach: shown, yet clipped by their parents or the window.
+QStringList unreachable(QWidget *window)
+{
+    QStringList out;
+    const QRect inside = window->rect();
+    const auto check = [&](QWidget *w) {
+        if (!w->isVisibleTo(window) || w->window() != window)
+            return;
+        const QRect r(w->mapTo(window, QPoint(0, 0)), w->size());
+        const QRect visible = w->visibleRegion().boundingRect();
+        const bool clipped = visible.width() < w->width() - 1 || visible.height() < w->height() - 1;
+        // A tool bar's hidden buttons sit in its extension menu: those are reachable.
+        if (qobject_cast<QToolBar *>(w->parentWidget()))
+            return;
+        if (!inside.contains(r) || clipped || w->width() < 8 || w->height() < 8) {
+            const QString text = qobject_cast<QAbstractButton *>(w)
+                                     ? static_cast<QAbstractButton *>(w)->text()
+                                     : w->objectName();
+            out << QStringLiteral("%1 \"%2\" at %3,%4 %5x%6")
+                       .arg(QString::fromLatin1(w->metaObject()->className()), text)
+                       .arg(r.x())
+                       .arg(r.y())
+                       .arg(r.width())
+                       .arg(r.height());
+        }
+    };
+    for (QAbstractButton *b : window->findChildren<QAbstractButton *>()) {
+        // Tab bars' scroll arrows and close buttons come and go with the room.
+        if (qobject_cast<QTabBar *>(b->parentWidget()))
+            continue;
+        check(b);
+    }
+    for (QLineEdit *e : window->findChildren<QLineEdit *>())
+        check(e);
+    return out;
+}
+
+QImage grab(QWidget *window)
+{
+    QCoreApplication::processEvents();
+    return window->screen()->grabWindow(window->winId()).toImage();
+}
+
+QString artefact(const QString &name)
+{
+    QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
+    return QStringLiteral(SANDBOX_ARTEFACT_DIR "/") + name + QStringLiteral(".png");
+}
 } // namespace
 
+// Every row: a main window at one screen size in one palette, a sandbox open with its files, an
+// editor and a console that ran a coloured command, then a database with a SQL result.
 class TestScreenshot final : public QObject
 {
     Q_OBJECT
@@ -79,17 +144,17 @@ private Q_SLOTS:
         if (QGuiApplication::platformName() != QLatin1String("xcb"))
             QSKIP("needs an X server (run under xvfb-run)");
         UiTest::isolateSettings();
+        QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+        m_light = QApplication::palette();
         QVERIFY(m_mock.listen());
         QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"),
                                  QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
                  qPrintable(m_engine.process().log()));
-    }
 
-    void mainWindowWithConsoleAndEditor()
-    {
-        // Some sandboxes to list: the one we open, one stopped.
+        // Some sandboxes to list: the one we open, one stopped, one database.
         const auto s = m_engine.createAgent(QStringLiteral("web-app"));
         QVERIFY(s);
+        m_agent = s->id;
         const auto other = m_engine.createAgent(QStringLiteral("experiments"),
                                                 QStringLiteral("opencode"));
         QVERIFY(other);
@@ -115,6 +180,41 @@ private Q_SLOTS:
         QVERIFY(m_engine.exec(s->id,
                               QStringLiteral("mkdir -p tests docs && touch tests/test_server.py")));
 
+        DatabaseCreateOptions db;
+        db.type = QStringLiteral("sqlite");
+        db.size = QStringLiteral("lite");
+        db.name = QStringLiteral("orders-db");
+        const auto created = UiTest::call<SandboxInfo>(
+            [&](Callback<SandboxInfo> cb) { return c->databases().create(db, this, cb); });
+        QVERIFY2(created, qPrintable(created ? QString() : created.error().message));
+        m_database = created->id;
+    }
+
+    void cleanup() { QApplication::setPalette(m_light); }
+
+    void mainWindow_data()
+    {
+        QTest::addColumn<QSize>("size");
+        QTest::addColumn<bool>("dark");
+        for (const QSize size : {QSize(1024, 700), QSize(1920, 1080)}) {
+            for (const bool dark : {false, true}) {
+                const QString name = QStringLiteral("%1x%2-%3")
+                                         .arg(size.width())
+                                         .arg(size.height())
+                                         .arg(dark ? QStringLiteral("dark")
+                                                   : QStringLiteral("light"));
+                QTest::newRow(qPrintable(name)) << size << dark;
+            }
+        }
+    }
+
+    void mainWindow()
+    {
+        QFETCH(QSize, size);
+        QFETCH(bool, dark);
+        const QString row = QString::fromLatin1(QTest::currentDataTag());
+        QApplication::setPalette(dark ? Style::darkPalette() : m_light);
+
         SandboxPageRegistry registry;
         registerDefaultPages(registry);
         ProfileStore profiles;
@@ -122,30 +222,30 @@ private Q_SLOTS:
                             UiTest::settingsDir() + QStringLiteral("/keys.json"));
         ConnectionManager connection;
         MainWindow window(&connection, &registry, &profiles, &secrets);
-        window.resize(1280, 800);
+        window.resize(size);
+        window.move(0, 0);
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
         QSignalSpy listed(&window, &MainWindow::sandboxesListed);
-        window.connectWith(m_engine.localProfile(), QStringLiteral("screenshot"));
+        window.connectWith(m_engine.localProfile(), QStringLiteral("screenshot-") + row);
         QVERIFY(listed.wait(15000));
+        QTRY_COMPARE(window.size(), size);
 
-        SandboxWorkspace *ws = window.openSandbox(s->id);
+        SandboxWorkspace *ws = window.openSandbox(m_agent);
         QVERIFY(ws);
         auto *files = ws->page<FilesPage>(QStringLiteral("files"));
-        QVERIFY(UiTest::waitFor(
-            [&] { return files->model()->indexOf(QStringLiteral("/workspace/app")).isValid(); },
-            10000));
+        QTRY_VERIFY_WITH_TIMEOUT(files->model()->indexOf(QStringLiteral("/workspace/app")).isValid(),
+                                 10000);
         files->view()->expand(files->model()->indexOf(QStringLiteral("/workspace/app")));
-        QVERIFY(UiTest::waitFor(
-            [&] {
-                return files->model()->indexOf(QStringLiteral("/workspace/app/server.py")).isValid();
-            },
-            10000));
+        QTRY_VERIFY_WITH_TIMEOUT(files->model()
+                                     ->indexOf(QStringLiteral("/workspace/app/server.py"))
+                                     .isValid(),
+                                 10000);
         files->view()->setCurrentIndex(
             files->model()->indexOf(QStringLiteral("/workspace/app/server.py")));
 
         EditorPage *editor = ws->openFile(QStringLiteral("/workspace/app/server.py"));
-        QVERIFY(UiTest::waitFor([&] { return editor->state() == EditorPage::State::Text; }, 10000));
+        QTRY_VERIFY_WITH_TIMEOUT(editor->state() == EditorPage::State::Text, 10000);
         editor->editor()->setCursorPosition(3, 7);
 
         auto *console = ws->page<ConsolePage>(QStringLiteral("console"));
@@ -157,18 +257,15 @@ private Q_SLOTS:
         console->run(QStringLiteral("python3 --version"));
         QVERIFY(finished.wait(15000));
         console->view()->flushPendingUpdate();
-        QTest::qWait(300);
 
         // The fonts asked for are the ones drawn: fixed-pitch in the console and the editor.
         QVERIFY(QFontInfo(console->view()->font()).fixedPitch());
         QVERIFY(QFontInfo(editor->editor()->lexer()->font(1)).fixedPitch()); // Python comments
 
-        QImage shot = window.screen()->grabWindow(window.winId()).toImage();
+        QImage shot = grab(&window);
         QVERIFY(!shot.isNull());
-        QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
-        const QString path = QStringLiteral(SANDBOX_ARTEFACT_DIR "/mainwindow.png");
-        QVERIFY(shot.save(path));
-        qInfo("screenshot: %s (%dx%d)", qPrintable(path), shot.width(), shot.height());
+        QVERIFY(shot.save(artefact(QStringLiteral("mainwindow-") + row)));
+        qInfo("screenshot: %s", qPrintable(artefact(QStringLiteral("mainwindow-") + row)));
 
         // No empty panes: the sidebar, the file tree, the editor and the console all hold content.
         const qreal dpr = shot.devicePixelRatio();
@@ -183,6 +280,43 @@ private Q_SLOTS:
                  "the editor looks empty");
         QVERIFY2(colours(shot, scaled(rectIn(&window, console->view()))) > 20,
                  "the console looks empty");
+        // The editor's paper follows the palette.
+        const QColor paper = shot.pixelColor(
+            scaled(rectIn(&window, editor->editor()->viewport())).bottomRight() - QPoint(4, 4));
+        QVERIFY2(Style::isDark(window.palette()) == (paper.lightnessF() < 0.4),
+                 qPrintable(paper.name()));
+        // Nothing cut off: every button and field is whole, the command line has room.
+        const QStringList cut = unreachable(&window);
+        QVERIFY2(cut.isEmpty(), qPrintable(cut.join(QStringLiteral("; "))));
+        QVERIFY2(console->commandLine()->width() >= 240,
+                 qPrintable(QString::number(console->commandLine()->width())));
+
+        // A database: its SQL console with a result of 200 rows.
+        SandboxWorkspace *dbws = window.openSandbox(m_database);
+        QVERIFY(dbws);
+        dbws->showPage(dbws->page(QStringLiteral("sql-console")));
+        auto *sql = dbws->findChild<SqlConsole *>();
+        QVERIFY(sql);
+        sql->editor()->setText(QStringLiteral(
+            "-- the first orders\nWITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+            "WHERE i < 200)\nSELECT i AS id, 'customer ' || i AS customer, i * 9.5 AS total\n"
+            "FROM n;"));
+        QSignalSpy ran(sql, &SqlConsole::runFinished);
+        sql->runAll();
+        QVERIFY(ran.wait(60000));
+        QTRY_VERIFY(sql->resultAt(0) && sql->resultAt(0)->model()->rowCount() > 0);
+        shot = grab(&window);
+        QVERIFY(shot.save(artefact(QStringLiteral("sql-") + row)));
+        // The result has the room: at least ten rows are in view.
+        QTableView *table = sql->resultAt(0)->table();
+        const int rowHeight = table->verticalHeader()->defaultSectionSize();
+        QVERIFY2(table->viewport()->height() >= 10 * rowHeight,
+                 qPrintable(QStringLiteral("%1 px for rows of %2 px")
+                                .arg(table->viewport()->height())
+                                .arg(rowHeight)));
+        const QStringList cutSql = unreachable(&window);
+        QVERIFY2(cutSql.isEmpty(), qPrintable(cutSql.join(QStringLiteral("; "))));
+        window.close();
     }
 
     // The dialogs, kept next to the main window's picture.
@@ -383,6 +517,9 @@ private:
     Sandbox::Mocks::MockModelServer m_mock;
     QStringList m_agents;
     QPointer<AgentRun> m_running;
+    QPalette m_light;
+    QString m_agent;
+    QString m_database;
 };
 
 QTEST_MAIN(TestScreenshot)

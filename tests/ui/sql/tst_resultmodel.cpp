@@ -5,13 +5,23 @@
 #include <client/client.h>
 #include <client/rowfeed.h>
 #include <sql/resultmodel.h>
+#include <sql/resultview.h>
+
+#include <QApplication>
+#include <QClipboard>
+#include <QDialog>
+#include <QPlainTextEdit>
+#include <QTableView>
 
 #include <QAbstractItemModelTester>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 
 using namespace Sandbox;
 using namespace Sandbox::Ui;
@@ -28,6 +38,9 @@ private Q_SLOTS:
     void boundedMemoryAndScrollBack();
     void exportWithoutRunningAgain();
     void errorsAreReported();
+    void copyAsCsvJsonAndInsert();
+    void cellViewerShowsTheWholeValue();
+    void fetchAllIsBounded();
 
 private:
     RowFeed *feed(const QString &sql, int pageSize = 100)
@@ -199,6 +212,103 @@ void tst_ResultModel::errorsAreReported()
     QCOMPARE(failed.first().first().value<Error>().code, ErrorCode::QueryError);
     QCOMPARE(model.rowCount(), 0);
     QVERIFY(!model.canFetchMore({}));
+}
+
+void tst_ResultModel::copyAsCsvJsonAndInsert()
+{
+    ResultModel model;
+    QSignalSpy finished(&model, &ResultModel::finished);
+    model.setFeed(feed(QStringLiteral(
+        "SELECT 1 AS id, 'a, \"quoted\" word' AS \"Note\", NULL AS gone, 2.5 AS price "
+        "UNION ALL SELECT 2, 'it''s', 'x', 3")));
+    QVERIFY(finished.wait(20000));
+    QModelIndexList all;
+    for (int r = 0; r < 2; ++r)
+        for (int c = 0; c < 4; ++c)
+            all.append(model.index(r, c));
+    QCOMPARE(model.copyAs(all, ResultModel::CopyFormat::Csv),
+             QStringLiteral("id,Note,gone,price\r\n1,\"a, \"\"quoted\"\" word\",,2.5\r\n"
+                            "2,it's,x,3\r\n"));
+    const QJsonArray json
+        = QJsonDocument::fromJson(model.copyAs(all, ResultModel::CopyFormat::Json).toUtf8()).array();
+    QCOMPARE(json.size(), 2);
+    QCOMPARE(json.at(0).toObject().value(QStringLiteral("Note")).toString(),
+             QStringLiteral("a, \"quoted\" word"));
+    QVERIFY(json.at(0).toObject().value(QStringLiteral("gone")).isNull());
+    QCOMPARE(json.at(1).toObject().value(QStringLiteral("id")).toInt(), 2);
+    QCOMPARE(model.copyAs(all, ResultModel::CopyFormat::Insert, QStringLiteral("items")),
+             QStringLiteral(
+                 "INSERT INTO items (id, \"Note\", gone, price) VALUES (1, 'a, \"quoted\" "
+                 "word', NULL, 2.5);\nINSERT INTO items (id, \"Note\", gone, price) "
+                 "VALUES (2, 'it''s', 'x', 3);\n"));
+    // The INSERTs run: they are valid SQL for the same database.
+    ResultModel check;
+    QSignalSpy done(&check, &ResultModel::finished);
+    check.setFeed(feed(QStringLiteral("CREATE TABLE items (id int, \"Note\" text, gone text, "
+                                      "price real)")));
+    QVERIFY(done.wait(20000));
+    for (const QString &insert :
+         model.copyAs(all, ResultModel::CopyFormat::Insert, QStringLiteral("items"))
+             .split(u'\n', Qt::SkipEmptyParts)) {
+        ResultModel m;
+        QSignalSpy ok(&m, &ResultModel::finished);
+        m.setFeed(feed(insert));
+        QVERIFY2(ok.wait(20000), qPrintable(insert));
+    }
+    ResultModel count;
+    QSignalSpy counted(&count, &ResultModel::finished);
+    count.setFeed(feed(QStringLiteral("SELECT count(*) FROM items WHERE \"Note\" = 'it''s'")));
+    QVERIFY(counted.wait(20000));
+    QCOMPARE(count.index(0, 0).data().toString(), QStringLiteral("1"));
+}
+
+void tst_ResultModel::cellViewerShowsTheWholeValue()
+{
+    ResultView view;
+    view.resize(600, 400);
+    view.show();
+    QSignalSpy finished(view.model(), &ResultModel::finished);
+    view.model()->setFeed(feed(QStringLiteral(
+        "SELECT '{\"k\":[1,2],\"long\":\"' || printf('%.300c', 'x') || '\"}' AS doc, "
+        "x'00414243ff' AS blob")));
+    QVERIFY(finished.wait(20000));
+    view.showRows();
+    QString shown;
+    connect(&view, &ResultView::cellViewerOpened, this, [&shown](QDialog *dialog) {
+        QTimer::singleShot(0, dialog, [dialog, &shown] {
+            shown = dialog->findChild<QPlainTextEdit *>()->toPlainText();
+            dialog->reject();
+        });
+    });
+    // Double-click on the JSON cell: the whole text, indented.
+    view.table()->setCurrentIndex(view.model()->index(0, 0));
+    view.viewCurrentCell();
+    QVERIFY2(shown.contains(QStringLiteral("\n    \"k\": [")), qPrintable(shown.left(200)));
+    QVERIFY(shown.contains(QString(300, u'x')));
+    // Bytes as a hex dump; F3 opens the viewer too.
+    view.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&view));
+    view.table()->setFocus();
+    view.table()->setCurrentIndex(view.model()->index(0, 1));
+    QTest::keyClick(view.table(), Qt::Key_F3);
+    QVERIFY2(shown.startsWith(QStringLiteral("00000000  00 41 42 43 ff")), qPrintable(shown));
+    QVERIFY(shown.endsWith(QStringLiteral(".ABC.")));
+}
+
+void tst_ResultModel::fetchAllIsBounded()
+{
+    ResultView view;
+    view.model()->setMaxCachedPages(2);
+    QSignalSpy started(view.model(), &ResultModel::started);
+    view.model()->setFeed(feed(QString::fromLatin1(kNumbers).arg(2500), 100));
+    QVERIFY(started.wait(20000));
+    QCOMPARE(view.model()->rowCount(), 100);
+    view.fetchAll();
+    QTRY_COMPARE_WITH_TIMEOUT(view.model()->rowCount(), 2500, 60000);
+    QTRY_VERIFY(view.model()->isComplete());
+    // Memory stays bounded: two pages decoded, the rest in the spill file.
+    QVERIFY(view.model()->cachedPages() <= 2);
+    QVERIFY(view.model()->spillBytes() > 0);
 }
 
 QTEST_MAIN(tst_ResultModel)

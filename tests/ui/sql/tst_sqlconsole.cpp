@@ -5,6 +5,7 @@
 
 #include <client/client.h>
 #include <editor/findbar.h>
+#include <sql/planview.h>
 #include <sql/queryhistory.h>
 #include <sql/resultview.h>
 #include <sql/schemamodel.h>
@@ -13,11 +14,13 @@
 
 #include <QElapsedTimer>
 #include <QFile>
+#include <QHeaderView>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTest>
+#include <QToolButton>
 
 using namespace Sandbox;
 using namespace Sandbox::Ui;
@@ -35,6 +38,8 @@ private Q_SLOTS:
     void historyIsKeptAndSearchable();
     void cancelStopsARunningStatement();
     void findBarInTheEditor();
+    void sortAndCountRunOnTheServer();
+    void explainIsDrawnAsATree();
 
 private:
     bool runAndWait(const QString &text, void (SqlConsole::*how)() = &SqlConsole::runAll,
@@ -105,9 +110,11 @@ void tst_SqlConsole::runAllMakesATabPerStatement()
     QCOMPARE(select->model()->index(0, 2).data(ResultModel::IsNullRole).toBool(), true);
     QCOMPARE(select->model()->index(1, 2).data(ResultModel::IsNullRole).toBool(), false);
     QVERIFY(select->status().contains(QLatin1String("2 rows")));
-    ResultView *plan = m_console->resultAt(3);
-    QVERIFY(plan->isTextShown());
-    QVERIFY2(plan->text().contains(QLatin1String("Scan")), qPrintable(plan->text()));
+    // The plan is a tree (EXPLAIN is sent as FORMAT JSON on PostgreSQL).
+    auto *plan = qobject_cast<PlanView *>(m_console->resultAt(3)->shownWidget());
+    QVERIFY(plan);
+    QVERIFY2(plan->outline().join(u'|').contains(QLatin1String("Scan")),
+             qPrintable(plan->outline().join(u'|')));
     QVERIFY(m_console->elapsedText().startsWith(QLatin1String("Done in")));
     // The CREATE refreshed the schema: tree and completion know the table and its columns.
     QTRY_VERIFY_WITH_TIMEOUT(m_console->schema()->columnsByTable().contains(
@@ -123,6 +130,9 @@ void tst_SqlConsole::errorIsMarkedWhereItHappened()
 {
     QVERIFY(runAndWait(QStringLiteral("SELECT 1;\nSELECT name\n  FROM peeple;\nSELECT 3;")));
     QCOMPARE(m_console->results()->count(), 2); // the run stops at the error
+    // The run says it failed, not "Done".
+    QVERIFY2(m_console->elapsedText().startsWith(QLatin1String("Failed after")),
+             qPrintable(m_console->elapsedText()));
     ResultView *error = m_console->resultAt(1);
     QVERIFY(error->isTextShown());
     QVERIFY2(error->text().contains(QLatin1String("peeple")), qPrintable(error->text()));
@@ -180,6 +190,8 @@ void tst_SqlConsole::cancelStopsARunningStatement()
     QVERIFY(finished.size() == 1 || finished.wait(5000));
     QVERIFY(clock.elapsed() < 2000);
     QVERIFY(m_console->resultAt(0)->text().startsWith(QLatin1String("Cancelled")));
+    QVERIFY2(!m_console->elapsedText().startsWith(QLatin1String("Done")),
+             qPrintable(m_console->elapsedText()));
     // The server stopped it: the next statement answers at once.
     QTest::qWait(500);
     clock.restart();
@@ -207,6 +219,53 @@ void tst_SqlConsole::findBarInTheEditor()
     QCOMPARE(m_console->editor()->selectedText(), QStringLiteral("name"));
     QTest::keyClick(bar, Qt::Key_Escape);
     QVERIFY(bar->isHidden());
+}
+
+void tst_SqlConsole::sortAndCountRunOnTheServer()
+{
+    // More rows than a page: sorting what was fetched would be wrong, the server sorts.
+    QVERIFY(runAndWait(QStringLiteral(
+        "SELECT g AS n, 'row ' || g AS label FROM generate_series(1, 3000) g; -- numbers")));
+    ResultView *view = m_console->resultAt(0);
+    QHeaderView *header = view->table()->horizontalHeader();
+    QCOMPARE(view->model()->index(0, 0).data().toString(), QStringLiteral("1"));
+    const QPoint n(header->sectionViewportPosition(0) + 10, header->height() / 2);
+    QSignalSpy resorted(view->model(), &ResultModel::started);
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {}, n); // ascending
+    QVERIFY(resorted.wait(20000));                                // the query ran again
+    QTRY_COMPARE(header->count(), 2);
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {}, n); // descending
+    QTRY_COMPARE_WITH_TIMEOUT(view->model()->index(0, 0).data().toString(), QStringLiteral("3000"),
+                              20000);
+    QCOMPARE(header->sortIndicatorOrder(), Qt::DescendingOrder);
+    QVERIFY(view->model()->canFetchMore({})); // still paged
+    // Count on demand.
+    auto *count = view->findChild<QToolButton *>(QStringLiteral("count"));
+    QVERIFY(count && count->text() == QLatin1String("Count"));
+    QTest::mouseClick(count, Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(count->text(), QStringLiteral("3000 rows in all"), 20000);
+}
+
+void tst_SqlConsole::explainIsDrawnAsATree()
+{
+    QVERIFY(runAndWait(QStringLiteral("EXPLAIN ANALYZE SELECT g FROM generate_series(1, 1000) g "
+                                      "WHERE g % 7 = 0 ORDER BY g DESC")));
+    auto *plan = qobject_cast<PlanView *>(m_console->resultAt(0)->shownWidget());
+    QVERIFY2(plan, "the plan is not a tree");
+    const QStringList outline = plan->outline();
+    QVERIFY2(outline.first().startsWith(QLatin1String("Sort")), qPrintable(outline.join(u'|')));
+    QVERIFY2(outline.join(u'|').contains(QLatin1String("  Function Scan on generate_series")),
+             qPrintable(outline.join(u'|')));
+    // Analysed: times are shown, the root takes the whole time.
+    QVERIFY(!plan->isColumnHidden(PlanView::TimeColumn));
+    QCOMPARE(plan->topLevelItem(0)->data(PlanView::ShareColumn, PlanView::ShareRole).toDouble(),
+             1.0);
+    // A plan without ANALYZE: costs, no times; an error after EXPLAIN is still marked where it is.
+    QVERIFY(runAndWait(QStringLiteral("EXPLAIN SELECT nope FROM generate_series(1, 3) g")));
+    QVERIFY(m_console->editor()->hasErrorMark());
+    const QByteArray bytes = m_console->editor()->text().toUtf8();
+    QVERIFY2(bytes.mid(m_console->editor()->errorByteStart()).startsWith("nope"),
+             bytes.mid(m_console->editor()->errorByteStart()).constData());
 }
 
 QTEST_MAIN(tst_SqlConsole)

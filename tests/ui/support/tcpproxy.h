@@ -23,6 +23,8 @@ public:
     void dropAll();
     // While false, new connections are closed at once.
     void setAccepting(bool accepting) { m_accepting = accepting; }
+    // New connections go to `target` from now on (a server that came back on another port).
+    void setTarget(const QUrl &target) { m_target = target; }
     int connectionsAccepted() const { return m_accepted; }
     int openConnections() const;
 

@@ -1,0 +1,54 @@
+#include "agentproblem.h"
+
+#include <QCoreApplication>
+
+namespace Sandbox::Ui {
+
+namespace {
+QString tr(const char *text)
+{
+    return QCoreApplication::translate("Sandbox::Ui::AgentProblem", text);
+}
+} // namespace
+
+QString AgentProblem::keyVariable(const QString &agentType)
+{
+    if (agentType == QLatin1String("codex") || agentType == QLatin1String("opencode"))
+        return QStringLiteral("OPENAI_API_KEY");
+    return QStringLiteral("ANTHROPIC_API_KEY");
+}
+
+AgentProblem AgentProblem::explain(const QString &message, const QString &agentType)
+{
+    AgentProblem p;
+    const QString m = message.toLower();
+    if (m.contains(QLatin1String("has no network")) || m.contains(QLatin1String("network: true"))) {
+        p.kind = Kind::NoNetwork;
+        p.text = tr("This sandbox has no network, so the agent cannot reach its model's API. "
+                    "Give it a sandbox with network access: the new one gets the same type, "
+                    "size and name.");
+        p.fix = tr("New Sandbox with Network…");
+        return p;
+    }
+    if (m.contains(QLatin1String("/login")) || m.contains(QLatin1String("api key"))
+        || m.contains(QLatin1String("api_key")) || m.contains(QLatin1String("x-api-key"))
+        || m.contains(QLatin1String("authentication")) || m.contains(QLatin1String("401"))
+        || m.contains(QLatin1String("unauthorized"))) {
+        p.kind = Kind::NoModelKey;
+        p.text = tr("The agent has no valid key for its model's API (%1). Set the key: it is "
+                    "kept in the desktop keyring and given to the new sandbox only, never shown.")
+                     .arg(keyVariable(agentType));
+        p.fix = tr("Set the Model Key…");
+        return p;
+    }
+    if (m.contains(QLatin1String("cli is not installed"))) {
+        p.kind = Kind::NoCli;
+        p.text = tr("The agent's program is not installed with the engine yet. It is installed "
+                    "when first needed; if that failed, check the network and try again.");
+        return p;
+    }
+    p.text = message;
+    return p;
+}
+
+} // namespace Sandbox::Ui
