@@ -2,10 +2,13 @@
 
 #include "../common/uistyle.h"
 
-#include <Qsci/qsciapis.h>
+#include <Qsci/qsciabstractapis.h>
 #include <Qsci/qscilexersql.h>
 
+#include <QHash>
 #include <QKeyEvent>
+
+#include <algorithm>
 
 namespace Sandbox::Ui {
 
@@ -13,6 +16,10 @@ namespace {
 
 constexpr int kErrorIndicator = 8;
 constexpr int kErrorMarker = 1;
+// Completion is built on the GUI thread as the schema arrives: bounded so that a huge schema
+// costs milliseconds, and a popup never lists more than a screenful of screenfuls.
+constexpr qsizetype kMaxCompletionEntries = 20000;
+constexpr qsizetype kMaxOffered = 500;
 
 const char kCommon[]
     = "select from where group by having order limit offset insert into values update set delete "
@@ -55,13 +62,83 @@ public:
     {
         return set == 1 ? words.constData() : QsciLexerSQL::keywords(set);
     }
+    // "people." asks for people's columns.
+    QStringList autoCompletionWordSeparators() const override { return {QStringLiteral(".")}; }
+    // "sel" completes to SELECT: QsciScintilla sets the popup's case from this on every
+    // setLexer(), so a dialect set after construction would otherwise make it case-sensitive.
+    bool caseSensitive() const override { return false; }
+};
+
+// What the editor offers as the user types: keywords, tables and columns starting with the word
+// under the cursor (any case), or after "table." that table's columns. Everything is computed on
+// the GUI thread from bounded lists. QsciAPIs is not used: it prepares its lists in a QThread
+// that its destructor terminates after 500 ms without waiting, which aborts the app ("QThread:
+// Destroyed while thread is still running") when an editor closes while a loaded machine has not
+// finished preparing; and it drops a prepare() asked for while one runs, so a schema that
+// arrived right after the dialect was never offered.
+class SqlCompletion final : public QsciAbstractAPIs
+{
+public:
+    explicit SqlCompletion(QsciLexer *lexer)
+        : QsciAbstractAPIs(lexer)
+    {}
+
+    // `words`: everything offered for a bare word; `columns`: by lower-case table name.
+    void set(QStringList words, QHash<QString, QStringList> columns)
+    {
+        std::sort(words.begin(), words.end(), lessNoCase);
+        m_words = std::move(words);
+        for (QStringList &list : columns)
+            std::sort(list.begin(), list.end(), lessNoCase);
+        m_columns = std::move(columns);
+    }
+
+    void updateAutoCompletionList(const QStringList &context, QStringList &list) override
+    {
+        if (context.isEmpty())
+            return;
+        const QString &prefix = context.last();
+        if (context.size() >= 2) {
+            const auto it = m_columns.constFind(context.at(context.size() - 2).toLower());
+            if (it != m_columns.cend())
+                addStartingWith(*it, prefix, list);
+            return;
+        }
+        if (!prefix.isEmpty())
+            addStartingWith(m_words, prefix, list);
+    }
+
+    QStringList callTips(const QStringList &, int, QsciScintilla::CallTipsStyle,
+                         QList<int> &) override
+    {
+        return {};
+    }
+
+private:
+    static bool lessNoCase(const QString &a, const QString &b)
+    {
+        return QString::compare(a, b, Qt::CaseInsensitive) < 0;
+    }
+
+    static void addStartingWith(const QStringList &sorted, const QString &prefix, QStringList &out)
+    {
+        auto it = std::lower_bound(sorted.cbegin(), sorted.cend(), prefix, lessNoCase);
+        for (qsizetype n = 0; it != sorted.cend() && n < kMaxOffered; ++it, ++n) {
+            if (!it->startsWith(prefix, Qt::CaseInsensitive))
+                break;
+            out.append(*it);
+        }
+    }
+
+    QStringList m_words;
+    QHash<QString, QStringList> m_columns;
 };
 
 SqlEditor::SqlEditor(QWidget *parent)
     : CodeEditor(parent)
     , m_lexer(new SqlLexer(this))
+    , m_completion(new SqlCompletion(m_lexer))
 {
-    m_apis = new QsciAPIs(m_lexer);
     setDialect(QStringLiteral("postgres"));
     setMarginWidth(1, 14);
     setMarginSensitivity(1, false);
@@ -74,6 +151,8 @@ SqlEditor::SqlEditor(QWidget *parent)
     setAutoCompletionThreshold(2);
     setAutoCompletionCaseSensitivity(false);
     setAutoCompletionReplaceWord(true);
+    // The popup sorts its list itself: keywords are upper case, names as the schema spells them.
+    SendScintilla(SCI_AUTOCSETORDER, SC_ORDER_PERFORMSORT);
     connect(this, &QsciScintilla::textChanged, this, [this] {
         if (hasErrorMark())
             clearErrors();
@@ -120,19 +199,26 @@ void SqlEditor::rebuildCompletion()
     QStringList words = QString::fromLatin1(m_lexer->words).split(u' ', Qt::SkipEmptyParts);
     for (QString &w : words)
         w = w.toUpper();
-    for (auto it = m_schema.cbegin(); it != m_schema.cend(); ++it) {
+    QStringList bare = words; // keywords, tables, columns
+    QHash<QString, QStringList> columns;
+    qsizetype budget = kMaxCompletionEntries;
+    for (auto it = m_schema.cbegin(); it != m_schema.cend() && budget > 0; ++it, --budget) {
         words.append(it.key());
-        words.append(it.value());
-        for (const QString &c : it.value())
+        bare.append(it.key());
+        QStringList &own = columns[it.key().toLower()];
+        for (const QString &c : it.value()) {
+            if (--budget <= 0)
+                break;
+            own.append(c);
+            bare.append(c);
             words.append(it.key() + u'.' + c);
+        }
     }
     words.removeDuplicates();
     words.sort(Qt::CaseInsensitive);
     m_words = words;
-    m_apis->clear();
-    for (const QString &w : std::as_const(m_words))
-        m_apis->add(w);
-    m_apis->prepare();
+    bare.removeDuplicates();
+    m_completion->set(std::move(bare), std::move(columns));
 }
 
 namespace {

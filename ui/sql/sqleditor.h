@@ -7,12 +7,10 @@
 #include <QMap>
 #include <QStringList>
 
-class QsciAPIs;
-class QsciLexerSQL;
-
 namespace Sandbox::Ui {
 
 class SqlLexer;
+class SqlCompletion;
 
 // The SQL editor: the app's CodeEditor with the dialect's keywords, completion of tables and
 // columns from the live schema, Ctrl+Enter to run the statement under the cursor
@@ -29,7 +27,7 @@ public:
     // postgres | sqlite | duckdb
     void setDialect(const QString &engine);
     QString dialect() const { return m_dialect; }
-    // Tables and their columns, for completion.
+    // Tables and their columns, for completion (the first 20000 names; offered at once).
     void setSchema(const QMap<QString, QStringList> &columnsByTable);
     QStringList completionWords() const { return m_words; }
 
@@ -53,8 +51,8 @@ private:
     void rebuildCompletion();
     void applyErrorColors();
 
-    SqlLexer *m_lexer; // owned (child)
-    QsciAPIs *m_apis;  // owned by the lexer
+    SqlLexer *m_lexer;           // owned (child)
+    SqlCompletion *m_completion; // owned by the lexer (child), no thread
     QString m_dialect;
     QStringList m_words;
     QMap<QString, QStringList> m_schema;
