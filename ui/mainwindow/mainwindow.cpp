@@ -32,6 +32,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLoggingCategory>
 #include <QMenu>
 #include <QMenuBar>
@@ -44,6 +45,7 @@
 #include <QTableView>
 #include <QToolBar>
 #include <QTreeView>
+#include <QVBoxLayout>
 
 Q_LOGGING_CATEGORY(lcMainWindow, "sandbox.ui.mainwindow", QtInfoMsg)
 
@@ -63,6 +65,7 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     , m_model(new SandboxListModel(this))
     , m_poller(new SandboxPoller(this))
     , m_sidebar(new QTreeView(this))
+    , m_filter(new QLineEdit(this))
     , m_sidebarDock(new QDockWidget(tr("Sandboxes"), this))
     , m_central(new QStackedWidget(this))
     , m_welcome(new QLabel(this))
@@ -95,8 +98,45 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         if (parent.isValid())
             m_sidebar->expand(parent);
     });
+    // Above the list: a filter on names, ids, types and statuses (every word must match).
+    m_filter->setObjectName(QStringLiteral("sandboxFilter"));
+    m_filter->setPlaceholderText(tr("Filter (Ctrl+Shift+F)"));
+    m_filter->setClearButtonEnabled(true);
+    m_filter->setMaxLength(200);
+    connect(m_filter, &QLineEdit::textChanged, this, &MainWindow::applyFilter);
+    connect(m_model, &QAbstractItemModel::rowsInserted, this, &MainWindow::applyFilter);
+    connect(m_model, &QAbstractItemModel::rowsRemoved, this, &MainWindow::applyFilter);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &MainWindow::applyFilter);
+    connect(m_model, &QAbstractItemModel::dataChanged, this, &MainWindow::applyFilter);
+    connect(m_filter, &QLineEdit::returnPressed, this, [this] {
+        // Enter: to the first sandbox shown.
+        for (int g = 0; g < m_model->rowCount(); ++g) {
+            const QModelIndex group = m_model->index(g, 0);
+            for (int r = 0; r < m_model->rowCount(group); ++r) {
+                if (m_sidebar->isRowHidden(r, group))
+                    continue;
+                m_sidebar->setCurrentIndex(m_model->index(r, 0, group));
+                m_sidebar->setFocus();
+                return;
+            }
+        }
+    });
+    auto *clearFilter = new QAction(m_filter);
+    clearFilter->setShortcut(QKeySequence(Qt::Key_Escape));
+    clearFilter->setShortcutContext(Qt::WidgetShortcut);
+    connect(clearFilter, &QAction::triggered, this, [this] {
+        m_filter->clear();
+        m_sidebar->setFocus();
+    });
+    m_filter->addAction(clearFilter);
+    auto *sidebarPane = new QWidget(this);
+    auto *sidebarLayout = new QVBoxLayout(sidebarPane);
+    sidebarLayout->setContentsMargins(0, 0, 0, 0);
+    sidebarLayout->setSpacing(2);
+    sidebarLayout->addWidget(m_filter);
+    sidebarLayout->addWidget(m_sidebar, 1);
     m_sidebarDock->setObjectName(QStringLiteral("sidebarDock"));
-    m_sidebarDock->setWidget(m_sidebar);
+    m_sidebarDock->setWidget(sidebarPane);
     m_sidebarDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable
                                | QDockWidget::DockWidgetClosable);
     addDockWidget(Qt::LeftDockWidgetArea, m_sidebarDock);
@@ -304,6 +344,12 @@ void MainWindow::createActions()
         m_sidebarDock->show();
         m_sidebar->setFocus();
     });
+    make("filterSandboxes", tr("F&ilter Sandboxes"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F),
+         [this] {
+             m_sidebarDock->show();
+             m_filter->setFocus();
+             m_filter->selectAll();
+         });
     make("toggleFiles", tr("Show/Hide the &File Pane"), QKeySequence(Qt::CTRL | Qt::Key_B), [this] {
         if (auto *ws = currentWorkspace())
             ws->togglePane(Qt::Horizontal);
@@ -791,6 +837,38 @@ std::optional<SandboxInfo> MainWindow::selectedSandbox() const
     if (SandboxWorkspace *ws = currentWorkspace())
         return m_model->sandbox(ws->sandboxId());
     return std::nullopt;
+}
+
+void MainWindow::applyFilter()
+{
+    // Rows are hidden in the view, so the model's indexes stay the ones every action uses.
+    const QStringList words = m_filter->text().split(u' ', Qt::SkipEmptyParts);
+    const auto matches = [&words](const SandboxInfo &s) {
+        for (const QString &w : words) {
+            const bool found = s.name.contains(w, Qt::CaseInsensitive)
+                               || s.id.contains(w, Qt::CaseInsensitive)
+                               || s.type.contains(w, Qt::CaseInsensitive)
+                               || s.status.contains(w, Qt::CaseInsensitive);
+            if (!found)
+                return false;
+        }
+        return true;
+    };
+    for (int g = 0; g < m_model->rowCount(); ++g) {
+        const QModelIndex group = m_model->index(g, 0);
+        const int rows = m_model->rowCount(group);
+        int shown = 0;
+        for (int r = 0; r < rows; ++r) {
+            const auto s = m_model->sandboxAt(m_model->index(r, 0, group));
+            const bool show = words.isEmpty() || (s && matches(*s));
+            if (m_sidebar->isRowHidden(r, group) == show)
+                m_sidebar->setRowHidden(r, group, !show);
+            shown += show ? 1 : 0;
+        }
+        const bool showGroup = words.isEmpty() || shown > 0;
+        if (m_sidebar->isRowHidden(g, {}) == showGroup)
+            m_sidebar->setRowHidden(g, {}, !showGroup);
+    }
 }
 
 void MainWindow::updateWelcome()

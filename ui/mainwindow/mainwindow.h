@@ -10,6 +10,7 @@ class QDockWidget;
 class QLabel;
 class QStackedWidget;
 class QTabWidget;
+class QLineEdit;
 class QTreeView;
 
 namespace Sandbox {
@@ -110,6 +111,7 @@ private:
     void onListed(const QList<SandboxInfo> &sandboxes, const QStringList &failedKinds);
     void restoreTabs();
     void updateActions();
+    void applyFilter();
     void updateWelcome();
     void updateTab(SandboxWorkspace *ws);
     void updateTitle();
@@ -125,6 +127,7 @@ private:
     SandboxListModel *m_model;
     SandboxPoller *m_poller;
     QTreeView *m_sidebar;
+    QLineEdit *m_filter;
     QDockWidget *m_sidebarDock;
     QStackedWidget *m_central;
     QLabel *m_welcome;

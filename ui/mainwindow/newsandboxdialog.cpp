@@ -1,6 +1,7 @@
 #include "newsandboxdialog.h"
 
 #include "../common/uistyle.h"
+#include "enveditor.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -8,9 +9,7 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPlainTextEdit>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QVBoxLayout>
 
 namespace Sandbox::Ui {
@@ -23,7 +22,7 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     , m_name(new QLineEdit(this))
     , m_network(new QCheckBox(tr("Network access"), this))
     , m_networkWarning(new QLabel(this))
-    , m_env(new QPlainTextEdit(this))
+    , m_env(new EnvEditor(this))
     , m_envLabel(new QLabel(tr("Environment:"), this))
     , m_error(new QLabel(this))
     , m_secretLabel(new QLabel(this))
@@ -55,9 +54,7 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     m_networkWarning->setWordWrap(true);
     Style::setTextTone(m_networkWarning, Style::Tone::Warning);
     m_networkWarning->hide();
-    m_env->setPlaceholderText(tr("One NAME=value per line, e.g.\nANTHROPIC_API_KEY=sk-ant-…"));
-    m_env->setMaximumHeight(90);
-    m_env->setTabChangesFocus(true);
+    m_env->setObjectName(QStringLiteral("environment"));
     form->addRow(tr("Kind:"), m_kind);
     form->addRow(tr("Type:"), m_type);
     form->addRow(tr("Size:"), m_size);
@@ -81,7 +78,7 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     connect(m_kind, &QComboBox::currentIndexChanged, this, &NewSandboxDialog::updateTypes);
     connect(m_network, &QCheckBox::toggled, this, &NewSandboxDialog::updateRows);
     updateTypes();
-    resize(460, sizeHint().height());
+    resize(520, sizeHint().height());
 }
 
 bool NewSandboxDialog::isDatabase() const
@@ -161,22 +158,7 @@ void NewSandboxDialog::setSecretEnv(const QString &name, const QString &value)
 
 QMap<QString, QString> NewSandboxDialog::parseEnv(QString *error) const
 {
-    static const QRegularExpression name(QStringLiteral("^[A-Za-z_][A-Za-z0-9_]*$"));
-    QMap<QString, QString> env;
-    const QStringList lines = m_env->toPlainText().split(u'\n');
-    for (int i = 0; i < lines.size(); ++i) {
-        const QString line = lines[i].trimmed();
-        if (line.isEmpty() || line.startsWith(u'#'))
-            continue;
-        const qsizetype eq = line.indexOf(u'=');
-        const QString key = eq > 0 ? line.left(eq).trimmed() : QString();
-        if (!name.match(key).hasMatch()) {
-            *error = tr("Environment line %1: expected NAME=value").arg(i + 1);
-            return {};
-        }
-        env.insert(key, line.mid(eq + 1));
-    }
-    return env;
+    return m_env->variables(error);
 }
 
 AgentCreateOptions NewSandboxDialog::agentOptions() const

@@ -9,12 +9,14 @@ class QComboBox;
 class QFormLayout;
 class QLabel;
 class QLineEdit;
-class QPlainTextEdit;
 
 namespace Sandbox::Ui {
 
+class EnvEditor;
+
 // Asks what to create: an agent (type, size, name, network, environment) or a database
-// (type, size, name). Environment values (API keys) go only into the create call.
+// (type, size, name). Environment values (API keys) go only into the create call and are never
+// shown in plain text.
 class NewSandboxDialog final : public QDialog
 {
     Q_OBJECT
@@ -49,7 +51,7 @@ private:
     QLineEdit *m_name;
     QCheckBox *m_network;
     QLabel *m_networkWarning;
-    QPlainTextEdit *m_env;
+    EnvEditor *m_env;
     QLabel *m_envLabel;
     QLabel *m_error;
     QLabel *m_secretLabel;

@@ -1,7 +1,7 @@
 // The main window against a real sandboxd: connected status with version and quota, a sandbox
 // created from the window with its console and files, stop/start/delete with the sidebar's live
-// status, keyboard shortcuts, an extra page registered by kind, the agent dashboard as a tab, and
-// the open tabs and files back after a restart.
+// status, keyboard shortcuts, an extra page registered by kind, the agent dashboard as a tab,
+// the open tabs and files back after a restart, and the sidebar's filter.
 #include <uitest.h>
 
 #include <agents/agentdashboard.h>
@@ -27,6 +27,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTableView>
@@ -289,6 +290,69 @@ private Q_SLOTS:
 
         // The extra page appears only where its factory applies.
         QVERIFY(w->currentWorkspace()->page(QStringLiteral("notes")));
+    }
+
+    void theSidebarFilters()
+    {
+        auto w = makeWindow();
+        QVERIFY(UiTest::waitFor(
+            [&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
+        const auto alpha = m_engine.createAgent(QStringLiteral("filter-alpha"), QStringLiteral("codex"));
+        const auto beta = m_engine.createAgent(QStringLiteral("filter-beta"));
+        QVERIFY(alpha && beta);
+        SandboxListModel *model = w->sandboxModel();
+        w->poller()->refresh();
+        QVERIFY(UiTest::waitFor(
+            [&] { return model->sandbox(alpha->id) && model->sandbox(beta->id); }, 10000));
+        auto *tree = w->findChild<QTreeView *>(QStringLiteral("sandboxes"));
+        auto *filter = w->findChild<QLineEdit *>(QStringLiteral("sandboxFilter"));
+        QVERIFY(tree && filter);
+        // Shown: its row and its group's row are in the view.
+        const auto shown = [&](const QString &id) {
+            const QModelIndex i = model->indexOf(id);
+            return i.isValid() && !tree->isRowHidden(i.row(), i.parent())
+                   && !tree->isRowHidden(i.parent().row(), {}) && tree->visualRect(i).isValid();
+        };
+        QVERIFY(shown(alpha->id) && shown(beta->id));
+
+        // Ctrl+Shift+F goes to the filter; what is typed filters, in any case.
+        w->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(w.get()));
+        QTest::keySequence(w.get(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
+        QTRY_COMPARE(QApplication::focusWidget(), filter);
+        QTest::keyClicks(filter, QStringLiteral("BETA"));
+        QVERIFY(shown(beta->id));
+        QVERIFY(!shown(alpha->id));
+        // A group with nothing that matches is hidden with its rows.
+        QVERIFY(tree->isRowHidden(model->groupIndex(SandboxListModel::DatabasesGroup).row(), {}));
+
+        // Enter: to the sandbox shown, ready for the keyboard.
+        QTest::keyClick(filter, Qt::Key_Return);
+        QCOMPARE(QApplication::focusWidget(), tree);
+        QCOMPARE(model->sandboxAt(tree->currentIndex())->id, beta->id);
+
+        // A sandbox listed while filtering is filtered too.
+        const auto gamma = m_engine.createAgent(QStringLiteral("filter-gamma"));
+        QVERIFY(gamma);
+        w->poller()->refresh();
+        QVERIFY(UiTest::waitFor([&] { return model->sandbox(gamma->id).has_value(); }, 10000));
+        QVERIFY(!shown(gamma->id));
+
+        // Every word must match: name, type, status or id.
+        filter->setText(QStringLiteral("filter CODEX run"));
+        QVERIFY(shown(alpha->id));
+        QVERIFY(!shown(beta->id));
+        QVERIFY(!shown(gamma->id));
+        filter->setText(alpha->id);
+        QVERIFY(shown(alpha->id));
+        QVERIFY(!shown(gamma->id));
+
+        // Escape clears it: everything is back.
+        filter->setFocus();
+        QTest::keyClick(filter, Qt::Key_Escape);
+        QVERIFY(filter->text().isEmpty());
+        for (const QString &id : {alpha->id, beta->id, gamma->id})
+            QVERIFY(shown(id));
     }
 
     void cleanupTestCase() { m_connection.reset(); }

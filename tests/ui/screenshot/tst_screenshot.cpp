@@ -1,7 +1,7 @@
-// The main window as a user sees it, on a real X server (Xvfb), at 1024x700 and 1920x1080 in a
-// light and a dark palette: a sandbox open with its files, a Python file in the editor and a
-// console that ran a command with colours and an error line, then a database's SQL console with
-// a result. The pictures are kept in build/artefacts/{mainwindow,sql}-WxH-THEME.png; the test
+// The main window as a user sees it, on a real X server (Xvfb), at 1024x700, 1600x1000 and
+// 1920x1080 in a light and a dark palette: a sandbox open with its files, a Python file in the
+// editor and a console that ran a command with colours and an error line, then a database's SQL
+// console with a result. The pictures are kept in build/artefacts/{mainwindow,sql}-WxH-THEME.png; the test
 // checks that the panes are not empty, the fonts are the ones asked for, the editor's paper follows
 // the palette, nothing is cut off and a result gets the room for ten rows. Then the terminal
 // running htop and the agent dashboard with real runs (Claude Code against the mock model API),
@@ -196,7 +196,7 @@ private Q_SLOTS:
     {
         QTest::addColumn<QSize>("size");
         QTest::addColumn<bool>("dark");
-        for (const QSize size : {QSize(1024, 700), QSize(1920, 1080)}) {
+        for (const QSize size : {QSize(1024, 700), QSize(1600, 1000), QSize(1920, 1080)}) {
             for (const bool dark : {false, true}) {
                 const QString name = QStringLiteral("%1x%2-%3")
                                          .arg(size.width())
@@ -319,16 +319,29 @@ private Q_SLOTS:
         window.close();
     }
 
-    // The dialogs, kept next to the main window's picture.
+    // The dialogs, kept next to the main window's picture (the New Sandbox dialog in both
+    // palettes, with a key in its environment).
     void dialogs()
     {
-        NewSandboxDialog create;
-        create.setName(QStringLiteral("review-bot"));
-        create.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&create));
-        const QImage a = create.grab().toImage();
-        QVERIFY(a.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/new-sandbox-dialog.png")));
-        QVERIFY(colours(a, a.rect()) > 10);
+        for (const bool dark : {false, true}) {
+            QApplication::setPalette(dark ? Style::darkPalette() : m_light);
+            NewSandboxDialog create;
+            create.setName(QStringLiteral("review-bot"));
+            create.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&create));
+            auto *name = create.findChild<QLineEdit *>(QStringLiteral("envName"));
+            QVERIFY(name);
+            name->setFocus();
+            QTest::keyClicks(name, QStringLiteral("ANTHROPIC_API_KEY="));
+            QTest::keyClicks(create.findChild<QLineEdit *>(QStringLiteral("envValue")),
+                             QStringLiteral("sk-ant-not-on-screen"));
+            QApplication::processEvents();
+            const QImage a = create.grab().toImage();
+            QVERIFY(a.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/new-sandbox-dialog-%1.png")
+                               .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))));
+            QVERIFY(colours(a, a.rect()) > 10);
+        }
+        QApplication::setPalette(m_light);
 
         ProfileStore profiles;
         SecretStore secrets(SecretStore::Backend::File,
