@@ -8,6 +8,8 @@
 #include <QPalette>
 #include <QPixmap>
 #include <QPointer>
+#include <QTabBar>
+#include <QToolButton>
 #include <QWidget>
 
 #include <cmath>
@@ -302,6 +304,104 @@ QIcon keyIcon(int size)
     p.end();
     pixmap.setDevicePixelRatio(2.0);
     return QIcon(pixmap);
+}
+
+namespace {
+
+constexpr char kQuietClose[] = "quietTabClose";
+
+// Puts its own close button on each tab of the bar as tabs come (QTabBar makes its own in
+// insertTab(), a child: ChildAdded), and keeps the icon on a style change.
+class QuietCloseButtons final : public QObject
+{
+public:
+    explicit QuietCloseButtons(QTabBar *bar)
+        : QObject(bar)
+        , m_bar(bar)
+    {
+        bar->installEventFilter(this);
+        replace();
+    }
+
+    bool eventFilter(QObject *watched, QEvent *event) override
+    {
+        if (watched == m_bar
+            && (event->type() == QEvent::ChildAdded || event->type() == QEvent::StyleChange)
+            && !m_pending) {
+            m_pending = true;
+            QMetaObject::invokeMethod(
+                this,
+                [this] {
+                    m_pending = false;
+                    replace();
+                },
+                Qt::QueuedConnection);
+        }
+        return false;
+    }
+
+private:
+    QTabBar::ButtonPosition side() const
+    {
+        return QTabBar::ButtonPosition(
+            m_bar->style()->styleHint(QStyle::SH_TabBar_CloseButtonPosition, nullptr, m_bar));
+    }
+
+    void replace()
+    {
+        const QTabBar::ButtonPosition pos = side();
+        const QIcon closeIcon = m_bar->style()->standardIcon(QStyle::SP_TitleBarCloseButton,
+                                                             nullptr, m_bar);
+        for (int i = 0; i < m_bar->count(); ++i) {
+            QWidget *current = m_bar->tabButton(i, pos);
+            if (!current)
+                continue;
+            if (current->objectName() == QLatin1String(kQuietClose)) {
+                static_cast<QToolButton *>(current)->setIcon(closeIcon);
+                continue;
+            }
+            auto *button = new QToolButton(m_bar);
+            button->setObjectName(QLatin1String(kQuietClose));
+            button->setAutoRaise(true);
+            button->setFocusPolicy(Qt::NoFocus);
+            button->setCursor(Qt::ArrowCursor);
+            button->setIcon(closeIcon);
+            const int w = m_bar->style()->pixelMetric(QStyle::PM_TabCloseIndicatorWidth, nullptr,
+                                                      m_bar);
+            const int h = m_bar->style()->pixelMetric(QStyle::PM_TabCloseIndicatorHeight, nullptr,
+                                                      m_bar);
+            button->setFixedSize(w + 2, h + 2);
+            button->setIconSize(QSize(w - 2, h - 2));
+            button->setToolTip(current->toolTip().isEmpty() ? QTabBar::tr("Close Tab")
+                                                            : current->toolTip());
+            connect(button, &QToolButton::clicked, this, [this, button] {
+                const QTabBar::ButtonPosition p = side();
+                for (int t = 0; t < m_bar->count(); ++t) {
+                    if (m_bar->tabButton(t, p) == button) {
+                        Q_EMIT m_bar->tabCloseRequested(t);
+                        return;
+                    }
+                }
+            });
+            m_bar->setTabButton(i, pos, button);
+            current->hide();
+            current->deleteLater();
+        }
+    }
+
+    QTabBar *m_bar;
+    bool m_pending = false;
+};
+
+} // namespace
+
+void useQuietCloseButtons(QTabBar *bar)
+{
+    static const char kInstalled[] = "sandboxQuietCloseButtons";
+    if (bar->property(kInstalled).toBool())
+        return;
+    bar->setProperty(kInstalled, true);
+    new QuietCloseButtons(bar);
 }
 
 QIcon icon(const char *themeName, QStyle::StandardPixmap fallback, const QWidget *widget)

@@ -6,6 +6,7 @@
 #include <QStyle>
 
 class QPalette;
+class QTabBar;
 class QWidget;
 
 namespace Sandbox::Ui {
@@ -27,6 +28,10 @@ QIcon statusIcon(const QString &status, int size = 12);
 QIcon keyIcon(int size = 16);
 // An icon from the desktop's theme, else the style's built-in one (a bare machine has no theme).
 QIcon icon(const char *themeName, QStyle::StandardPixmap fallback, const QWidget *widget = nullptr);
+// Gives every tab of `bar` (now and later) a close button with the style's plain close icon, the
+// one on dock widgets, instead of Fusion's red box; a click asks to close that tab
+// (tabCloseRequested), wherever it was moved.
+void useQuietCloseButtons(QTabBar *bar);
 // Colours with a meaning, derived from a palette so that they read on a light and a dark one.
 enum class Tone {
     Normal,  // the palette's own text colour

@@ -3,6 +3,7 @@
 #include "commandline.h"
 #include "consoleview.h"
 
+#include "../common/elidedlabel.h"
 #include "../common/uistyle.h"
 
 #include <client/client.h>
@@ -37,7 +38,7 @@ ConsolePage::ConsolePage(const SandboxPageContext &context, QWidget *parent)
     , m_view(new ConsoleView(this))
     , m_commandLine(new CommandLine(this))
     , m_prompt(new QLabel(this))
-    , m_status(new QLabel(this))
+    , m_status(new ElidedLabel(this))
     , m_runButton(new QToolButton(this))
     , m_stopButton(new QToolButton(this))
 {
@@ -74,14 +75,14 @@ ConsolePage::ConsolePage(const SandboxPageContext &context, QWidget *parent)
     row->addWidget(m_runButton);
     row->addWidget(m_stopButton);
     row->addWidget(clearButton);
-    // The command line gets the room first; the status takes what is left (its full text is in
-    // the tooltip), and the buttons drop their text when the console is narrow.
-    m_status->setMinimumWidth(0);
-    m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    // The status asks for its whole text and the command line takes the rest (at least 24
+    // characters); when the row is short the status ends in "…" (its full text is in the
+    // tooltip), and the buttons drop their text when the console is narrow.
+    m_status->setObjectName(QStringLiteral("consoleStatus"));
     m_status->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
     m_commandLine->setMinimumWidth(m_commandLine->fontMetrics().horizontalAdvance(u'x') * 24);
-    row->setStretch(row->indexOf(m_commandLine), 4);
-    row->addWidget(m_status, 1);
+    row->setStretch(row->indexOf(m_commandLine), 1);
+    row->addWidget(m_status);
     m_buttons = {m_runButton, m_stopButton, clearButton};
     layout->addWidget(bar);
 

@@ -18,6 +18,8 @@ class ExecStream;
 
 namespace Sandbox::Ui {
 
+class ElidedLabel;
+
 class CommandLine;
 class ConsoleView;
 
@@ -76,7 +78,7 @@ private:
     ConsoleView *m_view;
     CommandLine *m_commandLine;
     QLabel *m_prompt;
-    QLabel *m_status;
+    ElidedLabel *m_status;
     QToolButton *m_runButton;
     QToolButton *m_stopButton;
     QList<QToolButton *> m_buttons; // run, stop, clear

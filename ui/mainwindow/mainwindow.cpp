@@ -151,6 +151,7 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     m_welcome->setWordWrap(true);
     m_tabs->setDocumentMode(true);
     m_tabs->setTabsClosable(true);
+    Style::useQuietCloseButtons(m_tabs->tabBar());
     m_tabs->setMovable(true);
     m_tabs->setObjectName(QStringLiteral("sandboxTabs"));
     m_central->addWidget(m_welcome);

@@ -144,6 +144,7 @@ SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *par
     toolbar->addWidget(refresh);
 
     m_results->setTabsClosable(true);
+    Style::useQuietCloseButtons(m_results->tabBar());
     m_results->setDocumentMode(true);
     connect(m_results, &QTabWidget::tabCloseRequested, this, [this](int i) {
         QWidget *w = m_results->widget(i);

@@ -36,9 +36,10 @@ SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
     layout->setContentsMargins(0, 0, 0, 0);
     // A slim line above the pages, only when a limit of the sandbox does not hold.
     m_limits->setContentsMargins(8, 3, 8, 3);
+    m_limits->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
     m_limits->setLimits(sandbox.limits);
     layout->addWidget(m_limits);
-    layout->addWidget(m_horizontal);
+    layout->addWidget(m_horizontal, 1);
 
     m_horizontal->addWidget(m_side);
     m_horizontal->addWidget(m_vertical);
@@ -60,6 +61,7 @@ SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
         tabs->setUsesScrollButtons(true);
     }
     m_documents->setTabsClosable(true);
+    Style::useQuietCloseButtons(m_documents->tabBar());
     m_documents->setMovable(true);
     m_documents->setElideMode(Qt::ElideMiddle);
     connect(m_documents, &QTabWidget::tabCloseRequested, this, &SandboxWorkspace::closeDocument);

@@ -25,10 +25,12 @@
 
 #include <Qsci/qsciscintilla.h>
 
+#include <QAbstractButton>
 #include <QAbstractItemModelTester>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSignalSpy>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTest>
@@ -292,18 +294,53 @@ private Q_SLOTS:
         QVERIFY(w->currentWorkspace()->page(QStringLiteral("notes")));
     }
 
+    void aTabsCloseButtonClosesThatTab()
+    {
+        auto w = makeWindow();
+        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->count() >= 2; }, 15000));
+        const QList<SandboxInfo> all = w->sandboxModel()->sandboxes();
+        const QString first = all.at(0).id;
+        const QString second = all.at(1).id;
+        for (int i = w->sandboxTabs()->count() - 1; i >= 0; --i)
+            w->closeSandboxTab(i);
+        w->openSandbox(first);
+        w->openSandbox(second);
+        QTabBar *bar = w->sandboxTabs()->tabBar();
+        // Moved: the button still closes its own tab.
+        bar->moveTab(1, 0);
+        QCOMPARE(w->sandboxTabs()->widget(0), w->workspace(second));
+        const auto side = QTabBar::ButtonPosition(
+            bar->style()->styleHint(QStyle::SH_TabBar_CloseButtonPosition, nullptr, bar));
+        QTRY_VERIFY(bar->tabButton(1, side)
+                    && bar->tabButton(1, side)->objectName() == QLatin1String("quietTabClose"));
+        auto *close = qobject_cast<QAbstractButton *>(bar->tabButton(1, side));
+        QVERIFY(close);
+        // The style's plain close icon (as on docks), not Fusion's red box.
+        QCOMPARE(close->icon().pixmap(16).toImage(),
+                 bar->style()
+                     ->standardIcon(QStyle::SP_TitleBarCloseButton, nullptr, bar)
+                     .pixmap(16)
+                     .toImage());
+        QTest::mouseClick(close, Qt::LeftButton);
+        QTRY_VERIFY(!w->workspace(first));
+        QVERIFY(w->workspace(second));
+        QCOMPARE(w->sandboxTabs()->count(), 1);
+    }
+
     void theSidebarFilters()
     {
         auto w = makeWindow();
         QVERIFY(UiTest::waitFor(
             [&] { return m_connection->state() == ConnectionManager::State::Connected; }, 15000));
-        const auto alpha = m_engine.createAgent(QStringLiteral("filter-alpha"), QStringLiteral("codex"));
+        const auto alpha = m_engine.createAgent(QStringLiteral("filter-alpha"),
+                                                QStringLiteral("codex"));
         const auto beta = m_engine.createAgent(QStringLiteral("filter-beta"));
         QVERIFY(alpha && beta);
         SandboxListModel *model = w->sandboxModel();
         w->poller()->refresh();
-        QVERIFY(UiTest::waitFor(
-            [&] { return model->sandbox(alpha->id) && model->sandbox(beta->id); }, 10000));
+        QVERIFY(
+            UiTest::waitFor([&] { return model->sandbox(alpha->id) && model->sandbox(beta->id); },
+                            10000));
         auto *tree = w->findChild<QTreeView *>(QStringLiteral("sandboxes"));
         auto *filter = w->findChild<QLineEdit *>(QStringLiteral("sandboxFilter"));
         QVERIFY(tree && filter);

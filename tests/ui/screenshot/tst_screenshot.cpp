@@ -119,6 +119,21 @@ QStringList unreachable(QWidget *window)
     return out;
 }
 
+// Pixels of a saturated red (Fusion's tab close box) in a rectangle.
+int redPixels(const QImage &image, const QRect &rect)
+{
+    int n = 0;
+    const QRect r = rect.intersected(image.rect());
+    for (int y = r.top(); y <= r.bottom(); ++y) {
+        for (int x = r.left(); x <= r.right(); ++x) {
+            const QColor c = image.pixelColor(x, y);
+            if (c.red() > 170 && c.green() < 120 && c.blue() < 110)
+                ++n;
+        }
+    }
+    return n;
+}
+
 QImage grab(QWidget *window)
 {
     QCoreApplication::processEvents();
@@ -290,6 +305,20 @@ private Q_SLOTS:
         QVERIFY2(cut.isEmpty(), qPrintable(cut.join(QStringLiteral("; "))));
         QVERIFY2(console->commandLine()->width() >= 240,
                  qPrintable(QString::number(console->commandLine()->width())));
+        // The console's status ("exit 0 · 5 ms") is whole, not cut at its first letters.
+        auto *status = console->findChild<QWidget *>(QStringLiteral("consoleStatus"));
+        QVERIFY(status);
+        QVERIFY2(status->width() >= status->fontMetrics().horizontalAdvance(console->statusText()),
+                 qPrintable(QStringLiteral("\"%1\" in %2 px")
+                                .arg(console->statusText())
+                                .arg(status->width())));
+        // Tab close buttons are the style's plain close icon, not red boxes.
+        for (QTabBar *bar : window.findChildren<QTabBar *>()) {
+            if (!bar->isVisible() || !bar->tabsClosable())
+                continue;
+            QVERIFY2(redPixels(shot, scaled(rectIn(&window, bar))) < 4,
+                     qPrintable(bar->parentWidget()->objectName()));
+        }
 
         // A database: its SQL console with a result of 200 rows.
         SandboxWorkspace *dbws = window.openSandbox(m_database);
@@ -314,6 +343,12 @@ private Q_SLOTS:
                  qPrintable(QStringLiteral("%1 px for rows of %2 px")
                                 .arg(table->viewport()->height())
                                 .arg(rowHeight)));
+        // The pages get the height: a line above them (limits not enforced) stays one line.
+        for (QWidget *badge : dbws->findChildren<QWidget *>(QStringLiteral("limitsBadge"))) {
+            if (badge->isVisible())
+                QVERIFY2(badge->height() <= 2 * badge->sizeHint().height(),
+                         qPrintable(QString::number(badge->height())));
+        }
         const QStringList cutSql = unreachable(&window);
         QVERIFY2(cutSql.isEmpty(), qPrintable(cutSql.join(QStringLiteral("; "))));
         window.close();
