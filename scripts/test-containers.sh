@@ -105,8 +105,7 @@ for t in "${types[@]}"; do
   [ -n "$url" ] || fail "the local engine did not start: $(cat "$work/local-$t.log")"
   key=$(cat "$local_dir/api-key")
   if is_db "$t"; then
-    out=$("$ctl" --url "$url" --key "$key" create "$t" 2>&1) || fail "local $t: create: $out"
-    id=$(sed -n 's/.*"id": "\(sb_[0-9a-f]*\)".*/\1/p' <<<"$out")
+    id=$("$ctl" --url "$url" --key "$key" create "$t" 2>&1) || fail "local $t: create: $id"
   else
     id=$("$ctl" --url "$url" --key "$key" create "$t" --network 2>&1) || fail "local $t: create: $id"
   fi
@@ -226,8 +225,7 @@ for t in "${types[@]}"; do
   start_container "$t" "$cname" "$key"
   wait_health "$url" || fail "$t: the engine in the container did not answer: $(podman logs "$cname" 2>&1 | tail -5)"
   if is_db "$t"; then
-    out=$("$ctl" --url "$url" --key "$key" create "$t") || fail "$t: create: $out"
-    id=$(sed -n 's/.*"id": "\(sb_[0-9a-f]*\)".*/\1/p' <<<"$out")
+    id=$("$ctl" --url "$url" --key "$key" create "$t") || fail "$t: create: $id"
   else
     # shellcheck disable=SC2046 # word splitting of the --env pairs is wanted
     id=$("$ctl" --url "$url" --key "$key" create "$t" --network $(agent_env "$t" 10.0.2.2)) \

@@ -381,13 +381,11 @@ bool Commands::run(const QStringList &args, QString *usageError)
         QMap<QString, QString> env;
         if (!parseEnv(p.values(envOpt), &env, usageError))
             return false;
+        // The new sandbox's id alone; with --json its whole Sandbox object as the engine said it.
         const auto printCreated = [this](Result<SandboxInfo> r) {
             if (!r)
                 return fail(r.error());
-            if (m_options.json)
-                printSandboxes({r.value()});
-            else
-                printLine(r->id);
+            printLine(r->id);
             Q_EMIT done(0);
         };
         if (kDatabaseTypes.contains(type)) {
@@ -396,7 +394,10 @@ bool Commands::run(const QStringList &args, QString *usageError)
             o.size = p.value(sizeOpt);
             o.name = p.value(nameOpt);
             o.database = p.value(databaseOpt);
-            m_call = m_client->databases().create(o, this, printCreated);
+            if (m_options.json)
+                call(QStringLiteral("databases.create"), o.toJson());
+            else
+                m_call = m_client->databases().create(o, this, printCreated);
             return true;
         }
         if (!kAgentTypes.contains(type)) {
@@ -410,7 +411,10 @@ bool Commands::run(const QStringList &args, QString *usageError)
         o.env = env;
         o.network = p.isSet(networkOpt);
         o.name = p.value(nameOpt);
-        m_call = m_client->agents().create(o, this, printCreated);
+        if (m_options.json)
+            call(QStringLiteral("agents.create"), o.toJson());
+        else
+            m_call = m_client->agents().create(o, this, printCreated);
         return true;
     }
     if (cmd == QLatin1String("status") || cmd == QLatin1String("stop")

@@ -25,7 +25,8 @@ Commands:
   health                          is the engine there? (no key needed)
   session | quota                 who am I, and how much of my quota is in use
   create TYPE [--size S] [--env NAME=VALUE]... [--network] [--name N] [--database D]
-                                  TYPE: claude-code, opencode, codex (postgres, sqlite, duckdb)
+                                  TYPE: claude-code, opencode, codex (postgres, sqlite, duckdb);
+                                  prints the new sandbox's id (--json: its Sandbox object)
   list [agents|databases]         the sandboxes of this key
   status|stop|start|delete ID     one sandbox's lifecycle
   exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] -- COMMAND [ARGS...]

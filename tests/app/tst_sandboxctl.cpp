@@ -3,6 +3,8 @@
 #include "mockmodelserver.h"
 
 #include <QDeadlineTimer>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTest>
 
@@ -253,6 +255,18 @@ void tst_Sandboxctl::queryReadsEveryPage()
     // create prints the id alone.
     const QString id = QString::fromUtf8(created.out.trimmed());
     QVERIFY2(id.startsWith(QLatin1String("sb_")), created.out.constData());
+    // With --json: the whole Sandbox object, as the engine answered.
+    const Run json = ctl({QStringLiteral("--json"), QStringLiteral("create"),
+                          QStringLiteral("sqlite"), QStringLiteral("--size"), QStringLiteral("lite"),
+                          QStringLiteral("--name"), QStringLiteral("json-db")});
+    QCOMPARE(json.exitCode, 0);
+    const QJsonObject object = QJsonDocument::fromJson(json.out).object();
+    QVERIFY2(object.value(QStringLiteral("id")).toString().startsWith(QLatin1String("sb_")),
+             json.out.constData());
+    QCOMPARE(object.value(QStringLiteral("name")).toString(), QStringLiteral("json-db"));
+    QVERIFY2(object.contains(QStringLiteral("startupTimeMs")), json.out.constData());
+    QCOMPARE(ctl({QStringLiteral("delete"), object.value(QStringLiteral("id")).toString()}).exitCode,
+             0);
     QCOMPARE(ctl({QStringLiteral("execute"), id,
                   QStringLiteral("CREATE TABLE t (id INTEGER, v TEXT)")})
                  .exitCode,

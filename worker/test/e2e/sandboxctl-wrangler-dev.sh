@@ -263,9 +263,9 @@ api() { # METHOD PATH [JSON]: the Worker's answer body; its status in $status
   body=$(cat "$tmp/api")
 }
 
-run create sqlite --size lite
+run --json create sqlite --size lite
 expect_rc 0 "create sqlite"
-# sandboxctl prints a database's whole Sandbox object (JSON).
+# With --json sandboxctl prints a database's whole Sandbox object.
 db=$(sed -n 's/^ *"id": "\(sb_[0-9a-f]*\)".*/\1/p' <<<"$out" | head -n 1)
 [[ "$db" =~ ^sb_[0-9a-f]+$ ]] || fail "create sqlite printed no sandbox id: $out"
 grep -q '"startupTimeMs"' <<<"$out" || fail "create sqlite: no startupTimeMs in $out"
