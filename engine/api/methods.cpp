@@ -263,6 +263,10 @@ void Methods::addSandboxMethods(const QString &prefix, const QString &kind)
                 m_sandboxes->remove(ctx.keyId, id, kind, context, forward(reply));
         });
     }
+    add(prefix + QStringLiteral("setName"),
+        [this, kind](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            reply(toValue(setName(kind, params, ctx)));
+        });
     add(prefix + QStringLiteral("exec"),
         [this, kind](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
             exec(kind, params, ctx, reply);
@@ -278,6 +282,22 @@ void Methods::addSandboxMethods(const QString &prefix, const QString &kind)
             [this, kind, opName](const QJsonObject &params, const CallContext &ctx,
                                  const Reply &reply) { fileOp(kind, opName, params, ctx, reply); });
     }
+}
+
+Result<QJsonObject> Methods::setName(const QString &kind, const QJsonObject &params,
+                                     const CallContext &ctx)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    if (p.failed())
+        return p.error();
+    if (!p.raw(QStringLiteral("name")).isString())
+        return Error::invalidParams(QStringLiteral("name"),
+                                    QStringLiteral("name must be a string (\"\" clears it)"));
+    const QString name = p.optionalName(QStringLiteral("name")).trimmed();
+    if (p.failed())
+        return p.error();
+    return m_sandboxes->setName(ctx.keyId, id, kind, name);
 }
 
 void Methods::exec(const QString &kind, const QJsonObject &params, const CallContext &ctx,

@@ -58,6 +58,9 @@ Q_SIGNALS:
 
 private:
     void addSandboxMethods(const QString &prefix, const QString &kind);
+    // agents.setName / sandbox.setName (and databases.setName through the adapter).
+    Result<QJsonObject> setName(const QString &kind, const QJsonObject &params,
+                                const CallContext &ctx);
 
     void exec(const QString &kind, const QJsonObject &params, const CallContext &ctx,
               const Reply &reply);

@@ -506,6 +506,23 @@ void DatabaseAdapter::registerMethods()
                 return reply(info.error());
             reply(QJsonValue(decorate(*info)));
         });
+    add(QStringLiteral("databases.setName"),
+        [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            Params p(params);
+            const QString id = p.requiredString(QStringLiteral("id"));
+            if (p.failed())
+                return reply(p.error());
+            if (!p.raw(QStringLiteral("name")).isString())
+                return reply(Error::invalidParams(QStringLiteral("name"),
+                                                  QStringLiteral("name must be a string")));
+            const QString name = p.optionalName(QStringLiteral("name")).trimmed();
+            if (p.failed())
+                return reply(p.error());
+            const auto info = m_sandboxes->setName(ctx.keyId, id, kDatabase, name);
+            if (!info)
+                return reply(info.error());
+            reply(QJsonValue(decorate(*info)));
+        });
     for (const QString &verb : {QStringLiteral("stop"), QStringLiteral("start"),
                                 QStringLiteral("delete"), QStringLiteral("restart")}) {
         add(QStringLiteral("databases.") + verb,

@@ -571,6 +571,20 @@ Result<QJsonObject> SandboxManager::info(const QString &keyId, const QString &id
     return toJson(e);
 }
 
+Result<QJsonObject> SandboxManager::setName(const QString &keyId, const QString &id,
+                                            const QString &kind, const QString &name)
+{
+    Entry *e = find(keyId, id, kind);
+    if (!e)
+        return Error::notFound(QStringLiteral("sandbox %1").arg(id));
+    SandboxRecord renamed = e->rec;
+    renamed.name = name;
+    if (const auto saved = m_registry->upsertSandbox(renamed); !saved)
+        return saved.error();
+    e->rec.name = name;
+    return toJson(e);
+}
+
 Result<SandboxRecord> SandboxManager::record(const QString &keyId, const QString &id,
                                              const QString &kind) const
 {

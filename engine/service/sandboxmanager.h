@@ -104,6 +104,9 @@ public:
     // kind: "" for any kind. Another key's sandbox is NotFound.
     Result<QJsonObject> info(const QString &keyId, const QString &id,
                              const QString &kind = {}) const;
+    // Gives the sandbox a new name ("" clears it), kept across restarts; its Sandbox object.
+    Result<QJsonObject> setName(const QString &keyId, const QString &id, const QString &kind,
+                                const QString &name);
     QJsonArray list(const QString &keyId, const QString &kind) const;
     // The whole record, environment values included: for the engine's adapters, never for replies.
     Result<SandboxRecord> record(const QString &keyId, const QString &id,

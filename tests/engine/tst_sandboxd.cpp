@@ -41,6 +41,7 @@ private Q_SLOTS:
     void cpuLimitApplies();
     void diskIsBounded();
     void anotherKeySeesNothing();
+    void sandboxesCanBeRenamed();
     void quotaIsEnforced();
     void idleSandboxSleepsAndWakes();
     void restFileContent();
@@ -600,6 +601,50 @@ void tst_Sandboxd::cpuLimitApplies()
     else
         QFAIL("no cpu cgroup for the sandbox");
     m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+}
+
+void tst_Sandboxd::sandboxesCanBeRenamed()
+{
+    const auto code = [](const QJsonObject &answer) {
+        return answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt();
+    };
+    const QJsonObject renamed = m_rpc.result(QStringLiteral("agents.setName"),
+                                             {{QStringLiteral("id"), m_id},
+                                              {QStringLiteral("name"),
+                                               QStringLiteral(" review bot ")}});
+    QCOMPARE(renamed.value(QStringLiteral("name")).toString(), QStringLiteral("review bot"));
+    QCOMPARE(m_rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), m_id}})
+                 .value(QStringLiteral("name"))
+                 .toString(),
+             QStringLiteral("review bot"));
+    // Any kind by id; a bad name is refused and changes nothing; "" clears it.
+    QCOMPARE(code(m_rpc.call(QStringLiteral("sandbox.setName"),
+                             {{QStringLiteral("id"), m_id},
+                              {QStringLiteral("name"), QStringLiteral("a\u0007b")}})),
+             -32602);
+    QCOMPARE(code(m_rpc.call(QStringLiteral("sandbox.setName"), {{QStringLiteral("id"), m_id}})),
+             -32602);
+    QCOMPARE(code(m_rpc.call(QStringLiteral("sandbox.setName"),
+                             {{QStringLiteral("id"), m_id},
+                              {QStringLiteral("name"), QString(300, u'n')}})),
+             -32602);
+    QCOMPARE(m_rpc.result(QStringLiteral("sandbox.status"), {{QStringLiteral("id"), m_id}})
+                 .value(QStringLiteral("name"))
+                 .toString(),
+             QStringLiteral("review bot"));
+    // Another key's sandbox is not found.
+    const QJsonObject k = m_rpc.result(QStringLiteral("keys.create"),
+                                       {{QStringLiteral("name"), QStringLiteral("renamer")}});
+    RpcTestClient other;
+    QVERIFY(other.open(m_engine.wsUrl(), k.value(QStringLiteral("key")).toString()));
+    QCOMPARE(code(other.call(QStringLiteral("sandbox.setName"),
+                             {{QStringLiteral("id"), m_id},
+                              {QStringLiteral("name"), QStringLiteral("mine")}})),
+             -32002);
+    const QJsonObject cleared = m_rpc.result(QStringLiteral("sandbox.setName"),
+                                             {{QStringLiteral("id"), m_id},
+                                              {QStringLiteral("name"), QString()}});
+    QVERIFY(cleared.value(QStringLiteral("name")).toString().isEmpty());
 }
 
 void tst_Sandboxd::anotherKeySeesNothing()

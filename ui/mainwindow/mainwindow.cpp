@@ -7,8 +7,8 @@
 #include "sandboxpoller.h"
 
 #include "../agents/agentdashboard.h"
-#include "../agents/runnotifier.h"
 #include "../agents/agentproblem.h"
+#include "../agents/runnotifier.h"
 #include "../common/uistyle.h"
 #include "../connection/connectiondialog.h"
 #include "../connection/connectionmanager.h"
@@ -182,6 +182,7 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
             menu.addSeparator();
             menu.addAction(action(QStringLiteral("startSandbox")));
             menu.addAction(action(QStringLiteral("stopSandbox")));
+            menu.addAction(action(QStringLiteral("renameSandbox")));
             menu.addAction(action(QStringLiteral("deleteSandbox")));
             menu.addSeparator();
         }
@@ -301,6 +302,14 @@ void MainWindow::createActions()
     sidebarDelete->setShortcutContext(Qt::WidgetShortcut);
     connect(sidebarDelete, &QAction::triggered, del, &QAction::trigger);
     m_sidebar->addAction(sidebarDelete);
+    QAction *rename = make("renameSandbox", tr("Re&name Sandbox…"), QKeySequence(),
+                           [this] { renameSelected(); });
+    // F2 only in the sidebar: in the file tree it renames a file.
+    auto *sidebarRename = new QAction(m_sidebar);
+    sidebarRename->setShortcut(QKeySequence(Qt::Key_F2));
+    sidebarRename->setShortcutContext(Qt::WidgetShortcut);
+    connect(sidebarRename, &QAction::triggered, rename, &QAction::trigger);
+    m_sidebar->addAction(sidebarRename);
     make(
         "refreshSandboxes", tr("&Refresh"), QKeySequence(Qt::CTRL | Qt::Key_R),
         [this] {
@@ -448,8 +457,8 @@ void MainWindow::createMenus()
     });
 
     QMenu *sandbox = menuBar()->addMenu(tr("&Sandbox"));
-    for (const char *name :
-         {"newSandbox", "startSandbox", "stopSandbox", "deleteSandbox", "refreshSandboxes"})
+    for (const char *name : {"newSandbox", "startSandbox", "stopSandbox", "renameSandbox",
+                             "deleteSandbox", "refreshSandboxes"})
         sandbox->addAction(action(QString::fromLatin1(name)));
 
     QMenu *console = menuBar()->addMenu(tr("&Console"));
@@ -920,6 +929,7 @@ void MainWindow::updateActions()
         ->setEnabled(connected && s
                      && (status == QLatin1String("running") || status == QLatin1String("sleeping")));
     action(QStringLiteral("deleteSandbox"))->setEnabled(connected && s.has_value());
+    action(QStringLiteral("renameSandbox"))->setEnabled(connected && s.has_value());
     action(QStringLiteral("refreshSandboxes"))->setEnabled(connected);
     SandboxWorkspace *ws = currentWorkspace();
     auto *console = ws ? ws->page<ConsolePage>(QStringLiteral("console")) : nullptr;
@@ -1060,6 +1070,48 @@ void MainWindow::stopSelected()
 {
     if (const auto s = selectedSandbox())
         applyLifecycle(QStringLiteral("stop"), s->id);
+}
+
+void MainWindow::renameSelected()
+{
+    const auto s = selectedSandbox();
+    if (!s || !m_client)
+        return;
+    bool ok = false;
+    const QString name
+        = QInputDialog::getText(this, tr("Rename Sandbox"),
+                                tr("A new name for %1 (%2); empty for none:").arg(s->id, s->type),
+                                QLineEdit::Normal, s->name, &ok);
+    if (ok)
+        renameSandbox(s->id, name.trimmed());
+}
+
+void MainWindow::renameSandbox(const QString &id, const QString &name)
+{
+    if (!m_client)
+        return;
+    // sandbox.setName works for any kind.
+    m_client->rpc()
+        ->call(QStringLiteral("sandbox.setName"),
+               {{QStringLiteral("id"), id}, {QStringLiteral("name"), name}}, this,
+               [this, id](Result<QJsonValue> r) {
+                   Result<SandboxInfo> info = r ? SandboxInfo::fromJson(r.value())
+                                                : Result<SandboxInfo>(r.error());
+                   if (!info)
+                       return showError(tr("Cannot rename %1: %2").arg(id, info.error().message));
+                   m_model->updateSandbox(info.value());
+                   if (SandboxWorkspace *ws = workspace(id)) {
+                       ws->setSandbox(info.value());
+                       updateTab(ws);
+                   }
+                   statusBar()->showMessage(info->name.isEmpty()
+                                                ? tr("%1 has no name now").arg(id)
+                                                : tr("Renamed %1 to %2").arg(id, info->name),
+                                            5000);
+                   updateTitle();
+                   Q_EMIT sandboxRenamed(id);
+               })
+        .detach();
 }
 
 void MainWindow::deleteSelected(bool askFirst)

@@ -85,6 +85,9 @@ public:
     void startSelected();
     void stopSelected();
     void deleteSelected(bool askFirst = true);
+    // Asks for the selected sandbox's new name; renameSandbox() gives it (sandbox.setName).
+    void renameSelected();
+    void renameSandbox(const QString &id, const QString &name);
     void runCommand();
     void stopCommand();
     void nextTab();
@@ -96,6 +99,7 @@ public:
     void restoreWindowState();
 
 Q_SIGNALS:
+    void sandboxRenamed(const QString &id);
     // A listing of the sandboxes was applied to the sidebar.
     void sandboxesListed();
     void sandboxCreated(const Sandbox::SandboxInfo &sandbox);

@@ -167,6 +167,7 @@ export class SandboxService {
     m.set('agents.stop', (c, p) => this.stop(c, 'agents.stop', this.owned(c, p, 'agent')));
     m.set('agents.start', (c, p) => this.start(c, 'agents.start', this.owned(c, p, 'agent')));
     m.set('agents.delete', (c, p) => this.delete(c, 'agents.delete', this.owned(c, p, 'agent')));
+    m.set('agents.setName', async (c, p) => this.setName(c, this.owned(c, p, 'agent'), p));
     // Agent runs (4.7): streamed as stream.event over a socket, like an exec with stream: true.
     for (const run of AGENT_RUNS) {
       m.set(run, (c, p) => {
@@ -186,6 +187,7 @@ export class SandboxService {
     m.set('databases.start', (c, p) => this.start(c, 'databases.start', this.owned(c, p, 'database')));
     m.set('databases.restart', (c, p) => this.start(c, 'databases.restart', this.owned(c, p, 'database'), true));
     m.set('databases.delete', (c, p) => this.delete(c, 'databases.delete', this.owned(c, p, 'database')));
+    m.set('databases.setName', async (c, p) => this.setName(c, this.owned(c, p, 'database'), p));
     for (const op of DATABASE_OPS) {
       m.set(`databases.${op}`, (c, p) => this.forward(c, `databases.${op}`, this.owned(c, p, 'database'), p));
     }
@@ -195,6 +197,7 @@ export class SandboxService {
     m.set('sandbox.stop', (c, p) => this.stop(c, 'sandbox.stop', this.owned(c, p)));
     m.set('sandbox.start', (c, p) => this.start(c, 'sandbox.start', this.owned(c, p)));
     m.set('sandbox.delete', (c, p) => this.delete(c, 'sandbox.delete', this.owned(c, p)));
+    m.set('sandbox.setName', async (c, p) => this.setName(c, this.owned(c, p), p));
     for (const op of FILE_OPS) {
       m.set(`agents.${op}`, (c, p) => {
         const row = this.owned(c, p, 'agent');
@@ -237,6 +240,16 @@ export class SandboxService {
 
   private list(c: CallContext, kind: SandboxKind): SandboxObject[] {
     return this.registry.sandboxes(c.keyId, kind).map(toSandboxObject);
+  }
+
+  /** A new name for the caller's sandbox ("" clears it), kept in the registry (4.2, 4.5). */
+  private setName(c: CallContext, row: SandboxRow, p: Params): SandboxObject {
+    if (typeof p.name !== 'string') throw new InvalidParamsError('name', 'name must be a string ("" clears it)');
+    const name = (v.optName(p, 'name') ?? '').trim();
+    this.registry.setName(row.id, name === '' ? null : name);
+    const renamed = this.registry.sandbox(c.keyId, row.id);
+    if (renamed === null) throw new NotFoundError(`sandbox ${row.id}`);
+    return toSandboxObject(renamed);
   }
 
   // --- sessions and quota ---

@@ -51,6 +51,23 @@ describe.skipIf(!hasEngine)('a postgres database through the Worker', () => {
     expect(q.running.used).toBe(1);
   });
 
+  it('renames the database: kept, cleared with "", a control character refused, another key sees nothing', async () => {
+    const renamed = await sock.result<Obj>('databases.setName', { id, name: ' shop-db ' });
+    expect(renamed).toMatchObject({ id, name: 'shop-db', database: { database: 'shop' } });
+    expect((await http('GET', `/api/databases/${id}`)).body).toMatchObject({ name: 'shop-db' });
+    const bad = await sock.call('sandbox.setName', { id, name: 'a\u0007b' });
+    expect(bad.error).toMatchObject({ code: -32602 });
+    expect((await sock.call('sandbox.setName', { id })).error).toMatchObject({ code: -32602 });
+    const cleared = await sock.result<Obj>('sandbox.setName', { id, name: '' });
+    expect(cleared.name).toBeUndefined();
+    const other = await RpcSocket.open(await otherKey());
+    try {
+      expect((await other.call('databases.setName', { id, name: 'mine' })).error).toMatchObject({ code: -32002 });
+    } finally {
+      other.close();
+    }
+  });
+
   it('keeps values exact both ways: big integers, numerics, bytes, NaN, arrays, timestamps', async () => {
     await http('POST', `/api/databases/${id}/execute`, {
       body: { sql: 'CREATE TABLE v (big int8, n numeric(10,3), b bytea, f float8, arr int4[], ts timestamptz, j jsonb)' },

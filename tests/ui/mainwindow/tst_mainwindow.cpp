@@ -27,6 +27,8 @@
 
 #include <QAbstractButton>
 #include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSignalSpy>
@@ -34,6 +36,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTest>
+#include <QTimer>
 #include <QTreeView>
 
 using namespace Sandbox;
@@ -325,6 +328,48 @@ private Q_SLOTS:
         QTRY_VERIFY(!w->workspace(first));
         QVERIFY(w->workspace(second));
         QCOMPARE(w->sandboxTabs()->count(), 1);
+    }
+
+    void aSandboxIsRenamed()
+    {
+        auto w = makeWindow();
+        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->count() >= 1; }, 15000));
+        const SandboxInfo s = w->sandboxModel()->sandboxes().constFirst();
+        w->openSandbox(s.id);
+        w->selectSandbox(s.id);
+        auto *tree = w->findChild<QTreeView *>(QStringLiteral("sandboxes"));
+        QVERIFY(tree);
+        QVERIFY(w->action(QStringLiteral("renameSandbox"))->isEnabled());
+        // F2 in the sandbox list asks for the name; the user types one and presses OK.
+        QTimer answer;
+        answer.setInterval(50);
+        connect(&answer, &QTimer::timeout, this, [&answer] {
+            if (auto *d = qobject_cast<QInputDialog *>(QApplication::activeModalWidget())) {
+                answer.stop();
+                d->setTextValue(QStringLiteral("  renamed in the window "));
+                d->accept();
+            }
+        });
+        answer.start();
+        QSignalSpy renamed(w.get(), &MainWindow::sandboxRenamed);
+        tree->setFocus();
+        QTest::keyClick(tree, Qt::Key_F2);
+        QVERIFY(renamed.count() == 1 || renamed.wait(10000));
+        const QString name = QStringLiteral("renamed in the window");
+        QCOMPARE(w->sandboxModel()->sandbox(s.id)->name, name);
+        const int tab = w->sandboxTabs()->indexOf(w->workspace(s.id));
+        QVERIFY2(w->sandboxTabs()->tabText(tab).contains(name),
+                 qPrintable(w->sandboxTabs()->tabText(tab)));
+        // The engine keeps it: a fresh listing says so too.
+        Client *c = m_engine.client();
+        const auto status = UiTest::call<SandboxInfo>(
+            [&](Callback<SandboxInfo> cb) { return c->sandboxes().status(s.id, this, cb); });
+        QVERIFY(status);
+        QCOMPARE(status->name, name);
+        w->poller()->refresh();
+        QSignalSpy listed(w.get(), &MainWindow::sandboxesListed);
+        QVERIFY(listed.wait(10000));
+        QCOMPARE(w->sandboxModel()->sandbox(s.id)->name, name);
     }
 
     void theSidebarFilters()

@@ -1,11 +1,11 @@
 // The main window as a user sees it, on a real X server (Xvfb), at 1024x700, 1600x1000 and
 // 1920x1080 in a light and a dark palette: a sandbox open with its files, a Python file in the
 // editor and a console that ran a command with colours and an error line, then a database's SQL
-// console with a result. The pictures are kept in build/artefacts/{mainwindow,sql}-WxH-THEME.png; the test
-// checks that the panes are not empty, the fonts are the ones asked for, the editor's paper follows
-// the palette, nothing is cut off and a result gets the room for ten rows. Then the terminal
-// running htop and the agent dashboard with real runs (Claude Code against the mock model API),
-// light and dark.
+// console with a result. The pictures are kept in build/artefacts/{mainwindow,sql}-WxH-THEME.png;
+// the test checks that the panes are not empty, the fonts are the ones asked for, the editor's
+// paper follows the palette, nothing is cut off and a result gets the room for ten rows. Then the
+// terminal running htop and the agent dashboard with real runs (Claude Code against the mock
+// model API), light and dark.
 #include <uitest.h>
 
 #include <agents/agentdashboard.h>
@@ -28,12 +28,12 @@
 #include <mainwindow/mainwindow.h>
 #include <mainwindow/newsandboxdialog.h>
 #include <mainwindow/sandboxlistmodel.h>
-#include <terminal/terminalpage.h>
-#include <terminal/terminalview.h>
 #include <sql/resultmodel.h>
 #include <sql/resultview.h>
 #include <sql/sqlconsole.h>
 #include <sql/sqleditor.h>
+#include <terminal/terminalpage.h>
+#include <terminal/terminalview.h>
 #include <workspace/sandboxpageregistry.h>
 #include <workspace/sandboxworkspace.h>
 
