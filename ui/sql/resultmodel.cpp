@@ -169,13 +169,12 @@ const QList<QJsonArray> *ResultModel::loadPage(int page) const
         decoded.reserve(rows.size());
         for (const QJsonValue &r : rows)
             decoded.append(r.toArray());
+        // Room first, then the page: QHash may move its entries when one is removed, so no
+        // iterator is kept across a remove() (it pointed at another page now and then).
+        while (!m_lru.isEmpty() && m_lru.size() >= m_maxCachedPages)
+            m_cache.remove(m_lru.takeFirst());
         it = m_cache.insert(page, decoded);
         m_lru.append(page);
-        while (m_lru.size() > m_maxCachedPages) {
-            const int old = m_lru.takeFirst();
-            if (old != page)
-                m_cache.remove(old);
-        }
     } else {
         m_lru.removeOne(page);
         m_lru.append(page);

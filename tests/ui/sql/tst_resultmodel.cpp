@@ -153,6 +153,13 @@ void tst_ResultModel::boundedMemoryAndScrollBack()
     QCOMPARE(model.index(0, 1).data().toString(), QStringLiteral("row 1"));
     QCOMPARE(model.index(12345, 0).data().toString(), QStringLiteral("12346"));
     QVERIFY(model.cachedPages() <= 4);
+    // Jumping about the whole result, each row is the right one however the cache turns over.
+    model.setMaxCachedPages(2);
+    for (int i = 0; i < 2000; ++i) {
+        const int row = int((qint64(i) * 7919) % 20000);
+        QCOMPARE(model.index(row, 0).data().toString(), QString::number(row + 1));
+    }
+    QVERIFY(model.cachedPages() <= 2);
 }
 
 void tst_ResultModel::exportWithoutRunningAgain()
