@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace DbHost {
 
@@ -85,6 +87,133 @@ private:
     };
     std::mutex m_mutex;
     std::map<std::string, Slot> m_slots;
+};
+
+// The open cursors and the running requests of a backend, the same for every engine: fetch()
+// finds a cursor by id and reads it under its lock, closeCursor() takes it (interrupting a fetch
+// that reads it), cancel() interrupts a request by id. Conn: a connection handle, `interrupt`
+// stops what runs on it; Cursor: an open result with `std::mutex lock` and `Conn conn` (null
+// once finished).
+template<typename Conn, typename Cursor>
+class CursorTable
+{
+public:
+    static constexpr size_t kMax = 32;
+
+    explicit CursorTable(void (*interrupt)(Conn))
+        : m_interrupt(interrupt)
+    {}
+
+    // Marks `conn` as running request `id` for its lifetime, so that interrupt(id) reaches it.
+    class Running
+    {
+    public:
+        Running(CursorTable &table, uint64_t id, Conn conn)
+            : m_table(table)
+            , m_id(id)
+        {
+            std::lock_guard l(m_table.m_mutex);
+            m_table.m_running[id] = conn;
+        }
+        ~Running()
+        {
+            std::lock_guard l(m_table.m_mutex);
+            m_table.m_running.erase(m_id);
+        }
+        Running(const Running &) = delete;
+        Running &operator=(const Running &) = delete;
+
+    private:
+        CursorTable &m_table;
+        uint64_t m_id;
+    };
+
+    // Keeps `cursor` and answers its id; at most kMax per database.
+    std::string add(std::shared_ptr<Cursor> cursor)
+    {
+        std::lock_guard l(m_mutex);
+        if (m_cursors.size() >= kMax)
+            throw DbError{"too_large", "too many open cursors on this database"};
+        const std::string id = "c" + std::to_string(m_next++);
+        m_cursors[id] = std::move(cursor);
+        return id;
+    }
+    // The next page of cursor `id`: `read(cursor, rows)` reads it and answers true at its end.
+    // At the end, or on an error, the cursor closes through `close(id)`.
+    template<typename Read, typename Close>
+    json fetch(uint64_t requestId, const std::string &id, Read read, Close close)
+    {
+        std::shared_ptr<Cursor> cursor;
+        {
+            std::lock_guard l(m_mutex);
+            const auto it = m_cursors.find(id);
+            if (it == m_cursors.end())
+                throw DbError{"not_found",
+                              "no cursor " + id + " (it was closed, finished or expired)"};
+            cursor = it->second;
+        }
+        std::unique_lock cl(cursor->lock, std::try_to_lock);
+        if (!cl.owns_lock())
+            throw DbError{"bad_request", "cursor " + id + " is already being fetched"};
+        if (!cursor->conn)
+            throw DbError{"not_found", "no cursor " + id};
+        json rows = json::array();
+        bool done = false;
+        try {
+            Running running(*this, requestId, cursor->conn);
+            done = read(*cursor, rows);
+        } catch (const DbError &) {
+            cl.unlock();
+            close(id);
+            throw;
+        }
+        if (done) {
+            cl.unlock();
+            close(id);
+        }
+        return json{{"rows", std::move(rows)}, {"done", done}};
+    }
+    // Removes cursor `id` (null if there is none) and interrupts a fetch running on it, so that
+    // the caller gets its lock soon.
+    std::shared_ptr<Cursor> take(const std::string &id)
+    {
+        std::lock_guard l(m_mutex);
+        const auto it = m_cursors.find(id);
+        if (it == m_cursors.end())
+            return nullptr;
+        std::shared_ptr<Cursor> cursor = std::move(it->second);
+        m_cursors.erase(it);
+        for (const auto &[rid, conn] : m_running)
+            if (conn == cursor->conn)
+                m_interrupt(conn);
+        return cursor;
+    }
+    std::vector<std::shared_ptr<Cursor>> takeAll()
+    {
+        std::lock_guard l(m_mutex);
+        std::vector<std::shared_ptr<Cursor>> all;
+        for (auto &[id, cursor] : m_cursors)
+            all.push_back(std::move(cursor));
+        m_cursors.clear();
+        return all;
+    }
+    // Interrupts request `requestId` if it is running; true if it was.
+    bool interrupt(uint64_t requestId)
+    {
+        std::lock_guard l(m_mutex);
+        const auto it = m_running.find(requestId);
+        if (it == m_running.end())
+            return false;
+        m_interrupt(it->second);
+        return true;
+    }
+
+private:
+    void (*m_interrupt)(Conn);
+    std::mutex m_mutex;
+    std::map<std::string, std::shared_ptr<Cursor>> m_cursors;
+    std::map<uint64_t, Conn> m_running;
+    uint64_t m_next = 1;
 };
 
 // One call's use of a connection: the pool's, or an interactive transaction's. A call that

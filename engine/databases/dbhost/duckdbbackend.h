@@ -40,7 +40,6 @@ public:
 
 private:
     struct Cursor;
-    class Running;
 
     duckdb_connection acquire();
     void release(duckdb_connection c, bool rollback);
@@ -54,10 +53,9 @@ private:
     duckdb_database m_db = nullptr;
     std::mutex m_mutex;
     std::vector<duckdb_connection> m_idle;
-    std::map<std::string, std::shared_ptr<Cursor>> m_cursors;
-    std::map<uint64_t, duckdb_connection> m_running;
+    using Cursors = CursorTable<duckdb_connection, Cursor>;
+    Cursors m_cursors;
     TransactionTable<duckdb_connection> m_transactions;
-    uint64_t m_nextCursor = 1;
 };
 
 } // namespace DbHost

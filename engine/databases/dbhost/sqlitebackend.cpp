@@ -13,7 +13,6 @@ namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
 constexpr size_t kMaxIdle = 4;
-constexpr size_t kMaxCursors = 32;
 
 // ATTACH only of files inside /workspace (relative paths are relative to /workspace, the
 // working directory), of a temporary or in-memory database; never through a URI.
@@ -201,37 +200,16 @@ bool endsTransaction(const std::string &command, std::string text)
 
 } // namespace
 
-// Marks a connection as running a request, so that cancel() can interrupt it.
-class SqliteBackend::Running
-{
-public:
-    Running(SqliteBackend *b, uint64_t id, sqlite3 *db)
-        : m_b(b)
-        , m_id(id)
-    {
-        std::lock_guard l(m_b->m_mutex);
-        m_b->m_running[id] = db;
-    }
-    ~Running()
-    {
-        std::lock_guard l(m_b->m_mutex);
-        m_b->m_running.erase(m_id);
-    }
-
-private:
-    SqliteBackend *m_b;
-    uint64_t m_id;
-};
-
 SqliteBackend::SqliteBackend(std::string path)
     : m_path(std::move(path))
+    , m_cursors(sqlite3_interrupt)
 {}
 
 SqliteBackend::~SqliteBackend()
 {
-    for (auto &[id, c] : m_cursors) {
+    for (const auto &c : m_cursors.takeAll()) {
         sqlite3_finalize(c->stmt);
-        sqlite3_close_v2(c->db);
+        sqlite3_close_v2(c->conn);
     }
     for (sqlite3 *db : m_idle)
         sqlite3_close_v2(db);
@@ -365,7 +343,7 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
                 b->release(db);
         }
     } releaser{this, inTransaction ? nullptr : db};
-    Running running(this, requestId, db);
+    Cursors::Running running(m_cursors, requestId, db);
 
     const bool hasParams = params.is_array() && !params.empty();
     const char *start = sql.c_str();
@@ -424,17 +402,10 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
             answer["truncated"] = true;
         } else {
             auto cursor = std::make_shared<Cursor>();
-            cursor->db = db;
+            cursor->conn = db;
             cursor->stmt = st.release();
             cursor->command = command;
-            std::string id;
-            {
-                std::lock_guard l(m_mutex);
-                if (m_cursors.size() >= kMaxCursors)
-                    throw DbError{"too_large", "too many open cursors on this database"};
-                id = "c" + std::to_string(m_nextCursor++);
-                m_cursors[id] = cursor;
-            }
+            const std::string id = m_cursors.add(cursor);
             releaser.db = nullptr; // the cursor keeps the connection
             answer["cursor"] = id;
             answer["rowsAffected"] = 0;
@@ -449,34 +420,10 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
 
 json SqliteBackend::fetch(uint64_t requestId, const std::string &id, PageLimits limits)
 {
-    std::shared_ptr<Cursor> cursor;
-    {
-        std::lock_guard l(m_mutex);
-        const auto it = m_cursors.find(id);
-        if (it == m_cursors.end())
-            throw DbError{"not_found", "no cursor " + id + " (it was closed, finished or expired)"};
-        cursor = it->second;
-    }
-    std::unique_lock cl(cursor->lock, std::try_to_lock);
-    if (!cl.owns_lock())
-        throw DbError{"bad_request", "cursor " + id + " is already being fetched"};
-    if (!cursor->stmt)
-        throw DbError{"not_found", "no cursor " + id};
-    json rows = json::array();
-    bool done = false;
-    try {
-        Running running(this, requestId, cursor->db);
-        done = readPage(cursor->db, cursor->stmt, limits, rows, false);
-    } catch (const DbError &) {
-        cl.unlock();
-        closeCursor(id);
-        throw;
-    }
-    if (done) {
-        cl.unlock();
-        closeCursor(id);
-    }
-    return json{{"rows", std::move(rows)}, {"done", done}};
+    return m_cursors.fetch(
+        requestId, id,
+        [limits](Cursor &c, json &rows) { return readPage(c.conn, c.stmt, limits, rows, false); },
+        [this](const std::string &cursor) { closeCursor(cursor); });
 }
 
 void SqliteBackend::finishCursor(const std::shared_ptr<Cursor> &cursor)
@@ -486,25 +433,15 @@ void SqliteBackend::finishCursor(const std::shared_ptr<Cursor> &cursor)
         return;
     sqlite3_finalize(cursor->stmt);
     cursor->stmt = nullptr;
-    release(cursor->db);
-    cursor->db = nullptr;
+    release(cursor->conn);
+    cursor->conn = nullptr;
 }
 
 bool SqliteBackend::closeCursor(const std::string &id)
 {
-    std::shared_ptr<Cursor> cursor;
-    {
-        std::lock_guard l(m_mutex);
-        const auto it = m_cursors.find(id);
-        if (it == m_cursors.end())
-            return false;
-        cursor = it->second;
-        m_cursors.erase(it);
-        // A fetch in progress is interrupted, so that the lock below does not wait long.
-        for (const auto &[rid, db] : m_running)
-            if (db == cursor->db)
-                sqlite3_interrupt(db);
-    }
+    const std::shared_ptr<Cursor> cursor = m_cursors.take(id);
+    if (!cursor)
+        return false;
     finishCursor(cursor);
     return true;
 }
@@ -518,7 +455,7 @@ json SqliteBackend::transaction(uint64_t requestId, const json &statements, size
         sqlite3 *db;
         ~Releaser() { b->release(db); }
     } releaser{this, db};
-    Running running(this, requestId, db);
+    Cursors::Running running(m_cursors, requestId, db);
     auto exec = [&](const char *sql) {
         char *err = nullptr;
         const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
@@ -590,12 +527,7 @@ json SqliteBackend::transaction(uint64_t requestId, const json &statements, size
 
 bool SqliteBackend::cancel(uint64_t requestId)
 {
-    std::lock_guard l(m_mutex);
-    const auto it = m_running.find(requestId);
-    if (it == m_running.end())
-        return false;
-    sqlite3_interrupt(it->second);
-    return true;
+    return m_cursors.interrupt(requestId);
 }
 
 } // namespace DbHost

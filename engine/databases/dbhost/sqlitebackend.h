@@ -38,11 +38,10 @@ private:
     struct Cursor
     {
         std::mutex lock;
-        sqlite3 *db = nullptr;
+        sqlite3 *conn = nullptr;
         sqlite3_stmt *stmt = nullptr;
         std::string command;
     };
-    class Running;
 
     sqlite3 *openConnection(std::string *error);
     sqlite3 *acquire();
@@ -52,10 +51,9 @@ private:
     std::string m_path;
     std::mutex m_mutex;
     std::vector<sqlite3 *> m_idle;
-    std::map<std::string, std::shared_ptr<Cursor>> m_cursors;
-    std::map<uint64_t, sqlite3 *> m_running;
+    using Cursors = CursorTable<sqlite3 *, Cursor>;
+    Cursors m_cursors;
     TransactionTable<sqlite3 *> m_transactions;
-    uint64_t m_nextCursor = 1;
 };
 
 } // namespace DbHost

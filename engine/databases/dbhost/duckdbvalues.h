@@ -1,0 +1,30 @@
+#pragma once
+// DuckDB values as the wire carries them (PROTOCOL.md): every type of libduckdb's C API to JSON,
+// with the type names the engine shows.
+
+#include "wire.h"
+
+#include <duckdb.h>
+
+#include <string>
+
+namespace DbHost {
+
+// Destroys a logical type that the C API handed over.
+struct TypeGuard
+{
+    duckdb_logical_type t = nullptr;
+    ~TypeGuard()
+    {
+        if (t)
+            duckdb_destroy_logical_type(&t);
+    }
+};
+
+// The SQL name of a type (its alias when it has one), e.g. DECIMAL(18,3), INTEGER[], STRUCT(...).
+std::string typeName(duckdb_logical_type type);
+// The value of `row` in a vector of `type` as the wire encodes it (wire.h: integers past 2^53 as
+// {"$int"}, blobs as {"$bytes"}, dates and times as text), nested for LIST, ARRAY, STRUCT, MAP.
+json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row);
+
+} // namespace DbHost
