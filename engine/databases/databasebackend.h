@@ -13,14 +13,41 @@ namespace Sandbox::Engine {
 
 class SupervisorChannel;
 
+// The bounds of a page of rows, shared by the engine's methods and its backends.
+namespace PageLimits {
+constexpr int kDefaultRows = 1000;                // a page when the caller names no pageSize
+constexpr int kMaxRows = 100000;                  // the largest pageSize a caller may ask for
+constexpr int kExportRows = 5000;                 // a page of an export
+constexpr int kTransactionRows = 1000;            // rows kept per statement of a transaction
+constexpr qint64 kDefaultBytes = 4 * 1024 * 1024; // a page's bytes when the engine names none
+constexpr qint64 kMaxBytes = 8 * 1024 * 1024;     // a page's bytes for every engine call
+} // namespace PageLimits
+
+// A backend's SQL dialect as the catalog methods (databases.version, listTables, listDatabases,
+// describeTable, createDatabase, exportData) need it: each backend answers for its own. Rows come
+// back as arrays, their columns in the order named.
+struct SqlDialect
+{
+    QString type;          // postgres | sqlite | duckdb
+    QString version;       // one row: [the server's version text]
+    QString listTables;    // rows [schema, name, "table"|"view"]
+    QString listDatabases; // rows [name, owner|file, sizeBytes|null]
+    QString columns; // params [schema, table]: rows [name, type, nullable, default, primaryKey]
+    QString indexes; // params [schema, table]: rows [name, unique, primary, definition, columns]
+    QString defaultSchema;
+    bool databasesHaveOwners = false; // listDatabases: owner and sizeBytes (else: file)
+    bool createsDatabases = false;    // databases.createDatabase
+    bool writesFiles = false;         // exportFile: parquet, or any format to a path
+};
+
 // One SQL call as the adapter hands it to a backend.
 struct SqlRequest
 {
     QString sql;
     QJsonArray params;
     bool execute = false; // execute: a script allowed (without params), no rows back
-    int pageSize = 1000;
-    qint64 pageBytes = 4 * 1024 * 1024;
+    int pageSize = PageLimits::kDefaultRows;
+    qint64 pageBytes = PageLimits::kDefaultBytes;
     // Run in this interactive transaction (begin()); no cursor then: one page, `truncated`.
     QString transaction;
 };
@@ -48,6 +75,7 @@ public:
     // Stops the server cleanly (committed data is already durable); `done` always runs.
     virtual void stop(std::function<void()> done) = 0;
     virtual bool isAlive() const = 0;
+    virtual const SqlDialect &dialect() const = 0;
 
     virtual CancelFn query(const SqlRequest &request, PageDone done) = 0;
     virtual CancelFn fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done) = 0;
@@ -59,10 +87,24 @@ public:
     // commits or rolls it back. A query in it that fails rolls it back and ends it.
     virtual void begin(const QString &name, PageDone done) = 0;
     virtual void finish(const QString &name, bool commit, PageDone done) = 0;
+    // Where dialect().writesFiles: the server writes the rows of `sql` to `path` inside the
+    // sandbox (COPY ... TO) as format csv|json|parquet, and answers {rowCount}. Others answer
+    // NotImplemented.
+    virtual CancelFn exportFile(const QString &sql, const QString &format, const QString &path,
+                                PageDone done);
 
 Q_SIGNALS:
     // The server ended without being asked to (crash, kill -9). `why` has its last log lines.
     void serverExited(const QString &why);
 };
+
+inline CancelFn DatabaseBackend::exportFile(const QString &, const QString &, const QString &,
+                                            PageDone done)
+{
+    done(Error{ErrorCode::NotImplemented,
+               QStringLiteral("export to a file is for DuckDB databases"),
+               {}});
+    return [] {};
+}
 
 } // namespace Sandbox::Engine

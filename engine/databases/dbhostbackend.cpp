@@ -330,7 +330,7 @@ CancelFn DbHostBackend::transaction(const QJsonArray &statements, PageDone done)
 {
     return call({{QStringLiteral("op"), QStringLiteral("transaction")},
                  {QStringLiteral("statements"), statements},
-                 {QStringLiteral("maxRows"), 1000}},
+                 {QStringLiteral("maxRows"), PageLimits::kTransactionRows}},
                 std::move(done));
 }
 
@@ -377,6 +377,54 @@ void DbHostBackend::serverGone(const QString &why)
         qCWarning(lcDbHost) << why;
         Q_EMIT serverExited(why);
     }
+}
+
+const SqlDialect &DbHostBackend::dialectOf(const QString &engine)
+{
+    static const SqlDialect sqlite{
+        QStringLiteral("sqlite"),
+        QStringLiteral("SELECT 'SQLite ' || sqlite_version()"),
+        QStringLiteral(
+            "SELECT 'main', name, type FROM sqlite_schema WHERE type IN ('table','view') "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
+        QStringLiteral("SELECT name, file, NULL FROM pragma_database_list ORDER BY seq"),
+        QStringLiteral("SELECT name, type, NOT \"notnull\", dflt_value, pk > 0 FROM "
+                       "pragma_table_info(?2, ?1) ORDER BY cid"),
+        QStringLiteral(
+            "SELECT il.name, il.\"unique\", il.origin = 'pk', s.sql, "
+            "(SELECT json_group_array(ii.name) FROM pragma_index_info(il.name, ?1) ii) "
+            "FROM pragma_index_list(?2, ?1) il LEFT JOIN sqlite_schema s ON s.name = il.name ORDER "
+            "BY 1"),
+        QStringLiteral("main"),
+        /*databasesHaveOwners=*/false,
+        /*createsDatabases=*/false,
+        /*writesFiles=*/false,
+    };
+    static const SqlDialect duckdb{
+        QStringLiteral("duckdb"),
+        QStringLiteral("SELECT 'DuckDB ' || version()"),
+        QStringLiteral("SELECT table_schema, table_name, CASE WHEN table_type = 'VIEW' THEN 'view' "
+                       "ELSE 'table' END FROM information_schema.tables WHERE table_schema NOT IN "
+                       "('pg_catalog', 'information_schema') AND table_catalog = "
+                       "current_database() ORDER BY 1, 2"),
+        QStringLiteral("SELECT database_name, path, NULL FROM duckdb_databases() WHERE NOT "
+                       "internal ORDER BY 1"),
+        QStringLiteral(
+            "SELECT c.column_name, c.data_type, c.is_nullable = 'YES', c.column_default, "
+            "coalesce((SELECT list_contains(k.constraint_column_names, c.column_name) FROM "
+            "duckdb_constraints() k "
+            "WHERE k.schema_name = $1 AND k.table_name = $2 AND k.constraint_type = 'PRIMARY KEY' "
+            "LIMIT 1), false) "
+            "FROM information_schema.columns c WHERE c.table_schema = $1 AND c.table_name = $2 "
+            "AND c.table_catalog = current_database() ORDER BY c.ordinal_position"),
+        QStringLiteral("SELECT index_name, is_unique, is_primary, sql, expressions FROM "
+                       "duckdb_indexes() WHERE schema_name = $1 AND table_name = $2 ORDER BY 1"),
+        QStringLiteral("main"),
+        /*databasesHaveOwners=*/false,
+        /*createsDatabases=*/false,
+        /*writesFiles=*/true,
+    };
+    return engine == QLatin1String("duckdb") ? duckdb : sqlite;
 }
 
 } // namespace Sandbox::Engine

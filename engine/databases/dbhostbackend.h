@@ -37,6 +37,9 @@ public:
     void start(SupervisorChannel *channel, std::function<void(Result<bool>)> done) override;
     void stop(std::function<void()> done) override;
     bool isAlive() const override { return m_alive; }
+    const SqlDialect &dialect() const override { return dialectOf(m_settings.engine); }
+    // The dialect of engine sqlite or duckdb.
+    static const SqlDialect &dialectOf(const QString &engine);
 
     CancelFn query(const SqlRequest &request, PageDone done) override;
     CancelFn fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done) override;
@@ -46,7 +49,7 @@ public:
     void finish(const QString &name, bool commit, PageDone done) override;
     // DuckDB: COPY (sql) TO path (FORMAT parquet|csv|json), path inside /workspace.
     CancelFn exportFile(const QString &sql, const QString &format, const QString &path,
-                        PageDone done);
+                        PageDone done) override;
 
 private:
     class Connection;

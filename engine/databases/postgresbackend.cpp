@@ -23,7 +23,6 @@ constexpr int kReadyTimeoutMs = 30000;
 constexpr int kReadyPollMs = 5;
 constexpr int kStopTimeoutMs = 10000;
 constexpr qsizetype kLogTail = 4096;
-constexpr qsizetype kMaxTransactionRows = 1000;
 const QString kDataDir = QStringLiteral("/workspace/pgdata");
 
 QString quoteIdent(const QString &name)
@@ -103,8 +102,8 @@ struct PostgresBackend::Query
     bool haveFields = false;
     QJsonArray rows;
     qint64 bytes = 0;
-    int pageSize = 1000;
-    qint64 pageBytes = 4 * 1024 * 1024;
+    int pageSize = PageLimits::kDefaultRows;
+    qint64 pageBytes = PageLimits::kDefaultBytes;
     QString command;
     qint64 rowsAffected = 0;
     std::optional<Error> error;
@@ -492,7 +491,7 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
         case PGRES_SINGLE_TUPLE: {
             if (!q->haveFields)
                 q->takeFields(r);
-            if ((q->transaction && q->rows.size() >= kMaxTransactionRows)
+            if ((q->transaction && q->rows.size() >= PageLimits::kTransactionRows)
                 || (q->noCursor && (q->rows.size() >= q->pageSize || q->bytes >= q->pageBytes))) {
                 q->truncated = true;
                 return;
@@ -955,6 +954,42 @@ void PostgresBackend::serverGone(const QString &why)
         qCWarning(lcPg) << why;
         Q_EMIT serverExited(why);
     }
+}
+
+const SqlDialect &PostgresBackend::sqlDialect()
+{
+    static const SqlDialect d{
+        QStringLiteral("postgres"),
+        QStringLiteral("SELECT version()"),
+        QStringLiteral("SELECT table_schema, table_name, CASE WHEN table_type = 'VIEW' THEN 'view' "
+                       "ELSE 'table' END FROM information_schema.tables WHERE table_schema NOT IN "
+                       "('pg_catalog', 'information_schema')  ORDER BY 1, 2"),
+        QStringLiteral("SELECT datname, pg_get_userbyid(datdba), pg_database_size(oid) FROM "
+                       "pg_database WHERE NOT datistemplate ORDER BY 1"),
+        QStringLiteral(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
+            "pg_get_expr(d.adbin, d.adrelid), "
+            "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND "
+            "a.attnum = ANY(i.indkey)) "
+            "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON "
+            "n.oid = c.relnamespace "
+            "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+            "WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped ORDER "
+            "BY a.attnum"),
+        QStringLiteral(
+            "SELECT i.relname, ix.indisunique, ix.indisprimary, pg_get_indexdef(ix.indexrelid), "
+            "array(SELECT a.attname FROM unnest(ix.indkey) k JOIN pg_attribute a ON a.attrelid = "
+            "ix.indrelid AND a.attnum = k) "
+            "FROM pg_index ix JOIN pg_class t ON t.oid = ix.indrelid JOIN pg_class i ON i.oid = "
+            "ix.indexrelid "
+            "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1 AND t.relname = $2 "
+            "ORDER BY 1"),
+        QStringLiteral("public"),
+        /*databasesHaveOwners=*/true,
+        /*createsDatabases=*/true,
+        /*writesFiles=*/false,
+    };
+    return d;
 }
 
 } // namespace Sandbox::Engine

@@ -49,6 +49,8 @@ public:
     void start(SupervisorChannel *channel, std::function<void(Result<bool>)> done) override;
     void stop(std::function<void()> done) override;
     bool isAlive() const override { return m_alive; }
+    const SqlDialect &dialect() const override { return sqlDialect(); }
+    static const SqlDialect &sqlDialect();
 
     CancelFn query(const SqlRequest &request, PageDone done) override;
     CancelFn fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done) override;

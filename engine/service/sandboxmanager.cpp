@@ -551,6 +551,8 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
         return done(saved.error());
     }
     m_entries.insert(e->rec.id, e);
+    if (request.created)
+        request.created(e->rec);
     const QString id = e->rec.id;
     e->waiters.append({context, [this, id, done](Result<SupervisorChannel *> r) {
                            if (!r)

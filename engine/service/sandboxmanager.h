@@ -66,6 +66,9 @@ struct CreateSandbox
     QMap<QString, QString> env;
     bool network = false;
     qint64 sleepAfterMs = -1; // -1: the engine's default
+    // Runs once the sandbox has its id, before its first start (its type's prepare hook): where
+    // a type keeps what it was created with (a database's settings).
+    std::function<void(const SandboxRecord &record)> created;
 };
 
 // The lifecycle of every sandbox: create, wake on demand, sleep when idle, stop, delete,

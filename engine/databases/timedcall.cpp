@@ -1,0 +1,67 @@
+#include "timedcall.h"
+
+#include "api/methods.h"
+
+#include <QPointer>
+#include <QTimer>
+
+#include <memory>
+
+namespace Sandbox::Engine {
+
+namespace {
+
+struct Timed
+{
+    bool answered = false;
+    bool timedOut = false;
+    CancelFn cancel;
+    QPointer<QTimer> timer;
+};
+
+} // namespace
+
+void runTimed(QObject *owner, qint64 timeoutMs, qint64 graceMs, const CallContext &ctx,
+              const std::function<CancelFn(PageDone)> &start, PageDone done)
+{
+    auto st = std::make_shared<Timed>();
+    auto finish = [st, done, timeoutMs](Result<QJsonObject> r) {
+        if (st->answered)
+            return;
+        st->answered = true;
+        if (st->timer)
+            st->timer->deleteLater();
+        if (st->timedOut)
+            r = Error{ErrorCode::Timeout,
+                      QStringLiteral(
+                          "the statement ran past its timeout of %1 ms and was cancelled")
+                          .arg(timeoutMs),
+                      QJsonObject{{QStringLiteral("timeoutMs"), double(timeoutMs)}}};
+        done(std::move(r));
+    };
+    st->cancel = start(finish);
+    if (st->answered)
+        return; // answered at once (the server is gone): nothing to time
+    auto *timer = new QTimer(owner);
+    st->timer = timer;
+    timer->setSingleShot(true);
+    QObject::connect(timer, &QTimer::timeout, owner, [st, finish, timer, graceMs] {
+        if (st->answered)
+            return;
+        if (!st->timedOut) {
+            st->timedOut = true;
+            if (st->cancel)
+                st->cancel();
+            timer->start(int(graceMs)); // the server's time to give up; then the call answers
+            return;
+        }
+        finish(Error{ErrorCode::Timeout, {}, {}});
+    });
+    timer->start(int(timeoutMs));
+    *ctx.onCancel = [st] {
+        if (!st->answered && st->cancel)
+            st->cancel();
+    };
+}
+
+} // namespace Sandbox::Engine

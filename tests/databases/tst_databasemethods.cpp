@@ -1,0 +1,413 @@
+// The databases.* methods on a server (engine/databases/databasemethods.*) against a fake
+// DatabaseBackend: cursors (the cap per database, idle expiry, the activity that keeps a database
+// awake), statement timeouts and rpc.cancel, transactions. Milliseconds, no server.
+#include "databases/databasebackend.h"
+#include "databases/databasehost.h"
+#include "databases/databasemethods.h"
+
+#include <QJsonArray>
+#include <QTest>
+#include <QTimer>
+
+#include <optional>
+
+using namespace Sandbox;
+using namespace Sandbox::Engine;
+
+namespace {
+
+const QString kDb = QStringLiteral("db_1");
+const QString kKey = QStringLiteral("key_1");
+
+// A server that answers as the test says: pages of `rows` rows with a cursor while more remain,
+// or never (`hang`), cancelled or not.
+class FakeBackend final : public DatabaseBackend
+{
+public:
+    using DatabaseBackend::DatabaseBackend;
+
+    void start(SupervisorChannel *, std::function<void(Result<bool>)> done) override { done(true); }
+    void stop(std::function<void()> done) override { done(); }
+    bool isAlive() const override { return alive; }
+    const SqlDialect &dialect() const override { return m_dialect; }
+
+    CancelFn query(const SqlRequest &request, PageDone done) override
+    {
+        requests.append(request);
+        if (hang)
+            return hung(std::move(done));
+        if (!failWith.message.isEmpty())
+            return done(failWith), CancelFn([] {});
+        const QString cursor = rows > request.pageSize ? QStringLiteral("b%1").arg(++m_nextCursor)
+                                                       : QString();
+        if (!cursor.isEmpty())
+            m_left.insert(cursor, rows - request.pageSize);
+        done(QJsonObject{{QStringLiteral("fields"),
+                          QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("n")},
+                                                 {QStringLiteral("type"), QStringLiteral("int")}}}},
+                         {QStringLiteral("rows"), page(qMin(rows, request.pageSize))},
+                         {QStringLiteral("rowsAffected"), 0},
+                         {QStringLiteral("cursor"), cursor.isEmpty() ? QJsonValue() : cursor}});
+        return [] {};
+    }
+    CancelFn fetch(const QString &cursor, int pageSize, qint64, PageDone done) override
+    {
+        if (hang)
+            return hung(std::move(done));
+        const int left = m_left.value(cursor);
+        const int n = qMin(left, pageSize);
+        m_left.insert(cursor, left - n);
+        done(QJsonObject{{QStringLiteral("rows"), page(n)},
+                         {QStringLiteral("done"), left - n == 0}});
+        return [] {};
+    }
+    void closeCursor(const QString &cursor) override
+    {
+        closed.append(cursor);
+        m_left.remove(cursor);
+    }
+    CancelFn transaction(const QJsonArray &, PageDone done) override
+    {
+        done(QJsonObject{{QStringLiteral("results"), QJsonArray()}});
+        return [] {};
+    }
+    void begin(const QString &name, PageDone done) override
+    {
+        sessions.append(name);
+        done(QJsonObject{});
+    }
+    void finish(const QString &name, bool commit, PageDone done) override
+    {
+        sessions.removeAll(name);
+        done(QJsonObject{{QStringLiteral("committed"), commit}});
+    }
+
+    int rows = 0;
+    bool alive = true;
+    bool hang = false;
+    bool answersCancel = true; // a hung call answers Cancelled when cancelled
+    Error failWith;
+    int cancels = 0;
+    QList<SqlRequest> requests;
+    QStringList closed;
+    QStringList sessions;
+
+private:
+    static QJsonArray page(int n)
+    {
+        QJsonArray rows;
+        for (int i = 0; i < n; ++i)
+            rows.append(QJsonArray{i});
+        return rows;
+    }
+    CancelFn hung(PageDone done)
+    {
+        return [this, done] {
+            ++cancels;
+            if (answersCancel)
+                done(Error{ErrorCode::Cancelled, QStringLiteral("canceling statement"), {}});
+        };
+    }
+
+    SqlDialect m_dialect = [] {
+        SqlDialect d;
+        d.type = QStringLiteral("postgres");
+        return d;
+    }();
+    int m_nextCursor = 0;
+    QHash<QString, int> m_left;
+};
+
+// The engine around the methods: one database of key kKey, and how many activities keep it awake.
+class FakeHost final : public DatabaseHost
+{
+public:
+    Result<const SqlDialect *> dialectOf(const QString &keyId, const QString &id) const override
+    {
+        if (keyId != kKey || id != kDb)
+            return Error::notFound(QStringLiteral("sandbox %1").arg(id));
+        return &backend.dialect();
+    }
+    void withBackend(const CallContext &, const QString &id, WithBackend then) override
+    {
+        if (id != kDb)
+            return then(Error::notFound(QStringLiteral("sandbox %1").arg(id)), ActivityToken());
+        ++awake;
+        then(&backend, ActivityToken([this] { --awake; }));
+    }
+    DatabaseBackend *backendOf(const QString &id) const override
+    {
+        return id == kDb && running ? &backend : nullptr;
+    }
+    void call(const QString &, const QJsonObject &, const CallContext &,
+              Methods::Reply reply) override
+    {
+        reply(Error{ErrorCode::NotImplemented, {}, {}});
+    }
+
+    mutable FakeBackend backend;
+    bool running = true;
+    int awake = 0; // activities begun and not ended
+};
+
+} // namespace
+
+class tst_DatabaseMethods : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void init();
+    void cleanup();
+    void aCursorKeepsTheDatabaseAwakeUntilReadToTheEnd();
+    void theLeastRecentlyUsedCursorClosesBeyondTheCap();
+    void anIdleCursorExpires();
+    void aStatementPastItsTimeoutIsCancelled();
+    void aServerThatIgnoresTheCancelStillAnswersTimeout();
+    void rpcCancelCancelsTheStatement();
+    void errorPositionsAreCharactersLinesAndColumns();
+    void aFailedStatementEndsItsTransaction();
+    void transactionsPerDatabaseAreCapped();
+    void anotherKeysCursorIsNotFound();
+
+private:
+    Result<QJsonObject> call(const QString &method, QJsonObject params, const CallContext &ctx = {});
+    QString openCursor(); // a query of 10 rows, pages of 2
+
+    std::unique_ptr<FakeHost> m_host;
+    std::unique_ptr<DatabaseMethods> m_methods;
+    QHash<QString, Methods::Handler> m_handlers;
+};
+
+void tst_DatabaseMethods::init()
+{
+    m_host = std::make_unique<FakeHost>();
+    DatabaseMethods::Limits limits;
+    limits.cursors.perDatabase = 3;
+    limits.cursors.idleMs = 60000;
+    limits.cancelGraceMs = 50;
+    limits.transactionsPerDatabase = 2;
+    limits.sweepMs = 10;
+    m_methods = std::make_unique<DatabaseMethods>(m_host.get(), limits);
+    m_handlers.clear();
+    for (const auto &[name, handler] : m_methods->handlers())
+        m_handlers.insert(name, handler);
+}
+
+void tst_DatabaseMethods::cleanup()
+{
+    m_methods.reset();
+    m_host.reset();
+}
+
+Result<QJsonObject> tst_DatabaseMethods::call(const QString &method, QJsonObject params,
+                                              const CallContext &ctx)
+{
+    CallContext c = ctx;
+    c.keyId = kKey;
+    if (!params.contains(QStringLiteral("id")))
+        params.insert(QStringLiteral("id"), kDb);
+    std::optional<Result<QJsonValue>> out;
+    m_handlers.value(QStringLiteral("databases.")
+                     + method)(params, c, [&out](Result<QJsonValue> r) { out = std::move(r); });
+    if (!QTest::qWaitFor([&out] { return out.has_value(); }, 5000))
+        return Error{ErrorCode::InternalError, QStringLiteral("no answer"), {}};
+    if (!*out)
+        return out->error();
+    return (*out)->toObject();
+}
+
+QString tst_DatabaseMethods::openCursor()
+{
+    m_host->backend.rows = 10;
+    const auto r = call(QStringLiteral("query"),
+                        {{QStringLiteral("sql"), QStringLiteral("SELECT n FROM t")},
+                         {QStringLiteral("pageSize"), 2}});
+    if (!r)
+        return {};
+    return r->value(QStringLiteral("cursor")).toString();
+}
+
+void tst_DatabaseMethods::aCursorKeepsTheDatabaseAwakeUntilReadToTheEnd()
+{
+    const QString cursor = openCursor();
+    QVERIFY(!cursor.isEmpty());
+    QCOMPARE(m_host->awake, 1);
+    int rows = 2;
+    for (;;) {
+        const auto r = call(QStringLiteral("fetch"),
+                            {{QStringLiteral("cursor"), cursor}, {QStringLiteral("pageSize"), 3}});
+        QVERIFY2(r, qPrintable(r ? QString() : r.error().message));
+        rows += r->value(QStringLiteral("rowCount")).toInt();
+        QCOMPARE(r->value(QStringLiteral("rows"))
+                     .toArray()
+                     .first()
+                     .toObject()
+                     .contains(QStringLiteral("n")),
+                 true);
+        if (r->value(QStringLiteral("done")).toBool())
+            break;
+        QCOMPARE(m_host->awake, 1);
+    }
+    QCOMPARE(rows, 10);
+    QCOMPARE(m_host->awake, 0);
+    QCOMPARE(m_host->backend.closed, QStringList{QStringLiteral("b1")});
+    const auto again = call(QStringLiteral("fetch"), {{QStringLiteral("cursor"), cursor}});
+    QVERIFY(!again);
+    QCOMPARE(again.error().code, ErrorCode::NotFound);
+}
+
+void tst_DatabaseMethods::theLeastRecentlyUsedCursorClosesBeyondTheCap()
+{
+    const QString first = openCursor();
+    QTest::qWait(2);
+    const QString second = openCursor();
+    QTest::qWait(2);
+    const QString third = openCursor();
+    QTest::qWait(2);
+    // The first is used again: the second is now the least recently used.
+    QVERIFY(call(QStringLiteral("fetch"),
+                 {{QStringLiteral("cursor"), first}, {QStringLiteral("pageSize"), 1}}));
+    QTest::qWait(2);
+    QCOMPARE(m_host->awake, 3);
+    const QString fourth = openCursor();
+    QVERIFY(!fourth.isEmpty());
+    QCOMPARE(m_host->awake, 3);
+    QCOMPARE(m_host->backend.closed, QStringList{QStringLiteral("b2")});
+    const auto gone = call(QStringLiteral("fetch"), {{QStringLiteral("cursor"), second}});
+    QVERIFY(!gone);
+    QCOMPARE(gone.error().code, ErrorCode::NotFound);
+    for (const QString &open : {first, third, fourth})
+        QVERIFY(call(QStringLiteral("fetch"), {{QStringLiteral("cursor"), open}}));
+}
+
+void tst_DatabaseMethods::anIdleCursorExpires()
+{
+    m_methods.reset();
+    DatabaseMethods::Limits limits;
+    limits.cursors.idleMs = 40;
+    limits.sweepMs = 10;
+    m_methods = std::make_unique<DatabaseMethods>(m_host.get(), limits);
+    m_handlers.clear();
+    for (const auto &[name, handler] : m_methods->handlers())
+        m_handlers.insert(name, handler);
+
+    const QString cursor = openCursor();
+    QVERIFY(!cursor.isEmpty());
+    QCOMPARE(m_host->awake, 1);
+    QTRY_COMPARE_WITH_TIMEOUT(m_host->awake, 0, 2000);
+    QCOMPARE(m_host->backend.closed, QStringList{QStringLiteral("b1")});
+    const auto r = call(QStringLiteral("fetch"), {{QStringLiteral("cursor"), cursor}});
+    QVERIFY(!r);
+    QCOMPARE(r.error().code, ErrorCode::NotFound);
+}
+
+void tst_DatabaseMethods::aStatementPastItsTimeoutIsCancelled()
+{
+    m_host->backend.hang = true;
+    const auto r = call(QStringLiteral("query"),
+                        {{QStringLiteral("sql"), QStringLiteral("SELECT 1")},
+                         {QStringLiteral("timeout"), 20}});
+    QVERIFY(!r);
+    QCOMPARE(r.error().code, ErrorCode::Timeout);
+    QCOMPARE(r.error().data.toObject().value(QStringLiteral("timeoutMs")).toInt(), 20);
+    QCOMPARE(m_host->backend.cancels, 1);
+    QCOMPARE(m_host->awake, 0);
+}
+
+void tst_DatabaseMethods::aServerThatIgnoresTheCancelStillAnswersTimeout()
+{
+    m_host->backend.hang = true;
+    m_host->backend.answersCancel = false;
+    const auto r = call(QStringLiteral("execute"),
+                        {{QStringLiteral("sql"), QStringLiteral("SELECT pg_sleep(60)")},
+                         {QStringLiteral("timeout"), 20}});
+    QVERIFY(!r);
+    QCOMPARE(r.error().code, ErrorCode::Timeout);
+    QCOMPARE(m_host->backend.cancels, 1);
+    QCOMPARE(m_host->awake, 0);
+}
+
+void tst_DatabaseMethods::rpcCancelCancelsTheStatement()
+{
+    m_host->backend.hang = true;
+    CallContext ctx;
+    QTimer::singleShot(10, this, [&ctx] { (*ctx.onCancel)(); });
+    const auto r = call(QStringLiteral("query"),
+                        {{QStringLiteral("sql"), QStringLiteral("SELECT 1")}}, ctx);
+    QVERIFY(!r);
+    QCOMPARE(r.error().code, ErrorCode::Cancelled);
+    QCOMPARE(m_host->backend.cancels, 1);
+    QCOMPARE(m_host->awake, 0);
+}
+
+void tst_DatabaseMethods::errorPositionsAreCharactersLinesAndColumns()
+{
+    // A byte offset (SQLite) past a two-byte character on the second line.
+    m_host->backend.failWith = Error{ErrorCode::QueryError, QStringLiteral("syntax error"),
+                                     QJsonObject{{QStringLiteral("offset"), 12}}};
+    const auto r = call(QStringLiteral("query"),
+                        {{QStringLiteral("sql"), QStringLiteral("SELECT 1;\né FROM")}});
+    QVERIFY(!r);
+    const QJsonObject data = r.error().data.toObject();
+    QCOMPARE(data.value(QStringLiteral("position")).toInt(), 12);
+    QCOMPARE(data.value(QStringLiteral("line")).toInt(), 2);
+    QCOMPARE(data.value(QStringLiteral("column")).toInt(), 2);
+    QVERIFY(!data.contains(QStringLiteral("offset")));
+}
+
+void tst_DatabaseMethods::aFailedStatementEndsItsTransaction()
+{
+    const auto begun = call(QStringLiteral("begin"), {});
+    QVERIFY(begun);
+    const QString tx = begun->value(QStringLiteral("transaction")).toString();
+    QCOMPARE(m_host->awake, 1);
+    QVERIFY(call(QStringLiteral("execute"), {{QStringLiteral("sql"), QStringLiteral("INSERT 1")},
+                                             {QStringLiteral("transaction"), tx}}));
+    QCOMPARE(m_host->awake, 1);
+    m_host->backend.failWith = Error{ErrorCode::QueryError, QStringLiteral("duplicate key"), {}};
+    const auto failed = call(QStringLiteral("execute"),
+                             {{QStringLiteral("sql"), QStringLiteral("INSERT 1")},
+                              {QStringLiteral("transaction"), tx}});
+    QVERIFY(!failed);
+    QVERIFY(failed.error().message.contains(QLatin1String("rolled back")));
+    QCOMPARE(m_host->awake, 0);
+    const auto commit = call(QStringLiteral("commit"), {{QStringLiteral("transaction"), tx}});
+    QVERIFY(!commit);
+    QCOMPARE(commit.error().code, ErrorCode::NotFound);
+}
+
+void tst_DatabaseMethods::transactionsPerDatabaseAreCapped()
+{
+    const auto a = call(QStringLiteral("begin"), {});
+    const auto b = call(QStringLiteral("begin"), {});
+    QVERIFY(a && b);
+    const auto c = call(QStringLiteral("begin"), {});
+    QVERIFY(!c);
+    QCOMPARE(c.error().code, ErrorCode::QuotaExceeded);
+    QCOMPARE(m_host->awake, 2);
+    QVERIFY(call(QStringLiteral("rollback"),
+                 {{QStringLiteral("transaction"), a->value(QStringLiteral("transaction"))}}));
+    QCOMPARE(m_host->awake, 1);
+    QCOMPARE(m_host->backend.sessions.size(), 1);
+    QVERIFY(call(QStringLiteral("begin"), {}));
+}
+
+void tst_DatabaseMethods::anotherKeysCursorIsNotFound()
+{
+    const QString cursor = openCursor();
+    QVERIFY(!cursor.isEmpty());
+    std::optional<Result<QJsonValue>> out;
+    CallContext other;
+    other.keyId = QStringLiteral("key_2");
+    m_handlers.value(QStringLiteral(
+        "databases.closeCursor"))({{QStringLiteral("id"), kDb}, {QStringLiteral("cursor"), cursor}},
+                                  other, [&out](Result<QJsonValue> r) { out = std::move(r); });
+    QVERIFY(out && *out);
+    QCOMPARE((*out)->toObject().value(QStringLiteral("closed")).toBool(), false);
+    QCOMPARE(m_host->awake, 1);
+    QVERIFY(call(QStringLiteral("fetch"), {{QStringLiteral("cursor"), cursor}}));
+}
+
+QTEST_GUILESS_MAIN(tst_DatabaseMethods)
+#include "tst_databasemethods.moc"
