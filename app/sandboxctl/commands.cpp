@@ -299,6 +299,8 @@ bool Commands::run(const QStringList &args, QString *usageError)
     const QCommandLineOption envOpt(QStringLiteral("env"), QStringLiteral("env"),
                                     QStringLiteral("NAME=VALUE"));
     const QCommandLineOption networkOpt(QStringLiteral("network"), QStringLiteral("network"));
+    const QCommandLineOption allowOpt(QStringLiteral("allow"), QStringLiteral("allow"),
+                                      QStringLiteral("entry"));
     const QCommandLineOption nameOpt(QStringLiteral("name"), QStringLiteral("name"),
                                      QStringLiteral("name"));
     const QCommandLineOption cwdOpt(QStringLiteral("cwd"), QStringLiteral("cwd"),
@@ -326,9 +328,9 @@ bool Commands::run(const QStringList &args, QString *usageError)
                                         QStringLiteral("url"));
     const QCommandLineOption databaseOpt(QStringLiteral("database"), QStringLiteral("database"),
                                          QStringLiteral("name"));
-    p.addOptions({sizeOpt, envOpt, networkOpt, nameOpt, cwdOpt, timeoutOpt, stdinOpt, recursiveOpt,
-                  parentsOpt, adminOpt, modelOpt, permissionOpt, newSessionOpt, paramOpt,
-                  pageSizeOpt, baseUrlOpt, databaseOpt});
+    p.addOptions({sizeOpt, envOpt, networkOpt, allowOpt, nameOpt, cwdOpt, timeoutOpt, stdinOpt,
+                  recursiveOpt, parentsOpt, adminOpt, modelOpt, permissionOpt, newSessionOpt,
+                  paramOpt, pageSizeOpt, baseUrlOpt, databaseOpt});
     if (!p.parse(QStringList{QStringLiteral("sandboxctl")} + args)) {
         *usageError = p.errorText();
         return false;
@@ -410,6 +412,12 @@ bool Commands::run(const QStringList &args, QString *usageError)
         o.size = p.value(sizeOpt);
         o.env = env;
         o.network = p.isSet(networkOpt);
+        // --allow ENTRY...: only those (docs/protocol.md 3.5); with --network, the internet too.
+        if (p.isSet(allowOpt))
+            o.networkPolicy = NetworkPolicy{o.network ? NetworkPolicy::Mode::Public
+                                                      : NetworkPolicy::Mode::List,
+                                            p.values(allowOpt),
+                                            {}};
         o.name = p.value(nameOpt);
         if (m_options.json)
             call(QStringLiteral("agents.create"), o.toJson());

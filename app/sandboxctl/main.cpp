@@ -24,9 +24,13 @@ engine, whose key is read from DATA_DIR/api-key (and which is started if it is n
 Commands:
   health                          is the engine there? (no key needed)
   session | quota                 who am I, and how much of my quota is in use
-  create TYPE [--size S] [--env NAME=VALUE]... [--network] [--name N] [--database D]
-                                  TYPE: claude-code, opencode, codex (postgres, sqlite, duckdb);
-                                  prints the new sandbox's id (--json: its Sandbox object)
+  create TYPE [--size S] [--env NAME=VALUE]... [--network] [--allow ENTRY]... [--name N]
+         [--database D]           TYPE: claude-code, opencode, codex (postgres, sqlite, duckdb);
+                                  --network: the internet; --allow: only ENTRY (a host, host:port,
+                                  address or CIDR; 127.0.0.1:PORT needs an admin key), or with
+                                  --network that too (an agent reaches its model API through the
+                                  engine either way); prints the new sandbox's id (--json: its
+                                  Sandbox object)
   list [agents|databases]         the sandboxes of this key
   status|stop|start|delete ID     one sandbox's lifecycle
   exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] -- COMMAND [ARGS...]

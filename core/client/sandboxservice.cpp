@@ -13,4 +13,21 @@ RpcCall SandboxService::status(const QString &id, QObject *context, Callback<San
                                                         &SandboxInfo::fromJson));
 }
 
+RpcCall SandboxService::setNetwork(const QString &id, const NetworkPolicy &policy, QObject *context,
+                                   Callback<SandboxInfo> callback)
+{
+    return callFor("setNetwork",
+                   {{QStringLiteral("id"), id}, {QStringLiteral("network"), policy.toJson()}},
+                   context,
+                   Internal::typedCallback<SandboxInfo>(std::move(callback),
+                                                        &SandboxInfo::fromJson));
+}
+
+RpcCall SandboxService::networkLog(const QString &id, QObject *context,
+                                   Callback<NetworkLog> callback)
+{
+    return callFor("networkLog", {{QStringLiteral("id"), id}}, context,
+                   Internal::typedCallback<NetworkLog>(std::move(callback), &NetworkLog::fromJson));
+}
+
 } // namespace Sandbox

@@ -11,6 +11,10 @@ public:
     explicit SandboxService(ApiCaller *caller);
 
     RpcCall status(const QString &id, QObject *context, Callback<SandboxInfo> callback);
+    // The network of any sandbox (3.5, 4.9): a new policy, or the recent denials.
+    RpcCall setNetwork(const QString &id, const NetworkPolicy &policy, QObject *context,
+                       Callback<SandboxInfo> callback);
+    RpcCall networkLog(const QString &id, QObject *context, Callback<NetworkLog> callback);
 };
 
 } // namespace Sandbox

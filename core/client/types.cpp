@@ -47,7 +47,16 @@ Result<SandboxInfo> SandboxInfo::fromJson(const QJsonValue &value)
     s.error = r.optionalString(QStringLiteral("error"));
     s.lastActiveAt = r.optionalDateTime(QStringLiteral("lastActiveAt"));
     s.sleepAfterMs = r.optionalInteger(QStringLiteral("sleepAfter"));
-    s.network = r.optionalBoolean(QStringLiteral("network"));
+    if (const QJsonValue network = r.object().value(QStringLiteral("network"));
+        !network.isUndefined() && !network.isNull() && !network.isBool() && !network.isObject()) {
+        r.fail(QStringLiteral("network"), QStringLiteral("must be false, true or an object"));
+    } else if (const auto policy = NetworkPolicy::fromJson(network); !policy) {
+        r.failWith(policy.error());
+    } else {
+        s.networkPolicy = policy.value();
+        s.network = policy->mode != NetworkPolicy::Mode::Off;
+    }
+    s.gateway = r.optionalBoolean(QStringLiteral("gateway"));
     s.env = r.stringList(QStringLiteral("env"), true);
     if (r.ok() && r.object().contains(QStringLiteral("limits"))) {
         JsonReader limits(r.object(QStringLiteral("limits")), QStringLiteral("Sandbox.limits"));
@@ -201,8 +210,12 @@ QJsonObject AgentCreateOptions::toJson() const
         o.insert(QStringLiteral("size"), size);
     if (!env.isEmpty())
         o.insert(QStringLiteral("env"), envObject(env));
-    if (network)
+    if (networkPolicy)
+        o.insert(QStringLiteral("network"), networkPolicy->toJson());
+    else if (network)
         o.insert(QStringLiteral("network"), true);
+    if (gateway)
+        o.insert(QStringLiteral("gateway"), *gateway);
     if (sleepAfterMs)
         o.insert(QStringLiteral("sleepAfter"), double(*sleepAfterMs));
     if (!name.isEmpty())

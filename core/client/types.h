@@ -1,5 +1,7 @@
 #pragma once
 
+#include "networktypes.h"
+
 #include <protocol/result.h>
 
 #include <QByteArray>
@@ -53,8 +55,10 @@ struct SandboxInfo
     QDateTime createdAt;
     QDateTime lastActiveAt;
     qint64 sleepAfterMs = 0;
-    bool network = false;
-    QStringList env; // names only; values are never returned
+    bool network = false;        // any way out at all (the policy is not `false`)
+    NetworkPolicy networkPolicy; // the policy itself (3.5)
+    bool gateway = false;        // an agent's model calls go through the engine (4.7)
+    QStringList env;             // names only; values are never returned
     SandboxLimits limits;
 
     static Result<SandboxInfo> fromJson(const QJsonValue &value);
@@ -171,7 +175,9 @@ struct AgentCreateOptions
     QString type = QStringLiteral("claude-code");
     QString size; // default standard-1
     QMap<QString, QString> env;
-    bool network = false;
+    bool network = false; // true: the public internet (networkPolicy, when set, wins)
+    std::optional<NetworkPolicy> networkPolicy;
+    std::optional<bool> gateway; // the engine's default: true
     std::optional<qint64> sleepAfterMs;
     QString name;
 

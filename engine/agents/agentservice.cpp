@@ -8,6 +8,7 @@
 #include "runtime/workspacevolume.h"
 #include "secretredactor.h"
 #include "service/sandboxmanager.h"
+#include "service/sandboxnetwork.h"
 #include "service/streamhub.h"
 #include "state/runstore.h"
 
@@ -152,6 +153,8 @@ struct AgentService::Job
     // The exec running now, if any.
     QPointer<SupervisorChannel> channel;
     quint32 execId = 0;
+    bool gatewayRun = false; // the gateway holds this run's endpoint and keys
+    int turn = 0;
 
     void cancel(const QString &why)
     {
@@ -255,9 +258,11 @@ void AgentService::installHooks()
     }
 }
 
-Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(
-    const QString &id, const CallContext &ctx, const QString &method, const QStringList &prompts,
-    const QJsonObject &options, QJsonObject *failure)
+Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString &id,
+                                                                  const CallContext &ctx,
+                                                                  const QString &method,
+                                                                  const QStringList &prompts,
+                                                                  const QJsonObject &options)
 {
     auto record = m_sandboxes->record(ctx.keyId, id, kAgent);
     if (!record)
@@ -295,17 +300,6 @@ Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(
     QStringList keptPrompts;
     for (const QString &p : prompts)
         keptPrompts.append(job->redactor.apply(p));
-    if (!record->network) {
-        *failure = failureResult(
-            QStringLiteral("the agent cannot reach its model API: sandbox %1 has no network. "
-                           "Create agent sandboxes with "
-                           "network: true (they then share the host's network).")
-                .arg(id));
-        if (m_runs)
-            m_runs->finish(m_runs->begin({id, method, keptPrompts, kept, {}}),
-                           QStringLiteral("failed"), *failure);
-        return job;
-    }
     if (ctx.notify) {
         std::weak_ptr<Job> weak = job;
         job->streamId = m_streams->open(ctx.keyId, ctx.requestId, ctx.notify, [weak] {
@@ -444,13 +438,23 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
 {
     if (job->cancelled)
         return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+    job->turn = turn;
     // The run sees the sandbox's environment; its own `env` goes on top (and is never stored).
-    const QMap<QString, QString> runEnv = options.env;
+    QMap<QString, QString> runEnv = options.env;
     QMap<QString, QString> env = job->record.env;
     for (auto it = runEnv.cbegin(); it != runEnv.cend(); ++it)
         env.insert(it.key(), it.value());
     options.env = env;
     job->redactor.addFromEnvironment(runEnv);
+    if (m_network && m_network->hasGateway(job->record)) {
+        // The model gateway takes the run's keys and endpoint; the CLI gets the gateway.
+        const SandboxNetwork::RunEndpoint endpoint = m_network->beginRun(job->record, runEnv,
+                                                                         options.baseUrl,
+                                                                         options.provider);
+        runEnv = endpoint.env;
+        options.baseUrl = endpoint.baseUrl;
+        job->gatewayRun = true;
+    }
 
     std::shared_ptr<AgentAdapter> adapter = AgentAdapter::create(job->type);
     const AgentInvocation inv = adapter->invocation(options);
@@ -477,15 +481,22 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
     m_sandboxes->withSupervisor(
         job->keyId, id, kAgent, job->context.data() ? job->context.data() : this,
         [this, job, adapter, inv, request, turn, id, cwd, done](Result<SupervisorChannel *> r) {
-            if (!r)
+            if (!r) {
+                if (job->gatewayRun && m_network)
+                    m_network->endRun(job->record);
                 return done(r.error());
+            }
             if (job->cancelled) {
                 m_sandboxes->endActivity(id);
+                if (job->gatewayRun && m_network)
+                    m_network->endRun(job->record);
                 return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
             }
             // Now that the sandbox runs: its home lives on its disk image, mounted only then.
             if (const auto prepared = prepareHome(job->record, *adapter, inv); !prepared) {
                 m_sandboxes->endActivity(id);
+                if (job->gatewayRun && m_network)
+                    m_network->endRun(job->record);
                 return done(prepared.error());
             }
             struct Output
@@ -541,6 +552,8 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
                 if (!self)
                     return;
                 m_sandboxes->endActivity(id);
+                if (job->gatewayRun && m_network)
+                    m_network->endRun(job->record);
                 job->channel = nullptr;
                 job->execId = 0;
                 if (!r) {
@@ -602,13 +615,10 @@ void AgentService::run(const QJsonObject &params, const CallContext &ctx,
     if (!readRunOptions(p, p.optionalObject(QStringLiteral("options")), options, timeoutMs,
                         newSession, cwdGiven))
         return reply(p.error());
-    QJsonObject failure;
     auto job = beginJob(id, ctx, QStringLiteral("agents.run"), {options.prompt},
-                        p.optionalObject(QStringLiteral("options")), &failure);
+                        p.optionalObject(QStringLiteral("options")));
     if (!job)
         return reply(job.error());
-    if (!failure.isEmpty())
-        return reply(QJsonValue(failure));
     resumeSession(id, options, newSession, cwdGiven);
     options.timeoutMs = timeoutMs;
     std::shared_ptr<Job> j = job.value();
@@ -642,13 +652,10 @@ void AgentService::runConversation(const QJsonObject &params, const CallContext 
     QStringList promptList;
     for (const QJsonValue &v : prompts)
         promptList.append(v.toString());
-    QJsonObject failure;
     auto job = beginJob(id, ctx, QStringLiteral("agents.runConversation"), promptList,
-                        p.optionalObject(QStringLiteral("options")), &failure);
+                        p.optionalObject(QStringLiteral("options")));
     if (!job)
         return reply(job.error());
-    if (!failure.isEmpty())
-        return reply(QJsonValue(failure));
     resumeSession(id, options, newSession, cwdGiven);
     options.timeoutMs = timeoutMs;
 
@@ -838,6 +845,27 @@ void AgentService::stop(const QJsonObject &params, const CallContext &ctx,
             return reply(r.error());
         reply(QJsonValue(r.value()));
     });
+}
+
+void AgentService::setNetwork(SandboxNetwork *network)
+{
+    m_network = network;
+    // A run's events show what the network refused while it ran (docs/protocol.md 4.7, 4.9),
+    // streamed and kept like the CLI's own (4.7.1).
+    connect(network, &SandboxNetwork::denied, this,
+            [this](const QString &sandboxId, const QJsonObject &denial) {
+                const auto job = m_jobs.value(sandboxId);
+                if (!job)
+                    return;
+                QJsonObject e = denial;
+                e.insert(QStringLiteral("type"), QStringLiteral("network.denied"));
+                e.insert(QStringLiteral("turn"), job->turn);
+                const QJsonObject clean = job->redactor.apply(e).toObject();
+                if (m_runs && !job->runId.isEmpty())
+                    m_runs->event(job->runId, clean);
+                if (!job->streamId.isEmpty())
+                    m_streams->event(job->streamId, clean);
+            });
 }
 
 } // namespace Sandbox::Engine

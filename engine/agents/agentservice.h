@@ -13,6 +13,7 @@ namespace Sandbox::Engine {
 
 class RunStore;
 class SandboxManager;
+class SandboxNetwork;
 class StreamHub;
 struct SandboxRecord;
 
@@ -38,6 +39,10 @@ public:
     static QString defaultAgentsDir(const QString &applicationDir);
     const QString &agentsDir() const { return m_agentsDir; }
 
+    // The sandboxes' network: the model gateway takes a run's keys and endpoint, and a run's
+    // stream carries its sandbox's network denials.
+    void setNetwork(SandboxNetwork *network);
+
     // Runs in progress (for tests and diagnostics).
     int runningCount() const { return int(m_jobs.size()); }
     // The runs' transcripts (agents.runs, agents.runEvents); null when the store could not be
@@ -59,7 +64,7 @@ private:
     // with `method`, `prompts` and `options` (the request's, without env).
     Result<std::shared_ptr<Job>> beginJob(const QString &id, const CallContext &ctx,
                                           const QString &method, const QStringList &prompts,
-                                          const QJsonObject &options, QJsonObject *failure);
+                                          const QJsonObject &options);
     void listRuns(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void runEvents(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> result,
@@ -78,9 +83,10 @@ private:
                        bool cwdGiven) const;
     QString cliExecutable(const QString &type) const;
 
-    SandboxManager *m_sandboxes; // not owned
-    StreamHub *m_streams;        // not owned
-    Methods *m_methods;          // not owned
+    SandboxManager *m_sandboxes;         // not owned
+    StreamHub *m_streams;                // not owned
+    Methods *m_methods;                  // not owned
+    SandboxNetwork *m_network = nullptr; // not owned
     QString m_agentsDir;
     QHash<QString, std::shared_ptr<Job>> m_jobs; // by sandbox id
     std::unique_ptr<RunStore> m_runs;

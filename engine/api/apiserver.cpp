@@ -199,6 +199,14 @@ void ApiServer::disconnectKey(const QString &keyId)
     }
 }
 
+void ApiServer::notifyKey(const QString &keyId, const QByteArray &notification)
+{
+    for (const auto &s : std::as_const(m_sessions)) {
+        if (s && s->keyId() == keyId)
+            s->notify(notification);
+    }
+}
+
 int ApiServer::sessionCount() const
 {
     return int(std::count_if(m_sessions.begin(), m_sessions.end(),

@@ -38,6 +38,8 @@ public:
 
     // Closes the WebSockets of a revoked key.
     void disconnectKey(const QString &keyId);
+    // Sends a notification to every WebSocket of a key (docs/protocol.md 4.9: network.denied).
+    void notifyKey(const QString &keyId, const QByteArray &notification);
     int sessionCount() const;
 
 private:

@@ -5,6 +5,7 @@
 #include "protocol/utf8.h"
 #include "runtime/supervisorchannel.h"
 #include "service/sandboxmanager.h"
+#include "service/sandboxnetwork.h"
 #include "service/streamhub.h"
 #include "service/terminalhub.h"
 
@@ -81,11 +82,16 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
         c.size = p.optionalChoice(QStringLiteral("size"), SandboxManager::sizes(),
                                   QStringLiteral("standard-1"));
         c.env = p.optionalEnv(QStringLiteral("env"));
-        c.network = p.optionalBool(QStringLiteral("network"), false);
+        c.gateway = p.optionalBool(QStringLiteral("gateway"), true);
+        const NetworkPolicy network = p.optionalNetworkPolicy(QStringLiteral("network"));
         c.sleepAfterMs = p.optionalInteger(QStringLiteral("sleepAfter"), -1, 0, kMaxSleepAfterMs);
         c.name = p.optionalName(QStringLiteral("name"));
         if (p.failed())
             return reply(p.error());
+        if (const auto admitted = SandboxNetwork::checkPolicy(network, m_keys->isAdmin(ctx.keyId));
+            !admitted)
+            return reply(admitted.error());
+        c.network = network.toJson();
         m_sandboxes->create(c, ctx.guard ? ctx.guard.data() : this, forward(reply));
     });
     add(QStringLiteral("agents.list"),
@@ -110,6 +116,37 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
 
     // sandbox.*: any sandbox by id.
     addSandboxMethods(QStringLiteral("sandbox."), {});
+    add(QStringLiteral("sandbox.setNetwork"), [this](const QJsonObject &params,
+                                                     const CallContext &ctx, const Reply &reply) {
+        Params p(params);
+        const QString id = p.requiredString(QStringLiteral("id"));
+        if (!p.failed() && !p.has(QStringLiteral("network")))
+            p.fail(QStringLiteral("network"),
+                   QStringLiteral("is required: false, true or {allow, deny}"));
+        const NetworkPolicy network = p.optionalNetworkPolicy(QStringLiteral("network"));
+        if (p.failed())
+            return reply(p.error());
+        if (const auto r = m_sandboxes->record(ctx.keyId, id); !r)
+            return reply(r.error());
+        if (const auto admitted = SandboxNetwork::checkPolicy(network, m_keys->isAdmin(ctx.keyId));
+            !admitted)
+            return reply(admitted.error());
+        m_sandboxes->setPolicy(ctx.keyId, id, network.toJson(), forward(reply));
+    });
+    add(QStringLiteral("sandbox.networkLog"),
+        [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            Params p(params);
+            const QString id = p.requiredString(QStringLiteral("id"));
+            if (p.failed())
+                return reply(p.error());
+            const auto r = m_sandboxes->record(ctx.keyId, id);
+            if (!r)
+                return reply(r.error());
+            reply(QJsonValue(QJsonObject{{QStringLiteral("id"), id},
+                                         {QStringLiteral("network"), r->network},
+                                         {QStringLiteral("denied"),
+                                          m_network ? m_network->log(id) : QJsonArray()}}));
+        });
 
     // sessions.*
     add(QStringLiteral("sessions.current"),
@@ -576,15 +613,11 @@ void Methods::cloneRepo(const QJsonObject &params, const CallContext &ctx, const
         p.fail(QStringLiteral("options.branch"), QStringLiteral("must not start with '-'"));
     if (p.failed())
         return reply(p.error());
+    // The clone goes through the egress proxy: a policy that denies the host makes git fail
+    // with the proxy's reason.
     const auto info = m_sandboxes->info(ctx.keyId, id, kAgent);
     if (!info)
         return reply(info.error());
-    if (!info->value(QStringLiteral("network")).toBool())
-        return reply(
-            Error{ErrorCode::SandboxError,
-                  QStringLiteral(
-                      "cloning needs network access; create the sandbox with network: true"),
-                  {}});
     if (path.isEmpty()) {
         QString name = url.section(u'/', -1);
         if (name.endsWith(QLatin1String(".git")))

@@ -15,6 +15,7 @@ namespace Sandbox::Engine {
 
 class KeyStore;
 class SandboxManager;
+class SandboxNetwork;
 class StreamHub;
 class TerminalHub;
 
@@ -48,6 +49,8 @@ public:
         = std::function<void(const QJsonObject &params, const CallContext &, const Reply &)>;
 
     bool has(const QString &method) const { return m_handlers.contains(method); }
+    // Where sandbox.networkLog reads (docs/protocol.md 4.5); without it the log is empty.
+    void setNetwork(SandboxNetwork *network) { m_network = network; }
     // Adds or replaces a method: the agents and databases adapters register theirs here.
     void add(const QString &name, Handler handler);
     void call(const QString &method, const QJsonObject &params, const CallContext &context,
@@ -68,10 +71,11 @@ private:
                 const CallContext &ctx, const Reply &reply);
     void cloneRepo(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
 
-    SandboxManager *m_sandboxes;        // not owned
-    StreamHub *m_streams;               // not owned
-    KeyStore *m_keys;                   // not owned
-    TerminalHub *m_terminals = nullptr; // owned (child): execs with a pty
+    SandboxManager *m_sandboxes;         // not owned
+    StreamHub *m_streams;                // not owned
+    KeyStore *m_keys;                    // not owned
+    TerminalHub *m_terminals = nullptr;  // owned (child): execs with a pty
+    SandboxNetwork *m_network = nullptr; // not owned
     QHash<QString, Handler> m_handlers;
 };
 

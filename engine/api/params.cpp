@@ -160,6 +160,17 @@ QString Params::optionalName(const QString &name, const QString &fallback)
     return s;
 }
 
+NetworkPolicy Params::optionalNetworkPolicy(const QString &name)
+{
+    auto policy = NetworkPolicy::fromJson(m_object.value(name), field(name));
+    if (!policy) {
+        if (!m_error)
+            m_error = policy.error();
+        return NetworkPolicy::off();
+    }
+    return policy.value();
+}
+
 QJsonObject Params::optionalObject(const QString &name)
 {
     const QJsonValue v = m_object.value(name);

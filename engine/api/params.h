@@ -1,5 +1,6 @@
 #pragma once
 
+#include "egress/networkpolicy.h"
 #include "protocol/error.h"
 
 #include <QJsonArray>
@@ -46,6 +47,10 @@ public:
     // LD_* (the dynamic loader) and glibc's list of variables it drops for setuid programs
     // (GCONV_PATH, LOCPATH, MALLOC_TRACE, ...; TMPDIR excepted): docs/protocol.md 3.1.
     static bool isRefusedEnvName(QStringView name);
+    // A sandbox's network policy (docs/protocol.md 3.5): false (also when absent), true or
+    // {allow, deny} of at most NetworkPolicy::MaxEntries entries of MaxEntryChars each; a bad
+    // entry is named in the field ("network.allow[2]").
+    NetworkPolicy optionalNetworkPolicy(const QString &name);
     QJsonObject optionalObject(const QString &name);
     // One of a fixed set of strings.
     QString optionalChoice(const QString &name, const QStringList &choices, const QString &fallback);

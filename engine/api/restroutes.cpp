@@ -159,6 +159,13 @@ Result<RestCall> routeRestRequest(QByteArrayView m, const QString &path, const Q
             return plain(ns + QStringLiteral("runEvents"), params);
         }
     }
+    if (action == QLatin1String("network") && parts.size() == 4) {
+        // docs/protocol.md 3.5 and 4.9: the policy and the recent denials, or a new policy.
+        if (get)
+            return plain(QStringLiteral("sandbox.networkLog"), idParam);
+        if (put)
+            return withBody(QStringLiteral("sandbox.setNetwork"), idParam);
+    }
     if (action == QLatin1String("files") && collection == QLatin1String("agents")) {
         QJsonObject params = idParam;
         const QString p = query.queryItemValue(QStringLiteral("path"), QUrl::FullyDecoded);

@@ -50,6 +50,8 @@ public:
 
     const QString &keyId() const { return m_keyId; }
     void close(int code, const QString &reason);
+    // A server notification (JSON-RPC text) that belongs to no request, e.g. network.denied.
+    void notify(const QByteArray &text) { send(text); }
 
 private:
     struct Batch;

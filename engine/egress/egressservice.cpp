@@ -100,6 +100,13 @@ void EgressService::apply(const QString &sandboxId, const Entry &entry)
     m_store->setGateway(sandboxId, route);
 }
 
+void EgressService::setEnginePorts(const QList<quint16> &ports)
+{
+    m_facts.enginePorts = ports;
+    for (auto it = m_sandboxes.cbegin(); it != m_sandboxes.cend(); ++it)
+        apply(it.key(), it.value());
+}
+
 void EgressService::setPolicy(const QString &sandboxId, const NetworkPolicy &policy,
                               const QList<PolicyEntry> &implicitAllow)
 {

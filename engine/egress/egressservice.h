@@ -16,7 +16,7 @@
 
 namespace Sandbox::Engine {
 
-// The engine's side of every sandbox's network (docs/protocol.md, 3.5 and 4.8), used from the
+// The engine's side of every sandbox's network (docs/protocol.md, 3.5 and 4.9), used from the
 // API thread: keeps each sandbox's policy and gateway route, runs the EgressProxy on its own
 // thread (the proxy's CPU never holds up the API), takes the connections the supervisors
 // accept, and keeps the recent denials of each sandbox (a bounded log) and reports them.
@@ -49,6 +49,8 @@ public:
     // sandbox's policy: the upstream host is allowed, loopback and private addresses only through
     // the policy's explicit entries.
     void setGateway(const QString &sandboxId, std::optional<GatewayRoute> route);
+    // The engine's API port(s), known once it listens: never a destination.
+    void setEnginePorts(const QList<quint16> &ports);
     // Ends every open connection of the sandbox (it stopped).
     void closeConnections(const QString &sandboxId);
     // Forgets the sandbox (it was deleted): rules, route, log.

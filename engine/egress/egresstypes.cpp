@@ -17,6 +17,8 @@ QJsonObject DenyRecord::toJson() const
         {QStringLiteral("count"), count},
     };
     o.insert(QStringLiteral("address"), address.isEmpty() ? QJsonValue() : QJsonValue(address));
+    o.insert(QStringLiteral("allowWith"),
+             allowWith.isEmpty() ? QJsonValue() : QJsonValue(allowWith));
     return o;
 }
 

@@ -32,7 +32,7 @@ enum class EgressListener {
     Gateway, // the model gateway
 };
 
-// One refused connection attempt (docs/protocol.md, 4.8: sandbox.networkLog, network.denied).
+// One refused connection attempt (docs/protocol.md, 4.9: sandbox.networkLog, network.denied).
 struct DenyRecord
 {
     QDateTime time;
@@ -42,8 +42,9 @@ struct DenyRecord
     QString reason;
     qint64 pid = -1;
     QString process;
-    QString via;   // proxy | forward | gateway
-    int count = 1; // identical attempts folded into this one (within a second)
+    QString via;       // proxy | forward | gateway
+    QString allowWith; // the allow entry that would let it through (empty: none can)
+    int count = 1;     // identical attempts folded into this one (within a second)
 
     QJsonObject toJson() const;
 };

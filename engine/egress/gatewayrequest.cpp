@@ -132,7 +132,8 @@ void GatewayRequest::handleHead(const QByteArray &head)
     const bool defaultPort = m_route.upstream.port() < 0;
     request->set("Host", m_host.toLatin1()
                              + (defaultPort ? QByteArray() : ':' + QByteArray::number(m_port)));
-    request->set(m_route.authHeader, m_route.authValue);
+    if (!m_route.authValue.isEmpty())
+        request->set(m_route.authHeader, m_route.authValue);
     m_outHead = request->serializeRequest();
 
     m_state = State::Resolving;
@@ -142,7 +143,7 @@ void GatewayRequest::handleHead(const QByteArray &head)
         return resolved({*literal});
     const EgressRules::NameStep step = m_route.rules->checkName(m_host, m_port);
     if (!step.decision.allowed) {
-        deny(step.decision.reason);
+        deny(step.decision.reason, {}, step.decision.remedy);
         return answer(403, QStringLiteral("the model API %1 is denied: %2")
                                .arg(m_host, step.decision.reason));
     }
@@ -163,7 +164,7 @@ void GatewayRequest::handleHead(const QByteArray &head)
 
 void GatewayRequest::resolved(const QList<QHostAddress> &addresses)
 {
-    QString refusal, refusedAddress;
+    QString refusal, refusedAddress, remedy;
     for (const QHostAddress &a : addresses) {
         const EgressDecision d = m_route.rules->checkAddress(a, m_port, true);
         if (d.allowed)
@@ -171,10 +172,11 @@ void GatewayRequest::resolved(const QList<QHostAddress> &addresses)
         else if (refusal.isEmpty()) {
             refusal = d.reason;
             refusedAddress = classifyAddress(a).effective.toString();
+            remedy = d.remedy;
         }
     }
     if (m_candidates.isEmpty()) {
-        deny(refusal, refusedAddress);
+        deny(refusal, refusedAddress, remedy);
         return answer(403, QStringLiteral("the model API %1 is denied: %2").arg(m_host, refusal));
     }
     m_state = State::Connecting;
@@ -344,7 +346,7 @@ void GatewayRequest::answer(int status, const QString &message)
         m_deadline = QDeadlineTimer(2000);
 }
 
-void GatewayRequest::deny(const QString &reason, const QString &address)
+void GatewayRequest::deny(const QString &reason, const QString &address, const QString &remedy)
 {
     DenyRecord r;
     r.time = QDateTime::currentDateTimeUtc();
@@ -355,6 +357,7 @@ void GatewayRequest::deny(const QString &reason, const QString &address)
     r.pid = m_info.pid;
     r.process = m_info.process;
     r.via = QStringLiteral("gateway");
+    r.allowWith = remedy;
     m_gateway->proxy()->report(m_info.sandboxId, r);
 }
 

@@ -43,7 +43,7 @@ private:
     void pumpUp();
     void pumpDown();
     void answer(int status, const QString &message);
-    void deny(const QString &reason, const QString &address = {});
+    void deny(const QString &reason, const QString &address = {}, const QString &remedy = {});
 
     ModelGateway *m_gateway; // not owned (parent)
     EgressClient m_info;

@@ -288,6 +288,7 @@ Result<NetworkPolicy> NetworkPolicy::fromJson(const QJsonValue &value, const QSt
                                         QStringLiteral(
                                             "unknown member (allow and deny are known)"));
     }
+    bool star = false; // "*" in allow: the public internet
     auto readList = [&](const QString &name, QList<PolicyEntry> &out) -> std::optional<Error> {
         const QJsonValue v = o.value(name);
         if (v.isUndefined())
@@ -302,6 +303,11 @@ Result<NetworkPolicy> NetworkPolicy::fromJson(const QJsonValue &value, const QSt
             const QString ef = f + u'[' + QString::number(i) + u']';
             if (!a.at(i).isString())
                 return Error::invalidParams(ef, QStringLiteral("must be a string"));
+            if (a.at(i).toString().trimmed() == QLatin1String("*")
+                && name == QLatin1String("allow")) {
+                star = true;
+                continue;
+            }
             auto e = PolicyEntry::parse(a.at(i).toString());
             if (!e)
                 return Error::invalidParams(ef, e.error().message);
@@ -314,7 +320,12 @@ Result<NetworkPolicy> NetworkPolicy::fromJson(const QJsonValue &value, const QSt
         return *e;
     if (auto e = readList(QStringLiteral("deny"), p.m_deny))
         return *e;
-    p.m_mode = o.contains(QStringLiteral("allow")) ? Mode::List : Mode::Public;
+    if (star || !o.contains(QStringLiteral("allow")))
+        p.m_mode = Mode::Public;
+    else
+        p.m_mode = p.m_allow.isEmpty() ? Mode::Off : Mode::List;
+    if (p.m_mode == Mode::Off)
+        p.m_deny.clear(); // nothing to deny
     return p;
 }
 
@@ -329,10 +340,19 @@ QJsonValue NetworkPolicy::toJson() const
     switch (m_mode) {
     case Mode::Off:
         return false;
-    case Mode::Public:
-        if (m_deny.isEmpty())
+    case Mode::Public: {
+        if (m_deny.isEmpty() && m_allow.isEmpty())
             return true;
-        return QJsonObject{{QStringLiteral("deny"), list(m_deny)}};
+        QJsonObject o;
+        if (!m_allow.isEmpty()) {
+            QJsonArray allow = list(m_allow);
+            allow.prepend(QStringLiteral("*"));
+            o.insert(QStringLiteral("allow"), allow);
+        }
+        if (!m_deny.isEmpty())
+            o.insert(QStringLiteral("deny"), list(m_deny));
+        return o;
+    }
     case Mode::List: {
         QJsonObject o{{QStringLiteral("allow"), list(m_allow)}};
         if (!m_deny.isEmpty())
@@ -396,10 +416,13 @@ EgressRules::NameStep EgressRules::checkName(const QString &host, quint16 port) 
         });
     };
     const bool implicit = anyMatch(m_implicit);
+    const QString remedy = literal ? addressText(*parseIpLiteral(host), port)
+                                   : host + u':' + QString::number(port);
     switch (m_policy.mode()) {
     case NetworkPolicy::Mode::Off:
         if (!implicit) {
             step.decision.reason = QStringLiteral("the sandbox has no network (network: false)");
+            step.decision.remedy = remedy;
             return step;
         }
         step.nameAllowed = true;
@@ -415,6 +438,7 @@ EgressRules::NameStep EgressRules::checkName(const QString &host, quint16 port) 
                                           });
         if (!step.nameAllowed && !networks) {
             step.decision.reason = QStringLiteral("not in the allow list");
+            step.decision.remedy = remedy;
             return step;
         }
         break;
@@ -453,10 +477,11 @@ EgressDecision EgressRules::checkAddress(const QHostAddress &address, quint16 po
                                        [&](const PolicyEntry &e) {
                                            return e.isExactLoopback() && e.matchesAddress(a, port);
                                        });
-        if (!exact || m_policy.mode() != NetworkPolicy::Mode::List) {
+        if (!exact) {
             d.reason = QStringLiteral("%1 is loopback: only an exact 127.0.0.1:PORT allow entry "
                                       "reaches this computer's loopback")
                            .arg(shown);
+            d.remedy = shown;
             return d;
         }
     }
@@ -471,16 +496,16 @@ EgressDecision EgressRules::checkAddress(const QHostAddress &address, quint16 po
         d.allowed = true;
         return d;
     }
-    const bool byNetwork = m_policy.mode() == NetworkPolicy::Mode::List
-                           && std::any_of(m_policy.allow().begin(), m_policy.allow().end(),
-                                          [&](const PolicyEntry &e) {
-                                              return e.matchesAddress(a, port);
-                                          });
+    const bool byNetwork = std::any_of(m_policy.allow().begin(), m_policy.allow().end(),
+                                       [&](const PolicyEntry &e) {
+                                           return e.matchesAddress(a, port);
+                                       });
     if (c.cls != AddressClass::Public) {
         if (!byNetwork) {
             d.reason = QStringLiteral("%1 is a %2 address: only an allow entry for its network "
                                       "reaches it")
                            .arg(shown, addressClassName(c.cls));
+            d.remedy = shown;
             return d;
         }
         d.allowed = true;
@@ -492,13 +517,17 @@ EgressDecision EgressRules::checkAddress(const QHostAddress &address, quint16 po
         break;
     case NetworkPolicy::Mode::Off:
         d.allowed = nameAllowed;
-        if (!nameAllowed)
+        if (!nameAllowed) {
             d.reason = QStringLiteral("the sandbox has no network (network: false)");
+            d.remedy = shown;
+        }
         break;
     case NetworkPolicy::Mode::List:
         d.allowed = nameAllowed || byNetwork;
-        if (!d.allowed)
+        if (!d.allowed) {
             d.reason = QStringLiteral("%1 is not in the allow list").arg(shown);
+            d.remedy = shown;
+        }
         break;
     }
     return d;

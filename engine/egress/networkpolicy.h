@@ -40,12 +40,17 @@ struct PolicyEntry
 };
 
 // A sandbox's network policy: `false` (nothing), `true` (the public internet), or
-// `{allow:[...], deny:[...]}`. Without `allow` the base is the public internet (`{deny:[..]}`
-// is `true` minus the deny list); with `allow`, only what it names. Deny always wins.
+// `{allow:[...], deny:[...]}`. Without `allow`, or with `*` in it, the base is the public
+// internet (`{deny:[..]}` is `true` minus the deny list; `{allow:["*","127.0.0.1:8080"]}` adds a
+// loopback port to it); otherwise only what `allow` names. Deny always wins.
 class NetworkPolicy final
 {
 public:
-    enum class Mode { Off, Public, List };
+    enum class Mode {
+        Off,    // nothing (also an empty allow list)
+        Public, // the public internet; `allow` may add loopback ports and private networks
+        List,   // only what `allow` names
+    };
 
     static constexpr int MaxEntries = 256;
     static constexpr int MaxEntryChars = 300;
@@ -90,6 +95,9 @@ struct EgressDecision
 {
     bool allowed = false;
     QString reason; // why not (for the deny log and the 403 text)
+    // The allow entry that would let it through ("host:443", "10.1.2.3:5432",
+    // "127.0.0.1:8080"), or empty when no entry can (metadata, the engine, a deny entry).
+    QString remedy;
 };
 
 class EgressRules final

@@ -143,10 +143,11 @@ void ProxyConnection::onClientEvents(uint32_t events)
             return close();
         return readHead();
     case State::Relaying:
-        if (events & EPOLLERR)
-            return close();
         if (!pump(m_up, m_clientFd, m_upstreamFd) || !pump(m_down, m_upstreamFd, m_clientFd))
             return;
+        // A reset client takes nothing more; what it sent before still goes upstream.
+        if ((events & EPOLLERR) && !m_down.shut)
+            destinationGone(m_down, m_upstreamFd);
         return updateInterest();
     case State::Lingering: {
         char buf[4096];
@@ -261,7 +262,7 @@ void ProxyConnection::decideName()
         return refuse(403, QStringLiteral("the sandbox's network is not set up"));
     const EgressRules::NameStep step = rules->checkName(m_host, m_port);
     if (!step.decision.allowed)
-        return refuse(403, step.decision.reason);
+        return refuse(403, step.decision.reason, {}, step.decision.remedy);
     m_nameAllowed = step.nameAllowed;
     m_deadline = QDeadlineTimer(m_proxy->limits().connectTimeoutMs);
     if (const auto literal = parseIpLiteral(m_host))
@@ -296,10 +297,15 @@ void ProxyConnection::resolved(const QList<QHostAddress> &addresses)
         } else if (m_firstRefusal.isEmpty()) {
             m_firstRefusal = d.reason;
             m_firstRefusedAddress = classifyAddress(a).effective.toString();
+            m_firstRemedy = d.remedy;
+            // A public host that is not allowed: allowing the name is the better remedy.
+            if (classifyAddress(a).cls == AddressClass::Public && !parseIpLiteral(m_host)
+                && !d.remedy.isEmpty())
+                m_firstRemedy = m_host + u':' + QString::number(m_port);
         }
     }
     if (m_candidates.isEmpty())
-        return refuse(403, m_firstRefusal, m_firstRefusedAddress);
+        return refuse(403, m_firstRefusal, m_firstRefusedAddress, m_firstRemedy);
     m_state = State::Connecting;
     connectNext();
 }
@@ -363,10 +369,11 @@ void ProxyConnection::onUpstreamEvents(uint32_t events)
     }
     if (m_state != State::Relaying)
         return;
-    if (events & EPOLLERR)
-        return close();
     if (!pump(m_down, m_upstreamFd, m_clientFd) || !pump(m_up, m_clientFd, m_upstreamFd))
         return;
+    // A reset upstream takes nothing more; what it sent before still reaches the client.
+    if ((events & EPOLLERR) && !m_up.shut)
+        destinationGone(m_up, m_clientFd);
     updateInterest();
 }
 
@@ -435,8 +442,8 @@ bool ProxyConnection::pump(Direction &d, int src, int dst)
                     d.prefixPos = 0;
                 }
             } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-                close();
-                return false;
+                destinationGone(d, src);
+                break;
             }
         }
         if (d.readHead) {
@@ -485,8 +492,8 @@ bool ProxyConnection::pump(Direction &d, int src, int dst)
                     d.buffered -= size_t(n);
                     progress = true;
                 } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-                    close();
-                    return false;
+                    destinationGone(d, src);
+                    break;
                 }
             }
             if (!d.eof && d.buffered < cap) {
@@ -495,12 +502,10 @@ bool ProxyConnection::pump(Direction &d, int src, int dst)
                 if (n > 0) {
                     d.buffered += size_t(n);
                     progress = true;
-                } else if (n == 0) {
+                } else if (n == 0 || errno == ECONNRESET || errno == EPIPE) {
+                    // The source ended (a reset is an end too): what is buffered still goes.
                     d.eof = true;
                     progress = true;
-                } else if (errno == ECONNRESET) {
-                    close();
-                    return false;
                 } else if (errno != EAGAIN && errno != EINTR) {
                     close();
                     return false;
@@ -517,6 +522,20 @@ bool ProxyConnection::pump(Direction &d, int src, int dst)
             break;
     }
     return true;
+}
+
+void ProxyConnection::destinationGone(Direction &d, int src)
+{
+    // The destination cannot take more (it closed, or reset): this direction is over and what
+    // it buffered is dropped, but the other one goes on until it has delivered everything the
+    // peer sent before it went (a server that answers and closes without reading the request).
+    d.buffered = 0;
+    d.prefix.clear();
+    d.prefixPos = 0;
+    d.readHead = false;
+    d.eof = true;
+    d.shut = true;
+    ::shutdown(src, SHUT_RD);
 }
 
 void ProxyConnection::updateInterest()
@@ -549,7 +568,7 @@ void ProxyConnection::updateInterest()
         close();
 }
 
-void ProxyConnection::deny(const QString &reason, const QString &address)
+void ProxyConnection::deny(const QString &reason, const QString &address, const QString &remedy)
 {
     DenyRecord r;
     r.time = QDateTime::currentDateTimeUtc();
@@ -561,12 +580,14 @@ void ProxyConnection::deny(const QString &reason, const QString &address)
     r.process = m_client.process;
     r.via = m_listener == EgressListener::Forward ? QStringLiteral("forward")
                                                   : QStringLiteral("proxy");
+    r.allowWith = remedy;
     m_proxy->report(m_client.sandboxId, r);
 }
 
-void ProxyConnection::refuse(int status, const QString &reason, const QString &address)
+void ProxyConnection::refuse(int status, const QString &reason, const QString &address,
+                             const QString &remedy)
 {
-    deny(reason, address);
+    deny(reason, address, remedy);
     fail(status,
          "sandbox egress: " + shownTarget(m_host, m_port).toUtf8() + " denied: " + reason.toUtf8());
 }

@@ -50,6 +50,7 @@ private:
         QByteArray head;
     };
 
+    void destinationGone(Direction &d, int src);
     void onClientEvents(uint32_t events);
     void onUpstreamEvents(uint32_t events);
     void readHead();
@@ -61,9 +62,10 @@ private:
     void startRelay();
     bool pump(Direction &d, int src, int dst);
     void updateInterest();
-    void refuse(int status, const QString &reason, const QString &address = {});
+    void refuse(int status, const QString &reason, const QString &address = {},
+                const QString &remedy = {});
     void fail(int status, const QByteArray &message);
-    void deny(const QString &reason, const QString &address);
+    void deny(const QString &reason, const QString &address, const QString &remedy);
     void linger();
     bool wantsRead(const Direction &d) const;
     bool wantsWrite(const Direction &d) const;
@@ -85,7 +87,7 @@ private:
     quint16 m_port = 0;
     bool m_nameAllowed = false;
     QList<QHostAddress> m_candidates;
-    QString m_firstRefusal, m_firstRefusedAddress;
+    QString m_firstRefusal, m_firstRefusedAddress, m_firstRemedy;
     qsizetype m_nextCandidate = 0;
     quint64 m_lookupId = 0;
     bool m_holdsLookup = false;

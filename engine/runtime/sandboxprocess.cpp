@@ -161,8 +161,8 @@ QStringList SandboxProcess::bwrapArguments(const SandboxSpec &spec)
     // is mounted, so that a sandbox writes only where its disk limit counts (docs/protocol.md, 6).
     a << QStringLiteral("--remount-ro") << QStringLiteral("/") << QStringLiteral("--remount-ro")
       << QStringLiteral("/dev");
-    if (spec.network)
-        a << QStringLiteral("--share-net");
+    // Never --share-net: every sandbox keeps its own network namespace (only its loopback); the
+    // way out is the engine's egress proxy, reached through the supervisor's listeners.
     // Installed by bubblewrap right before it starts the supervisor (see launch()).
     a << QStringLiteral("--seccomp") << QString::number(kSeccompFd);
     return a;
@@ -179,12 +179,8 @@ QMap<QString, QByteArray> SandboxProcess::curatedEtc(const SandboxSpec &spec, ui
     if (gid != 0 && gid != 65534)
         group += "sandbox:x:" + QByteArray::number(gid) + ":\n";
     const QByteArray name = spec.id.toUtf8();
-    QByteArray resolv = "# no network\n";
-    if (spec.network) {
-        QFile host(QStringLiteral("/etc/resolv.conf"));
-        if (host.open(QIODevice::ReadOnly))
-            resolv = host.read(64 * 1024);
-    }
+    // No name server is reachable from inside: the egress proxy resolves names itself.
+    const QByteArray resolv = "# names are resolved by the egress proxy (HTTP_PROXY)\n";
     return {
         {QStringLiteral("passwd"), passwd},
         {QStringLiteral("group"), group},

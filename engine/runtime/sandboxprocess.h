@@ -35,7 +35,6 @@ struct SandboxSpec
     bool dropPrivileges = false; // when the engine runs as root: run as uid/gid below
     uid_t uid = 0;
     gid_t gid = 0;
-    bool network = false;
     bool useCgroups = true;
     // Where the sandbox's cgroup goes and which limits hold (null: none); shared by every sandbox.
     std::shared_ptr<const CgroupHost> cgroups;

@@ -6,9 +6,11 @@
 #include "databases/databaseadapter.h"
 #include "doctor/hostfacts.h"
 #include "doctorcommand.h"
+#include "egress/egressservice.h"
 #include "runtime/uniquefd.h"
 #include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
+#include "service/sandboxnetwork.h"
 #include "service/streamhub.h"
 #include "service/workspacearchive.h"
 #include "state/registry.h"
@@ -17,9 +19,11 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
+#include <QJsonDocument>
 #include <QLoggingCategory>
 #include <QSaveFile>
 #include <QSocketNotifier>
+#include <QSslCertificate>
 #include <QStandardPaths>
 #include <QSysInfo>
 
@@ -220,11 +224,26 @@ int main(int argc, char **argv)
                    QStringLiteral("Prepare what sandboxes of TYPE start from (postgres: the "
                                   "template cluster) in the data dir, then exit; for images."),
                    QStringLiteral("type"));
+    const QCommandLineOption
+        egressDnsOpt(QStringLiteral("egress-dns"),
+                     QStringLiteral("The DNS server the egress proxy asks (default: the ones in "
+                                    "/etc/resolv.conf)."),
+                     QStringLiteral("host:port"));
+    const QCommandLineOption
+        egressHostsOpt(QStringLiteral("egress-hosts"),
+                       QStringLiteral("More names for the egress proxy's resolver, in /etc/hosts "
+                                      "format, consulted first."),
+                       QStringLiteral("file"));
+    const QCommandLineOption
+        egressCaOpt(QStringLiteral("egress-ca"),
+                    QStringLiteral("More CA certificates (PEM) the model gateway trusts."),
+                    QStringLiteral("file"));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"),
                                         QStringLiteral("Log debug messages."));
     cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt,
                     sleepAfterOpt, uidBaseOpt, isolationOpt, noDiskLimitOpt, agentsDirOpt,
-                    maxConnectionsOpt, maxPerAddressOpt, prepareOpt, verboseOpt});
+                    maxConnectionsOpt, maxPerAddressOpt, prepareOpt, egressDnsOpt, egressHostsOpt,
+                    egressCaOpt, verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -307,16 +326,55 @@ int main(int argc, char **argv)
         die(QStringLiteral("bubblewrap not found at %1: apt-get install bubblewrap")
                 .arg(config.bwrapPath));
 
+    // Open files: half for API connections (below), the rest for the egress proxy, sandboxes
+    // and databases.
+    const rlim_t fileLimit = raiseFileLimit();
+    EgressService::Config egressConfig;
+    egressConfig.dns = DnsResolver::systemConfig(cli.value(egressHostsOpt));
+    if (cli.isSet(egressHostsOpt) && !QFile::exists(cli.value(egressHostsOpt)))
+        die(QStringLiteral("--egress-hosts: no file %1").arg(cli.value(egressHostsOpt)));
+    if (cli.isSet(egressDnsOpt)) {
+        const QString dns = cli.value(egressDnsOpt);
+        const QHostAddress server(dns.section(u':', 0, -2));
+        bool ok = false;
+        const uint dnsPort = dns.section(u':', -1).toUInt(&ok);
+        if (server.isNull() || !ok || dnsPort == 0 || dnsPort > 65535)
+            die(QStringLiteral("--egress-dns wants ADDRESS:PORT, not '%1'").arg(dns));
+        egressConfig.dns.servers = {{server, quint16(dnsPort)}};
+    }
+    if (cli.isSet(egressCaOpt)) {
+        QFile ca(cli.value(egressCaOpt));
+        if (!ca.open(QIODevice::ReadOnly))
+            die(QStringLiteral("--egress-ca: cannot read %1").arg(ca.fileName()));
+        egressConfig.extraCaCertificates = QSslCertificate::fromData(ca.read(4 * 1024 * 1024));
+        if (egressConfig.extraCaCertificates.isEmpty())
+            die(QStringLiteral("--egress-ca: no PEM certificate in %1").arg(ca.fileName()));
+    }
+    // The egress proxy holds two sockets and two pipes per connection (and a few spare).
+    const qint64 fdsPerConnection = 6;
+    const qint64 egressFiles = qint64(std::min<rlim_t>(fileLimit / 2, 1 << 20));
+    egressConfig.limits.maxConnections = int(qBound(qint64(64),
+                                                    (egressFiles - 512) / fdsPerConnection,
+                                                    qint64(egressConfig.limits.maxConnections)));
+    EgressService egress(egressConfig);
+    SandboxNetwork network(&egress);
+
     SandboxManager sandboxes(config, registry->get());
+    // In container mode the container is the network boundary (the Worker's egress settings).
+    if (config.bubblewrap)
+        sandboxes.setNetwork(&network);
     sandboxes.recover();
     StreamHub streams;
     Methods methods(&sandboxes, &streams, &keys);
+    methods.setNetwork(&network);
     DatabaseAdapter databases(&methods, &sandboxes,
                               DatabaseAdapter::findDbHost(QCoreApplication::applicationDirPath()));
     AgentService agents(&sandboxes, &streams, &methods,
                         cli.isSet(agentsDirOpt) ? QDir(cli.value(agentsDirOpt)).absolutePath()
                                                 : AgentService::defaultAgentsDir(
                                                     QCoreApplication::applicationDirPath()));
+    if (config.bubblewrap)
+        agents.setNetwork(&network);
     WorkspaceArchiver archiver(&methods, &sandboxes);
     if (cli.isSet(prepareOpt)) {
         int status = 1;
@@ -331,6 +389,18 @@ int main(int argc, char **argv)
     }
     ApiServer server(&methods, &streams, &keys);
     QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
+    // docs/protocol.md 4.9: every denial goes to the sandbox owner's WebSockets.
+    QObject::connect(&network, &SandboxNetwork::denied, &server,
+                     [&server, &sandboxes](const QString &id, const QJsonObject &denial) {
+                         const QJsonObject n{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                             {QStringLiteral("method"),
+                                              QStringLiteral("network.denied")},
+                                             {QStringLiteral("params"),
+                                              QJsonObject{{QStringLiteral("id"), id},
+                                                          {QStringLiteral("denial"), denial}}}};
+                         server.notifyKey(sandboxes.keyOf(id),
+                                          QJsonDocument(n).toJson(QJsonDocument::Compact));
+                     });
 
     ConnectionGate::Limits gateLimits;
     bool maxOk = false, perAddressOk = false;
@@ -340,7 +410,7 @@ int main(int argc, char **argv)
         || gateLimits.maxConnectionsPerPeer < 1)
         die(QStringLiteral("--max-connections and --max-connections-per-address want a number "
                            "of 1 or more"));
-    const int fileRoom = int(std::min<rlim_t>(raiseFileLimit() / 2, 1 << 20));
+    const int fileRoom = int(std::min<rlim_t>(fileLimit / 2, 1 << 20));
     if (gateLimits.maxConnections > fileRoom) {
         std::fprintf(stderr, "sandboxd: at most %d connections (half the open-file limit)\n",
                      fileRoom);
@@ -349,6 +419,7 @@ int main(int argc, char **argv)
     const auto url = server.listen(address, quint16(port), gateLimits);
     if (!url)
         die(url.error().message);
+    egress.setEnginePorts({quint16(url->port())});
 
     if (::pipe2(g_signalPipe, O_CLOEXEC) != 0)
         die(QStringLiteral("pipe: %1").arg(QString::fromLocal8Bit(strerror(errno))));

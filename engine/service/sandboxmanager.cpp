@@ -3,6 +3,7 @@
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
 #include "runtime/workspacevolume.h"
+#include "sandboxnetwork.h"
 
 #include <QDir>
 #include <QFile>
@@ -211,6 +212,8 @@ QJsonObject SandboxManager::toJson(const Entry *e) const
     o.insert(QStringLiteral("limits"), limits);
     if (!r.error.isEmpty())
         o.insert(QStringLiteral("error"), r.error);
+    if (r.kind == QLatin1String("agent"))
+        o.insert(QStringLiteral("gateway"), r.gateway);
     return o;
 }
 
@@ -364,7 +367,6 @@ void SandboxManager::launch(Entry *e)
     spec.dropPrivileges = m_config.dropPrivileges;
     spec.uid = m_config.uidBase + uid_t(e->rec.slot);
     spec.gid = spec.uid;
-    spec.network = e->rec.network;
     spec.useCgroups = m_config.useCgroups;
     spec.cgroups = m_config.cgroups;
     spec.bubblewrap = m_config.bubblewrap;
@@ -386,6 +388,8 @@ void SandboxManager::launch(Entry *e)
     const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
     if (hooks.prepare)
         hooks.prepare(spec, e->rec);
+    if (m_network)
+        m_network->prepare(spec, e->rec);
 
     // The agent's home and the database's run directory live on the image too (WorkspaceVolume);
     // any other writable mount would be a plain host directory. (A QString, not the
@@ -417,36 +421,33 @@ void SandboxManager::launch(Entry *e)
         Entry *e = m_entries.value(id);
         if (!e || !e->proc)
             return;
-        const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
-        if (!hooks.afterStart)
-            return becameReady(e);
         QPointer<SandboxProcess> proc = e->proc;
-        hooks.afterStart(e->rec, e->proc->channel(), [this, id, proc](Result<bool> r) {
+        // The network first (its listeners), then the type's own start (a database server).
+        const auto afterStart = [this, id, proc](Result<bool> r) {
             Entry *e = m_entries.value(id);
             if (!e || !proc || e->proc != proc)
                 return;
-            if (r)
-                return becameReady(e);
-            // Stop what started, then report the failure to everyone waiting.
-            qCWarning(lcManager) << "sandbox" << id << "failed to start:" << r.error().message;
-            const Error error = r.error();
-            // Taken first: teardown() would tell them "stopping" instead of why it failed.
-            const auto waiters = std::exchange(e->waiters, {});
-            teardown(e, [this, e, error, waiters] {
-                setStatus(e, kError, error.message);
-                for (const auto &[context, then] : waiters) {
-                    if (context)
-                        then(error);
-                }
+            const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
+            if (!r || !hooks.afterStart)
+                return startDone(e, std::move(r));
+            hooks.afterStart(e->rec, e->proc->channel(), [this, id, proc](Result<bool> r) {
+                Entry *e = m_entries.value(id);
+                if (e && proc && e->proc == proc)
+                    startDone(e, std::move(r));
             });
-        });
+        };
+        if (m_network)
+            m_network->attach(e->rec, e->proc->channel(), afterStart);
+        else
+            afterStart(true);
     });
-
     connect(proc, &SandboxProcess::failed, this, [this, id](const Error &error) {
         Entry *e = m_entries.value(id);
         if (!e)
             return;
         qCWarning(lcManager) << "sandbox" << id << "failed:" << error.message;
+        if (m_network)
+            m_network->detach(id);
         e->proc->deleteLater();
         e->proc = nullptr;
         setStatus(e, kError, error.message);
@@ -460,6 +461,8 @@ void SandboxManager::launch(Entry *e)
         Entry *e = m_entries.value(id);
         if (!e)
             return;
+        if (m_network)
+            m_network->detach(id);
         e->proc->deleteLater();
         e->proc = nullptr;
         e->busy = 0;
@@ -474,6 +477,24 @@ void SandboxManager::launch(Entry *e)
         setStatus(e, kError, reason);
     });
     proc->start();
+}
+
+void SandboxManager::startDone(Entry *e, Result<bool> r)
+{
+    if (r)
+        return becameReady(e);
+    // Stop what started, then report the failure to everyone waiting.
+    qCWarning(lcManager) << "sandbox" << e->rec.id << "failed to start:" << r.error().message;
+    const Error error = r.error();
+    // Taken first: teardown() would tell them "stopping" instead of why it failed.
+    const auto waiters = std::exchange(e->waiters, {});
+    teardown(e, [this, e, error, waiters] {
+        setStatus(e, kError, error.message);
+        for (const auto &[context, then] : waiters) {
+            if (context)
+                then(error);
+        }
+    });
 }
 
 void SandboxManager::becameReady(Entry *e)
@@ -539,6 +560,9 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
     e->rec.name = request.name;
     e->rec.env = request.env;
     e->rec.network = request.network;
+    // The gateway needs the sandbox's own network namespace (bubblewrap): in container mode the
+    // keys go in as environment, as before.
+    e->rec.gateway = request.gateway && m_config.bubblewrap;
     e->rec.sleepAfterMs = request.sleepAfterMs >= 0 ? request.sleepAfterMs
                                                     : m_config.defaultSleepAfterMs;
     e->rec.createdAt = QDateTime::currentDateTimeUtc();
@@ -703,6 +727,8 @@ void SandboxManager::remove(const QString &keyId, const QString &id, const QStri
             e->idle->deleteLater();
         if (const SandboxTypeHooks hooks = m_hooks.value(e->rec.type); hooks.removed)
             hooks.removed(e->rec);
+        if (m_network)
+            m_network->remove(id);
         const auto removed = m_registry->removeSandbox(id);
         // Its files go with it: out of sight at once, deleted off the event loop, fd-relative.
         WorkspaceVolume::discard(stateDirOf(id), trashDir(), this, [id](Result<bool> r) {
@@ -726,6 +752,26 @@ void SandboxManager::removeAllOf(const QString &keyId)
         if (e->rec.keyId == keyId)
             remove(keyId, e->rec.id, {}, this, [](const Result<QJsonObject> &) {});
     }
+}
+
+void SandboxManager::setPolicy(const QString &keyId, const QString &id, const QJsonValue &network,
+                               Done done)
+{
+    Entry *e = find(keyId, id, {});
+    if (!e)
+        return done(Error::notFound(QStringLiteral("sandbox %1").arg(id)));
+    e->rec.network = network;
+    if (const auto saved = m_registry->upsertSandbox(e->rec); !saved)
+        return done(saved.error());
+    if (m_network)
+        m_network->update(e->rec, e->proc && e->proc->isReady() ? e->proc->channel() : nullptr);
+    done(toJson(e));
+}
+
+QString SandboxManager::keyOf(const QString &id) const
+{
+    const Entry *e = m_entries.value(id);
+    return e ? e->rec.keyId : QString();
 }
 
 } // namespace Sandbox::Engine

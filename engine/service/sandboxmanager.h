@@ -15,6 +15,7 @@
 
 namespace Sandbox::Engine {
 
+class SandboxNetwork;
 class SandboxProcess;
 class SupervisorChannel;
 struct SandboxSpec;
@@ -64,8 +65,9 @@ struct CreateSandbox
     QString size = QStringLiteral("standard-1");
     QString name;
     QMap<QString, QString> env;
-    bool network = false;
-    qint64 sleepAfterMs = -1; // -1: the engine's default
+    QJsonValue network = false; // a validated policy (docs/protocol.md 3.5), canonical
+    bool gateway = false;       // agents: model calls through the engine (4.7)
+    qint64 sleepAfterMs = -1;   // -1: the engine's default
     // Runs once the sandbox has its id, before its first start (its type's prepare hook): where
     // a type keeps what it was created with (a database's settings).
     std::function<void(const SandboxRecord &record)> created;
@@ -93,6 +95,8 @@ public:
     static QStringList sizes();
 
     void setTypeHooks(const QString &type, SandboxTypeHooks hooks);
+    // Every sandbox's network (its listeners, rules and environment); null: none at all.
+    void setNetwork(SandboxNetwork *network) { m_network = network; }
     // The host directory of a sandbox's own files (the engine's; the sandbox never writes there).
     QString stateDirOf(const QString &id) const;
     // The host directory of the trees the sandbox writes: workspace/, home/, run/ (see
@@ -122,6 +126,11 @@ public:
                 Done done);
     // Stops and deletes every sandbox of a key (the key was revoked).
     void removeAllOf(const QString &keyId);
+    // Replaces a sandbox's network policy (already validated): saved, and applied from the next
+    // connection on, running or not (docs/protocol.md 4.5).
+    void setPolicy(const QString &keyId, const QString &id, const QJsonValue &network, Done done);
+    // The key that owns a sandbox (empty if there is none).
+    QString keyOf(const QString &id) const;
 
     // Hands a ready supervisor channel to `then`, waking a sleeping sandbox first. The sandbox
     // counts as busy until endActivity(id) (so that it does not go to sleep under a command).
@@ -158,11 +167,13 @@ private:
     LimitsEnforcement enforcementOf(const Entry *e) const;
     LimitEnforcement diskEnforcement(const Entry *e) const;
     QString trashDir() const;
+    void startDone(Entry *e, Result<bool> result);
 
     EngineConfig m_config;
     Registry *m_registry;              // not owned
     QHash<QString, Entry *> m_entries; // owned
     QHash<QString, SandboxTypeHooks> m_hooks;
+    SandboxNetwork *m_network = nullptr; // not owned
 };
 
 } // namespace Sandbox::Engine

@@ -3,6 +3,7 @@
 #include "sqlitestatement.h"
 #include "statedb.h"
 
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLoggingCategory>
@@ -58,7 +59,21 @@ Result<std::unique_ptr<Registry>> Registry::open(const QString &path)
         });
     if (!db)
         return db.error();
-    return std::unique_ptr<Registry>(new Registry(*db));
+    std::unique_ptr<Registry> r(new Registry(*db));
+    // Columns added since the first schema (a registry from an older engine gets them).
+    static const char *const added[][2] = {
+        {"network_policy", "ALTER TABLE sandboxes ADD COLUMN network_policy TEXT"},
+        {"gateway", "ALTER TABLE sandboxes ADD COLUMN gateway INTEGER NOT NULL DEFAULT 0"},
+    };
+    for (const auto &[column, sql] : added) {
+        SqliteStatement info(*db, "SELECT 1 FROM pragma_table_info('sandboxes') WHERE name = ?");
+        info.bind(1, QString::fromLatin1(column));
+        if (info.ok() && info.step() == SQLITE_ROW)
+            continue;
+        if (auto ok = r->exec(sql); !ok)
+            return ok.error();
+    }
+    return r;
 }
 
 Registry::Registry(sqlite3 *db)
@@ -123,12 +138,14 @@ void Registry::touchKey(const QString &id, const QDateTime &when)
 
 Result<bool> Registry::upsertSandbox(const SandboxRecord &r)
 {
-    SqliteStatement s(
-        m_db,
-        "INSERT INTO sandboxes (id, key_id, kind, type, size, name, status, error, created_at,"
-        " last_active_at, sleep_after_ms, network, env, slot) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-        " ON CONFLICT(id) DO UPDATE SET status=excluded.status, error=excluded.error,"
-        " last_active_at=excluded.last_active_at, name=excluded.name");
+    SqliteStatement
+        s(m_db,
+          "INSERT INTO sandboxes (id, key_id, kind, type, size, name, status, error, created_at,"
+          " last_active_at, sleep_after_ms, network, env, slot, network_policy, gateway)"
+          " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+          " ON CONFLICT(id) DO UPDATE SET status=excluded.status, error=excluded.error,"
+          " last_active_at=excluded.last_active_at, name=excluded.name, network=excluded.network,"
+          " network_policy=excluded.network_policy");
     s.bind(1, r.id);
     s.bind(2, r.keyId);
     s.bind(3, r.kind);
@@ -140,9 +157,13 @@ Result<bool> Registry::upsertSandbox(const SandboxRecord &r)
     s.bind(9, r.createdAt);
     s.bind(10, r.lastActiveAt);
     s.bind(11, r.sleepAfterMs);
-    s.bind(12, qint64(r.network ? 1 : 0));
+    // `network` keeps meaning "has a way out" for an older engine reading this registry.
+    s.bind(12, qint64(r.network == QJsonValue(false) ? 0 : 1));
     s.bind(13, QString::fromUtf8(envToJson(r.env)));
     s.bind(14, qint64(r.slot));
+    s.bind(15,
+           QString::fromUtf8(QJsonDocument(QJsonArray{r.network}).toJson(QJsonDocument::Compact)));
+    s.bind(16, qint64(r.gateway ? 1 : 0));
     if (!s.ok() || s.step() != SQLITE_DONE)
         return dbError(m_db, "save sandbox");
     return true;
@@ -163,7 +184,8 @@ QList<SandboxRecord> Registry::sandboxes() const
     SqliteStatement
         s(m_db,
           "SELECT id, key_id, kind, type, size, name, status, error, created_at, last_active_at,"
-          " sleep_after_ms, network, env, slot FROM sandboxes ORDER BY created_at");
+          " sleep_after_ms, network, env, slot, network_policy, gateway FROM sandboxes"
+          " ORDER BY created_at");
     while (s.ok() && s.step() == SQLITE_ROW) {
         SandboxRecord r;
         r.id = s.text(0);
@@ -177,9 +199,12 @@ QList<SandboxRecord> Registry::sandboxes() const
         r.createdAt = s.time(8);
         r.lastActiveAt = s.time(9);
         r.sleepAfterMs = s.integer(10);
-        r.network = s.integer(11) != 0;
+        // Written as a one-element array; a row from before policies has only the flag.
+        const QJsonArray policy = QJsonDocument::fromJson(s.text(14).toUtf8()).array();
+        r.network = policy.size() == 1 ? policy.first() : QJsonValue(s.integer(11) != 0);
         r.env = envFromJson(s.text(12).toUtf8());
         r.slot = int(s.integer(13));
+        r.gateway = s.integer(15) != 0;
         out.append(r);
     }
     return out;

@@ -4,6 +4,7 @@
 
 #include <QByteArray>
 #include <QDateTime>
+#include <QJsonValue>
 #include <QList>
 #include <QMap>
 #include <QString>
@@ -38,7 +39,10 @@ struct SandboxRecord
     QDateTime createdAt;
     QDateTime lastActiveAt;
     qint64 sleepAfterMs = 600000;
-    bool network = false;
+    // The network policy as the protocol shows it (docs/protocol.md 3.5): false, true or
+    // {allow, deny}, already validated and in canonical form.
+    QJsonValue network = false;
+    bool gateway = false;       // an agent sandbox whose model calls go through the engine
     QMap<QString, QString> env; // values stay in the engine; only names are ever returned
     int slot = 0;               // unique per sandbox: picks its uid
 };

@@ -22,6 +22,9 @@ Supervisor::Supervisor(int channelFd, const Paths &workspace, bool useOpenat2)
     , m_execs(workspace, m_channel)
     , m_connector(m_channel)
     , m_background([this](uint32_t id, const Reply &reply) { respond(id, reply); })
+    , m_listener([this](uint32_t id, const std::string &event, int fd) {
+        return m_channel.send(FrameType::Event, id, {event}, fd);
+    })
     , m_useOpenat2(useOpenat2)
     , m_started(std::chrono::steady_clock::now())
 {}
@@ -43,6 +46,7 @@ int Supervisor::run()
         m_execs.collectPollFds(fds);
         m_connector.collectPollFds(fds);
         m_background.collectPollFds(fds);
+        m_listener.collectPollFds(fds);
         int timeout = m_execs.pollTimeoutMs();
         const int connectTimeout = m_connector.pollTimeoutMs();
         if (connectTimeout >= 0 && (timeout < 0 || connectTimeout < timeout))
@@ -73,6 +77,7 @@ int Supervisor::run()
         m_execs.process(fds);
         m_connector.process(fds);
         m_background.process(fds);
+        m_listener.process(fds);
     }
     std::fprintf(stderr, "sandbox-supervisor: cannot write to the engine, exiting\n");
     return 1;
@@ -88,7 +93,13 @@ void Supervisor::handleFrame(const Frame &frame)
         m_execs.feedStdin(frame.id, frame.payload);
         break;
     case FrameType::Cancel:
-        m_execs.cancel(frame.id);
+        if (auto body = m_listener.cancel(frame.id)) {
+            Reply r;
+            r.body = std::move(*body);
+            respond(frame.id, r);
+        } else {
+            m_execs.cancel(frame.id);
+        }
         break;
     case FrameType::Resize:
         if (!m_execs.resize(frame.id, frame.payload))
@@ -135,6 +146,8 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
             m_execs.start(id, req); // answered when it finishes
         } else if (op == "connect") {
             m_connector.start(id, req); // answered when connected, failed or timed out
+        } else if (op == "listen") {
+            m_listener.start(id, req); // answered when cancelled
         } else if (FileOps::handles(op)) {
             FileOps &files = filesFor(req);
             if (auto work = files.longWork(op, req))

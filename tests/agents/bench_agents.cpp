@@ -77,11 +77,17 @@ QJsonObject bench_Agents::envFor(const QString &type) const
 
 QString bench_Agents::createSandbox(const QString &type)
 {
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), type},
-                                         {QStringLiteral("size"), QStringLiteral("standard-3")},
-                                         {QStringLiteral("network"), true},
-                                         {QStringLiteral("env"), envFor(type)}});
+    const QJsonObject sb
+        = m_rpc.result(QStringLiteral("agents.create"),
+                       {{QStringLiteral("type"), type},
+                        {QStringLiteral("size"), QStringLiteral("standard-3")},
+                        // The mock model API is on this computer's loopback: only an exact entry
+                        // reaches it (docs/protocol.md 3.5).
+                        {QStringLiteral("network"),
+                         QJsonObject{
+                             {QStringLiteral("allow"),
+                              QJsonArray{QStringLiteral("127.0.0.1:%1").arg(m_mock.port())}}}},
+                        {QStringLiteral("env"), envFor(type)}});
     return sb.value(QStringLiteral("id")).toString();
 }
 

@@ -51,7 +51,9 @@ void tst_AgentRun::initTestCase()
     AgentCreateOptions create;
     create.type = QStringLiteral("claude-code");
     create.size = QStringLiteral("standard-2");
-    create.network = true;
+    // The mock listens on this computer's loopback: only an exact allow entry reaches it.
+    create.networkPolicy = NetworkPolicy::off().allowing(
+        QStringLiteral("127.0.0.1:%1").arg(m_mock.port()));
     create.env = {{QStringLiteral("ANTHROPIC_API_KEY"),
                    QStringLiteral("sk-ant-test-agentrun-1234")},
                   {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};

@@ -12,6 +12,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTcpServer>
 #include <QTemporaryDir>
@@ -74,6 +75,12 @@ private:
                     int timeoutMs = 180000);
     QList<QJsonObject> eventsOf(const QJsonObject &answer) const;
     bool cliStillRuns(const QString &type);
+    // The mock listens on this computer's loopback: only an exact allow entry reaches it.
+    QJsonObject loopbackMock() const
+    {
+        return {{QStringLiteral("allow"),
+                 QJsonArray{QStringLiteral("127.0.0.1:%1").arg(m_mock.port())}}};
+    }
 
     EngineProcess m_engine;
     RpcTestClient m_rpc;
@@ -114,10 +121,11 @@ void tst_Agents::initTestCase()
         const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
                                             {{QStringLiteral("type"), type},
                                              {QStringLiteral("size"), QStringLiteral("standard-3")},
-                                             {QStringLiteral("network"), true},
+                                             {QStringLiteral("network"), loopbackMock()},
                                              {QStringLiteral("env"), env}});
         QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
-        QCOMPARE(sb.value(QStringLiteral("network")).toBool(), true);
+        QCOMPARE(sb.value(QStringLiteral("network")).toObject(), loopbackMock());
+        QCOMPARE(sb.value(QStringLiteral("gateway")).toBool(), true);
         m_ids.insert(type, sb.value(QStringLiteral("id")).toString());
     }
 }
@@ -251,9 +259,12 @@ void tst_Agents::runWritesAFileAndStreamsTheToolCall()
              r);
     // Every notification of the stream names the request that started it (docs/protocol.md 2.3).
     const QJsonValue requestId = answer.value(QStringLiteral("id"));
-    for (const QJsonObject &n : m_rpc.notifications)
-        QCOMPARE(n.value(QStringLiteral("params")).toObject().value(QStringLiteral("requestId")),
-                 requestId);
+    // (network.denied notifications are about the sandbox, not the request: 4.9.)
+    for (const QJsonObject &n : m_rpc.notifications) {
+        if (n.value(QStringLiteral("method")).toString().startsWith(QLatin1String("stream.")))
+            QCOMPARE(n.value(QStringLiteral("params")).toObject().value(QStringLiteral("requestId")),
+                     requestId);
+    }
 
     // The key reached the model API as the provider expects it (and only there).
     const MockModelServer::Request &last = m_mock.requests().constLast();
@@ -333,7 +344,22 @@ void tst_Agents::unreachableApiFails_data()
 void tst_Agents::unreachableApiFails()
 {
     QFETCH(QString, type);
-    const QString url = QStringLiteral("http://127.0.0.1:%1").arg(closedPort());
+    const quint16 port = closedPort();
+    const QString url = QStringLiteral("http://127.0.0.1:%1").arg(port);
+    // The policy lets it through: nothing answers there.
+    QJsonObject policy = loopbackMock();
+    policy.insert(QStringLiteral("allow"), QJsonArray{policy.value(QStringLiteral("allow"))[0],
+                                                      QStringLiteral("127.0.0.1:%1").arg(port)});
+    QVERIFY(!m_rpc
+                 .result(QStringLiteral("sandbox.setNetwork"),
+                         {{QStringLiteral("id"), m_ids.value(type)},
+                          {QStringLiteral("network"), policy}})
+                 .isEmpty());
+    const auto restore = qScopeGuard([&] {
+        m_rpc.result(QStringLiteral("sandbox.setNetwork"),
+                     {{QStringLiteral("id"), m_ids.value(type)},
+                      {QStringLiteral("network"), loopbackMock()}});
+    });
     QElapsedTimer clock;
     clock.start();
     const QJsonObject answer = run(type, QStringLiteral("hello"),
@@ -344,7 +370,8 @@ void tst_Agents::unreachableApiFails()
     QCOMPARE(r.value(QStringLiteral("success")).toBool(), false);
     const QString error = r.value(QStringLiteral("error")).toString();
     QVERIFY2(error.contains(QLatin1String("unreachable"), Qt::CaseInsensitive)
-                 || error.contains(QLatin1String("connect"), Qt::CaseInsensitive),
+                 || error.contains(QLatin1String("connect"), Qt::CaseInsensitive)
+                 || error.contains(QLatin1String("refused"), Qt::CaseInsensitive),
              qPrintable(error));
     QVERIFY2(clock.elapsed() < 90000,
              "an unreachable API must fail in seconds, not after minutes of retries");
@@ -535,16 +562,42 @@ void tst_Agents::badParamsAreRefused()
 
 void tst_Agents::noNetworkFailsClearly()
 {
+    // The model gateway reaches the provider whatever the policy, but a model server on this
+    // computer's loopback needs its allow entry: without it the run fails, and says why.
     const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
                                         {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                                         {QStringLiteral("size"), QStringLiteral("lite")}});
+                                         {QStringLiteral("size"), QStringLiteral("lite")},
+                                         {QStringLiteral("env"),
+                                          QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"), kSecret},
+                                                      {QStringLiteral("ANTHROPIC_BASE_URL"),
+                                                       m_mock.baseUrl().toString()}}}});
     QVERIFY(!sb.isEmpty());
-    QCOMPARE(sb.value(QStringLiteral("network")).toBool(), false);
-    const QJsonObject r = m_rpc.result(QStringLiteral("agents.run"),
-                                       {{QStringLiteral("id"), sb.value(QStringLiteral("id"))},
-                                        {QStringLiteral("prompt"), QStringLiteral("hi")}});
-    QCOMPARE(r.value(QStringLiteral("success")).toBool(), false);
-    QVERIFY(r.value(QStringLiteral("error")).toString().contains(QLatin1String("network: true")));
+    QCOMPARE(sb.value(QStringLiteral("network")).toBool(true), false);
+    const int before = m_mock.modelCallCount();
+    m_rpc.notifications.clear();
+    const QJsonObject answer
+        = m_rpc.call(QStringLiteral("agents.run"),
+                     {{QStringLiteral("id"), sb.value(QStringLiteral("id"))},
+                      {QStringLiteral("prompt"), QStringLiteral("hi")},
+                      {QStringLiteral("options"),
+                       QJsonObject{{QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")},
+                                   {QStringLiteral("timeout"), 120000}}}},
+                     180000);
+    const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
+    QCOMPARE(r.value(QStringLiteral("success")).toBool(true), false);
+    QCOMPARE(m_mock.modelCallCount(), before);
+    // The stream and the log name the refused endpoint and the entry that would let it through.
+    bool streamed = false;
+    for (const QJsonObject &e : eventsOf(answer))
+        streamed = streamed
+                   || (e.value(QStringLiteral("type")).toString() == QLatin1String("network.denied")
+                       && e.value(QStringLiteral("via")).toString() == QLatin1String("gateway")
+                       && e.value(QStringLiteral("allowWith")).toString()
+                              == QStringLiteral("127.0.0.1:%1").arg(m_mock.port()));
+    QVERIFY(streamed);
+    const QJsonObject log = m_rpc.result(QStringLiteral("sandbox.networkLog"),
+                                         {{QStringLiteral("id"), sb.value(QStringLiteral("id"))}});
+    QVERIFY(!log.value(QStringLiteral("denied")).toArray().isEmpty());
     m_rpc.result(QStringLiteral("agents.delete"),
                  {{QStringLiteral("id"), sb.value(QStringLiteral("id"))}});
 }

@@ -76,14 +76,17 @@ void tst_RunHistory::initTestCase()
         QFAIL("the Claude Code CLI is not installed: run scripts/setup.sh");
     QVERIFY(m_mock.listen());
     QVERIFY2(startEngine(), qPrintable(m_engine.log()));
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                                         {QStringLiteral("network"), true},
-                                         {QStringLiteral("env"),
-                                          QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"),
-                                                       QStringLiteral("sk-test-history")},
-                                                      {QStringLiteral("ANTHROPIC_BASE_URL"),
-                                                       m_mock.baseUrl().toString()}}}});
+    const QJsonObject sb = m_rpc.result(
+        QStringLiteral("agents.create"),
+        {{QStringLiteral("type"), QStringLiteral("claude-code")},
+         // The mock model API is on this computer's loopback: only an exact entry
+         // reaches it (docs/protocol.md 3.5).
+         {QStringLiteral("network"),
+          QJsonObject{{QStringLiteral("allow"),
+                       QJsonArray{QStringLiteral("127.0.0.1:%1").arg(m_mock.port())}}}},
+         {QStringLiteral("env"),
+          QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-test-history")},
+                      {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}}}});
     QVERIFY2(!sb.isEmpty(), qPrintable(dump(m_rpc.lastError())));
     m_id = sb.value(QStringLiteral("id")).toString();
 }

@@ -217,11 +217,12 @@ void tst_Sandboxctl::runShowsEventsAndIsKept()
 {
     // The real Claude Code CLI against the mock model: its events as lines, then the kept run.
     QVERIFY(m_mock.listen());
-    const Run created = ctl({QStringLiteral("create"), QStringLiteral("claude-code"),
-                             QStringLiteral("--network"), QStringLiteral("--env"),
-                             QStringLiteral("ANTHROPIC_API_KEY=sk-test-ctl"),
-                             QStringLiteral("--env"),
-                             QStringLiteral("ANTHROPIC_BASE_URL=") + m_mock.baseUrl().toString()});
+    // The mock is on this computer's loopback: only an exact allow entry reaches it.
+    const Run created = ctl(
+        {QStringLiteral("create"), QStringLiteral("claude-code"), QStringLiteral("--allow"),
+         QStringLiteral("127.0.0.1:%1").arg(m_mock.port()), QStringLiteral("--env"),
+         QStringLiteral("ANTHROPIC_API_KEY=sk-test-ctl"), QStringLiteral("--env"),
+         QStringLiteral("ANTHROPIC_BASE_URL=") + m_mock.baseUrl().toString()});
     QCOMPARE(created.exitCode, 0);
     const QString id = QString::fromUtf8(created.out.trimmed());
     const Run run = ctl({QStringLiteral("run"), id, QStringLiteral("--model"),

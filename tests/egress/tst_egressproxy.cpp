@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace Sandbox;
@@ -383,6 +384,45 @@ private Q_SLOTS:
         d->write("ping");
         QCOMPARE(readUntil(*d, [](const QByteArray &b) { return b.size() >= 4; }),
                  QByteArray("ping"));
+    }
+
+    // A server that answers at once and closes without reading the request (its kernel then
+    // resets the connection when the request arrives): the answer still reaches the client.
+    // (The relay used to end both directions at the first failed write.)
+    void answerBeforeAResetIsDelivered()
+    {
+        const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        QVERIFY(::bind(server, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+        QVERIFY(::listen(server, 64) == 0);
+        socklen_t len = sizeof a;
+        ::getsockname(server, reinterpret_cast<sockaddr *>(&a), &len);
+        const quint16 port = ntohs(a.sin_port);
+        constexpr int kRounds = 20;
+        std::thread answering([server] {
+            for (int i = 0; i < kRounds; ++i) {
+                const int c = ::accept(server, nullptr, nullptr);
+                if (c < 0)
+                    return;
+                static const char answer[] = "HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nhost-ok";
+                (void)!::write(c, answer, sizeof answer - 1);
+                ::close(c); // the request arrives after this: a reset
+            }
+        });
+        m_service->setPolicy(kSandbox, allowOnly(port));
+        int delivered = 0;
+        for (int i = 0; i < kRounds; ++i) {
+            QTcpSocket *c = open(EgressListener::Forward, port);
+            c->write("GET / HTTP/1.0\r\nHost: x\r\n\r\n");
+            const QByteArray got = readUntil(
+                *c, [](const QByteArray &b) { return b.endsWith("host-ok"); }, 3000);
+            delivered += got.endsWith("host-ok") ? 1 : 0;
+        }
+        answering.join();
+        ::close(server);
+        QCOMPARE(delivered, kRounds);
     }
 
     void headTimeout()

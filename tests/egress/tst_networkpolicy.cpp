@@ -175,8 +175,13 @@ private Q_SLOTS:
         QTest::newRow("allow list")
             << json(R"({"allow":["Example.com","example.com","10.0.0.0/8"]})") << QString()
             << json(R"({"allow":["example.com","10.0.0.0/8"]})");
-        QTest::newRow("empty allow is nothing but a list")
-            << json(R"({"allow":[]})") << QString() << json(R"({"allow":[]})");
+        QTest::newRow("empty allow is false")
+            << json(R"({"allow":[]})") << QString() << json("false");
+        QTest::newRow("star is the internet") << json(R"({"allow":["*"],"deny":["x.example"]})")
+                                              << QString() << json(R"({"deny":["x.example"]})");
+        QTest::newRow("the internet and a loopback port")
+            << json(R"({"allow":["127.0.0.1:8080","*"]})") << QString()
+            << json(R"({"allow":["*","127.0.0.1:8080"]})");
         QTest::newRow("unknown member")
             << json(R"({"allowed":["x"]})") << QStringLiteral("network.allowed") << QJsonValue();
         QTest::newRow("bad entry") << json(R"({"allow":["ok.com","not ok"]})")
@@ -310,6 +315,15 @@ private Q_SLOTS:
             "api.openai.com", 443, "", false, "api.openai.com");
         row("deny-only policy: public passes", json(R"({"deny":["evil.example"]})"), "",
             "example.com", 443, "93.184.215.14", true, "");
+        row("internet plus a loopback port", json(R"({"allow":["*","127.0.0.1:8080"]})"), "",
+            "127.0.0.1", 8080, "127.0.0.1", true, "");
+        row("internet plus a loopback port: other ports",
+            json(R"({"allow":["*","127.0.0.1:8080"]})"), "", "127.0.0.1", 22, "127.0.0.1", false,
+            "loopback");
+        row("internet plus a loopback port: public", json(R"({"allow":["*","127.0.0.1:8080"]})"),
+            "", "example.com", 443, "93.184.215.14", true, "");
+        row("internet plus a private network", json(R"({"allow":["*","10.0.0.0/8"]})"), "",
+            "db.internal", 5432, "10.2.3.4", true, "");
         row("port 0", on, "", "example.com", 0, "", false, "port 0");
     }
     void decisions()

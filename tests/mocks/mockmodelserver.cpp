@@ -393,8 +393,10 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
 {
     const Provider provider = providerFor(request.path);
     if (request.method == "GET" && request.path.startsWith("/files/") && !m_staticRoot.isEmpty()) {
-        const QString rel = QString::fromUtf8(
+        QString rel = QString::fromUtf8(
             QByteArray::fromPercentEncoding(request.path.mid(7).split('?').value(0)));
+        if (rel.isEmpty() || rel.endsWith(u'/'))
+            rel += QStringLiteral("index.html"); // a directory's page (a package index)
         QFile f(QDir::cleanPath(m_staticRoot + u'/' + rel));
         const bool inside
             = QDir::cleanPath(f.fileName()).startsWith(QDir::cleanPath(m_staticRoot) + u'/');
@@ -405,9 +407,10 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
             return;
         }
         const QByteArray body = f.readAll();
-        socket->write(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "
-            + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+        const QByteArray type = rel.endsWith(QLatin1String(".html")) ? "text/html"
+                                                                     : "application/octet-stream";
+        socket->write("HTTP/1.1 200 OK\r\nContent-Type: " + type + "\r\nContent-Length: "
+                      + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
         socket->disconnectFromHost();
         return;
     }

@@ -14,10 +14,12 @@
 #include <QtCore/QtEndian>
 #include <QtTest/QtTest>
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
 #include <memory>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -351,6 +353,8 @@ private slots:
     void connectFailures_data();
     void connectFailures();
     void connectFullBacklogTimesOut();
+    void listenHandsOverEachConnection();
+    void listenRefusesBadRequests();
     void commandsCannotSignalTheSupervisor_data();
     void commandsCannotSignalTheSupervisor();
     void exec_data();
@@ -575,6 +579,104 @@ void TestSupervisor::connectPassesTheSocket()
     ::close(server);
     ::close(f->fd);
     ::close(listener);
+}
+
+namespace {
+
+quint16 freeTcpPort()
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
+int connectTcp(quint16 port)
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+} // namespace
+
+void TestSupervisor::listenHandsOverEachConnection()
+{
+    const quint16 port = freeTcpPort();
+    const quint32 id = m_client->request(
+        compact({{u"op"_s, u"listen"_s}, {u"host"_s, u"127.0.0.1"_s}, {u"port"_s, port}}));
+    int client = -1;
+    for (int i = 0; i < 500 && client < 0; ++i) {
+        client = connectTcp(port); // refused until the supervisor listens
+        if (client < 0)
+            QTest::qWait(10);
+    }
+    // One EVENT per connection, the accepted socket attached; bytes go through it both ways.
+    for (int round = 0; round < 2; ++round) {
+        if (round == 1)
+            client = connectTcp(port);
+        QVERIFY(client >= 0);
+        const auto f = m_client->waitFrame(Event, id, 5000);
+        QVERIFY(f);
+        const QJsonObject event = QJsonDocument::fromJson(f->payload).object();
+        QVERIFY2(event[u"peer"_s].toString().startsWith(u"127.0.0.1:"_s), f->payload.constData());
+        QVERIFY(event.contains(u"pid"_s) && event.contains(u"comm"_s));
+        QVERIFY(f->fd >= 0);
+        // Handed over non-blocking, as the engine wants it; the test reads it blocking.
+        QVERIFY(::fcntl(f->fd, F_GETFL) & O_NONBLOCK);
+        ::fcntl(f->fd, F_SETFL, ::fcntl(f->fd, F_GETFL) & ~O_NONBLOCK);
+        QCOMPARE(::write(client, "ping", 4), 4);
+        char buf[8] = {};
+        QCOMPARE(::read(f->fd, buf, sizeof buf), 4);
+        QCOMPARE(QByteArray(buf, 4), "ping"_ba);
+        QCOMPARE(::write(f->fd, "pong", 4), 4);
+        QCOMPARE(::read(client, buf, sizeof buf), 4);
+        QCOMPARE(QByteArray(buf, 4), "pong"_ba);
+        ::close(f->fd);
+        ::close(client);
+    }
+    // Other requests are served meanwhile; CANCEL ends it with its count, and the port closes.
+    QVERIFY(m_client->call(compact({{u"op"_s, u"ping"_s}})).received);
+    m_client->send(Cancel, id, {});
+    const Result r = m_client->wait(id, 5000);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"accepted"_s].toInt(), 2);
+    QCOMPARE(r.json[u"cancelled"_s].toBool(), true);
+    QCOMPARE(connectTcp(port), -1);
+}
+
+void TestSupervisor::listenRefusesBadRequests()
+{
+    Result r = m_client->call(
+        compact({{u"op"_s, u"listen"_s}, {u"host"_s, u"0.0.0.0"_s}, {u"port"_s, 8080}}));
+    QCOMPARE(r.errorCode(), u"bad_request"_s);
+    r = m_client->call(compact({{u"op"_s, u"listen"_s}, {u"port"_s, 0}}));
+    QCOMPARE(r.errorCode(), u"bad_request"_s);
+    // A port that is taken.
+    const int taken = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    QVERIFY(::bind(taken, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+    QVERIFY(::listen(taken, 1) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(taken, reinterpret_cast<sockaddr *>(&a), &len);
+    r = m_client->call(compact({{u"op"_s, u"listen"_s}, {u"port"_s, ntohs(a.sin_port)}}));
+    ::close(taken);
+    QCOMPARE(r.errorCode(), u"file_error"_s);
+    QCOMPARE(r.errnoName(), u"EADDRINUSE"_s);
 }
 
 void TestSupervisor::connectFailures_data()

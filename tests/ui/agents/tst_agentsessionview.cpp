@@ -140,7 +140,9 @@ void tst_AgentSessionView::initTestCase()
     create.type = QStringLiteral("claude-code");
     create.size = QStringLiteral("standard-2");
     create.name = QStringLiteral("ui test");
-    create.network = true;
+    // The mock listens on this computer's loopback: only an exact allow entry reaches it.
+    create.networkPolicy = NetworkPolicy::off().allowing(
+        QStringLiteral("127.0.0.1:%1").arg(m_mock.port()));
     create.env = {{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-ant-ui-test-0000")},
                   {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
     bool done = false;

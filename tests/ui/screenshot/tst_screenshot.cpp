@@ -465,7 +465,10 @@ private Q_SLOTS:
                 o.type = QStringLiteral("claude-code");
                 o.size = QStringLiteral("basic");
                 o.name = name;
-                o.network = true;
+                // The mock is on this computer's loopback: only an exact entry reaches it.
+                o.networkPolicy = NetworkPolicy{NetworkPolicy::Mode::List,
+                                                {QStringLiteral("127.0.0.1:%1").arg(m_mock.port())},
+                                                {}};
                 o.env = {{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-ant-shot-0000")},
                          {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
                 const auto r = UiTest::call<SandboxInfo>(

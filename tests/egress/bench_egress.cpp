@@ -1,0 +1,244 @@
+// The cost of egress, each figure against a direct connection measured in the same run:
+//   connection set-up (connect, one request byte, one answer byte) and bulk throughput
+//   from inside a sandbox, through the forwarded loopback port and through the proxy's CONNECT
+//   vs  the same client on the host connecting to the same server directly.
+// One server (python3 on this host's loopback), one client script for every path. Prints
+// figures; asserts only that they were measured (timings are not pass/fail here).
+#include "engineprocess.h"
+#include "testclient.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QTest>
+
+#include <algorithm>
+#include <unistd.h>
+
+namespace {
+
+const char *const kServer = R"(
+import socket, sys, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', 0))
+s.listen(512)
+print(s.getsockname()[1], flush=True)
+chunk = memoryview(b'x' * (1 << 20))
+def serve(c):
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    f = c.makefile('rb')
+    line = f.readline()
+    if line.startswith(b'P'):
+        c.sendall(b'p')
+    elif line.startswith(b'D'):
+        n = int(line.split()[1])
+        while n > 0:
+            k = min(n, len(chunk))
+            c.sendall(chunk[:k])
+            n -= k
+    c.close()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+)";
+
+// argv: MODE(direct|connect) HOST PORT CONNECTIONS BYTES ROUNDS
+const char *const kClient = R"(
+import json, socket, sys, time
+mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+n, size, rounds = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+def open_():
+    if mode == 'connect':
+        c = socket.create_connection(('127.0.0.1', 3128))
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        c.sendall(('CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n' % (host, port, host, port)).encode())
+        head = b''
+        while b'\r\n\r\n' not in head:
+            d = c.recv(1)
+            if not d:
+                raise SystemExit('proxy closed: %r' % head)
+            head += d
+        if head.split()[1] != b'200':
+            raise SystemExit('proxy said %r' % head)
+        return c
+    c = socket.create_connection((host, port))
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return c
+lat = []
+for i in range(n):
+    t = time.perf_counter()
+    c = open_()
+    c.sendall(b'P\n')
+    if c.recv(1) != b'p':
+        raise SystemExit('no answer')
+    lat.append((time.perf_counter() - t) * 1000)
+    c.close()
+buf = bytearray(1 << 20)
+rates = []
+for r in range(rounds):
+    c = open_()
+    t = time.perf_counter()
+    c.sendall(b'D %d\n' % size)
+    got = 0
+    while True:
+        k = c.recv_into(buf)
+        if k == 0:
+            break
+        got += k
+    dt = time.perf_counter() - t
+    c.close()
+    if got != size:
+        raise SystemExit('short: %d' % got)
+    rates.append(got / dt / 1e6)
+print(json.dumps({'lat': lat, 'mbps': rates}))
+)";
+
+constexpr int kConnections = 300;
+constexpr qint64 kBytes = 512ll * 1024 * 1024;
+constexpr int kRounds = 5;
+
+double median(QList<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.isEmpty() ? 0 : v[v.size() / 2];
+}
+
+double p90(QList<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.isEmpty() ? 0 : v[qMin(v.size() - 1, qsizetype(v.size() * 9 / 10))];
+}
+
+struct Figures
+{
+    QList<double> latencyMs;
+    QList<double> mbps;
+    bool ok() const { return !latencyMs.isEmpty() && !mbps.isEmpty(); }
+};
+
+Figures parse(const QByteArray &out)
+{
+    const QJsonObject o = QJsonDocument::fromJson(out.trimmed().split('\n').last()).object();
+    Figures f;
+    for (const QJsonValue &v : o.value(QStringLiteral("lat")).toArray())
+        f.latencyMs.append(v.toDouble());
+    for (const QJsonValue &v : o.value(QStringLiteral("mbps")).toArray())
+        f.mbps.append(v.toDouble());
+    return f;
+}
+
+void report(const char *path, const Figures &f, const Figures &direct)
+{
+    std::printf("BENCH egress %-16s set-up median %6.3f ms p90 %6.3f ms (direct %6.3f ms, +%6.3f "
+                "ms) | throughput median %8.1f MB/s (direct %8.1f MB/s, ratio %.2fx)\n",
+                path, median(f.latencyMs), p90(f.latencyMs), median(direct.latencyMs),
+                median(f.latencyMs) - median(direct.latencyMs), median(f.mbps), median(direct.mbps),
+                median(f.mbps) / median(direct.mbps));
+    std::fflush(stdout);
+}
+
+} // namespace
+
+class bench_Egress : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+    void throughTheProxyVsDirect();
+
+private:
+    Figures inSandbox(const QString &mode, const QString &host);
+    Figures onHost();
+
+    EngineProcess m_engine;
+    RpcTestClient m_rpc;
+    QProcess m_server;
+    quint16 m_port = 0;
+    QString m_id;
+};
+
+void bench_Egress::initTestCase()
+{
+    if (::geteuid() != 0)
+        QSKIP("needs root (sandboxd drops each sandbox to its own uid)");
+    m_server.start(QStringLiteral("/usr/bin/python3"),
+                   {QStringLiteral("-c"), QString::fromUtf8(kServer)});
+    QVERIFY(m_server.waitForReadyRead(10000));
+    m_port = quint16(m_server.readLine().trimmed().toUInt());
+    QVERIFY(m_port != 0);
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
+    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+    const QJsonObject sb
+        = m_rpc.result(QStringLiteral("agents.create"),
+                       {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                        {QStringLiteral("size"), QStringLiteral("standard-2")},
+                        {QStringLiteral("gateway"), false},
+                        {QStringLiteral("network"),
+                         QJsonObject{{QStringLiteral("allow"),
+                                      QJsonArray{QStringLiteral("127.0.0.1:%1").arg(m_port)}}}}},
+                       120000);
+    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    m_id = sb.value(QStringLiteral("id")).toString();
+}
+
+void bench_Egress::cleanupTestCase()
+{
+    m_engine.terminate();
+    m_server.kill();
+    m_server.waitForFinished(5000);
+}
+
+Figures bench_Egress::inSandbox(const QString &mode, const QString &host)
+{
+    const QJsonObject r
+        = m_rpc.result(QStringLiteral("agents.exec"),
+                       {{QStringLiteral("id"), m_id},
+                        {QStringLiteral("command"),
+                         QJsonArray{QStringLiteral("python3"), QStringLiteral("-c"),
+                                    QString::fromUtf8(kClient), mode, host, QString::number(m_port),
+                                    QString::number(kConnections), QString::number(kBytes),
+                                    QString::number(kRounds)}},
+                        {QStringLiteral("options"),
+                         QJsonObject{{QStringLiteral("timeout"), 600000}}}},
+                       660000);
+    if (r.value(QStringLiteral("exitCode")).toInt() != 0)
+        qWarning().noquote() << r.value(QStringLiteral("stderr")).toString();
+    return parse(r.value(QStringLiteral("stdout")).toString().toUtf8());
+}
+
+Figures bench_Egress::onHost()
+{
+    QProcess p;
+    p.start(QStringLiteral("/usr/bin/python3"),
+            {QStringLiteral("-c"), QString::fromUtf8(kClient), QStringLiteral("direct"),
+             QStringLiteral("127.0.0.1"), QString::number(m_port), QString::number(kConnections),
+             QString::number(kBytes), QString::number(kRounds)});
+    if (!p.waitForFinished(600000) || p.exitCode() != 0)
+        qWarning().noquote() << p.readAllStandardError();
+    return parse(p.readAllStandardOutput());
+}
+
+void bench_Egress::throughTheProxyVsDirect()
+{
+    // Warm-up (python's start, the page cache), then each path in turn.
+    inSandbox(QStringLiteral("direct"), QStringLiteral("127.0.0.1"));
+    const Figures direct = onHost();
+    const Figures forward = inSandbox(QStringLiteral("direct"), QStringLiteral("127.0.0.1"));
+    const Figures proxy = inSandbox(QStringLiteral("connect"), QStringLiteral("127.0.0.1"));
+    QVERIFY(direct.ok());
+    QVERIFY(forward.ok());
+    QVERIFY(proxy.ok());
+    // Every path needs more processes scheduled than the direct one: on a busy machine that shows.
+    QFile load(QStringLiteral("/proc/loadavg"));
+    if (load.open(QIODevice::ReadOnly))
+        std::printf("BENCH egress load average: %s", load.readAll().constData());
+    report("forwarded port", forward, direct);
+    report("proxy CONNECT", proxy, direct);
+}
+
+QTEST_GUILESS_MAIN(bench_Egress)
+#include "bench_egress.moc"
