@@ -21,6 +21,8 @@ export default defineConfig({
           SANDBOX_ENV: JSON.stringify(
             inject('mockUrl') ? { ANTHROPIC_BASE_URL: inject('mockUrl'), OPENAI_BASE_URL: `${inject('mockUrl')}/v1` } : {},
           ),
+          // ... which is on this computer's loopback: only an exact allow entry reaches it (3.5).
+          SANDBOX_NETWORK: inject('mockUrl') ? JSON.stringify({ allow: ['*', new URL(inject('mockUrl')).host] }) : '',
         },
       },
     })),

@@ -13,9 +13,10 @@
 //   engine instead of starting a container, so the same code paths run locally.
 
 import { Container } from '@cloudflare/containers';
-import { ENGINE_PORT, type SandboxType } from './config';
+import { ENGINE_PORT, type SandboxType, isAgentType } from './config';
 import { ContainerEngineTarget, EngineConnection, devEngine } from './engine';
 import { SandboxError } from './errors';
+import { type ContainerEgress, type NetworkPolicy, containerEgress, parseNetworkPolicy } from './network-policy';
 import { restoreWorkspace, saveWorkspace, workspaceKey } from './workspace-archive';
 
 /** What the registry or getSandbox tells a container before its first start (kept across restarts). */
@@ -28,8 +29,17 @@ export interface ContainerConfig {
   type?: SandboxType;
   /** The sandbox's `sleepAfter` in ms; 0 keeps it awake. */
   sleepAfterMs: number;
-  /** `network: true` gives the container internet access. */
-  network: boolean;
+  /** The sandbox's network policy (docs/protocol.md 3.5), canonical. */
+  network: NetworkPolicy;
+  /** What the policy maps to on Cloudflare (network-policy.ts); absent: `network` as a boolean. */
+  egress?: ContainerEgress;
+  /** getSandbox's default for an agent (no `network` option): SANDBOX_NETWORK replaces it if set. */
+  networkIsDefault?: boolean;
+}
+
+/** The egress settings of a config: its mapped policy, or plain internet on or off. */
+export function egressOf(c: ContainerConfig): ContainerEgress {
+  return c.egress ?? { enableInternet: c.network === true };
 }
 
 const CONFIG_KEY = 'sandbox-config';
@@ -78,6 +88,27 @@ export function sandboxEnv(env: { SANDBOX_ENV?: string }): Record<string, string
   return parsed as Record<string, string>;
 }
 
+/**
+ * SANDBOX_NETWORK (a JSON network policy, docs/protocol.md 3.5; optional): the policy of agent
+ * sandboxes made through getSandbox without a `network` option of their own (else `true`), e.g.
+ * `{"allow":["*","10.0.0.5:8080"]}` for a model server on a private network.
+ */
+export function sandboxNetwork(env: { SANDBOX_NETWORK?: string }): NetworkPolicy | undefined {
+  const text = env.SANDBOX_NETWORK;
+  if (typeof text !== 'string' || text.trim() === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new SandboxError('SANDBOX_NETWORK must be a network policy in JSON: false, true or {"allow":[...],"deny":[...]}');
+  }
+  try {
+    return parseNetworkPolicy(parsed, 'SANDBOX_NETWORK');
+  } catch (e) {
+    throw new SandboxError(`SANDBOX_NETWORK: ${(e as Error).message}`);
+  }
+}
+
 function newEngineKey(): string {
   const b = new Uint8Array(24);
   crypto.getRandomValues(b);
@@ -102,20 +133,44 @@ export class SandboxContainer extends Container<Env> {
    * Called by the registry or getSandbox before it first talks to the engine. Answers the key the
    * engine accepts: the one given, else the one this container made earlier, else a new one.
    */
-  async configure(config: ContainerConfig): Promise<{ engineKey: string; env: Record<string, string> }> {
+  async configure(config: ContainerConfig): Promise<{ engineKey: string; env: Record<string, string>; network: NetworkPolicy }> {
     const dev = devEngine(this.env);
     const stored = await this.ctx.storage.get<ContainerConfig>(CONFIG_KEY);
     const engineKey = dev !== null ? dev.key : (config.engineKey ?? stored?.engineKey ?? newEngineKey());
     const c: ContainerConfig = { ...stored, ...config, engineKey };
+    const deployed = config.networkIsDefault === true ? sandboxNetwork(this.env) : undefined;
+    if (deployed !== undefined) {
+      c.network = deployed;
+      // On Cloudflare the container's own egress settings hold the policy (none without containers).
+      if (dev === null && c.type !== undefined) c.egress = containerEgress(deployed, isAgentType(c.type) ? 'agent' : 'database', c.type, {}, 'SANDBOX_NETWORK');
+    }
     await this.ctx.storage.put(CONFIG_KEY, c);
     this.apply(c);
-    return { engineKey, env: sandboxEnv(this.env) };
+    return { engineKey, env: sandboxEnv(this.env), network: c.network };
   }
 
   private apply(c: ContainerConfig): void {
     if (c.engineKey !== undefined) this.envVars = { SANDBOXD_API_KEY: c.engineKey, SANDBOXD_SANDBOX_ID: c.sandboxId };
     this.sleepAfter = c.sleepAfterMs > 0 ? Math.max(1, Math.round(c.sleepAfterMs / 1000)) : NEVER_SLEEP_S;
-    this.enableInternet = c.network;
+    const egress = egressOf(c);
+    this.enableInternet = egress.enableInternet;
+    this.allowedHosts = egress.allowedHosts;
+    this.deniedHosts = egress.deniedHosts;
+  }
+
+  /**
+   * sandbox.setNetwork: the new settings, for this start and the next. Cloudflare reads
+   * `enableInternet` when the container starts; the host lists change at once (a public policy
+   * becomes the allow-list `*`, so that a running container gets the internet without a restart).
+   */
+  async setNetwork(network: NetworkPolicy, egress: ContainerEgress): Promise<void> {
+    const c = await this.ctx.storage.get<ContainerConfig>(CONFIG_KEY);
+    if (c === undefined) return; // never configured: configure() brings the settings
+    const next: ContainerConfig = { ...c, network, egress };
+    await this.ctx.storage.put(CONFIG_KEY, next);
+    this.apply(next);
+    await this.setAllowedHosts(egress.allowedHosts ?? (egress.enableInternet ? ['*'] : []));
+    await this.setDeniedHosts(egress.deniedHosts ?? []);
   }
 
   /**

@@ -8,6 +8,7 @@ import type { ContainerConfig, SandboxContainer } from './containers';
 import { ContainerEngineTarget, EngineConnection, type EngineTarget, UrlEngineTarget } from './engine';
 import { InvalidParamsError, SandboxError } from './errors';
 import type { Params } from './jsonrpc';
+import type { NetworkPolicy } from './network-policy';
 import type { ExecOptions, ExecResult, FileEntry, SandboxBackend } from './types';
 
 export interface EngineSandboxOptions {
@@ -30,8 +31,8 @@ export interface EngineSandboxOptions {
 
 /** What a container adds to a sandbox handle: its type, its Worker's defaults, its saved workspace. */
 export interface ContainerHooks {
-  /** The container class's type (when the handle was not given one) and SANDBOX_ENV. */
-  defaults(): Promise<{ type: SandboxType | null; env: Record<string, string> }>;
+  /** The container class's type (when the handle was not given one), SANDBOX_ENV and SANDBOX_NETWORK. */
+  defaults(): Promise<{ type: SandboxType | null; env: Record<string, string>; network?: NetworkPolicy }>;
   /** Called with the engine's id of a sandbox the handle made: the saved workspace goes in. */
   created(engineId: string): Promise<unknown>;
 }
@@ -82,13 +83,13 @@ export class EngineSandbox implements SandboxBackend {
           return id;
         }
       }
-      const defaults = this.container === null ? {} : (await this.container.defaults()).env;
+      const defaults = this.container === null ? null : await this.container.defaults();
       const r = (await this.conn.request(`${kind}.create`, {
         type,
         ...(this.options.size ? { size: this.options.size } : {}),
-        env: { ...defaults, ...this.options.env },
-        // An agent must reach its model API: agent sandboxes have the network unless told otherwise.
-        network: this.options.network ?? kind === 'agents',
+        env: { ...defaults?.env, ...this.options.env },
+        // Agent sandboxes have the network unless told otherwise (the deployment's SANDBOX_NETWORK).
+        network: this.options.network ?? (kind === 'agents' ? (defaults?.network ?? true) : false),
         ...(this.options.sleepAfter !== undefined ? { sleepAfter: this.options.sleepAfter } : {}),
         ...(name !== undefined ? { name } : {}),
         ...this.options.extra,
@@ -152,8 +153,9 @@ export function getSandbox(
     ...(t !== undefined ? { type: t } : {}),
     sleepAfterMs: options.sleepAfter ?? 600_000,
     network: options.network ?? (t === undefined || (AGENT_TYPES as readonly string[]).includes(t)),
+    ...(options.network === undefined && (t === undefined || (AGENT_TYPES as readonly string[]).includes(t)) ? { networkIsDefault: true } : {}),
   });
-  let configured: Promise<{ engineKey: string; env: Record<string, string> }> | null = null;
+  let configured: Promise<{ engineKey: string; env: Record<string, string>; network: NetworkPolicy }> | null = null;
   const prepare = () =>
     (configured ??= (async () => {
       if (type === undefined) type = (await stub.containerType()) ?? undefined;
@@ -165,8 +167,8 @@ export function getSandbox(
     { ...options, name: options.name ?? name },
     {
       defaults: async () => {
-        const { env } = await prepare();
-        return { type: type ?? null, env };
+        const { env, network } = await prepare();
+        return { type: type ?? null, env, network };
       },
       created: (engineId) => stub.restoreWorkspace(engineId),
     },

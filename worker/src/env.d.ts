@@ -5,5 +5,7 @@ declare namespace Cloudflare {
     API_KEYS?: string;
     /** JSON object: environment of every sandbox made through getSandbox (src/containers.ts). */
     SANDBOX_ENV?: string;
+    /** JSON network policy of agent sandboxes made through getSandbox (src/containers.ts). */
+    SANDBOX_NETWORK?: string;
   }
 }

@@ -2,6 +2,7 @@
 // rules (ownership, quota, status changes) live in service.ts.
 
 import { type SandboxKind, type SandboxType, type Size, SIZES, type Limits } from './config';
+import type { NetworkPolicy } from './network-policy';
 
 export type SandboxStatus = 'creating' | 'running' | 'sleeping' | 'stopped' | 'error';
 
@@ -28,7 +29,7 @@ export interface SandboxRow {
   createdAt: string;
   lastActiveAt: string;
   sleepAfter: number;
-  network: boolean;
+  network: NetworkPolicy;
   /** Names and values; only the names ever leave the registry. */
   env: Record<string, string>;
   /** Extra creation params kept to re-create the engine's sandbox (database name, user...). */
@@ -58,7 +59,7 @@ export interface SandboxObject {
   createdAt: string;
   lastActiveAt: string;
   sleepAfter: number;
-  network: boolean;
+  network: NetworkPolicy;
   env: string[];
   limits: Limits;
   name?: string;
@@ -113,6 +114,15 @@ function keyFromRow(r: Row): KeyRow {
   };
 }
 
+/** The `network` column: 0 / 1 for false / true (as before policies), a policy object as JSON. */
+function networkToColumn(n: NetworkPolicy): number | string {
+  return typeof n === 'boolean' ? (n ? 1 : 0) : JSON.stringify(n);
+}
+
+function networkFromColumn(v: SqlStorageValue | undefined): NetworkPolicy {
+  return typeof v === 'string' ? (JSON.parse(v) as NetworkPolicy) : v === 1;
+}
+
 function sandboxFromRow(r: Row): SandboxRow {
   return {
     id: r.id as string,
@@ -126,7 +136,7 @@ function sandboxFromRow(r: Row): SandboxRow {
     createdAt: r.created_at as string,
     lastActiveAt: r.last_active_at as string,
     sleepAfter: r.sleep_after as number,
-    network: r.network === 1,
+    network: networkFromColumn(r.network),
     env: JSON.parse(r.env as string) as Record<string, string>,
     extra: JSON.parse(r.extra as string) as Record<string, unknown>,
     engineId: (r.engine_id as string | null) ?? null,
@@ -259,7 +269,7 @@ export class Registry {
       s.createdAt,
       s.lastActiveAt,
       s.sleepAfter,
-      s.network ? 1 : 0,
+      networkToColumn(s.network),
       JSON.stringify(s.env),
       JSON.stringify(s.extra),
       s.engineId,
@@ -289,6 +299,10 @@ export class Registry {
 
   setStatus(id: string, status: SandboxStatus, error: string | null = null): void {
     this.sql.exec('UPDATE sandboxes SET status = ?, error = ? WHERE id = ?', status, error, id);
+  }
+
+  setNetwork(id: string, network: NetworkPolicy): void {
+    this.sql.exec('UPDATE sandboxes SET network = ? WHERE id = ?', networkToColumn(network), id);
   }
 
   setEngineId(id: string, engineId: string | null): void {

@@ -26,6 +26,7 @@ import {
   utf8Length,
 } from './jsonrpc';
 import { KeyStore } from './keys';
+import { containerEgress } from './network-policy';
 import { Registry, type SandboxRow } from './registry';
 import { handleRest } from './rest';
 import { type CallContext, type Connection, type Inflight, SandboxService } from './service';
@@ -54,6 +55,10 @@ export class SandboxDO extends DurableObject<Env> {
       target: (row) => this.target(row),
       destroyContainer: (row) => this.destroyContainer(row),
       restoreWorkspace: (row, engineId) => this.restoreWorkspace(row, engineId),
+      setContainerNetwork: async (row, egress) => {
+        if (devEngine(this.env) !== null) return;
+        await this.containerStub(row).setNetwork(row.network, egress);
+      },
       closeKeySockets: (keyId) => {
         for (const ws of this.ctx.getWebSockets(keyId)) {
           try {
@@ -226,6 +231,7 @@ export class SandboxDO extends DurableObject<Env> {
       type: row.type,
       sleepAfterMs: row.sleepAfter,
       network: row.network,
+      egress: containerEgress(row.network, row.kind, row.type, row.env),
     };
     return new ContainerEngineTarget(stub, row.id, async () => (await stub.configure(config)).engineKey);
   }

@@ -23,11 +23,13 @@ import {
   RpcError,
   SandboxError,
   SandboxNotRunningError,
+  UnauthorizedError,
 } from './errors';
 import type { EngineConnection, EnginePool, EngineTarget } from './engine';
 import type { Id, Params } from './jsonrpc';
 import type { KeyStore } from './keys';
 import * as v from './params';
+import { type ContainerEgress, type NetworkPolicy, containerEgress, parseNetworkPolicy, privilegedEntries } from './network-policy';
 import {
   RUNNING_STATUSES,
   type Registry,
@@ -72,6 +74,8 @@ export interface ServiceHooks {
   restoreWorkspace(row: SandboxRow, engineId: string): Promise<void>;
   /** Closes every WebSocket of a key (after revoking it). */
   closeKeySockets(keyId: string): void;
+  /** sandbox.setNetwork: the container's egress settings follow (a no-op with ENGINE_URL). */
+  setContainerNetwork(row: SandboxRow, egress: ContainerEgress): Promise<void>;
 }
 
 type Handler = (ctx: CallContext, p: Params) => Promise<unknown>;
@@ -198,6 +202,8 @@ export class SandboxService {
     m.set('sandbox.start', (c, p) => this.start(c, 'sandbox.start', this.owned(c, p)));
     m.set('sandbox.delete', (c, p) => this.delete(c, 'sandbox.delete', this.owned(c, p)));
     m.set('sandbox.setName', async (c, p) => this.setName(c, this.owned(c, p), p));
+    m.set('sandbox.setNetwork', (c, p) => this.setNetwork(c, this.owned(c, p), p));
+    m.set('sandbox.networkLog', (c, p) => this.networkLog(c, this.owned(c, p), p));
     for (const op of FILE_OPS) {
       m.set(`agents.${op}`, (c, p) => {
         const row = this.owned(c, p, 'agent');
@@ -226,6 +232,43 @@ export class SandboxService {
     m.set('stream.input', (c, p) => this.terminalControl(c, 'stream.input', p));
     m.set('stream.resize', (c, p) => this.terminalControl(c, 'stream.resize', p));
     m.set('rpc.cancel', async (c, p) => this.cancelRequest(c, p));
+  }
+
+  // --- network (docs/protocol.md 3.5) ---
+
+  /**
+   * A policy given at the API, canonical: -32602 when it is malformed or when Cloudflare's egress
+   * settings cannot enforce it as written; -32001 when it opens loopback or private networks
+   * and the key is not admin (as on the engine).
+   */
+  private checkNetwork(c: CallContext, value: unknown, kind: SandboxKind, type: string, env: Record<string, string>): NetworkPolicy {
+    const policy = parseNetworkPolicy(value);
+    containerEgress(policy, kind, type, env);
+    const privileged = privilegedEntries(policy);
+    if (privileged.length > 0 && !this.keys.isAdmin(c.keyId)) {
+      throw new UnauthorizedError(`only an admin key may open loopback or non-public networks to a sandbox: ${privileged.join(', ')}`);
+    }
+    return policy;
+  }
+
+  private async setNetwork(c: CallContext, row: SandboxRow, p: Params): Promise<SandboxObject> {
+    if (p.network === undefined) throw new InvalidParamsError('network', 'network is required: false, true or {allow, deny}');
+    const network = this.checkNetwork(c, p.network, row.kind, row.type, row.env);
+    if (row.engineId !== null && row.status !== 'stopped') await this.forward(c, 'sandbox.setNetwork', row, { network });
+    this.registry.setNetwork(row.id, network);
+    row.network = network;
+    await this.hooks.setContainerNetwork(row, containerEgress(network, row.kind, row.type, row.env));
+    return toSandboxObject(row);
+  }
+
+  private async networkLog(c: CallContext, row: SandboxRow, p: Params): Promise<unknown> {
+    // The engine keeps the denials it saw (none in a container: Cloudflare refuses there).
+    let denied: unknown = [];
+    if (row.engineId !== null && row.status === 'running') {
+      const r = (await this.forward(c, 'sandbox.networkLog', row, p)) as { denied?: unknown };
+      if (Array.isArray(r?.denied)) denied = r.denied;
+    }
+    return { id: row.id, network: row.network, denied };
   }
 
   // --- lookups ---
@@ -312,7 +355,7 @@ export class SandboxService {
     const size = p.size ?? DEFAULT_SIZE;
     if (!isSize(size)) throw new InvalidParamsError('size', `size must be one of ${Object.keys(SIZES).join(', ')}`);
     const env = v.optEnv(p, 'env') ?? {};
-    const network = v.optBool(p, 'network') ?? false;
+    const network = this.checkNetwork(c, p.network, kind, type as string, env);
     const sleepAfter = v.optInt(p, 'sleepAfter', 0, 7 * 24 * 3600 * 1000) ?? LIMITS.defaultSleepAfterMs;
     const name = v.optName(p, 'name') ?? null;
     const extra: Record<string, unknown> = {};
