@@ -8,6 +8,7 @@
 #include "sandboxworkspace.h"
 
 #include <agents/agentsessionview.h>
+#include <network/networkview.h>
 #include <sql/sqlconsole.h>
 
 #include <QVBoxLayout>
@@ -154,6 +155,26 @@ public:
     }
 };
 
+// Every sandbox's network policy and refused connections (docs/protocol.md 3.5, 4.9).
+class NetworkPageFactory final : public SandboxPageFactory
+{
+public:
+    QString id() const override { return QStringLiteral("network"); }
+    QString title() const override { return QObject::tr("Network"); }
+    Area area() const override { return Area::Documents; }
+    bool appliesTo(const SandboxInfo &) const override { return true; }
+    int order() const override { return 50; }
+    SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
+    {
+        const auto make = [client = context.client, sandbox = context.sandbox](WidgetPage *page) {
+            auto *view = new NetworkView(client, sandbox, page);
+            QObject::connect(view, &NetworkView::message, page, &SandboxPage::message);
+            return view;
+        };
+        return new WidgetPage(context, title(), make, parent);
+    }
+};
+
 } // namespace
 
 void registerDefaultPages(SandboxPageRegistry &registry)
@@ -163,6 +184,7 @@ void registerDefaultPages(SandboxPageRegistry &registry)
     registry.add(std::make_unique<FilesPageFactory>());
     registry.add(std::make_unique<AgentSessionPageFactory>());
     registry.add(std::make_unique<SqlConsolePageFactory>());
+    registry.add(std::make_unique<NetworkPageFactory>());
 }
 
 } // namespace Sandbox::Ui
