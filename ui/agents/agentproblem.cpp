@@ -30,6 +30,15 @@ AgentProblem AgentProblem::explain(const QString &message, const QString &agentT
         p.fix = tr("New Sandbox with Network…");
         return p;
     }
+    if (m.contains(QLatin1String("model gateway"))
+        && (m.contains(QLatin1String("cannot resolve"))
+            || m.contains(QLatin1String("cannot connect"))
+            || m.contains(QLatin1String("timed out")))) {
+        p.kind = Kind::ModelUnreachable;
+        p.text = tr("The engine could not reach the model's API for this agent. Check this "
+                    "computer's internet connection, or the model's base URL.");
+        return p;
+    }
     if (m.contains(QLatin1String("/login")) || m.contains(QLatin1String("api key"))
         || m.contains(QLatin1String("api_key")) || m.contains(QLatin1String("x-api-key"))
         || m.contains(QLatin1String("authentication")) || m.contains(QLatin1String("401"))

@@ -10,10 +10,11 @@ namespace Sandbox::Ui {
 struct AgentProblem
 {
     enum class Kind {
-        None,       // not one we know: the message is shown as it is
-        NoNetwork,  // the sandbox has no network: the CLI cannot reach its model's API
-        NoModelKey, // the CLI has no key (or a refused one) for its model's API
-        NoCli,      // the agent's CLI is not installed with the engine
+        None,             // not one we know: the message is shown as it is
+        NoNetwork,        // the sandbox has no network: the CLI cannot reach its model's API
+        NoModelKey,       // the CLI has no key (or a refused one) for its model's API
+        NoCli,            // the agent's CLI is not installed with the engine
+        ModelUnreachable, // the engine's model gateway could not reach the model's API
     };
     Kind kind = Kind::None;
     QString text; // what happened and what to do, one or two sentences

@@ -373,7 +373,9 @@ void tst_AgentSessionView::fileModelLoadsLazily()
 
 void tst_AgentSessionView::problemsInTheUsersTermsWithTheirFix()
 {
-    // An agent sandbox without network: the run cannot reach the model.
+    // An agent sandbox without network still reaches its model through the engine's gateway
+    // (docs/protocol.md 3.5); here the engine itself cannot reach the model's API (no internet
+    // in the test machine): the page says so in the user's terms, not the CLI's.
     AgentCreateOptions create;
     create.type = QStringLiteral("claude-code");
     create.size = QStringLiteral("lite");
@@ -393,25 +395,15 @@ void tst_AgentSessionView::problemsInTheUsersTermsWithTheirFix()
     AgentSessionView view(m_client.get(), offline);
     view.resize(900, 600);
     view.show();
-    QSignalSpy fix(&view, &AgentSessionView::fixRequested);
     QVERIFY(view.send(QStringLiteral("hello")));
     QTRY_VERIFY_WITH_TIMEOUT(!view.isRunning(), 30000);
     QTRY_VERIFY(view.problemLabel()->isVisible());
-    QVERIFY2(view.problemLabel()->text().contains(QLatin1String("has no network")),
+    QVERIFY2(view.problemLabel()->text().contains(QLatin1String("could not reach the model's API")),
              qPrintable(view.problemLabel()->text()));
-    QCOMPARE(view.fixButton()->text(), QStringLiteral("New Sandbox with Network…"));
+    QVERIFY(!view.fixButton()->isVisible()); // nothing in the app fixes the computer's internet
     // The API's wording is not what the user reads.
-    const AgentTranscriptModel *m = view.transcript();
-    for (int i = 0; i < m->rowCount(); ++i)
-        QVERIFY(!m->index(i)
-                     .data(AgentTranscriptModel::BodyRole)
-                     .toString()
-                     .contains(QLatin1String("network: true")));
-    // The fix is one click: the window gets the sandbox and the problem.
-    QTest::mouseClick(view.fixButton(), Qt::LeftButton);
-    QCOMPARE(fix.size(), 1);
-    QCOMPARE(fix.first().at(0).value<SandboxInfo>().id, offline.id);
-    QCOMPARE(fix.first().at(1).toInt(), int(AgentProblem::Kind::NoNetwork));
+    QVERIFY(!view.problemLabel()->text().contains(QLatin1String("network: true")));
+    QVERIFY(!view.problemLabel()->text().contains(QLatin1String("502")));
 }
 
 void tst_AgentSessionView::problemWording_data()
@@ -425,6 +417,9 @@ void tst_AgentSessionView::problemWording_data()
         << "the agent cannot reach its model API: sandbox sb_1 has no network. Create agent "
            "sandboxes with network: true (they then share the host's network)."
         << int(AgentProblem::Kind::NoNetwork) << "has no network";
+    QTest::newRow("gateway: model API unreachable")
+        << "API Error: 502 sandbox model gateway: cannot resolve api.anthropic.com: no such name."
+        << int(AgentProblem::Kind::ModelUnreachable) << "could not reach the model's API";
     QTest::newRow("something else")
         << "segmentation fault" << int(AgentProblem::Kind::None) << "segmentation fault";
 }
