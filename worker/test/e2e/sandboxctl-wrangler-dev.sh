@@ -178,7 +178,7 @@ pass "the sandbox lives in the engine behind the Worker"
 
 run list
 expect_rc 0 "list"
-grep -Eq "^$id +agent +claude-code +lite +running" <<<"$out" || fail "list: $out"
+grep -Eq "^$id +.*agent +claude-code +lite +running" <<<"$out" || fail "list: $out" # NAME sits between ID and KIND
 pass "list shows it running"
 
 run exec "$id" -- 'echo hi; exit 3'
