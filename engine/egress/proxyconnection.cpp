@@ -403,7 +403,14 @@ void ProxyConnection::startRelay()
     for (Direction *d : {&m_up, &m_down}) {
         if (::pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) != 0)
             return fail(503, "the engine is out of pipes");
+        // The kernel may grant less than asked (a normal user past the per-user pipe limit gets
+        // one page): reading more than the pipe holds would leave the source readable and the
+        // poller spinning, so the cap is what was granted.
         ::fcntl(d->pipe[1], F_SETPIPE_SZ, m_proxy->limits().pipeBytes);
+        const int granted = ::fcntl(d->pipe[1], F_GETPIPE_SZ);
+        if (granted <= 0)
+            return fail(503, "the engine cannot size a pipe");
+        d->capacity = size_t(granted);
     }
     if (!m_upstreamWatched)
         m_upstreamWatched = m_proxy->poller()->add(m_upstreamFd, 0,
@@ -417,8 +424,7 @@ void ProxyConnection::startRelay()
 
 bool ProxyConnection::wantsRead(const Direction &d) const
 {
-    const size_t cap = size_t(m_proxy->limits().pipeBytes);
-    return !d.eof && (d.readHead || d.buffered < cap);
+    return !d.eof && (d.readHead || d.buffered < d.capacity);
 }
 
 bool ProxyConnection::wantsWrite(const Direction &d) const
@@ -428,7 +434,7 @@ bool ProxyConnection::wantsWrite(const Direction &d) const
 
 bool ProxyConnection::pump(Direction &d, int src, int dst)
 {
-    const size_t cap = size_t(m_proxy->limits().pipeBytes);
+    const size_t cap = d.capacity;
     for (int round = 0; round < kPumpRounds; ++round) {
         bool progress = false;
         if (d.prefixPos < d.prefix.size()) {

@@ -42,6 +42,7 @@ private:
     {
         int pipe[2] = {-1, -1};
         size_t buffered = 0; // bytes in the pipe
+        size_t capacity = 0; // the pipe's size as the kernel granted it
         bool eof = false;    // the source ended
         bool shut = false;   // the destination's write side was shut down
         QByteArray prefix;   // written to the destination before any spliced byte
