@@ -7,6 +7,11 @@
 #include <QLoggingCategory>
 #include <QTimer>
 
+#include <cerrno>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 Q_LOGGING_CATEGORY(lcEgress, "sandboxd.egress")
@@ -17,6 +22,7 @@ namespace {
 constexpr int kSweepMs = 1000;
 constexpr int kDenialsPerSecond = 20; // per sandbox; more are counted, then reported as one
 constexpr qint64 kFoldMs = 1000;      // identical attempts within this time are folded
+constexpr int kAcceptPauseMs = 100;   // after an accept failed for want of descriptors
 
 bool sameAttempt(const DenyRecord &a, const DenyRecord &b)
 {
@@ -42,6 +48,11 @@ EgressProxy::EgressProxy(std::shared_ptr<EgressPolicyStore> store, DnsResolver::
 EgressProxy::~EgressProxy()
 {
     // Before the poller and the resolver go (they are children, deleted after this body).
+    for (auto &sandbox : m_listeners) {
+        for (ListenSocket &socket : sandbox)
+            closeListener(socket);
+    }
+    m_listeners.clear();
     const auto all = std::exchange(m_connections, {});
     for (ProxyConnection *c : all)
         delete c;
@@ -49,8 +60,114 @@ EgressProxy::~EgressProxy()
     m_gateway = nullptr;
 }
 
+void EgressProxy::listen(const QString &sandboxId, int fd, EgressListener listener, quint16 port)
+{
+    auto &mine = m_listeners[sandboxId];
+    if (auto it = mine.find(port); it != mine.end()) {
+        closeListener(*it);
+        mine.erase(it);
+    }
+    if (mine.size() >= MaxListenersPerSandbox) {
+        qCWarning(lcEgress).noquote() << sandboxId << "has" << mine.size()
+                                      << "listeners already: not listening on" << port;
+        ::close(fd);
+        return;
+    }
+    // Level-triggered: whatever one wakeup leaves in the backlog wakes the next.
+    const bool watched = m_poller->add(fd, EPOLLIN, [this, sandboxId, port](uint32_t) {
+        acceptOn(sandboxId, port);
+    });
+    if (!watched) {
+        ::close(fd);
+        return;
+    }
+    mine.insert(port, ListenSocket{fd, listener});
+}
+
+void EgressProxy::unlisten(const QString &sandboxId, quint16 port)
+{
+    const auto sandbox = m_listeners.find(sandboxId);
+    if (sandbox == m_listeners.end())
+        return;
+    if (auto it = sandbox->find(port); it != sandbox->end()) {
+        closeListener(*it);
+        sandbox->erase(it);
+    }
+    if (sandbox->isEmpty())
+        m_listeners.erase(sandbox);
+}
+
+void EgressProxy::closeListener(ListenSocket &socket)
+{
+    m_poller->remove(socket.fd);
+    ::close(socket.fd);
+    socket.fd = -1;
+}
+
+void EgressProxy::acceptOn(const QString &sandboxId, quint16 port)
+{
+    for (int i = 0; i < AcceptsPerWakeup; ++i) {
+        const auto sandbox = m_listeners.constFind(sandboxId);
+        if (sandbox == m_listeners.constEnd() || !sandbox->contains(port))
+            return; // closed by the handling of an earlier connection
+        const ListenSocket socket = sandbox->value(port);
+        sockaddr_storage peer{};
+        socklen_t len = sizeof peer;
+        const int fd = ::accept4(socket.fd, reinterpret_cast<sockaddr *>(&peer), &len,
+                                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                return;
+            // Out of descriptors (or worse): stop watching for a moment rather than spin.
+            qCWarning(lcEgress).noquote()
+                << sandboxId << "cannot accept on port" << port << ":" << strerror(errno);
+            m_poller->modify(socket.fd, 0);
+            QTimer::singleShot(kAcceptPauseMs, this, [this, sandboxId, port] {
+                const auto s = m_listeners.constFind(sandboxId);
+                if (s != m_listeners.constEnd() && s->contains(port))
+                    m_poller->modify(s->value(port).fd, EPOLLIN);
+            });
+            return;
+        }
+        EgressClient client;
+        client.sandboxId = sandboxId;
+        client.listenPort = port;
+        if (peer.ss_family == AF_INET6)
+            client.peerPort = ntohs(reinterpret_cast<const sockaddr_in6 *>(&peer)->sin6_port);
+        else if (peer.ss_family == AF_INET)
+            client.peerPort = ntohs(reinterpret_cast<const sockaddr_in *>(&peer)->sin_port);
+        accept(fd, client, socket.listener, port);
+    }
+}
+
+void EgressProxy::identify(const EgressClient &client, Identified done)
+{
+    if (client.pid >= 0 || client.peerPort == 0 || client.listenPort == 0
+        || m_identifyingPerSandbox.value(client.sandboxId) >= MaxIdentifyingPerSandbox)
+        return done(client.pid, client.process);
+    const quint64 token = ++m_nextToken;
+    m_identifying.insert(token, Identifying{client.sandboxId, std::move(done)});
+    ++m_identifyingPerSandbox[client.sandboxId];
+    QTimer::singleShot(IdentifyTimeoutMs, this, [this, token] { identified(token, -1, {}); });
+    Q_EMIT identifyRequested(token, client.sandboxId, client.peerPort, client.listenPort);
+}
+
+void EgressProxy::identified(quint64 token, qint64 pid, const QString &process)
+{
+    const auto it = m_identifying.find(token);
+    if (it == m_identifying.end())
+        return; // answered already (or timed out)
+    const Identifying pending = it.value();
+    m_identifying.erase(it);
+    if (--m_identifyingPerSandbox[pending.sandboxId] <= 0)
+        m_identifyingPerSandbox.remove(pending.sandboxId);
+    pending.done(pid, process);
+}
+
 void EgressProxy::accept(int fd, EgressClient client, EgressListener listener, quint16 listenPort)
 {
+    if (client.listenPort == 0)
+        client.listenPort = listenPort;
     if (listener == EgressListener::Gateway)
         return m_gateway->accept(fd, std::move(client));
     const int mine = m_perSandbox.value(client.sandboxId);
@@ -79,6 +196,9 @@ void EgressProxy::accept(int fd, EgressClient client, EgressListener listener, q
 
 void EgressProxy::closeSandbox(const QString &sandboxId)
 {
+    // The listeners first: they keep the sandbox's network namespace alive.
+    for (ListenSocket &socket : m_listeners.take(sandboxId))
+        closeListener(socket);
     const auto all = m_connections;
     for (ProxyConnection *c : all) {
         if (c->sandboxId() == sandboxId)

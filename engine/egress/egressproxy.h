@@ -7,6 +7,7 @@
 #include <QObject>
 #include <QSet>
 
+#include <functional>
 #include <memory>
 
 namespace Sandbox::Engine {
@@ -15,8 +16,8 @@ class FdPoller;
 class ModelGateway;
 class ProxyConnection;
 
-// The sandboxes' only way out (docs/protocol.md, 3.5): serves the connections that the
-// supervisors accept inside each sandbox's network namespace and hand to the engine.
+// The sandboxes' only way out (docs/protocol.md, 3.5): accepts the connections on the listening
+// sockets that the supervisors make inside each sandbox's network namespace and hand over.
 // - Proxy listener: an HTTP proxy. `CONNECT host:port` opens a tunnel (TLS passes through
 //   untouched); `GET http://host/...` (any method, absolute form) is forwarded, one request per
 //   connection. Anything else is answered 400.
@@ -47,11 +48,30 @@ public:
                 QObject *parent = nullptr);
     ~EgressProxy() override;
 
+    static constexpr int MaxListenersPerSandbox = 64;
+    static constexpr int AcceptsPerWakeup = 16; // per listener, then other sockets get a turn
+    static constexpr int IdentifyTimeoutMs = 500;
+    static constexpr int MaxIdentifyingPerSandbox = 16;
+
+    // Takes ownership of `fd`, a listening socket inside the sandbox's network namespace (the
+    // supervisor's `listen` made it): its connections are accepted here, on this thread, and
+    // served as `listener`. A second listener on the same port replaces the first.
+    void listen(const QString &sandboxId, int fd, EgressListener listener, quint16 port);
+    // Closes the sandbox's listener on `port` (connections already accepted go on).
+    void unlisten(const QString &sandboxId, quint16 port);
     // Takes ownership of `fd` (a connected TCP socket accepted inside the sandbox). Call on this
     // object's thread (EgressService queues it).
     void accept(int fd, EgressClient client, EgressListener listener, quint16 listenPort);
-    // Closes every connection of the sandbox (it stopped, or was deleted).
+    // Closes every listener and connection of the sandbox (it stopped, or was deleted).
     void closeSandbox(const QString &sandboxId);
+
+    // Finds the process behind `client` (asks the sandbox's supervisor through
+    // identifyRequested), then calls `done` on this thread: with (-1, "") when it cannot tell
+    // within IdentifyTimeoutMs. At once when the client is known already.
+    using Identified = std::function<void(qint64 pid, const QString &process)>;
+    void identify(const EgressClient &client, Identified done);
+    // The answer to identifyRequested(token, ...).
+    void identified(quint64 token, qint64 pid, const QString &process);
 
     int connectionCount() const { return int(m_connections.size()); }
     int connectionCount(const QString &sandboxId) const { return m_perSandbox.value(sandboxId); }
@@ -70,6 +90,10 @@ public:
 
 Q_SIGNALS:
     void denied(const QString &sandboxId, const Sandbox::Engine::DenyRecord &record);
+    // Who holds the client end of the connection from `peerPort` to `listenPort` in the
+    // sandbox? Answered with identified(token, ...).
+    void identifyRequested(quint64 token, const QString &sandboxId, quint16 peerPort,
+                           quint16 listenPort);
 
 private:
     struct DenyLimiter
@@ -80,8 +104,20 @@ private:
         bool hasLast = false;
         int folded = 0; // identical to `last`, not reported yet
     };
+    struct ListenSocket
+    {
+        int fd = -1;
+        EgressListener listener = EgressListener::Proxy;
+    };
+    struct Identifying
+    {
+        QString sandboxId;
+        Identified done;
+    };
     void sweep();
     void flushFolded(const QString &sandboxId, DenyLimiter &limiter);
+    void acceptOn(const QString &sandboxId, quint16 port);
+    void closeListener(ListenSocket &socket);
 
     std::shared_ptr<EgressPolicyStore> m_store;
     Limits m_limits;
@@ -92,6 +128,10 @@ private:
     QHash<QString, int> m_perSandbox;
     QHash<QString, int> m_lookups;
     QHash<QString, DenyLimiter> m_limiters;
+    QHash<QString, QHash<quint16, ListenSocket>> m_listeners; // sandbox -> port -> socket
+    QHash<quint64, Identifying> m_identifying;
+    QHash<QString, int> m_identifyingPerSandbox;
+    quint64 m_nextToken = 0;
 };
 
 } // namespace Sandbox::Engine

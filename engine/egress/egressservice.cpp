@@ -5,6 +5,7 @@
 #include <QJsonArray>
 #include <QLoggingCategory>
 #include <QNetworkInterface>
+#include <QPointer>
 #include <QTimer>
 
 #include <unistd.h>
@@ -36,6 +37,7 @@ EgressService::EgressService(Config config, QObject *parent)
     m_proxy->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_proxy, &QObject::deleteLater);
     connect(m_proxy, &EgressProxy::denied, this, &EgressService::onDenied);
+    connect(m_proxy, &EgressProxy::identifyRequested, this, &EgressService::onIdentifyRequested);
     m_thread.start();
 
     auto *timer = new QTimer(this);
@@ -134,6 +136,37 @@ void EgressService::forget(const QString &sandboxId)
     closeConnections(sandboxId);
     m_store->remove(sandboxId);
     m_sandboxes.remove(sandboxId);
+}
+
+void EgressService::listen(const QString &sandboxId, int fd, EgressListener listener,
+                           quint16 port)
+{
+    // Queued to the egress thread: after every earlier setPolicy (they are in the store already).
+    QMetaObject::invokeMethod(m_proxy, [proxy = m_proxy, sandboxId, fd, listener, port] {
+        proxy->listen(sandboxId, fd, listener, port);
+    });
+}
+
+void EgressService::unlisten(const QString &sandboxId, quint16 port)
+{
+    QMetaObject::invokeMethod(m_proxy,
+                              [proxy = m_proxy, sandboxId, port] { proxy->unlisten(sandboxId, port); });
+}
+
+void EgressService::onIdentifyRequested(quint64 token, const QString &sandboxId, quint16 peerPort,
+                                        quint16 listenPort)
+{
+    QPointer<EgressService> self(this);
+    const Answer answer = [self, token](qint64 pid, const QString &process) {
+        if (!self)
+            return;
+        QMetaObject::invokeMethod(self->m_proxy, [proxy = self->m_proxy, token, pid, process] {
+            proxy->identified(token, pid, process);
+        });
+    };
+    if (!m_identifier)
+        return answer(-1, {});
+    m_identifier(sandboxId, peerPort, listenPort, answer);
 }
 
 void EgressService::accept(int fd, const EgressClient &client, EgressListener listener,

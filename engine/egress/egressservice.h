@@ -11,6 +11,7 @@
 #include <QThread>
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -56,8 +57,20 @@ public:
     // Forgets the sandbox (it was deleted): rules, route, log.
     void forget(const QString &sandboxId);
 
-    // A connection the sandbox's supervisor accepted; the service owns `fd` from here on.
+    // A listening socket the sandbox's supervisor made on `port` inside the sandbox; the service
+    // owns `fd` from here on and accepts its connections on the egress thread.
+    void listen(const QString &sandboxId, int fd, EgressListener listener, quint16 port);
+    void unlisten(const QString &sandboxId, quint16 port);
+    // A connection accepted elsewhere; the service owns `fd` from here on.
     void accept(int fd, const EgressClient &client, EgressListener listener, quint16 listenPort);
+
+    // Finds the process inside a sandbox that holds the client end of the connection from
+    // peerPort to listenPort, and calls `answer` (on this thread; pid -1: unknown). Set by
+    // whoever can ask the sandbox (its supervisor); without one, denials name no process.
+    using Answer = std::function<void(qint64 pid, const QString &process)>;
+    using Identifier = std::function<void(const QString &sandboxId, quint16 peerPort,
+                                          quint16 listenPort, Answer answer)>;
+    void setIdentifier(Identifier identifier) { m_identifier = std::move(identifier); }
 
     // The sandbox's recent denials, oldest first (at most LogEntries).
     QJsonArray log(const QString &sandboxId) const;
@@ -82,12 +95,15 @@ private:
     void refreshFacts();
     void apply(const QString &sandboxId, const Entry &entry);
     void onDenied(const QString &sandboxId, const DenyRecord &record);
+    void onIdentifyRequested(quint64 token, const QString &sandboxId, quint16 peerPort,
+                             quint16 listenPort);
 
     std::shared_ptr<EgressPolicyStore> m_store;
     QThread m_thread;
     EgressProxy *m_proxy; // owned; lives on m_thread (deleted when it finishes)
     EgressFacts m_facts;
     QHash<QString, Entry> m_sandboxes;
+    Identifier m_identifier;
 };
 
 } // namespace Sandbox::Engine

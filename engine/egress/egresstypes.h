@@ -16,13 +16,14 @@
 
 namespace Sandbox::Engine {
 
-// Where an accepted connection came from inside a sandbox (the supervisor's `listen` EVENT).
+// Where an accepted connection came from inside a sandbox (on a listener the supervisor made).
 struct EgressClient
 {
     QString sandboxId;
     qint64 pid = -1; // the connecting process (inside the sandbox's PID namespace), -1: unknown
     QString process; // its name (comm), when known
     quint16 peerPort = 0;
+    quint16 listenPort = 0; // the port inside the sandbox it connected to
 };
 
 // What kind of listener inside the sandbox a connection arrived on.

@@ -354,11 +354,15 @@ void GatewayRequest::deny(const QString &reason, const QString &address, const Q
     r.port = m_port;
     r.address = address;
     r.reason = reason;
-    r.pid = m_info.pid;
-    r.process = m_info.process;
     r.via = QStringLiteral("gateway");
     r.allowWith = remedy;
-    m_gateway->proxy()->report(m_info.sandboxId, r);
+    EgressProxy *proxy = m_gateway->proxy();
+    proxy->identify(m_info, [proxy, id = m_info.sandboxId, r](qint64 pid,
+                                                            const QString &process) mutable {
+        r.pid = pid;
+        r.process = process;
+        proxy->report(id, r);
+    });
 }
 
 void GatewayRequest::checkDeadline()

@@ -4,6 +4,7 @@
 #include "fdpoller.h"
 
 #include <QLoggingCategory>
+#include <QPointer>
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -163,6 +164,13 @@ void ProxyConnection::onClientEvents(uint32_t events)
         // Nothing is read meanwhile; a client that went away ends the attempt.
         if (events & (EPOLLERR | EPOLLHUP))
             close();
+        return;
+    case State::Identifying:
+        // A client that went away would report it on every wakeup: stop watching it.
+        if ((events & (EPOLLERR | EPOLLHUP)) && m_clientWatched) {
+            m_proxy->poller()->remove(m_clientFd);
+            m_clientWatched = false;
+        }
         return;
     case State::Closed:
         return;
@@ -574,7 +582,8 @@ void ProxyConnection::updateInterest()
         close();
 }
 
-void ProxyConnection::deny(const QString &reason, const QString &address, const QString &remedy)
+void ProxyConnection::deny(const QString &reason, const QString &address, const QString &remedy,
+                           std::function<void()> then)
 {
     DenyRecord r;
     r.time = QDateTime::currentDateTimeUtc();
@@ -587,15 +596,30 @@ void ProxyConnection::deny(const QString &reason, const QString &address, const 
     r.via = m_listener == EgressListener::Forward ? QStringLiteral("forward")
                                                   : QStringLiteral("proxy");
     r.allowWith = remedy;
-    m_proxy->report(m_client.sandboxId, r);
+    // Reported even when the connection is gone by the time its process is known.
+    m_proxy->identify(m_client, [proxy = m_proxy, id = m_client.sandboxId, r,
+                                 then = std::move(then)](qint64 pid, const QString &process) mutable {
+        r.pid = pid;
+        r.process = process;
+        proxy->report(id, r);
+        if (then)
+            then();
+    });
 }
 
 void ProxyConnection::refuse(int status, const QString &reason, const QString &address,
                              const QString &remedy)
 {
-    deny(reason, address, remedy);
-    fail(status,
-         "sandbox egress: " + shownTarget(m_host, m_port).toUtf8() + " denied: " + reason.toUtf8());
+    if (m_state == State::Closed || m_state == State::Lingering || m_state == State::Identifying)
+        return;
+    m_state = State::Identifying;
+    const QByteArray message = "sandbox egress: " + shownTarget(m_host, m_port).toUtf8()
+                               + " denied: " + reason.toUtf8();
+    QPointer<ProxyConnection> self(this);
+    deny(reason, address, remedy, [self, status, message] {
+        if (self)
+            self->fail(status, message);
+    });
 }
 
 void ProxyConnection::fail(int status, const QByteArray &message)
@@ -666,6 +690,7 @@ void ProxyConnection::checkDeadline()
         if (m_deadline.hasExpired())
             close();
         return;
+    case State::Identifying: // EgressProxy::identify answers within its timeout
     case State::Closed:
         return;
     }

@@ -11,6 +11,7 @@
 #include <QObject>
 
 #include <cstdint>
+#include <functional>
 
 namespace Sandbox::Engine {
 
@@ -36,7 +37,9 @@ public:
     const QString &sandboxId() const { return m_client.sandboxId; }
 
 private:
-    enum class State { Head, Resolving, Connecting, Relaying, Lingering, Closed };
+    // Identifying: refused, its process being found (the client's end is held open meanwhile,
+    // so that the process still has it) before the denial is reported and answered.
+    enum class State { Head, Resolving, Connecting, Identifying, Relaying, Lingering, Closed };
 
     struct Direction
     {
@@ -66,7 +69,9 @@ private:
     void refuse(int status, const QString &reason, const QString &address = {},
                 const QString &remedy = {});
     void fail(int status, const QByteArray &message);
-    void deny(const QString &reason, const QString &address, const QString &remedy);
+    // Reports the denial once its process is known (EgressProxy::identify), then calls `then`.
+    void deny(const QString &reason, const QString &address, const QString &remedy,
+              std::function<void()> then = {});
     void linger();
     bool wantsRead(const Direction &d) const;
     bool wantsWrite(const Direction &d) const;

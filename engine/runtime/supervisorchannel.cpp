@@ -167,7 +167,6 @@ quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &da
     } else if (p.op == QLatin1String("listen")) {
         p.allowsEvents = true;
         p.eventFdDomain = AF_INET; // or AF_INET6, see checkFd()
-        deadlineMs = -1;
     } else if (p.op == QLatin1String("watch")) {
         p.allowsEvents = true;
         deadlineMs = -1;
@@ -510,9 +509,13 @@ void SupervisorChannel::dispatchEvent(quint32 id, QByteArrayView payload,
         return;
     }
     if (it->eventFdDomain != 0) {
+        // `listen`: one EVENT, carrying the listening socket.
         QString why;
-        if (fd && !checkFd(*fd, it->eventFdDomain, &why))
+        if (it->started || !fd)
+            return violation(QStringLiteral("an unexpected EVENT for '%1'").arg(it->op));
+        if (!checkFd(*fd, it->eventFdDomain, true, &why))
             return violation(QStringLiteral("EVENT of '%1': %2").arg(it->op, why));
+        it->started = true;
     } else if (fd) {
         return violation(QStringLiteral("a descriptor on an EVENT of '%1'").arg(it->op));
     }
@@ -566,7 +569,7 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
     } else if (ok && p.responseFdDomain != 0) {
         if (!fd)
             why = QStringLiteral("'%1' answered without its descriptor").arg(p.op);
-        else if (!checkFd(*fd, p.responseFdDomain, &why))
+        else if (!checkFd(*fd, p.responseFdDomain, false, &why))
             why = QStringLiteral("'%1': %2").arg(p.op, why);
     } else if (fd) {
         why = QStringLiteral("a descriptor on the answer to '%1'").arg(p.op);
@@ -581,7 +584,8 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
     finish(std::move(reply));
 }
 
-bool SupervisorChannel::checkFd(const UniqueFd &fd, int domain, QString *why) const
+bool SupervisorChannel::checkFd(const UniqueFd &fd, int domain, bool listening,
+                                QString *why) const
 {
     struct stat st;
     if (::fstat(fd.get(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
@@ -599,6 +603,13 @@ bool SupervisorChannel::checkFd(const UniqueFd &fd, int domain, QString *why) co
                           && (value == domain || (domain == AF_INET && value == AF_INET6));
     if (!domainOk) {
         *why = QStringLiteral("the socket is of the wrong family");
+        return false;
+    }
+    len = sizeof value;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &value, &len) != 0
+        || (value != 0) != listening) {
+        *why = listening ? QStringLiteral("the socket is not listening")
+                         : QStringLiteral("the socket is a listening one");
         return false;
     }
     ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);

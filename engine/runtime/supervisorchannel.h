@@ -104,7 +104,7 @@ private:
         EventHandler onEvent;
         qsizetype maxResponse = 0;
         int responseFdDomain = 0; // AF_UNIX for connect; 0: no descriptor allowed
-        int eventFdDomain = 0;    // AF_INET/AF_INET6 for listen
+        int eventFdDomain = 0;    // AF_INET/AF_INET6 for listen: one EVENT, a listening socket
         bool allowsEvents = false;
         bool exec = false;
         bool started = false;
@@ -136,7 +136,7 @@ private:
                   QList<std::shared_ptr<UniqueFd>> fds);
     void dispatchResponse(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
     void dispatchEvent(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
-    bool checkFd(const UniqueFd &fd, int domain, QString *why) const;
+    bool checkFd(const UniqueFd &fd, int domain, bool listening, QString *why) const;
     void violation(const QString &why);
     void checkDeadlines();
     void armDeadlines();

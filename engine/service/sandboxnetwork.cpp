@@ -4,6 +4,7 @@
 #include "egress/modelprovider.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
+#include "runtime/uniquefd.h"
 
 #include <QJsonArray>
 #include <QLoggingCategory>
@@ -34,6 +35,13 @@ SandboxNetwork::SandboxNetwork(EgressService *egress, QObject *parent)
     , m_egress(egress)
 {
     connect(m_egress, &EgressService::denied, this, &SandboxNetwork::denied);
+    QPointer<SandboxNetwork> self(this);
+    m_egress->setIdentifier([self](const QString &id, quint16 peerPort, quint16 listenPort,
+                                   EgressService::Answer answer) {
+        if (!self)
+            return answer(-1, {});
+        self->identify(id, peerPort, listenPort, std::move(answer));
+    });
 }
 
 Result<bool> SandboxNetwork::checkPolicy(const NetworkPolicy &policy, bool admin,
@@ -103,15 +111,15 @@ void SandboxNetwork::prepare(SandboxSpec &spec, const SandboxRecord &record)
                     provider->sandboxBase(provider->base(record.env), EgressService::GatewayPort));
 }
 
-quint32 SandboxNetwork::listen(const QString &id, SupervisorChannel *channel, quint16 port,
-                               int listener, std::function<void(Result<bool>)> failed)
+void SandboxNetwork::listen(const QString &id, SupervisorChannel *channel, quint16 port,
+                            int listener, std::function<void(Result<bool>)> failed)
 {
     const QJsonObject request{{QStringLiteral("op"), QStringLiteral("listen")},
                               {QStringLiteral("host"), QStringLiteral("127.0.0.1")},
                               {QStringLiteral("port"), port}};
     QPointer<SandboxNetwork> self(this);
     const auto onReply = [self, id, port, failed](Result<SupervisorChannel::Reply> r) {
-        // A listen answers when it ends: cancelled, or it could not listen, or the sandbox is gone.
+        // Answered right after the EVENT that brought the socket, or with why it could not listen.
         if (!self || r)
             return;
         qCWarning(lcNetwork).noquote()
@@ -120,22 +128,42 @@ quint32 SandboxNetwork::listen(const QString &id, SupervisorChannel *channel, qu
         if (failed)
             failed(r.error());
     };
-    const auto onEvent = [self, id, port, listener](const QJsonObject &event,
-                                                    std::shared_ptr<UniqueFd> fd) {
+    const QPointer<SupervisorChannel> asked(channel);
+    const auto onEvent = [self, id, port, listener, asked](const QJsonObject &,
+                                                           std::shared_ptr<UniqueFd> fd) {
         if (!self || !fd || !fd->isValid())
             return;
-        EgressClient client;
-        client.sandboxId = id;
-        const QJsonValue pid = event.value(QStringLiteral("pid"));
-        client.pid = pid.isDouble() && pid.toDouble() > 0 && pid.toDouble() < 1e9
-                         ? qint64(pid.toDouble())
-                         : -1;
-        client.process = event.value(QStringLiteral("comm")).toString().left(15);
-        client.peerPort = quint16(
-            event.value(QStringLiteral("peer")).toString().section(u':', -1).toUInt());
-        self->m_egress->accept(fd->release(), client, EgressListener(listener), port);
+        // Still wanted from this supervisor? (The sandbox may have stopped, or the port gone
+        // from the policy, while the socket was on its way.)
+        const auto it = self->m_attached.constFind(id);
+        const bool wanted = it != self->m_attached.constEnd() && it->channel == asked
+                            && (EgressListener(listener) != EgressListener::Forward
+                                || it->forwards.contains(port));
+        if (wanted)
+            self->m_egress->listen(id, fd->release(), EgressListener(listener), port);
     };
-    return channel->request(request, {}, onReply, {}, onEvent);
+    channel->request(request, {}, onReply, {}, onEvent);
+}
+
+void SandboxNetwork::identify(const QString &id, quint16 peerPort, quint16 listenPort,
+                              std::function<void(qint64 pid, const QString &process)> answer)
+{
+    const auto it = m_attached.constFind(id);
+    if (it == m_attached.constEnd() || !it->channel)
+        return answer(-1, {});
+    const QJsonObject request{{QStringLiteral("op"), QStringLiteral("peer")},
+                              {QStringLiteral("port"), listenPort},
+                              {QStringLiteral("peerPort"), peerPort}};
+    it->channel->request(request, {}, [answer](Result<SupervisorChannel::Reply> r) {
+        if (!r)
+            return answer(-1, {});
+        // From the sandbox: a pid in range and a short name, or nothing.
+        const QJsonObject body = r.value().json;
+        const QJsonValue pid = body.value(QStringLiteral("pid"));
+        answer(pid.isDouble() && pid.toDouble() > 0 && pid.toDouble() < 1e9 ? qint64(pid.toDouble())
+                                                                             : -1,
+               body.value(QStringLiteral("comm")).toString().left(15));
+    });
 }
 
 void SandboxNetwork::attach(const SandboxRecord &record, SupervisorChannel *channel,
@@ -147,10 +175,9 @@ void SandboxNetwork::attach(const SandboxRecord &record, SupervisorChannel *chan
     a = Attached{};
     a.channel = channel;
     // The supervisor handles requests in order: these listen before any later request runs.
-    a.proxy = listen(record.id, channel, EgressService::ProxyPort, int(EgressListener::Proxy), {});
+    listen(record.id, channel, EgressService::ProxyPort, int(EgressListener::Proxy), {});
     if (hasGateway(record))
-        a.gateway = listen(record.id, channel, EgressService::GatewayPort,
-                           int(EgressListener::Gateway), {});
+        listen(record.id, channel, EgressService::GatewayPort, int(EgressListener::Gateway), {});
     syncForwards(record);
     done(true);
 }
@@ -162,19 +189,19 @@ void SandboxNetwork::syncForwards(const SandboxRecord &record)
         return;
     const QList<quint16> wanted = policyOf(record).loopbackPorts();
     for (auto f = it->forwards.begin(); f != it->forwards.end();) {
-        if (wanted.contains(f.key())) {
+        if (wanted.contains(*f)) {
             ++f;
             continue;
         }
-        it->channel->cancel(f.value());
+        m_egress->unlisten(record.id, *f);
         f = it->forwards.erase(f);
     }
     for (const quint16 port : wanted) {
         if (it->forwards.contains(port) || port == EgressService::ProxyPort
             || port == EgressService::GatewayPort)
             continue;
-        it->forwards.insert(port,
-                            listen(record.id, it->channel, port, int(EgressListener::Forward), {}));
+        it->forwards.insert(port);
+        listen(record.id, it->channel, port, int(EgressListener::Forward), {});
     }
 }
 
@@ -188,8 +215,8 @@ void SandboxNetwork::update(const SandboxRecord &record, SupervisorChannel *chan
 
 void SandboxNetwork::detach(const QString &id)
 {
-    m_attached.remove(id); // the channel goes with the supervisor, and its listens with it
-    m_egress->closeConnections(id);
+    m_attached.remove(id);
+    m_egress->closeConnections(id); // its listeners too
 }
 
 void SandboxNetwork::remove(const QString &id)

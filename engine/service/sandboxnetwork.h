@@ -10,6 +10,7 @@
 #include <QMap>
 #include <QObject>
 #include <QPointer>
+#include <QSet>
 
 #include <functional>
 
@@ -73,17 +74,20 @@ private:
     struct Attached
     {
         QPointer<SupervisorChannel> channel;
-        quint32 proxy = 0;
-        quint32 gateway = 0;
-        QHash<quint16, quint32> forwards; // port -> listen request
+        QSet<quint16> forwards; // forwarded loopback ports listened on (or asked for)
     };
     void applyRules(const SandboxRecord &record);
     void applyGateway(const SandboxRecord &record, const QMap<QString, QString> &runEnv,
                       const QString &baseUrl, const QString &runProvider = {});
     void syncForwards(const SandboxRecord &record);
-    // One `listen` request; its EVENTs' sockets go to the egress service as `listener`.
-    quint32 listen(const QString &id, SupervisorChannel *channel, quint16 port, int listener,
-                   std::function<void(Result<bool>)> failed);
+    // One `listen` request; the listening socket it brings goes to the egress service, which
+    // accepts on it as `listener`.
+    void listen(const QString &id, SupervisorChannel *channel, quint16 port, int listener,
+                std::function<void(Result<bool>)> failed);
+    // Asks the sandbox's supervisor who holds the client end of a connection (`peer`), for a
+    // denial record.
+    void identify(const QString &id, quint16 peerPort, quint16 listenPort,
+                  std::function<void(qint64 pid, const QString &process)> answer);
 
     EgressService *m_egress; // not owned
     QHash<QString, Attached> m_attached;

@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -90,126 +89,80 @@ std::string cleanComm(const char *raw, size_t n)
 
 } // namespace
 
-Listener::Listener(EventSink sink)
-    : m_sink(std::move(sink))
-{}
+namespace Listener {
 
-Listener::~Listener()
-{
-    for (auto &[id, e] : m_listeners)
-        ::close(e.fd);
-}
+namespace {
 
-void Listener::start(uint32_t id, const json &req)
+// {host?:"127.0.0.1"|"::1"} → v6?
+bool hostIsV6(const json &req, const char *op)
 {
-    if (m_listeners.count(id))
-        throw RequestError("bad_request", "listen " + std::to_string(id) + " is already open");
-    if (m_listeners.size() >= kMaxListeners)
-        throw RequestError("too_large",
-                           "at most " + std::to_string(kMaxListeners) + " listeners at once");
     const std::string host = req.contains("host") && req["host"].is_string()
                                  ? req["host"].get<std::string>()
                                  : std::string("127.0.0.1");
     if (host != "127.0.0.1" && host != "::1")
-        throw RequestError("bad_request", "listen: host must be 127.0.0.1 or ::1");
-    const auto port = optionalUnsigned(req, "port");
+        throw RequestError("bad_request", std::string(op) + ": host must be 127.0.0.1 or ::1");
+    return host == "::1";
+}
+
+uint16_t portField(const json &req, const char *op, const char *name)
+{
+    const auto port = optionalUnsigned(req, name);
     if (!port || *port == 0 || *port > 65535)
-        throw RequestError("bad_request", "listen: port must be 1..65535");
-    Entry e;
-    e.v6 = host == "::1";
-    e.port = uint16_t(*port);
-    e.fd = ::socket(e.v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (e.fd < 0)
+        throw RequestError("bad_request",
+                           std::string(op) + ": " + name + " must be 1..65535");
+    return uint16_t(*port);
+}
+
+} // namespace
+
+int open(const json &req)
+{
+    const bool v6 = hostIsV6(req, "listen");
+    const uint16_t port = portField(req, "listen", "port");
+    const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
         throwErrno(errno, "listen socket");
     const int one = 1;
-    ::setsockopt(e.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     int rc;
-    if (e.v6) {
-        ::setsockopt(e.fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (v6) {
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
         sockaddr_in6 a{};
         a.sin6_family = AF_INET6;
-        a.sin6_port = htons(e.port);
+        a.sin6_port = htons(port);
         a.sin6_addr = in6addr_loopback;
-        rc = ::bind(e.fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
     } else {
         sockaddr_in a{};
         a.sin_family = AF_INET;
-        a.sin_port = htons(e.port);
+        a.sin_port = htons(port);
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        rc = ::bind(e.fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+        rc = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
     }
-    if (rc != 0 || ::listen(e.fd, kBacklog) != 0) {
+    if (rc != 0 || ::listen(fd, kBacklog) != 0) {
         const int err = errno;
-        ::close(e.fd);
-        throwErrno(err, "listen on " + host + ":" + std::to_string(e.port));
+        ::close(fd);
+        throwErrno(err, std::string("listen on ") + (v6 ? "::1" : "127.0.0.1") + ":"
+                            + std::to_string(port));
     }
-    m_listeners.emplace(id, e);
+    return fd;
 }
 
-std::optional<json> Listener::cancel(uint32_t id)
+json identify(const json &req)
 {
-    const auto it = m_listeners.find(id);
-    if (it == m_listeners.end())
-        return std::nullopt;
-    json body = {{"accepted", it->second.accepted}, {"cancelled", true}};
-    ::close(it->second.fd);
-    m_listeners.erase(it);
+    const bool v6 = hostIsV6(req, "peer");
+    const uint16_t port = portField(req, "peer", "port");
+    const uint16_t peerPort = portField(req, "peer", "peerPort");
+    const Peer who = findPeer(v6, peerPort, port);
+    json body = {{"pid", nullptr}, {"comm", nullptr}};
+    if (who.pid)
+        body["pid"] = *who.pid;
+    if (!who.comm.empty())
+        body["comm"] = who.comm;
     return body;
 }
 
-void Listener::collectPollFds(std::vector<pollfd> &fds)
-{
-    for (const auto &[id, e] : m_listeners)
-        fds.push_back({e.fd, POLLIN, 0});
-}
-
-void Listener::process(const std::vector<pollfd> &fds)
-{
-    for (const pollfd &p : fds) {
-        if (!(p.revents & POLLIN))
-            continue;
-        for (auto &[id, e] : m_listeners) {
-            if (e.fd == p.fd) {
-                acceptSome(id, e);
-                break;
-            }
-        }
-    }
-}
-
-void Listener::acceptSome(uint32_t id, Entry &e)
-{
-    for (int i = 0; i < kAcceptsPerRound; ++i) {
-        sockaddr_storage peer{};
-        socklen_t len = sizeof peer;
-        const int fd = ::accept4(e.fd, reinterpret_cast<sockaddr *>(&peer), &len,
-                                 SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return; // EAGAIN, or a connection that went away (ECONNABORTED): next round
-        ++e.accepted;
-        uint16_t peerPort = 0;
-        std::string peerText;
-        if (peer.ss_family == AF_INET6) {
-            peerPort = ntohs(reinterpret_cast<sockaddr_in6 *>(&peer)->sin6_port);
-            peerText = "[::1]:" + std::to_string(peerPort);
-        } else {
-            peerPort = ntohs(reinterpret_cast<sockaddr_in *>(&peer)->sin_port);
-            peerText = "127.0.0.1:" + std::to_string(peerPort);
-        }
-        const Peer who = findPeer(e.v6, peerPort, e.port);
-        json event = {{"peer", peerText}, {"pid", nullptr}, {"comm", nullptr}};
-        if (who.pid)
-            event["pid"] = *who.pid;
-        if (!who.comm.empty())
-            event["comm"] = who.comm;
-        const bool sent = m_sink(id, event.dump(), fd);
-        ::close(fd); // the engine holds its own copy now
-        if (!sent)
-            return;
-    }
-}
-
-Listener::Peer Listener::findPeer(bool v6, uint16_t peerPort, uint16_t listenPort)
+Peer findPeer(bool v6, uint16_t peerPort, uint16_t listenPort)
 {
     Peer out;
     const unsigned long inode = socketInode(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", peerPort,
@@ -268,3 +221,5 @@ Listener::Peer Listener::findPeer(bool v6, uint16_t peerPort, uint16_t listenPor
     ::closedir(proc);
     return out;
 }
+
+} // namespace Listener

@@ -22,9 +22,6 @@ Supervisor::Supervisor(int channelFd, const Paths &workspace, bool useOpenat2)
     , m_execs(workspace, m_channel)
     , m_connector(m_channel)
     , m_background([this](uint32_t id, const Reply &reply) { respond(id, reply); })
-    , m_listener([this](uint32_t id, const std::string &event, int fd) {
-        return m_channel.send(FrameType::Event, id, {event}, fd);
-    })
     , m_useOpenat2(useOpenat2)
     , m_started(std::chrono::steady_clock::now())
 {}
@@ -46,7 +43,6 @@ int Supervisor::run()
         m_execs.collectPollFds(fds);
         m_connector.collectPollFds(fds);
         m_background.collectPollFds(fds);
-        m_listener.collectPollFds(fds);
         int timeout = m_execs.pollTimeoutMs();
         const int connectTimeout = m_connector.pollTimeoutMs();
         if (connectTimeout >= 0 && (timeout < 0 || connectTimeout < timeout))
@@ -77,7 +73,6 @@ int Supervisor::run()
         m_execs.process(fds);
         m_connector.process(fds);
         m_background.process(fds);
-        m_listener.process(fds);
     }
     std::fprintf(stderr, "sandbox-supervisor: cannot write to the engine, exiting\n");
     return 1;
@@ -93,13 +88,7 @@ void Supervisor::handleFrame(const Frame &frame)
         m_execs.feedStdin(frame.id, frame.payload);
         break;
     case FrameType::Cancel:
-        if (auto body = m_listener.cancel(frame.id)) {
-            Reply r;
-            r.body = std::move(*body);
-            respond(frame.id, r);
-        } else {
-            m_execs.cancel(frame.id);
-        }
+        m_execs.cancel(frame.id);
         break;
     case FrameType::Resize:
         if (!m_execs.resize(frame.id, frame.payload))
@@ -147,7 +136,17 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
         } else if (op == "connect") {
             m_connector.start(id, req); // answered when connected, failed or timed out
         } else if (op == "listen") {
-            m_listener.start(id, req); // answered when cancelled
+            // The listening socket goes to the engine (one EVENT), which accepts on it; no copy
+            // stays here, so nothing inside can take the engine's connections.
+            const int fd = Listener::open(req);
+            const bool sent = m_channel.send(FrameType::Event, id, {R"({"listening":true})"}, fd);
+            ::close(fd);
+            if (sent)
+                respond(id, Reply{});
+        } else if (op == "peer") {
+            Reply r;
+            r.body = Listener::identify(req);
+            respond(id, r);
         } else if (FileOps::handles(op)) {
             FileOps &files = filesFor(req);
             if (auto work = files.longWork(op, req))

@@ -38,7 +38,6 @@ private:
     ExecRunner m_execs;
     Connector m_connector;
     BackgroundOps m_background;
-    Listener m_listener;
     bool m_useOpenat2 = true;
     bool m_configured = false;
     // The other trees file ops may address (`configure`'s roots), by their name ("/home/agent").

@@ -6,8 +6,10 @@
 // server through the proxy; with the model gateway their keys never enter the sandbox.
 #include "engineprocess.h"
 #include "mockmodelserver.h"
+#include "sandboxprocesses.h"
 #include "testclient.h"
 
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -21,6 +23,7 @@
 #include <QTest>
 #include <QUdpSocket>
 
+#include <csignal>
 #include <unistd.h>
 
 using Sandbox::Mocks::MockModelServer;
@@ -69,6 +72,7 @@ private Q_SLOTS:
     void allowedHostReachableDeniedNot();
     void denialIsAnEventAndInTheLog();
     void manyConnectionsAtOnce();
+    void connectionsDoNotWaitForTheSupervisor();
     void setNetworkTakesEffectOnTheNextConnection();
     void gatewayKeepsTheKeyOutOfTheSandbox();
     void eachCliThroughTheProxy_data();
@@ -347,6 +351,49 @@ void tst_SandboxEgress::manyConnectionsAtOnce()
     QCOMPARE(codes.count(QStringLiteral("200")), 60);
     QCOMPARE(m_mock.requests().size(), before + 60);
     QCOMPARE(exec(m_listed, QStringLiteral("true")).value(QStringLiteral("exitCode")).toInt(), 0);
+}
+
+// The supervisor hands its listening sockets to the engine, which accepts on them: a new
+// connection costs no trip through the supervisor (nor the engine's main thread), so a busy
+// supervisor — here a stopped one — holds up none of them.
+void tst_SandboxEgress::connectionsDoNotWaitForTheSupervisor()
+{
+    const int supervisor = supervisorPid(m_listed);
+    QVERIFY(supervisor > 0);
+    const int before = m_mock.requests().size();
+    const QString mock = QString::number(m_mock.port());
+    const QString curl = QStringLiteral("curl -sS -m 5 -o /dev/null -w '%{http_code} ' ");
+    // Started now, connecting in a second: by then the supervisor is stopped.
+    const QJsonObject request{
+        {QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+        {QStringLiteral("id"), 7701},
+        {QStringLiteral("method"), QStringLiteral("agents.exec")},
+        {QStringLiteral("params"),
+         QJsonObject{{QStringLiteral("id"), m_listed},
+                     {QStringLiteral("command"),
+                      QStringLiteral("sleep 1; %1http://127.0.0.1:%2/v1/models; %3")
+                          .arg(curl, mock,
+                               viaProxy(QStringLiteral("http://mock.test:%1/v1/models").arg(mock)))},
+                     {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 60000}}}}}};
+    m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    QTest::qWait(300);
+    QCOMPARE(::kill(supervisor, SIGSTOP), 0);
+    // Both requests (the forwarded port and the proxy) reach the mock while it is stopped.
+    QTest::qWait(4000);
+    const int served = m_mock.requests().size() - before;
+    QCOMPARE(::kill(supervisor, SIGCONT), 0);
+    QCOMPARE(served, 2);
+    QJsonObject answer;
+    QDeadlineTimer deadline(60000);
+    while (!deadline.hasExpired()) {
+        const QJsonObject m = m_rpc.nextMessage(int(deadline.remainingTime())).toObject();
+        if (m.value(QStringLiteral("id")).toInt() == 7701) {
+            answer = m.value(QStringLiteral("result")).toObject();
+            break;
+        }
+    }
+    QVERIFY2(answer.value(QStringLiteral("stdout")).toString().startsWith(QLatin1String("200 200 ")),
+             QJsonDocument(answer).toJson().constData());
 }
 
 void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()

@@ -6,10 +6,10 @@
 // runs against a real sandboxd as root, with GET /health probed all along (within 100 ms).
 #include "engineprocess.h"
 #include "healthprobe.h"
+#include "sandboxprocesses.h"
 #include "testclient.h"
 
 #include <QDeadlineTimer>
-#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -37,27 +37,6 @@ QByteArray readAll(const QString &path)
 {
     QFile f(path);
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
-// Host pids of the processes in sandbox `id`'s cgroup, found through /proc/PID/cgroup.
-QList<int> sandboxProcesses(const QString &id)
-{
-    QList<int> out;
-    const QByteArray needle = "/sandboxd/" + id.toUtf8();
-    for (const QString &e : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs)) {
-        bool isPid = false;
-        const int pid = e.toInt(&isPid);
-        if (!isPid)
-            continue;
-        const QByteArray cg = readAll(QStringLiteral("/proc/%1/cgroup").arg(pid));
-        for (const QByteArray &line : cg.split('\n')) {
-            if (line.endsWith(needle)) {
-                out.append(pid);
-                break;
-            }
-        }
-    }
-    return out;
 }
 
 // The names in a process's environment.
