@@ -68,8 +68,8 @@ void EgressProxy::listen(const QString &sandboxId, int fd, EgressListener listen
         mine.erase(it);
     }
     if (mine.size() >= MaxListenersPerSandbox) {
-        qCWarning(lcEgress).noquote() << sandboxId << "has" << mine.size()
-                                      << "listeners already: not listening on" << port;
+        qCWarning(lcEgress).noquote()
+            << sandboxId << "has" << mine.size() << "listeners already: not listening on" << port;
         ::close(fd);
         return;
     }

@@ -138,8 +138,7 @@ void EgressService::forget(const QString &sandboxId)
     m_sandboxes.remove(sandboxId);
 }
 
-void EgressService::listen(const QString &sandboxId, int fd, EgressListener listener,
-                           quint16 port)
+void EgressService::listen(const QString &sandboxId, int fd, EgressListener listener, quint16 port)
 {
     // Queued to the egress thread: after every earlier setPolicy (they are in the store already).
     QMetaObject::invokeMethod(m_proxy, [proxy = m_proxy, sandboxId, fd, listener, port] {
@@ -149,8 +148,9 @@ void EgressService::listen(const QString &sandboxId, int fd, EgressListener list
 
 void EgressService::unlisten(const QString &sandboxId, quint16 port)
 {
-    QMetaObject::invokeMethod(m_proxy,
-                              [proxy = m_proxy, sandboxId, port] { proxy->unlisten(sandboxId, port); });
+    QMetaObject::invokeMethod(m_proxy, [proxy = m_proxy, sandboxId, port] {
+        proxy->unlisten(sandboxId, port);
+    });
 }
 
 void EgressService::onIdentifyRequested(quint64 token, const QString &sandboxId, quint16 peerPort,

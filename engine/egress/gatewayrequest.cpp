@@ -357,12 +357,12 @@ void GatewayRequest::deny(const QString &reason, const QString &address, const Q
     r.via = QStringLiteral("gateway");
     r.allowWith = remedy;
     EgressProxy *proxy = m_gateway->proxy();
-    proxy->identify(m_info, [proxy, id = m_info.sandboxId, r](qint64 pid,
-                                                            const QString &process) mutable {
-        r.pid = pid;
-        r.process = process;
-        proxy->report(id, r);
-    });
+    proxy->identify(m_info,
+                    [proxy, id = m_info.sandboxId, r](qint64 pid, const QString &process) mutable {
+                        r.pid = pid;
+                        r.process = process;
+                        proxy->report(id, r);
+                    });
 }
 
 void GatewayRequest::checkDeadline()

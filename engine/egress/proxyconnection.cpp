@@ -597,14 +597,15 @@ void ProxyConnection::deny(const QString &reason, const QString &address, const 
                                                   : QStringLiteral("proxy");
     r.allowWith = remedy;
     // Reported even when the connection is gone by the time its process is known.
-    m_proxy->identify(m_client, [proxy = m_proxy, id = m_client.sandboxId, r,
-                                 then = std::move(then)](qint64 pid, const QString &process) mutable {
-        r.pid = pid;
-        r.process = process;
-        proxy->report(id, r);
-        if (then)
-            then();
-    });
+    m_proxy->identify(m_client,
+                      [proxy = m_proxy, id = m_client.sandboxId, r,
+                       then = std::move(then)](qint64 pid, const QString &process) mutable {
+                          r.pid = pid;
+                          r.process = process;
+                          proxy->report(id, r);
+                          if (then)
+                              then();
+                      });
 }
 
 void ProxyConnection::refuse(int status, const QString &reason, const QString &address,

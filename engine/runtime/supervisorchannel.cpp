@@ -584,8 +584,7 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
     finish(std::move(reply));
 }
 
-bool SupervisorChannel::checkFd(const UniqueFd &fd, int domain, bool listening,
-                                QString *why) const
+bool SupervisorChannel::checkFd(const UniqueFd &fd, int domain, bool listening, QString *why) const
 {
     struct stat st;
     if (::fstat(fd.get(), &st) != 0 || !S_ISSOCK(st.st_mode)) {

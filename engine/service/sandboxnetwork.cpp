@@ -161,7 +161,7 @@ void SandboxNetwork::identify(const QString &id, quint16 peerPort, quint16 liste
         const QJsonObject body = r.value().json;
         const QJsonValue pid = body.value(QStringLiteral("pid"));
         answer(pid.isDouble() && pid.toDouble() > 0 && pid.toDouble() < 1e9 ? qint64(pid.toDouble())
-                                                                             : -1,
+                                                                            : -1,
                body.value(QStringLiteral("comm")).toString().left(15));
     });
 }

@@ -108,8 +108,7 @@ uint16_t portField(const json &req, const char *op, const char *name)
 {
     const auto port = optionalUnsigned(req, name);
     if (!port || *port == 0 || *port > 65535)
-        throw RequestError("bad_request",
-                           std::string(op) + ": " + name + " must be 1..65535");
+        throw RequestError("bad_request", std::string(op) + ": " + name + " must be 1..65535");
     return uint16_t(*port);
 }
 

@@ -3,10 +3,14 @@
 //   from inside a sandbox, through the forwarded loopback port and through the proxy's CONNECT
 //   vs  the same client on the host connecting to the same server directly.
 // One server (python3 on this host's loopback), one client script for every path. Prints
-// figures; asserts only that they were measured (timings are not pass/fail here).
+// figures; asserts only that they were measured (timings are not pass/fail here). With the
+// figures, the CPU the relay spends per GB (the engine's egress thread) beside what the sending
+// server spends per GB in the direct run: on loopback the relay's work is a second TCP
+// connection's, which on a machine with as many busy threads as cores comes out of throughput.
 #include "engineprocess.h"
 #include "testclient.h"
 
+#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -115,8 +119,31 @@ struct Figures
 {
     QList<double> latencyMs;
     QList<double> mbps;
+    double cpuSeconds = 0; // of the relaying thread (the engine's egress) or, direct, the server
     bool ok() const { return !latencyMs.isEmpty() && !mbps.isEmpty(); }
 };
+
+// CPU seconds (user + system) of process `pid`, or of its thread named `thread`.
+double cpuSeconds(qint64 pid, const QString &thread = {})
+{
+    QString statPath = QStringLiteral("/proc/%1/stat").arg(pid);
+    if (!thread.isEmpty()) {
+        const QDir tasks(QStringLiteral("/proc/%1/task").arg(pid));
+        for (const QString &tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+            QFile comm(tasks.filePath(tid + QStringLiteral("/comm")));
+            if (comm.open(QIODevice::ReadOnly) && comm.readAll().trimmed() == thread.toUtf8())
+                statPath = tasks.filePath(tid + QStringLiteral("/stat"));
+        }
+    }
+    QFile stat(statPath);
+    if (!stat.open(QIODevice::ReadOnly))
+        return 0;
+    const QByteArray text = stat.readAll();
+    const QList<QByteArray> f = text.mid(text.lastIndexOf(')') + 2).split(' ');
+    if (f.size() < 13)
+        return 0;
+    return double(f.at(11).toLongLong() + f.at(12).toLongLong()) / double(::sysconf(_SC_CLK_TCK));
+}
 
 Figures parse(const QByteArray &out)
 {
@@ -131,11 +158,13 @@ Figures parse(const QByteArray &out)
 
 void report(const char *path, const Figures &f, const Figures &direct)
 {
+    constexpr double kGb = double(kBytes) * kRounds / 1e9;
     std::printf("BENCH egress %-16s set-up median %6.3f ms p90 %6.3f ms (direct %6.3f ms, +%6.3f "
-                "ms) | throughput median %8.1f MB/s (direct %8.1f MB/s, ratio %.2fx)\n",
+                "ms) | throughput median %8.1f MB/s (direct %8.1f MB/s, ratio %.2fx) | relay CPU "
+                "%.2f s/GB (the sending server's, direct: %.2f s/GB)\n",
                 path, median(f.latencyMs), p90(f.latencyMs), median(direct.latencyMs),
                 median(f.latencyMs) - median(direct.latencyMs), median(f.mbps), median(direct.mbps),
-                median(f.mbps) / median(direct.mbps));
+                median(f.mbps) / median(direct.mbps), f.cpuSeconds / kGb, direct.cpuSeconds / kGb);
     std::fflush(stdout);
 }
 
@@ -194,6 +223,7 @@ void bench_Egress::cleanupTestCase()
 
 Figures bench_Egress::inSandbox(const QString &mode, const QString &host)
 {
+    const double cpuBefore = cpuSeconds(m_engine.pid(), QStringLiteral("egress"));
     const QJsonObject r
         = m_rpc.result(QStringLiteral("agents.exec"),
                        {{QStringLiteral("id"), m_id},
@@ -207,11 +237,14 @@ Figures bench_Egress::inSandbox(const QString &mode, const QString &host)
                        660000);
     if (r.value(QStringLiteral("exitCode")).toInt() != 0)
         qWarning().noquote() << r.value(QStringLiteral("stderr")).toString();
-    return parse(r.value(QStringLiteral("stdout")).toString().toUtf8());
+    Figures f = parse(r.value(QStringLiteral("stdout")).toString().toUtf8());
+    f.cpuSeconds = cpuSeconds(m_engine.pid(), QStringLiteral("egress")) - cpuBefore;
+    return f;
 }
 
 Figures bench_Egress::onHost()
 {
+    const double cpuBefore = cpuSeconds(m_server.processId());
     QProcess p;
     p.start(QStringLiteral("/usr/bin/python3"),
             {QStringLiteral("-c"), QString::fromUtf8(kClient), QStringLiteral("direct"),
@@ -219,7 +252,9 @@ Figures bench_Egress::onHost()
              QString::number(kBytes), QString::number(kRounds)});
     if (!p.waitForFinished(600000) || p.exitCode() != 0)
         qWarning().noquote() << p.readAllStandardError();
-    return parse(p.readAllStandardOutput());
+    Figures f = parse(p.readAllStandardOutput());
+    f.cpuSeconds = cpuSeconds(m_server.processId()) - cpuBefore;
+    return f;
 }
 
 void bench_Egress::throughTheProxyVsDirect()

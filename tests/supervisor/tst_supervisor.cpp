@@ -646,8 +646,8 @@ void TestSupervisor::listenHandsOverTheListeningSocket()
     sockaddr_in mine{};
     socklen_t mineLen = sizeof mine;
     QVERIFY(::getsockname(client, reinterpret_cast<sockaddr *>(&mine), &mineLen) == 0);
-    const Result who = m_client->call(compact(
-        {{u"op"_s, u"peer"_s}, {u"port"_s, port}, {u"peerPort"_s, ntohs(mine.sin_port)}}));
+    const Result who = m_client->call(
+        compact({{u"op"_s, u"peer"_s}, {u"port"_s, port}, {u"peerPort"_s, ntohs(mine.sin_port)}}));
     QVERIFY(who.received);
     QVERIFY2(who.json.contains(u"pid"_s) && who.json.contains(u"comm"_s),
              QJsonDocument(who.json).toJson().constData());
