@@ -2,6 +2,7 @@
 // the bytes are split, with every header judged before its payload is held.
 
 #include "runtime/frameparser.h"
+#include "testframes.h"
 
 #include <QtCore/QtEndian>
 #include <QtTest/QtTest>
@@ -9,17 +10,9 @@
 using namespace Qt::StringLiterals;
 using namespace Sandbox::Engine;
 using SupervisorWire::FrameType;
+using TestFrames::frame;
 
 namespace {
-
-QByteArray frame(quint8 type, quint32 id, const QByteArray &payload, quint32 length = 0)
-{
-    QByteArray f(9, Qt::Uninitialized);
-    qToLittleEndian<quint32>(length ? length : quint32(payload.size() + 5), f.data());
-    f[4] = char(type);
-    qToLittleEndian<quint32>(id, f.data() + 5);
-    return f + payload;
-}
 
 struct Seen
 {

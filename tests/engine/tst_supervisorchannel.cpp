@@ -2,6 +2,7 @@
 // (a socketpair): every hostile frame ends the channel with failed(), never more.
 
 #include "runtime/supervisorchannel.h"
+#include "testframes.h"
 
 #include <QtCore/QJsonArray>
 #include <QtCore/QJsonDocument>
@@ -20,27 +21,9 @@
 using namespace Qt::StringLiterals;
 using namespace Sandbox;
 using namespace Sandbox::Engine;
+using namespace TestFrames;
 
 namespace {
-
-enum : quint8 {
-    Request = 1,
-    Cancel = 3,
-    Response = 16,
-    Stdout = 17,
-    Stderr = 18,
-    Event = 19,
-    Hello = 32
-};
-
-QByteArray frame(quint8 type, quint32 id, const QByteArray &payload, quint32 length = 0)
-{
-    QByteArray f(9, Qt::Uninitialized);
-    qToLittleEndian<quint32>(length ? length : quint32(payload.size() + 5), f.data());
-    f[4] = char(type);
-    qToLittleEndian<quint32>(id, f.data() + 5);
-    return f + payload;
-}
 
 // The supervisor's side: writes raw bytes (with a descriptor if asked) and reads requests.
 class Peer

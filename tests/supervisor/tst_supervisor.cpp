@@ -14,6 +14,8 @@
 #include <QtCore/QtEndian>
 #include <QtTest/QtTest>
 
+#include "testframes.h"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -28,18 +30,9 @@
 
 using namespace Qt::StringLiterals;
 
-namespace {
+using namespace TestFrames;
 
-enum : quint8 {
-    Request = 1,
-    Stdin = 2,
-    Cancel = 3,
-    Response = 16,
-    Stdout = 17,
-    Stderr = 18,
-    Event = 19,
-    Hello = 32
-};
+namespace {
 
 struct Frame
 {
@@ -134,11 +127,7 @@ public:
 
     void send(quint8 type, quint32 id, const QByteArray &payload)
     {
-        QByteArray frame(9, Qt::Uninitialized);
-        qToLittleEndian<quint32>(quint32(payload.size() + 5), frame.data());
-        frame[4] = char(type);
-        qToLittleEndian<quint32>(id, frame.data() + 5);
-        sendRaw(frame + payload);
+        sendRaw(TestFrames::frame(type, id, payload));
     }
     void sendRaw(const QByteArray &bytes)
     {
