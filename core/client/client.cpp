@@ -14,6 +14,8 @@ Client::Client(const ConnectionProfile &profile, QObject *parent)
     , m_sessions(m_rpc)
     , m_sandboxes(m_rpc)
 {
+    // Stream output as binary frames where the server offers them (docs/protocol.md 2.6).
+    m_rpc->setBinaryStreams(true);
     if (profile.isLocal()) {
         m_engine = new LocalEngine(profile, this);
         connect(m_engine, &LocalEngine::ready, this, &Client::connectWith);

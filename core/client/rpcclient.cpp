@@ -2,6 +2,8 @@
 
 #include "transport.h"
 
+#include <protocol/streamframe.h>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLoggingCategory>
@@ -24,6 +26,8 @@ const QString kStreamOutput = QStringLiteral("stream.output");
 const QString kStreamEnd = QStringLiteral("stream.end");
 const QString kStreamEvent = QStringLiteral("stream.event");
 const QString kStreamId = QStringLiteral("streamId");
+const QString kStdout = QStringLiteral("stdout");
+const QString kStderr = QStringLiteral("stderr");
 
 Error connectionError(const QString &why)
 {
@@ -56,6 +60,7 @@ RpcClient::RpcClient(Transport *transport, QObject *parent)
     connect(m_transport, &Transport::opened, this, &RpcClient::onOpened);
     connect(m_transport, &Transport::closed, this, &RpcClient::onClosed);
     connect(m_transport, &Transport::textReceived, this, &RpcClient::onText);
+    connect(m_transport, &Transport::binaryReceived, this, &RpcClient::onBinary);
     connect(m_transport, &Transport::protocolViolation, this, [this](const QString &why) {
         reportProtocolError(Error{ErrorCode::InvalidRequest, why, {}});
     });
@@ -131,6 +136,10 @@ void RpcClient::onOpened()
     m_connectionAge.start();
     m_gotMessage = false;
     setState(State::Connected);
+    // Before anything else, so that streams started or resumed on this connection get it.
+    if (m_binaryStreams)
+        notify(QStringLiteral("rpc.streamEncoding"),
+               QJsonObject{{QStringLiteral("encoding"), QStringLiteral("binary")}});
     QPointer<RpcClient> guard(this);
     // Streams first, so that their backlog is asked for before new work is queued behind it.
     const QList<ExecStream *> streams = m_streams.values();
@@ -440,6 +449,41 @@ void RpcClient::onText(const QByteArray &text)
     }
 }
 
+void RpcClient::onBinary(const QByteArray &message)
+{
+    if (!m_binaryStreams) {
+        reportProtocolError(
+            Error{ErrorCode::InvalidRequest,
+                  QStringLiteral("binary message of %1 bytes ignored").arg(message.size()),
+                  {}});
+        return;
+    }
+    QString why;
+    std::optional<StreamFrame::Output> frame = StreamFrame::decode(message, &why);
+    if (!frame) {
+        reportProtocolError(Error{ErrorCode::InvalidParams, why, {}});
+        return;
+    }
+    m_gotMessage = true;
+    const QString &channel = frame->channel == StreamFrame::Channel::Stderr ? kStderr : kStdout;
+    bool numeric = false;
+    const qint64 requestId = frame->requestIdJson.toLongLong(&numeric);
+    ExecStream *stream = followedStream(frame->streamId, numeric ? requestId : 0);
+    if (!stream) {
+        // A stream someone else may follow: the same params a JSON notification would carry.
+        QJsonObject params{{kStreamId, frame->streamId},
+                           {QStringLiteral("seq"), double(frame->seq)},
+                           {QStringLiteral("requestId"),
+                            QJsonDocument::fromJson("[" + frame->requestIdJson + "]").array().at(0)},
+                           {QStringLiteral("channel"), channel}};
+        params.insert(QStringLiteral("dataBase64"), QString::fromLatin1(frame->data.toBase64()));
+        Q_EMIT notification(kStreamOutput, params);
+        return;
+    }
+    if (takeSeq(stream, frame->seq))
+        Q_EMIT stream->output(channel, frame->data);
+}
+
 void RpcClient::handleMessage(const JsonRpc::Message &m)
 {
     using Kind = JsonRpc::Message::Kind;
@@ -532,33 +576,14 @@ void RpcClient::handleStreamNotification(const QString &method, const QJsonObjec
     const QString streamId = streamIdValue.toString();
     if (method != kStreamOutput)
         Q_EMIT streamActivity(method, params);
-    ExecStream *stream = m_streams.value(streamId);
+    ExecStream *stream = followedStream(streamId,
+                                        positiveInteger(params.value(QStringLiteral("requestId"))));
     if (!stream) {
-        // The first notification may come before the response: requestId ties them.
-        const qint64 requestId = positiveInteger(params.value(QStringLiteral("requestId")));
-        auto it = m_pending.find(requestId);
-        if (it != m_pending.end() && it->second.stream && it->second.stream->m_streamId.isEmpty()) {
-            stream = it->second.stream;
-            bindStream(stream, streamId);
-        }
-    }
-    if (!stream || stream->m_done) {
         Q_EMIT notification(method, params); // a stream someone else may follow
         return;
     }
-    if (seq <= stream->m_lastSeq)
-        return; // already delivered (a resume may send some again)
-    if (seq > stream->m_lastSeq + 1) {
-        // Something is missing: ask for it rather than skip it. While a resume is under way,
-        // the replay will bring this one again in its turn.
-        if (!stream->m_resuming) {
-            qCInfo(lcRpc) << "stream" << streamId << "jumped from" << stream->m_lastSeq << "to"
-                          << seq << "- resuming";
-            resumeStream(stream);
-        }
+    if (!takeSeq(stream, seq))
         return;
-    }
-    stream->m_lastSeq = seq;
     if (method == kStreamEnd) {
         // A stream whose work failed or was cancelled ends with `error` instead of `result`.
         const QJsonValue error = params.value(QStringLiteral("error"));
@@ -588,7 +613,43 @@ void RpcClient::handleStreamNotification(const QString &method, const QJsonObjec
     } else {
         data = params.value(QStringLiteral("data")).toString().toUtf8();
     }
-    Q_EMIT stream->output(params.value(QStringLiteral("channel")).toString(), data);
+    Q_EMIT stream->output(params.value(QStringLiteral("channel")).toString() == kStderr ? kStderr
+                                                                                        : kStdout,
+                          data);
+}
+
+ExecStream *RpcClient::followedStream(const QString &streamId, qint64 requestId)
+{
+    ExecStream *stream = m_streams.value(streamId);
+    if (!stream) {
+        // The first notification may come before the response: requestId ties them.
+        auto it = m_pending.find(requestId);
+        if (it != m_pending.end() && it->second.stream && it->second.stream->m_streamId.isEmpty()) {
+            stream = it->second.stream;
+            bindStream(stream, streamId);
+        }
+    }
+    return stream && !stream->m_done ? stream : nullptr;
+}
+
+// Takes notification `seq` of `stream` if it is the next one; asks for the missing ones when it
+// is ahead.
+bool RpcClient::takeSeq(ExecStream *stream, qint64 seq)
+{
+    if (seq <= stream->m_lastSeq)
+        return false; // already delivered (a resume may send some again)
+    if (seq > stream->m_lastSeq + 1) {
+        // Something is missing: ask for it rather than skip it. While a resume is under way,
+        // the replay will bring this one again in its turn.
+        if (!stream->m_resuming) {
+            qCInfo(lcRpc) << "stream" << stream->m_streamId << "jumped from" << stream->m_lastSeq
+                          << "to" << seq << "- resuming";
+            resumeStream(stream);
+        }
+        return false;
+    }
+    stream->m_lastSeq = seq;
+    return true;
 }
 
 void RpcClient::handleStreamResponse(ExecStream *stream, const Result<QJsonValue> &result)

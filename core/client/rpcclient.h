@@ -78,6 +78,12 @@ public:
     // Milliseconds until the next attempt while Reconnecting, else -1.
     int msUntilReconnect() const;
 
+    // Stream output as binary frames (docs/protocol.md 2.6): asked for with `rpc.streamEncoding`
+    // at the start of every connection; a server that does not offer them sends JSON as before.
+    // Takes effect from the next connection on. Default off (Client turns it on).
+    void setBinaryStreams(bool on) { m_binaryStreams = on; }
+    bool binaryStreams() const { return m_binaryStreams; }
+
     void setReconnectPolicy(const ReconnectPolicy &policy) { m_policy = policy; }
     ReconnectPolicy reconnectPolicy() const { return m_policy; }
     // Used for CallOptions{timeoutMs = -1}; 0 disables the timeout. Default DefaultTimeoutMs.
@@ -146,6 +152,7 @@ private:
     void onOpened();
     void onClosed(int closeCode, const QString &reason);
     void onText(const QByteArray &text);
+    void onBinary(const QByteArray &message);
     void handleMessage(const JsonRpc::Message &message);
     void reportProtocolError(const Error &error);
     void scheduleReconnect();
@@ -153,6 +160,8 @@ private:
     void failAll(const Error &error, bool includingQueued);
 
     void handleStreamNotification(const QString &method, const QJsonObject &params);
+    ExecStream *followedStream(const QString &streamId, qint64 requestId);
+    bool takeSeq(ExecStream *stream, qint64 seq);
     void handleStreamResponse(ExecStream *stream, const Result<QJsonValue> &result);
     void bindStream(ExecStream *stream, const QString &streamId);
     void resumeStream(ExecStream *stream);
@@ -170,6 +179,7 @@ private:
     QTimer m_reconnectTimer;
     QElapsedTimer m_connectionAge;
     bool m_gotMessage = false;
+    bool m_binaryStreams = false;
 
     qint64 m_nextId = 1; // never reused, also across reconnects
     std::map<qint64, Pending> m_pending;

@@ -6,7 +6,8 @@
 
 namespace Sandbox {
 
-// A message channel to a JSON-RPC server: one text message in, one text message out.
+// A message channel to a JSON-RPC server: one text message in, one text message out; binary
+// messages from the server (docs/protocol.md 2.6) come as binaryReceived().
 // Implementations: WebSocketTransport (the real one) and InMemoryTransport (tests, UI work).
 // A transport can be opened again after it closed; RpcClient does that to reconnect.
 class Transport : public QObject
@@ -32,7 +33,8 @@ public:
 Q_SIGNALS:
     void opened();
     void textReceived(const QByteArray &message);
-    // Something arrived that is not a text message (e.g. a binary frame): reported, then ignored.
+    void binaryReceived(const QByteArray &message);
+    // Something arrived that the transport cannot pass on: reported, then ignored.
     void protocolViolation(const QString &why);
     void closed(int closeCode, const QString &reason);
 };

@@ -53,8 +53,7 @@ void WebSocketTransport::open()
     connect(socket, &QWebSocket::binaryMessageReceived, this,
             [this, socket](const QByteArray &data) {
                 if (socket == m_socket)
-                    Q_EMIT protocolViolation(
-                        QStringLiteral("binary message of %1 bytes ignored").arg(data.size()));
+                    Q_EMIT binaryReceived(data);
             });
     connect(socket, &QWebSocket::disconnected, this, [this, socket] {
         if (socket != m_socket)

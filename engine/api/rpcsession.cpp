@@ -72,6 +72,19 @@ void RpcSession::send(const QByteArray &text)
     if (m_socket->state() != QAbstractSocket::ConnectedState)
         return;
     m_socket->sendTextMessage(QString::fromUtf8(text));
+    dropIfNotReading();
+}
+
+void RpcSession::sendBinary(const QByteArray &frame)
+{
+    if (m_socket->state() != QAbstractSocket::ConnectedState)
+        return;
+    m_socket->sendBinaryMessage(frame);
+    dropIfNotReading();
+}
+
+void RpcSession::dropIfNotReading()
+{
     if (m_socket->bytesToWrite() > MaxUnsentBytes) {
         // The client reads nothing (stream output keeps coming): drop it; streams can be resumed.
         if (const int n = m_log->pass())
@@ -285,6 +298,28 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
         } else {
             reply(Error::notFound(QStringLiteral("request %1").arg(targetKey)));
         }
+        return;
+    }
+    if (m.method == QLatin1String("rpc.streamEncoding")) {
+        // docs/protocol.md 2.6: output of the streams this connection follows, from now on, as
+        // binary frames ("binary") or as stream.output notifications ("json", the default).
+        Params p(m.params);
+        const QString encoding = p.optionalChoice(QStringLiteral("encoding"),
+                                                  {QStringLiteral("json"),
+                                                   QStringLiteral("binary")},
+                                                  QStringLiteral("json"));
+        if (p.failed())
+            return reply(p.error());
+        if (encoding == QLatin1String("binary")) {
+            m_streams->setBinarySink(this,
+                                     [guard = QPointer<RpcSession>(this)](const QByteArray &frame) {
+                                         if (guard)
+                                             guard->sendBinary(frame);
+                                     });
+        } else {
+            m_streams->setBinarySink(this, nullptr);
+        }
+        reply(QJsonValue(QJsonObject{{QStringLiteral("encoding"), encoding}}));
         return;
     }
     if (m.method == QLatin1String("stream.resume")) {

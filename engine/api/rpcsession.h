@@ -70,6 +70,8 @@ private:
     void handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> &batch);
     void answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch);
     void send(const QByteArray &text);
+    void sendBinary(const QByteArray &frame); // a binary output frame (docs/protocol.md 2.6)
+    void dropIfNotReading();
     QString inFlightKey(const QJsonValue &id) const;
 
     QWebSocket *m_socket; // owned

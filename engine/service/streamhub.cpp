@@ -1,6 +1,7 @@
 #include "streamhub.h"
 
 #include "protocol/jsonrpc.h"
+#include "protocol/streamframe.h"
 #include "protocol/utf8.h"
 
 #include <QJsonArray>
@@ -10,13 +11,22 @@
 
 namespace Sandbox::Engine {
 
+// One notification of a stream's backlog, kept in no encoding in particular: output as its raw
+// bytes (encoded for each connection as it is sent, JSON or binary), anything else as JSON text.
+struct StreamHub::Entry
+{
+    quint8 channel = 0; // 1 stdout, 2 stderr: raw output; 0: a JSON notification
+    QByteArray bytes;
+};
+
 struct StreamHub::Stream
 {
     QString id;
+    QByteArray idLatin1; // the id as it goes on the wire
     QString keyId;
     QByteArray requestIdJson; // the request id, as JSON text
     qint64 lastSeq = 0;
-    std::deque<QByteArray> backlog; // notifications lastSeq-size+1 .. lastSeq
+    std::deque<Entry> backlog; // notifications lastSeq-size+1 .. lastSeq
     qsizetype backlogBytes = 0;
     bool done = false;
     QDateTime endedAt;
@@ -53,6 +63,7 @@ QString StreamHub::open(const QString &keyId, const QJsonValue &requestId, Sink 
     QRandomGenerator::system()->fillRange(r, 2);
     s->id = QStringLiteral("st_")
             + QString::fromLatin1(QByteArray(reinterpret_cast<const char *>(r), sizeof r).toHex());
+    s->idLatin1 = s->id.toLatin1();
     s->keyId = keyId;
     s->requestIdJson = QJsonDocument(QJsonArray{requestId}).toJson(QJsonDocument::Compact);
     s->requestIdJson = s->requestIdJson.mid(1, s->requestIdJson.size() - 2);
@@ -63,18 +74,52 @@ QString StreamHub::open(const QString &keyId, const QJsonValue &requestId, Sink 
     return id;
 }
 
-void StreamHub::publish(Stream &s, QByteArray &&notification)
+void StreamHub::publish(Stream &s, Entry &&entry)
 {
     if (s.sink)
-        s.sink(notification);
-    s.backlogBytes += notification.size();
-    s.backlog.push_back(std::move(notification));
+        deliver(s, s.lastSeq, entry, s.sink);
+    s.backlogBytes += entry.bytes.size();
+    s.backlog.push_back(std::move(entry));
     while (!s.backlog.empty()
            && (s.backlogBytes > m_limits.backlogBytes
                || qsizetype(s.backlog.size()) > m_limits.backlogChunks)) {
-        s.backlogBytes -= s.backlog.front().size();
+        s.backlogBytes -= s.backlog.front().bytes.size();
         s.backlog.pop_front();
     }
+}
+
+void StreamHub::deliver(const Stream &s, qint64 seq, const Entry &entry, const Sink &sink) const
+{
+    if (entry.channel == 0) {
+        sink(entry.bytes);
+        return;
+    }
+    const auto binary = m_binarySinks.constFind(s.owner);
+    if (binary != m_binarySinks.constEnd() && s.requestIdJson.size() <= StreamFrame::MaxIdBytes) {
+        (*binary)(StreamFrame::encodeOutput(s.idLatin1, s.requestIdJson, seq,
+                                            StreamFrame::Channel(entry.channel), entry.bytes));
+        return;
+    }
+    QByteArray n;
+    n.reserve(entry.bytes.size() + 160);
+    n.append(R"({"jsonrpc":"2.0","method":"stream.output","params":{"streamId":")");
+    n.append(s.idLatin1);
+    n.append(R"(","seq":)");
+    n.append(QByteArray::number(seq));
+    n.append(R"(,"requestId":)");
+    n.append(s.requestIdJson);
+    n.append(entry.channel == 2 ? R"(,"channel":"stderr",)" : R"(,"channel":"stdout",)");
+    if (Utf8::isValid(entry.bytes)) {
+        n.append(R"("data":)");
+        JsonRpc::appendJsonString(n, entry.bytes);
+    } else {
+        // Not UTF-8 (or bytes that never completed a character, at the end): base64.
+        n.append(R"("dataBase64":")");
+        n.append(entry.bytes.toBase64());
+        n.append('"');
+    }
+    n.append("}}");
+    sink(n);
 }
 
 void StreamHub::output(const QString &streamId, int channel, QByteArrayView bytes)
@@ -83,33 +128,18 @@ void StreamHub::output(const QString &streamId, int channel, QByteArrayView byte
     if (it == m_streams.end() || it->second->done || bytes.isEmpty())
         return;
     Stream &s = *it->second;
-    QByteArray &carry = s.carry[channel == 2 ? 2 : 1];
+    // Chunks end at UTF-8 boundaries whatever the encoding, so that every connection, JSON or
+    // binary, sees the same chunks under the same seq.
+    const quint8 ch = channel == 2 ? 2 : 1;
+    QByteArray &carry = s.carry[ch];
     QByteArray chunk = carry.isEmpty() ? bytes.toByteArray() : carry + bytes;
     const qsizetype complete = Utf8::completePrefixLength(chunk);
     carry = chunk.mid(complete);
     chunk.truncate(complete);
     if (chunk.isEmpty())
         return;
-
-    QByteArray n;
-    n.reserve(chunk.size() + 160);
-    n.append(R"({"jsonrpc":"2.0","method":"stream.output","params":{"streamId":")");
-    n.append(s.id.toLatin1());
-    n.append(R"(","seq":)");
-    n.append(QByteArray::number(++s.lastSeq));
-    n.append(R"(,"requestId":)");
-    n.append(s.requestIdJson);
-    n.append(channel == 2 ? R"(,"channel":"stderr",)" : R"(,"channel":"stdout",)");
-    if (Utf8::isValid(chunk)) {
-        n.append(R"("data":)");
-        JsonRpc::appendJsonString(n, chunk);
-    } else {
-        n.append(R"("dataBase64":")");
-        n.append(chunk.toBase64());
-        n.append('"');
-    }
-    n.append("}}");
-    publish(s, std::move(n));
+    ++s.lastSeq;
+    publish(s, Entry{ch, std::move(chunk)});
 }
 
 void StreamHub::flushCarry(Stream &s, int channel)
@@ -117,13 +147,9 @@ void StreamHub::flushCarry(Stream &s, int channel)
     QByteArray rest = std::exchange(s.carry[channel], {});
     if (rest.isEmpty())
         return;
-    // Bytes that never completed a character: send them as they are, base64-encoded.
-    QByteArray n = R"({"jsonrpc":"2.0","method":"stream.output","params":{"streamId":")"
-                   + s.id.toLatin1() + R"(","seq":)" + QByteArray::number(++s.lastSeq)
-                   + R"(,"requestId":)" + s.requestIdJson
-                   + (channel == 2 ? R"(,"channel":"stderr")" : R"(,"channel":"stdout")")
-                   + R"(,"dataBase64":")" + rest.toBase64() + "\"}}";
-    publish(s, std::move(n));
+    // Bytes that never completed a character: sent as they are (base64 in JSON).
+    ++s.lastSeq;
+    publish(s, Entry{quint8(channel), std::move(rest)});
 }
 
 void StreamHub::event(const QString &streamId, const QJsonObject &event)
@@ -139,7 +165,7 @@ void StreamHub::event(const QString &streamId, const QJsonObject &event)
         JsonRpc::notificationObject(QStringLiteral("stream.event"), params));
     // requestId goes into params as raw JSON, to keep its exact type ("params" is the last key).
     n.insert(n.lastIndexOf('}', n.lastIndexOf('}') - 1), ",\"requestId\":" + s.requestIdJson);
-    publish(s, std::move(n));
+    publish(s, Entry{0, std::move(n)});
 }
 
 void StreamHub::end(const QString &streamId, const QJsonObject &fields)
@@ -162,7 +188,7 @@ void StreamHub::end(const QString &streamId, const QJsonObject &fields)
     s.endedAt = QDateTime::currentDateTimeUtc();
     s.cancel = nullptr;
     s.terminal = nullptr;
-    publish(s, std::move(n));
+    publish(s, Entry{0, std::move(n)});
 }
 
 Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString &streamId,
@@ -201,7 +227,7 @@ Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString 
         Stream &s = *it->second;
         const qint64 first = s.firstSeq();
         for (qint64 seq = qMax(after + 1, first); seq <= s.lastSeq; ++seq)
-            sink(s.backlog[size_t(seq - first)]);
+            deliver(s, seq, s.backlog[size_t(seq - first)], sink);
         s.sink = sink;
     };
     return r;
@@ -245,9 +271,18 @@ void StreamHub::setTerminal(const QString &streamId, std::function<QJsonObject()
         it->second->terminal = std::move(describe);
 }
 
+void StreamHub::setBinarySink(const void *owner, Sink binary)
+{
+    if (binary)
+        m_binarySinks.insert(owner, std::move(binary));
+    else
+        m_binarySinks.remove(owner);
+}
+
 void StreamHub::detach(const void *owner)
 {
     m_probes.remove(owner);
+    m_binarySinks.remove(owner);
     for (auto &[id, s] : m_streams) {
         if (s->owner == owner) {
             s->sink = nullptr;

@@ -41,7 +41,8 @@ public:
     // A new stream owned by `keyId`; `requestId` is echoed in its notifications.
     QString open(const QString &keyId, const QJsonValue &requestId, Sink sink,
                  std::function<void()> cancel);
-    // Output bytes; split at UTF-8 boundaries, sent as `data` or, if not UTF-8, `dataBase64`.
+    // Output bytes; split at UTF-8 boundaries, sent as `data` or, if not UTF-8, `dataBase64` —
+    // or as a binary frame (2.6) to a connection that asked for them (setBinarySink()).
     void output(const QString &streamId, int channel, QByteArrayView bytes);
     // A typed event (`stream.event {streamId, seq, requestId, event}`), e.g. an agent run's
     // normalised events (docs/protocol.md, 4.7). Shares the stream's seq and backlog.
@@ -65,6 +66,10 @@ public:
     // How many bytes a connection (a sink owner) has not sent yet: for streams whose producer
     // waits for its reader (a terminal, docs/protocol.md 4.8). Removed by detach(owner).
     void setBacklogProbe(const void *owner, std::function<qint64()> probe);
+    // A connection (a sink owner) that takes output as binary frames (docs/protocol.md 2.6):
+    // from now on, output of the streams it follows goes to `binary`, replays included. Removed
+    // by detach(owner), or by an empty `binary` (JSON again).
+    void setBinarySink(const void *owner, Sink binary);
     // The unsent bytes of the connection the stream goes to; -1 when no connection follows it.
     qint64 sinkBacklog(const QString &streamId) const;
     // A terminal stream: `describe` ({cols, rows, modes}) goes into the answers of
@@ -75,13 +80,16 @@ public:
 
 private:
     struct Stream;
-    void publish(Stream &s, QByteArray &&notification);
+    struct Entry;
+    void publish(Stream &s, Entry &&entry);
+    void deliver(const Stream &s, qint64 seq, const Entry &entry, const Sink &sink) const;
     void flushCarry(Stream &s, int channel);
     void sweep();
 
     Limits m_limits;
     std::unordered_map<QString, std::unique_ptr<Stream>> m_streams;
     QHash<const void *, std::function<qint64()>> m_probes;
+    QHash<const void *, Sink> m_binarySinks;
 };
 
 } // namespace Sandbox::Engine

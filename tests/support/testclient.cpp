@@ -1,5 +1,8 @@
 #include "testclient.h"
 
+#include <protocol/streamframe.h>
+#include <protocol/utf8.h>
+
 #include <QDeadlineTimer>
 #include <QEventLoop>
 #include <QJsonArray>
@@ -57,6 +60,34 @@ bool RpcTestClient::open(const QUrl &url, const QString &bearer, const QStringLi
                          }
                          messages.append(doc.isArray() ? QJsonValue(doc.array())
                                                        : QJsonValue(doc.object()));
+                     });
+    QObject::connect(m_socket.get(), &QWebSocket::binaryMessageReceived, m_socket.get(),
+                     [this](const QByteArray &message) {
+                         binaryMessages.append(message);
+                         const auto frame = Sandbox::StreamFrame::decode(message, nullptr);
+                         if (!frame)
+                             return;
+                         QJsonObject params{{QStringLiteral("streamId"), frame->streamId},
+                                            {QStringLiteral("seq"), double(frame->seq)},
+                                            {QStringLiteral("requestId"),
+                                             QJsonDocument::fromJson("[" + frame->requestIdJson
+                                                                     + "]")
+                                                 .array()
+                                                 .at(0)},
+                                            {QStringLiteral("channel"),
+                                             frame->channel == Sandbox::StreamFrame::Channel::Stderr
+                                                 ? QStringLiteral("stderr")
+                                                 : QStringLiteral("stdout")}};
+                         if (Sandbox::Utf8::isValid(frame->data))
+                             params.insert(QStringLiteral("data"), QString::fromUtf8(frame->data));
+                         else
+                             params.insert(QStringLiteral("dataBase64"),
+                                           QString::fromLatin1(frame->data.toBase64()));
+                         notifications.append(
+                             QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                         {QStringLiteral("method"),
+                                          QStringLiteral("stream.output")},
+                                         {QStringLiteral("params"), params}});
                      });
     QObject::connect(m_socket.get(), &QWebSocket::disconnected, m_socket.get(),
                      [this] { m_closeCode = m_socket->closeCode(); });

@@ -43,7 +43,10 @@ public:
     QJsonObject result(const QString &method, const QJsonObject &params, int timeoutMs = 60000);
     QJsonObject lastError() const { return m_lastError; }
 
+    // Binary output frames (docs/protocol.md 2.6) are kept in binaryMessages and, decoded into
+    // the stream.output notification they stand for, in notifications too.
     QList<QJsonObject> notifications;
+    QList<QByteArray> binaryMessages;
     QList<QJsonValue> messages;
 
 private:

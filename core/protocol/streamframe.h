@@ -1,0 +1,39 @@
+#pragma once
+
+#include <QByteArray>
+#include <QByteArrayView>
+#include <QString>
+
+#include <optional>
+
+// Binary output frames (docs/protocol.md 2.6): a `stream.output` notification as one binary
+// WebSocket message, a fixed 16-byte header and the raw bytes, so that output is neither
+// JSON-escaped nor UTF-8-checked on its way. Shared by the engine (encode) and the client
+// (decode).
+namespace Sandbox::StreamFrame {
+
+inline constexpr quint8 KindOutput = 1;
+inline constexpr qsizetype HeaderBytes = 16;
+// The longest stream id and request id (as JSON text) a frame can carry.
+inline constexpr qsizetype MaxIdBytes = 0xffff;
+
+enum class Channel : quint8 { Stdout = 1, Stderr = 2 };
+
+// The header, then the stream id, the request id (JSON text) and the data.
+QByteArray encodeOutput(QByteArrayView streamId, QByteArrayView requestIdJson, qint64 seq,
+                        Channel channel, QByteArrayView data);
+
+struct Output
+{
+    QString streamId;
+    QByteArray requestIdJson; // as sent: JSON text (a number, a string or null)
+    qint64 seq = 0;
+    Channel channel = Channel::Stdout;
+    QByteArray data;
+};
+
+// A frame as the server sent it, or nullopt with `why` set: an unknown kind or channel, a
+// reserved field that is not zero, lengths that run past the end, seq 0.
+std::optional<Output> decode(const QByteArray &message, QString *why);
+
+} // namespace Sandbox::StreamFrame

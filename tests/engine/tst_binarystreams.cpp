@@ -1,0 +1,309 @@
+// Binary output frames (docs/protocol.md 2.6) against a real sandboxd and a real sandbox: output of
+// every byte value reaches the product's client byte-exact through the binary path, also across a
+// dropped connection and its resume; a client that never asked still gets text and base64; and a
+// stream's replay comes in the encoding of the connection that resumes it.
+#include "engineprocess.h"
+#include "testclient.h"
+
+#include <client/client.h>
+#include <client/execstream.h>
+#include <client/rpcclient.h>
+#include <client/terminalsession.h>
+#include <client/transport.h>
+
+#include <QCryptographicHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTest>
+
+namespace {
+
+QByteArray decoded(const QJsonObject &params)
+{
+    if (params.contains(QStringLiteral("dataBase64")))
+        return QByteArray::fromBase64(
+            params.value(QStringLiteral("dataBase64")).toString().toLatin1());
+    return params.value(QStringLiteral("data")).toString().toUtf8();
+}
+
+QList<QJsonObject> outputOf(const RpcTestClient &client, const QString &streamId)
+{
+    QList<QJsonObject> out;
+    for (const QJsonObject &n : client.notifications) {
+        const QJsonObject p = n.value(QStringLiteral("params")).toObject();
+        if (n.value(QStringLiteral("method")).toString() == QLatin1String("stream.output")
+            && p.value(QStringLiteral("streamId")).toString() == streamId)
+            out.append(p);
+    }
+    return out;
+}
+
+} // namespace
+
+class tst_BinaryStreams : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+    void everyByteValueArrivesExactOnBothChannels();
+    void hundredMegabytesAcrossAResume();
+    void jsonClientGetsTextAndBase64();
+    void replayComesInTheResumingConnectionsEncoding();
+
+private:
+    QString sha256In(const QString &command);
+
+    EngineProcess m_engine;
+    RpcTestClient m_rpc;
+    QString m_id;
+};
+
+void tst_BinaryStreams::initTestCase()
+{
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
+    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
+                                        {{QStringLiteral("type"), QStringLiteral("codex")},
+                                         {QStringLiteral("size"), QStringLiteral("standard-2")}});
+    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    m_id = sb.value(QStringLiteral("id")).toString();
+    // 100 MiB of random bytes: every byte value, many times over, and no valid UTF-8 for long.
+    const QJsonObject made = m_rpc.result(
+        QStringLiteral("agents.exec"),
+        {{QStringLiteral("id"), m_id},
+         {QStringLiteral("command"),
+          QStringLiteral("head -c 104857600 /dev/urandom > blob && wc -c < blob")},
+         {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 120000}}}},
+        180000);
+    QCOMPARE(made.value(QStringLiteral("stdout")).toString().trimmed(),
+             QStringLiteral("104857600"));
+}
+
+void tst_BinaryStreams::cleanupTestCase()
+{
+    m_engine.terminate();
+}
+
+QString tst_BinaryStreams::sha256In(const QString &command)
+{
+    const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
+                                       {{QStringLiteral("id"), m_id},
+                                        {QStringLiteral("command"),
+                                         QString(command + QStringLiteral(" | sha256sum"))}},
+                                       120000);
+    return r.value(QStringLiteral("stdout")).toString().section(u' ', 0, 0);
+}
+
+// An exec's stream (the console's path): 48 MiB on stdout and 3 MiB on stderr, interleaved, each
+// channel byte-exact, and carried by binary messages.
+void tst_BinaryStreams::everyByteValueArrivesExactOnBothChannels()
+{
+    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    qint64 binaryMessages = 0;
+    connect(client.rpc()->transport(), &Sandbox::Transport::binaryReceived, this,
+            [&](const QByteArray &) { ++binaryMessages; });
+    client.open();
+    Sandbox::ExecOptions options;
+    options.maxOutputBytes = 64 * 1024 * 1024;
+    options.timeoutMs = 120000;
+    QCryptographicHash out(QCryptographicHash::Sha256), err(QCryptographicHash::Sha256);
+    qint64 outBytes = 0, errBytes = 0;
+    bool finished = false;
+    Sandbox::ExecResult result;
+    auto *stream = client.sandboxes().execStreaming(
+        m_id,
+        QStringList{QStringLiteral("sh"), QStringLiteral("-c"),
+                    QStringLiteral("head -c 50331648 blob & tail -c 3145728 blob >&2; wait")},
+        options, this);
+    connect(stream, &Sandbox::ExecStream::output, this,
+            [&](const QString &channel, const QByteArray &data) {
+                if (channel == QLatin1String("stderr")) {
+                    err.addData(data);
+                    errBytes += data.size();
+                } else {
+                    out.addData(data);
+                    outBytes += data.size();
+                }
+            });
+    connect(stream, &Sandbox::ExecStream::finished, this, [&](const Sandbox::ExecResult &r) {
+        result = r;
+        finished = true;
+    });
+    connect(stream, &Sandbox::ExecStream::failed, this, [&](const Sandbox::Error &e) {
+        qWarning() << e.message;
+        finished = true;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(finished, 120000);
+    QCOMPARE(result.exitCode, 0);
+    QCOMPARE(outBytes, qint64(50331648));
+    QCOMPARE(errBytes, qint64(3145728));
+    QCOMPARE(QString::fromLatin1(out.result().toHex()), sha256In(QStringLiteral("head -c 50331648 blob")));
+    QCOMPARE(QString::fromLatin1(err.result().toHex()), sha256In(QStringLiteral("tail -c 3145728 blob")));
+    // Every chunk came as a binary message (a chunk is at most one read of the supervisor).
+    QVERIFY2(binaryMessages >= (50331648 + 3145728) / (1024 * 1024),
+             qPrintable(QString::number(binaryMessages)));
+    delete stream;
+}
+
+// 100 MiB through a terminal in raw mode (no output processing: the bytes as written), with the
+// connection dropped near the end of the first half: the resume replays what the client missed
+// from the engine's backlog, as binary frames, and the second half follows live.
+void tst_BinaryStreams::hundredMegabytesAcrossAResume()
+{
+    constexpr qint64 half = 52428800;
+    constexpr qint64 dropAt = half - 3 * 1024 * 1024;
+    m_rpc.result(QStringLiteral("agents.exec"),
+                 {{QStringLiteral("id"), m_id}, {QStringLiteral("command"), QStringLiteral("rm -f go")}});
+    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    Sandbox::RpcClient::ReconnectPolicy policy;
+    policy.initialDelayMs = 50;
+    policy.jitter = 0;
+    client.rpc()->setReconnectPolicy(policy);
+    qint64 binaryMessages = 0;
+    connect(client.rpc()->transport(), &Sandbox::Transport::binaryReceived, this,
+            [&](const QByteArray &) { ++binaryMessages; });
+    client.open();
+
+    Sandbox::TerminalOptions options;
+    options.cols = 200;
+    options.rows = 50;
+    auto *session = client.sandboxes().openTerminal(
+        m_id,
+        QStringList{QStringLiteral("sh"), QStringLiteral("-c"),
+                    QStringLiteral("stty raw -echo; head -c %1 blob; "
+                                   "while [ ! -e go ]; do sleep 0.02; done; tail -c +%2 blob")
+                        .arg(half)
+                        .arg(half + 1)},
+        options, this);
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    qint64 received = 0;
+    bool dropped = false, finished = false, reset = false;
+    qint64 binaryAtDrop = 0;
+    connect(session, &Sandbox::TerminalSession::output, this, [&](const QByteArray &data) {
+        hash.addData(data);
+        received += data.size();
+        if (!dropped && received >= dropAt) {
+            dropped = true;
+            binaryAtDrop = binaryMessages;
+            client.rpc()->transport()->close(); // as a network drop: the client reconnects
+        }
+    });
+    connect(session, &Sandbox::TerminalSession::reset, this, [&] { reset = true; });
+    Sandbox::ExecResult result;
+    connect(session, &Sandbox::TerminalSession::finished, this,
+            [&](const Sandbox::ExecResult &r) {
+                result = r;
+                finished = true;
+            });
+    connect(session, &Sandbox::TerminalSession::failed, this, [&](const Sandbox::Error &e) {
+        qWarning() << e.message;
+        finished = true;
+    });
+    // The first half, the drop, the reconnect and the replay of what was missed...
+    QTRY_VERIFY_WITH_TIMEOUT(received >= half, 120000);
+    QVERIFY(dropped);
+    QCOMPARE(received, half);
+    QVERIFY2(binaryMessages > binaryAtDrop, "the replay came as binary frames");
+    // ...then the second half, live.
+    m_rpc.result(QStringLiteral("agents.exec"),
+                 {{QStringLiteral("id"), m_id}, {QStringLiteral("command"), QStringLiteral("touch go")}});
+    QTRY_VERIFY_WITH_TIMEOUT(finished, 120000);
+    QVERIFY(!reset);
+    QCOMPARE(result.exitCode, 0);
+    QCOMPARE(received, 2 * half);
+    QCOMPARE(QString::fromLatin1(hash.result().toHex()), sha256In(QStringLiteral("cat blob")));
+    delete session;
+}
+
+// A client that never asks for binary frames (the Worker's relay, older apps): text in `data`,
+// bytes that are not UTF-8 in `dataBase64`, and never a binary message.
+void tst_BinaryStreams::jsonClientGetsTextAndBase64()
+{
+    RpcTestClient json;
+    QVERIFY(json.open(m_engine.wsUrl(), m_engine.key()));
+    const QJsonObject r = json.result(
+        QStringLiteral("agents.exec"),
+        {{QStringLiteral("id"), m_id},
+         {QStringLiteral("command"),
+          QStringLiteral("printf 'h\\303\\251llo\\n'; sleep 0.1; head -c 65536 blob >&2")},
+         {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}});
+    const QString streamId = r.value(QStringLiteral("streamId")).toString();
+    QVERIFY(!streamId.isEmpty());
+    QByteArray out, err;
+    bool sawBase64 = false;
+    for (const QJsonObject &p : outputOf(json, streamId)) {
+        if (p.value(QStringLiteral("channel")).toString() == QLatin1String("stderr")) {
+            err += decoded(p);
+            sawBase64 = sawBase64 || p.contains(QStringLiteral("dataBase64"));
+        } else {
+            QVERIFY(p.contains(QStringLiteral("data")));
+            out += decoded(p);
+        }
+    }
+    QCOMPARE(out, QByteArray("h\xc3\xa9llo\n"));
+    QCOMPARE(err.size(), 65536);
+    QVERIFY(sawBase64);
+    QCOMPARE(QString::fromLatin1(QCryptographicHash::hash(err, QCryptographicHash::Sha256).toHex()),
+             sha256In(QStringLiteral("head -c 65536 blob")));
+    QVERIFY(json.binaryMessages.isEmpty());
+}
+
+// A stream started on a binary connection and resumed on a JSON one gets its replay as text (and
+// the other way round), the same chunks under the same seq.
+void tst_BinaryStreams::replayComesInTheResumingConnectionsEncoding()
+{
+    RpcTestClient binary;
+    QVERIFY(binary.open(m_engine.wsUrl(), m_engine.key()));
+    QCOMPARE(binary.result(QStringLiteral("rpc.streamEncoding"),
+                           {{QStringLiteral("encoding"), QStringLiteral("binary")}})
+                 .value(QStringLiteral("encoding"))
+                 .toString(),
+             QStringLiteral("binary"));
+    const QJsonObject r = binary.result(
+        QStringLiteral("agents.exec"),
+        {{QStringLiteral("id"), m_id},
+         {QStringLiteral("command"),
+          QStringLiteral("printf 'h\\303\\251llo\\n'; sleep 0.1; printf '\\377\\376' >&2")},
+         {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}});
+    const QString streamId = r.value(QStringLiteral("streamId")).toString();
+    QVERIFY(!streamId.isEmpty());
+    QCOMPARE(binary.binaryMessages.size(), 2);
+    const QList<QJsonObject> first = outputOf(binary, streamId);
+    QCOMPARE(first.size(), 2);
+
+    RpcTestClient json;
+    QVERIFY(json.open(m_engine.wsUrl(), m_engine.key()));
+    QCOMPARE(json.result(QStringLiteral("stream.resume"),
+                         {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), 0}})
+                 .value(QStringLiteral("done"))
+                 .toBool(),
+             true);
+    QTRY_COMPARE(outputOf(json, streamId).size(), 2);
+    const QList<QJsonObject> replay = outputOf(json, streamId);
+    QVERIFY(json.binaryMessages.isEmpty());
+    QCOMPARE(replay[0].value(QStringLiteral("data")).toString(), QStringLiteral("h\u00e9llo\n"));
+    QCOMPARE(replay[1].value(QStringLiteral("dataBase64")).toString(), QStringLiteral("//4="));
+    for (int i = 0; i < 2; ++i) {
+        QCOMPARE(replay[i].value(QStringLiteral("seq")), first[i].value(QStringLiteral("seq")));
+        QCOMPARE(replay[i].value(QStringLiteral("channel")),
+                 first[i].value(QStringLiteral("channel")));
+        QCOMPARE(replay[i].value(QStringLiteral("requestId")),
+                 first[i].value(QStringLiteral("requestId")));
+        QCOMPARE(decoded(replay[i]), decoded(first[i]));
+    }
+
+    // And back: a binary connection resuming gets the same two chunks as binary frames.
+    RpcTestClient again;
+    QVERIFY(again.open(m_engine.wsUrl(), m_engine.key()));
+    again.result(QStringLiteral("rpc.streamEncoding"),
+                 {{QStringLiteral("encoding"), QStringLiteral("binary")}});
+    again.result(QStringLiteral("stream.resume"),
+                 {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), 0}});
+    QTRY_COMPARE(again.binaryMessages.size(), 2);
+    QCOMPARE(again.binaryMessages, binary.binaryMessages);
+}
+
+QTEST_GUILESS_MAIN(tst_BinaryStreams)
+#include "tst_binarystreams.moc"
