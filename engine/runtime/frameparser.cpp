@@ -45,7 +45,7 @@ QString FrameParser::checkStatic(FrameType type, quint32 length)
         name = "STDERR";
         break;
     case FrameType::Event:
-        max = SupervisorWire::MaxChunk;
+        max = SupervisorWire::MaxEvent;
         name = "EVENT";
         break;
     case FrameType::Response:

@@ -56,7 +56,7 @@ public:
     qsizetype buffered() const { return m_buffer.size() - m_pos; }
 
     // The checks that need no state: a length of at least the header, a type the supervisor may
-    // send, and that type's size limit (HELLO 4 KiB; STDOUT, STDERR and EVENT 64 KiB; RESPONSE
+    // send, and that type's size limit (HELLO 4 KiB; STDOUT and STDERR 256 KiB; EVENT 64 KiB; RESPONSE
     // kMaxResponse). Empty when the header is acceptable.
     static QString checkStatic(SupervisorWire::FrameType type, quint32 length);
 

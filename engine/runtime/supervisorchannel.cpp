@@ -26,7 +26,8 @@ using SupervisorWire::FrameType;
 namespace {
 
 constexpr qsizetype kHeader = FrameParser::kHeaderBytes; // u32 length, u8 type, u32 id
-constexpr qsizetype kReadChunk = 64 * 1024;
+// A whole output frame (SupervisorWire::MaxChunk and its header) in one read, mostly.
+constexpr qsizetype kReadChunk = SupervisorWire::MaxChunk + 4096;
 constexpr qsizetype kReadBudget = 1024 * 1024; // per wake-up, so one sandbox cannot hog the loop
 constexpr qsizetype kSmallResponse = 1024 * 1024;
 constexpr qsizetype kLargeResponse = FrameParser::kMaxResponse; // readFile, list

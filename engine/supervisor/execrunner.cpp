@@ -16,10 +16,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 using nlohmann::json;
 
 namespace {
+
+constexpr size_t kPipeBytes = 1024 * 1024;
 
 void closeFd(int &fd)
 {
@@ -173,6 +176,12 @@ void ExecRunner::start(uint32_t id, const json &req)
     for (int fd : {out[0], err[0], status[0], in[1]})
         if (fd >= 0)
             ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    // Output pipes of a megabyte (the unprivileged maximum; the kernel's 64 KiB otherwise): a
+    // command that writes fast fills them while the supervisor is busy, and each read then
+    // takes up to a whole frame, so that big output costs few frames and wake-ups.
+    if (!hasPty)
+        for (int fd : {out[0], err[0]})
+            ::fcntl(fd, F_SETPIPE_SZ, int(kPipeBytes));
 
     Exec &e = m_execs[id];
     e.id = id;
@@ -340,8 +349,8 @@ int ExecRunner::pollTimeoutMs() const
 void ExecRunner::readOutput(Exec &e, bool isStderr)
 {
     int &fd = isStderr ? e.err : e.out;
-    char buf[65536];
-    size_t want = sizeof buf;
+    char *buf = m_readBuffer.data();
+    size_t want = m_readBuffer.size();
     if (e.pty)
         want = size_t(
             std::min<uint64_t>(want, Pty::kWindowBytes - std::min(e.unacked, Pty::kWindowBytes)));

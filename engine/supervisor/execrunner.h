@@ -108,6 +108,7 @@ private:
     FrameChannel &m_channel;
     std::vector<std::pair<std::string, std::string>> m_baseEnv;
     int m_signalFd = -1;
+    std::vector<char> m_readBuffer = std::vector<char>(SupervisorWire::MaxChunk); // one read
     std::map<uint32_t, Exec> m_execs;
     std::map<pid_t, int> m_lingering; // answered execs whose reaper still runs: pid -> control fd
     std::vector<PollSlot> m_slots;

@@ -23,8 +23,10 @@ enum class FrameType : uint8_t {
 
 inline constexpr uint32_t HeaderBytes = 5; // type + id, after the length
 inline constexpr uint32_t MaxLength = 32u * 1024 * 1024 + HeaderBytes;
-// The largest payload of an output (STDOUT/STDERR) or EVENT frame.
-inline constexpr uint32_t MaxChunk = 64u * 1024;
+// The largest payload of an output (STDOUT/STDERR) frame: one read of a command's pipe.
+inline constexpr uint32_t MaxChunk = 256u * 1024;
+// The largest payload of an EVENT frame.
+inline constexpr uint32_t MaxEvent = 64u * 1024;
 // A PTY exec's output sent and not yet acknowledged by WINDOW frames: the supervisor stops
 // reading the terminal there; more is a protocol violation.
 inline constexpr uint32_t PtyWindowBytes = 1024u * 1024;

@@ -70,13 +70,14 @@ void tst_BinaryStreams::initTestCase()
     QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
     m_id = sb.value(QStringLiteral("id")).toString();
     // 100 MiB of random bytes: every byte value, many times over, and no valid UTF-8 for long.
-    const QJsonObject made = m_rpc.result(
-        QStringLiteral("agents.exec"),
-        {{QStringLiteral("id"), m_id},
-         {QStringLiteral("command"),
-          QStringLiteral("head -c 104857600 /dev/urandom > blob && wc -c < blob")},
-         {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 120000}}}},
-        180000);
+    const QJsonObject made
+        = m_rpc.result(QStringLiteral("agents.exec"),
+                       {{QStringLiteral("id"), m_id},
+                        {QStringLiteral("command"),
+                         QStringLiteral("head -c 104857600 /dev/urandom > blob && wc -c < blob")},
+                        {QStringLiteral("options"),
+                         QJsonObject{{QStringLiteral("timeout"), 120000}}}},
+                       180000);
     QCOMPARE(made.value(QStringLiteral("stdout")).toString().trimmed(),
              QStringLiteral("104857600"));
 }
@@ -139,8 +140,10 @@ void tst_BinaryStreams::everyByteValueArrivesExactOnBothChannels()
     QCOMPARE(result.exitCode, 0);
     QCOMPARE(outBytes, qint64(50331648));
     QCOMPARE(errBytes, qint64(3145728));
-    QCOMPARE(QString::fromLatin1(out.result().toHex()), sha256In(QStringLiteral("head -c 50331648 blob")));
-    QCOMPARE(QString::fromLatin1(err.result().toHex()), sha256In(QStringLiteral("tail -c 3145728 blob")));
+    QCOMPARE(QString::fromLatin1(out.result().toHex()),
+             sha256In(QStringLiteral("head -c 50331648 blob")));
+    QCOMPARE(QString::fromLatin1(err.result().toHex()),
+             sha256In(QStringLiteral("tail -c 3145728 blob")));
     // Every chunk came as a binary message (a chunk is at most one read of the supervisor).
     QVERIFY2(binaryMessages >= (50331648 + 3145728) / (1024 * 1024),
              qPrintable(QString::number(binaryMessages)));
@@ -155,7 +158,8 @@ void tst_BinaryStreams::hundredMegabytesAcrossAResume()
     constexpr qint64 half = 52428800;
     constexpr qint64 dropAt = half - 3 * 1024 * 1024;
     m_rpc.result(QStringLiteral("agents.exec"),
-                 {{QStringLiteral("id"), m_id}, {QStringLiteral("command"), QStringLiteral("rm -f go")}});
+                 {{QStringLiteral("id"), m_id},
+                  {QStringLiteral("command"), QStringLiteral("rm -f go")}});
     Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
     Sandbox::RpcClient::ReconnectPolicy policy;
     policy.initialDelayMs = 50;
@@ -192,11 +196,10 @@ void tst_BinaryStreams::hundredMegabytesAcrossAResume()
     });
     connect(session, &Sandbox::TerminalSession::reset, this, [&] { reset = true; });
     Sandbox::ExecResult result;
-    connect(session, &Sandbox::TerminalSession::finished, this,
-            [&](const Sandbox::ExecResult &r) {
-                result = r;
-                finished = true;
-            });
+    connect(session, &Sandbox::TerminalSession::finished, this, [&](const Sandbox::ExecResult &r) {
+        result = r;
+        finished = true;
+    });
     connect(session, &Sandbox::TerminalSession::failed, this, [&](const Sandbox::Error &e) {
         qWarning() << e.message;
         finished = true;
@@ -208,7 +211,8 @@ void tst_BinaryStreams::hundredMegabytesAcrossAResume()
     QVERIFY2(binaryMessages > binaryAtDrop, "the replay came as binary frames");
     // ...then the second half, live.
     m_rpc.result(QStringLiteral("agents.exec"),
-                 {{QStringLiteral("id"), m_id}, {QStringLiteral("command"), QStringLiteral("touch go")}});
+                 {{QStringLiteral("id"), m_id},
+                  {QStringLiteral("command"), QStringLiteral("touch go")}});
     QTRY_VERIFY_WITH_TIMEOUT(finished, 120000);
     QVERIFY(!reset);
     QCOMPARE(result.exitCode, 0);
@@ -223,12 +227,13 @@ void tst_BinaryStreams::jsonClientGetsTextAndBase64()
 {
     RpcTestClient json;
     QVERIFY(json.open(m_engine.wsUrl(), m_engine.key()));
-    const QJsonObject r = json.result(
-        QStringLiteral("agents.exec"),
-        {{QStringLiteral("id"), m_id},
-         {QStringLiteral("command"),
-          QStringLiteral("printf 'h\\303\\251llo\\n'; sleep 0.1; head -c 65536 blob >&2")},
-         {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}});
+    const QJsonObject r
+        = json.result(QStringLiteral("agents.exec"),
+                      {{QStringLiteral("id"), m_id},
+                       {QStringLiteral("command"),
+                        QStringLiteral(
+                            "printf 'h\\303\\251llo\\n'; sleep 0.1; head -c 65536 blob >&2")},
+                       {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}});
     const QString streamId = r.value(QStringLiteral("streamId")).toString();
     QVERIFY(!streamId.isEmpty());
     QByteArray out, err;
@@ -256,17 +261,20 @@ void tst_BinaryStreams::replayComesInTheResumingConnectionsEncoding()
 {
     RpcTestClient binary;
     QVERIFY(binary.open(m_engine.wsUrl(), m_engine.key()));
-    QCOMPARE(binary.result(QStringLiteral("rpc.streamEncoding"),
-                           {{QStringLiteral("encoding"), QStringLiteral("binary")}})
+    QCOMPARE(binary
+                 .result(QStringLiteral("rpc.streamEncoding"),
+                         {{QStringLiteral("encoding"), QStringLiteral("binary")}})
                  .value(QStringLiteral("encoding"))
                  .toString(),
              QStringLiteral("binary"));
-    const QJsonObject r = binary.result(
-        QStringLiteral("agents.exec"),
-        {{QStringLiteral("id"), m_id},
-         {QStringLiteral("command"),
-          QStringLiteral("printf 'h\\303\\251llo\\n'; sleep 0.1; printf '\\377\\376' >&2")},
-         {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}});
+    const QJsonObject r
+        = binary.result(QStringLiteral("agents.exec"),
+                        {{QStringLiteral("id"), m_id},
+                         {QStringLiteral("command"),
+                          QStringLiteral(
+                              "printf 'h\\303\\251llo\\n'; sleep 0.1; printf '\\377\\376' >&2")},
+                         {QStringLiteral("options"),
+                          QJsonObject{{QStringLiteral("stream"), true}}}});
     const QString streamId = r.value(QStringLiteral("streamId")).toString();
     QVERIFY(!streamId.isEmpty());
     QCOMPARE(binary.binaryMessages.size(), 2);

@@ -79,7 +79,8 @@ private Q_SLOTS:
         QTest::newRow("unknown type") << frame(99, 1, "x"_ba) << u"unknown type 99"_s;
         QTest::newRow("engine's type") << frame(1, 1, "{}"_ba) << u"unknown type 1"_s;
         QTest::newRow("huge HELLO") << frame(32, 0, QByteArray(4097, 'x')) << u"HELLO"_s;
-        QTest::newRow("huge STDOUT") << frame(17, 1, QByteArray(64 * 1024 + 1, 'x')) << u"STDOUT"_s;
+        QTest::newRow("huge STDOUT")
+            << frame(17, 1, QByteArray(256 * 1024 + 1, 'x')) << u"STDOUT"_s;
         QTest::newRow("huge EVENT") << frame(19, 1, QByteArray(64 * 1024 + 1, 'x')) << u"EVENT"_s;
         // Only the header is there: the claim alone is refused, nothing is buffered for it.
         QTest::newRow("claimed 4 GiB") << frame(16, 1, {}, 0xffffffffu) << u"RESPONSE"_s;
