@@ -86,6 +86,12 @@ int main(int argc, char **argv)
         if (::fcntl(fd, F_GETFD) < 0)
             ::open("/dev/null", O_RDWR);
 
+    // Every disposition to its default, once (whatever bwrap and the engine left ignored), so
+    // that a command needs only SIGPIPE back (Reaper::execCommand); handlers do not survive
+    // execve() anyway. Then SIGPIPE ignored: a write to a closed pipe is an error, not an exit.
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            std::signal(sig, SIG_DFL);
     std::signal(SIGPIPE, SIG_IGN);
     sigset_t chld;
     sigemptyset(&chld);

@@ -4,13 +4,18 @@
 // 2. console append rate and memory at 1,000,000 lines: the console view alone, a real streamed
 //    exec of a million lines end to end, and QPlainTextEdit (capped the same way) as the baseline;
 // 3. a file tree of 10,000 entries: one listing into the model and a tree view vs. the bare
-//    listFiles call.
+//    listFiles call;
+// 4. output rate of the console page (`cat` of 64 MiB: an exec's cap) and of the terminal widget
+//    (`cat` of 100 MiB on a terminal) vs. `cat > /dev/null` of the same file in the sandbox.
 #include <uitest.h>
 
 #include <console/consolebuffer.h>
 #include <console/consolepage.h>
 #include <console/consoleview.h>
 #include <files/filetreemodel.h>
+#include <terminal/terminalview.h>
+
+#include <client/terminalsession.h>
 
 #include <QElapsedTimer>
 #include <QFile>
@@ -264,6 +269,91 @@ private Q_SLOTS:
               static_cast<long long>(m), static_cast<long long>(median(refreshed)));
         qInfo("baseline bare listFiles of the same directory: median %lld ms; ratio %.2fx",
               static_cast<long long>(b), b > 0 ? double(m) / double(b) : 0.0);
+    }
+
+    void consoleAndTerminalKeepUp()
+    {
+        constexpr qint64 terminalBytes = 100 * 1024 * 1024;
+        constexpr qint64 consoleBytes = ConsolePage::MaxOutputBytes;
+        const auto made
+            = m_engine.exec(m_sandbox.id,
+                            QStringLiteral(
+                                "head -c %1 /dev/urandom | base64 -w 100 | head -c %2 > out.txt; "
+                                "head -c %3 out.txt > out64.txt; wc -c < out.txt")
+                                .arg(terminalBytes)
+                                .arg(terminalBytes)
+                                .arg(consoleBytes));
+        QVERIFY(made && made->exitCode == 0);
+        QCOMPARE(made->standardOutput.trimmed().toLongLong(), terminalBytes);
+        const auto mbps = [](qint64 n, double ms) {
+            return double(n) / (1024 * 1024) / (qMax(1.0, ms) / 1000.0);
+        };
+        QList<double> console, terminal, devNull;
+        for (int run = 0; run < 3; ++run) {
+            // The console page, as the user runs `cat` in it.
+            {
+                ConsolePage page(SandboxPageContext{m_engine.client(), m_sandbox, nullptr});
+                page.resize(1000, 600);
+                page.show();
+                QSignalSpy finished(&page, &ConsolePage::commandFinished);
+                QElapsedTimer t;
+                t.start();
+                page.run(QStringLiteral("cat out64.txt"));
+                QVERIFY(finished.wait(300000));
+                console.append(mbps(consoleBytes, double(t.nsecsElapsed()) / 1e6));
+                QVERIFY(page.view()->buffer().totalLines() >= consoleBytes / 101);
+            }
+            // The terminal widget fed by a terminal session, as the Terminal page wires it.
+            {
+                TerminalView view;
+                view.resize(1000, 600);
+                view.show();
+                TerminalOptions options;
+                options.cols = view.screen().cols();
+                options.rows = view.screen().rows();
+                qint64 received = 0;
+                bool done = false;
+                QElapsedTimer t;
+                t.start();
+                TerminalSession *session
+                    = m_engine.client()->sandboxes().openTerminal(m_sandbox.id,
+                                                                  QStringList{QStringLiteral("cat"),
+                                                                              QStringLiteral(
+                                                                                  "out.txt")},
+                                                                  options, this);
+                connect(session, &TerminalSession::output, &view, [&](const QByteArray &data) {
+                    received += data.size();
+                    view.feed(data);
+                });
+                connect(session, &TerminalSession::finished, this, [&] { done = true; });
+                connect(session, &TerminalSession::failed, this, [&] { done = true; });
+                QTRY_VERIFY_WITH_TIMEOUT(done, 300000);
+                QCoreApplication::processEvents();
+                terminal.append(mbps(terminalBytes, double(t.nsecsElapsed()) / 1e6));
+                QVERIFY(received >= terminalBytes); // a terminal sends \r\n for \n
+                delete session;
+            }
+            const auto r = m_engine.exec(m_sandbox.id, QStringLiteral("cat out.txt > /dev/null"));
+            QVERIFY(r);
+            devNull.append(mbps(terminalBytes, double(r->durationMs)));
+        }
+        const auto med = [](QList<double> v) {
+            std::sort(v.begin(), v.end());
+            return v[v.size() / 2];
+        };
+        std::printf("BENCH %-28s median %8.2f MB/s | baseline %-22s median %8.2f MB/s | ratio "
+                    "%.2fx\n",
+                    "console page output", med(console), "cat > /dev/null (sbx)", med(devNull),
+                    med(console) / med(devNull));
+        std::printf("BENCH %-28s median %8.2f MB/s | baseline %-22s median %8.2f MB/s | ratio "
+                    "%.2fx\n",
+                    "terminal widget output", med(terminal), "console page output", med(console),
+                    med(terminal) / med(console));
+        std::printf("BENCH %-28s median %8.2f MB/s | baseline %-22s median %8.2f MB/s | ratio "
+                    "%.2fx\n",
+                    "terminal widget output", med(terminal), "cat > /dev/null (sbx)", med(devNull),
+                    med(terminal) / med(devNull));
+        std::fflush(stdout);
     }
 
 private:
