@@ -248,6 +248,8 @@ void AgentService::installHooks()
                 {WorkspaceVolume::treePath(spec.volumeDir, WorkspaceVolume::Tree::Home),
                  QLatin1String(AgentAdapter::HomeDir), true});
         };
+        // The CLI's mount and the home directory are the same for every sandbox of the type.
+        hooks.poolable = true;
         hooks.removed = [this](const SandboxRecord &record) {
             if (const auto job = m_jobs.value(record.id))
                 job->cancel(QStringLiteral("the sandbox was deleted"));

@@ -168,6 +168,16 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
             reply(QJsonValue(m_sandboxes->quota(ctx.keyId)));
         });
 
+    // engine.pool: the spare sandboxes (docs/protocol.md 6); an admin key's view of the host.
+    add(QStringLiteral("engine.pool"),
+        [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+            if (!m_keys->isAdmin(ctx.keyId))
+                return reply(Error{ErrorCode::Unauthorized,
+                                   QStringLiteral("only an admin key can see the engine's spares"),
+                                   {}});
+            reply(QJsonValue(m_sandboxes->pool()));
+        });
+
     // keys.*: every key sees itself; only an admin key (the engine's first) manages others.
     const auto keyJson = [](const NewKey &k) {
         QJsonObject o{{QStringLiteral("id"), k.id},

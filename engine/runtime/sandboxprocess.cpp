@@ -33,6 +33,8 @@
 #include <csignal>
 
 Q_LOGGING_CATEGORY(lcRuntime, "sandboxd.runtime")
+// Where a start's time goes: one debug line per step, in ms since start() (--verbose).
+Q_LOGGING_CATEGORY(lcStartup, "sandboxd.startup")
 
 namespace Sandbox::Engine {
 
@@ -43,6 +45,11 @@ constexpr int kStopGraceMs = 1500;
 QString cgroupName(const QString &id)
 {
     return id;
+}
+
+QString span(const QElapsedTimer &t)
+{
+    return QString::number(double(t.nsecsElapsed()) / 1e6, 'f', 2) + QStringLiteral(" ms");
 }
 
 } // namespace
@@ -236,8 +243,10 @@ void SandboxProcess::start()
             Error{ErrorCode::SandboxError,
                   QStringLiteral("sandbox-supervisor not found at %1").arg(m_spec.supervisorPath),
                   {}});
+    m_sinceStart.start();
     if (const auto prepared = prepareFiles(); !prepared)
         return fail(prepared.error());
+    qCDebug(lcStartup).noquote() << m_spec.id << "files" << span(m_sinceStart);
 
     // The cgroup and its limits, off the event loop: its files' writes wait on the kernel's cgroup
     // lock, which other sandboxes starting and stopping hold (tens of ms each on a busy host).
@@ -263,6 +272,7 @@ void SandboxProcess::start()
 void SandboxProcess::prepareVolume(Cgroup group)
 {
     m_cgroup = std::move(group);
+    qCDebug(lcStartup).noquote() << m_spec.id << "cgroup" << span(m_sinceStart);
     if (m_stopping) {
         // stop() came while the cgroup was being made: nothing was started.
         m_preparing = false;
@@ -281,6 +291,7 @@ void SandboxProcess::prepareVolume(Cgroup group)
     m_volume = new WorkspaceVolume(layout, this);
     m_volume->mount([this](Result<bool> mounted) {
         m_preparing = false;
+        qCDebug(lcStartup).noquote() << m_spec.id << "volume" << span(m_sinceStart);
         if (m_stopping) {
             // stop() came while the volume was being prepared: nothing was started.
             return cleanUp([this] { Q_EMIT exited(QStringLiteral("stopped")); });
@@ -448,7 +459,14 @@ void SandboxProcess::launch()
     });
 
     m_channel = new SupervisorChannel(std::move(engineEnd), this);
-    connect(m_channel, &SupervisorChannel::hello, this, [this] { configure(); });
+    connect(m_channel, &SupervisorChannel::hello, this, [this] {
+        qCDebug(lcStartup).noquote() << m_spec.id << "hello" << span(m_sinceStart);
+        m_helloSeen = true;
+        if (isClaimed())
+            configure();
+        else if (m_cgroup.isValid())
+            limitCpu([] {}); // a claim then needs only `configure`
+    });
     connect(m_channel, &SupervisorChannel::failed, this, [this](const QString &why) {
         abort(QStringLiteral("the sandbox's supervisor broke the protocol: ") + why);
     });
@@ -505,11 +523,33 @@ void SandboxProcess::launch()
     argsFile.reset();
     seccompFile.reset();
     m_log = new SupervisorLog(std::move(logRead), m_spec.id, this);
-    QTimer::singleShot(kStartTimeoutMs, this, [this] {
-        if (!m_readySeen && !m_stopping && m_process && m_process->state() != QProcess::NotRunning)
+    qCDebug(lcStartup).noquote() << m_spec.id << "forked" << span(m_sinceStart);
+    armStartDeadline();
+}
+
+void SandboxProcess::armStartDeadline()
+{
+    QTimer::singleShot(kStartTimeoutMs, this, [this, claimed = isClaimed()] {
+        const bool waiting = !claimed ? !m_helloSeen : (!m_readySeen && isClaimed());
+        if (waiting && !m_stopping && m_process && m_process->state() != QProcess::NotRunning)
             abort(
                 QStringLiteral("the sandbox did not start within %1 s").arg(kStartTimeoutMs / 1000));
     });
+}
+
+void SandboxProcess::claim(const QMap<QString, QString> &env)
+{
+    if (isClaimed())
+        return;
+    m_claimed = true;
+    m_spec.env = env;
+    qCDebug(lcStartup).noquote() << m_spec.id << "claimed" << span(m_sinceStart);
+    m_sinceStart.start();
+    if (!m_process)
+        return; // still preparing: launch() arms the deadline, HELLO configures
+    armStartDeadline();
+    if (m_helloSeen)
+        configure();
 }
 
 void SandboxProcess::configure()
@@ -536,24 +576,34 @@ void SandboxProcess::configure()
                                               "configuration: ")
                                + r.error().message);
         self->m_readySeen = true;
-        if (!self->m_cgroup.isValid())
+        qCDebug(lcStartup).noquote() << self->m_spec.id << "configured" << span(self->m_sinceStart);
+        // The sandbox is ready once its CPU limit holds (a spare's was set while it waited).
+        if (!self->m_cgroup.isValid() || self->m_cpuLimitSet)
             return Q_EMIT self->ready();
-        // Off the event loop, like the cgroup's creation (see start()); the sandbox is ready once
-        // its CPU limit holds.
-        runOffLoop<bool>(
-            self.data(),
-            [group = self->m_cgroup, cpus = self->m_spec.limits.cpus] {
-                return group.setCpuLimit(cpus);
-            },
-            [self](bool set) {
-                if (!self)
-                    return;
-                if (!set)
-                    qCWarning(lcRuntime) << self->m_spec.id << "cannot set the CPU limit";
-                if (self->m_process && self->m_process->state() == QProcess::Running)
-                    Q_EMIT self->ready(); // otherwise onFinished() says how it ended
-            });
+        self->limitCpu([self] {
+            if (self->m_process && self->m_process->state() == QProcess::Running)
+                Q_EMIT self->ready(); // otherwise onFinished() says how it ended
+        });
     });
+}
+
+void SandboxProcess::limitCpu(std::function<void()> then)
+{
+    // Off the event loop, like the cgroup's creation (see start()). Not before HELLO: bubblewrap
+    // and the supervisor start far faster without it (a `lite` sandbox has 1/16 of a core).
+    QPointer<SandboxProcess> self(this);
+    runOffLoop<bool>(
+        this, [group = m_cgroup, cpus = m_spec.limits.cpus] { return group.setCpuLimit(cpus); },
+        [self, then = std::move(then)](bool set) {
+            if (!self)
+                return;
+            if (!set)
+                qCWarning(lcRuntime) << self->m_spec.id << "cannot set the CPU limit";
+            self->m_cpuLimitSet = true;
+            qCDebug(lcStartup).noquote()
+                << self->m_spec.id << "cpu limit" << span(self->m_sinceStart);
+            then();
+        });
 }
 
 void SandboxProcess::killExec(quint32 id)

@@ -3,7 +3,9 @@
 #include "cgroup.h"
 #include "protocol/result.h"
 
+#include <QElapsedTimer>
 #include <QHash>
+#include <QLoggingCategory>
 #include <QMap>
 #include <QObject>
 #include <QPointer>
@@ -16,6 +18,9 @@
 
 class QProcess;
 class QTimer;
+
+// The steps of a sandbox's start with their times (debug; sandboxd --verbose).
+Q_DECLARE_LOGGING_CATEGORY(lcStartup)
 
 namespace Sandbox::Engine {
 
@@ -56,6 +61,10 @@ struct SandboxSpec
     };
     // More host paths to show inside (an agent's CLI read-only, a database's socket directory).
     QList<Mount> extraMounts;
+    // A spare (docs/protocol.md 6): started before its owner is known, it waits after HELLO,
+    // unconfigured (its CPU limit set once it is up), until SandboxProcess::claim() gives it its
+    // environment.
+    bool spare = false;
 };
 
 // One running sandbox: bubblewrap around a sandbox-supervisor, in its own cgroup, speaking the
@@ -80,7 +89,17 @@ public:
     static constexpr int kStartTimeoutMs = 30000;
 
     // Starts bwrap; ready() (once `configure` answered) or failed() follows, asynchronously.
+    // A spare's ready() waits for claim().
     void start();
+    // A spare gets its owner's environment (SandboxSpec::env) and goes on to ready().
+    void claim(const QMap<QString, QString> &env);
+    bool isClaimed() const { return !m_spec.spare || m_claimed; }
+    // An unclaimed spare whose supervisor said HELLO: a claim makes it ready in one round trip.
+    bool isWaiting() const
+    {
+        return m_helloSeen && !isClaimed() && m_abortReason.isEmpty()
+               && (m_cpuLimitSet || !m_cgroup.isValid());
+    }
     // Asks the supervisor to exit, kills what is left after a grace period, removes the cgroup.
     // exited() follows.
     void stop();
@@ -114,6 +133,11 @@ private:
     void prepareVolume(Cgroup group);
     void launch();
     void configure();
+    // Sets the cgroup's CPU limit off the event loop, then calls `then` (not if this is gone).
+    void limitCpu(std::function<void()> then);
+    // Ends the sandbox if it is not ready within kStartTimeoutMs (a spare: while it is unclaimed,
+    // only HELLO must come in that time).
+    void armStartDeadline();
     void onFinished(int exitCode, int exitStatus);
     // Ends the sandbox now (a protocol violation, a missed deadline, a failed start).
     void abort(const QString &why);
@@ -138,9 +162,14 @@ private:
     };
     QHash<quint32, ExecTree> m_execs;
     QString m_abortReason;
+    // Since start(): the start-up's steps are logged against it (sandboxd.startup, debug).
+    QElapsedTimer m_sinceStart;
     bool m_stopping = false;
     bool m_preparing = false; // from start() until launch() (or a failure before it)
     bool m_readySeen = false;
+    bool m_helloSeen = false;
+    bool m_claimed = false; // a spare's claim() came
+    bool m_cpuLimitSet = false;
 };
 
 } // namespace Sandbox::Engine

@@ -263,6 +263,15 @@ WorkspaceVolume::WorkspaceVolume(Layout layout, QObject *parent)
 WorkspaceVolume::~WorkspaceVolume()
 {
     m_abandoned->store(true);
+    // A mount in flight undoes itself once it sees `abandoned`; waited for, so that an engine
+    // that exits now (its spares are often starting) leaves no image mounted behind it.
+    if (m_busy) {
+        if (m_worker && m_worker->isRunning())
+            m_worker->wait(QDeadlineTimer(10000));
+        // It may have mounted after its last look at `abandoned`, its answer not yet delivered.
+        if (!m_layout.image.isEmpty())
+            forceUnmount(m_layout.volumeDir);
+    }
     unmount();
 }
 
@@ -371,7 +380,7 @@ void WorkspaceVolume::mount(Done done)
 
 void WorkspaceVolume::prepare(Done done)
 {
-    runOffLoop<Result<bool>>(
+    m_worker = runOffLoop<Result<bool>>(
         this,
         [layout = m_layout, abandoned = m_abandoned] { return prepareTrees(layout, abandoned); },
         std::move(done));

@@ -4,7 +4,9 @@
 #include "protocol/result.h"
 
 #include <QObject>
+#include <QPointer>
 #include <QString>
+#include <QThread>
 
 #include <atomic>
 #include <functional>
@@ -98,6 +100,7 @@ private:
     bool m_busy = false;
     // Set when this object goes while a mount runs on another thread: that mount is undone.
     std::shared_ptr<std::atomic<bool>> m_abandoned = std::make_shared<std::atomic<bool>>(false);
+    QPointer<QThread> m_worker; // the mount's thread while it runs (it deletes itself)
 };
 
 } // namespace Sandbox::Engine

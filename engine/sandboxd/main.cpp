@@ -185,6 +185,19 @@ int main(int argc, char **argv)
                                           QStringLiteral(
                                               "Sandbox memory per key in MiB (default 16384)."),
                                           QStringLiteral("mib"), QStringLiteral("16384"));
+    const QCommandLineOption maxSandboxesOpt(QStringLiteral("max-sandboxes"),
+                                             QStringLiteral("Sandboxes per key (default 64)."),
+                                             QStringLiteral("n"), QStringLiteral("64"));
+    const QCommandLineOption
+        sparesOpt(QStringLiteral("spares"),
+                  QStringLiteral("Sandboxes started ahead of demand, one per kind, type and size "
+                                 "recently created, at most N in all (default 2; 0: none)."),
+                  QStringLiteral("n"), QStringLiteral("2"));
+    const QCommandLineOption
+        sparesMemoryOpt(QStringLiteral("spares-min-available-mb"),
+                        QStringLiteral("No spares while the host has less memory available, in "
+                                       "MiB (default 2048)."),
+                        QStringLiteral("mib"), QStringLiteral("2048"));
     const QCommandLineOption
         sleepAfterOpt(QStringLiteral("sleep-after"),
                       QStringLiteral(
@@ -240,10 +253,12 @@ int main(int argc, char **argv)
                     QStringLiteral("file"));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"),
                                         QStringLiteral("Log debug messages."));
-    cli.addOptions({listenOpt, dataOpt, supervisorOpt, noCgroupsOpt, maxRunningOpt, maxMemoryOpt,
-                    sleepAfterOpt, uidBaseOpt, isolationOpt, noDiskLimitOpt, agentsDirOpt,
-                    maxConnectionsOpt, maxPerAddressOpt, prepareOpt, egressDnsOpt, egressHostsOpt,
-                    egressCaOpt, verboseOpt});
+    cli.addOptions({listenOpt,       dataOpt,       supervisorOpt,     noCgroupsOpt,
+                    maxRunningOpt,   maxMemoryOpt,  maxSandboxesOpt,   sparesOpt,
+                    sparesMemoryOpt, sleepAfterOpt, uidBaseOpt,        isolationOpt,
+                    noDiskLimitOpt,  agentsDirOpt,  maxConnectionsOpt, maxPerAddressOpt,
+                    prepareOpt,      egressDnsOpt,  egressHostsOpt,    egressCaOpt,
+                    verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -314,6 +329,16 @@ int main(int argc, char **argv)
             : CgroupHost::disabled(QStringLiteral("sandboxd was started with --no-cgroups")));
     config.maxRunningPerKey = cli.value(maxRunningOpt).toInt();
     config.maxMemoryMbPerKey = cli.value(maxMemoryOpt).toLongLong();
+    bool countsOk = false, sparesOk = false, sparesMemoryOk = false;
+    config.maxSandboxesPerKey = cli.value(maxSandboxesOpt).toInt(&countsOk);
+    config.spares = cli.value(sparesOpt).toInt(&sparesOk);
+    config.sparesMinAvailableMb = cli.value(sparesMemoryOpt).toLongLong(&sparesMemoryOk);
+    if (!countsOk || config.maxSandboxesPerKey < 1)
+        die(QStringLiteral("--max-sandboxes wants a number of 1 or more"));
+    if (!sparesOk || config.spares < 0 || config.spares > 64)
+        die(QStringLiteral("--spares wants a number from 0 to 64"));
+    if (!sparesMemoryOk || config.sparesMinAvailableMb < 0)
+        die(QStringLiteral("--spares-min-available-mb wants a number of MiB"));
     config.defaultSleepAfterMs = cli.value(sleepAfterOpt).toLongLong();
     if (!QFile::exists(config.supervisorPath))
         die(QStringLiteral("sandbox-supervisor not found at %1 (use --supervisor)")

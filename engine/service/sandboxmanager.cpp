@@ -6,6 +6,7 @@
 #include "sandboxnetwork.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLoggingCategory>
 #include <QRandomGenerator>
@@ -50,6 +51,20 @@ bool isLive(const QString &status)
     return status == kRunning || status == kCreating || status == kStarting;
 }
 
+QString spanOf(const QElapsedTimer &t)
+{
+    return QString::number(double(t.nsecsElapsed()) / 1e6, 'f', 2) + QStringLiteral(" ms");
+}
+
+// A spare's state directory holds this file until the spare is claimed: what a crash leaves of
+// unclaimed spares is found by it (recover()).
+const QString kSpareMarker = QStringLiteral("spare");
+
+SparePool::Shape shapeOf(const SandboxRecord &r)
+{
+    return {r.kind, r.type, r.size};
+}
+
 QString newSandboxId()
 {
     quint32 r[2];
@@ -73,12 +88,15 @@ struct SandboxManager::Entry
     QList<std::function<void()>> afterTeardown;
     // Decided at each start: whether the sandbox's writes were all inside its disk image.
     std::optional<LimitEnforcement> disk;
+    QElapsedTimer sinceLaunch; // the start's steps are logged against it (lcStartup)
+    bool spare = false;        // started ahead of demand, owned by no key yet (m_spares)
 };
 
 SandboxManager::SandboxManager(EngineConfig config, Registry *registry, QObject *parent)
     : QObject(parent)
     , m_config(std::move(config))
     , m_registry(registry)
+    , m_pool(m_config.bubblewrap ? m_config.spares : 0, m_config.sparesMinAvailableMb)
 {
     for (const SandboxRecord &r : m_registry->sandboxes()) {
         auto *e = new Entry;
@@ -90,6 +108,14 @@ SandboxManager::SandboxManager(EngineConfig config, Registry *registry, QObject 
 
 SandboxManager::~SandboxManager()
 {
+    // Spares die with their processes; their files go at the next start (recover()).
+    for (Entry *e : std::as_const(m_spares)) {
+        if (e->proc) {
+            e->proc->disconnect(this);
+            delete e->proc;
+        }
+        delete e;
+    }
     for (Entry *e : std::as_const(m_entries)) {
         if (e->proc) {
             e->proc->disconnect(this);
@@ -116,6 +142,18 @@ void SandboxManager::recover()
         for (const QString &size :
              {QStringLiteral("lite"), QStringLiteral("basic"), QStringLiteral("standard-1")})
             WorkspaceVolume::refillPool(pool, WorkspaceVolume::imageMb(limitsFor(size)), this);
+    }
+    // Spares the engine had when it stopped: never claimed, so nobody's; they go.
+    const QDir sandboxes(m_config.dataDir + QStringLiteral("/sandboxes"));
+    for (const QString &id : sandboxes.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+        if (!QFile::exists(stateDirOf(id) + u'/' + kSpareMarker))
+            continue;
+        if (m_entries.contains(id)) { // claimed and registered just before the stop
+            QFile::remove(stateDirOf(id) + u'/' + kSpareMarker);
+            continue;
+        }
+        SandboxProcess::cleanUpOrphan(m_config.cgroups.get(), id, volumeDirOf(id));
+        discardFiles(id);
     }
     for (Entry *e : std::as_const(m_entries)) {
         if (!isLive(e->rec.status))
@@ -355,9 +393,8 @@ void SandboxManager::armIdleTimer(Entry *e)
         e->idle->start(int(qMin<qint64>(e->rec.sleepAfterMs, std::numeric_limits<int>::max())));
 }
 
-void SandboxManager::launch(Entry *e)
+void SandboxManager::fillSpec(const Entry *e, SandboxSpec &spec) const
 {
-    SandboxSpec spec;
     spec.id = e->rec.id;
     spec.stateDir = stateDirOf(e->rec.id);
     spec.volumeDir = volumeDirOf(e->rec.id);
@@ -373,8 +410,25 @@ void SandboxManager::launch(Entry *e)
     // A new sandbox gets a disk image; one made before images existed keeps its directories.
     if (m_config.diskImages && WorkspaceVolume::usesImage(spec.stateDir))
         spec.diskImage = WorkspaceVolume::imagePath(spec.stateDir);
-    if (!spec.diskImage.isEmpty()) {
+    if (!spec.diskImage.isEmpty())
         spec.volumePool = m_config.dataDir + QStringLiteral("/volumes");
+    spec.env = e->rec.env;
+    spec.limits = e->limits;
+    spec.spare = e->spare;
+
+    const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
+    if (hooks.prepare)
+        hooks.prepare(spec, e->rec);
+    if (m_network)
+        m_network->prepare(spec, e->rec);
+}
+
+void SandboxManager::launch(Entry *e)
+{
+    e->sinceLaunch.start();
+    SandboxSpec spec;
+    fillSpec(e, spec);
+    if (!spec.diskImage.isEmpty()) {
         // The next sandbox of this size finds its image formatted already.
         QTimer::singleShot(0, this,
                            [this, pool = spec.volumePool,
@@ -382,14 +436,6 @@ void SandboxManager::launch(Entry *e)
                                WorkspaceVolume::refillPool(pool, size, this);
                            });
     }
-    spec.env = e->rec.env;
-    spec.limits = e->limits;
-
-    const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
-    if (hooks.prepare)
-        hooks.prepare(spec, e->rec);
-    if (m_network)
-        m_network->prepare(spec, e->rec);
 
     // The agent's home and the database's run directory live on the image too (WorkspaceVolume);
     // any other writable mount would be a plain host directory. (A QString, not the
@@ -422,11 +468,13 @@ void SandboxManager::launch(Entry *e)
         if (!e || !e->proc)
             return;
         QPointer<SandboxProcess> proc = e->proc;
+        qCDebug(lcStartup).noquote() << id << "process ready" << spanOf(e->sinceLaunch);
         // The network first (its listeners), then the type's own start (a database server).
         const auto afterStart = [this, id, proc](Result<bool> r) {
             Entry *e = m_entries.value(id);
             if (!e || !proc || e->proc != proc)
                 return;
+            qCDebug(lcStartup).noquote() << id << "network" << spanOf(e->sinceLaunch);
             const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
             if (!r || !hooks.afterStart)
                 return startDone(e, std::move(r));
@@ -500,6 +548,7 @@ void SandboxManager::startDone(Entry *e, Result<bool> r)
 void SandboxManager::becameReady(Entry *e)
 {
     setStatus(e, kRunning);
+    qCDebug(lcStartup).noquote() << e->rec.id << "running" << spanOf(e->sinceLaunch);
     touch(e);
     const auto waiters = std::exchange(e->waiters, {});
     for (const auto &[context, then] : waiters) {
@@ -551,8 +600,22 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
 {
     if (const auto q = checkQuota(request.keyId, request.size, {}); !q)
         return done(q.error());
-    auto *e = new Entry;
-    e->rec.id = newSandboxId();
+    SandboxRecord wanted;
+    wanted.keyId = request.keyId;
+    wanted.kind = request.kind;
+    wanted.type = request.type;
+    wanted.size = request.size;
+    wanted.env = request.env;
+    wanted.network = request.network;
+    wanted.gateway = request.gateway && m_config.bubblewrap;
+    // A spare only for a type whose start reads nothing that `created` writes.
+    Entry *e = request.created ? nullptr : takeSpare(wanted);
+    const bool claimed = e != nullptr;
+    if (!e) {
+        e = new Entry;
+        e->rec.id = newSandboxId();
+        e->rec.slot = allocateSlot();
+    }
     e->rec.keyId = request.keyId;
     e->rec.kind = request.kind;
     e->rec.type = request.type;
@@ -567,25 +630,176 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
                                                     : m_config.defaultSleepAfterMs;
     e->rec.createdAt = QDateTime::currentDateTimeUtc();
     e->rec.lastActiveAt = e->rec.createdAt;
-    e->rec.slot = m_registry->nextSlot();
     e->rec.status = kCreating;
     e->limits = limitsFor(request.size);
+    QElapsedTimer saving;
+    saving.start();
     if (const auto saved = m_registry->upsertSandbox(e->rec); !saved) {
-        delete e;
+        if (claimed)
+            dropSpare(e);
+        else
+            delete e;
         return done(saved.error());
     }
+    qCDebug(lcStartup).noquote() << e->rec.id << "registered" << spanOf(saving)
+                                 << (claimed ? "(a spare)" : "");
     m_entries.insert(e->rec.id, e);
     if (request.created)
         request.created(e->rec);
     const QString id = e->rec.id;
-    e->waiters.append({context, [this, id, done](Result<SupervisorChannel *> r) {
+    const bool poolable = m_hooks.value(request.type).poolable && !request.created;
+    e->waiters.append({context, [this, id, done, poolable](Result<SupervisorChannel *> r) {
+                           // The next spare starts once this sandbox has the cores to itself.
+                           if (poolable)
+                               QTimer::singleShot(0, this, [this] { refillSpares(); });
                            if (!r)
                                return done(r.error());
                            endActivity(id);
                            Entry *e = m_entries.value(id);
                            done(toJson(e));
                        }});
+    if (poolable)
+        m_pool.noteCreated(shapeOf(e->rec));
+    if (!claimed)
+        return launch(e);
+    // The spare's process goes on from HELLO with its owner's environment; the network (the
+    // owner's policy) and the type's start follow as for any start (launch()'s ready()).
+    QFile::remove(stateDirOf(id) + u'/' + kSpareMarker);
+    e->sinceLaunch.start();
+    SandboxSpec spec;
+    fillSpec(e, spec);
+    e->proc->claim(spec.env);
+}
+
+int SandboxManager::allocateSlot()
+{
+    // Spares hold slots (uids) the registry does not know yet.
+    m_nextSlot = qMax(m_nextSlot, m_registry->nextSlot());
+    return m_nextSlot++;
+}
+
+SandboxManager::Entry *SandboxManager::takeSpare(const SandboxRecord &wanted)
+{
+    for (Entry *e : std::as_const(m_spares)) {
+        if (!e->proc || shapeOf(e->rec) != shapeOf(wanted))
+            continue;
+        // The spare must be what a new start for this owner would make: the same mounts, /tmp,
+        // limits and uid (a type's prepare that read the owner's record would differ here).
+        Entry candidate;
+        candidate.rec = wanted;
+        candidate.rec.id = e->rec.id;
+        candidate.rec.slot = e->rec.slot;
+        candidate.limits = limitsFor(wanted.size);
+        SandboxSpec spec;
+        fillSpec(&candidate, spec);
+        const SandboxSpec &had = e->proc->spec();
+        if (SandboxProcess::bwrapArguments(spec) != SandboxProcess::bwrapArguments(had)
+            || spec.uid != had.uid || spec.limits.memoryMb != had.limits.memoryMb
+            || spec.limits.pids != had.limits.pids || spec.limits.cpus != had.limits.cpus
+            || spec.diskImage != had.diskImage)
+            continue;
+        m_spares.removeOne(e);
+        e->spare = false;
+        return e;
+    }
+    return nullptr;
+}
+
+void SandboxManager::refillSpares()
+{
+    const QList<SparePool::Shape> wanted = m_pool.wanted();
+    QList<SparePool::Shape> have;
+    const QList<Entry *> spares = m_spares;
+    for (Entry *e : spares) {
+        const SparePool::Shape shape = shapeOf(e->rec);
+        if (!wanted.contains(shape) || have.contains(shape))
+            dropSpare(e);
+        else
+            have.append(shape);
+    }
+    for (const SparePool::Shape &shape : wanted) {
+        if (!have.contains(shape))
+            spawnSpare(shape);
+    }
+}
+
+void SandboxManager::spawnSpare(const SparePool::Shape &shape)
+{
+    auto *e = new Entry;
+    e->spare = true;
+    e->rec.id = newSandboxId();
+    e->rec.kind = shape.kind;
+    e->rec.type = shape.type;
+    e->rec.size = shape.size;
+    e->rec.slot = allocateSlot();
+    e->rec.status = kCreating;
+    e->limits = limitsFor(shape.size);
+    const QString id = e->rec.id;
+    QFile marker(stateDirOf(id) + u'/' + kSpareMarker);
+    if (!QDir().mkpath(stateDirOf(id)) || !marker.open(QIODevice::WriteOnly)) {
+        qCWarning(lcManager) << "cannot make a spare sandbox in" << stateDirOf(id);
+        delete e;
+        return discardFiles(id);
+    }
+    marker.close();
+    m_spares.append(e);
+    qCDebug(lcManager) << "starting a spare" << shape.kind << shape.type << shape.size << id;
     launch(e);
+    // Until it is claimed, a spare that ends is forgotten (launch()'s handlers know only the
+    // registered sandboxes).
+    const auto ended = [this, e] {
+        if (m_spares.contains(e)) {
+            qCWarning(lcManager) << "spare sandbox" << e->rec.id << "ended before it was used";
+            dropSpare(e);
+        }
+    };
+    connect(e->proc, &SandboxProcess::failed, this, ended);
+    connect(e->proc, &SandboxProcess::exited, this, ended);
+}
+
+void SandboxManager::dropSpare(Entry *e)
+{
+    m_spares.removeOne(e);
+    const QString id = e->rec.id;
+    SandboxProcess *proc = std::exchange(e->proc, nullptr);
+    delete e;
+    if (!proc)
+        return discardFiles(id);
+    proc->disconnect(this);
+    auto gone = std::make_shared<bool>(false);
+    const auto after = [this, proc, id, gone] {
+        if (std::exchange(*gone, true))
+            return;
+        proc->deleteLater();
+        discardFiles(id);
+    };
+    connect(proc, &SandboxProcess::exited, this, after);
+    connect(proc, &SandboxProcess::failed, this, after);
+    proc->stop();
+}
+
+void SandboxManager::discardFiles(const QString &id)
+{
+    // Out of sight at once, deleted off the event loop, fd-relative.
+    WorkspaceVolume::discard(stateDirOf(id), trashDir(), this, [id](Result<bool> r) {
+        if (!r)
+            qCWarning(lcManager).noquote() << "sandbox" << id << r.error().message;
+    });
+}
+
+QJsonObject SandboxManager::pool() const
+{
+    QJsonArray spares;
+    for (const Entry *e : m_spares)
+        spares.append(QJsonObject{{QStringLiteral("id"), e->rec.id},
+                                  {QStringLiteral("kind"), e->rec.kind},
+                                  {QStringLiteral("type"), e->rec.type},
+                                  {QStringLiteral("size"), e->rec.size},
+                                  {QStringLiteral("ready"), e->proc && e->proc->isWaiting()}});
+    return {{QStringLiteral("capacity"), m_pool.capacity()},
+            {QStringLiteral("minAvailableMb"), double(m_pool.minAvailableMb())},
+            {QStringLiteral("availableMb"), double(m_pool.availableMb())},
+            {QStringLiteral("spares"), spares}};
 }
 
 Result<QJsonObject> SandboxManager::info(const QString &keyId, const QString &id,
@@ -730,11 +944,8 @@ void SandboxManager::remove(const QString &keyId, const QString &id, const QStri
         if (m_network)
             m_network->remove(id);
         const auto removed = m_registry->removeSandbox(id);
-        // Its files go with it: out of sight at once, deleted off the event loop, fd-relative.
-        WorkspaceVolume::discard(stateDirOf(id), trashDir(), this, [id](Result<bool> r) {
-            if (!r)
-                qCWarning(lcManager).noquote() << "sandbox" << id << r.error().message;
-        });
+        // Its files go with it.
+        discardFiles(id);
         Q_EMIT statusChanged(id, QStringLiteral("deleted"));
         delete e;
         if (!guard)

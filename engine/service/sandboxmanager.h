@@ -2,6 +2,7 @@
 
 #include "protocol/result.h"
 #include "runtime/cgroup.h"
+#include "sparepool.h"
 #include "state/registry.h"
 
 #include <QHash>
@@ -36,6 +37,10 @@ struct SandboxTypeHooks
         beforeStop;
     // Runs when the sandbox is deleted, after it stopped.
     std::function<void(const SandboxRecord &record)> removed;
+    // Whether spares of this type may be started ahead of demand (docs/protocol.md 6): true only
+    // when `prepare` depends on nothing but the type and the sandbox's own directories, and the
+    // type has no `created` step that its start reads.
+    bool poolable = false;
 };
 
 struct EngineConfig
@@ -55,6 +60,10 @@ struct EngineConfig
     qint64 maxMemoryMbPerKey = 16384;
     int maxSandboxesPerKey = 64;
     qint64 defaultSleepAfterMs = 10 * 60 * 1000;
+    // Spare sandboxes started ahead of demand (docs/protocol.md 6): at most this many in all,
+    // none while the host's available memory is below sparesMinAvailableMb.
+    int spares = 2;
+    qint64 sparesMinAvailableMb = 2048;
 };
 
 struct CreateSandbox
@@ -140,6 +149,9 @@ public:
 
     QJsonObject quota(const QString &keyId) const;
     QJsonObject counts(const QString &keyId) const;
+    // The spares (engine.pool, docs/protocol.md 6): {capacity, minAvailableMb, availableMb,
+    // spares:[{id, kind, type, size, ready}]}.
+    QJsonObject pool() const;
 
 Q_SIGNALS:
     void statusChanged(const QString &id, const QString &status);
@@ -168,12 +180,27 @@ private:
     LimitEnforcement diskEnforcement(const Entry *e) const;
     QString trashDir() const;
     void startDone(Entry *e, Result<bool> result);
+    // Everything a start of `e` needs but its process (the type's and the network's parts too).
+    void fillSpec(const Entry *e, SandboxSpec &spec) const;
+    int allocateSlot();
+    // A started spare that can become `request`'s sandbox exactly as a new start would make it,
+    // taken out of the pool; null if there is none.
+    Entry *takeSpare(const SandboxRecord &wanted);
+    void refillSpares();
+    void spawnSpare(const SparePool::Shape &shape);
+    // Stops a spare (or an entry taken from the pool that could not be registered) and deletes
+    // its files; `e` is gone at once.
+    void dropSpare(Entry *e);
+    void discardFiles(const QString &id);
 
     EngineConfig m_config;
     Registry *m_registry;              // not owned
     QHash<QString, Entry *> m_entries; // owned
     QHash<QString, SandboxTypeHooks> m_hooks;
     SandboxNetwork *m_network = nullptr; // not owned
+    SparePool m_pool;
+    QList<Entry *> m_spares; // owned; not in m_entries until claimed
+    int m_nextSlot = 0;
 };
 
 } // namespace Sandbox::Engine

@@ -1,0 +1,247 @@
+// Spare sandboxes (docs/protocol.md 6): started ahead of demand, each becomes exactly one owner's
+// sandbox with that owner's environment, limits and network, never another's; the pool keeps to
+// its cap and stays empty when memory is short; a crash leaves none behind.
+#include "engineprocess.h"
+#include "testclient.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QTemporaryDir>
+#include <QTest>
+
+namespace {
+
+const QStringList kQuota{QStringLiteral("--max-running"), QStringLiteral("64"),
+                         QStringLiteral("--max-memory-mb"), QStringLiteral("1000000")};
+
+QJsonArray spares(RpcTestClient &rpc)
+{
+    return rpc.result(QStringLiteral("engine.pool"), {}).value(QStringLiteral("spares")).toArray();
+}
+
+// The id of the engine's one spare of this size once it is up (empty if none comes).
+QString readySpare(RpcTestClient &rpc, const QString &size)
+{
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 30000) {
+        for (const QJsonValue &v : spares(rpc)) {
+            const QJsonObject s = v.toObject();
+            if (s.value(QStringLiteral("size")).toString() == size
+                && s.value(QStringLiteral("ready")).toBool())
+                return s.value(QStringLiteral("id")).toString();
+        }
+        QTest::qWait(20);
+    }
+    return {};
+}
+
+QString create(RpcTestClient &rpc, const QJsonObject &extra)
+{
+    QJsonObject params{{QStringLiteral("type"), QStringLiteral("codex")}};
+    for (auto it = extra.begin(); it != extra.end(); ++it)
+        params.insert(it.key(), it.value());
+    return rpc.result(QStringLiteral("agents.create"), params)
+        .value(QStringLiteral("id"))
+        .toString();
+}
+
+QString run(RpcTestClient &rpc, const QString &id, const QString &command)
+{
+    return rpc
+        .result(QStringLiteral("agents.exec"),
+                {{QStringLiteral("id"), id}, {QStringLiteral("command"), command}})
+        .value(QStringLiteral("stdout"))
+        .toString()
+        .trimmed();
+}
+
+} // namespace
+
+class tst_Spares : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void aSpareBecomesOneOwnersSandbox();
+    void aSpareGetsItsOwnersSizeAndNetwork();
+    void thePoolKeepsToItsCap();
+    void noSparesWhenMemoryIsShort();
+    void aCrashLeavesNoSpareBehind();
+};
+
+void tst_Spares::aSpareBecomesOneOwnersSandbox()
+{
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
+    RpcTestClient admin;
+    QVERIFY(admin.open(engine.wsUrl(), engine.key()));
+    const QString key
+        = admin.result(QStringLiteral("keys.create"), {{QStringLiteral("name"), QStringLiteral("b")}})
+              .value(QStringLiteral("key"))
+              .toString();
+    RpcTestClient other;
+    QVERIFY(other.open(engine.wsUrl(), key));
+    // Only an admin key sees the pool.
+    QCOMPARE(other.call(QStringLiteral("engine.pool"), {})
+                 .value(QStringLiteral("error"))
+                 .toObject()
+                 .value(QStringLiteral("code"))
+                 .toInt(),
+             -32001);
+
+    // The first create of a shape starts a spare of it.
+    const QString first = create(admin, {{QStringLiteral("size"), QStringLiteral("lite")},
+                                         {QStringLiteral("env"),
+                                          QJsonObject{{QStringLiteral("OWNER"),
+                                                       QStringLiteral("a")}}}});
+    QVERIFY(!first.isEmpty());
+    QCOMPARE(run(admin, first, QStringLiteral("echo secret > mine.txt; echo $OWNER")),
+             QStringLiteral("a"));
+    const QString spare = readySpare(admin, QStringLiteral("lite"));
+    QVERIFY(!spare.isEmpty());
+    QVERIFY(spare != first);
+
+    // Another key's create of that shape takes it, with its own environment and nothing of the
+    // first owner's.
+    const QString second = create(other, {{QStringLiteral("size"), QStringLiteral("lite")},
+                                          {QStringLiteral("env"),
+                                           QJsonObject{{QStringLiteral("OWNER"),
+                                                        QStringLiteral("b")}}}});
+    QCOMPARE(second, spare);
+    QCOMPARE(run(other, second, QStringLiteral("echo $OWNER $SANDBOX_ID; ls -A /workspace")),
+             QStringLiteral("b ") + second);
+    QCOMPARE(run(other, second, QStringLiteral("hostname")), second);
+    QVERIFY(run(admin, first, QStringLiteral("id -u")) != run(other, second, QStringLiteral("id -u")));
+    QCOMPARE(other.result(QStringLiteral("agents.list"), {})
+                 .value(QStringLiteral("agents"))
+                 .toArray()
+                 .size(),
+             1);
+
+    // The next spare is a new sandbox again: the first owner's next create does not get the
+    // second owner's (deleted) sandbox back.
+    other.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), second}});
+    const QString next = readySpare(admin, QStringLiteral("lite"));
+    QVERIFY(!next.isEmpty());
+    QVERIFY(next != second && next != first);
+    const QString third = create(admin, {{QStringLiteral("size"), QStringLiteral("lite")},
+                                         {QStringLiteral("env"),
+                                          QJsonObject{{QStringLiteral("OWNER"),
+                                                       QStringLiteral("a2")}}}});
+    QCOMPARE(third, next);
+    QCOMPARE(run(admin, third, QStringLiteral("echo $OWNER; ls -A /workspace")),
+             QStringLiteral("a2"));
+}
+
+void tst_Spares::aSpareGetsItsOwnersSizeAndNetwork()
+{
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    // A spare of standard-2 (a 512 MiB /tmp) is never handed to a lite create (64 MiB).
+    QVERIFY(!create(rpc, {{QStringLiteral("size"), QStringLiteral("standard-2")}}).isEmpty());
+    const QString big = readySpare(rpc, QStringLiteral("standard-2"));
+    QVERIFY(!big.isEmpty());
+    const QString lite = create(rpc, {{QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!lite.isEmpty() && lite != big);
+    QCOMPARE(run(rpc, lite, QStringLiteral("df -k --output=size /tmp | tail -1")),
+             QStringLiteral("65536"));
+
+    // The spare of standard-2 goes to the next standard-2 create, with that create's policy:
+    // its proxy listener and environment, and its limits.
+    const QJsonObject policy{{QStringLiteral("allow"), QJsonArray{QStringLiteral("example.com")}}};
+    const QString claimed = create(rpc, {{QStringLiteral("size"), QStringLiteral("standard-2")},
+                                         {QStringLiteral("network"), policy}});
+    QCOMPARE(claimed, big);
+    QCOMPARE(run(rpc, claimed, QStringLiteral("df -k --output=size /tmp | tail -1")),
+             QStringLiteral("524288"));
+    QCOMPARE(run(rpc, claimed,
+                 QStringLiteral("echo $HTTP_PROXY; "
+                                "bash -c '(exec 3<>/dev/tcp/127.0.0.1/3128) && echo open'")),
+             QStringLiteral("http://127.0.0.1:3128\nopen"));
+    const QJsonObject info
+        = rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), claimed}});
+    QCOMPARE(info.value(QStringLiteral("network")).toObject(), policy);
+    QCOMPARE(info.value(QStringLiteral("size")).toString(), QStringLiteral("standard-2"));
+    const QString memoryMax = QStringLiteral("/sys/fs/cgroup/sandboxd/%1/memory.max").arg(claimed);
+    if (QFileInfo::exists(memoryMax)) {
+        QFile f(memoryMax);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll().trimmed(), QByteArray::number(6144LL * 1024 * 1024));
+        QFile cpu(QStringLiteral("/sys/fs/cgroup/sandboxd/%1/cpu.max").arg(claimed));
+        QVERIFY(cpu.open(QIODevice::ReadOnly));
+        QCOMPARE(cpu.readAll().trimmed().split(' ').value(0), QByteArray("100000"));
+    }
+}
+
+void tst_Spares::thePoolKeepsToItsCap()
+{
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota + QStringList{QStringLiteral("--spares"), QStringLiteral("1")}),
+             qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    QCOMPARE(rpc.result(QStringLiteral("engine.pool"), {}).value(QStringLiteral("capacity")).toInt(),
+             1);
+    QVERIFY(!create(rpc, {{QStringLiteral("size"), QStringLiteral("lite")}}).isEmpty());
+    QVERIFY(!readySpare(rpc, QStringLiteral("lite")).isEmpty());
+    // The most recent shape wins the one place; the lite spare is stopped.
+    QVERIFY(!create(rpc, {{QStringLiteral("size"), QStringLiteral("basic")}}).isEmpty());
+    QVERIFY(!readySpare(rpc, QStringLiteral("basic")).isEmpty());
+    const QJsonArray now = spares(rpc);
+    QCOMPARE(now.size(), 1);
+    QCOMPARE(now.first().toObject().value(QStringLiteral("size")).toString(),
+             QStringLiteral("basic"));
+    // Its files went with it: one directory per sandbox and one for the spare.
+    QTRY_COMPARE(QDir(engine.dataDir() + QStringLiteral("/sandboxes"))
+                     .entryList(QDir::Dirs | QDir::NoDotAndDotDot)
+                     .size(),
+                 3);
+}
+
+void tst_Spares::noSparesWhenMemoryIsShort()
+{
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota
+                          + QStringList{QStringLiteral("--spares-min-available-mb"),
+                                        QStringLiteral("100000000")}),
+             qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    QVERIFY(!create(rpc, {{QStringLiteral("size"), QStringLiteral("lite")}}).isEmpty());
+    QTest::qWait(500);
+    const QJsonObject pool = rpc.result(QStringLiteral("engine.pool"), {});
+    QCOMPARE(pool.value(QStringLiteral("spares")).toArray().size(), 0);
+    QVERIFY(pool.value(QStringLiteral("availableMb")).toDouble() > 0);
+}
+
+void tst_Spares::aCrashLeavesNoSpareBehind()
+{
+    QTemporaryDir dir;
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota, dir.path()), qPrintable(engine.log()));
+    QString id;
+    {
+        RpcTestClient rpc;
+        QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+        id = create(rpc, {{QStringLiteral("size"), QStringLiteral("lite")}});
+        QVERIFY(!id.isEmpty());
+        QVERIFY(!readySpare(rpc, QStringLiteral("lite")).isEmpty());
+    }
+    const QDir sandboxes(dir.path() + QStringLiteral("/sandboxes"));
+    QCOMPARE(sandboxes.entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(), 2);
+    engine.kill9();
+    EngineProcess again;
+    QVERIFY2(again.start(kQuota, dir.path()), qPrintable(again.log()));
+    QCOMPARE(sandboxes.entryList(QDir::Dirs | QDir::NoDotAndDotDot), QStringList{id});
+    QFile mounts(QStringLiteral("/proc/self/mountinfo"));
+    QVERIFY(mounts.open(QIODevice::ReadOnly));
+    const QByteArray mounted = mounts.readAll();
+    QCOMPARE(mounted.count(dir.path().toUtf8()), qsizetype(0)); // the sandbox sleeps: no mount
+}
+
+QTEST_GUILESS_MAIN(tst_Spares)
+#include "tst_spares.moc"
