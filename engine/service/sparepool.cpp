@@ -40,10 +40,8 @@ qint64 SparePool::availableMb() const
         return -1;
     const qsizetype end = all.indexOf('\n', at);
     bool ok = false;
-    const qint64 kb = all.mid(at + 13, end < 0 ? -1 : end - at - 13)
-                          .replace("kB", "")
-                          .trimmed()
-                          .toLongLong(&ok);
+    const qint64 kb
+        = all.mid(at + 13, end < 0 ? -1 : end - at - 13).replace("kB", "").trimmed().toLongLong(&ok);
     return ok ? kb / 1024 : -1;
 }
 

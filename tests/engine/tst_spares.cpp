@@ -42,9 +42,7 @@ QString create(RpcTestClient &rpc, const QJsonObject &extra)
     QJsonObject params{{QStringLiteral("type"), QStringLiteral("codex")}};
     for (auto it = extra.begin(); it != extra.end(); ++it)
         params.insert(it.key(), it.value());
-    return rpc.result(QStringLiteral("agents.create"), params)
-        .value(QStringLiteral("id"))
-        .toString();
+    return rpc.result(QStringLiteral("agents.create"), params).value(QStringLiteral("id")).toString();
 }
 
 QString run(RpcTestClient &rpc, const QString &id, const QString &command)
@@ -77,10 +75,11 @@ void tst_Spares::aSpareBecomesOneOwnersSandbox()
     QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
     RpcTestClient admin;
     QVERIFY(admin.open(engine.wsUrl(), engine.key()));
-    const QString key
-        = admin.result(QStringLiteral("keys.create"), {{QStringLiteral("name"), QStringLiteral("b")}})
-              .value(QStringLiteral("key"))
-              .toString();
+    const QString key = admin
+                            .result(QStringLiteral("keys.create"),
+                                    {{QStringLiteral("name"), QStringLiteral("b")}})
+                            .value(QStringLiteral("key"))
+                            .toString();
     RpcTestClient other;
     QVERIFY(other.open(engine.wsUrl(), key));
     // Only an admin key sees the pool.
@@ -92,10 +91,10 @@ void tst_Spares::aSpareBecomesOneOwnersSandbox()
              -32001);
 
     // The first create of a shape starts a spare of it.
-    const QString first = create(admin, {{QStringLiteral("size"), QStringLiteral("lite")},
-                                         {QStringLiteral("env"),
-                                          QJsonObject{{QStringLiteral("OWNER"),
-                                                       QStringLiteral("a")}}}});
+    const QString first = create(admin,
+                                 {{QStringLiteral("size"), QStringLiteral("lite")},
+                                  {QStringLiteral("env"),
+                                   QJsonObject{{QStringLiteral("OWNER"), QStringLiteral("a")}}}});
     QVERIFY(!first.isEmpty());
     QCOMPARE(run(admin, first, QStringLiteral("echo secret > mine.txt; echo $OWNER")),
              QStringLiteral("a"));
@@ -105,15 +104,16 @@ void tst_Spares::aSpareBecomesOneOwnersSandbox()
 
     // Another key's create of that shape takes it, with its own environment and nothing of the
     // first owner's.
-    const QString second = create(other, {{QStringLiteral("size"), QStringLiteral("lite")},
-                                          {QStringLiteral("env"),
-                                           QJsonObject{{QStringLiteral("OWNER"),
-                                                        QStringLiteral("b")}}}});
+    const QString second = create(other,
+                                  {{QStringLiteral("size"), QStringLiteral("lite")},
+                                   {QStringLiteral("env"),
+                                    QJsonObject{{QStringLiteral("OWNER"), QStringLiteral("b")}}}});
     QCOMPARE(second, spare);
     QCOMPARE(run(other, second, QStringLiteral("echo $OWNER $SANDBOX_ID; ls -A /workspace")),
              QStringLiteral("b ") + second);
     QCOMPARE(run(other, second, QStringLiteral("hostname")), second);
-    QVERIFY(run(admin, first, QStringLiteral("id -u")) != run(other, second, QStringLiteral("id -u")));
+    QVERIFY(run(admin, first, QStringLiteral("id -u"))
+            != run(other, second, QStringLiteral("id -u")));
     QCOMPARE(other.result(QStringLiteral("agents.list"), {})
                  .value(QStringLiteral("agents"))
                  .toArray()
@@ -126,10 +126,10 @@ void tst_Spares::aSpareBecomesOneOwnersSandbox()
     const QString next = readySpare(admin, QStringLiteral("lite"));
     QVERIFY(!next.isEmpty());
     QVERIFY(next != second && next != first);
-    const QString third = create(admin, {{QStringLiteral("size"), QStringLiteral("lite")},
-                                         {QStringLiteral("env"),
-                                          QJsonObject{{QStringLiteral("OWNER"),
-                                                       QStringLiteral("a2")}}}});
+    const QString third = create(admin,
+                                 {{QStringLiteral("size"), QStringLiteral("lite")},
+                                  {QStringLiteral("env"),
+                                   QJsonObject{{QStringLiteral("OWNER"), QStringLiteral("a2")}}}});
     QCOMPARE(third, next);
     QCOMPARE(run(admin, third, QStringLiteral("echo $OWNER; ls -A /workspace")),
              QStringLiteral("a2"));
@@ -162,16 +162,23 @@ void tst_Spares::aSpareGetsItsOwnersSizeAndNetwork()
                  QStringLiteral("echo $HTTP_PROXY; "
                                 "bash -c '(exec 3<>/dev/tcp/127.0.0.1/3128) && echo open'")),
              QStringLiteral("http://127.0.0.1:3128\nopen"));
-    const QJsonObject info
-        = rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), claimed}});
+    const QJsonObject info = rpc.result(QStringLiteral("agents.get"),
+                                        {{QStringLiteral("id"), claimed}});
     QCOMPARE(info.value(QStringLiteral("network")).toObject(), policy);
     QCOMPARE(info.value(QStringLiteral("size")).toString(), QStringLiteral("standard-2"));
-    const QString memoryMax = QStringLiteral("/sys/fs/cgroup/sandboxd/%1/memory.max").arg(claimed);
+    // Its cgroup's limits are standard-2's (cgroup v2, or v1's hierarchies).
+    const bool v2 = QFileInfo::exists(QStringLiteral("/sys/fs/cgroup/sandboxd/%1").arg(claimed));
+    const QString memoryMax
+        = v2 ? QStringLiteral("/sys/fs/cgroup/sandboxd/%1/memory.max").arg(claimed)
+             : QStringLiteral("/sys/fs/cgroup/memory/sandboxd/%1/memory.limit_in_bytes").arg(claimed);
+    const QString cpuMax
+        = v2 ? QStringLiteral("/sys/fs/cgroup/sandboxd/%1/cpu.max").arg(claimed)
+             : QStringLiteral("/sys/fs/cgroup/cpu/sandboxd/%1/cpu.cfs_quota_us").arg(claimed);
     if (QFileInfo::exists(memoryMax)) {
         QFile f(memoryMax);
         QVERIFY(f.open(QIODevice::ReadOnly));
         QCOMPARE(f.readAll().trimmed(), QByteArray::number(6144LL * 1024 * 1024));
-        QFile cpu(QStringLiteral("/sys/fs/cgroup/sandboxd/%1/cpu.max").arg(claimed));
+        QFile cpu(cpuMax);
         QVERIFY(cpu.open(QIODevice::ReadOnly));
         QCOMPARE(cpu.readAll().trimmed().split(' ').value(0), QByteArray("100000"));
     }
