@@ -72,8 +72,33 @@ Error failure(const QString &what, int err = 0)
 }
 
 // A loop device for the image, then the mount: syscalls rather than mount(8), a few ms.
+// Whether a loop device is still backed by the image: its previous mount, detached lazily at
+// the last stop, lives on while any mount namespace still holds it — e.g. that of another
+// sandbox's bubblewrap, which copies the host's mounts before it pivots away from them.
+bool attachedToLoop(const QString &imagePath)
+{
+    const QByteArray image = QFile::encodeName(QFileInfo(imagePath).canonicalFilePath());
+    const QDir block(QStringLiteral("/sys/block"));
+    for (const QString &dev :
+         block.entryList({QStringLiteral("loop*")}, QDir::Dirs | QDir::System)) {
+        QFile backing(block.filePath(dev) + QStringLiteral("/loop/backing_file"));
+        if (backing.open(QIODevice::ReadOnly) && backing.readAll().trimmed() == image)
+            return true;
+    }
+    return false;
+}
+
 Result<bool> attachImage(const QString &imagePath, const QString &mountPoint)
 {
+    // Mounting the image through a second loop device while the first still holds it would show
+    // the files as they were on disk, without what the first has not written back yet: wait for
+    // the first to go (bounded).
+    for (int waited = 0; attachedToLoop(imagePath); waited += 10) {
+        if (waited >= 10000)
+            return failure(QStringLiteral("the sandbox's disk image is still attached from its "
+                                          "previous start"));
+        ::usleep(10000);
+    }
     const QByteArray image = QFile::encodeName(imagePath);
     const QByteArray target = QFile::encodeName(mountPoint);
     HostFs::Fd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));

@@ -18,7 +18,6 @@
 #include <QTest>
 
 #include <algorithm>
-#include <unistd.h>
 
 namespace {
 
@@ -79,20 +78,6 @@ qint64 pssKb(qint64 pid)
             return line.mid(4).trimmed().split(' ').value(0).toLongLong();
     }
     return 0;
-}
-
-// The engine's CPU time so far (user + system), in ms: what an exec costs it, whatever else
-// the machine runs.
-double cpuMs(qint64 pid)
-{
-    QFile f(QStringLiteral("/proc/%1/stat").arg(pid));
-    if (!f.open(QIODevice::ReadOnly))
-        return -1;
-    const QByteArray s = f.readAll();
-    const QList<QByteArray> fields = s.mid(s.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after "pid (comm) ".
-    return double(fields.value(11).toLongLong() + fields.value(12).toLongLong()) * 1000.0
-           / double(::sysconf(_SC_CLK_TCK));
 }
 
 qint64 cgroupBytes(const QStringList &ids)
@@ -163,8 +148,7 @@ void bench_Density::idleSandboxes()
     execRtt(rpc, busy, 20); // warm
 
     const QString csvPath = qEnvironmentVariable("SANDBOX_DENSITY_CSV",
-                                                 QStringLiteral(SANDBOX_BINARY_DIR
-                                                                "/density.csv"));
+                                                 QStringLiteral(SANDBOX_BINARY_DIR "/density.csv"));
     QFile csv(csvPath);
     QVERIFY2(csv.open(QIODevice::WriteOnly | QIODevice::Truncate), qPrintable(csvPath));
     csv.write("idle,engine_rss_kib,engine_fds,engine_threads,sandbox_pss_kib,cgroup_kib,"
@@ -177,17 +161,18 @@ void bench_Density::idleSandboxes()
         while (idle.size() < step) {
             const QString id = create();
             QVERIFY2(!id.isEmpty(),
-                     qPrintable(QStringLiteral("sandbox %1: %2")
-                                    .arg(idle.size() + 1)
-                                    .arg(QString::fromUtf8(QJsonDocument(rpc.lastError()).toJson(
-                                        QJsonDocument::Compact)))));
+                     qPrintable(
+                         QStringLiteral("sandbox %1: %2")
+                             .arg(idle.size() + 1)
+                             .arg(QString::fromUtf8(
+                                 QJsonDocument(rpc.lastError()).toJson(QJsonDocument::Compact)))));
             idle.append(id);
         }
         QTest::qWait(1000); // the starts' threads and buffers settle
         constexpr int runs = 200;
-        const double cpuBefore = cpuMs(engine.pid());
+        const double cpuBefore = engine.cpuMs();
         const Rtt rtt = execRtt(rpc, busy, runs);
-        const double cpuPerExecUs = (cpuMs(engine.pid()) - cpuBefore) * 1000.0 / runs;
+        const double cpuPerExecUs = (engine.cpuMs() - cpuBefore) * 1000.0 / runs;
         QVERIFY(rtt.median > 0);
         const qint64 rss = statusKb(engine.pid(), "VmRSS");
         const qint64 threads = statusKb(engine.pid(), "Threads");
@@ -216,13 +201,14 @@ void bench_Density::idleSandboxes()
         csv.flush();
         const double perSandboxKib = step > 0 ? double(rss - rss0) / step : 0;
         const int sandboxes = step + 1;
-        std::printf("BENCH idle %3d: engine RSS %7.1f MiB (%+7.1f KiB per idle sandbox), %4lld fds, "
-                    "%3lld threads | sandboxes' processes PSS %7.1f MiB (%5.2f MiB each), "
-                    "cgroups %7.1f MiB | exec RTT median %6.2f ms p99 %6.2f ms, engine CPU %5.0f us "
-                    "per exec | baseline 0 idle median %6.2f ms | ratio %.2fx\n",
-                    step, rss / 1024.0, perSandboxKib, qint64(fds), threads, pss / 1024.0,
-                    pss / 1024.0 / sandboxes, cgroup < 0 ? -1.0 : cgroup / 1048576.0, rtt.median,
-                    rtt.p99, cpuPerExecUs, rtt0.median, rtt.median / rtt0.median);
+        std::printf(
+            "BENCH idle %3d: engine RSS %7.1f MiB (%+7.1f KiB per idle sandbox), %4lld fds, "
+            "%3lld threads | sandboxes' processes PSS %7.1f MiB (%5.2f MiB each), "
+            "cgroups %7.1f MiB | exec RTT median %6.2f ms p99 %6.2f ms, engine CPU %5.0f us "
+            "per exec | baseline 0 idle median %6.2f ms | ratio %.2fx\n",
+            step, rss / 1024.0, perSandboxKib, qint64(fds), threads, pss / 1024.0,
+            pss / 1024.0 / sandboxes, cgroup < 0 ? -1.0 : cgroup / 1048576.0, rtt.median, rtt.p99,
+            cpuPerExecUs, rtt0.median, rtt.median / rtt0.median);
         std::fflush(stdout);
     }
     std::printf("BENCH idle density csv: %s\n", qPrintable(QFileInfo(csvPath).absoluteFilePath()));

@@ -106,8 +106,7 @@ int main(int argc, char **argv)
     Series p99{QStringLiteral("exec RTT p99"), QColor(255, 127, 14), {}};
     Series engine{QStringLiteral("engine RSS"), QColor(44, 160, 44), {}};
     Series sandboxes{QStringLiteral("sandboxes' processes (PSS)"), QColor(214, 39, 40), {}};
-    Series cgroups{QStringLiteral("sandboxes' cgroups (memory.current)"), QColor(148, 103, 189),
-                   {}};
+    Series cgroups{QStringLiteral("sandboxes' cgroups (memory.current)"), QColor(148, 103, 189), {}};
     for (qsizetype i = 1; i < lines.size(); ++i) {
         const QList<QByteArray> f = lines[i].split(',');
         const double x = f.value(column("idle")).toDouble();
@@ -131,8 +130,7 @@ int main(int argc, char **argv)
     QList<Series> memory{engine, sandboxes};
     if (cgroups.points.size() == median.points.size())
         memory.append(cgroups);
-    drawPanel(p, QRectF(700, 0, 700, 560), QStringLiteral("memory"), QStringLiteral("MiB"),
-              memory);
+    drawPanel(p, QRectF(700, 0, 700, 560), QStringLiteral("memory"), QStringLiteral("MiB"), memory);
     p.end();
     if (!image.save(QString::fromLocal8Bit(argv[2]))) {
         std::fprintf(stderr, "plot_density: cannot write %s\n", argv[2]);

@@ -112,6 +112,18 @@ void EngineProcess::terminate()
     }
 }
 
+double EngineProcess::cpuMs() const
+{
+    QFile f(QStringLiteral("/proc/%1/stat").arg(pid()));
+    if (!f.open(QIODevice::ReadOnly))
+        return -1;
+    const QByteArray s = f.readAll();
+    // utime and stime are fields 14 and 15, the 12th and 13th after "pid (comm) ".
+    const QList<QByteArray> fields = s.mid(s.lastIndexOf(')') + 2).split(' ');
+    return double(fields.value(11).toLongLong() + fields.value(12).toLongLong()) * 1000.0
+           / double(::sysconf(_SC_CLK_TCK));
+}
+
 QString EngineProcess::log() const
 {
     return QString::fromUtf8(m_log);

@@ -30,6 +30,9 @@ public:
     QString key() const { return m_key; }
     QString dataDir() const { return m_dataDir; }
     qint64 pid() const { return m_process ? m_process->processId() : 0; }
+    // The engine's CPU time so far (user + system), in ms (-1 if it cannot be read): what work
+    // cost the engine itself, whatever else the machine runs.
+    double cpuMs() const;
     QString log() const;
     // After terminate(): it exited by itself with status 0 (no crash, no SIGKILL needed).
     bool exitedCleanly() const;
