@@ -139,10 +139,15 @@ export class SandboxContainer extends Container<Env> {
     const engineKey = dev !== null ? dev.key : (config.engineKey ?? stored?.engineKey ?? newEngineKey());
     const c: ContainerConfig = { ...stored, ...config, engineKey };
     const deployed = config.networkIsDefault === true ? sandboxNetwork(this.env) : undefined;
-    if (deployed !== undefined) {
-      c.network = deployed;
-      // On Cloudflare the container's own egress settings hold the policy (none without containers).
-      if (dev === null && c.type !== undefined) c.egress = containerEgress(deployed, isAgentType(c.type) ? 'agent' : 'database', c.type, {}, 'SANDBOX_NETWORK');
+    if (deployed !== undefined) c.network = deployed;
+    // On Cloudflare the container's own egress settings hold the policy (none without containers):
+    // an allow/deny list maps onto them; a boolean is enableInternet alone.
+    // (The registry maps its own; getSandbox leaves it to this.)
+    if (config.egress === undefined) {
+      delete c.egress; // an earlier policy's
+      if (dev === null && c.type !== undefined && (deployed !== undefined || typeof c.network === 'object')) {
+        c.egress = containerEgress(c.network, isAgentType(c.type) ? 'agent' : 'database', c.type, {}, deployed !== undefined ? 'SANDBOX_NETWORK' : 'network');
+      }
     }
     await this.ctx.storage.put(CONFIG_KEY, c);
     this.apply(c);

@@ -8,7 +8,7 @@ import type { ContainerConfig, SandboxContainer } from './containers';
 import { ContainerEngineTarget, EngineConnection, type EngineTarget, UrlEngineTarget } from './engine';
 import { InvalidParamsError, SandboxError } from './errors';
 import type { Params } from './jsonrpc';
-import type { NetworkPolicy } from './network-policy';
+import { type NetworkPolicy, parseNetworkPolicy } from './network-policy';
 import type { ExecOptions, ExecResult, FileEntry, SandboxBackend } from './types';
 
 export interface EngineSandboxOptions {
@@ -16,7 +16,8 @@ export interface EngineSandboxOptions {
   type?: SandboxType;
   size?: Size;
   env?: Record<string, string>;
-  network?: boolean;
+  /** The network policy (docs/protocol.md 3.5): false, true or {allow, deny}. */
+  network?: NetworkPolicy;
   /** ms of idleness before the container sleeps; default 600 000. */
   sleepAfter?: number;
   /** Extra creation params (databases: database, username, password). */
@@ -145,6 +146,8 @@ export function getSandbox(
   options: Partial<EngineSandboxOptions> & { engineKey?: string } = {},
 ): EngineSandbox {
   if (typeof name !== 'string' || name.length === 0) throw new InvalidParamsError('name', 'getSandbox needs a sandbox name');
+  // A bad policy is refused here, with the entry it is about, not at the first call.
+  if (options.network !== undefined) options = { ...options, network: parseNetworkPolicy(options.network) };
   const stub = namespace.getByName(name);
   let type = options.type;
   const config = (t: SandboxType | undefined): ContainerConfig => ({

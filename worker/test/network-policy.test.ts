@@ -4,8 +4,11 @@
 // API: create and setNetwork with a policy, refused when Cloudflare could not enforce it.
 
 import { ContainerProxy } from '@cloudflare/containers';
+import { env } from 'cloudflare:test';
 import { inject } from 'vitest';
 import { afterAll, describe, expect, it } from 'vitest';
+import { EngineConnection, UrlEngineTarget } from '../src/engine';
+import { getSandbox } from '../src/engine-sandbox';
 import { containerEgress, parseNetworkPolicy, privilegedEntries } from '../src/network-policy';
 import { deleteAllSandboxes } from './support/cleanup';
 import { hasEngine } from './support/engine';
@@ -149,5 +152,21 @@ describe.skipIf(!hasEngine)('the policy through the API', () => {
     const loop = (await other.call('databases.create', { type: 'sqlite', size: 'lite', network: { allow: ['127.0.0.1:8080'] } })) as Obj;
     expect(loop.error).toMatchObject({ code: -32001 });
     other.close();
+  });
+});
+
+// The library's getSandbox takes the same policy as the API, not only a boolean.
+describe.skipIf(!hasEngine)('getSandbox with a policy', () => {
+  it('gives the sandbox the allow and deny lists, and refuses a malformed one at once', async () => {
+    const name = `policy-${Math.random().toString(36).slice(2, 8)}`;
+    const sb = getSandbox(env.CLAUDE_CODE_SANDBOX, name, { network: { allow: ['Registry.npmjs.org'], deny: ['evil.test'] } });
+    const id = await sb.id();
+    const conn = new EngineConnection(new UrlEngineTarget(env.ENGINE_URL, env.ENGINE_KEY));
+    const status = (await conn.request('sandbox.status', { id })) as Obj;
+    expect(status.network).toEqual({ allow: ['registry.npmjs.org'], deny: ['evil.test'] });
+    await conn.request('agents.delete', { id });
+    conn.close();
+    sb.close();
+    expect(() => getSandbox(env.CLAUDE_CODE_SANDBOX, `${name}-bad`, { network: { allow: ['http://x/'] } })).toThrow(/network/);
   });
 });
