@@ -4,13 +4,13 @@
 #include "databasebackend.h"
 #include "databasecatalog.h"
 #include "databasehost.h"
+#include "sqlcommand.h"
 #include "tableexport.h"
 #include "timedcall.h"
 
 #include <QDateTime>
 #include <QLoggingCategory>
 #include <QPointer>
-#include <QRegularExpression>
 #include <QTimer>
 
 Q_DECLARE_LOGGING_CATEGORY(lcDatabases)
@@ -99,10 +99,7 @@ QJsonArray toObjects(const QJsonArray &fields, const QJsonArray &rows)
 // A paged result's command tag is only known at its end: name it by its first word.
 QString firstKeyword(const QString &sql)
 {
-    static const QRegularExpression word(QStringLiteral(
-                                             "^(?:\\s|--[^\\n]*\\n|/\\*.*?\\*/)*([A-Za-z]+)"),
-                                         QRegularExpression::DotMatchesEverythingOption);
-    return word.match(sql).captured(1).toUpper();
+    return QString::fromStdString(SqlCommand::firstKeyword(sql.toStdString()));
 }
 
 bool objectRowMode(Params &p)

@@ -1,6 +1,7 @@
 #include "dbhostbackend.h"
 
 #include "runtime/supervisorchannel.h"
+#include "serverprocess.h"
 
 #include <QDateTime>
 #include <QFile>
@@ -25,7 +26,6 @@ constexpr int kReadyTimeoutMs = 20000;
 constexpr int kReadyPollMs = 2;
 constexpr int kStopTimeoutMs = 5000;
 constexpr qsizetype kMaxLine = 64 * 1024 * 1024;
-constexpr qsizetype kLogTail = 4096;
 
 const QByteArray kSocketName = "dbhost.sock";
 
@@ -97,7 +97,10 @@ private:
 DbHostBackend::DbHostBackend(Settings settings, QObject *parent)
     : DatabaseBackend(parent)
     , m_settings(std::move(settings))
-{}
+    , m_server(new ServerProcess(QStringLiteral("the database host"), 2, this))
+{
+    connect(m_server, &ServerProcess::exited, this, &DbHostBackend::serverGone);
+}
 
 DbHostBackend::~DbHostBackend() = default;
 
@@ -105,7 +108,6 @@ void DbHostBackend::start(SupervisorChannel *channel, std::function<void(Result<
 {
     m_channel = channel;
     m_stopping = false;
-    m_log.clear();
     const QJsonArray argv{m_settings.engine == QLatin1String("duckdb")
                               ? QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost-duckdb")
                               : QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
@@ -119,42 +121,18 @@ void DbHostBackend::start(SupervisorChannel *channel, std::function<void(Result<
                           QString::number(m_settings.memoryLimitMb),
                           QStringLiteral("--threads"),
                           QString::number(m_settings.threads)};
-    const QJsonObject exec{{QStringLiteral("op"), QStringLiteral("exec")},
-                           {QStringLiteral("argv"), argv},
-                           {QStringLiteral("cwd"), QStringLiteral("/workspace")},
-                           {QStringLiteral("timeoutMs"), 0},
-                           {QStringLiteral("maxOutputBytes"), 1024 * 1024},
-                           {QStringLiteral("stdin"), false}};
     m_alive = true;
-    QPointer<DbHostBackend> self(this);
-    channel->request(
-        exec, {},
-        [self](Result<SupervisorChannel::Reply> r) {
-            if (!self)
-                return;
-            QString why = r ? QStringLiteral("the database host exited with status %1")
-                                  .arg(r->json.value(QStringLiteral("exitCode")).toInt())
-                            : r.error().message;
-            const QString log = QString::fromUtf8(self->m_log).trimmed();
-            if (!log.isEmpty())
-                why += QStringLiteral(": ") + log.section(u'\n', -2);
-            self->serverGone(why);
-        },
-        [self](int, QByteArrayView bytes) {
-            if (self)
-                self->m_log = QByteArray(self->m_log + bytes.toByteArray()).right(kLogTail);
-        });
+    m_server->start(channel, {{QStringLiteral("argv"), argv},
+                              {QStringLiteral("cwd"), QStringLiteral("/workspace")}});
     connectOnce(QDateTime::currentMSecsSinceEpoch() + kReadyTimeoutMs, std::move(done));
 }
 
 void DbHostBackend::connectOnce(qint64 deadline, std::function<void(Result<bool>)> done)
 {
-    if (!m_alive) {
-        const QString log = QString::fromUtf8(m_log).trimmed();
+    if (!m_alive)
         return done(Error{ErrorCode::SandboxError,
-                          QStringLiteral("the database did not start: ") + log.section(u'\n', -2),
+                          QStringLiteral("the database did not start: ") + m_server->logTail(2),
                           {}});
-    }
     const Result<int> fd = SandboxSocket::connect(m_settings.socket, kSocketName);
     if (!fd) {
         if (QDateTime::currentMSecsSinceEpoch() > deadline)

@@ -12,6 +12,10 @@
 class QLocalSocket;
 
 namespace Sandbox::Engine {
+class ServerProcess;
+}
+
+namespace Sandbox::Engine {
 
 // A SQLite or DuckDB database in a sandbox, served by sandbox-dbhost running inside it
 // (dbhost/PROTOCOL.md): the engine only speaks JSON lines to it over the unix socket it serves in
@@ -66,7 +70,7 @@ private:
     QPointer<SupervisorChannel> m_channel;
     bool m_alive = false;
     bool m_stopping = false;
-    QByteArray m_log;
+    ServerProcess *m_server; // owned (child)
     std::function<void()> m_onStopped;
     Connection *m_control = nullptr; // owned (child)
     QList<Connection *> m_idle;      // owned (children)

@@ -4,6 +4,8 @@
 #include "pgrelay.h"
 #include "pgvalues.h"
 #include "runtime/supervisorchannel.h"
+#include "serverprocess.h"
+#include "sqlcommand.h"
 
 #include <QDateTime>
 #include <QFile>
@@ -22,7 +24,6 @@ namespace {
 constexpr int kReadyTimeoutMs = 30000;
 constexpr int kReadyPollMs = 5;
 constexpr int kStopTimeoutMs = 10000;
-constexpr qsizetype kLogTail = 4096;
 const QString kDataDir = QStringLiteral("/workspace/pgdata");
 
 QString quoteIdent(const QString &name)
@@ -68,9 +69,7 @@ Error pgError(const PGresult *r)
 
 bool isDml(const QString &command)
 {
-    return command == QLatin1String("INSERT") || command == QLatin1String("UPDATE")
-           || command == QLatin1String("DELETE") || command == QLatin1String("MERGE")
-           || command == QLatin1String("COPY");
+    return SqlCommand::changesRows(command.toStdString());
 }
 
 qint64 approximateSize(const QJsonValue &v)
@@ -144,7 +143,10 @@ QString PostgresBackend::binDir()
 PostgresBackend::PostgresBackend(Settings settings, QObject *parent)
     : DatabaseBackend(parent)
     , m_settings(std::move(settings))
-{}
+    , m_server(new ServerProcess(QStringLiteral("the PostgreSQL server"), 3, this))
+{
+    connect(m_server, &ServerProcess::exited, this, &PostgresBackend::serverGone);
+}
 
 PostgresBackend::~PostgresBackend()
 {
@@ -156,7 +158,6 @@ void PostgresBackend::start(SupervisorChannel *channel, std::function<void(Resul
 {
     m_channel = channel;
     m_stopping = false;
-    m_log.clear();
     if (!m_relay) {
         m_relay = new PgRelay(m_settings.server, this);
         if (const auto listening = m_relay->listen(m_settings.relayDir); !listening) {
@@ -185,44 +186,19 @@ void PostgresBackend::start(SupervisorChannel *channel, std::function<void(Resul
                "-c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_wal_size=256MB "
                "-c min_wal_size=8MB -c log_min_messages=warning -c TimeZone=UTC")
                .arg(binDir());
-    const QJsonObject exec{{QStringLiteral("op"), QStringLiteral("exec")},
-                           {QStringLiteral("shell"), script},
-                           {QStringLiteral("cwd"), QStringLiteral("/workspace")},
-                           {QStringLiteral("timeoutMs"), 0},
-                           {QStringLiteral("maxOutputBytes"), 1024 * 1024},
-                           {QStringLiteral("stdin"), false}};
-    QPointer<PostgresBackend> self(this);
     m_alive = true;
-    m_serverExec = channel->request(
-        exec, {},
-        [self](Result<SupervisorChannel::Reply> r) {
-            if (!self)
-                return;
-            QString why = r ? QStringLiteral("the PostgreSQL server exited with status %1")
-                                  .arg(r->json.value(QStringLiteral("exitCode")).toInt())
-                            : r.error().message;
-            const QString log = QString::fromUtf8(self->m_log).trimmed();
-            if (!log.isEmpty())
-                why += QStringLiteral(": ") + log.section(u'\n', -3);
-            self->serverGone(why);
-        },
-        [self](int, QByteArrayView bytes) {
-            if (!self)
-                return;
-            self->m_log = QByteArray(self->m_log + bytes.toByteArray()).right(kLogTail);
-        });
+    m_server->start(channel, {{QStringLiteral("shell"), script},
+                              {QStringLiteral("cwd"), QStringLiteral("/workspace")}});
     waitUntilReady(QDateTime::currentMSecsSinceEpoch() + kReadyTimeoutMs, std::move(done));
 }
 
 void PostgresBackend::waitUntilReady(qint64 deadline, std::function<void(Result<bool>)> done)
 {
-    if (!m_alive) {
-        QString why = QString::fromUtf8(m_log).trimmed();
+    if (!m_alive)
         return done(
             Error{ErrorCode::SandboxError,
-                  QStringLiteral("the PostgreSQL server did not start: ") + why.section(u'\n', -3),
+                  QStringLiteral("the PostgreSQL server did not start: ") + m_server->logTail(3),
                   {}});
-    }
     const bool admin = m_settings.initialize;
     const QString db = admin ? QStringLiteral("template1") : m_settings.database;
     QPointer<PostgresBackend> self(this);
@@ -232,14 +208,13 @@ void PostgresBackend::waitUntilReady(qint64 deadline, std::function<void(Result<
         if (!r) {
             --self->m_open;
             if (QDateTime::currentMSecsSinceEpoch() > deadline || !self->m_alive) {
-                const QString log = QString::fromUtf8(self->m_log).trimmed();
-                return done(Error{ErrorCode::SandboxError,
-                                  QStringLiteral("the PostgreSQL server did not become ready: %1%2")
-                                      .arg(r.error().message,
-                                           log.isEmpty() ? QString()
-                                                         : QStringLiteral(" (")
-                                                               + log.section(u'\n', -2) + u')'),
-                                  {}});
+                const QString log = self->m_server->logTail(2);
+                return done(
+                    Error{ErrorCode::SandboxError,
+                          QStringLiteral("the PostgreSQL server did not become ready: %1%2")
+                              .arg(r.error().message,
+                                   log.isEmpty() ? QString() : QStringLiteral(" (") + log + u')'),
+                          {}});
             }
             QTimer::singleShot(kReadyPollMs, self, [self, deadline, done] {
                 if (self)

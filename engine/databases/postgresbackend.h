@@ -15,6 +15,7 @@ namespace Sandbox::Engine {
 
 class PgConnection;
 class PgRelay;
+class ServerProcess;
 
 // A PostgreSQL server in a database sandbox: Debian's `postgres`, started from a copy of the
 // engine's template cluster, listening only on a unix socket in the sandbox's /run/db; the engine
@@ -78,10 +79,9 @@ private:
     Settings m_settings;
     QPointer<SupervisorChannel> m_channel;
     PgRelay *m_relay = nullptr; // owned (child)
-    quint32 m_serverExec = 0;
     bool m_alive = false;
     bool m_stopping = false;
-    QByteArray m_log; // the server's last log lines
+    ServerProcess *m_server; // owned (child): the server's exec and its log
     std::function<void()> m_onStopped;
     QList<PgConnection *> m_idle; // owned (children)
     int m_open = 0;               // connections open or opening

@@ -31,6 +31,9 @@ void runTimed(QObject *owner, qint64 timeoutMs, qint64 graceMs, const CallContex
         st->answered = true;
         if (st->timer)
             st->timer->deleteLater();
+        // A backend's cancel function may hold this very callback (PostgreSQL's query does):
+        // dropped here, or the call's state would keep itself alive. Whoever runs it holds a copy.
+        st->cancel = {};
         if (st->timedOut)
             r = Error{ErrorCode::Timeout,
                       QStringLiteral(
@@ -39,9 +42,10 @@ void runTimed(QObject *owner, qint64 timeoutMs, qint64 graceMs, const CallContex
                       QJsonObject{{QStringLiteral("timeoutMs"), double(timeoutMs)}}};
         done(std::move(r));
     };
-    st->cancel = start(finish);
+    CancelFn cancel = start(finish);
     if (st->answered)
-        return; // answered at once (the server is gone): nothing to time
+        return; // answered at once (the server is gone): nothing to time, nothing to cancel
+    st->cancel = std::move(cancel);
     auto *timer = new QTimer(owner);
     st->timer = timer;
     timer->setSingleShot(true);
@@ -50,17 +54,21 @@ void runTimed(QObject *owner, qint64 timeoutMs, qint64 graceMs, const CallContex
             return;
         if (!st->timedOut) {
             st->timedOut = true;
-            if (st->cancel)
-                st->cancel();
+            if (const CancelFn cancel = st->cancel)
+                cancel();
             timer->start(int(graceMs)); // the server's time to give up; then the call answers
             return;
         }
         finish(Error{ErrorCode::Timeout, {}, {}});
     });
     timer->start(int(timeoutMs));
-    *ctx.onCancel = [st] {
-        if (!st->answered && st->cancel)
-            st->cancel();
+    // The connection keeps this until the call answers; it must not keep the call's state.
+    *ctx.onCancel = [weak = std::weak_ptr<Timed>(st)] {
+        const auto st = weak.lock();
+        if (!st || st->answered)
+            return;
+        if (const CancelFn cancel = st->cancel)
+            cancel();
     };
 }
 

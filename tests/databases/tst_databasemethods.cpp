@@ -48,6 +48,8 @@ public:
                          {QStringLiteral("rows"), page(qMin(rows, request.pageSize))},
                          {QStringLiteral("rowsAffected"), 0},
                          {QStringLiteral("cursor"), cursor.isEmpty() ? QJsonValue() : cursor}});
+        if (cancelHoldsCallback) // as PostgreSQL's: the cancel function keeps the query's state
+            return [done] { (void)done; };
         return [] {};
     }
     CancelFn fetch(const QString &cursor, int pageSize, qint64, PageDone done) override
@@ -86,6 +88,7 @@ public:
     bool alive = true;
     bool hang = false;
     bool answersCancel = true; // a hung call answers Cancelled when cancelled
+    bool cancelHoldsCallback = false;
     Error failWith;
     int cancels = 0;
     QList<SqlRequest> requests;
@@ -165,6 +168,7 @@ private Q_SLOTS:
     void aStatementPastItsTimeoutIsCancelled();
     void aServerThatIgnoresTheCancelStillAnswersTimeout();
     void rpcCancelCancelsTheStatement();
+    void anAnsweredCallKeepsNothingAlive();
     void errorPositionsAreCharactersLinesAndColumns();
     void aFailedStatementEndsItsTransaction();
     void transactionsPerDatabaseAreCapped();
@@ -312,6 +316,26 @@ void tst_DatabaseMethods::aStatementPastItsTimeoutIsCancelled()
     QCOMPARE(r.error().code, ErrorCode::Timeout);
     QCOMPARE(r.error().data.toObject().value(QStringLiteral("timeoutMs")).toInt(), 20);
     QCOMPARE(m_host->backend.cancels, 1);
+    QCOMPARE(m_host->awake, 0);
+}
+
+void tst_DatabaseMethods::anAnsweredCallKeepsNothingAlive()
+{
+    // What a call's answer holds (here: a token) is freed once it answered, even when the
+    // backend's cancel function holds the call's callback: no reference cycle keeps the call.
+    m_host->backend.cancelHoldsCallback = true;
+    auto token = std::make_shared<int>(0);
+    const std::weak_ptr<int> watch = token;
+    bool answered = false;
+    CallContext c;
+    c.keyId = kKey;
+    m_handlers.value(QStringLiteral(
+        "databases.query"))({{QStringLiteral("id"), kDb},
+                             {QStringLiteral("sql"), QStringLiteral("SELECT 1")}},
+                            c, [&answered, token](Result<QJsonValue> r) { answered = bool(r); });
+    token.reset();
+    QVERIFY(answered);
+    QTRY_VERIFY_WITH_TIMEOUT(watch.expired(), 2000);
     QCOMPARE(m_host->awake, 0);
 }
 

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstring>
+#include <utility>
 
 namespace DbHost {
 
@@ -175,8 +176,7 @@ bool readPage(sqlite3 *db, sqlite3_stmt *st, PageLimits limits, json &rows, bool
 
 bool isDml(const std::string &keyword)
 {
-    return keyword == "INSERT" || keyword == "UPDATE" || keyword == "DELETE"
-           || keyword == "REPLACE";
+    return Sandbox::SqlCommand::changesRows(keyword);
 }
 
 struct StmtGuard
@@ -205,10 +205,15 @@ SqliteBackend::SqliteBackend(std::string path)
     , m_cursors(sqlite3_interrupt)
 {}
 
+SqliteBackend::Cursor::~Cursor()
+{
+    sqlite3_finalize(stmt);
+}
+
 SqliteBackend::~SqliteBackend()
 {
     for (const auto &c : m_cursors.takeAll()) {
-        sqlite3_finalize(c->stmt);
+        sqlite3_finalize(std::exchange(c->stmt, nullptr));
         sqlite3_close_v2(c->conn);
     }
     for (sqlite3 *db : m_idle)
@@ -405,6 +410,8 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
             cursor->conn = db;
             cursor->stmt = st.release();
             cursor->command = command;
+            // Over the cap this throws: the cursor finalizes its statement, then the releaser
+            // returns the connection.
             const std::string id = m_cursors.add(cursor);
             releaser.db = nullptr; // the cursor keeps the connection
             answer["cursor"] = id;

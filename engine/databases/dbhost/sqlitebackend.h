@@ -35,8 +35,11 @@ public:
     bool cancel(uint64_t requestId) override;
 
 private:
+    // Finalizes its statement when it goes (a cursor that never made it into the table too), so
+    // that no connection returns to the pool with a statement still open on it.
     struct Cursor
     {
+        ~Cursor();
         std::mutex lock;
         sqlite3 *conn = nullptr;
         sqlite3_stmt *stmt = nullptr;

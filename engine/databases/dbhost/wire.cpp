@@ -191,39 +191,4 @@ size_t approximateSize(const json &v)
     }
 }
 
-namespace {
-size_t skipSpaceAndComments(std::string_view sql, size_t i)
-{
-    while (i < sql.size()) {
-        const char c = sql[i];
-        if (std::isspace(uint8_t(c)) || c == ';') {
-            ++i;
-        } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
-            while (i < sql.size() && sql[i] != '\n')
-                ++i;
-        } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
-            const size_t end = sql.find("*/", i + 2);
-            i = end == std::string_view::npos ? sql.size() : end + 2;
-        } else {
-            break;
-        }
-    }
-    return i;
-}
-} // namespace
-
-std::string firstKeyword(std::string_view sql)
-{
-    size_t i = skipSpaceAndComments(sql, 0);
-    std::string out;
-    while (i < sql.size() && std::isalpha(uint8_t(sql[i])))
-        out += char(std::toupper(uint8_t(sql[i++])));
-    return out;
-}
-
-bool isBlankSql(std::string_view sql)
-{
-    return skipSpaceAndComments(sql, 0) >= sql.size();
-}
-
 } // namespace DbHost

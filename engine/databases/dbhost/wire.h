@@ -2,6 +2,8 @@
 // Helpers shared by the dbhost backends: the value conventions of docs/protocol.md 4.3
 // (tagged JSON for what JSON cannot carry), base64, UTF-8 checks, and the error type.
 
+#include "../sqlcommand.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -42,9 +44,11 @@ bool taggedParam(const json &v, std::string *tag, std::string *payload);
 // Approximate encoded size of a value, for page byte limits.
 size_t approximateSize(const json &v);
 
-// The first keyword of a statement, upper-case ("SELECT", "INSERT", ...), skipping comments.
-std::string firstKeyword(std::string_view sql);
-// True when `sql` holds only whitespace, semicolons and comments.
-bool isBlankSql(std::string_view sql);
+// A statement's first keyword and blank SQL, as the engine reads them (../sqlcommand.h).
+using Sandbox::SqlCommand::firstKeyword;
+inline bool isBlankSql(std::string_view sql)
+{
+    return Sandbox::SqlCommand::isBlank(sql);
+}
 
 } // namespace DbHost

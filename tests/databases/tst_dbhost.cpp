@@ -1,0 +1,123 @@
+// sandbox-dbhost on its own (engine/databases/dbhost/PROTOCOL.md), started as a plain process on a
+// temporary directory and spoken to over its socket as the engine does: what the engine cannot
+// reach through its own limits (the host's cursor cap) is checked here, with real SQLite.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLocalSocket>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+namespace {
+
+QString dbhostBinary(const QString &engine)
+{
+    return QStringLiteral(SANDBOX_BINARY_DIR "/libexec/sandbox-dbhost/")
+           + (engine == QLatin1String("duckdb") ? QStringLiteral("sandbox-dbhost-duckdb")
+                                                : QStringLiteral("sandbox-dbhost"));
+}
+
+// One sandbox-dbhost process and one connection to it.
+class DbHost
+{
+public:
+    bool start(const QString &engine, const QString &dir)
+    {
+        m_socketPath = dir + QStringLiteral("/dbhost.sock");
+        m_process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        m_process.start(dbhostBinary(engine),
+                        {QStringLiteral("--engine"), engine, QStringLiteral("--database"),
+                         dir
+                             + (engine == QLatin1String("duckdb") ? QStringLiteral("/main.duckdb")
+                                                                  : QStringLiteral("/main.db")),
+                         QStringLiteral("--socket"), m_socketPath});
+        if (!m_process.waitForStarted(5000))
+            return false;
+        return QTest::qWaitFor(
+            [this] {
+                m_socket.connectToServer(m_socketPath);
+                return m_socket.waitForConnected(100);
+            },
+            10000);
+    }
+    ~DbHost() { stop(); }
+    void stop()
+    {
+        if (m_process.state() == QProcess::NotRunning)
+            return;
+        m_process.kill();
+        m_process.waitForFinished(5000);
+    }
+    // Sends one request and answers its answer line (an object; empty when none came).
+    QJsonObject ask(QJsonObject request)
+    {
+        request.insert(QStringLiteral("id"), ++m_id);
+        m_socket.write(QJsonDocument(request).toJson(QJsonDocument::Compact) + '\n');
+        while (!m_socket.canReadLine())
+            if (!m_socket.waitForReadyRead(10000))
+                return {};
+        return QJsonDocument::fromJson(m_socket.readLine()).object();
+    }
+    QJsonObject execute(const QString &sql)
+    {
+        return ask(
+            {{QStringLiteral("op"), QStringLiteral("execute")}, {QStringLiteral("sql"), sql}});
+    }
+
+private:
+    QProcess m_process;
+    QLocalSocket m_socket;
+    QString m_socketPath;
+    int m_id = 0;
+};
+
+} // namespace
+
+class tst_DbHost : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void theConnectionOfARefusedCursorSeesNewRows();
+};
+
+void tst_DbHost::theConnectionOfARefusedCursorSeesNewRows()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    DbHost host;
+    QVERIFY(host.start(QStringLiteral("sqlite"), dir.path()));
+    QVERIFY(!host.execute(QStringLiteral("CREATE TABLE t(n INTEGER); INSERT INTO t VALUES "
+                                         "(1), (2), (3)"))
+                 .contains(QStringLiteral("error")));
+    // Cursors up to the host's cap, then one more: refused, and its connection goes back to the
+    // pool.
+    const QJsonObject page{{QStringLiteral("op"), QStringLiteral("query")},
+                           {QStringLiteral("sql"), QStringLiteral("SELECT n FROM t")},
+                           {QStringLiteral("pageSize"), 1}};
+    QString refused;
+    for (int i = 0; i < 64 && refused.isEmpty(); ++i) {
+        const QJsonObject r = host.ask(page);
+        QVERIFY2(!r.isEmpty(), "no answer");
+        refused
+            = r.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toString();
+        if (refused.isEmpty())
+            QVERIFY(r.value(QStringLiteral("cursor")).isString());
+    }
+    QCOMPARE(refused, QStringLiteral("too_large"));
+    // Another writer (a process of the sandbox) adds a row: the next query, on that connection,
+    // sees it (a statement left open on the connection would pin it to the old snapshot).
+    QProcess writer;
+    writer.start(QStringLiteral("sqlite3"), {dir.path() + QStringLiteral("/main.db"),
+                                             QStringLiteral("INSERT INTO t VALUES (4)")});
+    QVERIFY(writer.waitForFinished(10000));
+    QCOMPARE(writer.exitCode(), 0);
+    const QJsonObject r = host.ask(
+        {{QStringLiteral("op"), QStringLiteral("query")},
+         {QStringLiteral("sql"), QStringLiteral("SELECT max(n) FROM t")}});
+    QCOMPARE(r.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(), 4);
+}
+
+QTEST_GUILESS_MAIN(tst_DbHost)
+#include "tst_dbhost.moc"
