@@ -1,6 +1,7 @@
 #pragma once
 
 #include "activitytoken.h"
+#include "databasebackend.h"
 
 #include <QHash>
 #include <QJsonArray>
@@ -8,10 +9,9 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace Sandbox::Engine {
-
-class DatabaseBackend;
 
 // A handle callers cannot guess: `prefix` and 96 random bits in hex (cur_…, tx_…).
 QString newHandleId(const QString &prefix);
@@ -27,6 +27,16 @@ public:
         int perDatabase = 16;
         qint64 idleMs = 5 * 60 * 1000;
     };
+    // The next page of a cursor, asked from its server as soon as the previous page was
+    // answered, so that the server reads while the client takes the page it has: at most one
+    // page (within PageLimits) per cursor.
+    struct ReadAhead
+    {
+        bool running = true;
+        std::optional<Result<QJsonObject>> page; // arrived, not taken yet
+        PageDone waiter;                         // a fetch that came before the page
+        CancelFn cancel;                         // while running
+    };
     struct Cursor
     {
         QString id;
@@ -38,6 +48,10 @@ public:
         qint64 lastUsed = 0;
         bool fetching = false;
         ActivityToken activity;
+        int pageSize = PageLimits::kDefaultRows; // of the last call: the page read ahead
+        std::shared_ptr<ReadAhead> ahead;
+        QJsonArray carry;        // rows read ahead beyond a smaller fetch's pageSize
+        bool serverDone = false; // the server's cursor has no more rows (carry may)
     };
     // The server a cursor's database has now (null: none); a cursor closes on it.
     using BackendOf = std::function<DatabaseBackend *(const QString &databaseId)>;

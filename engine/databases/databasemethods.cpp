@@ -102,6 +102,14 @@ QString firstKeyword(const QString &sql)
     return QString::fromStdString(SqlCommand::firstKeyword(sql.toStdString()));
 }
 
+QJsonArray slice(const QJsonArray &rows, qsizetype from, qsizetype count)
+{
+    QJsonArray out;
+    for (qsizetype i = from; i < from + count; ++i)
+        out.append(rows.at(i));
+    return out;
+}
+
 bool objectRowMode(Params &p)
 {
     return p.optionalChoice(QStringLiteral("rowMode"),
@@ -315,15 +323,17 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                     QJsonValue cursor;
                     if (!backendCursor.isEmpty() && backend) {
                         // The database stays awake until the cursor closes: it takes the activity.
-                        cursor = m_cursors.open({{},
-                                                 c.keyId,
-                                                 call.id,
-                                                 backendCursor,
-                                                 fields,
-                                                 call.objectRows,
-                                                 0,
-                                                 false,
-                                                 std::move(*activity)});
+                        CursorRegistry::Cursor opened;
+                        opened.keyId = c.keyId;
+                        opened.databaseId = call.id;
+                        opened.backendCursor = backendCursor;
+                        opened.fields = fields;
+                        opened.objectRows = call.objectRows;
+                        opened.activity = std::move(*activity);
+                        opened.pageSize = req.pageSize;
+                        const QString cursorId = m_cursors.open(std::move(opened));
+                        cursor = cursorId;
+                        readAhead(cursorId);
                     }
                     QString command = page.value(QStringLiteral("command")).toString();
                     if (command.isEmpty())
@@ -371,21 +381,14 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
                            {}});
     }
     c->fetching = true;
+    c->pageSize = pageSize;
     m_cursors.touch(c);
-    QPointer<DatabaseBackend> guard(backend);
-    const QString backendCursor = c->backendCursor;
     runTimed(
         this, timeoutMs, m_limits.cancelGraceMs, ctx,
-        [guard, backendCursor, pageSize](PageDone done) {
-            if (!guard) {
-                done(Error{ErrorCode::SandboxNotRunning,
-                           QStringLiteral("the database server stopped"),
-                           {}});
-                return CancelFn([] {});
-            }
-            return guard->fetch(backendCursor, pageSize, PageLimits::kMaxBytes, std::move(done));
+        [this, cursorId, pageSize](PageDone done) {
+            return nextPage(cursorId, pageSize, std::move(done));
         },
-        [this, cursorId, reply](Result<QJsonObject> r) {
+        [this, cursorId, pageSize, reply](Result<QJsonObject> r) {
             CursorRegistry::Cursor *c = m_cursors.get(cursorId);
             if (!c)
                 return reply(
@@ -397,12 +400,21 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
                 m_cursors.close(cursorId);
                 return reply(r.error());
             }
-            const QJsonArray rows = r->value(QStringLiteral("rows")).toArray();
-            const bool done = r->value(QStringLiteral("done")).toBool();
+            QJsonArray rows = r->value(QStringLiteral("rows")).toArray();
+            bool done = r->value(QStringLiteral("done")).toBool();
+            if (rows.size() > pageSize) {
+                // A page read ahead for a bigger fetch: the rest waits for the next one.
+                c->carry = slice(rows, pageSize, rows.size() - pageSize);
+                rows = slice(rows, 0, pageSize);
+                c->serverDone = done;
+                done = false;
+            }
             const QJsonArray fields = c->fields;
             const bool objects = c->objectRows;
             if (done)
                 m_cursors.close(cursorId);
+            else if (c->carry.isEmpty())
+                readAhead(cursorId);
             reply(QJsonValue(
                 QJsonObject{{QStringLiteral("rows"), objects ? toObjects(fields, rows) : rows},
                             {QStringLiteral("rowCount"), rows.size()},
@@ -410,6 +422,68 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
                             {QStringLiteral("cursor"),
                              done ? QJsonValue() : QJsonValue(cursorId)}}));
         });
+}
+
+CancelFn DatabaseMethods::nextPage(const QString &cursorId, int pageSize, PageDone done)
+{
+    CursorRegistry::Cursor *c = m_cursors.get(cursorId);
+    if (!c) {
+        done(Error{ErrorCode::Cancelled, QStringLiteral("the cursor was closed"), {}});
+        return [] {};
+    }
+    if (!c->carry.isEmpty() || c->serverDone) {
+        const QJsonArray rows = slice(c->carry, 0, qMin<qsizetype>(pageSize, c->carry.size()));
+        c->carry = slice(c->carry, rows.size(), c->carry.size() - rows.size());
+        done(QJsonObject{{QStringLiteral("rows"), rows},
+                         {QStringLiteral("done"), c->carry.isEmpty() && c->serverDone}});
+        return [] {};
+    }
+    if (const std::shared_ptr<CursorRegistry::ReadAhead> ahead = std::exchange(c->ahead, {})) {
+        if (ahead->page) {
+            done(std::move(*ahead->page));
+            return [] {};
+        }
+        ahead->waiter = std::move(done);
+        return [ahead] {
+            if (const CancelFn cancel = ahead->cancel)
+                cancel();
+        };
+    }
+    QPointer<DatabaseBackend> backend(m_host->backendOf(c->databaseId));
+    if (!backend || !backend->isAlive()) {
+        done(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the database server stopped"), {}});
+        return [] {};
+    }
+    return backend->fetch(c->backendCursor, pageSize, PageLimits::kMaxBytes, std::move(done));
+}
+
+void DatabaseMethods::readAhead(const QString &cursorId)
+{
+    CursorRegistry::Cursor *c = m_cursors.get(cursorId);
+    if (!c || c->ahead || c->serverDone || !c->carry.isEmpty())
+        return;
+    DatabaseBackend *backend = m_host->backendOf(c->databaseId);
+    if (!backend || !backend->isAlive())
+        return;
+    auto ahead = std::make_shared<CursorRegistry::ReadAhead>();
+    c->ahead = ahead;
+    // The cursor owns its read-ahead; the server's answer finds it through a weak reference (a
+    // cursor closed meanwhile drops it).
+    CancelFn cancel = backend->fetch(c->backendCursor, c->pageSize, PageLimits::kMaxBytes,
+                                     [weak = std::weak_ptr<CursorRegistry::ReadAhead>(ahead)](
+                                         Result<QJsonObject> r) {
+                                         const std::shared_ptr<CursorRegistry::ReadAhead> a
+                                             = weak.lock();
+                                         if (!a)
+                                             return;
+                                         a->running = false;
+                                         a->cancel = {};
+                                         if (PageDone waiter = std::exchange(a->waiter, {}))
+                                             return waiter(std::move(r));
+                                         a->page = std::move(r);
+                                     });
+    if (ahead->running)
+        ahead->cancel = std::move(cancel);
 }
 
 void DatabaseMethods::closeCursor(const QJsonObject &params, const CallContext &ctx,

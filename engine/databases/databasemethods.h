@@ -56,6 +56,11 @@ private:
                const Reply &reply);
     void runQuery(const QueryCall &call, const CallContext &ctx, const Reply &reply);
     void fetch(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+    // Asks the cursor's server for its next page now, before the client's fetch.
+    void readAhead(const QString &cursorId);
+    // The next page of a cursor for a fetch of `pageSize` rows: rows read ahead, the page on its
+    // way, or a new fetch from the server.
+    CancelFn nextPage(const QString &cursorId, int pageSize, PageDone done);
     void closeCursor(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
     void transaction(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
     // Interactive transactions: databases.begin, then calls with `transaction`, then commit or

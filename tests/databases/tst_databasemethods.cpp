@@ -9,6 +9,7 @@
 #include <QTest>
 #include <QTimer>
 
+#include <numeric>
 #include <optional>
 
 using namespace Sandbox;
@@ -54,12 +55,13 @@ public:
     }
     CancelFn fetch(const QString &cursor, int pageSize, qint64, PageDone done) override
     {
+        ++fetches;
         if (hang)
             return hung(std::move(done));
         const int left = m_left.value(cursor);
         const int n = qMin(left, pageSize);
         m_left.insert(cursor, left - n);
-        done(QJsonObject{{QStringLiteral("rows"), page(n)},
+        done(QJsonObject{{QStringLiteral("rows"), page(n, rows - left)},
                          {QStringLiteral("done"), left - n == 0}});
         return [] {};
     }
@@ -91,16 +93,18 @@ public:
     bool cancelHoldsCallback = false;
     Error failWith;
     int cancels = 0;
+    int fetches = 0; // the engine's and its read-aheads'
     QList<SqlRequest> requests;
     QStringList closed;
     QStringList sessions;
 
 private:
-    static QJsonArray page(int n)
+    // Rows numbered from `first` in the order of the result.
+    static QJsonArray page(int n, int first = 0)
     {
         QJsonArray rows;
         for (int i = 0; i < n; ++i)
-            rows.append(QJsonArray{i});
+            rows.append(QJsonArray{first + i});
         return rows;
     }
     CancelFn hung(PageDone done)
@@ -165,6 +169,8 @@ private Q_SLOTS:
     void aCursorKeepsTheDatabaseAwakeUntilReadToTheEnd();
     void theLeastRecentlyUsedCursorClosesBeyondTheCap();
     void anIdleCursorExpires();
+    void theNextPageIsReadBeforeTheClientAsks();
+    void fetchesOfAnySizeGetEveryRowInOrder();
     void aStatementPastItsTimeoutIsCancelled();
     void aServerThatIgnoresTheCancelStillAnswersTimeout();
     void rpcCancelCancelsTheStatement();
@@ -283,6 +289,53 @@ void tst_DatabaseMethods::theLeastRecentlyUsedCursorClosesBeyondTheCap()
     QCOMPARE(gone.error().code, ErrorCode::NotFound);
     for (const QString &open : {first, third, fourth})
         QVERIFY(call(QStringLiteral("fetch"), {{QStringLiteral("cursor"), open}}));
+}
+
+void tst_DatabaseMethods::theNextPageIsReadBeforeTheClientAsks()
+{
+    const QString cursor = openCursor();
+    QVERIFY(!cursor.isEmpty());
+    // The server was asked for the second page while the client had the first.
+    QCOMPARE(m_host->backend.fetches, 1);
+    const auto r = call(QStringLiteral("fetch"),
+                        {{QStringLiteral("cursor"), cursor},
+                         {QStringLiteral("pageSize"), 2},
+                         {QStringLiteral("rowMode"), QStringLiteral("array")}});
+    QVERIFY(r);
+    QCOMPARE(r->value(QStringLiteral("rowCount")).toInt(), 2);
+    QCOMPARE(m_host->backend.fetches, 2); // and the third while the client has the second
+}
+
+void tst_DatabaseMethods::fetchesOfAnySizeGetEveryRowInOrder()
+{
+    m_host->backend.rows = 10;
+    const auto first = call(QStringLiteral("query"),
+                            {{QStringLiteral("sql"), QStringLiteral("SELECT n FROM t")},
+                             {QStringLiteral("pageSize"), 4},
+                             {QStringLiteral("rowMode"), QStringLiteral("array")}});
+    QVERIFY(first);
+    QList<int> seen;
+    for (const QJsonValue &row : first->value(QStringLiteral("rows")).toArray())
+        seen.append(row.toArray().at(0).toInt());
+    QString cursor = first->value(QStringLiteral("cursor")).toString();
+    // Smaller than the page read ahead, then bigger: at most pageSize rows each time, none lost.
+    for (int pageSize : {3, 3, 5, 5}) {
+        if (cursor.isEmpty())
+            break;
+        const auto r = call(QStringLiteral("fetch"), {{QStringLiteral("cursor"), cursor},
+                                                      {QStringLiteral("pageSize"), pageSize}});
+        QVERIFY2(r, qPrintable(r ? QString() : r.error().message));
+        const QJsonArray rows = r->value(QStringLiteral("rows")).toArray();
+        QVERIFY(rows.size() <= pageSize);
+        for (const QJsonValue &row : rows)
+            seen.append(row.toArray().at(0).toInt());
+        cursor = r->value(QStringLiteral("cursor")).toString();
+    }
+    QVERIFY(cursor.isEmpty());
+    QList<int> all(10);
+    std::iota(all.begin(), all.end(), 0);
+    QCOMPARE(seen, all);
+    QCOMPARE(m_host->awake, 0);
 }
 
 void tst_DatabaseMethods::anIdleCursorExpires()
