@@ -280,6 +280,19 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
     };
     if (!notification)
         m_inFlight.insert(key, ctx.onCancel);
+    if (!notification && !batch) {
+        // A result that is JSON text already (a page of rows passed through) goes out as it is.
+        ctx.replyRaw = [this, id = m.id, key,
+                        guard = QPointer<RpcSession>(this)](const QByteArray &result) {
+            if (!guard || !m_inFlight.remove(key))
+                return;
+            QByteArray text = JsonRpc::serialize(JsonRpc::resultObject(id, QJsonValue::Null));
+            text.chop(int(qstrlen("null}"))); // "result" is the last member
+            text += result;
+            text += '}';
+            send(text);
+        };
+    }
 
     // Methods that belong to the connection itself.
     if (m.method == QLatin1String("rpc.cancel")) {

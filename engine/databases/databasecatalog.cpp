@@ -4,6 +4,7 @@
 #include "databasebackend.h"
 #include "databasehost.h"
 #include "databasesettings.h"
+#include "pagetext.h"
 #include "timedcall.h"
 
 #include <QElapsedTimer>
@@ -18,7 +19,7 @@ using Reply = Methods::Reply;
 
 QJsonArray rowsOf(const Result<QJsonObject> &r)
 {
-    return r->value(QStringLiteral("rows")).toArray();
+    return PageText::rowsOf(*r);
 }
 
 bool truthy(const QJsonValue &v)

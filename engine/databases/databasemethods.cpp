@@ -4,6 +4,7 @@
 #include "databasebackend.h"
 #include "databasecatalog.h"
 #include "databasehost.h"
+#include "pagetext.h"
 #include "sqlcommand.h"
 #include "tableexport.h"
 #include "timedcall.h"
@@ -318,7 +319,10 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                                                    {QStringLiteral("command"),
                                                     page.value(QStringLiteral("command"))}}));
                     const QJsonArray fields = page.value(QStringLiteral("fields")).toArray();
-                    const QJsonArray rows = page.value(QStringLiteral("rows")).toArray();
+                    const bool rowsAsText = page.contains(PageText::kText);
+                    const QJsonArray rows = rowsAsText && !call.objectRows && c.replyRaw
+                                                ? QJsonArray()
+                                                : PageText::rowsOf(page);
                     const QString backendCursor = page.value(QStringLiteral("cursor")).toString();
                     QJsonValue cursor;
                     if (!backendCursor.isEmpty() && backend) {
@@ -339,8 +343,8 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                     if (command.isEmpty())
                         command = firstKeyword(req.sql);
                     QJsonObject out{
-                        {QStringLiteral("rows"), call.objectRows ? toObjects(fields, rows) : rows},
-                        {QStringLiteral("rowCount"), rows.size()},
+                        {QStringLiteral("rowCount"),
+                         rowsAsText ? page.value(PageText::kCount).toInteger() : rows.size()},
                         {QStringLiteral("fields"), fields},
                         {QStringLiteral("command"), command},
                         {QStringLiteral("rowsAffected"),
@@ -351,6 +355,16 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                     if (!req.transaction.isEmpty())
                         out.insert(QStringLiteral("truncated"),
                                    page.value(QStringLiteral("truncated")).toBool());
+                    if (rowsAsText && !call.objectRows && c.replyRaw) {
+                        // The server's text goes to the client as it came (checked on arrival).
+                        activity->end();
+                        return c.replyRaw(
+                            PageText::withRows(out,
+                                               page.value(PageText::kText).toString().toUtf8()));
+                    }
+                    out.insert(QStringLiteral("rows"),
+                               call.objectRows ? toObjects(fields, rows) : rows);
+                    out.insert(QStringLiteral("rowCount"), rows.size());
                     answer(QJsonValue(out));
                 });
         });
@@ -388,7 +402,7 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
         [this, cursorId, pageSize](PageDone done) {
             return nextPage(cursorId, pageSize, std::move(done));
         },
-        [this, cursorId, pageSize, reply](Result<QJsonObject> r) {
+        [this, cursorId, pageSize, reply, raw = ctx.replyRaw](Result<QJsonObject> r) {
             CursorRegistry::Cursor *c = m_cursors.get(cursorId);
             if (!c)
                 return reply(
@@ -400,8 +414,23 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
                 m_cursors.close(cursorId);
                 return reply(r.error());
             }
-            QJsonArray rows = r->value(QStringLiteral("rows")).toArray();
             bool done = r->value(QStringLiteral("done")).toBool();
+            if (r->contains(PageText::kText) && !c->objectRows && raw
+                && r->value(PageText::kCount).toInteger() <= pageSize) {
+                // The server's text goes to the client as it came (checked on arrival).
+                if (done)
+                    m_cursors.close(cursorId);
+                else
+                    readAhead(cursorId);
+                return raw(
+                    PageText::withRows(QJsonObject{{QStringLiteral("rowCount"),
+                                                    r->value(PageText::kCount)},
+                                                   {QStringLiteral("done"), done},
+                                                   {QStringLiteral("cursor"),
+                                                    done ? QJsonValue() : QJsonValue(cursorId)}},
+                                       r->value(PageText::kText).toString().toUtf8()));
+            }
+            QJsonArray rows = PageText::rowsOf(*r);
             if (rows.size() > pageSize) {
                 // A page read ahead for a bigger fetch: the rest waits for the next one.
                 c->carry = slice(rows, pageSize, rows.size() - pageSize);
@@ -438,18 +467,37 @@ CancelFn DatabaseMethods::nextPage(const QString &cursorId, int pageSize, PageDo
                          {QStringLiteral("done"), c->carry.isEmpty() && c->serverDone}});
         return [] {};
     }
-    if (const std::shared_ptr<CursorRegistry::ReadAhead> ahead = std::exchange(c->ahead, {})) {
-        if (ahead->page) {
-            done(std::move(*ahead->page));
-            return [] {};
-        }
-        ahead->waiter = std::move(done);
-        return [ahead] {
-            if (const CancelFn cancel = ahead->cancel)
-                cancel();
-        };
-    }
     QPointer<DatabaseBackend> backend(m_host->backendOf(c->databaseId));
+    if (const std::shared_ptr<CursorRegistry::ReadAhead> ahead = std::exchange(c->ahead, {})) {
+        // A fetch bigger than the page read ahead gets the rest of its rows from the server in
+        // the same answer (each of the two reads within half the bytes of a page).
+        auto topUp = std::make_shared<CancelFn>();
+        const QString serverCursor = c->backendCursor;
+        PageDone complete = [backend, serverCursor, pageSize, done,
+                             topUp](Result<QJsonObject> first) {
+            const qsizetype got = first ? PageText::rowCountOf(*first) : 0;
+            if (!first || first->value(QStringLiteral("done")).toBool() || got >= pageSize
+                || !backend || !backend->isAlive())
+                return done(std::move(first));
+            *topUp = backend->fetch(serverCursor, int(pageSize - got), PageLimits::kMaxBytes / 2,
+                                    [first = *first, done](Result<QJsonObject> more) {
+                                        if (!more)
+                                            return done(std::move(more));
+                                        done(PageText::concat(first, *more));
+                                    });
+        };
+        auto cancel = [ahead, topUp] {
+            if (const CancelFn c = ahead->cancel)
+                c();
+            if (const CancelFn c = *topUp)
+                c();
+        };
+        if (ahead->page)
+            complete(std::move(*ahead->page));
+        else
+            ahead->waiter = std::move(complete);
+        return cancel;
+    }
     if (!backend || !backend->isAlive()) {
         done(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the database server stopped"), {}});
         return [] {};
@@ -469,7 +517,7 @@ void DatabaseMethods::readAhead(const QString &cursorId)
     c->ahead = ahead;
     // The cursor owns its read-ahead; the server's answer finds it through a weak reference (a
     // cursor closed meanwhile drops it).
-    CancelFn cancel = backend->fetch(c->backendCursor, c->pageSize, PageLimits::kMaxBytes,
+    CancelFn cancel = backend->fetch(c->backendCursor, c->pageSize, PageLimits::kMaxBytes / 2,
                                      [weak = std::weak_ptr<CursorRegistry::ReadAhead>(ahead)](
                                          Result<QJsonObject> r) {
                                          const std::shared_ptr<CursorRegistry::ReadAhead> a

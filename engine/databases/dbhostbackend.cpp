@@ -1,5 +1,7 @@
 #include "dbhostbackend.h"
 
+#include "pagetext.h"
+#include "protocol/json.h"
 #include "runtime/supervisorchannel.h"
 #include "serverprocess.h"
 
@@ -28,6 +30,21 @@ constexpr int kStopTimeoutMs = 5000;
 constexpr qsizetype kMaxLine = 64 * 1024 * 1024;
 
 const QByteArray kSocketName = "dbhost.sock";
+
+// An answer line, checked as strict JSON first (the database host is the sandbox's). A page's
+// rows stay the text the host wrote (PageText), once checked to be an array of arrays.
+QJsonObject answerObject(QByteArrayView line)
+{
+    if (Json::validate(line))
+        return {};
+    if (const auto split = PageText::split(line)) {
+        QJsonObject o = QJsonDocument::fromJson(split->members).object();
+        o.insert(PageText::kText, QString::fromUtf8(split->rows));
+        o.insert(PageText::kCount, split->rowCount);
+        return o;
+    }
+    return QJsonDocument::fromJson(line.toByteArray()).object();
+}
 
 } // namespace
 
@@ -70,18 +87,20 @@ private:
     void onReadyRead()
     {
         m_buffer += m_socket->readAll();
-        qsizetype nl;
-        while ((nl = m_buffer.indexOf('\n')) >= 0) {
-            const QByteArray line = m_buffer.left(nl);
-            m_buffer.remove(0, nl + 1);
-            QJsonParseError err;
-            const QJsonDocument doc = QJsonDocument::fromJson(line, &err);
-            const QJsonObject o = doc.object();
+        // A page arrives in many reads: each looks for the line's end only in what is new.
+        qsizetype start = 0, nl;
+        while ((nl = m_buffer.indexOf('\n', qMax(start, m_scanned))) >= 0) {
+            const QByteArrayView line(m_buffer.constData() + start, nl - start);
+            start = nl + 1;
+            m_scanned = start;
+            const QJsonObject o = answerObject(line);
             const quint64 id = quint64(o.value(QStringLiteral("id")).toDouble());
             const auto handler = m_handlers.take(id);
             if (handler)
                 handler(o);
         }
+        m_buffer.remove(0, start);
+        m_scanned = m_buffer.size();
         if (m_buffer.size() > kMaxLine) {
             m_buffer.clear();
             failAll(QStringLiteral("the database host sent an answer over 64 MiB"));
@@ -91,6 +110,7 @@ private:
 
     QLocalSocket *m_socket; // owned (child)
     QByteArray m_buffer;
+    qsizetype m_scanned = 0; // bytes of m_buffer known to hold no line end
     QHash<quint64, Handler> m_handlers;
 };
 

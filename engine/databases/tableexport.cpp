@@ -4,6 +4,7 @@
 #include "databasebackend.h"
 #include "databasehost.h"
 #include "databasesettings.h"
+#include "pagetext.h"
 #include "timedcall.h"
 
 #include <QDir>
@@ -200,7 +201,7 @@ void exportText(DatabaseHost *host, QObject *owner, const ExportCall &call, cons
                                [backend, ex, finish, step, cursor](Result<QJsonObject> r) {
                                    if (!r)
                                        return finish(r.error());
-                                   ex->add(r->value(QStringLiteral("rows")).toArray());
+                                   ex->add(PageText::rowsOf(*r));
                                    if (ex->tooLarge()) {
                                        if (backend)
                                            backend->closeCursor(cursor);
@@ -226,7 +227,7 @@ void exportText(DatabaseHost *host, QObject *owner, const ExportCall &call, cons
                 if (!r)
                     return finish(r.error());
                 ex->header(r->value(QStringLiteral("fields")).toArray());
-                ex->add(r->value(QStringLiteral("rows")).toArray());
+                ex->add(PageText::rowsOf(*r));
                 const QString cursor = r->value(QStringLiteral("cursor")).toString();
                 if (cursor.isEmpty())
                     return finish(true);

@@ -138,7 +138,8 @@ public:
         m_cursors[id] = std::move(cursor);
         return id;
     }
-    // The next page of cursor `id`: `read(cursor, rows)` reads it and answers true at its end.
+    // The next page of cursor `id`: `read(cursor, RowWriter &rows)` reads it and answers true at
+    // its end.
     // At the end, or on an error, the cursor closes through `close(id)`.
     template<typename Read, typename Close>
     json fetch(uint64_t requestId, const std::string &id, Read read, Close close)
@@ -157,7 +158,7 @@ public:
             throw DbError{"bad_request", "cursor " + id + " is already being fetched"};
         if (!cursor->conn)
             throw DbError{"not_found", "no cursor " + id};
-        json rows = json::array();
+        RowWriter rows;
         bool done = false;
         try {
             Running running(*this, requestId, cursor->conn);
@@ -171,7 +172,7 @@ public:
             cl.unlock();
             close(id);
         }
-        return json{{"rows", std::move(rows)}, {"done", done}};
+        return json{{"rows", rowsText(rows.finish())}, {"done", done}};
     }
     // Removes cursor `id` (null if there is none) and interrupts a fetch running on it, so that
     // the caller gets its lock soon.

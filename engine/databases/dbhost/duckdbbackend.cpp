@@ -201,9 +201,8 @@ struct DuckdbBackend::Cursor
     }
 
     // Reads rows up to the limits. Returns true when the result is exhausted.
-    bool readPage(PageLimits limits, json &rows)
+    bool readPage(PageLimits limits, RowWriter &rows)
     {
-        size_t bytes = 0;
         while (true) {
             if (!chunk || row >= duckdb_data_chunk_get_size(chunk)) {
                 if (chunk)
@@ -224,13 +223,11 @@ struct DuckdbBackend::Cursor
             const idx_t size = duckdb_data_chunk_get_size(chunk);
             const idx_t columns = types.size();
             for (; row < size; ++row) {
-                json r = json::array();
-                for (idx_t c = 0; c < columns; ++c) {
-                    r.push_back(vectorValue(duckdb_data_chunk_get_vector(chunk, c), types[c], row));
-                    bytes += approximateSize(r.back());
-                }
-                rows.push_back(std::move(r));
-                if (rows.size() >= limits.rows || bytes >= limits.bytes) {
+                rows.beginRow();
+                for (idx_t c = 0; c < columns; ++c)
+                    writeValue(rows, duckdb_data_chunk_get_vector(chunk, c), types[c], row);
+                rows.endRow();
+                if (rows.rows() >= limits.rows || rows.size() >= limits.bytes) {
                     ++row;
                     return false;
                 }
@@ -507,7 +504,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
                 continue;
             // INSERT/UPDATE/DELETE in a query: RETURNING rows, or the bare count.
             json fields = fieldsOf(&r.r);
-            json rows = json::array();
+            RowWriter rows;
             const bool bareCount = fields.size() == 1 && fields[0]["name"] == "Count";
             if (!bareCount) {
                 cursor->result = r.r;
@@ -518,7 +515,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
                 cursor->readPage(PageLimits{SIZE_MAX, SIZE_MAX}, rows);
             }
             return json{{"fields", bareCount ? json::array() : fields},
-                        {"rows", std::move(rows)},
+                        {"rows", rowsText(rows.finish())},
                         {"command", command},
                         {"rowsAffected", changed},
                         {"cursor", nullptr}};
@@ -540,7 +537,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
         json fields = fieldsOf(&cursor->result);
         for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
             cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
-        json rows = json::array();
+        RowWriter rows;
         const bool done = cursor->readPage(limits, rows);
         json answer{{"fields", std::move(fields)},
                     {"command", command},
@@ -555,7 +552,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
             releaser.c = nullptr; // the cursor keeps the connection
             answer["cursor"] = id;
         }
-        answer["rows"] = std::move(rows);
+        answer["rows"] = rowsText(rows.finish());
         return answer;
     }
     return json{{"command", command}, {"rowsAffected", rowsAffected}};
@@ -564,7 +561,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
 json DuckdbBackend::fetch(uint64_t requestId, const std::string &id, PageLimits limits)
 {
     return m_cursors.fetch(
-        requestId, id, [limits](Cursor &c, json &rows) { return c.readPage(limits, rows); },
+        requestId, id, [limits](Cursor &c, RowWriter &rows) { return c.readPage(limits, rows); },
         [this](const std::string &cursor) { closeCursor(cursor); });
 }
 

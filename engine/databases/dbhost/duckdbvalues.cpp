@@ -424,4 +424,36 @@ json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row)
     }
 }
 
+void writeValue(RowWriter &rows, duckdb_vector vec, duckdb_logical_type type, idx_t row)
+{
+    uint64_t *validity = duckdb_vector_get_validity(vec);
+    if (validity && !duckdb_validity_row_is_valid(validity, row))
+        return rows.null();
+    void *data = duckdb_vector_get_data(vec);
+    switch (duckdb_get_type_id(type)) {
+    case DUCKDB_TYPE_TINYINT:
+        return rows.integer(static_cast<int8_t *>(data)[row]);
+    case DUCKDB_TYPE_SMALLINT:
+        return rows.integer(static_cast<int16_t *>(data)[row]);
+    case DUCKDB_TYPE_INTEGER:
+        return rows.integer(static_cast<int32_t *>(data)[row]);
+    case DUCKDB_TYPE_BIGINT:
+        return rows.integer(static_cast<int64_t *>(data)[row]);
+    case DUCKDB_TYPE_UTINYINT:
+        return rows.integer(static_cast<uint8_t *>(data)[row]);
+    case DUCKDB_TYPE_USMALLINT:
+        return rows.integer(static_cast<uint16_t *>(data)[row]);
+    case DUCKDB_TYPE_UINTEGER:
+        return rows.integer(static_cast<uint32_t *>(data)[row]);
+    case DUCKDB_TYPE_DOUBLE:
+        return rows.floating(static_cast<double *>(data)[row]);
+    case DUCKDB_TYPE_VARCHAR:
+        return rows.text(stringAt(data, row));
+    case DUCKDB_TYPE_BLOB:
+        return rows.bytes(stringAt(data, row));
+    default:
+        return rows.value(vectorValue(vec, type, row));
+    }
+}
+
 } // namespace DbHost

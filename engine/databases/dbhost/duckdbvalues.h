@@ -26,5 +26,7 @@ std::string typeName(duckdb_logical_type type);
 // The value of `row` in a vector of `type` as the wire encodes it (wire.h: integers past 2^53 as
 // {"$int"}, blobs as {"$bytes"}, dates and times as text), nested for LIST, ARRAY, STRUCT, MAP.
 json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row);
+// The same value written to a page's text (the common types without a json value in between).
+void writeValue(RowWriter &rows, duckdb_vector vec, duckdb_logical_type type, idx_t row);
 
 } // namespace DbHost

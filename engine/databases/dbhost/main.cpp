@@ -178,7 +178,7 @@ void serve(Backend *backend, int fd)
             answer = errorAnswer(DbError{"internal", e.what()});
         }
         answer["id"] = id;
-        if (!sendAll(fd, answer.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) {
+        if (!sendAll(fd, dumpAnswer(answer) + "\n")) {
             ::close(fd);
             return;
         }

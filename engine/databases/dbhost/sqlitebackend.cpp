@@ -148,11 +148,30 @@ json fieldsOf(sqlite3_stmt *st, bool haveRow)
     return fields;
 }
 
+void writeColumn(RowWriter &rows, sqlite3_stmt *st, int i)
+{
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER:
+        return rows.integer(sqlite3_column_int64(st, i));
+    case SQLITE_FLOAT:
+        return rows.floating(sqlite3_column_double(st, i));
+    case SQLITE_TEXT: {
+        const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(st, i));
+        return rows.text(std::string_view(p, size_t(sqlite3_column_bytes(st, i))));
+    }
+    case SQLITE_BLOB: {
+        const auto *p = static_cast<const char *>(sqlite3_column_blob(st, i));
+        return rows.bytes(std::string_view(p ? p : "", size_t(sqlite3_column_bytes(st, i))));
+    }
+    default:
+        return rows.null();
+    }
+}
+
 // Steps up to the page limits; the row under the statement when called counts first when
 // `pending` is set. Returns true when the statement is done.
-bool readPage(sqlite3 *db, sqlite3_stmt *st, PageLimits limits, json &rows, bool pending)
+bool readPage(sqlite3 *db, sqlite3_stmt *st, PageLimits limits, RowWriter &rows, bool pending)
 {
-    size_t bytes = 0;
     const int n = sqlite3_column_count(st);
     while (true) {
         if (!pending) {
@@ -163,13 +182,11 @@ bool readPage(sqlite3 *db, sqlite3_stmt *st, PageLimits limits, json &rows, bool
                 throw errorOf(db, rc);
         }
         pending = false;
-        json row = json::array();
-        for (int i = 0; i < n; ++i) {
-            row.push_back(columnValue(st, i));
-            bytes += approximateSize(row.back());
-        }
-        rows.push_back(std::move(row));
-        if (rows.size() >= limits.rows || bytes >= limits.bytes)
+        rows.beginRow();
+        for (int i = 0; i < n; ++i)
+            writeColumn(rows, st, i);
+        rows.endRow();
+        if (rows.rows() >= limits.rows || rows.size() >= limits.bytes)
             return false;
     }
 }
@@ -392,7 +409,7 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
             continue;
         }
 
-        json rows = json::array();
+        RowWriter rows;
         const int first = sqlite3_step(st.st);
         if (first != SQLITE_ROW && first != SQLITE_DONE)
             throw errorOf(db, first, tail - start);
@@ -417,7 +434,7 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
             answer["cursor"] = id;
             answer["rowsAffected"] = 0;
         }
-        answer["rows"] = std::move(rows);
+        answer["rows"] = rowsText(rows.finish());
         return answer;
     }
     if (statements == 0)
@@ -429,7 +446,9 @@ json SqliteBackend::fetch(uint64_t requestId, const std::string &id, PageLimits 
 {
     return m_cursors.fetch(
         requestId, id,
-        [limits](Cursor &c, json &rows) { return readPage(c.conn, c.stmt, limits, rows, false); },
+        [limits](Cursor &c, RowWriter &rows) {
+            return readPage(c.conn, c.stmt, limits, rows, false);
+        },
         [this](const std::string &cursor) { closeCursor(cursor); });
 }
 

@@ -1,6 +1,7 @@
 #include "wire.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 
 namespace DbHost {
@@ -189,6 +190,139 @@ size_t approximateSize(const json &v)
     default:
         return 8;
     }
+}
+
+void RowWriter::beginRow()
+{
+    m_out += m_rows++ ? ",[" : "[";
+    m_firstValue = true;
+}
+
+void RowWriter::separate()
+{
+    if (!m_firstValue)
+        m_out += ',';
+    m_firstValue = false;
+}
+
+void RowWriter::integer(long long v)
+{
+    separate();
+    if (v > kMaxSafe || v < -kMaxSafe)
+        m_out += "{\"$int\":\"";
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    m_out.append(buf, r.ptr);
+    if (v > kMaxSafe || v < -kMaxSafe)
+        m_out += "\"}";
+}
+
+void RowWriter::floating(double v)
+{
+    if (!std::isfinite(v)) {
+        separate();
+        m_out += std::isnan(v) ? "{\"$float\":\"NaN\"}"
+                 : v > 0       ? "{\"$float\":\"Infinity\"}"
+                               : "{\"$float\":\"-Infinity\"}";
+        return;
+    }
+    separate();
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    const std::string_view digits(buf, size_t(r.ptr - buf));
+    m_out += digits;
+    // As nlohmann writes a double: with a fraction or exponent, so that it reads back as one.
+    if (digits.find_first_of(".e") == std::string_view::npos)
+        m_out += ".0";
+}
+
+void RowWriter::text(std::string_view s)
+{
+    if (!isValidUtf8(s))
+        return bytes(s);
+    separate();
+    static const char kHex[] = "0123456789abcdef";
+    m_out.reserve(m_out.size() + s.size() + 2);
+    m_out += '"';
+    size_t run = 0; // bytes copied as they are, written in one append
+    for (size_t i = 0; i < s.size(); ++i) {
+        const uint8_t c = uint8_t(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        m_out.append(s.data() + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"':
+            m_out += "\\\"";
+            break;
+        case '\\':
+            m_out += "\\\\";
+            break;
+        case '\b':
+            m_out += "\\b";
+            break;
+        case '\f':
+            m_out += "\\f";
+            break;
+        case '\n':
+            m_out += "\\n";
+            break;
+        case '\r':
+            m_out += "\\r";
+            break;
+        case '\t':
+            m_out += "\\t";
+            break;
+        default:
+            m_out += "\\u00";
+            m_out += kHex[c >> 4];
+            m_out += kHex[c & 15];
+        }
+    }
+    m_out.append(s.data() + run, s.size() - run);
+    m_out += '"';
+}
+
+void RowWriter::bytes(std::string_view b)
+{
+    separate();
+    m_out += "{\"$bytes\":\"";
+    m_out += base64Encode(b);
+    m_out += "\"}";
+}
+
+void RowWriter::value(const json &v)
+{
+    separate();
+    m_out += v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string RowWriter::finish()
+{
+    std::string out = "[" + std::exchange(m_out, {}) + "]";
+    m_rows = 0;
+    return out;
+}
+
+json rowsText(std::string text)
+{
+    return json::binary(std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+std::string dumpAnswer(const json &answer)
+{
+    const auto rows = answer.is_object() ? answer.find("rows") : answer.end();
+    if (rows == answer.end() || !rows->is_binary())
+        return answer.dump(-1, ' ', false, json::error_handler_t::replace);
+    json rest = answer;
+    rest.erase("rows");
+    std::string out = rest.dump(-1, ' ', false, json::error_handler_t::replace);
+    out.pop_back(); // the closing brace
+    out += rest.empty() ? "\"rows\":" : ",\"rows\":";
+    const auto &text = rows->get_binary();
+    out.append(reinterpret_cast<const char *>(text.data()), text.size());
+    out += '}';
+    return out;
 }
 
 } // namespace DbHost

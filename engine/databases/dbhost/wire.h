@@ -44,6 +44,37 @@ bool taggedParam(const json &v, std::string *tag, std::string *payload);
 // Approximate encoded size of a value, for page byte limits.
 size_t approximateSize(const json &v);
 
+// The rows of a page written straight to JSON text (an array of arrays), by the rules of the
+// value functions above, without a tree of values: what a page costs is its text. The text goes
+// into an answer as rowsText() and out unchanged through dumpAnswer().
+class RowWriter
+{
+public:
+    void beginRow();
+    void endRow() { m_out += ']'; }
+    void null() { separate(), m_out += "null"; }
+    void integer(long long v);
+    void floating(double v);
+    void text(std::string_view s); // a string, or $bytes when not UTF-8
+    void bytes(std::string_view b);
+    void value(const json &v); // any other value, as it dumps
+    size_t rows() const { return m_rows; }
+    size_t size() const { return m_out.size(); }
+    // The array's text; the writer is empty afterwards.
+    std::string finish();
+
+private:
+    void separate();
+    std::string m_out;
+    size_t m_rows = 0;
+    bool m_firstValue = true;
+};
+
+// A page's rows as written by RowWriter, for an answer's "rows" (kept as text, not re-parsed).
+json rowsText(std::string text);
+// The answer line's text: `answer` dumped, its "rows" written as the text rowsText() holds.
+std::string dumpAnswer(const json &answer);
+
 // A statement's first keyword and blank SQL, as the engine reads them (../sqlcommand.h).
 using Sandbox::SqlCommand::firstKeyword;
 inline bool isBlankSql(std::string_view sql)

@@ -1,0 +1,82 @@
+// PageText: a page of rows as sandbox-dbhost writes it, split from its answer line and passed to
+// the client as it is — only when it is an array of arrays, with every member kept.
+#include "databases/pagetext.h"
+
+#include <QJsonDocument>
+#include <QTest>
+
+using namespace Sandbox::Engine;
+
+class tst_PageText : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void split_data();
+    void split();
+    void withRowsIsTheSameObject();
+};
+
+void tst_PageText::split_data()
+{
+    QTest::addColumn<QByteArray>("line");
+    QTest::addColumn<bool>("splits");
+    QTest::addColumn<int>("rowCount");
+    QTest::addColumn<QByteArray>("members");
+
+    QTest::newRow("a page") << QByteArray(R"({"cursor":"c1","rows":[[1,"a"],[2,"b"]],"id":3})")
+                            << true << 2 << QByteArray(R"({"cursor":"c1","id":3})");
+    QTest::newRow("rows last, spaces")
+        << QByteArray(R"( { "done" : false , "rows" : [ [1] , [2] , [3] ] } )") << true << 3
+        << QByteArray(R"({"done" : false})");
+    QTest::newRow("no rows") << QByteArray(R"({"rows":[],"done":true})") << true << 0
+                             << QByteArray(R"({"done":true})");
+    QTest::newRow("brackets and commas in strings")
+        << QByteArray(R"({"rows":[["],[,\"]"],[{"$int":"9007199254740993"},null]]})") << true << 2
+        << QByteArray("{}");
+    QTest::newRow("nested values")
+        << QByteArray(R"({"rows":[[[1,[2]],{"a":[3]}]]})") << true << 1 << QByteArray("{}");
+    QTest::newRow("a row that is not an array")
+        << QByteArray(R"({"rows":[[1],2]})") << false << 0 << QByteArray();
+    QTest::newRow("a row that is an object")
+        << QByteArray(R"({"rows":[{"a":1}]})") << false << 0 << QByteArray();
+    QTest::newRow("rows that are not an array")
+        << QByteArray(R"({"rows":"[[1]]"})") << false << 0 << QByteArray();
+    QTest::newRow("no rows member")
+        << QByteArray(R"({"results":[[1]]})") << false << 0 << QByteArray();
+    QTest::newRow("not an object") << QByteArray(R"([[1]])") << false << 0 << QByteArray();
+}
+
+void tst_PageText::split()
+{
+    QFETCH(QByteArray, line);
+    QFETCH(bool, splits);
+    QFETCH(int, rowCount);
+    QFETCH(QByteArray, members);
+    const auto s = PageText::split(line);
+    QCOMPARE(s.has_value(), splits);
+    if (!splits)
+        return;
+    QCOMPARE(s->rowCount, rowCount);
+    QCOMPARE(s->members, members);
+    // The rows are the line's own text, and exactly the array that the line holds.
+    const QJsonArray parsed = QJsonDocument::fromJson(line).object().value(u"rows").toArray();
+    QCOMPARE(QJsonDocument::fromJson(s->rows).array(), parsed);
+    QCOMPARE(parsed.size(), rowCount);
+}
+
+void tst_PageText::withRowsIsTheSameObject()
+{
+    const QByteArray rows = R"([[1,"x"],[null,{"$bytes":"AAE="}]])";
+    const QJsonObject members{{QStringLiteral("rowCount"), 2}, {QStringLiteral("done"), false}};
+    const QJsonObject page = QJsonDocument::fromJson(PageText::withRows(members, rows)).object();
+    QCOMPARE(page.value(u"rowCount").toInt(), 2);
+    QCOMPARE(page.value(u"done").toBool(true), false);
+    QCOMPARE(page.value(u"rows").toArray(), QJsonDocument::fromJson(rows).array());
+    const QJsonObject empty = QJsonDocument::fromJson(PageText::withRows({}, "[]")).object();
+    QCOMPARE(empty.keys(), QStringList{QStringLiteral("rows")});
+    QVERIFY(empty.value(u"rows").isArray());
+}
+
+QTEST_GUILESS_MAIN(tst_PageText)
+#include "tst_pagetext.moc"
