@@ -3,6 +3,7 @@
 #include "api/params.h"
 #include "runtime/fsuidguard.h"
 #include "runtime/hostfs.h"
+#include "runtime/offloop.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
 #include "runtime/workspacevolume.h"
@@ -187,6 +188,14 @@ AgentService::AgentService(SandboxManager *sandboxes, StreamHub *streams, Method
     m_methods->add(QStringLiteral("agents.runEvents"),
                    [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
                        runEvents(p, c, r);
+                   });
+    m_methods->add(QStringLiteral("agents.runChanges"),
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+                       runChanges(p, c, r);
+                   });
+    m_methods->add(QStringLiteral("agents.revertFile"),
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+                       revertFile(p, c, r);
                    });
     m_methods->add(QStringLiteral("agents.run"), [this](const QJsonObject &p, const CallContext &c,
                                                         const Methods::Reply &r) { run(p, c, r); });
@@ -549,8 +558,8 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
             };
             // The channel may answer while the engine shuts down, after this service is gone.
             QPointer<AgentService> self(this);
-            const auto onReply = [this, self, job, adapter, output, flush, id, cwd, request,
-                                  done](Result<SupervisorChannel::Reply> r) {
+            const auto finishTurn = [this, self, job, adapter, output, flush, id, cwd, request,
+                                     done](Result<SupervisorChannel::Reply> r) {
                 if (!self)
                     return;
                 m_sandboxes->endActivity(id);
@@ -579,7 +588,29 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
                     return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
                 done(result);
             };
-            job->execId = job->channel->request(request, {}, onReply, onOutput);
+            // The workspace as the turn left it, recorded before the sandbox may sleep.
+            const auto onReply = [this, self, job, cwd,
+                                  finishTurn](Result<SupervisorChannel::Reply> r) {
+                if (!self)
+                    return;
+                recordWorkspace(job, TurnSnapshots::Phase::After, cwd,
+                                [finishTurn, r = std::move(r)]() mutable {
+                                    finishTurn(std::move(r));
+                                });
+            };
+            const auto start = [job, request, onReply, onOutput] {
+                if (job->cancelled)
+                    return onReply(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+                if (!job->channel)
+                    return onReply(Error{ErrorCode::SandboxNotRunning,
+                                         QStringLiteral("the sandbox stopped before the run began"),
+                                         {}});
+                job->execId = job->channel->request(request, {}, onReply, onOutput);
+            };
+            if (turn == 0)
+                recordWorkspace(job, TurnSnapshots::Phase::Before, cwd, start);
+            else
+                start();
         });
 }
 
@@ -828,6 +859,128 @@ void AgentService::runEvents(const QJsonObject &params, const CallContext &ctx,
     if (!events)
         return reply(events.error());
     reply(QJsonValue(events.value()));
+}
+
+TurnSnapshots AgentService::snapshotsOf(const SandboxRecord &record) const
+{
+    const EngineConfig &config = m_sandboxes->config();
+    const uid_t uid = config.dropPrivileges ? config.uidBase + uid_t(record.slot) : ::getuid();
+    const gid_t gid = config.dropPrivileges ? gid_t(uid) : ::getgid();
+    return TurnSnapshots(m_sandboxes->stateDirOf(record.id) + QStringLiteral("/turns"), uid, gid);
+}
+
+namespace {
+
+// The sandbox's /workspace on the host, opened without following a link (the volume is the
+// engine's, the tree below it the sandbox's); -errno when it is not there (not mounted).
+int openWorkspace(const QString &volumeDir)
+{
+    HostFs::Fd volume(HostFs::openOwnDir(volumeDir));
+    if (!volume.isValid())
+        return volume.get();
+    return HostFs::openBeneath(volume.get(), "workspace", O_RDONLY | O_DIRECTORY);
+}
+
+} // namespace
+
+void AgentService::recordWorkspace(const std::shared_ptr<Job> &job, TurnSnapshots::Phase phase,
+                                   const QString &cwd, std::function<void()> then)
+{
+    if (job->runId.isEmpty())
+        return then();
+    const TurnSnapshots snapshots = snapshotsOf(job->record);
+    const QString volumeDir = m_sandboxes->volumeDirOf(job->sandboxId);
+    const QString runId = job->runId;
+    runOffLoop<QString>(
+        this,
+        [snapshots, volumeDir, runId, phase, cwd]() -> QString {
+            HostFs::Fd workspace(openWorkspace(volumeDir));
+            if (!workspace.isValid())
+                return HostFs::errorText(workspace.get());
+            const auto taken = snapshots.take(workspace.get(), runId, phase, cwd);
+            return taken ? QString() : taken.error().message;
+        },
+        [runId, then](const QString &error) {
+            if (!error.isEmpty())
+                qCWarning(lcAgents).noquote()
+                    << "the workspace around run" << runId << "was not recorded:" << error;
+            then();
+        });
+}
+
+void AgentService::runChanges(const QJsonObject &params, const CallContext &ctx,
+                              const Methods::Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    const QString runId = p.requiredString(QStringLiteral("runId"));
+    if (p.failed())
+        return reply(p.error());
+    const auto record = m_sandboxes->record(ctx.keyId, id, kAgent);
+    if (!record)
+        return reply(record.error());
+    const TurnSnapshots snapshots = snapshotsOf(record.value());
+    QObject *context = ctx.guard ? ctx.guard.data() : this;
+    runOffLoop<Result<QJsonObject>>(
+        context, [snapshots, runId] { return snapshots.changes(runId); },
+        [reply](Result<QJsonObject> r) {
+            if (!r)
+                return reply(r.error());
+            reply(QJsonValue(r.value()));
+        });
+}
+
+void AgentService::revertFile(const QJsonObject &params, const CallContext &ctx,
+                              const Methods::Reply &reply)
+{
+    Params p(params);
+    const QString id = p.requiredString(QStringLiteral("id"));
+    const QString runId = p.requiredString(QStringLiteral("runId"));
+    const QString path = p.requiredPath(QStringLiteral("path"));
+    if (p.failed())
+        return reply(p.error());
+    const auto record = m_sandboxes->record(ctx.keyId, id, kAgent);
+    if (!record)
+        return reply(record.error());
+    if (m_jobs.contains(id))
+        return reply(
+            Error{ErrorCode::AlreadyExists,
+                  QStringLiteral("sandbox %1 is running a prompt; revert after it ends").arg(id),
+                  QJsonObject{{QStringLiteral("id"), id}}});
+    const TurnSnapshots snapshots = snapshotsOf(record.value());
+    const QString volumeDir = m_sandboxes->volumeDirOf(id);
+    QObject *context = ctx.guard ? ctx.guard.data() : this;
+    QPointer<AgentService> self(this);
+    // The workspace is there while the sandbox runs (its disk image is mounted then).
+    m_sandboxes
+        ->withSupervisor(ctx.keyId, id, kAgent, context,
+                         [self, snapshots, volumeDir, runId, path, id,
+                          reply](Result<SupervisorChannel *> r) {
+                             if (!r)
+                                 return reply(r.error());
+                             if (!self)
+                                 return;
+                             // Not the caller's context: the activity must end even if the caller went away.
+                             runOffLoop<Result<QJsonObject>>(
+                                 self.data(),
+                                 [snapshots, volumeDir, runId, path]() -> Result<QJsonObject> {
+                                     HostFs::Fd workspace(openWorkspace(volumeDir));
+                                     if (!workspace.isValid())
+                                         return Error{ErrorCode::SandboxNotRunning,
+                                                      QStringLiteral(
+                                                          "the workspace is not there: %1")
+                                                          .arg(HostFs::errorText(workspace.get())),
+                                                      {}};
+                                     return snapshots.revert(workspace.get(), runId, path);
+                                 },
+                                 [self, id, reply](Result<QJsonObject> r) {
+                                     if (self)
+                                         self->m_sandboxes->endActivity(id);
+                                     if (!r)
+                                         return reply(r.error());
+                                     reply(QJsonValue(r.value()));
+                                 });
+                         });
 }
 
 void AgentService::stop(const QJsonObject &params, const CallContext &ctx,

@@ -2,6 +2,7 @@
 
 #include "agentadapter.h"
 #include "api/methods.h"
+#include "turnsnapshots.h"
 
 #include <QHash>
 #include <QObject>
@@ -67,6 +68,14 @@ private:
                                           const QJsonObject &options);
     void listRuns(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void runEvents(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+    void runChanges(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+    void revertFile(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+    // The records of the sandbox's workspace around its runs (docs/protocol.md 4.7.2).
+    TurnSnapshots snapshotsOf(const SandboxRecord &record) const;
+    // Records the workspace for the job's run off the event loop, then calls `then` (also when the
+    // record could not be made: a run does not fail for it, its changes are then unknown).
+    void recordWorkspace(const std::shared_ptr<Job> &job, TurnSnapshots::Phase phase,
+                         const QString &cwd, std::function<void()> then);
     void endJob(const std::shared_ptr<Job> &job, Result<QJsonObject> result,
                 const Methods::Reply &reply);
     // One CLI run; `done` gets the run's answer (or an Error when the run could not be made).

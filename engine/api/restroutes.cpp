@@ -159,6 +159,17 @@ Result<RestCall> routeRestRequest(QByteArrayView m, const QString &path, const Q
             return plain(ns + QStringLiteral("runEvents"), params);
         }
     }
+    // A run's changes to /workspace (docs/protocol.md 4.7.2): /runs/{runId}/changes and
+    // /runs/{runId}/revert {path}.
+    if (action == QLatin1String("runs") && collection == QLatin1String("agents")
+        && parts.size() == 6) {
+        QJsonObject params = idParam;
+        params.insert(QStringLiteral("runId"), parts[4]);
+        if (get && parts[5] == QLatin1String("changes"))
+            return plain(ns + QStringLiteral("runChanges"), params);
+        if (post && parts[5] == QLatin1String("revert"))
+            return withBody(ns + QStringLiteral("revertFile"), params);
+    }
     if (action == QLatin1String("network") && parts.size() == 4) {
         // docs/protocol.md 3.5 and 4.9: the policy and the recent denials, or a new policy.
         if (get)

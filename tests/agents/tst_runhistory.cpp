@@ -2,7 +2,8 @@
 // against the mock model server; its run and events come back from agents.runs and
 // agents.runEvents exactly as they were streamed, after a clean restart of the engine and after a
 // kill -9; a run the engine died under is `interrupted`; runs that end on a refused tool call or
-// on a question say that they need the user.
+// on a question say that they need the user. A run's changes to /workspace come back as
+// unified diffs (agents.runChanges), after restarts too, and agents.revertFile undoes them.
 #include "engineprocess.h"
 #include "mockmodelserver.h"
 #include "testclient.h"
@@ -39,6 +40,7 @@ private Q_SLOTS:
     void runIsKeptWithItsEvents();
     void transcriptSurvivesEngineRestart_data();
     void transcriptSurvivesEngineRestart();
+    void turnChangesAreReviewedAndReverted();
     void runTheEngineDiedUnderIsInterrupted();
     void refusedToolCallNeedsInput();
     void questionNeedsInput();
@@ -50,6 +52,9 @@ private:
     QJsonObject run(const QString &prompt, QJsonObject options = {});
     QList<QJsonObject> streamedEvents(const QString &streamId) const;
     QList<QJsonObject> storedEvents(const QString &runId, int pageSize = 1000);
+    QJsonObject changes(const QString &runId);
+    QString readFile(const QString &path);
+    int errorCode(const QString &method, const QJsonObject &params);
 
     EngineProcess m_engine;
     RpcTestClient m_rpc;
@@ -215,6 +220,118 @@ void tst_RunHistory::transcriptSurvivesEngineRestart()
     QCOMPARE(kept.value(QStringLiteral("runId")).toString(), m_runId);
     QCOMPARE(kept.value(QStringLiteral("status")).toString(), QStringLiteral("succeeded"));
     QCOMPARE(storedEvents(m_runId), m_streamed);
+}
+
+QJsonObject tst_RunHistory::changes(const QString &runId)
+{
+    return m_rpc.result(QStringLiteral("agents.runChanges"),
+                        {{QStringLiteral("id"), m_id}, {QStringLiteral("runId"), runId}});
+}
+
+QString tst_RunHistory::readFile(const QString &path)
+{
+    return m_rpc
+        .result(QStringLiteral("agents.readFile"),
+                {{QStringLiteral("id"), m_id}, {QStringLiteral("path"), path}})
+        .value(QStringLiteral("content"))
+        .toString();
+}
+
+int tst_RunHistory::errorCode(const QString &method, const QJsonObject &params)
+{
+    return m_rpc.call(method, params)
+        .value(QStringLiteral("error"))
+        .toObject()
+        .value(QStringLiteral("code"))
+        .toInt();
+}
+
+void tst_RunHistory::turnChangesAreReviewedAndReverted()
+{
+    if (m_runId.isEmpty())
+        QSKIP("the first run failed");
+    // The first run (before two restarts of the engine) made kept.txt: its changes say so.
+    const QJsonObject first = changes(m_runId);
+    QVERIFY2(first.value(QStringLiteral("done")).toBool(), qPrintable(dump(m_rpc.lastError())));
+    const QJsonArray firstFiles = first.value(QStringLiteral("files")).toArray();
+    QCOMPARE(firstFiles.size(), 1);
+    const QJsonObject made = firstFiles.first().toObject();
+    QCOMPARE(made.value(QStringLiteral("path")).toString(), QStringLiteral("/workspace/kept.txt"));
+    QCOMPARE(made.value(QStringLiteral("kind")).toString(), QStringLiteral("add"));
+    QCOMPARE(made.value(QStringLiteral("diff")).toString(),
+             QStringLiteral("--- a/kept.txt\n+++ b/kept.txt\n@@ -0,0 +1,2 @@\n+kept\n+for later\n"
+                            "\\ No newline at end of file\n"));
+
+    // The next run, in the same conversation (Claude Code's Write overwrites only a file it
+    // knows), rewrites kept.txt; another file, written meanwhile, is not the run's change.
+    const QString kept = QStringLiteral("/workspace/kept.txt");
+    QVERIFY(!m_rpc
+                 .result(QStringLiteral("agents.writeFile"),
+                         {{QStringLiteral("id"), m_id},
+                          {QStringLiteral("path"), QStringLiteral("/workspace/untouched.txt")},
+                          {QStringLiteral("content"), QStringLiteral("same\n")}})
+                 .isEmpty());
+    const QJsonObject answer
+        = run(QStringLiteral("Again [[write:/workspace/kept.txt|kept\\nFOR LATER\\nand more\\n]]"),
+              {{QStringLiteral("sessionId"),
+                m_streamed.first().value(QStringLiteral("sessionId"))}});
+    QVERIFY2(answer.value(QStringLiteral("result"))
+                 .toObject()
+                 .value(QStringLiteral("success"))
+                 .toBool(),
+             qPrintable(dump(answer)));
+    QCOMPARE(readFile(kept), QStringLiteral("kept\nFOR LATER\nand more\n"));
+    const QString runId = m_rpc
+                              .result(QStringLiteral("agents.runs"),
+                                      {{QStringLiteral("id"), m_id}, {QStringLiteral("limit"), 1}})
+                              .value(QStringLiteral("runs"))
+                              .toArray()
+                              .first()
+                              .toObject()
+                              .value(QStringLiteral("runId"))
+                              .toString();
+    const QJsonObject turn = changes(runId);
+    const QJsonArray files = turn.value(QStringLiteral("files")).toArray();
+    QVERIFY2(files.size() == 1, qPrintable(dump(turn)));
+    const QJsonObject changed = files.first().toObject();
+    QCOMPARE(changed.value(QStringLiteral("path")).toString(), kept);
+    QCOMPARE(changed.value(QStringLiteral("kind")).toString(), QStringLiteral("update"));
+    QCOMPARE(changed.value(QStringLiteral("diff")).toString(),
+             QStringLiteral("--- a/kept.txt\n+++ b/kept.txt\n@@ -1,2 +1,3 @@\n kept\n-for later\n"
+                            "\\ No newline at end of file\n+FOR LATER\n+and more\n"));
+    QCOMPARE(changed.value(QStringLiteral("added")).toInt(), 2);
+    QCOMPARE(changed.value(QStringLiteral("removed")).toInt(), 1);
+    QVERIFY(changed.value(QStringLiteral("revertible")).toBool());
+    QVERIFY(turn.value(QStringLiteral("truncated")).isNull());
+
+    // Revert: the file is as it was before the run; reverting the first run's new file deletes it.
+    const QJsonObject reverted = m_rpc.result(QStringLiteral("agents.revertFile"),
+                                              {{QStringLiteral("id"), m_id},
+                                               {QStringLiteral("runId"), runId},
+                                               {QStringLiteral("path"), kept}});
+    QCOMPARE(reverted.value(QStringLiteral("reverted")).toString(), QStringLiteral("restored"));
+    QCOMPARE(readFile(kept), QStringLiteral("kept\nfor later"));
+    QCOMPARE(m_rpc
+                 .result(QStringLiteral("agents.revertFile"), {{QStringLiteral("id"), m_id},
+                                                               {QStringLiteral("runId"), m_runId},
+                                                               {QStringLiteral("path"), kept}})
+                 .value(QStringLiteral("reverted"))
+                 .toString(),
+             QStringLiteral("deleted"));
+    QCOMPARE(errorCode(QStringLiteral("agents.stat"),
+                       {{QStringLiteral("id"), m_id}, {QStringLiteral("path"), kept}}),
+             -32002);
+
+    // Outside /workspace, or a run that is not this sandbox's: refused.
+    QCOMPARE(errorCode(QStringLiteral("agents.revertFile"),
+                       {{QStringLiteral("id"), m_id},
+                        {QStringLiteral("runId"), runId},
+                        {QStringLiteral("path"), QStringLiteral("/workspace/../etc/passwd")}}),
+             -32007);
+    QCOMPARE(errorCode(QStringLiteral("agents.runChanges"),
+                       {{QStringLiteral("id"), m_id},
+                        {QStringLiteral("runId"), QStringLiteral("run_0123456789abcdef")}}),
+             -32002);
 }
 
 void tst_RunHistory::runTheEngineDiedUnderIsInterrupted()

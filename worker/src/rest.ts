@@ -140,6 +140,12 @@ const ROUTES: Route[] = [
   r('GET', `/api/agents/${ID}/runs/([A-Za-z0-9_]+)/events`, async (m, _q, url, call) =>
     json(await call('agents.runEvents', { id: m[1], runId: m[2], ...queryIntegers(url, 'after', 'limit') })),
   ),
+  r('GET', `/api/agents/${ID}/runs/([A-Za-z0-9_]+)/changes`, async (m, _q, _u, call) =>
+    json(await call('agents.runChanges', { id: m[1], runId: m[2] })),
+  ),
+  r('POST', `/api/agents/${ID}/runs/([A-Za-z0-9_]+)/revert`, async (m, req, _u, call) =>
+    json(await call('agents.revertFile', { ...pick(await jsonBody(req), 'path'), id: m[1], runId: m[2] })),
+  ),
   r('POST', `/api/agents/${ID}/exec`, async (m, req, _u, call) => {
     const body = await jsonBody(req);
     const params: Params = { ...pick(body, 'command', 'options'), id: m[1] };

@@ -183,6 +183,9 @@ export class SandboxService {
     // Run history (4.7.1): the engine keeps it; relayed with our ids.
     m.set('agents.runs', (c, p) => this.runHistory(c, 'agents.runs', this.owned(c, p, 'agent'), p));
     m.set('agents.runEvents', (c, p) => this.runHistory(c, 'agents.runEvents', this.owned(c, p, 'agent'), p));
+    // What a run changed (4.7.2): the engine in the container records the workspace around each run.
+    m.set('agents.runChanges', (c, p) => this.runHistory(c, 'agents.runChanges', this.owned(c, p, 'agent'), p));
+    m.set('agents.revertFile', (c, p) => this.runHistory(c, 'agents.revertFile', this.owned(c, p, 'agent'), p));
     // Databases (4.3)
     m.set('databases.create', (c, p) => this.create(c, 'database', p));
     m.set('databases.get', async (c, p) => toSandboxObject(this.owned(c, p, 'database')));
@@ -592,7 +595,7 @@ export class SandboxService {
   }
 
   /**
-   * agents.runs / agents.runEvents: the engine's answer with our sandbox id wherever the engine's
+   * agents.runs / runEvents / runChanges / revertFile: the engine's answer with our sandbox id wherever the engine's
    * appears (ids, error texts) and each run's stream named by our id (null when we never relayed
    * it, e.g. a run made over REST).
    */
