@@ -1,5 +1,6 @@
 #include "agentsservice.h"
 
+#include "jsonreader.h"
 #include "rpcclient.h"
 
 namespace Sandbox {
@@ -112,6 +113,35 @@ RpcCall AgentsService::runEvents(const QString &id, const QString &runId, qint64
     return callFor("runEvents", params, context,
                    Internal::typedCallback<AgentRunEvents>(std::move(callback),
                                                            &AgentRunEvents::fromJson));
+}
+
+RpcCall AgentsService::runChanges(const QString &id, const QString &runId, QObject *context,
+                                  Callback<AgentRunChanges> callback)
+{
+    return callFor("runChanges", {{QStringLiteral("id"), id}, {QStringLiteral("runId"), runId}},
+                   context,
+                   Internal::typedCallback<AgentRunChanges>(std::move(callback),
+                                                            &AgentRunChanges::fromJson));
+}
+
+RpcCall AgentsService::revertFile(const QString &id, const QString &runId, const QString &path,
+                                  QObject *context, Callback<QString> callback)
+{
+    return callFor("revertFile",
+                   {{QStringLiteral("id"), id},
+                    {QStringLiteral("runId"), runId},
+                    {QStringLiteral("path"), path}},
+                   context,
+                   Internal::typedCallback<QString>(std::move(callback),
+                                                    [](const QJsonValue &v) -> Result<QString> {
+                                                        Internal::JsonReader r(v, QStringLiteral(
+                                                                                      "revert"));
+                                                        const QString reverted = r.string(
+                                                            QStringLiteral("reverted"));
+                                                        if (!r.ok())
+                                                            return r.error();
+                                                        return reverted;
+                                                    }));
 }
 
 AgentRun *AgentsService::runConversation(const QString &id, const QStringList &prompts,

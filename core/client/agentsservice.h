@@ -33,6 +33,12 @@ public:
     // `agents.runEvents`: one page of a run's kept events after `after`.
     RpcCall runEvents(const QString &id, const QString &runId, qint64 after, int limit,
                       QObject *context, Callback<AgentRunEvents> callback);
+    // `agents.runChanges`: what the run changed in /workspace (docs/protocol.md 4.7.2).
+    RpcCall runChanges(const QString &id, const QString &runId, QObject *context,
+                       Callback<AgentRunChanges> callback);
+    // `agents.revertFile`: `path` back as it was before the run; answers "restored" or "deleted".
+    RpcCall revertFile(const QString &id, const QString &runId, const QString &path,
+                       QObject *context, Callback<QString> callback);
     // `agents.runConversation`: the prompts in order, in one conversation and one stream.
     AgentRun *runConversation(const QString &id, const QStringList &prompts,
                               const AgentRunOptions &options, QObject *parent);

@@ -220,6 +220,57 @@ Result<AgentRunEvents> AgentRunEvents::fromJson(const QJsonValue &value)
     return page;
 }
 
+Result<AgentFileChange> AgentFileChange::fromJson(const QJsonValue &value)
+{
+    Internal::JsonReader r(value, QStringLiteral("file change"));
+    AgentFileChange c;
+    c.path = r.string(QStringLiteral("path"));
+    const QString kind = r.oneOf(QStringLiteral("kind"),
+                                 {QStringLiteral("add"), QStringLiteral("update"),
+                                  QStringLiteral("delete")});
+    c.kind = kind == QLatin1String("add")      ? Kind::Add
+             : kind == QLatin1String("delete") ? Kind::Delete
+                                               : Kind::Update;
+    const QJsonObject &o = r.object();
+    if (o.value(QStringLiteral("sizeBefore")).isDouble())
+        c.sizeBefore = qint64(o.value(QStringLiteral("sizeBefore")).toDouble());
+    if (o.value(QStringLiteral("sizeAfter")).isDouble())
+        c.sizeAfter = qint64(o.value(QStringLiteral("sizeAfter")).toDouble());
+    c.revertible = r.optionalBoolean(QStringLiteral("revertible"));
+    c.binary = r.optionalBoolean(QStringLiteral("binary"));
+    c.link = r.optionalBoolean(QStringLiteral("link"));
+    c.diff = r.optionalString(QStringLiteral("diff"));
+    c.diffOmitted = r.optionalString(QStringLiteral("diffOmitted"));
+    c.added = int(r.optionalInteger(QStringLiteral("added")));
+    c.removed = int(r.optionalInteger(QStringLiteral("removed")));
+    if (!r.ok())
+        return r.error();
+    return c;
+}
+
+Result<AgentRunChanges> AgentRunChanges::fromJson(const QJsonValue &value)
+{
+    Internal::JsonReader r(value, QStringLiteral("run changes"));
+    AgentRunChanges changes;
+    changes.runId = r.string(QStringLiteral("runId"));
+    changes.done = r.optionalBoolean(QStringLiteral("done"));
+    changes.truncated = r.optionalString(QStringLiteral("truncated"));
+    const QJsonObject git = r.object().value(QStringLiteral("git")).toObject();
+    changes.gitRoot = git.value(QStringLiteral("root")).toString();
+    changes.gitBranch = git.value(QStringLiteral("branch")).toString();
+    changes.gitHead = git.value(QStringLiteral("head")).toString();
+    const QJsonArray files = r.object().value(QStringLiteral("files")).toArray();
+    if (!r.ok())
+        return r.error();
+    for (const QJsonValue &v : files) {
+        auto f = AgentFileChange::fromJson(v);
+        if (!f)
+            return f.error();
+        changes.files.append(f.value());
+    }
+    return changes;
+}
+
 QJsonObject AgentRunOptions::toJson() const
 {
     QJsonObject o;

@@ -147,6 +147,40 @@ struct AgentRunEvents
     static Result<AgentRunEvents> fromJson(const QJsonValue &value);
 };
 
+// One file a run changed (`agents.runChanges`, docs/protocol.md 4.7.2).
+struct AgentFileChange
+{
+    enum class Kind { Add, Update, Delete };
+
+    QString path; // /workspace/...
+    Kind kind = Kind::Update;
+    std::optional<qint64> sizeBefore;
+    std::optional<qint64> sizeAfter;
+    bool revertible = false;
+    bool binary = false;
+    bool link = false;
+    QString diff;        // unified (diff -u); empty when omitted
+    QString diffOmitted; // why there is no diff: binary, large, too many changes, answer full
+    int added = 0;
+    int removed = 0;
+
+    static Result<AgentFileChange> fromJson(const QJsonValue &value);
+};
+
+// What a run changed in /workspace (`agents.runChanges`).
+struct AgentRunChanges
+{
+    QString runId;
+    bool done = false; // false while the run goes on (then no files)
+    QList<AgentFileChange> files;
+    QString gitRoot;   // the repository the run worked in; empty without one
+    QString gitBranch; // empty when detached (then gitHead)
+    QString gitHead;
+    QString truncated; // a bound the records met (files, bytes, depth); empty: none
+
+    static Result<AgentRunChanges> fromJson(const QJsonValue &value);
+};
+
 // `options` of agents.run.
 struct AgentRunOptions
 {

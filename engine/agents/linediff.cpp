@@ -170,9 +170,8 @@ std::optional<LineDiff::Result> LineDiff::unified(const QByteArray &before, cons
         end = std::min(total, end - sameRun + limits.context);
         if (out.text.isEmpty())
             out.text = "--- a/" + path + "\n+++ b/" + path + "\n";
-        out.text += "@@ -" + range(aAt[size_t(start)], aAt[size_t(end)] - aAt[size_t(start)])
-                    + " +" + range(bAt[size_t(start)], bAt[size_t(end)] - bAt[size_t(start)])
-                    + " @@\n";
+        out.text += "@@ -" + range(aAt[size_t(start)], aAt[size_t(end)] - aAt[size_t(start)]) + " +"
+                    + range(bAt[size_t(start)], bAt[size_t(end)] - bAt[size_t(start)]) + " @@\n";
         for (qsizetype q = start; q < end; ++q) {
             const Op op = ops[size_t(q)];
             writeLine(op, aAt[size_t(q)], bAt[size_t(q)]);

@@ -36,8 +36,8 @@ const QString kMtime = QStringLiteral("m");
 const QString kCtime = QStringLiteral("c");
 const QString kInode = QStringLiteral("i");
 const QString kMode = QStringLiteral("p");
-const QString kHash = QStringLiteral("h");    // content kept under this SHA-256
-const QString kLink = QStringLiteral("l");    // a link's target
+const QString kHash = QStringLiteral("h");      // content kept under this SHA-256
+const QString kLink = QStringLiteral("l");      // a link's target
 const QString kNoContent = QStringLiteral("n"); // why the content is not kept
 
 qint64 nanos(const struct timespec &t)
@@ -88,8 +88,8 @@ QJsonObject gitInfo(int workspaceFd, const QString &cwd, uid_t uid)
     while (rel.startsWith(u'/'))
         rel.remove(0, 1);
     for (int up = 0; up < 64; ++up) {
-        const QByteArray head = QFile::encodeName(rel.isEmpty() ? QStringLiteral(".git/HEAD")
-                                                                : rel + QStringLiteral("/.git/HEAD"));
+        const QByteArray head = QFile::encodeName(
+            rel.isEmpty() ? QStringLiteral(".git/HEAD") : rel + QStringLiteral("/.git/HEAD"));
         FsUidGuard guard(uid);
         HostFs::Fd fd(HostFs::openBeneath(workspaceFd, head, O_RDONLY | O_NONBLOCK));
         if (fd.isValid()) {
@@ -102,7 +102,8 @@ QJsonObject gitInfo(int workspaceFd, const QString &cwd, uid_t uid)
                 return {};
             const QString text = QString::fromUtf8(buf, n).trimmed();
             const QString root = rel.isEmpty() ? kWorkspace : kWorkspace + u'/' + rel;
-            static const QRegularExpression refRe(QStringLiteral("^ref: refs/heads/([^\\s]{1,200})$"));
+            static const QRegularExpression refRe(
+                QStringLiteral("^ref: refs/heads/([^\\s]{1,200})$"));
             static const QRegularExpression shaRe(QStringLiteral("^[0-9a-f]{40,64}$"));
             if (const auto m = refRe.match(text); m.hasMatch())
                 return {{QStringLiteral("root"), root}, {QStringLiteral("branch"), m.captured(1)}};
@@ -188,12 +189,9 @@ struct Walk
 
     void file(int dirFd, const char *name, const QString &path, const struct stat &st)
     {
-        QJsonObject e{{kType, QStringLiteral("f")},
-                      {kSize, double(st.st_size)},
-                      {kMtime, double(nanos(st.st_mtim))},
-                      {kCtime, double(nanos(st.st_ctim))},
-                      {kInode, double(st.st_ino)},
-                      {kMode, int(st.st_mode & 07777)}};
+        QJsonObject e{{kType, QStringLiteral("f")},        {kSize, double(st.st_size)},
+                      {kMtime, double(nanos(st.st_mtim))}, {kCtime, double(nanos(st.st_ctim))},
+                      {kInode, double(st.st_ino)},         {kMode, int(st.st_mode & 07777)}};
         const QJsonObject before = previous.value(path).toObject();
         const bool same = before.value(kType) == e.value(kType)
                           && before.value(kSize) == e.value(kSize)
@@ -348,9 +346,8 @@ Result<bool> TurnSnapshots::take(int workspaceFd, const QString &runId, Phase ph
         QDir dir(m_dir, QStringLiteral("run_*.json"), QDir::Time, QDir::Files);
         const QStringList newest = dir.entryList();
         if (!newest.isEmpty())
-            previous = readJson(m_dir + u'/' + newest.first())
-                           .value(QStringLiteral("files"))
-                           .toObject();
+            previous
+                = readJson(m_dir + u'/' + newest.first()).value(QStringLiteral("files")).toObject();
     }
     Walk walk{m_limits, m_uid, m_dir + QStringLiteral("/blobs"), previous, {}, 0, {}, 0};
     walk.dir(workspaceFd, {}, 0);
@@ -389,9 +386,8 @@ void TurnSnapshots::prune() const
         QSet<QString> used;
         for (const QString &run : std::as_const(runs)) {
             for (Phase phase : {Phase::Before, Phase::After}) {
-                const QJsonObject files = readJson(manifestPath(run, phase))
-                                              .value(QStringLiteral("files"))
-                                              .toObject();
+                const QJsonObject files
+                    = readJson(manifestPath(run, phase)).value(QStringLiteral("files")).toObject();
                 for (auto it = files.begin(); it != files.end(); ++it) {
                     const QString h = it.value().toObject().value(kHash).toString();
                     if (!h.isEmpty())
@@ -429,8 +425,9 @@ Result<QJsonObject> TurnSnapshots::changes(const QString &runId) const
     QJsonObject answer{{QStringLiteral("runId"), runId},
                        {QStringLiteral("done"), haveAfter},
                        {QStringLiteral("source"), QStringLiteral("snapshot")}};
-    const QJsonValue git = after.contains(QStringLiteral("git")) ? after.value(QStringLiteral("git"))
-                                                                 : before.value(QStringLiteral("git"));
+    const QJsonValue git = after.contains(QStringLiteral("git"))
+                               ? after.value(QStringLiteral("git"))
+                               : before.value(QStringLiteral("git"));
     answer.insert(QStringLiteral("git"), git.isObject() ? git : QJsonValue());
     QString truncated = before.value(QStringLiteral("truncated")).toString();
     if (truncated.isEmpty())
@@ -530,8 +527,8 @@ Result<QJsonObject> TurnSnapshots::revert(int workspaceFd, const QString &runId,
     const QString prefix = kWorkspace + u'/';
     QString rel = path.startsWith(prefix) ? path.mid(prefix.size()) : QString();
     const QStringList parts = rel.split(u'/', Qt::SkipEmptyParts);
-    if (parts.isEmpty() || parts.contains(QStringLiteral("..")) || parts.contains(QStringLiteral("."))
-        || path.contains(QChar(0)))
+    if (parts.isEmpty() || parts.contains(QStringLiteral(".."))
+        || parts.contains(QStringLiteral(".")) || path.contains(QChar(0)))
         return Error{ErrorCode::PathNotAllowed,
                      QStringLiteral("%1 is not a file in /workspace").arg(path),
                      {}};
@@ -581,8 +578,7 @@ Result<QJsonObject> TurnSnapshots::revert(int workspaceFd, const QString &runId,
     if (e.value(kType).toString() == QLatin1String("l")) {
         if (::unlinkat(dir.get(), name.constData(), 0) != 0 && errno != ENOENT)
             return fail(-errno);
-        if (::symlinkat(e.value(kLink).toString().toUtf8().constData(), dir.get(),
-                        name.constData())
+        if (::symlinkat(e.value(kLink).toString().toUtf8().constData(), dir.get(), name.constData())
             != 0)
             return fail(-errno);
     } else {

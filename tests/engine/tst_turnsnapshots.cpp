@@ -43,8 +43,8 @@ QByteArray gnuDiff(const QByteArray &before, const QByteArray &after)
     QProcess p;
     p.start(QStringLiteral("diff"),
             {QStringLiteral("-u"), QStringLiteral("--label"), QStringLiteral("a/f.txt"),
-             QStringLiteral("--label"), QStringLiteral("b/f.txt"), dir.filePath(QStringLiteral("a")),
-             dir.filePath(QStringLiteral("b"))});
+             QStringLiteral("--label"), QStringLiteral("b/f.txt"),
+             dir.filePath(QStringLiteral("a")), dir.filePath(QStringLiteral("b"))});
     p.waitForFinished();
     return p.readAllStandardOutput();
 }
@@ -67,7 +67,8 @@ int changedLines(const QByteArray &diff)
 {
     int n = 0;
     for (const QByteArray &l : diff.split('\n')) {
-        if ((l.startsWith('+') && !l.startsWith("+++")) || (l.startsWith('-') && !l.startsWith("---")))
+        if ((l.startsWith('+') && !l.startsWith("+++"))
+            || (l.startsWith('-') && !l.startsWith("---")))
             ++n;
     }
     return n;
@@ -186,7 +187,8 @@ void tst_TurnSnapshots::changesAndRevert()
     const TurnSnapshots snapshots(s.store(), ::getuid(), ::getgid());
     const QString run = QStringLiteral("run_00000000000000a1");
     HostFs::Fd fd(s.fd());
-    QVERIFY(snapshots.take(fd.get(), run, TurnSnapshots::Phase::Before, QStringLiteral("/workspace/src")));
+    QVERIFY(snapshots.take(fd.get(), run, TurnSnapshots::Phase::Before,
+                           QStringLiteral("/workspace/src")));
     QCOMPARE(snapshots.changes(run)->value(QStringLiteral("done")).toBool(), false);
 
     writeFile(s.workspace() + QStringLiteral("/src/main.c"), "int main() {\n  return 1;\n}\n");
@@ -194,7 +196,8 @@ void tst_TurnSnapshots::changesAndRevert()
     writeFile(s.workspace() + QStringLiteral("/.git/index"), "other binary");
     writeFile(s.workspace() + QStringLiteral("/data.bin"), QByteArray("\0\1\2", 3));
     QFile::remove(s.workspace() + QStringLiteral("/old.txt"));
-    QVERIFY(snapshots.take(fd.get(), run, TurnSnapshots::Phase::After, QStringLiteral("/workspace/src")));
+    QVERIFY(snapshots.take(fd.get(), run, TurnSnapshots::Phase::After,
+                           QStringLiteral("/workspace/src")));
 
     const QJsonObject c = snapshots.changes(run).value();
     QVERIFY(c.value(QStringLiteral("done")).toBool());
@@ -205,8 +208,12 @@ void tst_TurnSnapshots::changesAndRevert()
              QStringLiteral("/workspace"));
     const QJsonObject main = fileIn(c, QStringLiteral("/workspace/src/main.c"));
     QCOMPARE(main.value(QStringLiteral("kind")).toString(), QStringLiteral("update"));
-    QVERIFY(main.value(QStringLiteral("diff")).toString().contains(QLatin1String("-  return 0;\n+  return 1;\n")));
-    QCOMPARE(fileIn(c, QStringLiteral("/workspace/src/new.h")).value(QStringLiteral("kind")).toString(),
+    QVERIFY(main.value(QStringLiteral("diff"))
+                .toString()
+                .contains(QLatin1String("-  return 0;\n+  return 1;\n")));
+    QCOMPARE(fileIn(c, QStringLiteral("/workspace/src/new.h"))
+                 .value(QStringLiteral("kind"))
+                 .toString(),
              QStringLiteral("add"));
     QCOMPARE(fileIn(c, QStringLiteral("/workspace/old.txt")).value(QStringLiteral("kind")).toString(),
              QStringLiteral("delete"));
@@ -241,9 +248,11 @@ void tst_TurnSnapshots::boundsAreSaid()
     const TurnSnapshots snapshots(s.store(), ::getuid(), ::getgid(), limits);
     const QString run = QStringLiteral("run_00000000000000c3");
     HostFs::Fd fd(s.fd());
-    QVERIFY(snapshots.take(fd.get(), run, TurnSnapshots::Phase::Before, QStringLiteral("/workspace")));
+    QVERIFY(
+        snapshots.take(fd.get(), run, TurnSnapshots::Phase::Before, QStringLiteral("/workspace")));
     writeFile(s.workspace() + QStringLiteral("/big.txt"), QByteArray(600, 'y'));
-    QVERIFY(snapshots.take(fd.get(), run, TurnSnapshots::Phase::After, QStringLiteral("/workspace")));
+    QVERIFY(
+        snapshots.take(fd.get(), run, TurnSnapshots::Phase::After, QStringLiteral("/workspace")));
     const QJsonObject c = snapshots.changes(run).value();
     QCOMPARE(c.value(QStringLiteral("truncated")).toString(), QStringLiteral("files"));
     const QJsonObject big = fileIn(c, QStringLiteral("/workspace/big.txt"));
@@ -265,10 +274,12 @@ void tst_TurnSnapshots::linksAreNeverFollowed()
     const TurnSnapshots snapshots(s.store(), ::getuid(), ::getgid());
     const QString run = QStringLiteral("run_00000000000000d4");
     HostFs::Fd fd(s.fd());
-    QVERIFY(snapshots.take(fd.get(), run, TurnSnapshots::Phase::Before, QStringLiteral("/workspace")));
+    QVERIFY(
+        snapshots.take(fd.get(), run, TurnSnapshots::Phase::Before, QStringLiteral("/workspace")));
     writeFile(outside.filePath(QStringLiteral("secret")), "changed\n");
     writeFile(s.workspace() + QStringLiteral("/a.txt"), "b\n");
-    QVERIFY(snapshots.take(fd.get(), run, TurnSnapshots::Phase::After, QStringLiteral("/workspace")));
+    QVERIFY(
+        snapshots.take(fd.get(), run, TurnSnapshots::Phase::After, QStringLiteral("/workspace")));
     const QJsonObject c = snapshots.changes(run).value();
     // The link is a link: what it points at is not the workspace's.
     QCOMPARE(c.value(QStringLiteral("files")).toArray().size(), 1);

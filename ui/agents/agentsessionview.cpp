@@ -1,5 +1,6 @@
 #include "agentsessionview.h"
 
+#include "agentchangesview.h"
 #include "agentproblem.h"
 
 #include "../common/uistyle.h"
@@ -13,6 +14,7 @@
 #include <client/client.h>
 
 #include <QComboBox>
+
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -22,8 +24,10 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTreeView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace Sandbox::Ui {
 
@@ -46,6 +50,8 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     , m_sandbox(sandbox)
     , m_transcript(new AgentTranscriptModel(this))
     , m_view(new AgentTranscriptView(this))
+    , m_tabs(new QTabWidget(this))
+    , m_changes(new AgentChangesView(client, sandbox.id, this))
     , m_files(new FileTreeModel(client, sandbox.id, this))
     , m_fileTree(new QTreeView(this))
     , m_header(new QLabel(this))
@@ -108,13 +114,30 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     problemRow->addWidget(m_problemText, 1);
     problemRow->addWidget(m_fixButton);
     m_problem->hide();
-    connect(m_fixButton, &QPushButton::clicked, this,
-            [this] { Q_EMIT fixRequested(m_sandbox, m_problemKind); });
+    connect(m_fixButton, &QPushButton::clicked, this, [this] {
+        if (!m_refusedTools.isEmpty())
+            allowAndContinue(m_refusedTools);
+        else
+            Q_EMIT fixRequested(m_sandbox, m_problemKind);
+    });
 
     auto *left = new QWidget(this);
     auto *leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);
-    leftLayout->addWidget(m_view, 1);
+    // The transcript, and beside it what each turn changed (read when first looked at).
+    m_tabs->setDocumentMode(true);
+    m_tabs->addTab(m_view, tr("Transcript"));
+    m_tabs->addTab(m_changes, tr("Changes"));
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int i) {
+        if (m_tabs->widget(i) == m_changes && m_changesStale) {
+            m_changesStale = false;
+            m_changes->refresh();
+        }
+    });
+    connect(m_changes, &AgentChangesView::commentsChanged, this,
+            &AgentSessionView::updateChangesTab);
+    connect(m_changes, &AgentChangesView::reverted, this, [this] { m_files->refresh(); });
+    leftLayout->addWidget(m_tabs, 1);
     leftLayout->addWidget(m_problem);
     leftLayout->addLayout(controls);
     leftLayout->addLayout(promptRow);
@@ -136,9 +159,104 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     connect(m_stop, &QPushButton::clicked, this, &AgentSessionView::stop);
     updateHeader();
     updateTotals();
+    loadHistory();
 }
 
 AgentSessionView::~AgentSessionView() = default;
+
+namespace {
+constexpr int kHistoryRuns = 20;
+constexpr int kHistoryEventsPerRun = 5000;
+} // namespace
+
+void AgentSessionView::loadHistory()
+{
+    m_loadingHistory = true;
+    m_historyCall
+        = m_client->agents().runs(m_sandbox.id, kHistoryRuns, this,
+                                  [this](Result<QList<AgentRunRecord>> r) {
+                                      QList<AgentRunRecord> runs = r ? r.value()
+                                                                     : QList<AgentRunRecord>();
+                                      std::reverse(runs.begin(), runs.end()); // oldest first
+                                      // A run still going is followed live by whoever started it; here it shows as begun.
+                                      for (const AgentRunRecord &run : std::as_const(runs)) {
+                                          if (!run.sessionId.isEmpty())
+                                              m_sessionId = run.sessionId;
+                                          m_totals.inputTokens += run.usage.inputTokens;
+                                          m_totals.outputTokens += run.usage.outputTokens;
+                                          if (run.usage.costUsd)
+                                              m_totals.costUsd = m_totals.costUsd.value_or(0)
+                                                                 + *run.usage.costUsd;
+                                      }
+                                      updateTotals();
+                                      loadRunEvents(runs, 0);
+                                  });
+}
+
+void AgentSessionView::loadRunEvents(QList<AgentRunRecord> runs, qint64 after)
+{
+    if (runs.isEmpty() || !m_loadingHistory) {
+        m_loadingHistory = false;
+        Q_EMIT historyReady();
+        return;
+    }
+    const AgentRunRecord run = runs.first();
+    if (after == 0) {
+        const QStringList prompts = run.prompts.isEmpty() ? QStringList{run.prompt} : run.prompts;
+        m_transcript->addPrompt(prompts.join(QStringLiteral("\n\n")));
+    }
+    m_historyCall = m_client->agents().runEvents(
+        m_sandbox.id, run.runId, after, 1000, this,
+        [this, runs, run](Result<AgentRunEvents> r) mutable {
+            if (r)
+                m_transcript->addEvents(r->events);
+            if (r && r->more && r->last < kHistoryEventsPerRun && !r->seqs.isEmpty())
+                return loadRunEvents(runs, r->seqs.last());
+            if (run.answer)
+                m_transcript->addRunEnd(*run.answer);
+            else if (run.error)
+                m_transcript->addError(run.error->message);
+            else if (run.status == AgentRunRecord::Status::Interrupted)
+                m_transcript->addError(tr("Interrupted: the engine stopped during this run."));
+            if (runs.size() == 1 && run.answer && run.answer->needsInput.isNeeded()) {
+                m_lastPrompt = run.prompt;
+                offerToAllow(run.answer->needsInput);
+            }
+            runs.removeFirst();
+            loadRunEvents(runs, 0);
+        });
+}
+
+void AgentSessionView::offerToAllow(const AgentNeedsInput &needs)
+{
+    if (needs.reason != AgentNeedsInput::Reason::Permission || needs.tools.isEmpty())
+        return;
+    m_refusedTools = needs.toolNames();
+    m_refusedTools.removeDuplicates();
+    m_problemText->setText(tr("The agent was not allowed to use %1: it stopped there.")
+                               .arg(m_refusedTools.join(QStringLiteral(", "))));
+    m_fixButton->setText(tr("Allow and continue"));
+    m_fixButton->show();
+    m_problem->show();
+}
+
+bool AgentSessionView::allowAndContinue(const QStringList &tools)
+{
+    if (m_run)
+        return false;
+    for (const QString &t : tools) {
+        if (!m_allowedTools.contains(t))
+            m_allowedTools.append(t);
+    }
+    m_refusedTools.clear();
+    m_problem->hide();
+    // The refused prompt again, in the same conversation, now with the tools allowed.
+    const QString prompt
+        = m_lastPrompt.isEmpty()
+              ? tr("Go on: %1 is allowed now.").arg(tools.join(QStringLiteral(", ")))
+              : m_lastPrompt;
+    return send(prompt);
+}
 
 void AgentSessionView::setSandbox(const SandboxInfo &sandbox)
 {
@@ -224,16 +342,40 @@ bool AgentSessionView::send()
     return true;
 }
 
-bool AgentSessionView::send(const QString &prompt)
+void AgentSessionView::showChanges()
 {
-    if (prompt.isEmpty() || m_run)
+    m_tabs->setCurrentWidget(m_changes);
+}
+
+void AgentSessionView::updateChangesTab(int comments)
+{
+    m_tabs->setTabText(m_tabs->indexOf(m_changes),
+                       comments > 0
+                           ? tr("Changes (%n comment(s) for the next prompt)", nullptr, comments)
+                           : tr("Changes"));
+}
+
+bool AgentSessionView::send(const QString &typed)
+{
+    if (typed.isEmpty() || m_run)
         return false;
+    if (m_loadingHistory) {
+        // The user is faster than the history: what is shown so far stays, the rest is dropped.
+        m_loadingHistory = false;
+        m_historyCall.cancel();
+        Q_EMIT historyReady();
+    }
+    // Review comments on the last turn go with the prompt, above it.
+    const QString comments = m_changes->takeCommentsForPrompt();
+    const QString prompt = comments.isEmpty() ? typed : comments + u'\n' + typed;
+    m_lastPrompt = typed;
     AgentRunOptions options;
     options.model = m_model->currentData().toString();
     if (options.model.isEmpty() && m_model->currentText() != m_model->itemText(0))
         options.model = m_model->currentText().trimmed();
     options.permissionMode = m_permission->currentData().toString();
     options.sessionId = m_sessionId;
+    options.allowedTools = m_allowedTools;
     options.newSession = m_sessionId.isEmpty() && m_transcript->rowCount() == 0;
     AgentRun *run = m_client->agents().runStreaming(m_sandbox.id, prompt, options, this);
     if (!run) {
@@ -265,6 +407,7 @@ bool AgentSessionView::send(const QString &prompt)
         }
         m_transcript->addRunEnd(shown);
         finishRun();
+        offerToAllow(r.needsInput);
         Q_EMIT runFinished(m_sandbox.id, r);
     });
     connect(run, &AgentRun::failed, this, [this](const Error &e) {
@@ -282,6 +425,7 @@ bool AgentSessionView::send(const QString &prompt)
 
 void AgentSessionView::showProblem(const QString &message)
 {
+    m_refusedTools.clear();
     const AgentProblem p = AgentProblem::explain(message, m_sandbox.type);
     m_problemKind = int(p.kind);
     if (p.kind == AgentProblem::Kind::None) {
@@ -307,6 +451,12 @@ void AgentSessionView::finishRun()
     setRunning(false);
     updateTotals();
     m_files->refresh();
+    // The turn's changes: read now when they are on screen, else when the tab is opened.
+    m_changesStale = true;
+    if (m_tabs->currentWidget() == m_changes) {
+        m_changesStale = false;
+        m_changes->refresh();
+    }
 }
 
 void AgentSessionView::stop()

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <client/agentrun.h>
+#include <client/rpccall.h>
 #include <client/types.h>
 
 #include <QPointer>
@@ -11,6 +12,7 @@ class QFrame;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
+class QTabWidget;
 class QTreeView;
 
 namespace Sandbox {
@@ -19,6 +21,7 @@ class Client;
 
 namespace Sandbox::Ui {
 
+class AgentChangesView;
 class AgentTranscriptModel;
 class AgentTranscriptView;
 class FileTreeModel;
@@ -45,9 +48,18 @@ public:
     // Sends the prompt box's text (as the Send button does); false when empty or a run is on.
     bool send();
     bool send(const QString &prompt);
+    // Runs the last prompt again in the same conversation with these tools allowed (the run
+    // before was refused them), as "Allow and continue" on the problem bar does.
+    bool allowAndContinue(const QStringList &tools);
     void stop();
+    // True once the past runs are in the transcript (or could not be read).
+    bool historyLoaded() const { return !m_historyCall.isPending() && !m_loadingHistory; }
 
     AgentTranscriptModel *transcript() const { return m_transcript; }
+    // The review of each turn's changes (a tab beside the transcript).
+    AgentChangesView *changesView() const { return m_changes; }
+    QTabWidget *tabs() const { return m_tabs; }
+    void showChanges();
     FileTreeModel *files() const { return m_files; }
     // For tests and for the host window's shortcuts.
     QPlainTextEdit *promptEdit() const { return m_prompt; }
@@ -61,6 +73,7 @@ public:
     QPushButton *fixButton() const { return m_fixButton; }
 
 Q_SIGNALS:
+    void historyReady();
     void runStarted(const QString &sandboxId);
     void runFinished(const QString &sandboxId, const Sandbox::AgentRunResult &result);
     void runFailed(const QString &sandboxId, const QString &message);
@@ -76,12 +89,23 @@ private:
     void updateTotals();
     void setRunning(bool running);
     void finishRun();
+    void updateChangesTab(int comments);
+    // The sandbox's past runs (docs/protocol.md 4.7.1) into the transcript, oldest first, so that
+    // a session reopened after a restart of the app or the engine shows what happened; the
+    // conversation continues from the newest.
+    void loadHistory();
+    void loadRunEvents(QList<Sandbox::AgentRunRecord> runs, qint64 after);
+    // A run that ended on refused tool calls: the bar offers to allow them and go on.
+    void offerToAllow(const Sandbox::AgentNeedsInput &needs);
 
     Sandbox::Client *m_client; // not owned
     Sandbox::SandboxInfo m_sandbox;
     AgentTranscriptModel *m_transcript; // owned (child)
     AgentTranscriptView *m_view;        // owned (child widget)
-    FileTreeModel *m_files;             // owned (child)
+    QTabWidget *m_tabs;                 // owned (child widget)
+    AgentChangesView *m_changes;        // owned (child widget)
+    bool m_changesStale = true;
+    FileTreeModel *m_files; // owned (child)
     QTreeView *m_fileTree;
     QLabel *m_header;
     QLabel *m_totalsLabel;
@@ -100,6 +124,11 @@ private:
     QLabel *m_problemText = nullptr;    // owned (child)
     QPushButton *m_fixButton = nullptr; // owned (child)
     int m_problemKind = 0;
+    QStringList m_refusedTools; // the problem bar's "Allow and continue" allows these
+    QStringList m_allowedTools; // allowed for the rest of the session
+    QString m_lastPrompt;       // as typed, without review comments
+    Sandbox::RpcCall m_historyCall;
+    bool m_loadingHistory = false;
 };
 
 } // namespace Sandbox::Ui

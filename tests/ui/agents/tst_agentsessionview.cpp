@@ -1,17 +1,21 @@
 // The agent session view and dashboard, offscreen, driving the real Claude Code CLI in a real
 // sandbox through a real sandboxd (mock model API): type a prompt, Send, watch the transcript,
-// the totals and the file tree; a follow-up continues the session; Stop kills the run.
+// the totals and the file tree; the turn's changes with their diff, revert and a comment that goes
+// with the next prompt; a follow-up continues the session; Stop kills the run.
 #include "engineprocess.h"
 #include "mockmodelserver.h"
 
 #include <agents/agentproblem.h>
 
+#include <agents/agentchangesview.h>
 #include <agents/agentdashboard.h>
 #include <agents/agentdashboardmodel.h>
 #include <agents/agentsessionview.h>
 #include <agents/agenttranscriptmodel.h>
+#include <agents/diffmodel.h>
 #include <agents/runnotifier.h>
 #include <client/client.h>
+#include <common/uistyle.h>
 #include <files/filetreemodel.h>
 
 #include <QAbstractItemModelTester>
@@ -20,12 +24,16 @@
 #include <QDBusConnection>
 #include <QDBusConnectionInterface>
 #include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTest>
+#include <QToolButton>
 
 #include <csignal>
 #include <cstdio>
@@ -108,8 +116,11 @@ class tst_AgentSessionView : public QObject
 private Q_SLOTS:
     void initTestCase();
     void sendShowsTheRunLive();
+    void changesShowTheTurnRevertAndComment();
     void followUpContinuesTheSession();
     void stopKillsTheRun();
+    void allowAndContinueRunsWithTheToolAllowed();
+    void reopenedViewShowsPastRuns();
     void dashboardShowsTheSessions();
     void fileModelLoadsLazily();
     void problemsInTheUsersTermsWithTheirFix();
@@ -226,6 +237,89 @@ void tst_AgentSessionView::sendShowsTheRunLive()
     QVERIFY(found);
 }
 
+void tst_AgentSessionView::changesShowTheTurnRevertAndComment()
+{
+    AgentChangesView *changes = m_view->changesView();
+    QSignalSpy loaded(changes, &AgentChangesView::changesLoaded);
+    m_view->showChanges();
+    QVERIFY(loaded.wait(30000));
+    // The turn made ui.txt: listed, with its diff.
+    QCOMPARE(changes->fileList()->count(), 1);
+    QCOMPARE(changes->fileList()->item(0)->text(), QStringLiteral("A ui.txt  +1 −0"));
+    QVERIFY(
+        changes->runPicker()->currentText().contains(QLatin1String("[[write:/workspace/ui.txt")));
+    DiffModel *diff = changes->diffModel();
+    QCOMPARE(diff->columnCount(), 3);
+    QCOMPARE(diff->rowCount(), 2); // the hunk's header, the line
+    QVERIFY(diff->index(1, DiffModel::UnifiedText)
+                .data()
+                .toString()
+                .startsWith(QLatin1String("+from the UI")));
+    QCOMPARE(diff->index(1, DiffModel::UnifiedNew).data().toString(), QStringLiteral("1"));
+    QCOMPARE(diff->index(1, DiffModel::UnifiedText).data(Qt::BackgroundRole).value<QColor>(),
+             Style::background(Style::Tone::Success, changes->palette()));
+    QTest::mouseClick(changes->sideBySideButton(), Qt::LeftButton);
+    QCOMPARE(diff->columnCount(), 4);
+    QVERIFY(diff->index(1, DiffModel::NewText)
+                .data()
+                .toString()
+                .startsWith(QLatin1String("from the UI")));
+    QVERIFY(diff->index(1, DiffModel::OldText).data().toString().isEmpty());
+
+    // For a look by a person: the review, light and dark.
+    if (const QString dir = qEnvironmentVariable("SANDBOX_SCREENSHOT_DIR"); !dir.isEmpty()) {
+        const QPalette light = m_view->palette();
+        QTest::qWait(100);
+        m_view->grab().save(dir + QStringLiteral("/cockpit-diff-light.png"));
+        m_view->setPalette(Style::darkPalette());
+        QTest::qWait(100);
+        m_view->grab().save(dir + QStringLiteral("/cockpit-diff-dark.png"));
+        m_view->setPalette(light);
+    }
+
+    // A comment on the line goes above the next prompt, to the model.
+    changes->diffView()->setCurrentIndex(diff->index(1, DiffModel::NewText));
+    changes->commentEdit()->setText(QStringLiteral("Say it in capitals"));
+    QTest::keyClick(changes->commentEdit(), Qt::Key_Return);
+    QCOMPARE(changes->comments().size(), 1);
+    QVERIFY(changes->commentEdit()->text().isEmpty());
+    QVERIFY(diff->index(1, DiffModel::NewNumber).data().toString().startsWith(u'●'));
+    QVERIFY(m_view->tabs()->tabText(1).contains(QLatin1String("1 comment")));
+
+    // Revert: the file the turn made is gone.
+    QSignalSpy reverted(changes, &AgentChangesView::reverted);
+    QVERIFY(changes->revertButton()->isEnabled());
+    QTest::mouseClick(changes->revertButton(), Qt::LeftButton);
+    QVERIFY(reverted.wait(30000));
+    QVERIFY(changes->statusLabel()->text().contains(QLatin1String("deleted")));
+    QVERIFY(!changes->revertButton()->isEnabled());
+    std::optional<Result<FileEntry>> stat;
+    m_client->agents()
+        .stat(m_sandbox.id, QStringLiteral("/workspace/ui.txt"), this,
+              [&stat](Result<FileEntry> r) { stat = r; })
+        .detach();
+    QTRY_VERIFY_WITH_TIMEOUT(stat.has_value(), 10000);
+    QCOMPARE(stat->error().code, ErrorCode::NotFound);
+
+    QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
+    m_mock.clear();
+    QVERIFY(m_view->send(QStringLiteral("Thanks")));
+    QVERIFY(finished.wait(120000));
+    bool sent = false;
+    for (const MockModelServer::Request &r : m_mock.requests())
+        sent = sent
+               || (r.body.contains("Say it in capitals")
+                   && r.body.contains("/workspace/ui.txt:1 (`from the UI"));
+    QVERIFY(sent);
+    QVERIFY(changes->comments().isEmpty());
+    QCOMPARE(m_view->tabs()->tabText(1), QStringLiteral("Changes"));
+    // The new turn changed nothing; it is the one shown now.
+    QTRY_VERIFY_WITH_TIMEOUT(changes->runPicker()->currentText().contains(QLatin1String("Thanks")),
+                             30000);
+    QTRY_COMPARE_WITH_TIMEOUT(changes->fileList()->count(), 0, 30000);
+    m_view->tabs()->setCurrentIndex(0);
+}
+
 void tst_AgentSessionView::followUpContinuesTheSession()
 {
     const QString session = m_view->sessionId();
@@ -249,6 +343,69 @@ void tst_AgentSessionView::stopKillsTheRun()
     QVERIFY(m_view->sendButton()->isEnabled());
     QVERIFY(titles().last().startsWith(QLatin1String("Error|Stopped")));
     QTRY_COMPARE_WITH_TIMEOUT(m_mock.openConnections(), 0, 10000);
+}
+
+void tst_AgentSessionView::allowAndContinueRunsWithTheToolAllowed()
+{
+    // Asking for permission in a non-interactive run refuses the write: the run needs the user.
+    m_view->permissionPicker()->setCurrentIndex(
+        m_view->permissionPicker()->findData(QStringLiteral("default")));
+    QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
+    QVERIFY(m_view->send(QStringLiteral("[[write:/workspace/allowed.txt|now allowed]]")));
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(finished.at(0).at(1).value<AgentRunResult>().needsInput.reason,
+             AgentNeedsInput::Reason::Permission);
+    QTRY_VERIFY(m_view->fixButton()->isVisible());
+    QCOMPARE(m_view->fixButton()->text(), QStringLiteral("Allow and continue"));
+    QVERIFY(m_view->problemLabel()->text().contains(QLatin1String("Write")));
+    // One click: the same prompt again with Write allowed; the file is written.
+    QTest::mouseClick(m_view->fixButton(), Qt::LeftButton);
+    QVERIFY(m_view->isRunning());
+    QVERIFY(finished.wait(120000));
+    const AgentRunResult second = finished.at(1).at(1).value<AgentRunResult>();
+    QVERIFY2(second.success, qPrintable(second.error));
+    QVERIFY(!second.needsInput.isNeeded());
+    QVERIFY(!m_view->fixButton()->isVisible());
+    std::optional<Result<FileEntry>> stat;
+    m_client->agents()
+        .stat(m_sandbox.id, QStringLiteral("/workspace/allowed.txt"), this,
+              [&stat](Result<FileEntry> r) { stat = r; })
+        .detach();
+    QTRY_VERIFY_WITH_TIMEOUT(stat.has_value(), 10000);
+    QVERIFY(bool(*stat));
+    m_view->permissionPicker()->setCurrentIndex(0);
+}
+
+void tst_AgentSessionView::reopenedViewShowsPastRuns()
+{
+    // As after a restart of the app: a new connection, a new view of the same sandbox.
+    Client client(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    client.open();
+    QTRY_COMPARE(client.rpc()->state(), RpcClient::State::Connected);
+    AgentSessionView reopened(&client, m_sandbox);
+    QSignalSpy ready(&reopened, &AgentSessionView::historyReady);
+    QVERIFY(ready.wait(30000));
+    QVERIFY(reopened.historyLoaded());
+    QStringList shown;
+    const AgentTranscriptModel *m = reopened.transcript();
+    for (int i = 0; i < m->rowCount(); ++i)
+        shown.append(m->index(i).data(AgentTranscriptModel::TitleRole).toString() + u'|'
+                     + m->index(i).data(AgentTranscriptModel::BodyRole).toString().left(60));
+    const QStringList live = titles();
+    // The same prompts and answers, in the same order, as the view that ran them showed.
+    for (const QString &row :
+         {QStringLiteral("|[[remember:heron]] [[write:/workspace/ui.txt|from the UI]]"),
+          QStringLiteral("|Done: the file is written."), QStringLiteral("|I remember: heron."),
+          QStringLiteral("|[[write:/workspace/allowed.txt|now allowed]]")}) {
+        QVERIFY2(shown.contains(row), qPrintable(row + u'\n' + shown.join(u'\n')));
+        QVERIFY(live.contains(row));
+    }
+    QVERIFY(shown.indexOf(QStringLiteral("|I remember: heron."))
+            > shown.indexOf(QStringLiteral("|Done: the file is written.")));
+    // The conversation goes on where it was; the totals count every run.
+    QCOMPARE(reopened.sessionId(), m_view->sessionId());
+    QVERIFY2(reopened.totalsText().contains(QLatin1String("Cost: $")),
+             qPrintable(reopened.totalsText()));
 }
 
 void tst_AgentSessionView::dashboardShowsTheSessions()

@@ -4,6 +4,7 @@
 #include <agents/agentdashboardmodel.h>
 #include <agents/agenttranscriptmodel.h>
 #include <agents/agenttranscriptview.h>
+#include <agents/diffmodel.h>
 
 #include <QAbstractItemModelTester>
 #include <QElapsedTimer>
@@ -85,7 +86,52 @@ private Q_SLOTS:
     void collapsibleRowsToggle();
     void dashboardMergesAndCounts();
     void tenThousandEventsStaySmooth();
+    void diffUnifiedAndSideBySide();
 };
+
+void tst_AgentsUi::diffUnifiedAndSideBySide()
+{
+    DiffModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setDiff(QStringLiteral("--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,4 @@\n one\n-two\n-three\n"
+                                 "+TWO\n+THREE\n+four\n@@ -10,2 +11,1 @@\n ten\n-eleven\n"
+                                 "\\ No newline at end of file\n"));
+    // Unified: one row per line; numbers before and after.
+    QCOMPARE(model.rowCount(), 10);
+    QCOMPARE(model.index(0, DiffModel::UnifiedText).data().toString(),
+             QStringLiteral("@@ -1,3 +1,4 @@"));
+    QCOMPARE(model.index(1, DiffModel::UnifiedOld).data().toString(), QStringLiteral("1"));
+    QCOMPARE(model.index(1, DiffModel::UnifiedNew).data().toString(), QStringLiteral("1"));
+    QCOMPARE(model.index(2, DiffModel::UnifiedText).data().toString(), QStringLiteral("-two"));
+    QCOMPARE(model.index(2, DiffModel::UnifiedOld).data().toString(), QStringLiteral("2"));
+    QVERIFY(model.index(2, DiffModel::UnifiedNew).data().toString().isEmpty());
+    QCOMPARE(model.index(6, DiffModel::UnifiedNew).data().toString(), QStringLiteral("4"));
+    QCOMPARE(model.index(8, DiffModel::UnifiedOld).data().toString(), QStringLiteral("10"));
+    QCOMPARE(model.index(8, DiffModel::UnifiedNew).data().toString(), QStringLiteral("11"));
+    QVERIFY(model.index(9, DiffModel::UnifiedText)
+                .data()
+                .toString()
+                .contains(QLatin1String("no newline")));
+    bool isNew = false;
+    QCOMPARE(model.lineAt(model.index(5, DiffModel::UnifiedText), &isNew), std::optional<int>(3));
+    QVERIFY(isNew);
+    QCOMPARE(model.lineAt(model.index(9, DiffModel::UnifiedText), &isNew), std::optional<int>(11));
+    QVERIFY(!isNew);
+    QVERIFY(!model.lineAt(model.index(0, DiffModel::UnifiedText), &isNew));
+
+    // Side by side: two removed lines face the three added ones.
+    model.setLayout(DiffModel::Layout::SideBySide);
+    QCOMPARE(model.columnCount(), 4);
+    QCOMPARE(model.rowCount(), 8);
+    QCOMPARE(model.index(2, DiffModel::OldText).data().toString(), QStringLiteral("two"));
+    QCOMPARE(model.index(2, DiffModel::NewText).data().toString(), QStringLiteral("TWO"));
+    QCOMPARE(model.index(4, DiffModel::OldText).data().toString(), QString());
+    QCOMPARE(model.index(4, DiffModel::NewText).data().toString(), QStringLiteral("four"));
+    QCOMPARE(model.index(4, DiffModel::OldText).data(DiffModel::KindRole).toInt(),
+             int(DiffModel::Kind::Empty));
+    model.setCommentedLines({4}, {});
+    QCOMPARE(model.index(4, DiffModel::NewNumber).data().toString(), QStringLiteral("● 4"));
+}
 
 void tst_AgentsUi::transcriptRowsFollowTheEvents()
 {
