@@ -48,7 +48,8 @@ QString runTitle(const AgentRunRecord &run)
     QString prompt = typed.section(u'\n', 0, 0).simplified();
     if (prompt.size() > 60)
         prompt = prompt.left(59) + QChar(0x2026);
-    return QStringLiteral("%1 — %2").arg(run.startedAt.toLocalTime().toString(QStringLiteral("MMM d HH:mm")),
+    return QStringLiteral("%1 — %2").arg(run.startedAt.toLocalTime().toString(
+                                             QStringLiteral("MMM d HH:mm")),
                                          prompt.isEmpty() ? run.runId : prompt);
 }
 
@@ -112,7 +113,8 @@ AgentChangesView::AgentChangesView(Client *client, const QString &sandboxId, QWi
     m_diffView->verticalHeader()->setDefaultSectionSize(m_diffView->fontMetrics().height() + 2);
     m_diffView->horizontalHeader()->setHighlightSections(false);
 
-    m_commentEdit->setPlaceholderText(tr("A comment on the selected line, sent with the next prompt"));
+    m_commentEdit->setPlaceholderText(
+        tr("A comment on the selected line, sent with the next prompt"));
     m_commentList->setMaximumHeight(80);
     m_commentList->setToolTip(tr("Comments for the agent; a double-click removes one"));
     m_commentList->hide();
@@ -181,24 +183,26 @@ void AgentChangesView::setStatus(const QString &text, bool error)
 
 void AgentChangesView::refresh()
 {
-    m_call = m_client->agents().runs(
-        m_sandboxId, kRunsListed, this, [this](Result<QList<AgentRunRecord>> r) {
-            if (!r) {
-                setStatus(tr("The turns could not be read: %1").arg(r.error().message), true);
-                return;
-            }
-            m_runRecords = r.value();
-            m_runs->clear();
-            for (const AgentRunRecord &run : std::as_const(m_runRecords))
-                m_runs->addItem(runTitle(run), run.runId);
-            if (m_runRecords.isEmpty()) {
-                setStatus(tr("No turn yet: what the agent changes in /workspace shows here."));
-                return;
-            }
-            // The newest turn (it just ended), unless one is being looked at and still there.
-            const QString newest = m_runRecords.first().runId;
-            showRun(newest);
-        });
+    m_call = m_client->agents()
+                 .runs(m_sandboxId, kRunsListed, this, [this](Result<QList<AgentRunRecord>> r) {
+                     if (!r) {
+                         setStatus(tr("The turns could not be read: %1").arg(r.error().message),
+                                   true);
+                         return;
+                     }
+                     m_runRecords = r.value();
+                     m_runs->clear();
+                     for (const AgentRunRecord &run : std::as_const(m_runRecords))
+                         m_runs->addItem(runTitle(run), run.runId);
+                     if (m_runRecords.isEmpty()) {
+                         setStatus(
+                             tr("No turn yet: what the agent changes in /workspace shows here."));
+                         return;
+                     }
+                     // The newest turn (it just ended), unless one is being looked at and still there.
+                     const QString newest = m_runRecords.first().runId;
+                     showRun(newest);
+                 });
 }
 
 QString AgentChangesView::currentRunId() const
@@ -220,8 +224,7 @@ void AgentChangesView::showRun(const QString &runId)
             if (!r) {
                 m_changes = {};
                 m_changes.runId = runId;
-                setStatus(tr("This turn's changes are not known: %1").arg(r.error().message),
-                          true);
+                setStatus(tr("This turn's changes are not known: %1").arg(r.error().message), true);
                 m_commit->hide();
                 m_git->clear();
                 Q_EMIT changesLoaded();
@@ -229,7 +232,8 @@ void AgentChangesView::showRun(const QString &runId)
             }
             m_changes = r.value();
             for (const AgentFileChange &f : std::as_const(m_changes.files)) {
-                QString line = kindMark(f.kind) + u' ' + f.path.mid(QStringLiteral("/workspace/").size());
+                QString line = kindMark(f.kind) + u' '
+                               + f.path.mid(QStringLiteral("/workspace/").size());
                 if (f.added || f.removed)
                     line += QStringLiteral("  +%1 −%2").arg(f.added).arg(f.removed);
                 auto *item = new QListWidgetItem(line, m_files);
@@ -314,8 +318,8 @@ bool AgentChangesView::addComment(const QString &text)
         setStatus(tr("Select a line of the diff to comment on."), true);
         return false;
     }
-    m_comments.append({m_changes.files[row].path, *line, isNew, m_diff->textAt(at).trimmed(),
-                       text.trimmed()});
+    m_comments.append(
+        {m_changes.files[row].path, *line, isNew, m_diff->textAt(at).trimmed(), text.trimmed()});
     updateComments();
     return true;
 }
@@ -326,7 +330,7 @@ void AgentChangesView::updateComments()
     QSet<int> newLines, oldLines;
     const int row = m_files->currentRow();
     const QString path = row >= 0 && row < m_changes.files.size() ? m_changes.files[row].path
-                                                                    : QString();
+                                                                  : QString();
     for (const Comment &c : std::as_const(m_comments)) {
         m_commentList->addItem(QStringLiteral("%1:%2%3 — %4")
                                    .arg(c.path)
@@ -405,30 +409,33 @@ bool AgentChangesView::commitTurn()
     // Deleted files are staged too (add -A on the paths); an author is set only where git has
     // none configured.
     const QString script
-        = QStringLiteral("git config user.email >/dev/null || export GIT_AUTHOR_NAME='Sandbox agent' "
-                         "GIT_AUTHOR_EMAIL=agent@sandbox.invalid GIT_COMMITTER_NAME='Sandbox agent' "
-                         "GIT_COMMITTER_EMAIL=agent@sandbox.invalid; "
-                         "git add -A -- %1 && git commit -q -m %2 -- %1 && git log -1 --oneline")
+        = QStringLiteral(
+              "git config user.email >/dev/null || export GIT_AUTHOR_NAME='Sandbox agent' "
+              "GIT_AUTHOR_EMAIL=agent@sandbox.invalid GIT_COMMITTER_NAME='Sandbox agent' "
+              "GIT_COMMITTER_EMAIL=agent@sandbox.invalid; "
+              "git add -A -- %1 && git commit -q -m %2 -- %1 && git log -1 --oneline")
               .arg(paths.join(u' '), shellQuote(message));
     ExecOptions options;
     options.cwd = m_changes.gitRoot;
     options.timeoutMs = 60000;
     m_commit->setEnabled(false);
     setStatus(tr("Committing…"));
-    m_action = m_client->agents().exec(
-        m_sandboxId, Command(script), options, this, [this](Result<ExecResult> r) {
-            m_commit->setEnabled(true);
-            if (!r) {
-                setStatus(tr("Not committed: %1").arg(r.error().message), true);
-                Q_EMIT committed(false, r.error().message);
-                return;
-            }
-            const bool ok = r->exitCode == 0;
-            const QString out = QString::fromUtf8(ok ? r->standardOutput : r->standardError)
-                                    .trimmed();
-            setStatus(ok ? tr("Committed: %1").arg(out) : tr("Not committed: %1").arg(out), !ok);
-            Q_EMIT committed(ok, out);
-        });
+    m_action = m_client->agents()
+                   .exec(m_sandboxId, Command(script), options, this, [this](Result<ExecResult> r) {
+                       m_commit->setEnabled(true);
+                       if (!r) {
+                           setStatus(tr("Not committed: %1").arg(r.error().message), true);
+                           Q_EMIT committed(false, r.error().message);
+                           return;
+                       }
+                       const bool ok = r->exitCode == 0;
+                       const QString out
+                           = QString::fromUtf8(ok ? r->standardOutput : r->standardError).trimmed();
+                       setStatus(ok ? tr("Committed: %1").arg(out)
+                                    : tr("Not committed: %1").arg(out),
+                                 !ok);
+                       Q_EMIT committed(ok, out);
+                   });
     return true;
 }
 

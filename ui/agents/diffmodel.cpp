@@ -14,7 +14,8 @@ DiffModel::DiffModel(QObject *parent)
 void DiffModel::setDiff(const QString &unified)
 {
     m_lines.clear();
-    static const QRegularExpression hunkRe(QStringLiteral("^@@ -(\\d+)(?:,(\\d+))? \\+(\\d+)(?:,(\\d+))? @@"));
+    static const QRegularExpression hunkRe(
+        QStringLiteral("^@@ -(\\d+)(?:,(\\d+))? \\+(\\d+)(?:,(\\d+))? @@"));
     int oldNo = 0, newNo = 0;
     const QStringList lines = unified.split(u'\n');
     for (const QString &l : lines) {
@@ -160,9 +161,7 @@ QVariant DiffModel::data(const QModelIndex &index, int role) const
             return commented ? QStringLiteral("● %1").arg(n) : QString::number(n);
         }
         if (unified) {
-            const QChar mark = l.kind == Kind::Added     ? u'+'
-                               : l.kind == Kind::Removed ? u'-'
-                                                         : u' ';
+            const QChar mark = l.kind == Kind::Added ? u'+' : l.kind == Kind::Removed ? u'-' : u' ';
             return QString(mark + l.text);
         }
         return l.text;
@@ -198,7 +197,9 @@ QVariant DiffModel::headerData(int section, Qt::Orientation orientation, int rol
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     if (m_layout == Layout::Unified)
-        return section == UnifiedOld ? tr("Before") : section == UnifiedNew ? tr("After") : QString();
+        return section == UnifiedOld   ? tr("Before")
+               : section == UnifiedNew ? tr("After")
+                                       : QString();
     return section == OldNumber   ? QString()
            : section == OldText   ? tr("Before the turn")
            : section == NewNumber ? QString()

@@ -7,9 +7,15 @@
 #include <QDBusPendingCallWatcher>
 #include <QDBusPendingReply>
 #include <QIcon>
+#include <QPainter>
+#include <QPalette>
 #include <QSettings>
 #include <QStyle>
 #include <QSystemTrayIcon>
+#include <QThread>
+
+#include <memory>
+#include <utility>
 
 namespace Sandbox::Ui {
 
@@ -104,18 +110,48 @@ bool RunNotifier::notify(const QString &sandboxId, const QString &name, State ki
     // The server may show markup: the agent's words are text.
     body = body.toHtmlEscaped();
 
+    const Pending n{sandboxId, kind, summary, body};
     if (!m_busTried) {
-        // The session bus on first use, not at start: most sessions never notify.
+        // The session bus on first use, not at start (most sessions never notify), and not on
+        // the GUI thread: connecting can take the bus's whole timeout.
         m_busTried = true;
-        QDBusConnection bus = QDBusConnection::sessionBus();
-        if (bus.isConnected()) {
-            m_dbus = true;
-            bus.connect(kService, kPath, kInterface, QStringLiteral("ActionInvoked"), this,
-                        SLOT(onActionInvoked(uint, QString)));
-            bus.connect(kService, kPath, kInterface, QStringLiteral("NotificationClosed"), this,
-                        SLOT(onClosed(uint, uint)));
-        }
+        auto connected = std::make_shared<bool>(false);
+        QThread *thread = QThread::create(
+            [connected] { *connected = QDBusConnection::sessionBus().isConnected(); });
+        connect(thread, &QThread::finished, thread, &QObject::deleteLater);
+        connect(thread, &QThread::finished, this, [this, connected] { busReady(*connected); });
+        thread->start();
     }
+    if (!m_busReady) {
+        if (m_waiting.size() < 100)
+            m_waiting.append(n);
+        return true;
+    }
+    send(n);
+    return m_dbus || m_tray;
+}
+
+void RunNotifier::busReady(bool connected)
+{
+    m_busReady = true;
+    if (connected) {
+        m_dbus = true;
+        QDBusConnection bus = QDBusConnection::sessionBus();
+        bus.connect(kService, kPath, kInterface, QStringLiteral("ActionInvoked"), this,
+                    SLOT(onActionInvoked(uint, QString)));
+        bus.connect(kService, kPath, kInterface, QStringLiteral("NotificationClosed"), this,
+                    SLOT(onClosed(uint, uint)));
+    }
+    const QList<Pending> waiting = std::exchange(m_waiting, {});
+    for (const Pending &n : waiting)
+        send(n);
+}
+
+void RunNotifier::send(const Pending &n)
+{
+    const QString &sandboxId = n.sandboxId;
+    const QString &summary = n.summary;
+    const QString &body = n.body;
     if (m_dbus) {
         QDBusMessage call = QDBusMessage::createMethodCall(kService, kPath, kInterface,
                                                            QStringLiteral("Notify"));
@@ -123,7 +159,7 @@ bool RunNotifier::notify(const QString &sandboxId, const QString &name, State ki
         hints.insert(QStringLiteral("desktop-entry"),
                      QStringLiteral("dev.sandboxdesktop.SandboxDesktop"));
         hints.insert(QStringLiteral("urgency"),
-                     QVariant::fromValue(uchar(kind == State::Done ? 1 : 2)));
+                     QVariant::fromValue(uchar(n.kind == State::Done ? 1 : 2)));
         call << QApplication::applicationDisplayName() << uint(0) << QString() << summary << body
              << QStringList{QStringLiteral("default"), tr("Open")} << hints << int(-1);
         auto *watcher = new QDBusPendingCallWatcher(QDBusConnection::sessionBus().asyncCall(call,
@@ -148,10 +184,9 @@ bool RunNotifier::notify(const QString &sandboxId, const QString &name, State ki
         m_lastTraySandbox = sandboxId;
         m_tray->showMessage(summary, body);
     } else {
-        return false;
+        return;
     }
     Q_EMIT notified(sandboxId, summary, body);
-    return true;
 }
 
 void RunNotifier::onActionInvoked(uint id, const QString &action)
@@ -183,6 +218,43 @@ void RunNotifier::updateTray()
     m_tray->setToolTip(
         parts.isEmpty() ? tr("Sandbox Desktop")
                         : tr("Sandbox Desktop — agents: %1").arg(parts.join(QStringLiteral(", "))));
+    m_tray->setIcon(trayIconFor(t));
+}
+
+QIcon RunNotifier::trayIconFor(const AgentDashboardModel::Totals &totals)
+{
+    const QIcon base = QApplication::style()->standardIcon(QStyle::SP_ComputerIcon);
+    const int attention = totals.needsInput + totals.failed;
+    const int count = attention > 0 ? attention : totals.running;
+    if (count <= 0)
+        return base;
+    const QPalette palette = QApplication::palette();
+    const QColor colour = totals.failed > 0       ? QColor(0xd3, 0x2f, 0x2f)
+                          : totals.needsInput > 0 ? QColor(0xf5, 0x9e, 0x0b)
+                                                  : palette.color(QPalette::Highlight);
+    QIcon icon;
+    for (int size : {16, 22, 24, 32, 48, 64}) {
+        QPixmap pixmap = base.pixmap(size);
+        pixmap.setDevicePixelRatio(1.0);
+        pixmap = pixmap.scaled(size, size);
+        QPainter p(&pixmap);
+        p.setRenderHint(QPainter::Antialiasing);
+        const int d = qMax(9, size * 5 / 8);
+        const QRectF badge(size - d, 0, d, d);
+        p.setPen(Qt::NoPen);
+        p.setBrush(colour);
+        p.drawEllipse(badge);
+        QFont f = QApplication::font();
+        f.setBold(true);
+        f.setPixelSize(qMax(7, d * 3 / 4));
+        p.setFont(f);
+        p.setPen(colour.lightnessF() > 0.6 ? Qt::black : Qt::white);
+        p.drawText(badge, Qt::AlignCenter,
+                   count > 9 ? QStringLiteral("9+") : QString::number(count));
+        p.end();
+        icon.addPixmap(pixmap);
+    }
+    return icon;
 }
 
 } // namespace Sandbox::Ui

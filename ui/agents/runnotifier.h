@@ -3,6 +3,8 @@
 #include "agentdashboardmodel.h"
 
 #include <QHash>
+#include <QIcon>
+#include <QList>
 #include <QObject>
 #include <QPointer>
 
@@ -32,12 +34,20 @@ public:
     static bool isEnabled(State kind);
     static void setEnabled(State kind, bool enabled);
 
-    // Sends a notification now (when `kind` is enabled). Returns false when it was not sent.
+    // Sends a notification (when `kind` is enabled). Returns false when it will not be sent. The
+    // first one connects to the session bus off the GUI thread (a bus that answers slowly never
+    // stalls the window) and goes out when the connection is made, with any that came meanwhile.
     bool notify(const QString &sandboxId, const QString &name, State kind, const QString &detail);
 
     // The D-Bus ids of the notifications sent and not yet closed, by sandbox.
     int pendingCount() const { return int(m_sent.size()); }
     QSystemTrayIcon *trayIcon() const { return m_tray; }
+    // Whether the first notification's bus connection was tried to the end (made or not).
+    bool busChecked() const { return m_busReady; }
+    // The tray's icon for these totals: the application's, with a badge that counts the sessions
+    // that need the user (input or a failed run; amber, or red when one failed), else the ones
+    // running a prompt (in the palette's highlight).
+    static QIcon trayIconFor(const AgentDashboardModel::Totals &totals);
 
 Q_SIGNALS:
     // The user clicked a notification (or the tray icon's message): open this session.
@@ -51,14 +61,25 @@ private Q_SLOTS:
     void onClosed(uint id, uint reason);
 
 private:
+    struct Pending
+    {
+        QString sandboxId;
+        State kind;
+        QString summary;
+        QString body;
+    };
     void updateTray();
+    void send(const Pending &n);
+    void busReady(bool connected);
 
     QPointer<AgentDashboardModel> m_model;
     QHash<uint, QString> m_sent; // notification id -> sandbox id
     QSystemTrayIcon *m_tray = nullptr;
     QString m_lastTraySandbox;
     bool m_busTried = false;
+    bool m_busReady = false;
     bool m_dbus = false;
+    QList<Pending> m_waiting; // until the bus connection is made
 };
 
 } // namespace Sandbox::Ui

@@ -269,12 +269,22 @@ void tst_AgentSessionView::changesShowTheTurnRevertAndComment()
     // For a look by a person: the review, light and dark.
     if (const QString dir = qEnvironmentVariable("SANDBOX_SCREENSHOT_DIR"); !dir.isEmpty()) {
         const QPalette light = m_view->palette();
-        QTest::qWait(100);
-        m_view->grab().save(dir + QStringLiteral("/cockpit-diff-light.png"));
-        m_view->setPalette(Style::darkPalette());
-        QTest::qWait(100);
-        m_view->grab().save(dir + QStringLiteral("/cockpit-diff-dark.png"));
+        const QSize size = m_view->size();
+        for (const QSize &at : {QSize(1400, 900), QSize(720, 520)}) {
+            m_view->resize(at);
+            const QString suffix = at.width() > 1000 ? QStringLiteral("large")
+                                                     : QStringLiteral("small");
+            m_view->setPalette(light);
+            QTest::qWait(150);
+            m_view->grab().save(dir + QStringLiteral("/cockpit-diff-light-") + suffix
+                                + QStringLiteral(".png"));
+            m_view->setPalette(Style::darkPalette());
+            QTest::qWait(150);
+            m_view->grab().save(dir + QStringLiteral("/cockpit-diff-dark-") + suffix
+                                + QStringLiteral(".png"));
+        }
         m_view->setPalette(light);
+        m_view->resize(size);
     }
 
     // A comment on the line goes above the next prompt, to the model.

@@ -5,15 +5,19 @@
 #include <agents/agenttranscriptmodel.h>
 #include <agents/agenttranscriptview.h>
 #include <agents/diffmodel.h>
+#include <agents/runnotifier.h>
 
 #include <QAbstractItemModelTester>
 #include <QElapsedTimer>
 #include <QImage>
 #include <QJsonObject>
+#include <QLocalServer>
+#include <QLocalSocket>
 #include <QLocale>
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QTemporaryDir>
 #include <QTest>
 
 using namespace Sandbox;
@@ -87,7 +91,56 @@ private Q_SLOTS:
     void dashboardMergesAndCounts();
     void tenThousandEventsStaySmooth();
     void diffUnifiedAndSideBySide();
+    void trayIconCountsTheSessionsThatNeedTheUser();
+    void firstNotificationDoesNotWaitForTheBus();
 };
+
+void tst_AgentsUi::trayIconCountsTheSessionsThatNeedTheUser()
+{
+    const auto corner = [](const QIcon &icon) {
+        const QImage image = icon.pixmap(32).toImage();
+        return image.pixelColor(image.width() - 6, 6); // inside the badge
+    };
+    AgentDashboardModel::Totals quiet;
+    const QColor plain = corner(RunNotifier::trayIconFor(quiet));
+    AgentDashboardModel::Totals waiting;
+    waiting.needsInput = 2;
+    QCOMPARE(corner(RunNotifier::trayIconFor(waiting)), QColor(0xf5, 0x9e, 0x0b));
+    AgentDashboardModel::Totals failed = waiting;
+    failed.failed = 1;
+    QCOMPARE(corner(RunNotifier::trayIconFor(failed)), QColor(0xd3, 0x2f, 0x2f));
+    QVERIFY(plain != QColor(0xf5, 0x9e, 0x0b) && plain != QColor(0xd3, 0x2f, 0x2f));
+    // The count is written on the badge: 2 and 3 differ.
+    AgentDashboardModel::Totals three = waiting;
+    three.needsInput = 3;
+    QVERIFY(RunNotifier::trayIconFor(three).pixmap(32).toImage()
+            != RunNotifier::trayIconFor(waiting).pixmap(32).toImage());
+}
+
+void tst_AgentsUi::firstNotificationDoesNotWaitForTheBus()
+{
+    // A session bus that accepts the connection and then says nothing: connecting to it would
+    // stall whoever waits for it.
+    QTemporaryDir dir;
+    QLocalServer bus;
+    QVERIFY(bus.listen(dir.filePath(QStringLiteral("bus"))));
+    qputenv("DBUS_SESSION_BUS_ADDRESS",
+            QByteArray("unix:path=") + QFile::encodeName(bus.fullServerName()));
+    RunNotifier notifier;
+    QVERIFY(notifier.notify(QStringLiteral("sb_1"), QStringLiteral("one"),
+                            AgentDashboardModel::State::Done, QStringLiteral("finished")));
+    // notify() came back while the bus has not answered: the client still waits on its socket.
+    QTRY_VERIFY_WITH_TIMEOUT(bus.hasPendingConnections(), 10000);
+    QLocalSocket *client = bus.nextPendingConnection();
+    QTRY_VERIFY(client->bytesAvailable() > 0); // its authentication, unanswered
+    QVERIFY(client->state() == QLocalSocket::ConnectedState);
+    QVERIFY(!notifier.busChecked());
+    // The bus goes away: the notifier learns it without a notification server, and says nothing.
+    QSignalSpy notified(&notifier, &RunNotifier::notified);
+    client->abort();
+    QTRY_VERIFY_WITH_TIMEOUT(notifier.busChecked(), 30000);
+    QCOMPARE(notified.size(), 0);
+}
 
 void tst_AgentsUi::diffUnifiedAndSideBySide()
 {
