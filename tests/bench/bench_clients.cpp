@@ -84,15 +84,15 @@ Run bench_Clients::loop(int clients, int seconds)
         auto l = std::make_unique<Looper>();
         l->socket = std::make_unique<QWebSocket>();
         Looper *raw = l.get();
-        raw->request
-            = QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                                        {QStringLiteral("id"), 1},
-                                        {QStringLiteral("method"), QStringLiteral("agents.exec")},
-                                        {QStringLiteral("params"),
-                                         QJsonObject{{QStringLiteral("id"), m_ids.at(i)},
-                                                     {QStringLiteral("command"),
-                                                      QJsonArray{QStringLiteral("/bin/true")}}}}})
-                  .toJson(QJsonDocument::Compact);
+        raw->request = QJsonDocument(
+                           QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                       {QStringLiteral("id"), 1},
+                                       {QStringLiteral("method"), QStringLiteral("agents.exec")},
+                                       {QStringLiteral("params"),
+                                        QJsonObject{{QStringLiteral("id"), m_ids.at(i)},
+                                                    {QStringLiteral("command"),
+                                                     QJsonArray{QStringLiteral("/bin/true")}}}}})
+                           .toJson(QJsonDocument::Compact);
         connect(raw->socket.get(), &QWebSocket::connected, this, [&open] { ++open; });
         connect(raw->socket.get(), &QWebSocket::textMessageReceived, this,
                 [&, raw](const QString &text) {
@@ -134,9 +134,12 @@ Run bench_Clients::loop(int clients, int seconds)
     if (rtts.isEmpty())
         return {};
     std::sort(rtts.begin(), rtts.end());
-    return {double(done) / elapsed, rtts[rtts.size() / 2],
-            rtts[qMin(rtts.size() - 1, qsizetype(rtts.size() * 99 / 100))], errors,
-            cpu * 1000.0 / double(qMax<qsizetype>(1, done)), cpu / 1000.0 / elapsed};
+    return {double(done) / elapsed,
+            rtts[rtts.size() / 2],
+            rtts[qMin(rtts.size() - 1, qsizetype(rtts.size() * 99 / 100))],
+            errors,
+            cpu * 1000.0 / double(qMax<qsizetype>(1, done)),
+            cpu / 1000.0 / elapsed};
 }
 
 void bench_Clients::manyClients()
@@ -147,11 +150,12 @@ void bench_Clients::manyClients()
         const Run r = n == 1 ? one : loop(n, 6);
         QVERIFY(r.perSecond > 0);
         QCOMPARE(r.errors, 0);
-        std::printf("BENCH %2d clients exec loop  %7.0f execs/s  p50 %7.2f ms  p99 %7.2f ms  engine "
-                    "%4.0f us CPU per exec, %3.0f%% of a core | baseline 1 client %7.0f execs/s | "
-                    "ratio %.2fx\n",
-                    n, r.perSecond, r.p50, r.p99, r.engineCpuUsPerExec, r.engineCores * 100,
-                    one.perSecond, r.perSecond / one.perSecond);
+        std::printf(
+            "BENCH %2d clients exec loop  %7.0f execs/s  p50 %7.2f ms  p99 %7.2f ms  engine "
+            "%4.0f us CPU per exec, %3.0f%% of a core | baseline 1 client %7.0f execs/s | "
+            "ratio %.2fx\n",
+            n, r.perSecond, r.p50, r.p99, r.engineCpuUsPerExec, r.engineCores * 100, one.perSecond,
+            r.perSecond / one.perSecond);
         std::fflush(stdout);
     }
 }

@@ -17,6 +17,7 @@
 #include <QJsonDocument>
 #include <QNetworkInterface>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QTemporaryDir>
@@ -362,8 +363,9 @@ void tst_SandboxEgress::connectionsDoNotWaitForTheSupervisor()
     QVERIFY(supervisor > 0);
     const int before = m_mock.requests().size();
     const QString mock = QString::number(m_mock.port());
-    const QString curl = QStringLiteral("curl -sS -m 5 -o /dev/null -w '%{http_code} ' ");
-    // Started now, connecting in a second: by then the supervisor is stopped.
+    const QString curl = QStringLiteral("curl -sS -m 30 -o /dev/null -w '%{http_code} ' ");
+    // A streamed exec that says when it runs, then connects a second later: by then the
+    // supervisor is stopped.
     const QJsonObject request{
         {QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
         {QStringLiteral("id"), 7701},
@@ -371,29 +373,33 @@ void tst_SandboxEgress::connectionsDoNotWaitForTheSupervisor()
         {QStringLiteral("params"),
          QJsonObject{{QStringLiteral("id"), m_listed},
                      {QStringLiteral("command"),
-                      QStringLiteral("sleep 1; %1http://127.0.0.1:%2/v1/models; %3")
+                      QStringLiteral("echo started; sleep 1; %1http://127.0.0.1:%2/v1/models; %3")
                           .arg(curl, mock,
                                viaProxy(QStringLiteral("http://mock.test:%1/v1/models").arg(mock)))},
-                     {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 60000}}}}}};
+                     {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 120000},
+                                                             {QStringLiteral("stream"), true}}}}}};
     m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
-    QTest::qWait(300);
-    QCOMPARE(::kill(supervisor, SIGSTOP), 0);
-    // Both requests (the forwarded port and the proxy) reach the mock while it is stopped.
-    QTest::qWait(4000);
-    const int served = m_mock.requests().size() - before;
-    QCOMPARE(::kill(supervisor, SIGCONT), 0);
-    QCOMPARE(served, 2);
-    QJsonObject answer;
-    QDeadlineTimer deadline(60000);
-    while (!deadline.hasExpired()) {
-        const QJsonObject m = m_rpc.nextMessage(int(deadline.remainingTime())).toObject();
-        if (m.value(QStringLiteral("id")).toInt() == 7701) {
-            answer = m.value(QStringLiteral("result")).toObject();
-            break;
+    m_rpc.notifications.clear();
+    const auto output = [this] {
+        QString out;
+        for (const QJsonObject &n : std::as_const(m_rpc.notifications)) {
+            if (n.value(QStringLiteral("method")) == QLatin1String("stream.output"))
+                out += n.value(QStringLiteral("params"))
+                           .toObject()
+                           .value(QStringLiteral("data"))
+                           .toString();
         }
-    }
-    QVERIFY2(answer.value(QStringLiteral("stdout")).toString().startsWith(QLatin1String("200 200 ")),
-             QJsonDocument(answer).toJson().constData());
+        return out;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(output().contains(QLatin1String("started")), 120000);
+    QCOMPARE(::kill(supervisor, SIGSTOP), 0);
+    auto resume = qScopeGuard([supervisor] { ::kill(supervisor, SIGCONT); });
+    // Both requests (the forwarded port and the proxy) reach the mock while it is stopped.
+    QTRY_COMPARE_WITH_TIMEOUT(m_mock.requests().size() - before, 2, 60000);
+    resume.dismiss();
+    QCOMPARE(::kill(supervisor, SIGCONT), 0);
+    // And the command saw both answers once its output could flow again.
+    QTRY_VERIFY_WITH_TIMEOUT(output().contains(QLatin1String("200 200 ")), 60000);
 }
 
 void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()
