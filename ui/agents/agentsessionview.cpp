@@ -68,6 +68,7 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     m_fileTree->setColumnHidden(FileTreeModel::ModifiedColumn, true);
     m_fileTree->setUniformRowHeights(true);
 
+    m_header->setObjectName(QStringLiteral("sessionHeader"));
     m_header->setTextFormat(Qt::RichText);
     m_header->setWordWrap(true);
     m_prompt->setPlaceholderText(tr("Ask the agent… (Ctrl+Enter sends)"));
@@ -267,13 +268,18 @@ void AgentSessionView::setSandbox(const SandboxInfo &sandbox)
 void AgentSessionView::updateHeader()
 {
     const QString name = (m_sandbox.name.isEmpty() ? m_sandbox.id : m_sandbox.name).toHtmlEscaped();
-    const QString network
-        = m_sandbox.network
-              ? tr(
-                  "network: <b>shared with the host</b> (the agent reaches its model API directly)")
-              : QStringLiteral("<span style=\"color:%1\">%2</span>")
-                    .arg(Style::htmlColor(Style::color(Style::Tone::Error, palette())),
-                         tr("no network: the agent cannot reach its model API"));
+    // Every sandbox has a network of its own; the policy says where it may go, and with the
+    // gateway the model calls go through the engine whatever the policy.
+    const QString policy = m_sandbox.networkPolicy.summary().toHtmlEscaped();
+    QString network;
+    if (m_sandbox.gateway)
+        network = tr("network: <b>%1</b> · model calls through the engine").arg(policy);
+    else if (m_sandbox.network)
+        network = tr("network: <b>%1</b> (the agent calls its model API itself)").arg(policy);
+    else
+        network = QStringLiteral("<span style=\"color:%1\">%2</span>")
+                      .arg(Style::htmlColor(Style::color(Style::Tone::Error, palette())),
+                           tr("no network: the agent cannot reach its model API"));
     m_header->setText(
         QStringLiteral("<b>%1</b> · %2 · %3 · %4")
             .arg(name, m_sandbox.type.toHtmlEscaped(),

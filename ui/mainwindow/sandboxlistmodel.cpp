@@ -137,7 +137,7 @@ QVariant SandboxListModel::data(const QModelIndex &index, int role) const
                                        : s.status)
                           .arg(s.limits.memoryMb)
                           .arg(s.limits.cpus)
-                          .arg(s.network ? tr("shared with the host") : tr("none"));
+                          .arg(s.networkPolicy.summary());
         if (s.limits.enforced == false) {
             QStringList loose;
             for (auto it = s.limits.enforcement.cbegin(); it != s.limits.enforcement.cend(); ++it)

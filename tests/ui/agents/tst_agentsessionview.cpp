@@ -126,6 +126,8 @@ private Q_SLOTS:
     void problemsInTheUsersTermsWithTheirFix();
     void problemWording_data();
     void problemWording();
+    void headerSaysWhereTheNetworkGoes_data();
+    void headerSaysWhereTheNetworkGoes();
 
 private:
     QStringList titles() const;
@@ -627,4 +629,42 @@ int main(int argc, char **argv)
     ::kill(pid_t(std::atoi(pid)), SIGTERM);
     return status;
 }
+// Every sandbox has its own network since egress: the header names the policy and whether the
+// model calls go through the engine, never "shared with the host".
+void tst_AgentSessionView::headerSaysWhereTheNetworkGoes_data()
+{
+    QTest::addColumn<bool>("gateway");
+    QTest::addColumn<QJsonValue>("policy");
+    QTest::addColumn<QString>("says");
+    QTest::addColumn<QString>("notSays");
+    QTest::newRow("gateway, no network")
+        << true << QJsonValue(false) << QStringLiteral("model calls through the engine")
+        << QStringLiteral("cannot reach its model API");
+    QTest::newRow("own calls, the internet")
+        << false << QJsonValue(true) << QStringLiteral("the public internet")
+        << QStringLiteral("through the engine");
+    QTest::newRow("own calls, no network")
+        << false << QJsonValue(false) << QStringLiteral("cannot reach its model API")
+        << QStringLiteral("through the engine");
+}
+
+void tst_AgentSessionView::headerSaysWhereTheNetworkGoes()
+{
+    QFETCH(bool, gateway);
+    QFETCH(QJsonValue, policy);
+    QFETCH(QString, says);
+    QFETCH(QString, notSays);
+    SandboxInfo info = m_sandbox;
+    info.gateway = gateway;
+    info.networkPolicy = NetworkPolicy::fromJson(policy).value();
+    info.network = policy.toBool();
+    AgentSessionView view(m_client.get(), info);
+    const auto *header = view.findChild<QLabel *>(QStringLiteral("sessionHeader"));
+    QVERIFY(header);
+    QVERIFY2(header->text().contains(says), qPrintable(header->text()));
+    QVERIFY2(!header->text().contains(notSays), qPrintable(header->text()));
+    QVERIFY2(!header->text().contains(QLatin1String("shared with the host")),
+             qPrintable(header->text()));
+}
+
 #include "tst_agentsessionview.moc"
