@@ -129,8 +129,9 @@ struct Walk
     QJsonObject previous; // the last record's files: unchanged files are not read again
     QJsonObject files;
     qint64 bytes = 0;
-    QString truncated; // "files", "bytes" or "depth": the record is not the whole workspace
+    QString truncated; // "files", "bytes", "depth" or "directories": not the whole workspace
     int skippedNames = 0;
+    int directories = 0;
 
     bool full()
     {
@@ -220,6 +221,10 @@ struct Walk
 
     void dir(int dirFd, const QString &rel, int depth)
     {
+        if (++directories > limits.maxDirectories) {
+            truncated = QStringLiteral("directories");
+            return;
+        }
         std::vector<std::string> names;
         {
             FsUidGuard guard(uid);

@@ -33,6 +33,7 @@ public:
         qint64 maxBytes = 64 * 1024 * 1024;
         qint64 maxFileBytes = 1024 * 1024;
         int maxDepth = 64;
+        int maxDirectories = 10000; // walked per record: empty ones cost a walk too
         int runsKept = 50;
         qint64 storeBytes = 256 * 1024 * 1024;
         qint64 diffBytesPerFile = 256 * 1024;

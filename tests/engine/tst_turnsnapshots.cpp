@@ -98,6 +98,7 @@ private Q_SLOTS:
     void changesAndRevert();
     void boundsAreSaid();
     void linksAreNeverFollowed();
+    void emptyDirectoriesAreBoundedToo();
 
 private:
     struct Store
@@ -262,6 +263,25 @@ void tst_TurnSnapshots::boundsAreSaid()
     QCOMPARE(snapshots.revert(fd.get(), run, QStringLiteral("/workspace/big.txt")).error().code,
              Sandbox::ErrorCode::PayloadTooLarge);
     QCOMPARE(readFile(s.workspace() + QStringLiteral("/big.txt")), QByteArray(600, 'y'));
+}
+
+// A workspace of empty directories holds no file, so the file count never stopped the walk: the
+// engine opened and read every one of them on every turn. Now the walk stops at the bound.
+void tst_TurnSnapshots::emptyDirectoriesAreBoundedToo()
+{
+    Store s;
+    TurnSnapshots::Limits limits;
+    limits.maxDirectories = 50;
+    for (int i = 0; i < 200; ++i)
+        QVERIFY(QDir().mkpath(s.workspace() + QStringLiteral("/d%1/e").arg(i, 3, 10, QChar(u'0'))));
+    writeFile(s.workspace() + QStringLiteral("/a.txt"), "kept\n");
+    const TurnSnapshots snapshots(s.store(), ::getuid(), ::getgid(), limits);
+    const QString run = QStringLiteral("run_00000000000000d4");
+    HostFs::Fd fd(s.fd());
+    for (auto phase : {TurnSnapshots::Phase::Before, TurnSnapshots::Phase::After})
+        QVERIFY(snapshots.take(fd.get(), run, phase, QStringLiteral("/workspace")));
+    const QJsonObject c = snapshots.changes(run).value();
+    QCOMPARE(c.value(QStringLiteral("truncated")).toString(), QStringLiteral("directories"));
 }
 
 void tst_TurnSnapshots::linksAreNeverFollowed()
