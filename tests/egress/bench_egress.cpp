@@ -8,9 +8,9 @@
 // server spends per GB in the direct run: on loopback the relay's work is a second TCP
 // connection's, which on a machine with as many busy threads as cores comes out of throughput.
 #include "engineprocess.h"
+#include "procstat.h"
 #include "testclient.h"
 
-#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -123,26 +123,10 @@ struct Figures
     bool ok() const { return !latencyMs.isEmpty() && !mbps.isEmpty(); }
 };
 
-// CPU seconds (user + system) of process `pid`, or of its thread named `thread`.
+// CPU seconds (user + system) of process `pid`, or of its thread named `thread`; 0 if gone.
 double cpuSeconds(qint64 pid, const QString &thread = {})
 {
-    QString statPath = QStringLiteral("/proc/%1/stat").arg(pid);
-    if (!thread.isEmpty()) {
-        const QDir tasks(QStringLiteral("/proc/%1/task").arg(pid));
-        for (const QString &tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
-            QFile comm(tasks.filePath(tid + QStringLiteral("/comm")));
-            if (comm.open(QIODevice::ReadOnly) && comm.readAll().trimmed() == thread.toUtf8())
-                statPath = tasks.filePath(tid + QStringLiteral("/stat"));
-        }
-    }
-    QFile stat(statPath);
-    if (!stat.open(QIODevice::ReadOnly))
-        return 0;
-    const QByteArray text = stat.readAll();
-    const QList<QByteArray> f = text.mid(text.lastIndexOf(')') + 2).split(' ');
-    if (f.size() < 13)
-        return 0;
-    return double(f.at(11).toLongLong() + f.at(12).toLongLong()) / double(::sysconf(_SC_CLK_TCK));
+    return qMax(0.0, ProcStat::cpuSeconds(ProcStat::statPath(QString::number(pid), thread)));
 }
 
 Figures parse(const QByteArray &out)

@@ -4,9 +4,9 @@
 #include "egress/egressservice.h"
 #include "egress/modelgateway.h"
 #include "mockmodelserver.h"
+#include "procstat.h"
 #include "testdnsserver.h"
 
-#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -116,23 +116,8 @@ public:
 // The CPU time (user + system) of this process's thread named `name`, or -1.
 double threadCpuSeconds(const QString &name)
 {
-    const QDir tasks(QStringLiteral("/proc/self/task"));
-    for (const QString &tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
-        QFile comm(tasks.filePath(tid + QStringLiteral("/comm")));
-        if (!comm.open(QIODevice::ReadOnly) || QString::fromUtf8(comm.readAll().trimmed()) != name)
-            continue;
-        QFile stat(tasks.filePath(tid + QStringLiteral("/stat")));
-        if (!stat.open(QIODevice::ReadOnly))
-            return -1;
-        const QByteArray text = stat.readAll();
-        // After "(comm) ": state is field 3; utime and stime are fields 14 and 15.
-        const QList<QByteArray> f = text.mid(text.lastIndexOf(')') + 2).split(' ');
-        if (f.size() < 13)
-            return -1;
-        return double(f.at(11).toLongLong() + f.at(12).toLongLong())
-               / double(::sysconf(_SC_CLK_TCK));
-    }
-    return -1;
+    const QString path = ProcStat::statPath(QStringLiteral("self"), name);
+    return path.isEmpty() ? -1 : ProcStat::cpuSeconds(path);
 }
 
 constexpr int kHugePipe = 1 << 30;

@@ -1,5 +1,7 @@
 #include "engineprocess.h"
 
+#include "procstat.h"
+
 #include <QDeadlineTimer>
 #include <QFile>
 #include <QRegularExpression>
@@ -114,14 +116,8 @@ void EngineProcess::terminate()
 
 double EngineProcess::cpuMs() const
 {
-    QFile f(QStringLiteral("/proc/%1/stat").arg(pid()));
-    if (!f.open(QIODevice::ReadOnly))
-        return -1;
-    const QByteArray s = f.readAll();
-    // utime and stime are fields 14 and 15, the 12th and 13th after "pid (comm) ".
-    const QList<QByteArray> fields = s.mid(s.lastIndexOf(')') + 2).split(' ');
-    return double(fields.value(11).toLongLong() + fields.value(12).toLongLong()) * 1000.0
-           / double(::sysconf(_SC_CLK_TCK));
+    const double seconds = ProcStat::cpuSeconds(ProcStat::statPath(QString::number(pid())));
+    return seconds < 0 ? -1 : seconds * 1000.0;
 }
 
 QString EngineProcess::log() const
