@@ -525,7 +525,7 @@ bool Commands::run(const QStringList &args, QString *usageError)
         return true;
     }
     if (cmd == QLatin1String("write")) {
-        if (!need(2, "write ID PATH [LOCAL_FILE|-] [-p]"))
+        if (!need(2, "write ID PATH [LOCAL_FILE|-]"))
             return false;
         QByteArray content;
         const QString source = a.value(3, QStringLiteral("-"));
@@ -539,8 +539,7 @@ bool Commands::run(const QStringList &args, QString *usageError)
             }
             content = f.readAll();
         }
-        WriteFileOptions o;
-        o.parents = p.isSet(parentsOpt);
+        WriteFileOptions o; // missing folders are made, as over the API (-p changes nothing)
         m_call
             = m_client->sandboxes()
                   .writeFile(a.at(1), a.at(2), content, o, this, [this](Result<WriteFileResult> r) {

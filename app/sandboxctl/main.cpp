@@ -40,7 +40,7 @@ Commands:
                                   a terminal in the sandbox (bash, or COMMAND) in this one:
                                   raw keys, window size followed; exits with its exit code
   read ID PATH                    a file's bytes to stdout
-  write ID PATH [LOCAL|-] [-p]    a file from a local file or stdin
+  write ID PATH [LOCAL|-]         a file from a local file or stdin (missing folders made)
   ls ID [PATH] [-r]               list a directory of /workspace
   mkdir ID PATH [-p] | rm ID PATH [-r]
   run ID [--model M] [--permission-mode MODE] [--new-session] [--base-url URL] [--timeout MS]

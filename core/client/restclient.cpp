@@ -242,6 +242,8 @@ RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObje
             return json("GET", one);
         if (name == QStringLiteral("delete"))
             return json("DELETE", one);
+        if (name == QStringLiteral("setName"))
+            return json("PUT", one + QStringLiteral("/name"), body);
         if (area == QStringLiteral("agents")) {
             if (name == QStringLiteral("stop") || name == QStringLiteral("start"))
                 return json("POST", one + u'/' + name);
@@ -282,8 +284,11 @@ RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObje
                 QByteArray bytes = content.toUtf8();
                 if (params.value(QStringLiteral("encoding")).toString() == QStringLiteral("base64"))
                     bytes = QByteArray::fromBase64(content.toLatin1());
+                QUrlQuery q = pathQuery(false);
+                if (params.value(QStringLiteral("parents")) == QJsonValue(false))
+                    q.addQueryItem(QStringLiteral("parents"), QStringLiteral("0"));
                 return send(
-                    "PUT", one + QStringLiteral("/files/content"), pathQuery(false), bytes,
+                    "PUT", one + QStringLiteral("/files/content"), q, bytes,
                     "application/octet-stream", true, context,
                     [callback = std::move(callback)](Result<QByteArray> r) {
                         if (!r)

@@ -123,8 +123,8 @@ RpcCall SandboxMethods::writeFile(const QString &id, const QString &path, const 
     }
     if (options.mode)
         params.insert(QStringLiteral("mode"), *options.mode);
-    if (options.parents)
-        params.insert(QStringLiteral("parents"), true);
+    if (!options.parents)
+        params.insert(QStringLiteral("parents"), false);
     return callFor("writeFile", params, context, parsed<WriteFileResult>(std::move(callback)));
 }
 

@@ -153,7 +153,7 @@ struct WriteFileResult
 struct WriteFileOptions
 {
     std::optional<int> mode; // e.g. 0755
-    bool parents = false;    // create missing parent directories
+    bool parents = true;     // create missing parent directories (false: refuse them)
 };
 
 struct ReadFileOptions

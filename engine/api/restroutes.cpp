@@ -170,6 +170,10 @@ Result<RestCall> routeRestRequest(QByteArrayView m, const QString &path, const Q
         if (post && parts[5] == QLatin1String("revert"))
             return withBody(ns + QStringLiteral("revertFile"), params);
     }
+    if (action == QLatin1String("name") && parts.size() == 4 && put) {
+        // docs/protocol.md 4.5: a new name, {name}.
+        return withBody(ns + QStringLiteral("setName"), idParam);
+    }
     if (action == QLatin1String("network") && parts.size() == 4) {
         // docs/protocol.md 3.5 and 4.9: the policy and the recent denials, or a new policy.
         if (get)
@@ -201,7 +205,10 @@ Result<RestCall> routeRestRequest(QByteArrayView m, const QString &path, const Q
         if (sub == QLatin1String("content") && put) {
             params.insert(QStringLiteral("encoding"), QStringLiteral("base64"));
             params.insert(QStringLiteral("content"), QString::fromLatin1(body.toBase64()));
-            params.insert(QStringLiteral("parents"), queryBool(query, QStringLiteral("parents")));
+            // Missing parent directories are created unless `?parents=0` (as over /rpc).
+            if (query.hasQueryItem(QStringLiteral("parents")))
+                params.insert(QStringLiteral("parents"),
+                              queryBool(query, QStringLiteral("parents")));
             return plain(ns + QStringLiteral("writeFile"), params);
         }
         if (sub == QLatin1String("stat") && get)

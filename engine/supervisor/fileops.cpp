@@ -290,8 +290,18 @@ Reply FileOps::writeFile(const json &req, std::string_view data)
     const auto mode = optMode(req);
     if (t.rel.empty())
         throwErrno(EISDIR, t.virt);
-    if (optionalBool(req, "parents"))
+    if (optionalBool(req, "parents")) {
         makeDirs(t.rel, false);
+    } else if (const std::string parent = Paths::parentOf(t.rel); !parent.empty()) {
+        const int fd = m_paths.openAt(parent, O_PATH | O_DIRECTORY);
+        if (fd == -ENOENT)
+            throw RequestError("not_found",
+                               m_paths.virtualPath(parent)
+                                   + ": no such directory (parents: false creates none)",
+                               ENOENT);
+        if (fd >= 0)
+            ::close(fd);
+    }
 
     // A final symlink is followed, as long as it stays inside the workspace.
     std::string rel = t.rel;

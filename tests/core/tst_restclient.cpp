@@ -172,6 +172,21 @@ private Q_SLOTS:
                            {QStringLiteral("encoding"), QStringLiteral("base64")}}
             << QByteArray("PUT") << QByteArray("/api/agents/sb_1/files/content?path=a.bin")
             << QByteArray("\x00\xff", 2);
+        QTest::newRow("agents.writeFile refusing missing folders")
+            << QStringLiteral("agents.writeFile")
+            << QJsonObject{{QStringLiteral("id"), QStringLiteral("sb_1")},
+                           {QStringLiteral("path"), QStringLiteral("a/b.txt")},
+                           {QStringLiteral("content"), QStringLiteral("x")},
+                           {QStringLiteral("parents"), false}}
+            << QByteArray("PUT")
+            << QByteArray("/api/agents/sb_1/files/content?path=a%2Fb.txt&parents=0")
+            << QByteArray("x");
+        QTest::newRow("databases.setName puts the name")
+            << QStringLiteral("databases.setName")
+            << QJsonObject{{QStringLiteral("id"), QStringLiteral("db_1")},
+                           {QStringLiteral("name"), QStringLiteral("pg-demo")}}
+            << QByteArray("PUT") << QByteArray("/api/databases/db_1/name")
+            << QByteArray(R"({"name":"pg-demo"})");
         QTest::newRow("databases.query")
             << QStringLiteral("databases.query")
             << QJsonObject{{QStringLiteral("id"), QStringLiteral("db_1")},

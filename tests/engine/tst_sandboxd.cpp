@@ -375,10 +375,20 @@ void tst_Sandboxd::fileOperations()
                  .value(QStringLiteral("stdout"))
                  .toString(),
              QStringLiteral("n"));
-    QVERIFY(call("agents.writeFile", {{QStringLiteral("path"), QStringLiteral("ops/none/n.txt")},
+    const QJsonObject refused = call("agents.writeFile",
+                                     {{QStringLiteral("path"), QStringLiteral("ops/none/n.txt")},
                                       {QStringLiteral("content"), QStringLiteral("n")},
                                       {QStringLiteral("parents"), false}})
-                .contains(QStringLiteral("error")));
+                                    .value(QStringLiteral("error"))
+                                    .toObject();
+    QCOMPARE(refused.value(QStringLiteral("code")).toInt(), -32002);
+    QCOMPARE(refused.value(QStringLiteral("message")).toString(),
+             QStringLiteral(
+                 "/workspace/ops/none: no such directory (parents: false creates none)"));
+    QCOMPARE(exec(m_id, QStringLiteral("test -e ops/none || echo absent"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("absent\n"));
     QVERIFY(call("agents.rename", {{QStringLiteral("from"), QStringLiteral("ops/a/b/f.txt")},
                                    {QStringLiteral("to"), QStringLiteral("ops/g.txt")}})
                 .contains(QStringLiteral("result")));
@@ -641,6 +651,24 @@ void tst_Sandboxd::sandboxesCanBeRenamed()
                              {{QStringLiteral("id"), m_id},
                               {QStringLiteral("name"), QStringLiteral("mine")}})),
              -32002);
+    // REST: PUT /api/agents/{id}/name {name}, as the network policy's route.
+    const QUrl nameUrl = m_engine.url().resolved(
+        QUrl(QStringLiteral("/api/agents/%1/name").arg(m_id)));
+    const HttpAnswer put = httpRequest("PUT", nameUrl, m_engine.key(), R"({"name":"from rest"})",
+                                       "application/json");
+    QCOMPARE(put.status, 200);
+    QCOMPARE(QJsonDocument::fromJson(put.body).object().value(QStringLiteral("name")).toString(),
+             QStringLiteral("from rest"));
+    const HttpAnswer bad = httpRequest("PUT", nameUrl, m_engine.key(), R"({"name":"a\u0001"})",
+                                       "application/json");
+    QCOMPARE(bad.status, 400);
+    QVERIFY2(bad.body.contains("without control characters"), bad.body.constData());
+    QCOMPARE(httpRequest("PUT",
+                         m_engine.url().resolved(
+                             QUrl(QStringLiteral("/api/databases/%1/name").arg(m_id))),
+                         m_engine.key(), R"({"name":"x"})", "application/json")
+                 .status,
+             404);
     const QJsonObject cleared = m_rpc.result(QStringLiteral("sandbox.setName"),
                                              {{QStringLiteral("id"), m_id},
                                               {QStringLiteral("name"), QString()}});
@@ -761,6 +789,21 @@ void tst_Sandboxd::restFileContent()
         m_engine.key());
     QCOMPARE(got.status, 200);
     QCOMPARE(got.body, bytes);
+    // As over /rpc, missing folders are made unless ?parents=0 says not to.
+    const auto putAt = [&](const QString &query) {
+        return httpRequest("PUT",
+                           m_engine.url().resolved(QUrl(
+                               QStringLiteral("/api/agents/%1/files/content?%2").arg(m_id, query))),
+                           m_engine.key(), "deep", "application/octet-stream");
+    };
+    QCOMPARE(putAt(QStringLiteral("path=rest/a/b/deep.txt")).status, 200);
+    QCOMPARE(exec(m_id, QStringLiteral("cat rest/a/b/deep.txt"))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("deep"));
+    const HttpAnswer refused = putAt(QStringLiteral("path=rest/c/d.txt&parents=0"));
+    QCOMPARE(refused.status, 404);
+    QVERIFY2(refused.body.contains("no such directory"), refused.body.constData());
 }
 
 void tst_Sandboxd::oversizeBodiesAreRefused()

@@ -125,6 +125,9 @@ function lifecycle(kind: 'agents' | 'databases'): Route[] {
     r('GET', `${base}/${ID}`, async (m, _q, _u, call) => json(await call(`${kind}.get`, { id: m[1] }))),
     r('DELETE', `${base}/${ID}`, async (m, _q, _u, call) => json(await call(`${kind}.delete`, { id: m[1] }))),
     r('POST', `${base}/${ID}/stop`, async (m, _q, _u, call) => json(await call(`${kind}.stop`, { id: m[1] }))),
+    r('PUT', `${base}/${ID}/name`, async (m, req, _u, call) =>
+      json(await call(`${kind}.setName`, { ...pick(await jsonBody(req), 'name'), id: m[1] })),
+    ),
   ];
 }
 

@@ -58,6 +58,13 @@ describe.skipIf(!hasEngine)('a postgres database through the Worker', () => {
     const bad = await sock.call('sandbox.setName', { id, name: 'a\u0007b' });
     expect(bad.error).toMatchObject({ code: -32602 });
     expect((await sock.call('sandbox.setName', { id })).error).toMatchObject({ code: -32602 });
+    // REST: PUT /api/databases/{id}/name, as the engine.
+    const put = await http('PUT', `/api/databases/${id}/name`, { body: { name: 'pg-demo' } });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ id, name: 'pg-demo' });
+    const badPut = await http('PUT', `/api/databases/${id}/name`, { body: { name: 'x'.repeat(300) } });
+    expect(badPut.status).toBe(400);
+    expect((await http('PUT', `/api/agents/${id}/name`, { body: { name: 'x' } })).status).toBe(404);
     const cleared = await sock.result<Obj>('sandbox.setName', { id, name: '' });
     expect(cleared.name).toBeUndefined();
     const other = await RpcSocket.open(await otherKey());
