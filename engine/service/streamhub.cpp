@@ -34,7 +34,8 @@ struct StreamHub::Stream
     const void *owner = nullptr;
     std::function<void()> cancel;
     std::function<QJsonObject()> terminal;
-    QByteArray carry[3]; // unfinished UTF-8 sequences per channel
+    QByteArray carry[3];      // unfinished UTF-8 sequences per channel
+    qint64 carriedAt[3] = {}; // when each began to wait (StreamHub::m_clock, ms)
 
     qint64 firstSeq() const { return lastSeq - qint64(backlog.size()) + 1; }
 };
@@ -51,6 +52,9 @@ StreamHub::StreamHub(Limits limits, QObject *parent)
     timer->setInterval(30 * 1000);
     connect(timer, &QTimer::timeout, this, &StreamHub::sweep);
     timer->start();
+    m_clock.start();
+    m_carryTimer.setSingleShot(true);
+    connect(&m_carryTimer, &QTimer::timeout, this, &StreamHub::flushStaleCarries);
 }
 
 StreamHub::~StreamHub() = default;
@@ -136,10 +140,44 @@ void StreamHub::output(const QString &streamId, int channel, QByteArrayView byte
     const qsizetype complete = Utf8::completePrefixLength(chunk);
     carry = chunk.mid(complete);
     chunk.truncate(complete);
+    if (!carry.isEmpty()) {
+        // Each new chunk that ends inside a character restarts its wait: only a pause sends it.
+        s.carriedAt[ch] = m_clock.elapsed();
+        m_carrying.insert(s.id);
+        if (!m_carryTimer.isActive())
+            m_carryTimer.start(m_limits.carryHoldMs);
+    }
     if (chunk.isEmpty())
         return;
     ++s.lastSeq;
     publish(s, Entry{ch, std::move(chunk)});
+}
+
+void StreamHub::flushStaleCarries()
+{
+    const qint64 now = m_clock.elapsed();
+    qint64 next = -1; // ms until the youngest carry left is due
+    for (auto id = m_carrying.begin(); id != m_carrying.end();) {
+        const auto it = m_streams.find(*id);
+        bool holding = false;
+        if (it != m_streams.end() && !it->second->done) {
+            Stream &s = *it->second;
+            for (int ch : {1, 2}) {
+                if (s.carry[ch].isEmpty())
+                    continue;
+                const qint64 due = s.carriedAt[ch] + m_limits.carryHoldMs - now;
+                if (due <= 0) {
+                    flushCarry(s, ch);
+                } else {
+                    holding = true;
+                    next = next < 0 ? due : qMin(next, due);
+                }
+            }
+        }
+        id = holding ? std::next(id) : m_carrying.erase(id);
+    }
+    if (next >= 0)
+        m_carryTimer.start(int(next));
 }
 
 void StreamHub::flushCarry(Stream &s, int channel)

@@ -4,11 +4,14 @@
 
 #include <QByteArray>
 #include <QDateTime>
+#include <QElapsedTimer>
 #include <QHash>
 #include <QJsonObject>
 #include <QJsonValue>
 #include <QObject>
+#include <QSet>
 #include <QString>
+#include <QTimer>
 
 #include <deque>
 #include <functional>
@@ -32,6 +35,10 @@ public:
         qsizetype backlogBytes = 8 * 1024 * 1024;
         qsizetype backlogChunks = 8192;
         qint64 keepAfterEndMs = 10 * 60 * 1000;
+        // How long the unfinished UTF-8 sequence at the end of a chunk waits for the rest of its
+        // character before it is sent as it is (a program that writes a partial character, or
+        // binary bytes, and then waits must not keep them from its reader).
+        int carryHoldMs = 20;
     };
 
     explicit StreamHub(QObject *parent = nullptr);
@@ -84,12 +91,16 @@ private:
     void publish(Stream &s, Entry &&entry);
     void deliver(const Stream &s, qint64 seq, const Entry &entry, const Sink &sink) const;
     void flushCarry(Stream &s, int channel);
+    void flushStaleCarries();
     void sweep();
 
     Limits m_limits;
     std::unordered_map<QString, std::unique_ptr<Stream>> m_streams;
     QHash<const void *, std::function<qint64()>> m_probes;
     QHash<const void *, Sink> m_binarySinks;
+    QSet<QString> m_carrying; // streams holding an unfinished character
+    QTimer m_carryTimer;
+    QElapsedTimer m_clock;
 };
 
 } // namespace Sandbox::Engine

@@ -49,6 +49,7 @@ private Q_SLOTS:
     void cleanupTestCase();
     void everyByteValueArrivesExactOnBothChannels();
     void hundredMegabytesThroughATerminal();
+    void hundredMegabytesAcrossAResume();
     void jsonClientGetsTextAndBase64();
     void replayComesInTheResumingConnectionsEncoding();
 
@@ -188,6 +189,82 @@ void tst_BinaryStreams::hundredMegabytesThroughATerminal()
     QCOMPARE(received, qint64(104857600));
     QCOMPARE(QString::fromLatin1(hash.result().toHex()), sha256In(QStringLiteral("cat blob")));
     QVERIFY2(binaryMessages >= 100, qPrintable(QString::number(binaryMessages)));
+    delete session;
+}
+
+// 100 MiB through a terminal in raw mode (no output processing: the bytes as written), with the
+// connection dropped near the end of the first half: the resume replays what the client missed
+// from the engine's backlog, as binary frames, and the second half follows live.
+void tst_BinaryStreams::hundredMegabytesAcrossAResume()
+{
+    constexpr qint64 half = 52428800;
+    constexpr qint64 dropAt = half - 3 * 1024 * 1024;
+    m_rpc.result(QStringLiteral("agents.exec"),
+                 {{QStringLiteral("id"), m_id},
+                  {QStringLiteral("command"), QStringLiteral("rm -f go")}});
+    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    Sandbox::RpcClient::ReconnectPolicy policy;
+    policy.initialDelayMs = 50;
+    policy.jitter = 0;
+    client.rpc()->setReconnectPolicy(policy);
+    qint64 binaryMessages = 0;
+    connect(client.rpc()->transport(), &Sandbox::Transport::binaryReceived, this,
+            [&](const QByteArray &) { ++binaryMessages; });
+    client.open();
+
+    Sandbox::TerminalOptions options;
+    options.cols = 200;
+    options.rows = 50;
+    auto *session = client.sandboxes().openTerminal(
+        m_id,
+        QStringList{QStringLiteral("sh"), QStringLiteral("-c"),
+                    QStringLiteral("stty raw -echo; head -c %1 blob; "
+                                   "while [ ! -e go ]; do sleep 0.02; done; tail -c +%2 blob")
+                        .arg(half)
+                        .arg(half + 1)},
+        options, this);
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    qint64 received = 0;
+    bool dropped = false, finished = false, reset = false;
+    qint64 binaryAtDrop = 0;
+    connect(session, &Sandbox::TerminalSession::output, this, [&](const QByteArray &data) {
+        hash.addData(data);
+        received += data.size();
+        if (!dropped && received >= dropAt) {
+            dropped = true;
+            binaryAtDrop = binaryMessages;
+            client.rpc()->transport()->close(); // as a network drop: the client reconnects
+        }
+    });
+    connect(session, &Sandbox::TerminalSession::reset, this, [&] { reset = true; });
+    Sandbox::ExecResult result;
+    connect(session, &Sandbox::TerminalSession::finished, this, [&](const Sandbox::ExecResult &r) {
+        result = r;
+        finished = true;
+    });
+    connect(session, &Sandbox::TerminalSession::failed, this, [&](const Sandbox::Error &e) {
+        qWarning() << e.message;
+        finished = true;
+    });
+    // The first half, the drop, the reconnect and the replay of what was missed...
+    QTRY_VERIFY2_WITH_TIMEOUT(received >= half,
+                              qPrintable(QStringLiteral("received %1 of %2; the engine's log:\n%3")
+                                             .arg(received)
+                                             .arg(half)
+                                             .arg(m_engine.log().right(4000))),
+                              120000);
+    QVERIFY(dropped);
+    QCOMPARE(received, half);
+    QVERIFY2(binaryMessages > binaryAtDrop, "the replay came as binary frames");
+    // ...then the second half, live.
+    m_rpc.result(QStringLiteral("agents.exec"),
+                 {{QStringLiteral("id"), m_id},
+                  {QStringLiteral("command"), QStringLiteral("touch go")}});
+    QTRY_VERIFY_WITH_TIMEOUT(finished, 120000);
+    QVERIFY(!reset);
+    QCOMPARE(result.exitCode, 0);
+    QCOMPARE(received, 2 * half);
+    QCOMPARE(QString::fromLatin1(hash.result().toHex()), sha256In(QStringLiteral("cat blob")));
     delete session;
 }
 
