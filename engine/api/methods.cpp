@@ -88,8 +88,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
         c.name = p.optionalName(QStringLiteral("name"));
         if (p.failed())
             return reply(p.error());
-        if (const auto admitted = SandboxNetwork::checkPolicy(network, m_keys->isAdmin(ctx.keyId));
-            !admitted)
+        if (const auto admitted = admitPolicy(network, ctx); !admitted)
             return reply(admitted.error());
         c.network = network.toJson();
         m_sandboxes->create(c, ctx.guard ? ctx.guard.data() : this, forward(reply));
@@ -116,23 +115,22 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
 
     // sandbox.*: any sandbox by id.
     addSandboxMethods(QStringLiteral("sandbox."), {});
-    add(QStringLiteral("sandbox.setNetwork"), [this](const QJsonObject &params,
-                                                     const CallContext &ctx, const Reply &reply) {
-        Params p(params);
-        const QString id = p.requiredString(QStringLiteral("id"));
-        if (!p.failed() && !p.has(QStringLiteral("network")))
-            p.fail(QStringLiteral("network"),
-                   QStringLiteral("is required: false, true or {allow, deny}"));
-        const NetworkPolicy network = p.optionalNetworkPolicy(QStringLiteral("network"));
-        if (p.failed())
-            return reply(p.error());
-        if (const auto r = m_sandboxes->record(ctx.keyId, id); !r)
-            return reply(r.error());
-        if (const auto admitted = SandboxNetwork::checkPolicy(network, m_keys->isAdmin(ctx.keyId));
-            !admitted)
-            return reply(admitted.error());
-        m_sandboxes->setPolicy(ctx.keyId, id, network.toJson(), forward(reply));
-    });
+    add(QStringLiteral("sandbox.setNetwork"),
+        [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+            Params p(params);
+            const QString id = p.requiredString(QStringLiteral("id"));
+            if (!p.failed() && !p.has(QStringLiteral("network")))
+                p.fail(QStringLiteral("network"),
+                       QStringLiteral("is required: false, true or {allow, deny}"));
+            const NetworkPolicy network = p.optionalNetworkPolicy(QStringLiteral("network"));
+            if (p.failed())
+                return reply(p.error());
+            if (const auto r = m_sandboxes->record(ctx.keyId, id); !r)
+                return reply(r.error());
+            if (const auto admitted = admitPolicy(network, ctx); !admitted)
+                return reply(admitted.error());
+            m_sandboxes->setPolicy(ctx.keyId, id, network.toJson(), forward(reply));
+        });
     add(QStringLiteral("sandbox.networkLog"),
         [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
             Params p(params);
@@ -264,6 +262,11 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
 void Methods::add(const QString &name, Handler handler)
 {
     m_handlers.insert(name, std::move(handler));
+}
+
+Result<bool> Methods::admitPolicy(const NetworkPolicy &policy, const CallContext &context) const
+{
+    return SandboxNetwork::checkPolicy(policy, m_keys->isAdmin(context.keyId));
 }
 
 void Methods::call(const QString &method, const QJsonObject &params, const CallContext &context,

@@ -14,6 +14,7 @@
 namespace Sandbox::Engine {
 
 class KeyStore;
+class NetworkPolicy;
 class SandboxManager;
 class SandboxNetwork;
 class StreamHub;
@@ -58,6 +59,9 @@ public:
     void add(const QString &name, Handler handler);
     void call(const QString &method, const QJsonObject &params, const CallContext &context,
               Reply reply);
+    // Whether the caller's key may give a sandbox this network policy (docs/protocol.md 3.5:
+    // loopback and non-public entries need an admin key): for every create and setNetwork.
+    Result<bool> admitPolicy(const NetworkPolicy &policy, const CallContext &context) const;
 
 Q_SIGNALS:
     void keyRevoked(const QString &keyId);

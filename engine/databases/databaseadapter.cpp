@@ -381,11 +381,15 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
     c.size = p.optionalChoice(QStringLiteral("size"), SandboxManager::sizes(),
                               QStringLiteral("standard-1"));
     c.sleepAfterMs = p.optionalInteger(QStringLiteral("sleepAfter"), -1, 0, kMaxSleepAfterMs);
+    const NetworkPolicy network = p.optionalNetworkPolicy(QStringLiteral("network"));
     DatabaseSettings s = DatabaseSettings::fromCreateParams(p, c.type);
     c.name = p.optionalName(QStringLiteral("name"), s.database);
     s.validate(p);
     if (p.failed())
         return reply(p.error());
+    if (const auto admitted = m_methods->admitPolicy(network, ctx); !admitted)
+        return reply(admitted.error());
+    c.network = network.toJson();
     if (c.type == QLatin1String("duckdb")
         && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost-duckdb")))
         return reply(Error{ErrorCode::NotImplemented,

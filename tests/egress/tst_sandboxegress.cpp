@@ -75,6 +75,7 @@ private Q_SLOTS:
     void manyConnectionsAtOnce();
     void connectionsDoNotWaitForTheSupervisor();
     void setNetworkTakesEffectOnTheNextConnection();
+    void databasesAreCreatedWithAPolicyToo();
     void gatewayKeepsTheKeyOutOfTheSandbox();
     void eachCliThroughTheProxy_data();
     void eachCliThroughTheProxy();
@@ -407,6 +408,7 @@ void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()
     const QString hostPort = QString::number(m_hostServer.serverPort());
     const QString direct = QStringLiteral("curl -sS -m 10 http://127.0.0.1:%1/").arg(hostPort);
     const QString proxied = viaProxy(QStringLiteral("http://loop.test:%1/").arg(hostPort));
+    const int before = m_hostConnections;
     QCOMPARE(exec(m_listed, direct).value(QStringLiteral("exitCode")).toInt(), 7);
 
     QJsonObject s
@@ -422,7 +424,7 @@ void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()
     r = exec(m_listed, proxied);
     QVERIFY2(r.value(QStringLiteral("stdout")).toString().startsWith(QLatin1String("200")),
              qPrintable(r.value(QStringLiteral("stdout")).toString()));
-    QCOMPARE(m_hostConnections, 2);
+    QCOMPARE(m_hostConnections, before + 2);
 
     s = m_rpc.result(QStringLiteral("sandbox.setNetwork"),
                      {{QStringLiteral("id"), m_listed}, {QStringLiteral("network"), false}});
@@ -430,7 +432,7 @@ void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()
     QCOMPARE(exec(m_listed, direct).value(QStringLiteral("exitCode")).toInt(), 7);
     r = exec(m_listed, proxied);
     QVERIFY(r.value(QStringLiteral("stdout")).toString().startsWith(QLatin1String("403")));
-    QCOMPARE(m_hostConnections, 2);
+    QCOMPARE(m_hostConnections, before + 2);
 
     // A policy that is none of false, true or {allow, deny} is refused.
     const QJsonObject bad = m_rpc.call(QStringLiteral("sandbox.setNetwork"),
@@ -459,6 +461,66 @@ void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()
                        QJsonObject{
                            {QStringLiteral("allow"), QJsonArray{allowLoopback(m_mock.port())}}}}});
     QVERIFY(!s.isEmpty());
+}
+
+// databases.create takes the same `network` as agents.create: a database sandbox that imports
+// from (or replicates to) a server reaches it, and only it; without a policy, nothing.
+void tst_SandboxEgress::databasesAreCreatedWithAPolicyToo()
+{
+    const QString hostPort = QString::number(m_hostServer.serverPort());
+    const auto createDb = [this](const QJsonValue &network) {
+        QJsonObject params{{QStringLiteral("type"), QStringLiteral("sqlite")},
+                           {QStringLiteral("size"), QStringLiteral("lite")}};
+        if (!network.isUndefined())
+            params.insert(QStringLiteral("network"), network);
+        return m_rpc.call(QStringLiteral("databases.create"), params, 120000);
+    };
+    const auto curl = [this, &hostPort](const QString &id) {
+        return m_rpc.result(QStringLiteral("sandbox.exec"),
+                            {{QStringLiteral("id"), id},
+                             {QStringLiteral("command"),
+                              QStringLiteral("curl -sS -m 10 http://127.0.0.1:%1/").arg(hostPort)}},
+                            60000);
+    };
+    const int before = m_hostConnections;
+
+    const QJsonObject allowed
+        = createDb(QJsonObject{{QStringLiteral("allow"),
+                                QJsonArray{allowLoopback(m_hostServer.serverPort())}}})
+              .value(QStringLiteral("result"))
+              .toObject();
+    QVERIFY2(!allowed.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    QCOMPARE(allowed.value(QStringLiteral("network"))
+                 .toObject()
+                 .value(QStringLiteral("allow"))
+                 .toArray(),
+             QJsonArray{allowLoopback(m_hostServer.serverPort())});
+    QCOMPARE(curl(allowed.value(QStringLiteral("id")).toString())
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("host-ok"));
+
+    const QJsonObject closed
+        = createDb(QJsonValue::Undefined).value(QStringLiteral("result")).toObject();
+    QCOMPARE(closed.value(QStringLiteral("network")).toBool(true), false);
+    QCOMPARE(curl(closed.value(QStringLiteral("id")).toString())
+                 .value(QStringLiteral("exitCode"))
+                 .toInt(),
+             7);
+    QCOMPARE(m_hostConnections, before + 1);
+
+    // A policy that is none of false, true or {allow, deny} is refused, and nothing is made.
+    const auto databases = [this] {
+        return m_rpc.result(QStringLiteral("databases.list"), {})
+            .value(QStringLiteral("databases"))
+            .toArray()
+            .size();
+    };
+    const qsizetype made = databases();
+    const QJsonObject bad = createDb(QStringLiteral("yes"));
+    QCOMPARE(bad.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+             -32602);
+    QCOMPARE(databases(), made);
 }
 
 void tst_SandboxEgress::gatewayKeepsTheKeyOutOfTheSandbox()
