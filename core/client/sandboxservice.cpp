@@ -1,5 +1,8 @@
 #include "sandboxservice.h"
 
+#include "execstream.h"
+#include "rpcclient.h"
+
 namespace Sandbox {
 
 SandboxService::SandboxService(ApiCaller *caller)
@@ -28,6 +31,19 @@ RpcCall SandboxService::networkLog(const QString &id, QObject *context,
 {
     return callFor("networkLog", {{QStringLiteral("id"), id}}, context,
                    Internal::typedCallback<NetworkLog>(std::move(callback), &NetworkLog::fromJson));
+}
+
+ExecStream *SandboxService::watch(const QString &id, const QString &path, bool recursive,
+                                  QObject *parent)
+{
+    RpcClient *rpc = m_caller->streamClient();
+    if (!rpc)
+        return nullptr;
+    return rpc->startStream(method("watch"),
+                            {{QStringLiteral("id"), id},
+                             {QStringLiteral("path"), path},
+                             {QStringLiteral("recursive"), recursive}},
+                            parent, ExecStream::ResultKind::Raw);
 }
 
 } // namespace Sandbox

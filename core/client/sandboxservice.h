@@ -15,6 +15,11 @@ public:
     RpcCall setNetwork(const QString &id, const NetworkPolicy &policy, QObject *context,
                        Callback<SandboxInfo> callback);
     RpcCall networkLog(const QString &id, QObject *context, Callback<NetworkLog> callback);
+    // The changes below directory `path` as they happen (sandbox.watch, docs/protocol.md 4.5.1):
+    // each comes as the stream's event() {type: create|modify|delete|rename|rescan, path, isDir,
+    // from?}; ended() when the watch ends (cancelled, the directory deleted), failed() when the
+    // sandbox stopped. Owned by `parent`; nullptr when the caller cannot stream (REST).
+    ExecStream *watch(const QString &id, const QString &path, bool recursive, QObject *parent);
 };
 
 } // namespace Sandbox

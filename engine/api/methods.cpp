@@ -8,6 +8,7 @@
 #include "service/sandboxnetwork.h"
 #include "service/streamhub.h"
 #include "service/terminalhub.h"
+#include "service/watchhub.h"
 
 #include <QJsonArray>
 #include <QRegularExpression>
@@ -68,6 +69,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
     , m_keys(keys)
 {
     m_terminals = new TerminalHub(sandboxes, streams, this, this); // adds stream.input, .resize
+    new WatchHub(sandboxes, streams, this, this);                  // adds sandbox.watch
     // agents.*
     add(QStringLiteral("agents.create"), [this](const QJsonObject &params, const CallContext &ctx,
                                                 const Reply &reply) {

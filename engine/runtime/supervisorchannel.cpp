@@ -2,6 +2,7 @@
 
 #include "protocol/json.h"
 
+#include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLoggingCategory>
@@ -170,6 +171,8 @@ quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &da
         p.eventFdDomain = AF_INET; // or AF_INET6, see checkFd()
     } else if (p.op == QLatin1String("watch")) {
         p.allowsEvents = true;
+        p.watchRoot = json.value(QStringLiteral("path")).toString();
+        p.watchRecursive = json.value(QStringLiteral("recursive")).toBool();
         deadlineMs = -1;
     }
     if (deadlineMs >= 0)
@@ -509,6 +512,19 @@ void SupervisorChannel::dispatchEvent(quint32 id, QByteArrayView payload,
         Q_EMIT execStarted(id, pid, inodes, it->timeoutMs);
         return;
     }
+    if (it->op == QLatin1String("watch")) {
+        if (fd)
+            return violation(QStringLiteral("a descriptor on an EVENT of 'watch'"));
+        QString why;
+        const QJsonObject clean = checkWatchEvent(*it, event, &why);
+        if (!why.isEmpty())
+            return violation(QStringLiteral("EVENT of watch %1: %2").arg(id).arg(why));
+        if (it->onEvent) {
+            const EventHandler onEvent = it->onEvent;
+            onEvent(clean, nullptr);
+        }
+        return;
+    }
     if (it->eventFdDomain != 0) {
         // `listen`: one EVENT, carrying the listening socket.
         QString why;
@@ -583,6 +599,94 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
         reply.data = payload.sliced(nul + 1).toByteArray();
     reply.fd = std::move(fd);
     finish(std::move(reply));
+}
+
+QJsonObject SupervisorChannel::checkWatchEvent(Pending &p, const QJsonObject &event,
+                                               QString *why) const
+{
+    const QString &root = p.watchRoot;
+    // A path below the watched directory (or the directory itself), as the supervisor names
+    // them: absolute, normalised, bounded.
+    const auto pathOk = [&root](const QJsonValue &v) {
+        if (!v.isString())
+            return false;
+        const QString path = v.toString();
+        if (path == root)
+            return true;
+        if (path.size() > kMaxWatchPath || path.toUtf8().size() > kMaxWatchPath
+            || !path.startsWith(root) || path.size() <= root.size() + 1
+            || path.at(root.size()) != u'/' || path.contains(QChar(0)))
+            return false;
+        const QStringView rest = QStringView(path).sliced(root.size() + 1);
+        for (const QStringView part : rest.split(u'/')) {
+            if (part.isEmpty() || part == QLatin1String(".") || part == QLatin1String(".."))
+                return false;
+        }
+        return true;
+    };
+    if (!p.started) {
+        // The first EVENT says the watch is set up, and on what.
+        if (event.value(QStringLiteral("ready")) != QJsonValue(true)
+            || event.value(QStringLiteral("path")) != QJsonValue(root)) {
+            *why = QStringLiteral("the first EVENT is not 'ready' for %1").arg(root);
+            return {};
+        }
+        p.started = true;
+        const double dirs = event.value(QStringLiteral("dirs")).toDouble(-1);
+        if (dirs < 0 || dirs > 1e6) {
+            *why = QStringLiteral("a malformed 'ready'");
+            return {};
+        }
+        return {{QStringLiteral("ready"), true},
+                {QStringLiteral("path"), root},
+                {QStringLiteral("recursive"), p.watchRecursive},
+                {QStringLiteral("truncated"), event.value(QStringLiteral("truncated")).toBool()}};
+    }
+    const QJsonArray events = event.value(QStringLiteral("events")).toArray();
+    if (events.isEmpty() || events.size() > kMaxWatchBatch) {
+        *why = QStringLiteral("%1 entries (1 to %2 allowed)").arg(events.size()).arg(kMaxWatchBatch);
+        return {};
+    }
+    const qint64 second = QDateTime::currentMSecsSinceEpoch() / 1000;
+    if (second != p.watchSecond) {
+        p.watchSecond = second;
+        p.watchFrames = 0;
+        p.watchEntries = 0;
+    }
+    p.watchFrames += 1;
+    p.watchEntries += int(events.size());
+    if (p.watchFrames > kMaxWatchFramesPerSecond || p.watchEntries > kMaxWatchEntriesPerSecond) {
+        *why = QStringLiteral("more than %1 frames or %2 entries in a second")
+                   .arg(kMaxWatchFramesPerSecond)
+                   .arg(kMaxWatchEntriesPerSecond);
+        return {};
+    }
+    static const QStringList types{QStringLiteral("create"), QStringLiteral("modify"),
+                                   QStringLiteral("delete"), QStringLiteral("rename"),
+                                   QStringLiteral("rescan")};
+    QJsonArray clean;
+    for (const QJsonValue &v : events) {
+        const QJsonObject e = v.toObject();
+        const QString type = e.value(QStringLiteral("type")).toString();
+        const QJsonValue path = e.value(QStringLiteral("path"));
+        const QJsonValue isDir = e.value(QStringLiteral("isDir"));
+        const bool rename = type == QLatin1String("rename");
+        if (!v.isObject() || !types.contains(type) || !pathOk(path) || !isDir.isBool()
+            || (rename && !pathOk(e.value(QStringLiteral("from"))))
+            || (!rename && e.contains(QStringLiteral("from")))
+            || (!p.watchRecursive && type != QLatin1String("rescan") && path != QJsonValue(root)
+                && path.toString().indexOf(u'/', root.size() + 1) >= 0)) {
+            *why = QStringLiteral("an entry that is not a change below %1").arg(root);
+            return {};
+        }
+        QJsonObject out{{QStringLiteral("type"), type},
+                        {QStringLiteral("path"), path},
+                        {QStringLiteral("isDir"), isDir}};
+        if (rename)
+            out.insert(QStringLiteral("from"), e.value(QStringLiteral("from")));
+        clean.append(out);
+    }
+    return {{QStringLiteral("events"), clean}};
 }
 
 bool SupervisorChannel::checkFd(const UniqueFd &fd, int domain, bool listening, QString *why) const

@@ -52,6 +52,13 @@ public:
     // supervisor: above these the channel fails (descriptors) or refuses requests (bytes).
     static constexpr int kMaxQueuedFds = 8;
     static constexpr qsizetype kMaxQueuedBytes = 64 * 1024 * 1024;
+    // What a `watch` may send (PROTOCOL.md): EVENT frames of at most kMaxWatchBatch entries,
+    // paths of at most kMaxWatchPath bytes below the watched directory, and per second at most
+    // kMaxWatchFramesPerSecond frames and kMaxWatchEntriesPerSecond entries. More is a violation.
+    static constexpr int kMaxWatchBatch = 512;
+    static constexpr int kMaxWatchPath = 4096;
+    static constexpr int kMaxWatchFramesPerSecond = 200;
+    static constexpr int kMaxWatchEntriesPerSecond = 8192;
 
     // Takes the engine's end of the socketpair (made non-blocking here).
     explicit SupervisorChannel(UniqueFd socket, QObject *parent = nullptr);
@@ -117,6 +124,13 @@ private:
         quint64 sent[2] = {0, 0};
         qint64 timeoutMs = 0;
         QDeadlineTimer deadline{QDeadlineTimer::Forever};
+        // `watch`: the directory asked for, whose `ready` EVENT came, and what its EVENTs
+        // brought in the current second (bounded: see kMaxWatchEntriesPerSecond).
+        QString watchRoot;
+        bool watchRecursive = false;
+        qint64 watchSecond = 0;
+        int watchFrames = 0;
+        int watchEntries = 0;
     };
     struct ReceivedFd
     {
@@ -137,6 +151,8 @@ private:
     void dispatchResponse(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
     void dispatchEvent(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
     bool checkFd(const UniqueFd &fd, int domain, bool listening, QString *why) const;
+    // A `watch` EVENT, checked and rebuilt from what PROTOCOL.md allows; empty `why` if fine.
+    QJsonObject checkWatchEvent(Pending &p, const QJsonObject &event, QString *why) const;
     void violation(const QString &why);
     void checkDeadlines();
     void armDeadlines();

@@ -22,6 +22,8 @@ Supervisor::Supervisor(int channelFd, const Paths &workspace, bool useOpenat2)
     , m_execs(workspace, m_channel)
     , m_connector(m_channel)
     , m_background([this](uint32_t id, const Reply &reply) { respond(id, reply); })
+    , m_watcher(m_channel)
+    , m_workspace(workspace)
     , m_useOpenat2(useOpenat2)
     , m_started(std::chrono::steady_clock::now())
 {}
@@ -43,10 +45,11 @@ int Supervisor::run()
         m_execs.collectPollFds(fds);
         m_connector.collectPollFds(fds);
         m_background.collectPollFds(fds);
+        m_watcher.collectPollFds(fds);
         int timeout = m_execs.pollTimeoutMs();
-        const int connectTimeout = m_connector.pollTimeoutMs();
-        if (connectTimeout >= 0 && (timeout < 0 || connectTimeout < timeout))
-            timeout = connectTimeout;
+        for (const int t : {m_connector.pollTimeoutMs(), m_watcher.pollTimeoutMs()})
+            if (t >= 0 && (timeout < 0 || t < timeout))
+                timeout = t;
         if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
             std::fprintf(stderr, "sandbox-supervisor: poll: %s\n", std::strerror(errno));
             return 1;
@@ -73,6 +76,7 @@ int Supervisor::run()
         m_execs.process(fds);
         m_connector.process(fds);
         m_background.process(fds);
+        m_watcher.process(fds);
     }
     std::fprintf(stderr, "sandbox-supervisor: cannot write to the engine, exiting\n");
     return 1;
@@ -88,7 +92,8 @@ void Supervisor::handleFrame(const Frame &frame)
         m_execs.feedStdin(frame.id, frame.payload);
         break;
     case FrameType::Cancel:
-        m_execs.cancel(frame.id);
+        if (!m_watcher.cancel(frame.id))
+            m_execs.cancel(frame.id);
         break;
     case FrameType::Resize:
         if (!m_execs.resize(frame.id, frame.payload))
@@ -143,6 +148,8 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
             ::close(fd);
             if (sent)
                 respond(id, Reply{});
+        } else if (op == "watch") {
+            m_watcher.start(id, req, pathsFor(req)); // EVENTs until cancelled
         } else if (op == "peer") {
             Reply r;
             r.body = Listener::identify(req);
@@ -221,6 +228,21 @@ FileOps &Supervisor::filesFor(const json &req)
         return m_files;
     const auto it = m_rootFiles.find(root);
     if (it == m_rootFiles.end())
+        throw RequestError("path_not_allowed", "'" + root + "' is not a root of this sandbox");
+    return *it->second;
+}
+
+const Paths &Supervisor::pathsFor(const json &req) const
+{
+    if (!req.contains("root") || req["root"].is_null())
+        return m_workspace;
+    if (!req["root"].is_string())
+        throw RequestError("bad_request", "'root' must be a string");
+    const std::string root = req["root"].get<std::string>();
+    if (root == Paths::kRoot)
+        return m_workspace;
+    const auto it = m_rootPaths.find(root);
+    if (it == m_rootPaths.end())
         throw RequestError("path_not_allowed", "'" + root + "' is not a root of this sandbox");
     return *it->second;
 }

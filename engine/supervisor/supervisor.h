@@ -6,6 +6,7 @@
 #include "fileops.h"
 #include "frame.h"
 #include "listener.h"
+#include "watcher.h"
 
 #include <chrono>
 #include <map>
@@ -32,12 +33,15 @@ private:
     void respond(uint32_t id, const Reply &reply);
     Reply configure(const nlohmann::json &req);
     FileOps &filesFor(const nlohmann::json &req);
+    const Paths &pathsFor(const nlohmann::json &req) const;
 
     FrameChannel m_channel;
     FileOps m_files;
     ExecRunner m_execs;
     Connector m_connector;
     BackgroundOps m_background;
+    Watcher m_watcher;
+    const Paths &m_workspace; // not owned
     bool m_useOpenat2 = true;
     bool m_configured = false;
     // The other trees file ops may address (`configure`'s roots), by their name ("/home/agent").

@@ -119,6 +119,9 @@ private slots:
     void badDescriptors_data();
     void badDescriptors();
     void execReportsItsTree();
+    void watchEventsArePassedOnChecked();
+    void hostileWatchEvents_data();
+    void hostileWatchEvents();
     void deadlineEndsTheChannel();
     void cancelGetsAGraceTime();
     void writesNeverBlock();
@@ -234,6 +237,116 @@ void tst_SupervisorChannel::violations()
     QTRY_VERIFY(later->answered);
     QVERIFY(!later->reply.ok());
     QCOMPARE(failed.size(), 1);
+}
+
+void tst_SupervisorChannel::watchEventsArePassedOnChecked()
+{
+    auto outcome = std::make_shared<Outcome>();
+    QList<QJsonObject> events;
+    const quint32 id = m_channel->request(
+        {{u"op"_s, u"watch"_s}, {u"path"_s, u"/workspace/src"_s}, {u"recursive"_s, true}}, {},
+        [outcome](Result<SupervisorChannel::Reply> r) {
+            outcome->answered = true;
+            outcome->reply = std::move(r);
+        },
+        {}, [&events](const QJsonObject &e, std::shared_ptr<UniqueFd>) { events.append(e); });
+    m_peer->send(
+        Event, id,
+        R"({"ready":true,"path":"/workspace/src","recursive":true,"dirs":3,"truncated":false,"extra":1})"_ba);
+    m_peer->send(
+        Event, id,
+        R"({"events":[{"type":"create","path":"/workspace/src/a/new.txt","isDir":false,"junk":"x"},)"
+        R"({"type":"rename","path":"/workspace/src/b","from":"/workspace/src/a","isDir":true}]})"_ba);
+    QTRY_COMPARE(events.size(), 2);
+    QCOMPARE(events[0], (QJsonObject{{u"ready"_s, true},
+                                     {u"path"_s, u"/workspace/src"_s},
+                                     {u"recursive"_s, true},
+                                     {u"truncated"_s, false}}));
+    const QJsonArray changes = events[1][u"events"].toArray();
+    QCOMPARE(changes.size(), 2);
+    QCOMPARE(changes[0].toObject(),
+             (QJsonObject{{u"type"_s, u"create"_s},
+                          {u"path"_s, u"/workspace/src/a/new.txt"_s},
+                          {u"isDir"_s, false}})); // what the protocol names, nothing else
+    QCOMPARE(changes[1].toObject()[u"from"].toString(), u"/workspace/src/a"_s);
+    m_channel->cancel(id);
+    m_peer->send(Response, id, R"({"cancelled":true})"_ba);
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(outcome->reply.ok());
+    QVERIFY(m_channel->isReady());
+}
+
+void tst_SupervisorChannel::hostileWatchEvents_data()
+{
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("why");
+    const QByteArray ready
+        = R"({"ready":true,"path":"/workspace/src","dirs":1,"truncated":false})"_ba;
+    const auto change = [&](const QByteArray &entry) {
+        QByteArray batch = R"({"events":[)"_ba;
+        batch.append(entry).append("]}");
+        return QByteArray(frame(Event, 1, ready)).append(frame(Event, 1, batch));
+    };
+    QTest::newRow("changes before ready")
+        << frame(Event, 1,
+                 R"({"events":[{"type":"create","path":"/workspace/src/x","isDir":false}]})"_ba)
+        << u"not 'ready'"_s;
+    QTest::newRow("ready for another path")
+        << frame(Event, 1, R"({"ready":true,"path":"/etc","dirs":1})"_ba) << u"not 'ready'"_s;
+    QTest::newRow("a path outside the root")
+        << change(R"({"type":"create","path":"/etc/passwd","isDir":false})"_ba)
+        << u"not a change below /workspace/src"_s;
+    QTest::newRow("a sibling that shares the prefix")
+        << change(R"({"type":"create","path":"/workspace/srcx/a","isDir":false})"_ba)
+        << u"not a change below"_s;
+    QTest::newRow("dot-dot out of the root")
+        << change(R"({"type":"delete","path":"/workspace/src/../../etc","isDir":true})"_ba)
+        << u"not a change below"_s;
+    QTest::newRow("a path of 5000 bytes") << change(R"({"type":"create","path":"/workspace/src/)"
+                                                    + QByteArray(5000, 'a') + R"(","isDir":false})")
+                                          << u"not a change below"_s;
+    QTest::newRow("a deeper path on a flat watch")
+        << change(R"({"type":"create","path":"/workspace/src/a/b","isDir":false})"_ba)
+        << u"not a change below"_s;
+    QTest::newRow("an unknown type")
+        << change(R"({"type":"chmod","path":"/workspace/src/a","isDir":false})"_ba)
+        << u"not a change below"_s;
+    QTest::newRow("a rename from outside")
+        << change(R"({"type":"rename","path":"/workspace/src/a","from":"/root/x","isDir":false})"_ba)
+        << u"not a change below"_s;
+    QTest::newRow("an empty batch")
+        << QByteArray(frame(Event, 1, ready)).append(frame(Event, 1, R"({"events":[]})"_ba))
+        << u"entries"_s;
+    QByteArray flood = frame(Event, 1, ready);
+    for (int i = 0; i < 500; ++i) // over two seconds at worst, 250 in one
+        flood
+            += frame(Event, 1,
+                     R"({"events":[{"type":"modify","path":"/workspace/src/f","isDir":false}]})"_ba);
+    QTest::newRow("more frames in a second than allowed") << flood << u"in a second"_s;
+}
+
+void tst_SupervisorChannel::hostileWatchEvents()
+{
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, why);
+    auto outcome = std::make_shared<Outcome>();
+    const quint32 id = m_channel->request(
+        {{u"op"_s, u"watch"_s}, {u"path"_s, u"/workspace/src"_s}, {u"recursive"_s, false}}, {},
+        [outcome](Result<SupervisorChannel::Reply> r) {
+            outcome->answered = true;
+            outcome->reply = std::move(r);
+        },
+        {}, [](const QJsonObject &, std::shared_ptr<UniqueFd>) {});
+    QCOMPARE(id, 1u);
+    QSignalSpy failed(m_channel.get(), &SupervisorChannel::failed);
+    m_peer->write(bytes);
+    QVERIFY(failed.wait(5000));
+    QVERIFY2(failed.first().first().toString().contains(why),
+             qPrintable(failed.first().first().toString()));
+    // The watch fails with -32011, the channel is done: the owner ends the sandbox.
+    QTRY_VERIFY(outcome->answered);
+    QCOMPARE(outcome->reply.error().code, ErrorCode::SandboxError);
+    QVERIFY(!m_channel->isReady());
 }
 
 void tst_SupervisorChannel::outputIsCountedByTheEngine()

@@ -8,6 +8,7 @@
 #   UNKNOWN_ID    answers a request id that was never asked
 #   HANG          never answers (nor anything after)
 #   DIE           exits in the middle of the request
+# and every `watch` reports a change outside the folder it watches.
 # Anything else answers exit 0 with "fake:<command>" on stdout. It uses the channel at fd 3 when
 # there is one (protocol 2), else stdin/stdout (the engine before it).
 use strict;
@@ -75,6 +76,13 @@ while (1) {
             send_frame(17, $id, "fake:$cmd");
         }
         answer($id, $done);
+    } elsif ($op eq 'watch') {
+        # Set up as asked, then a change outside the watched folder.
+        send_frame(19, $id, $json->encode({ ready => JSON::PP::true, path => $req->{path},
+                                             recursive => JSON::PP::true, dirs => 1,
+                                             truncated => JSON::PP::false }));
+        send_frame(19, $id, $json->encode({ events => [ { type => 'create', path => '/etc/shadow',
+                                                          isDir => JSON::PP::false } ] }));
     } elsif ($op eq 'ping') {
         answer($id, { pid => $$, uptimeMs => 1, execs => 0 });
     } elsif ($op eq 'readFile' || $op eq 'stat') {

@@ -78,6 +78,7 @@ private Q_SLOTS:
     void hostileSupervisorEndsOnlyItsSandbox_data();
     void hostileSupervisorEndsOnlyItsSandbox();
     void forgedOutputIsCountedByTheEngine();
+    void hostileWatchEndsOnlyItsSandbox();
 
 private:
     QString create(RpcTestClient &rpc, const QJsonObject &extra = {});
@@ -572,6 +573,61 @@ void tst_Channel::forgedOutputIsCountedByTheEngine()
     QCOMPARE(result.value(QStringLiteral("stdout")).toString().size(), 100000);
     QCOMPARE(result.value(QStringLiteral("truncated")).toBool(), true);
     rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
+}
+
+// A watch's events come from inside: a path outside the watched folder ends that sandbox.
+void tst_Channel::hostileWatchEndsOnlyItsSandbox()
+{
+    QVERIFY(startHostileEngine());
+    RpcTestClient &rpc = *m_hostileRpc;
+    const QString victim = create(rpc);
+    const QString bystander = create(rpc);
+    QVERIFY(!victim.isEmpty() && !bystander.isEmpty());
+    HealthProbe probe(m_hostile->url(), m_hostile->pid(), 10);
+    probe.start();
+    const QJsonObject watch = rpc.result(QStringLiteral("sandbox.watch"),
+                                         {{QStringLiteral("id"), victim},
+                                          {QStringLiteral("path"), QStringLiteral("/workspace")}});
+    const QString streamId = watch.value(QStringLiteral("streamId")).toString();
+    QVERIFY2(!streamId.isEmpty(), qPrintable(text(rpc.lastError())));
+    QJsonObject end;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        [&] {
+            for (const QJsonObject &n : rpc.notifications) {
+                const QJsonObject p = n.value(QStringLiteral("params")).toObject();
+                if (n.value(QStringLiteral("method")) == QLatin1String("stream.end")
+                    && p.value(QStringLiteral("streamId")) == streamId)
+                    end = p;
+            }
+            return !end.isEmpty();
+        }(),
+        10000);
+    const QJsonObject error = end.value(QStringLiteral("error")).toObject();
+    QCOMPARE(error.value(QStringLiteral("code")).toInt(), -32011);
+    QVERIFY2(error.value(QStringLiteral("message"))
+                 .toString()
+                 .contains(QLatin1String("below /workspace")),
+             qPrintable(text(error)));
+    for (const QJsonObject &n : rpc.notifications)
+        QVERIFY2(!QJsonDocument(n).toJson().contains("/etc/shadow"),
+                 "the forged event is passed on");
+    QJsonObject state;
+    QTRY_VERIFY2_WITH_TIMEOUT((state = rpc.result(QStringLiteral("agents.get"),
+                                                  {{QStringLiteral("id"), victim}}))
+                                      .value(QStringLiteral("status"))
+                                      .toString()
+                                  != QLatin1String("running"),
+                              qPrintable(text(state)), 10000);
+    const QJsonObject other = exec(rpc, bystander, QStringLiteral("echo still here"), 10000);
+    QCOMPARE(other.value(QStringLiteral("result"))
+                 .toObject()
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("fake:echo still here"));
+    probe.stop();
+    checkHealth(probe, "a supervisor forges a watch event");
+    rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), victim}}, 120000);
+    rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), bystander}}, 120000);
 }
 
 QTEST_GUILESS_MAIN(tst_Channel)

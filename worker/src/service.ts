@@ -25,7 +25,7 @@ import {
   SandboxNotRunningError,
   UnauthorizedError,
 } from './errors';
-import type { EngineConnection, EnginePool, EngineTarget } from './engine';
+import type { EngineConnection, EngineNotification, EnginePool, EngineTarget } from './engine';
 import type { Id, Params } from './jsonrpc';
 import type { KeyStore } from './keys';
 import * as v from './params';
@@ -207,6 +207,15 @@ export class SandboxService {
     m.set('sandbox.setName', async (c, p) => this.setName(c, this.owned(c, p), p));
     m.set('sandbox.setNetwork', (c, p) => this.setNetwork(c, this.owned(c, p), p));
     m.set('sandbox.networkLog', (c, p) => this.networkLog(c, this.owned(c, p), p));
+    // Watching files (4.5.1): the engine in the sandbox's container watches with inotify; its
+    // stream is relayed under our stream id, like an exec's.
+    m.set('sandbox.watch', (c, p) => {
+      const row = this.owned(c, p);
+      v.optPath(p, 'path');
+      v.optBool(p, 'recursive');
+      if (c.conn === null) throw new InvalidParamsError('id', 'sandbox.watch needs the WebSocket (/rpc): it is a stream');
+      return this.relayStream(c, 'sandbox.watch', row, p);
+    });
     for (const op of FILE_OPS) {
       m.set(`agents.${op}`, (c, p) => {
         const row = this.owned(c, p, 'agent');
@@ -644,9 +653,13 @@ export class SandboxService {
       return s;
     };
     this.registry.touchSandbox(row.id, now());
-    const { id, result } = await conn.call(method, { ...params, id: row.engineId }, (n) => {
-      if (typeof n.params.streamId === 'string') ensure(n.params.streamId).push(n.method, n.params);
-    });
+    let endSeen = false;
+    const onNote = (n: EngineNotification): void => {
+      if (typeof n.params.streamId !== 'string') return;
+      if (n.method === 'stream.end') endSeen = true;
+      ensure(n.params.streamId).push(n.method, n.params);
+    };
+    const { id, result } = await conn.call(method, { ...params, id: row.engineId }, onNote);
     c.setCancel(() => void conn.notify('rpc.cancel', { id }).catch(() => undefined));
     let r: unknown;
     try {
@@ -659,7 +672,10 @@ export class SandboxService {
     }
     const engineStreamId = (r as { streamId?: unknown })?.streamId;
     if (typeof engineStreamId !== 'string') return r;
-    return rewriteStreamId(r, ensure(engineStreamId).id);
+    const ours = ensure(engineStreamId);
+    // A stream that goes on after its answer (a watch, 4.5.1) is followed by its id from here on.
+    if (!endSeen) conn.subscribe(engineStreamId, onNote);
+    return rewriteStreamId(r, ours.id);
   }
 
   private track(conn: EngineConnection, stream: Stream, target: EngineTarget): void {

@@ -99,6 +99,22 @@ describe.skipIf(!hasEngine)('streams through the Worker', () => {
     s.close();
   });
 
+  it('relays a watch of /workspace: a file written by a command comes as a create, cancel ends it', async () => {
+    const s = await RpcSocket.open();
+    const notes: Note[] = [];
+    const watch = await s.result<{ streamId: string; path: string }>('sandbox.watch', { id, path: '/workspace' }, notes as never);
+    expect(watch).toMatchObject({ streamId: expect.stringMatching(/^st_/), path: '/workspace', recursive: false });
+    await s.result('agents.exec', { id, command: 'echo x > /workspace/watched.txt' }, notes as never);
+    while (!notes.some((n) => n.method === 'stream.event' && (n.params.event as { path?: string }).path === '/workspace/watched.txt'))
+      notes.push((await s.next()) as Note);
+    const event = notes.find((n) => n.method === 'stream.event')!;
+    expect(event.params).toMatchObject({ streamId: watch.streamId, event: { type: 'create', path: '/workspace/watched.txt', isDir: false } });
+    await s.result('stream.cancel', { streamId: watch.streamId }, notes as never);
+    while (!notes.some((n) => n.method === 'stream.end')) notes.push((await s.next()) as Note);
+    expect(notes.find((n) => n.method === 'stream.end')!.params.result).toMatchObject({ path: '/workspace', cancelled: true });
+    s.close();
+  });
+
   it('resumes a stream on a new connection after a drop, without loss or repeats', async () => {
     const a = await RpcSocket.open();
     const seen: Note[] = [];
