@@ -2,6 +2,7 @@
 
 #include "filetransfer.h"
 #include "filetreemodel.h"
+#include "filewatch.h"
 
 #include "../common/uistyle.h"
 #include "../workspace/sandboxworkspace.h"
@@ -29,6 +30,7 @@ FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
     : SandboxPage(context, parent)
     , m_model(new FileTreeModel(context.client, context.sandbox.id, this))
     , m_transfer(new FileTransfer(context.client, context.sandbox.id, this))
+    , m_watch(new FileWatch(context.client, m_model, this))
     , m_view(new QTreeView(this))
     , m_status(new QLabel(this))
 {
@@ -141,6 +143,7 @@ FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
     // background must not wake it).
     if (context.sandbox.status == QLatin1String("sleeping"))
         m_model->setDeferred(true);
+    m_watch->setEnabled(context.sandbox.status == QLatin1String("running"));
 }
 
 FilesPage::~FilesPage() = default;
@@ -230,6 +233,7 @@ void FilesPage::sandboxChanged(const SandboxInfo &sandbox)
     // A sandbox that comes (back) up: its files may have changed.
     if (!wasRunning && sandbox.status == QLatin1String("running"))
         m_model->refresh();
+    m_watch->setEnabled(sandbox.status == QLatin1String("running"));
 }
 
 void FilesPage::showMessage(const QString &text, bool error)

@@ -10,8 +10,10 @@ namespace Sandbox::Ui {
 
 class FileTreeModel;
 class FileTransfer;
+class FileWatch;
 
-// The files of a sandbox: a lazy tree of /workspace with refresh, new file, new folder, rename,
+// The files of a sandbox: a lazy tree of /workspace that follows the sandbox's changes while it
+// runs (FileWatch), with refresh, new file, new folder, rename,
 // delete, upload and download (toolbar, context menu, keys), and drag and drop — local files
 // dropped on a folder are uploaded there, items dragged onto a folder are moved into it.
 // Opening a file (double-click, Enter) asks the workspace for an editor.
@@ -31,6 +33,8 @@ public:
     FileTreeModel *model() const { return m_model; }
     QTreeView *view() const { return m_view; }
     FileTransfer *transfer() const { return m_transfer; }
+    // Follows the sandbox's changes while it runs (sandbox.watch).
+    FileWatch *watch() const { return m_watch; }
 
     // The actions, also for tests: they work on the current item.
     void refresh();
@@ -69,6 +73,7 @@ private:
 
     FileTreeModel *m_model;
     FileTransfer *m_transfer;
+    FileWatch *m_watch;
     QTreeView *m_view;
     QLabel *m_status;
     QAction *m_renameAction = nullptr;

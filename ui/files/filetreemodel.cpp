@@ -233,6 +233,9 @@ void FileTreeModel::list(Node *node)
                        }
                        applyListing(n, r.value());
                        Q_EMIT directoryLoaded(path);
+                       if (Node *again = findNode(path);
+                           again && std::exchange(again->relist, false))
+                           list(again);
                    })
         .detach();
 }
@@ -439,8 +442,12 @@ void FileTreeModel::refresh(const QModelIndex &directory)
 
 void FileTreeModel::refreshPath(const QString &directoryPath)
 {
-    if (Node *n = findNode(directoryPath); n && n->isDir() && n->state != Node::State::Loading
-                                           && (n->state == Node::State::Loaded || n == m_root.get()))
+    Node *n = findNode(directoryPath);
+    if (!n || !n->isDir())
+        return;
+    if (n->state == Node::State::Loading)
+        n->relist = true; // its first listing may predate the change: list once more after it
+    else if (n->state == Node::State::Loaded || n == m_root.get())
         list(n);
 }
 

@@ -105,6 +105,7 @@ private:
         std::vector<std::unique_ptr<Node>> children;
         State state = State::NotLoaded;
         bool truncated = false;
+        bool relist = false; // asked to list again while its first listing was under way
         bool isDir() const { return entry.type == FileEntry::Type::Directory; }
     };
 

@@ -6,6 +6,7 @@
 #include <files/filespage.h>
 #include <files/filetransfer.h>
 #include <files/filetreemodel.h>
+#include <files/filewatch.h>
 
 #include <QAbstractItemModelTester>
 #include <QCryptographicHash>
@@ -259,6 +260,43 @@ private Q_SLOTS:
                                       .data()
                                       .toString(),
                                   QStringLiteral("100 B"), 10000);
+    }
+
+    void followsTheSandboxWithoutBeingTold()
+    {
+        FilesPage page(SandboxPageContext{m_engine.client(), m_sandbox, nullptr});
+        page.resize(300, 600);
+        page.show();
+        FileTreeModel *model = page.model();
+        QTRY_VERIFY_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/src")).isValid(), 10000);
+        page.view()->expand(model->indexOf(QStringLiteral("/workspace/src")));
+        QTRY_VERIFY_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/src/main.py")).isValid(),
+                                 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(page.watch()->isReady(), 10000);
+        const QPersistentModelIndex src = model->indexOf(QStringLiteral("/workspace/src"));
+        // A command writes (no F5, no word from the console): the new file, its size, a file
+        // in a folder never opened, a deletion. The expanded folder stays as it was.
+        QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("echo x > /workspace/new.txt && "
+                                                           "printf '%0250d' 0 > src/watched.py")));
+        QTRY_VERIFY_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/new.txt")).isValid(),
+                                 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/src/watched.py"))
+                                      .siblingAtColumn(FileTreeModel::SizeColumn)
+                                      .data()
+                                      .toString(),
+                                  QStringLiteral("250 B"), 10000);
+        QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("printf '%0300d' 0 > src/watched.py && "
+                                                           "rm /workspace/new.txt")));
+        QTRY_COMPARE_WITH_TIMEOUT(model->indexOf(QStringLiteral("/workspace/src/watched.py"))
+                                      .siblingAtColumn(FileTreeModel::SizeColumn)
+                                      .data()
+                                      .toString(),
+                                  QStringLiteral("300 B"), 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(!model->indexOf(QStringLiteral("/workspace/new.txt")).isValid(),
+                                 10000);
+        QVERIFY(src.isValid());
+        QVERIFY(page.view()->isExpanded(src));
+        QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("rm src/watched.py")));
     }
 
     void databaseFilesAreNotOfferedForDeletion_data()
