@@ -3,17 +3,16 @@
 #include <QLoggingCategory>
 #include <QSocketNotifier>
 
+#include <cerrno>
+#include <cstring>
 #include <sys/epoll.h>
 #include <unistd.h>
 
-Q_LOGGING_CATEGORY(lcPoller, "sandboxd.egress.poller")
+Q_LOGGING_CATEGORY(lcPoller, "sandboxd.poller")
 
 namespace Sandbox::Engine {
 
 namespace {
-constexpr int kBatch = 64;
-constexpr int kMaxBatchesPerWakeup = 8; // then back to the event loop (timers, other sockets)
-
 uint64_t key(int fd, uint64_t generation)
 {
     return (generation << 32) | uint32_t(fd);
@@ -40,15 +39,17 @@ FdPoller::~FdPoller()
 
 bool FdPoller::add(int fd, uint32_t events, Handler handler)
 {
-    if (m_epoll < 0 || fd < 0 || m_entries.count(fd))
+    if (m_epoll < 0 || fd < 0)
         return false;
     const uint64_t generation = (++m_generation) & 0xffffffffu;
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = key(fd, generation);
+    // EEXIST when the fd is watched indeed; an entry of its number that epoll no longer has was
+    // closed without remove(), and is replaced.
     if (::epoll_ctl(m_epoll, EPOLL_CTL_ADD, fd, &ev) != 0)
         return false;
-    m_entries.emplace(fd, Entry{events, generation, std::move(handler)});
+    m_entries.insert_or_assign(fd, Entry{events, generation, std::move(handler)});
     return true;
 }
 
@@ -60,8 +61,13 @@ void FdPoller::modify(int fd, uint32_t events)
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = key(fd, it->second.generation);
-    if (::epoll_ctl(m_epoll, EPOLL_CTL_MOD, fd, &ev) == 0)
+    if (::epoll_ctl(m_epoll, EPOLL_CTL_MOD, fd, &ev) == 0) {
         it->second.events = events;
+    } else if (errno == EBADF || errno == ENOENT) {
+        // Closed without remove(): nothing more will come of it.
+        qCDebug(lcPoller) << "dropping fd" << fd << "closed without removal";
+        m_entries.erase(it);
+    }
 }
 
 void FdPoller::remove(int fd)

@@ -11,8 +11,14 @@ class QSocketNotifier;
 namespace Sandbox::Engine {
 
 // Many file descriptors on one epoll instance, watched by one QSocketNotifier: the egress
-// thread's relay can hold thousands of sockets without Qt's per-notifier cost. Level-triggered;
-// a handler may add, change or remove any fd (its own included) while it runs.
+// thread's relay can hold thousands of sockets, and the engine every sandbox's supervisor channel
+// and log, without Qt's per-notifier cost (its dispatchers poll every notifier on every turn).
+// Level-triggered: a handler that reads within a budget and leaves the rest is called again on
+// the next turn without a ready list of our own, and the kernel hands ready fds out in turn
+// (round-robin), kBatch at a time. A handler may add, change or remove any fd (its own included)
+// while it runs. An owner removes its fd before closing it (epoll keeps watching the open file
+// while a copy of the fd lives elsewhere); an fd closed without it is dropped from the table when
+// its number is added again or modified.
 class FdPoller final : public QObject
 {
     Q_OBJECT
@@ -23,7 +29,12 @@ public:
     explicit FdPoller(QObject *parent = nullptr);
     ~FdPoller() override;
 
+    // Handlers called per wake-up at most: kBatch * kMaxBatchesPerWakeup.
+    static constexpr int kBatch = 64;
+    static constexpr int kMaxBatchesPerWakeup = 8; // then back to the event loop
+
     bool isValid() const { return m_epoll >= 0; }
+    // False when the fd is watched already (or epoll refuses it).
     bool add(int fd, uint32_t events, Handler handler);
     // Changes the events wanted (0: none for now; errors and hang-ups are still reported).
     void modify(int fd, uint32_t events);

@@ -8,6 +8,7 @@
 #include "supervisorlog.h"
 #include "workspacevolume.h"
 
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -54,9 +55,10 @@ QString span(const QElapsedTimer &t)
 
 } // namespace
 
-SandboxProcess::SandboxProcess(SandboxSpec spec, QObject *parent)
+SandboxProcess::SandboxProcess(SandboxSpec spec, FdPoller *poller, QObject *parent)
     : QObject(parent)
     , m_spec(std::move(spec))
+    , m_poller(poller)
 {}
 
 SandboxProcess::~SandboxProcess()
@@ -458,7 +460,7 @@ void SandboxProcess::launch()
                   CLOSE_RANGE_CLOEXEC);
     });
 
-    m_channel = new SupervisorChannel(std::move(engineEnd), this);
+    m_channel = new SupervisorChannel(std::move(engineEnd), m_poller, this);
     connect(m_channel, &SupervisorChannel::hello, this, [this] {
         qCDebug(lcStartup).noquote() << m_spec.id << "hello" << span(m_sinceStart);
         m_helloSeen = true;
@@ -481,18 +483,10 @@ void SandboxProcess::launch()
                 tree.pipes = pipes;
                 if (timeoutMs <= 0)
                     return;
-                tree.timer = new QTimer(this);
-                tree.timer->setSingleShot(true);
-                connect(tree.timer, &QTimer::timeout, this, [this, id] {
-                    const ExecTree tree = m_execs.take(id);
-                    tree.timer->deleteLater();
-                    if (!tree.answered && m_channel)
-                        m_channel->markTimedOut(id);
-                    if (m_cgroup.isValid() && (!tree.answered || !tree.pipes.isEmpty()))
-                        m_cgroup.killDescendants(tree.reaperPid,
-                                                 tree.answered ? tree.pipes : QList<quint64>());
-                });
-                tree.timer->start(int(qMin<qint64>(timeoutMs, INT_MAX)));
+                // One queue, not a timer per exec (one stays for its whole timeout).
+                tree.deadline = QDeadlineTimer(timeoutMs).deadline();
+                m_execTimeouts.insert(tree.deadline, id);
+                armExecTimeouts();
             });
     connect(m_channel, &SupervisorChannel::cancelRequested, this,
             [this](quint32 id) { killExec(id); });
@@ -500,8 +494,8 @@ void SandboxProcess::launch()
         const auto it = m_execs.find(id);
         if (it == m_execs.end())
             return;
-        if (it->timer)
-            it->answered = true; // the timer still ends what holds its pipes
+        if (it->deadline != 0)
+            it->answered = true; // its timeout still ends what holds its pipes
         else
             m_execs.erase(it);
     });
@@ -522,7 +516,7 @@ void SandboxProcess::launch()
     logWrite.reset();
     argsFile.reset();
     seccompFile.reset();
-    m_log = new SupervisorLog(std::move(logRead), m_spec.id, this);
+    m_log = new SupervisorLog(std::move(logRead), m_spec.id, m_poller, this);
     qCDebug(lcStartup).noquote() << m_spec.id << "forked" << span(m_sinceStart);
     armStartDeadline();
 }
@@ -604,6 +598,42 @@ void SandboxProcess::limitCpu(std::function<void()> then)
                 << self->m_spec.id << "cpu limit" << span(self->m_sinceStart);
             then();
         });
+}
+
+void SandboxProcess::armExecTimeouts()
+{
+    if (m_execTimeouts.isEmpty()) {
+        if (m_execTimer)
+            m_execTimer->stop();
+        return;
+    }
+    if (!m_execTimer) {
+        m_execTimer = new QTimer(this);
+        m_execTimer->setSingleShot(true);
+        m_execTimer->setTimerType(Qt::PreciseTimer);
+        connect(m_execTimer, &QTimer::timeout, this, &SandboxProcess::onExecTimeouts);
+    }
+    const qint64 wait = m_execTimeouts.firstKey() - QDeadlineTimer::current().deadline();
+    m_execTimer->start(int(qBound(qint64(0), wait, qint64(INT_MAX))));
+}
+
+void SandboxProcess::onExecTimeouts()
+{
+    const qint64 now = QDeadlineTimer::current().deadline();
+    while (!m_execTimeouts.isEmpty() && m_execTimeouts.firstKey() <= now) {
+        const quint32 id = m_execTimeouts.first();
+        m_execTimeouts.erase(m_execTimeouts.begin());
+        const auto it = m_execs.constFind(id);
+        if (it == m_execs.constEnd())
+            continue;
+        const ExecTree tree = *it;
+        m_execs.erase(it);
+        if (!tree.answered && m_channel)
+            m_channel->markTimedOut(id);
+        if (m_cgroup.isValid() && (!tree.answered || !tree.pipes.isEmpty()))
+            m_cgroup.killDescendants(tree.reaperPid, tree.answered ? tree.pipes : QList<quint64>());
+    }
+    armExecTimeouts();
 }
 
 void SandboxProcess::killExec(quint32 id)

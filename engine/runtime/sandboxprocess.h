@@ -24,6 +24,7 @@ Q_DECLARE_LOGGING_CATEGORY(lcStartup)
 
 namespace Sandbox::Engine {
 
+class FdPoller;
 class SupervisorChannel;
 class SupervisorLog;
 class WorkspaceVolume;
@@ -77,7 +78,9 @@ class SandboxProcess final : public QObject
     Q_OBJECT
 
 public:
-    explicit SandboxProcess(SandboxSpec spec, QObject *parent = nullptr);
+    // `poller` watches the supervisor's channel and log (the engine's one for every sandbox; null:
+    // their own).
+    explicit SandboxProcess(SandboxSpec spec, FdPoller *poller = nullptr, QObject *parent = nullptr);
     ~SandboxProcess() override;
 
     // The supervisor's path inside the sandbox.
@@ -143,6 +146,9 @@ private:
     void abort(const QString &why);
     // Freezes the cgroup, kills exec `id`'s process tree (its reaper's descendants), thaws.
     void killExec(quint32 id);
+    // Ends the execs whose timeout came (see execStarted), then waits for the next one.
+    void onExecTimeouts();
+    void armExecTimeouts();
     // Kills what is left in the cgroup, removes it and unmounts the disk, off the event loop.
     void cleanUp(std::function<void()> then);
     Result<bool> prepareFiles() const;
@@ -155,12 +161,16 @@ private:
     WorkspaceVolume *m_volume = nullptr;    // owned (child)
     struct ExecTree
     {
-        qint64 reaperPid = 0;    // in the sandbox's PID namespace
-        QList<quint64> pipes;    // inodes of its stdout and stderr pipes
-        QTimer *timer = nullptr; // owned: fires at the exec's timeout
-        bool answered = false;   // its RESPONSE came before the timeout
+        qint64 reaperPid = 0;  // in the sandbox's PID namespace
+        QList<quint64> pipes;  // inodes of its stdout and stderr pipes
+        qint64 deadline = 0;   // its timeout (QDeadlineTimer::deadline()); 0: none
+        bool answered = false; // its RESPONSE came before the timeout
     };
     QHash<quint32, ExecTree> m_execs;
+    // The execs' timeouts, earliest first, and one timer for the earliest.
+    QMultiMap<qint64, quint32> m_execTimeouts;
+    QTimer *m_execTimer = nullptr; // owned (child)
+    FdPoller *m_poller = nullptr;  // not owned
     QString m_abortReason;
     // Since start(): the start-up's steps are logged against it (sandboxd.startup, debug).
     QElapsedTimer m_sinceStart;

@@ -1,5 +1,6 @@
 #include "supervisorchannel.h"
 
+#include "egress/fdpoller.h"
 #include "protocol/json.h"
 
 #include <QDateTime>
@@ -7,7 +8,6 @@
 #include <QJsonDocument>
 #include <QLoggingCategory>
 #include <QPointer>
-#include <QSocketNotifier>
 #include <QTimer>
 #include <QtEndian>
 
@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -100,9 +101,10 @@ Error supervisorError(const QJsonObject &error)
     return Error{c, message, data.isEmpty() ? QJsonValue() : QJsonValue(data)};
 }
 
-SupervisorChannel::SupervisorChannel(UniqueFd socket, QObject *parent)
+SupervisorChannel::SupervisorChannel(UniqueFd socket, FdPoller *poller, QObject *parent)
     : QObject(parent)
     , m_socket(std::move(socket))
+    , m_poller(poller ? poller : new FdPoller(this))
     , m_parser([this](FrameType type, quint32 id, quint32 payload) {
         return checkHeader(type, id, payload);
     })
@@ -110,11 +112,7 @@ SupervisorChannel::SupervisorChannel(UniqueFd socket, QObject *parent)
     m_readChunk.resize(kReadChunk);
     ::fcntl(m_socket.get(), F_SETFL, ::fcntl(m_socket.get(), F_GETFL) | O_NONBLOCK);
     ::fcntl(m_socket.get(), F_SETFD, FD_CLOEXEC);
-    m_readNotifier = new QSocketNotifier(m_socket.get(), QSocketNotifier::Read, this);
-    connect(m_readNotifier, &QSocketNotifier::activated, this, &SupervisorChannel::onReadable);
-    m_writeNotifier = new QSocketNotifier(m_socket.get(), QSocketNotifier::Write, this);
-    m_writeNotifier->setEnabled(false);
-    connect(m_writeNotifier, &QSocketNotifier::activated, this, &SupervisorChannel::onWritable);
+    setInterest(true, false);
     m_deadlineTimer = new QTimer(this);
     m_deadlineTimer->setInterval(kDeadlineTickMs);
     connect(m_deadlineTimer, &QTimer::timeout, this, &SupervisorChannel::checkDeadlines);
@@ -123,6 +121,33 @@ SupervisorChannel::SupervisorChannel(UniqueFd socket, QObject *parent)
 SupervisorChannel::~SupervisorChannel()
 {
     failAll(Error{ErrorCode::SandboxNotRunning, QStringLiteral("the sandbox stopped"), {}});
+    setInterest(false, false); // before the socket closes (see FdPoller)
+}
+
+void SupervisorChannel::setInterest(bool read, bool write)
+{
+    if (read == m_reading && write == m_writing)
+        return;
+    const bool watched = m_reading || m_writing;
+    m_reading = read;
+    m_writing = write;
+    if (!m_poller)
+        return;
+    // Out of the poller when waiting for nothing: a hang-up would be reported for ever.
+    if (!read && !write)
+        return m_poller->remove(m_socket.get());
+    const uint32_t events = (read ? EPOLLIN : 0U) | (write ? EPOLLOUT : 0U);
+    if (watched)
+        return m_poller->modify(m_socket.get(), events);
+    const bool added = m_poller->add(m_socket.get(), events, [this](uint32_t ready) {
+        // Writing first: a read may end the channel (and its owner with it, later).
+        if (m_writing && (ready & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            onWritable();
+        if (m_reading && (ready & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)))
+            onReadable();
+    });
+    if (!added)
+        qCWarning(lcSupervisor) << "cannot watch the supervisor's socket:" << std::strerror(errno);
 }
 
 quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &data,
@@ -307,7 +332,7 @@ void SupervisorChannel::flush()
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN) {
-            m_writeNotifier->setEnabled(true);
+            setInterest(m_reading, true);
             return;
         }
         // The supervisor is gone (EPIPE): what is queued has nowhere to go. Its exit is
@@ -319,7 +344,7 @@ void SupervisorChannel::flush()
     }
     m_out.clear();
     m_outPos = 0;
-    m_writeNotifier->setEnabled(false);
+    setInterest(m_reading, false);
     if (m_closing && m_socket.isValid())
         ::shutdown(m_socket.get(), SHUT_WR);
 }
@@ -366,7 +391,7 @@ void SupervisorChannel::onReadable()
         if (n == 0) {
             // The supervisor closed its end (it exited): its process reports why.
             m_eof = true;
-            m_readNotifier->setEnabled(false);
+            setInterest(false, m_writing);
             return;
         }
         if (n < 0) {
@@ -374,7 +399,7 @@ void SupervisorChannel::onReadable()
                 continue;
             if (errno != EAGAIN) {
                 m_eof = true;
-                m_readNotifier->setEnabled(false);
+                setInterest(false, m_writing);
             }
             return;
         }
@@ -727,8 +752,7 @@ void SupervisorChannel::violation(const QString &why)
         return;
     m_failure = why;
     qCWarning(lcSupervisor).noquote() << "supervisor violation:" << why;
-    m_readNotifier->setEnabled(false);
-    m_writeNotifier->setEnabled(false);
+    setInterest(false, false);
     m_fds.clear();
     failAll(Error{ErrorCode::SandboxError, QStringLiteral("the sandbox was stopped: ") + why, {}});
     Q_EMIT failed(why);

@@ -11,14 +11,16 @@
 #include <QJsonObject>
 #include <QList>
 #include <QObject>
+#include <QPointer>
 
 #include <functional>
 #include <memory>
 
-class QSocketNotifier;
 class QTimer;
 
 namespace Sandbox::Engine {
+
+class FdPoller;
 
 // The engine's end of engine/supervisor/PROTOCOL.md (version 2): frames over one AF_UNIX stream
 // socket, descriptors as SCM_RIGHTS where the protocol allows them. Everything that comes from
@@ -60,8 +62,10 @@ public:
     static constexpr int kMaxWatchFramesPerSecond = 200;
     static constexpr int kMaxWatchEntriesPerSecond = 8192;
 
-    // Takes the engine's end of the socketpair (made non-blocking here).
-    explicit SupervisorChannel(UniqueFd socket, QObject *parent = nullptr);
+    // Takes the engine's end of the socketpair (made non-blocking here), watched by `poller` (the
+    // engine's one for every sandbox; null: a poller of its own).
+    explicit SupervisorChannel(UniqueFd socket, FdPoller *poller = nullptr,
+                               QObject *parent = nullptr);
     ~SupervisorChannel() override;
 
     // HELLO came and nothing went wrong since.
@@ -140,6 +144,9 @@ private:
 
     void onReadable();
     void onWritable();
+    // Tells the poller what the socket waits for now (reading unless ended, writing while bytes
+    // are queued).
+    void setInterest(bool read, bool write);
     void flush();
     bool queueFrame(SupervisorWire::FrameType type, quint32 id, QByteArrayView a,
                     QByteArrayView b = {});
@@ -159,9 +166,10 @@ private:
     void deliverLater(ReplyHandler handler, Result<Reply> result);
 
     UniqueFd m_socket;
-    QSocketNotifier *m_readNotifier = nullptr;  // owned (child)
-    QSocketNotifier *m_writeNotifier = nullptr; // owned (child)
-    QTimer *m_deadlineTimer = nullptr;          // owned (child)
+    QPointer<FdPoller> m_poller;       // not owned, unless it is a child
+    bool m_reading = false;            // in the poller for reading
+    bool m_writing = false;            // for writing (bytes are queued)
+    QTimer *m_deadlineTimer = nullptr; // owned (child)
     FrameParser m_parser;
     QByteArray m_readChunk;
     QList<ReceivedFd> m_fds;

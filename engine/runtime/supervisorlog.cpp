@@ -1,11 +1,14 @@
 #include "supervisorlog.h"
 
+#include "egress/fdpoller.h"
+
 #include <QLoggingCategory>
-#include <QSocketNotifier>
 #include <QTimer>
 
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 Q_LOGGING_CATEGORY(lcSupervisorLog, "sandboxd.supervisor.log")
@@ -34,17 +37,42 @@ QString escaped(QByteArrayView line)
 
 } // namespace
 
-SupervisorLog::SupervisorLog(UniqueFd pipe, QString sandboxId, QObject *parent)
+SupervisorLog::SupervisorLog(UniqueFd pipe, QString sandboxId, FdPoller *poller, QObject *parent)
     : QObject(parent)
     , m_pipe(std::move(pipe))
     , m_id(std::move(sandboxId))
+    , m_poller(poller ? poller : new FdPoller(this))
 {
     ::fcntl(m_pipe.get(), F_SETFL, ::fcntl(m_pipe.get(), F_GETFL) | O_NONBLOCK);
-    m_notifier = new QSocketNotifier(m_pipe.get(), QSocketNotifier::Read, this);
-    connect(m_notifier, &QSocketNotifier::activated, this, &SupervisorLog::onReadable);
+    watch(true);
     m_second = new QTimer(this);
     m_second->setInterval(1000);
     connect(m_second, &QTimer::timeout, this, &SupervisorLog::onSecond);
+}
+
+SupervisorLog::~SupervisorLog()
+{
+    closePipe();
+}
+
+void SupervisorLog::watch(bool on)
+{
+    if (on == m_watched || !m_poller || !m_pipe.isValid())
+        return;
+    m_watched = on;
+    // Paused, out of the poller: a hang-up would be reported for ever.
+    if (!on)
+        return m_poller->remove(m_pipe.get());
+    if (!m_poller->add(m_pipe.get(), EPOLLIN, [this](uint32_t) { onReadable(); })) {
+        m_watched = false;
+        qCWarning(lcSupervisorLog) << "cannot watch the supervisor's log:" << std::strerror(errno);
+    }
+}
+
+void SupervisorLog::closePipe()
+{
+    watch(false); // before it closes (see FdPoller)
+    m_pipe.reset();
 }
 
 void SupervisorLog::onReadable()
@@ -53,7 +81,7 @@ void SupervisorLog::onReadable()
         m_second->start();
     const qsizetype room = kBytesPerSecond - m_bytesThisSecond;
     if (room <= 0) {
-        m_notifier->setEnabled(false); // the pipe fills up; onSecond() reads on
+        watch(false); // the pipe fills up; onSecond() reads on
         return;
     }
     char buf[16384];
@@ -61,11 +89,10 @@ void SupervisorLog::onReadable()
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) {
-        m_notifier->setEnabled(false);
         if (!m_partial.isEmpty())
             takeLine(m_partial, false);
         m_partial.clear();
-        m_pipe.reset();
+        closePipe();
         return;
     }
     m_bytesThisSecond += n;
@@ -119,8 +146,7 @@ void SupervisorLog::onSecond()
     m_bytesThisSecond = 0;
     m_linesThisSecond = 0;
     m_droppedThisSecond = 0;
-    if (m_pipe.isValid())
-        m_notifier->setEnabled(true);
+    watch(true);
     if (idle)
         m_second->stop();
 }

@@ -4,13 +4,15 @@
 
 #include <QByteArray>
 #include <QObject>
+#include <QPointer>
 #include <QString>
 #include <QStringList>
 
-class QSocketNotifier;
 class QTimer;
 
 namespace Sandbox::Engine {
+
+class FdPoller;
 
 // Reads a sandbox supervisor's stderr (a pipe) into the engine's log, bounded: each line at most
 // kMaxLine bytes with control characters escaped (so that no line can pass for another of the
@@ -26,7 +28,10 @@ public:
     static constexpr int kLinesPerSecond = 20;
     static constexpr qsizetype kBytesPerSecond = 256 * 1024;
 
-    SupervisorLog(UniqueFd pipe, QString sandboxId, QObject *parent = nullptr);
+    // `poller`: the engine's one for every sandbox (null: one of its own).
+    SupervisorLog(UniqueFd pipe, QString sandboxId, FdPoller *poller = nullptr,
+                  QObject *parent = nullptr);
+    ~SupervisorLog() override;
 
     // The last few lines (escaped), for the reason a sandbox ended.
     QString lastLine() const { return m_tail.isEmpty() ? QString() : m_tail.constLast(); }
@@ -36,11 +41,15 @@ private:
     void onReadable();
     void onSecond();
     void takeLine(QByteArrayView line, bool cut);
+    // In the poller while reading, out of it while paused or ended.
+    void watch(bool on);
+    void closePipe();
 
     UniqueFd m_pipe;
     QString m_id;
-    QSocketNotifier *m_notifier = nullptr; // owned (child)
-    QTimer *m_second = nullptr;            // owned (child)
+    QPointer<FdPoller> m_poller; // not owned, unless it is a child
+    bool m_watched = false;
+    QTimer *m_second = nullptr; // owned (child)
     QByteArray m_partial;
     bool m_skipping = false; // the rest of an over-long line
     qsizetype m_bytesThisSecond = 0;

@@ -1,5 +1,6 @@
 #include "sandboxmanager.h"
 
+#include "egress/fdpoller.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
 #include "runtime/workspacevolume.h"
@@ -97,6 +98,7 @@ SandboxManager::SandboxManager(EngineConfig config, Registry *registry, QObject 
     , m_config(std::move(config))
     , m_registry(registry)
     , m_pool(m_config.bubblewrap ? m_config.spares : 0, m_config.sparesMinAvailableMb)
+    , m_poller(new FdPoller(this))
 {
     for (const SandboxRecord &r : m_registry->sandboxes()) {
         auto *e = new Entry;
@@ -460,7 +462,7 @@ void SandboxManager::launch(Entry *e)
         e->disk = LimitEnforcement::yes(
             QStringLiteral("an ext4 image of %1 MiB on a loop device").arg(e->limits.diskMb));
 
-    auto *proc = new SandboxProcess(spec, this);
+    auto *proc = new SandboxProcess(spec, m_poller, this);
     e->proc = proc;
     const QString id = e->rec.id;
     connect(proc, &SandboxProcess::ready, this, [this, id] {

@@ -16,6 +16,7 @@
 
 namespace Sandbox::Engine {
 
+class FdPoller;
 class SandboxNetwork;
 class SandboxProcess;
 class SupervisorChannel;
@@ -200,6 +201,9 @@ private:
     SandboxNetwork *m_network = nullptr; // not owned
     SparePool m_pool;
     QList<Entry *> m_spares; // owned; not in m_entries until claimed
+    // Watches every sandbox's supervisor channel and log: one descriptor in the event loop
+    // however many sandboxes run.
+    FdPoller *m_poller = nullptr; // owned (child)
     int m_nextSlot = 0;
 };
 

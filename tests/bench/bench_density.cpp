@@ -6,6 +6,9 @@
 //   idle sandbox beside it (same run).
 // Prints BENCH lines and writes a CSV (SANDBOX_DENSITY_CSV, default density.csv in the build
 // directory) that plot_density turns into a PNG (scripts/bench.sh does).
+// For a profile: SANDBOX_DENSITY_STEPS (e.g. "0,200") and SANDBOX_DENSITY_RUNS (execs per step,
+// 200) make the steps fewer and the measurements longer; "measuring N idle" goes to stderr as
+// each step's execs begin (attach perf then).
 #include "engineprocess.h"
 #include "testclient.h"
 
@@ -157,7 +160,16 @@ void bench_Density::idleSandboxes()
     QStringList idle;
     qint64 rss0 = 0;
     Rtt rtt0;
-    for (const int step : {0, 25, 50, 100, 150, 200}) {
+    QList<int> steps{0, 25, 50, 100, 150, 200};
+    if (qEnvironmentVariableIsSet("SANDBOX_DENSITY_STEPS")) {
+        steps.clear();
+        for (const QString &s : qEnvironmentVariable("SANDBOX_DENSITY_STEPS").split(u','))
+            steps.append(s.toInt());
+    }
+    const int runs = qEnvironmentVariableIsSet("SANDBOX_DENSITY_RUNS")
+                         ? qBound(20, qEnvironmentVariableIntValue("SANDBOX_DENSITY_RUNS"), 100000)
+                         : 200;
+    for (const int step : std::as_const(steps)) {
         while (idle.size() < step) {
             const QString id = create();
             QVERIFY2(!id.isEmpty(),
@@ -169,7 +181,7 @@ void bench_Density::idleSandboxes()
             idle.append(id);
         }
         QTest::qWait(1000); // the starts' threads and buffers settle
-        constexpr int runs = 200;
+        std::fprintf(stderr, "measuring %d idle\n", step);
         const double cpuBefore = engine.cpuMs();
         const Rtt rtt = execRtt(rpc, busy, runs);
         const double cpuPerExecUs = (engine.cpuMs() - cpuBefore) * 1000.0 / runs;

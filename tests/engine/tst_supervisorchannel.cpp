@@ -1,11 +1,13 @@
 // The engine's end of the supervisor channel against a scripted peer that plays the supervisor
 // (a socketpair): every hostile frame ends the channel with failed(), never more.
 
+#include "egress/fdpoller.h"
 #include "runtime/supervisorchannel.h"
 #include "testframes.h"
 
 #include <QtCore/QJsonArray>
 #include <QtCore/QJsonDocument>
+#include <QtCore/QScopeGuard>
 #include <QtCore/QtEndian>
 #include <QtTest/QSignalSpy>
 #include <QtTest/QtTest>
@@ -17,6 +19,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 using namespace Qt::StringLiterals;
 using namespace Sandbox;
@@ -125,6 +130,7 @@ private slots:
     void deadlineEndsTheChannel();
     void cancelGetsAGraceTime();
     void writesNeverBlock();
+    void aFloodingChannelDoesNotStarveTheOthers();
 
 private:
     // Sends `request` and collects what the engine's side makes of it.
@@ -516,6 +522,68 @@ void tst_SupervisorChannel::writesNeverBlock()
     for (const auto &o : std::as_const(outcomes))
         refused += o->answered && !o->reply.ok() ? 1 : 0;
     QVERIFY2(refused >= 20, qPrintable(QString::number(refused)));
+}
+
+void tst_SupervisorChannel::aFloodingChannelDoesNotStarveTheOthers()
+{
+    // Sandboxes share the engine's poller. One supervisor writes output as fast as it can, from
+    // a thread of its own, for ever; the others' answers still come, and so does its output.
+    FdPoller poller;
+    constexpr int quietCount = 8;
+    std::vector<std::unique_ptr<SupervisorChannel>> channels;
+    std::vector<std::unique_ptr<Peer>> peers;
+    for (int i = 0; i <= quietCount; ++i) {
+        int sv[2];
+        QVERIFY(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+        channels.push_back(std::make_unique<SupervisorChannel>(UniqueFd(sv[0]), &poller));
+        peers.push_back(std::make_unique<Peer>(sv[1]));
+        peers.back()->hello();
+    }
+    QTRY_VERIFY(std::all_of(channels.cbegin(), channels.cend(),
+                            [](const auto &c) { return c->isReady(); }));
+
+    // Past its 1 MiB of output the engine drops it (truncated) but reads on.
+    const quint32 exec = channels[0]->request({{u"op"_s, u"exec"_s},
+                                               {u"command"_s, QJsonArray{u"yes"_s}}},
+                                              {}, [](Result<SupervisorChannel::Reply>) {});
+    std::atomic<bool> stop{false};
+    std::atomic<qint64> flooded{0};
+    std::thread flood([fd = peers[0]->fd(), exec, &stop, &flooded] {
+        const QByteArray chunk = frame(Stdout, exec, QByteArray(SupervisorWire::MaxChunk, 'y'));
+        while (!stop) {
+            const ssize_t n = ::send(fd, chunk.constData(), size_t(chunk.size()), MSG_NOSIGNAL);
+            if (n < 0)
+                return;
+            flooded += n;
+        }
+    });
+    // Whatever happens below, the writer ends (shutdown() wakes a blocked send()).
+    const auto joiner = qScopeGuard([&] {
+        stop = true;
+        ::shutdown(peers[0]->fd(), SHUT_RDWR);
+        flood.join();
+    });
+    QTRY_VERIFY(flooded > 8 * qint64(SupervisorWire::MaxChunk));
+
+    std::vector<std::shared_ptr<Outcome>> answers;
+    for (int i = 1; i <= quietCount; ++i) {
+        auto outcome = std::make_shared<Outcome>();
+        const quint32 id = channels[i]->request({{u"op"_s, u"ping"_s}}, {},
+                                                [outcome](Result<SupervisorChannel::Reply> r) {
+                                                    outcome->answered = true;
+                                                    outcome->reply = std::move(r);
+                                                });
+        peers[i]->send(Response, id, R"({"pid":2,"uptimeMs":5,"execs":0})"_ba);
+        answers.push_back(outcome);
+    }
+    const qint64 floodedBefore = flooded;
+    QTRY_VERIFY_WITH_TIMEOUT(std::all_of(answers.cbegin(), answers.cend(),
+                                         [](const auto &o) { return o->answered; }),
+                             10000);
+    for (const auto &o : answers)
+        QVERIFY(o->reply.ok());
+    QTRY_VERIFY(flooded > floodedBefore + 8 * qint64(SupervisorWire::MaxChunk));
+    QVERIFY(channels[0]->isReady());
 }
 
 QTEST_GUILESS_MAIN(tst_SupervisorChannel)
