@@ -1,5 +1,6 @@
 #include "sandboxprocess.h"
 
+#include "childprocess.h"
 #include "containerlayout.h"
 #include "doctor/bubblewrap.h"
 #include "offloop.h"
@@ -15,7 +16,6 @@
 #include <QJsonObject>
 #include <QLoggingCategory>
 #include <QPointer>
-#include <QProcess>
 #include <QTimer>
 
 #include <climits>
@@ -63,10 +63,10 @@ SandboxProcess::SandboxProcess(SandboxSpec spec, FdPoller *poller, QObject *pare
 
 SandboxProcess::~SandboxProcess()
 {
-    if (m_process && m_process->state() != QProcess::NotRunning) {
-        m_process->disconnect(this);
-        m_process->kill();
-        m_process->waitForFinished(1000);
+    if (m_child && m_child->isRunning()) {
+        m_child->disconnect(this);
+        delete m_child; // kills and reaps it
+        m_child = nullptr;
     }
     m_cgroup.killAll();
     m_cgroup.remove();
@@ -83,7 +83,7 @@ bool SandboxProcess::isReady() const
 
 qint64 SandboxProcess::pid() const
 {
-    return m_process ? m_process->processId() : 0;
+    return m_child ? m_child->pid() : 0;
 }
 
 namespace {
@@ -373,7 +373,8 @@ void SandboxProcess::launch()
     UniqueFd argsFile;
     UniqueFd seccompFile;
 
-    m_process = new QProcess(this);
+    m_child = new ChildProcess(m_poller, this);
+    ChildProcess::Spec child;
     const QStringList supervisorArgs{QStringLiteral("--channel-fd"),
                                      QString::number(SupervisorWire::ChannelFd)};
     if (m_spec.bubblewrap) {
@@ -385,10 +386,10 @@ void SandboxProcess::launch()
         if (!filter)
             return fail(filter.error().message);
         seccompFile = std::move(filter).value();
-        m_process->setProgram(m_spec.bwrapPath);
-        m_process->setArguments(QStringList{QStringLiteral("--args"), QString::number(kArgsFd),
-                                            QLatin1String(SupervisorInside)}
-                                + supervisorArgs);
+        child.program = m_spec.bwrapPath;
+        child.arguments = QStringList{QStringLiteral("--args"), QString::number(kArgsFd),
+                                      QLatin1String(SupervisorInside)}
+                          + supervisorArgs;
     } else {
         // One sandbox per container (--isolation container): /workspace and the extra mounts are
         // links to their directories, so that commands and paths read the same as under
@@ -398,19 +399,15 @@ void SandboxProcess::launch()
         if (const auto laid = ContainerLayout::apply(m_spec); !laid)
             return fail(laid.error().message);
         const QString ws = QStringLiteral("/workspace");
-        m_process->setProgram(m_spec.supervisorPath);
-        m_process->setArguments(supervisorArgs + QStringList{QStringLiteral("--workspace"), ws});
-        m_process->setWorkingDirectory(ws);
+        child.program = m_spec.supervisorPath;
+        child.arguments = supervisorArgs + QStringList{QStringLiteral("--workspace"), ws};
+        child.workingDirectory = ws;
     }
     // A fixed environment: nothing of the sandbox's own reaches bubblewrap or the supervisor
     // (it comes in `configure`, for the processes the supervisor starts).
-    QProcessEnvironment env;
-    env.insert(QStringLiteral("PATH"), QStringLiteral("/usr/local/bin:/usr/bin:/bin"));
-    env.insert(QStringLiteral("LANG"), QStringLiteral("C.UTF-8"));
-    m_process->setProcessEnvironment(env);
-    m_process->setStandardInputFile(QProcess::nullDevice());
-    m_process->setStandardOutputFile(QProcess::nullDevice());
-    m_process->setStandardErrorFile(QProcess::nullDevice()); // replaced by the log pipe below
+    // stdin, stdout and stderr are /dev/null (stderr replaced by the log pipe below).
+    child.environment = QStringList{QStringLiteral("PATH=/usr/local/bin:/usr/bin:/bin"),
+                                    QStringLiteral("LANG=C.UTF-8")};
 
     // Runs in the child between fork and exec: join the cgroup while still root, drop to the
     // sandbox's uid, die with the engine, put the log pipe at 2, the channel at 3 and bwrap's
@@ -423,8 +420,7 @@ void SandboxProcess::launch()
     const int logFd = logWrite.get();
     const int argsFd = argsFile.get();
     const int seccompFd = seccompFile.get();
-    m_process->setChildProcessModifier([procsFiles, drop, uid, gid, channelFd, logFd, argsFd,
-                                        seccompFd] {
+    child.modifier = [procsFiles, drop, uid, gid, channelFd, logFd, argsFd, seccompFd] {
         auto die = [](const char *what) {
             const char prefix[] = "sandboxd: cannot ";
             (void)!::write(2, prefix, sizeof prefix - 1);
@@ -458,7 +454,7 @@ void SandboxProcess::launch()
         // bwrap reads (and closes) 4 and 5 before it starts the supervisor.
         ::syscall(SYS_close_range, args >= 0 ? unsigned(kSeccompFd) + 1 : 4U, ~0U,
                   CLOSE_RANGE_CLOEXEC);
-    });
+    };
 
     m_channel = new SupervisorChannel(std::move(engineEnd), m_poller, this);
     connect(m_channel, &SupervisorChannel::hello, this, [this] {
@@ -499,18 +495,12 @@ void SandboxProcess::launch()
         else
             m_execs.erase(it);
     });
-    connect(m_process, &QProcess::finished, this,
-            [this](int code, QProcess::ExitStatus status) { onFinished(code, int(status)); });
-    connect(m_process, &QProcess::errorOccurred, this, [this](QProcess::ProcessError error) {
-        if (error == QProcess::FailedToStart) {
-            Q_EMIT failed(Error{ErrorCode::SandboxError,
-                                QStringLiteral("cannot start bubblewrap (%1): %2")
-                                    .arg(m_spec.bwrapPath, m_process->errorString()),
-                                {}});
-        }
-    });
-    qCDebug(lcRuntime) << "starting" << m_spec.id << m_process->arguments();
-    m_process->start(QIODevice::ReadOnly | QIODevice::Unbuffered);
+    connect(m_child, &ChildProcess::finished, this,
+            [this](int code, bool crashed) { onFinished(code, crashed); });
+    qCDebug(lcRuntime) << "starting" << m_spec.id << child.arguments;
+    if (const auto started = m_child->start(child); !started)
+        return fail(QStringLiteral("cannot start bubblewrap (%1): %2")
+                        .arg(child.program, started.error().message));
     // The child has its copies now (start() forks before it returns).
     supervisorEnd.reset();
     logWrite.reset();
@@ -525,7 +515,7 @@ void SandboxProcess::armStartDeadline()
 {
     QTimer::singleShot(kStartTimeoutMs, this, [this, claimed = isClaimed()] {
         const bool waiting = !claimed ? !m_helloSeen : (!m_readySeen && isClaimed());
-        if (waiting && !m_stopping && m_process && m_process->state() != QProcess::NotRunning)
+        if (waiting && !m_stopping && m_child && m_child->isRunning())
             abort(
                 QStringLiteral("the sandbox did not start within %1 s").arg(kStartTimeoutMs / 1000));
     });
@@ -539,7 +529,7 @@ void SandboxProcess::claim(const QMap<QString, QString> &env)
     m_spec.env = env;
     qCDebug(lcStartup).noquote() << m_spec.id << "claimed" << span(m_sinceStart);
     m_sinceStart.start();
-    if (!m_process)
+    if (!m_child)
         return; // still preparing: launch() arms the deadline, HELLO configures
     armStartDeadline();
     if (m_helloSeen)
@@ -575,7 +565,7 @@ void SandboxProcess::configure()
         if (!self->m_cgroup.isValid() || self->m_cpuLimitSet)
             return Q_EMIT self->ready();
         self->limitCpu([self] {
-            if (self->m_process && self->m_process->state() == QProcess::Running)
+            if (self->m_child && self->m_child->isRunning())
                 Q_EMIT self->ready(); // otherwise onFinished() says how it ended
         });
     });
@@ -647,22 +637,22 @@ void SandboxProcess::killExec(quint32 id)
 
 void SandboxProcess::abort(const QString &why)
 {
-    if (!m_abortReason.isEmpty() || !m_process || m_process->state() == QProcess::NotRunning)
+    if (!m_abortReason.isEmpty() || !m_child || !m_child->isRunning())
         return;
     m_abortReason = why;
     qCWarning(lcRuntime).noquote() << m_spec.id << why;
     // bwrap's death takes its PID namespace, and so every process of the sandbox, along.
-    m_process->kill();
+    m_child->kill();
     m_cgroup.killAll();
 }
 
 void SandboxProcess::stop()
 {
-    if (!m_process && m_preparing) {
+    if (!m_child && m_preparing) {
         m_stopping = true; // exited() follows once the cgroup and volume are ready (see start())
         return;
     }
-    if (!m_process || m_process->state() == QProcess::NotRunning) {
+    if (!m_child || !m_child->isRunning()) {
         QTimer::singleShot(0, this, [this] { Q_EMIT exited(QStringLiteral("stopped")); });
         return;
     }
@@ -671,8 +661,8 @@ void SandboxProcess::stop()
     // along.
     if (m_channel)
         m_channel->closeChannel();
-    QTimer::singleShot(kStopGraceMs, m_process, [this, p = m_process] {
-        if (p->state() != QProcess::NotRunning) {
+    QTimer::singleShot(kStopGraceMs, m_child, [this, p = m_child] {
+        if (p->isRunning()) {
             // Frozen, killed, thawed: nothing inside outruns it (a fork bomb included).
             m_cgroup.killAll();
             p->kill();
@@ -680,7 +670,7 @@ void SandboxProcess::stop()
     });
 }
 
-void SandboxProcess::onFinished(int exitCode, int exitStatus)
+void SandboxProcess::onFinished(int exitCode, bool crashed)
 {
     const bool outOfMemory = m_cgroup.isValid() && m_cgroup.oomKills() > 0;
     QString reason;
@@ -690,7 +680,7 @@ void SandboxProcess::onFinished(int exitCode, int exitStatus)
         reason = m_abortReason;
     } else {
         reason
-            = exitStatus == QProcess::CrashExit
+            = crashed
                   ? QStringLiteral("the sandbox's supervisor was killed")
                   : QStringLiteral("the sandbox's supervisor exited with status %1").arg(exitCode);
         const QString tail = m_log ? m_log->lastLine() : QString();

@@ -16,7 +16,6 @@
 
 #include <sys/types.h>
 
-class QProcess;
 class QTimer;
 
 // The steps of a sandbox's start with their times (debug; sandboxd --verbose).
@@ -24,6 +23,7 @@ Q_DECLARE_LOGGING_CATEGORY(lcStartup)
 
 namespace Sandbox::Engine {
 
+class ChildProcess;
 class FdPoller;
 class SupervisorChannel;
 class SupervisorLog;
@@ -141,7 +141,7 @@ private:
     // Ends the sandbox if it is not ready within kStartTimeoutMs (a spare: while it is unclaimed,
     // only HELLO must come in that time).
     void armStartDeadline();
-    void onFinished(int exitCode, int exitStatus);
+    void onFinished(int exitCode, bool crashed);
     // Ends the sandbox now (a protocol violation, a missed deadline, a failed start).
     void abort(const QString &why);
     // Freezes the cgroup, kills exec `id`'s process tree (its reaper's descendants), thaws.
@@ -155,7 +155,7 @@ private:
 
     SandboxSpec m_spec;
     Cgroup m_cgroup;
-    QProcess *m_process = nullptr;          // owned (child)
+    ChildProcess *m_child = nullptr;        // owned (child): bubblewrap
     SupervisorChannel *m_channel = nullptr; // owned (child)
     SupervisorLog *m_log = nullptr;         // owned (child)
     WorkspaceVolume *m_volume = nullptr;    // owned (child)
