@@ -2,6 +2,8 @@
 
 #include "jsonreader.h"
 
+#include <cmath>
+
 namespace Sandbox {
 
 namespace {
@@ -41,6 +43,18 @@ AgentUsage AgentUsage::fromJson(const QJsonObject &o, const QJsonValue &costUsd)
     u.reasoningTokens = qint64(o.value(QStringLiteral("reasoningTokens")).toDouble());
     if (costUsd.isDouble())
         u.costUsd = costUsd.toDouble();
+    // Whole, not negative, below 2^53: else not known.
+    const auto count = [&o](const char *key) -> std::optional<qint64> {
+        const QJsonValue v = o.value(QLatin1String(key));
+        const double d = v.toDouble(-1);
+        if (!v.isDouble() || !(d >= 0 && d <= 9007199254740992.0) || d != std::floor(d))
+            return std::nullopt;
+        return qint64(d);
+    };
+    u.contextTokens = count("contextTokens");
+    u.contextWindow = count("contextWindow");
+    if (u.contextWindow == 0)
+        u.contextWindow.reset();
     return u;
 }
 

@@ -25,6 +25,9 @@ struct AgentUsage
     qint64 cacheWriteTokens = 0;
     qint64 reasoningTokens = 0;
     std::optional<double> costUsd; // not every CLI reports a cost (Codex does not)
+    // The model's context on the latest call and its window, where the CLI says (Claude Code).
+    std::optional<qint64> contextTokens;
+    std::optional<qint64> contextWindow;
 
     static AgentUsage fromJson(const QJsonObject &object, const QJsonValue &costUsd);
 };

@@ -7,6 +7,8 @@
 #include <QJsonDocument>
 #include <QLoggingCategory>
 
+#include <cmath>
+
 Q_LOGGING_CATEGORY(lcAdapter, "sandboxd.agents.adapter")
 
 namespace Sandbox::Engine {
@@ -161,13 +163,44 @@ void AgentAdapter::setTotals(qint64 input, qint64 output, qint64 cacheRead, qint
     m_cacheWrite = cacheWrite;
     m_reasoning = reasoning;
     m_cost = costUsd;
-    QJsonObject e{{QStringLiteral("inputTokens"), double(m_input)},
-                  {QStringLiteral("outputTokens"), double(m_output)},
-                  {QStringLiteral("cacheReadTokens"), double(m_cacheRead)},
-                  {QStringLiteral("cacheWriteTokens"), double(m_cacheWrite)},
-                  {QStringLiteral("reasoningTokens"), double(m_reasoning)},
-                  {QStringLiteral("costUsd"), m_cost < 0 ? QJsonValue() : QJsonValue(m_cost)}};
+    QJsonObject e = usageObject();
+    e.insert(QStringLiteral("costUsd"), m_cost < 0 ? QJsonValue() : QJsonValue(m_cost));
     emitEvent(QStringLiteral("usage"), e);
+}
+
+void AgentAdapter::setContext(qint64 tokens, qint64 window, bool announce)
+{
+    const qint64 t = tokens < 0 ? m_contextTokens : tokens;
+    const qint64 w = window < 0 ? m_contextWindow : window;
+    if (t == m_contextTokens && w == m_contextWindow)
+        return;
+    m_contextTokens = t;
+    m_contextWindow = w;
+    if (announce)
+        setTotals(m_input, m_output, m_cacheRead, m_cacheWrite, m_reasoning, m_cost);
+}
+
+qint64 AgentAdapter::tokenCount(const QJsonValue &value)
+{
+    if (!value.isDouble())
+        return -1;
+    const double d = value.toDouble();
+    // (NaN fails both comparisons.)
+    if (!(d >= 0 && d <= 9007199254740992.0) || d != std::floor(d))
+        return -1;
+    return qint64(d);
+}
+
+QJsonObject AgentAdapter::usageObject() const
+{
+    const auto known = [](qint64 n) { return n < 0 ? QJsonValue() : QJsonValue(double(n)); };
+    return {{QStringLiteral("inputTokens"), double(m_input)},
+            {QStringLiteral("outputTokens"), double(m_output)},
+            {QStringLiteral("cacheReadTokens"), double(m_cacheRead)},
+            {QStringLiteral("cacheWriteTokens"), double(m_cacheWrite)},
+            {QStringLiteral("reasoningTokens"), double(m_reasoning)},
+            {QStringLiteral("contextTokens"), known(m_contextTokens)},
+            {QStringLiteral("contextWindow"), known(m_contextWindow)}};
 }
 
 void AgentAdapter::setSession(const QString &id)
@@ -226,11 +259,7 @@ QJsonObject AgentAdapter::finish(const Exit &exit)
         fail(QStringLiteral("the %1 CLI ended without a final answer").arg(type()));
 
     const bool success = m_failure.isEmpty();
-    QJsonObject usage{{QStringLiteral("inputTokens"), double(m_input)},
-                      {QStringLiteral("outputTokens"), double(m_output)},
-                      {QStringLiteral("cacheReadTokens"), double(m_cacheRead)},
-                      {QStringLiteral("cacheWriteTokens"), double(m_cacheWrite)},
-                      {QStringLiteral("reasoningTokens"), double(m_reasoning)}};
+    const QJsonObject usage = usageObject();
     QJsonObject result{{QStringLiteral("success"), success},
                        {QStringLiteral("result"), m_resultText},
                        {QStringLiteral("sessionId"),

@@ -110,6 +110,12 @@ protected:
     // Replaces the totals (a CLI that reports them for the whole run at the end).
     void setTotals(qint64 input, qint64 output, qint64 cacheRead, qint64 cacheWrite,
                    qint64 reasoning, double costUsd);
+    // The model's context: the tokens it read on the run's latest call (input, cache read and
+    // cache write) and its context window; < 0 leaves a figure as it is. With `announce`, a
+    // `usage` event says the change at once (else the next one does).
+    void setContext(qint64 tokens, qint64 window, bool announce);
+    // A token count the CLI printed: a whole number from 0 to 2^53, else -1 (not known).
+    static qint64 tokenCount(const QJsonValue &value);
     void setSession(const QString &id);
     // A tool call the run's permission mode refused: the run then needs the user (needsInput).
     void addPermissionDenial(const QString &tool, const QJsonValue &input);
@@ -133,6 +139,9 @@ private:
     QJsonArray m_denials; // [{name, input}]
     qint64 m_input = 0, m_output = 0, m_cacheRead = 0, m_cacheWrite = 0, m_reasoning = 0;
     double m_cost = -1;
+    qint64 m_contextTokens = -1, m_contextWindow = -1; // -1: not known
+    // inputTokens … reasoningTokens, contextTokens and contextWindow (null when not known).
+    QJsonObject usageObject() const;
 };
 
 // A unified diff that creates a file with `content` (for CLIs that report only the new text).

@@ -714,9 +714,14 @@ void AgentService::runConversation(const QJsonObject &params, const CallContext 
                     const QJsonObject t = r.value();
                     state->turns.append(t);
                     const QJsonObject u = t.value(QStringLiteral("usage")).toObject();
-                    for (auto it = u.begin(); it != u.end(); ++it)
-                        state->usage.insert(it.key(), state->usage.value(it.key()).toDouble()
-                                                          + it.value().toDouble());
+                    for (auto it = u.begin(); it != u.end(); ++it) {
+                        // The context is the last turn's (its size now, not a sum).
+                        if (it.key().startsWith(QLatin1String("context")))
+                            state->usage.insert(it.key(), it.value());
+                        else
+                            state->usage.insert(it.key(), state->usage.value(it.key()).toDouble()
+                                                              + it.value().toDouble());
+                    }
                     if (t.value(QStringLiteral("costUsd")).isDouble())
                         state->cost = qMax(0.0, state->cost)
                                       + t.value(QStringLiteral("costUsd")).toDouble();

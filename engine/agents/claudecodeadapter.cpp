@@ -109,7 +109,27 @@ void ClaudeCodeAdapter::parseLine(const QJsonObject &line)
         }
     } else if (type == QLatin1String("assistant")) {
         setSession(line.value(QStringLiteral("session_id")).toString());
-        onAssistant(line.value(QStringLiteral("message")).toObject());
+        const QJsonObject message = line.value(QStringLiteral("message")).toObject();
+        // The context in use: what the model read on this call. A subagent's calls (a Task
+        // tool's) have a context of their own and are not the session's.
+        const QJsonValue parent = line.value(QStringLiteral("parent_tool_use_id"));
+        if (parent.isNull() || parent.isUndefined()) {
+            const QJsonObject u = message.value(QStringLiteral("usage")).toObject();
+            // (A message Claude Code makes up for a failed call reads nothing: no context.)
+            const qint64 input = tokenCount(u.value(QStringLiteral("input_tokens")));
+            const qint64 read
+                = input
+                  + qMax<qint64>(0, tokenCount(u.value(QStringLiteral("cache_read_input_tokens"))))
+                  + qMax<qint64>(0, tokenCount(
+                                        u.value(QStringLiteral("cache_creation_input_tokens"))));
+            if (input >= 0 && read > 0) {
+                if (const QString model = message.value(QStringLiteral("model")).toString();
+                    !model.isEmpty() && model.size() <= 200)
+                    m_model = model;
+                setContext(read, -1, true);
+            }
+        }
+        onAssistant(message);
     } else if (type == QLatin1String("user")) {
         onToolResults(line);
     } else if (type == QLatin1String("result")) {
@@ -177,6 +197,27 @@ void ClaudeCodeAdapter::onResult(const QJsonObject &line)
     const QJsonValue result = line.value(QStringLiteral("result"));
     if (result.isString() && !result.toString().isEmpty())
         m_resultText = result.toString();
+    // The context window of the session's model (Claude Code names it per model in modelUsage):
+    // the model its messages came from, else the one that read the most.
+    const QJsonObject perModel = line.value(QStringLiteral("modelUsage")).toObject();
+    QJsonObject main = perModel.value(m_model).toObject();
+    if (main.isEmpty()) {
+        qint64 most = -1;
+        for (auto it = perModel.begin(); it != perModel.end(); ++it) {
+            const QJsonObject m = it.value().toObject();
+            const qint64 read
+                = qMax<qint64>(0, tokenCount(m.value(QStringLiteral("inputTokens"))))
+                  + qMax<qint64>(0, tokenCount(m.value(QStringLiteral("cacheReadInputTokens"))))
+                  + qMax<qint64>(0,
+                                 tokenCount(m.value(QStringLiteral("cacheCreationInputTokens"))));
+            if (read > most) {
+                most = read;
+                main = m;
+            }
+        }
+    }
+    const qint64 window = tokenCount(main.value(QStringLiteral("contextWindow")));
+    setContext(-1, window > 0 ? window : -1, false); // said by the totals' usage event below
     const QJsonObject u = line.value(QStringLiteral("usage")).toObject();
     setTotals(qint64(u.value(QStringLiteral("input_tokens")).toDouble()),
               qint64(u.value(QStringLiteral("output_tokens")).toDouble()),

@@ -32,6 +32,7 @@ private:
     void onResult(const QJsonObject &line);
 
     QHash<QString, ToolUse> m_toolUses;
+    QString m_model; // of the run's own assistant messages (not a subagent's)
     int m_connectionRetries = 0;
     bool m_isError = false;
     QString m_errorText;

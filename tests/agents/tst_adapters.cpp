@@ -59,6 +59,7 @@ private Q_SLOTS:
     void claudeWriteSucceeds();
     void claudeIsErrorFailsDespiteSubtypeSuccess();
     void claudeRetriesOfAnUnreachableApiAbort();
+    void claudeContextInUseAndItsWindow();
     void codexFileChangeFailedFailsDespiteExitZero();
     void codexReconnectingAborts();
     void opencodeWriteAndNoFinalAnswer();
@@ -129,6 +130,59 @@ void tst_Adapters::claudeRetriesOfAnUnreachableApiAbort()
     QVERIFY(other->abortReason().isEmpty());
 }
 
+void tst_Adapters::claudeContextInUseAndItsWindow()
+{
+    // Each assistant message says what the model read on that call (input + cache read + cache
+    // write): the context in use, said at once. A subagent's message (parent_tool_use_id) is not
+    // the session's context. The result names each model's window; the session's model's counts.
+    const QByteArray out
+        = R"j({"type":"system","subtype":"init","session_id":"s-3","model":"claude-sonnet-4-5"}
+{"type":"assistant","message":{"model":"claude-sonnet-4-5","content":[{"text":"Looking.","type":"text"}],"usage":{"input_tokens":100,"cache_read_input_tokens":900,"cache_creation_input_tokens":50,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"s-3"}
+{"type":"assistant","message":{"model":"claude-haiku-4-5","content":[{"text":"Sub.","type":"text"}],"usage":{"input_tokens":70000,"output_tokens":1}},"parent_tool_use_id":"toolu_9","session_id":"s-3"}
+{"type":"assistant","message":{"model":"claude-sonnet-4-5","content":[{"text":"Done.","type":"text"}],"usage":{"input_tokens":20,"cache_read_input_tokens":1500,"cache_creation_input_tokens":0,"output_tokens":5}},"parent_tool_use_id":null,"session_id":"s-3"}
+{"type":"result","subtype":"success","is_error":false,"result":"Done.","session_id":"s-3","total_cost_usd":0.01,"usage":{"input_tokens":120,"output_tokens":6},"modelUsage":{"claude-haiku-4-5":{"inputTokens":90000,"contextWindow":100000},"claude-sonnet-4-5":{"inputTokens":120,"cacheReadInputTokens":2400,"contextWindow":200000}}}
+)j";
+    const Outcome o = feed(QStringLiteral("claude-code"), out);
+    QVERIFY(o.result.value(QStringLiteral("success")).toBool());
+    const QJsonObject usage = o.result.value(QStringLiteral("usage")).toObject();
+    QCOMPARE(usage.value(QStringLiteral("contextTokens")).toInteger(), 1520);
+    QCOMPARE(usage.value(QStringLiteral("contextWindow")).toInteger(), 200000);
+    QList<QJsonObject> usages;
+    for (const QJsonObject &e : o.events) {
+        if (e.value(QStringLiteral("type")).toString() == QLatin1String("usage"))
+            usages.append(e);
+    }
+    // Live: 1050 after the first call, 1520 after the second (the window not known yet), then the
+    // totals with the window.
+    QCOMPARE(usages.size(), 3);
+    QCOMPARE(usages[0].value(QStringLiteral("contextTokens")).toInteger(), 1050);
+    QVERIFY(usages[0].value(QStringLiteral("contextWindow")).isNull());
+    QCOMPARE(usages[1].value(QStringLiteral("contextTokens")).toInteger(), 1520);
+    QCOMPARE(usages[2].value(QStringLiteral("contextWindow")).toInteger(), 200000);
+    QCOMPARE(usages[2].value(QStringLiteral("inputTokens")).toInteger(), 120);
+
+    // Figures that are not token counts are not known, not 0 or garbage.
+    QByteArray odd = out;
+    odd.replace("\"contextWindow\":200000", "\"contextWindow\":-5");
+    odd.replace("\"contextWindow\":100000", "\"contextWindow\":100000.5");
+    odd.replace("\"input_tokens\":100,", "\"input_tokens\":1.5,");
+    odd.replace("\"input_tokens\":20,", "\"input_tokens\":\"20\",");
+    const QJsonObject oddUsage
+        = feed(QStringLiteral("claude-code"), odd).result.value(QStringLiteral("usage")).toObject();
+    QVERIFY(oddUsage.value(QStringLiteral("contextTokens")).isNull());
+    QVERIFY(oddUsage.value(QStringLiteral("contextWindow")).isNull());
+
+    // The message Claude Code makes up for a failed call (all zeros) is no context of 0.
+    const QByteArray failed
+        = R"j({"type":"assistant","message":{"model":"<synthetic>","content":[{"text":"API Error: 400","type":"text"}],"usage":{"input_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"output_tokens":0}},"parent_tool_use_id":null,"session_id":"s-4"}
+{"type":"result","subtype":"success","is_error":true,"result":"API Error: 400","session_id":"s-4","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0},"modelUsage":{"claude-sonnet-4-5":{"inputTokens":0,"contextWindow":200000}}}
+)j";
+    const QJsonObject failedUsage = feed(QStringLiteral("claude-code"), failed)
+                                        .result.value(QStringLiteral("usage"))
+                                        .toObject();
+    QVERIFY(failedUsage.value(QStringLiteral("contextTokens")).isNull());
+}
+
 void tst_Adapters::codexFileChangeFailedFailsDespiteExitZero()
 {
     const QByteArray out = R"j({"type":"thread.started","thread_id":"th-1"}
@@ -144,6 +198,11 @@ void tst_Adapters::codexFileChangeFailedFailsDespiteExitZero()
              QStringLiteral("a file change failed: add /usr/x"));
     QCOMPARE(o.result.value(QStringLiteral("sessionId")).toString(), QStringLiteral("th-1"));
     QVERIFY(o.result.value(QStringLiteral("costUsd")).isNull());
+    // Codex does not say its context: not known, rather than 0.
+    const QJsonObject usage = o.result.value(QStringLiteral("usage")).toObject();
+    QVERIFY(usage.contains(QStringLiteral("contextTokens")));
+    QVERIFY(usage.value(QStringLiteral("contextTokens")).isNull());
+    QVERIFY(usage.value(QStringLiteral("contextWindow")).isNull());
     QCOMPARE(o.first(QStringLiteral("file_change")).value(QStringLiteral("status")).toString(),
              QStringLiteral("failed"));
 

@@ -116,6 +116,13 @@ void tst_AgentRun::runEmitsTypedEventsAndFinishes()
     QVERIFY(result.usage.costUsd.has_value());
     QVERIFY(result.usage.inputTokens > 0);
     QCOMPARE(run->usage().inputTokens, result.usage.inputTokens);
+    // The real CLI says its context: what the model read on the last call, and the window of
+    // the model it used (from its result's modelUsage).
+    QVERIFY(result.usage.contextTokens.has_value());
+    QVERIFY(*result.usage.contextTokens > 0);
+    QVERIFY(result.usage.contextWindow.has_value());
+    QVERIFY2(*result.usage.contextWindow > *result.usage.contextTokens,
+             qPrintable(QString::number(*result.usage.contextWindow)));
 }
 
 void tst_AgentRun::cancelKillsTheRun()

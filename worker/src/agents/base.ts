@@ -30,6 +30,9 @@ export interface AgentUsage {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   reasoningTokens: number;
+  /** The model's context on the run's latest call, and its window; null where the CLI does not say. */
+  contextTokens?: number | null;
+  contextWindow?: number | null;
 }
 
 /** The engine's answer to agents.run (4.7). */

@@ -76,6 +76,9 @@ export interface RunUsage {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   reasoningTokens: number;
+  /** The model's context on the run's latest call, and its window; null where the CLI does not say. */
+  contextTokens?: number | null;
+  contextWindow?: number | null;
 }
 
 export interface RunResult {
