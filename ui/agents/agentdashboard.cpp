@@ -3,6 +3,8 @@
 #include "agentdashboardmodel.h"
 #include "agentsessionview.h"
 
+#include "../common/uistyle.h"
+
 #include <client/agentsservice.h>
 #include <client/client.h>
 #include <client/rpcclient.h>
@@ -12,13 +14,56 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLocale>
+#include <QPainter>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
+#include <QStyledItemDelegate>
 #include <QTableView>
 #include <QTimer>
 #include <QVBoxLayout>
 
 namespace Sandbox::Ui {
+
+namespace {
+
+// The Context column: its percentage over a thin bar of the share in use (amber from 70 %, red
+// from 90 %); nothing where the share is not known.
+class ContextDelegate final : public QStyledItemDelegate
+{
+public:
+    using QStyledItemDelegate::QStyledItemDelegate;
+
+    void paint(QPainter *painter, const QStyleOptionViewItem &option,
+               const QModelIndex &index) const override
+    {
+        QStyledItemDelegate::paint(painter, option, index);
+        const QVariant share = index.data(AgentDashboardModel::ContextRole);
+        if (!share.isValid())
+            return;
+        const double f = qBound(0.0, share.toDouble(), 1.0);
+        const QRect track(option.rect.left() + 4, option.rect.bottom() - 3,
+                          qMax(0, option.rect.width() - 8), 3);
+        const QPalette &pal = option.palette;
+        painter->fillRect(track,
+                          Style::blend(pal.color(QPalette::Base), pal.color(QPalette::Text), 0.18));
+        QRect used = track;
+        used.setWidth(qMax(f > 0 ? 1 : 0, int(track.width() * f + 0.5)));
+        const Style::Tone tone = f >= 0.9   ? Style::Tone::Error
+                                 : f >= 0.7 ? Style::Tone::Warning
+                                            : Style::Tone::Info;
+        painter->fillRect(used, Style::color(tone, pal));
+    }
+
+    QSize sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const override
+    {
+        QSize s = QStyledItemDelegate::sizeHint(option, index);
+        if (index.data(AgentDashboardModel::ContextRole).isValid())
+            s.setWidth(qMax(s.width(), option.fontMetrics.horizontalAdvance(QLatin1Char('0')) * 8));
+        return s;
+    }
+};
+
+} // namespace
 
 AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     : QWidget(parent)
@@ -42,6 +87,7 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     m_table->setObjectName(QStringLiteral("agentTable"));
     m_table->setAlternatingRowColors(true);
     m_table->setWordWrap(false);
+    m_table->setItemDelegateForColumn(AgentDashboardModel::Context, new ContextDelegate(m_table));
     // Every column as wide as its contents; the state gets the rest, at least kStateWidth (a
     // narrow window scrolls sideways rather than cut the state short).
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
@@ -53,13 +99,18 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     const auto fitSoon = [this] { m_fitColumns->start(); };
     connect(m_proxy, &QAbstractItemModel::rowsInserted, this, fitSoon);
     connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, fitSoon);
-    connect(m_proxy, &QAbstractItemModel::layoutChanged, this, fitSoon);
-    connect(m_proxy, &QAbstractItemModel::dataChanged, this, fitSoon);
+    connect(m_proxy, &QAbstractItemModel::modelReset, this, fitSoon);
+    // Live changes only widen the columns they touch, from the changed cells alone (a re-sort
+    // moves rows, not widths): measuring every row per event is what made 50 streaming sessions
+    // slow.
+    connect(m_proxy, &QAbstractItemModel::dataChanged, this, &AgentDashboard::widenColumns);
     m_table->sortByColumn(AgentDashboardModel::LastActivity, Qt::DescendingOrder);
     // The network is in the sidebar and the session view; the columns go to the state.
     m_table->setColumnHidden(AgentDashboardModel::Network, true);
     m_summary->setObjectName(QStringLiteral("agentTotals"));
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // The totals wrap in a narrow window rather than run off its edge.
+    m_summary->setWordWrap(true);
     auto *refreshButton = new QPushButton(tr("Refresh"), this);
     auto *top = new QHBoxLayout;
     top->addWidget(m_summary, 1);
@@ -104,6 +155,28 @@ void AgentDashboard::fitColumns()
     }
     m_table->setColumnWidth(AgentDashboardModel::Status,
                             qMax(kStateWidth, m_table->viewport()->width() - others));
+}
+
+void AgentDashboard::widenColumns(const QModelIndex &topLeft, const QModelIndex &bottomRight)
+{
+    if (m_fitColumns->isActive())
+        return; // a full fit is due anyway
+    int grown = 0;
+    for (int c = topLeft.column(); c <= bottomRight.column(); ++c) {
+        if (c == AgentDashboardModel::Status || m_table->isColumnHidden(c))
+            continue;
+        int width = m_table->columnWidth(c);
+        for (int row = topLeft.row(); row <= bottomRight.row(); ++row)
+            width = qMax(width, m_table->sizeHintForIndex(m_proxy->index(row, c)).width());
+        if (width > m_table->columnWidth(c)) {
+            grown += width - m_table->columnWidth(c);
+            m_table->setColumnWidth(c, width);
+        }
+    }
+    if (grown > 0)
+        m_table->setColumnWidth(AgentDashboardModel::Status,
+                                qMax(kStateWidth,
+                                     m_table->columnWidth(AgentDashboardModel::Status) - grown));
 }
 
 bool AgentDashboard::eventFilter(QObject *watched, QEvent *event)

@@ -7,6 +7,7 @@
 #include <QWidget>
 
 class QLabel;
+class QModelIndex;
 class QSortFilterProxyModel;
 class QTableView;
 class QTimer;
@@ -58,6 +59,7 @@ protected:
 
 private:
     void fitColumns();
+    void widenColumns(const QModelIndex &topLeft, const QModelIndex &bottomRight);
     void fetchRuns(const QStringList &ids);
     void onStreamActivity(const QString &method, const QJsonObject &params);
     void summarize();

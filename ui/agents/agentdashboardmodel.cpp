@@ -16,9 +16,12 @@ AgentDashboardModel::AgentDashboardModel(QObject *parent)
     connect(&m_tick, &QTimer::timeout, this, [this] {
         for (int i = 0; i < m_rows.size(); ++i) {
             if (stateOf(m_rows[i]) == State::Running)
-                Q_EMIT dataChanged(index(i, Status), index(i, Status));
+                changed(i, 1u << Status);
         }
     });
+    m_flush.setSingleShot(true);
+    m_flush.setInterval(0);
+    connect(&m_flush, &QTimer::timeout, this, &AgentDashboardModel::flush);
 }
 
 int AgentDashboardModel::rowCount(const QModelIndex &parent) const
@@ -48,6 +51,8 @@ QVariant AgentDashboardModel::headerData(int section, Qt::Orientation orientatio
         return tr("Tokens in / out");
     case Cost:
         return tr("Cost");
+    case Context:
+        return tr("Context");
     case LastActivity:
         return tr("Last activity");
     case Runs:
@@ -118,6 +123,25 @@ AgentDashboardModel::State AgentDashboardModel::stateOf(const Row &r) const
     }
 }
 
+std::optional<qint64> AgentDashboardModel::contextTokens(const Row &r) const
+{
+    return r.last.usage.contextTokens;
+}
+
+std::optional<qint64> AgentDashboardModel::contextWindow(const Row &r) const
+{
+    if (r.last.usage.contextWindow)
+        return r.last.usage.contextWindow;
+    const auto it = m_windows.constFind(r.last.model());
+    return it == m_windows.cend() ? std::nullopt : std::optional<qint64>(*it);
+}
+
+void AgentDashboardModel::learnWindow(const AgentRunRecord &run)
+{
+    if (run.usage.contextWindow && *run.usage.contextWindow > 0)
+        m_windows.insert(run.model(), *run.usage.contextWindow);
+}
+
 AgentDashboardModel::State AgentDashboardModel::stateAt(int row) const
 {
     return row >= 0 && row < m_rows.size() ? stateOf(m_rows.at(row)) : State::Idle;
@@ -174,20 +198,15 @@ QVariant AgentDashboardModel::data(const QModelIndex &index, int role) const
         return r.info.id;
     if (role == StateRole)
         return QVariant::fromValue(stateOf(r));
-    qint64 in = 0, out = 0, failed = 0;
-    double cost = 0;
-    bool costKnown = false;
-    for (const RunSummary &s : r.runs) {
-        in += s.tokensIn;
-        out += s.tokensOut;
-        if (s.costUsd) {
-            cost += *s.costUsd;
-            costKnown = true;
-        }
-        if (s.status == AgentRunRecord::Status::Failed
-            || s.status == AgentRunRecord::Status::Interrupted)
-            ++failed;
-    }
+    // The context in use and the window, -1 where not known.
+    const qint64 used = contextTokens(r).value_or(-1);
+    const qint64 window = used >= 0 ? contextWindow(r).value_or(-1) : -1;
+    if (role == ContextRole)
+        return window > 0 ? QVariant(double(used) / double(window)) : QVariant();
+    const qint64 in = r.sums.tokensIn, out = r.sums.tokensOut;
+    const double cost = r.sums.costUsd;
+    const bool costKnown = r.sums.costKnown;
+    const int failed = r.sums.failed;
     QDateTime last = r.info.lastActiveAt;
     if (r.lastActivity.isValid() && (!last.isValid() || r.lastActivity > last))
         last = r.lastActivity;
@@ -196,13 +215,20 @@ QVariant AgentDashboardModel::data(const QModelIndex &index, int role) const
         case Status:
             return int(stateOf(r));
         case LastActivity:
-            return last;
+            // By the second: sessions streaming at once would otherwise trade places with
+            // every event (unreadable, and a re-sort and a full repaint each time).
+            return last.isValid() ? QDateTime::fromSecsSinceEpoch(last.toSecsSinceEpoch(), Qt::UTC)
+                                  : last;
         case Runs:
             return qsizetype(r.runs.size());
         case Tokens:
             return in + out;
         case Cost:
             return cost;
+        case Context: // the share; a count without its window after every share
+            return window > 0  ? double(used) / double(window)
+                   : used >= 0 ? 1e6 + double(used)
+                               : -1.0;
         default:
             return data(index, Qt::DisplayRole);
         }
@@ -219,6 +245,13 @@ QVariant AgentDashboardModel::data(const QModelIndex &index, int role) const
             const QString why = errorOf(r.last);
             return why.isEmpty() ? r.last.prompt.left(500) : why;
         }
+        if (index.column() == Context && used >= 0)
+            return window > 0
+                       ? tr("%1 of the model's %2 tokens of context in use (its latest call)")
+                             .arg(QLocale().toString(used), QLocale().toString(window))
+                       : tr("%1 tokens of context in use (its latest call); the model's "
+                            "window is not known")
+                             .arg(QLocale().toString(used));
         if (index.column() == Tokens && r.last.usage.cacheReadTokens > 0)
             return tr("Last run: %1 read from the prompt cache")
                 .arg(QLocale().toString(r.last.usage.cacheReadTokens));
@@ -254,6 +287,13 @@ QVariant AgentDashboardModel::data(const QModelIndex &index, int role) const
         return QStringLiteral("%1 / %2").arg(QLocale().toString(in), QLocale().toString(out));
     case Cost:
         return costKnown ? QStringLiteral("$%1").arg(cost, 0, 'f', 4) : QStringLiteral("—");
+    case Context:
+        if (used < 0)
+            return QString();
+        if (window <= 0)
+            return tr("%1 tokens").arg(QLocale().toString(used));
+        return QStringLiteral("%1%").arg(100.0 * double(used) / double(window), 0, 'f',
+                                         used * 10 < window ? 1 : 0);
     case LastActivity:
         if (!last.isValid())
             return QString();
@@ -286,13 +326,59 @@ bool AgentDashboardModel::hasHistory(const QString &id) const
     return row >= 0 && m_rows[row].historyLoaded;
 }
 
-void AgentDashboardModel::changed(int row)
+void AgentDashboardModel::sum(Row &r)
 {
-    Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
-    Q_EMIT totalsChanged();
+    Sums s;
+    for (const RunSummary &run : std::as_const(r.runs)) {
+        s.tokensIn += run.tokensIn;
+        s.tokensOut += run.tokensOut;
+        if (run.costUsd) {
+            s.costUsd += *run.costUsd;
+            s.costKnown = true;
+        }
+        if (run.status == AgentRunRecord::Status::Failed
+            || run.status == AgentRunRecord::Status::Interrupted)
+            ++s.failed;
+    }
+    r.sums = s;
+}
+
+void AgentDashboardModel::changed(int row, quint32 columns)
+{
+    m_rows[row].dirty |= columns;
+    if (columns != 1u << Status) // the tick moves no totals
+        m_totalsChanged = true;
+    if (!m_flush.isActive())
+        m_flush.start();
+}
+
+void AgentDashboardModel::flush()
+{
+    m_flush.stop();
+    int top = -1, bottom = -1;
+    quint32 columns = 0;
     bool running = false;
-    for (const Row &r : std::as_const(m_rows))
+    for (int i = 0; i < m_rows.size(); ++i) {
+        Row &r = m_rows[i];
         running = running || stateOf(r) == State::Running;
+        if (!r.dirty)
+            continue;
+        if (top < 0)
+            top = i;
+        bottom = i;
+        columns |= r.dirty;
+        r.dirty = 0;
+    }
+    if (top >= 0) {
+        int left = 0, right = ColumnCount - 1;
+        while (left < right && !(columns & (1u << left)))
+            ++left;
+        while (right > left && !(columns & (1u << right)))
+            --right;
+        Q_EMIT dataChanged(index(top, left), index(bottom, right));
+    }
+    if (std::exchange(m_totalsChanged, false))
+        Q_EMIT totalsChanged();
     if (running && !m_tick.isActive())
         m_tick.start();
     else if (!running)
@@ -366,6 +452,7 @@ void AgentDashboardModel::setRuns(const QString &id, const QList<AgentRunRecord>
         s.tokensIn = run.usage.inputTokens;
         s.tokensOut = run.usage.outputTokens;
         s.costUsd = run.usage.costUsd;
+        learnWindow(run);
         if (run.status == AgentRunRecord::Status::Running && !run.streamId.isEmpty())
             m_streamRow.insert(run.streamId, id);
         else if (!run.streamId.isEmpty())
@@ -422,6 +509,7 @@ void AgentDashboardModel::setRuns(const QString &id, const QList<AgentRunRecord>
         r.localRunning = false;
     r.historyLoaded = true;
     r.seenActiveAt = r.info.lastActiveAt;
+    sum(r);
     changed(row);
 }
 
@@ -432,7 +520,12 @@ bool AgentDashboardModel::streamEvent(const QString &streamId, const AgentEvent 
     if (row < 0)
         return false;
     Row &r = m_rows[row];
-    r.lastActivity = QDateTime::currentDateTimeUtc();
+    const QDateTime now = QDateTime::currentDateTimeUtc();
+    quint32 columns = 1u << Status;
+    // The last activity sorts by the second (see data()): within one the row stays where it is.
+    if (!r.lastActivity.isValid() || r.lastActivity.toSecsSinceEpoch() != now.toSecsSinceEpoch())
+        columns |= 1u << LastActivity;
+    r.lastActivity = now;
     switch (event.type) {
     case AgentEvent::Type::ToolCall:
     case AgentEvent::Type::ToolResult:
@@ -448,6 +541,9 @@ bool AgentDashboardModel::streamEvent(const QString &streamId, const AgentEvent 
             s.tokensIn = event.usage.inputTokens;
             s.tokensOut = event.usage.outputTokens;
             s.costUsd = event.usage.costUsd;
+            sum(r);
+            learnWindow(r.last);
+            columns |= 1u << Tokens | 1u << Cost | 1u << Context;
         }
         break;
     }
@@ -460,7 +556,7 @@ bool AgentDashboardModel::streamEvent(const QString &streamId, const AgentEvent 
         r.lastEvent = event.typeName;
         break;
     }
-    changed(row);
+    changed(row, columns);
     return true;
 }
 
@@ -505,6 +601,8 @@ void AgentDashboardModel::runFinished(const QString &id, const AgentRunResult &r
     s.tokensIn = result.usage.inputTokens;
     s.tokensOut = result.usage.outputTokens;
     s.costUsd = result.usage.costUsd;
+    sum(r);
+    learnWindow(run);
     r.last = run;
     const State state = result.needsInput.isNeeded() ? State::NeedsInput
                         : result.success             ? State::Done

@@ -14,7 +14,8 @@ namespace Sandbox::Ui {
 
 // Every agent sandbox of the connection, one row each: its session's state (idle, running a
 // prompt — with the elapsed time and the last event —, needs input, failed, done; with a coloured
-// mark), the model, tokens in and out, cost, last activity and runs. The numbers come from the engine's run history
+// mark), the model, tokens in and out, cost, the model's context in use (where the CLI reports it),
+// last activity and runs. The numbers come from the engine's run history
 // (setRuns(): `agents.runs`, so they survive restarts of the app and the engine) and, while a run
 // goes on, from its live `stream.event`s (streamEvent()). setSandboxes() merges a fresh
 // agents.list answer row by row.
@@ -30,12 +31,14 @@ public:
         Model,
         Tokens, // "in / out"; sorted by their sum
         Cost,
+        Context, // of the last run: "used / window" as a percentage, empty where not known
         LastActivity,
         Runs,
         Network,
         ColumnCount
     };
-    enum Role { IdRole = Qt::UserRole + 1, SortRole, StateRole };
+    // ContextRole: the share of the model's context window in use (0–1), invalid when not known.
+    enum Role { IdRole = Qt::UserRole + 1, SortRole, StateRole, ContextRole };
     // A session's state, as the State column says it.
     enum class State { Idle, Running, NeedsInput, Failed, Done, Cancelled };
     Q_ENUM(State)
@@ -83,6 +86,7 @@ public:
         double costTodayUsd = 0;
         qint64 tokensToday = 0;
     };
+    // Computed on demand (the dashboard asks once per flush, not per event).
     Totals totals() const;
     double totalCostUsd() const { return totals().costUsd; }
 
@@ -102,10 +106,21 @@ private:
         qint64 tokensOut = 0;
         std::optional<double> costUsd;
     };
+    // A row's runs added up (kept with the row: data() is asked for every cell and role on
+    // every repaint, the runs change once per event at most).
+    struct Sums
+    {
+        qint64 tokensIn = 0;
+        qint64 tokensOut = 0;
+        double costUsd = 0;
+        bool costKnown = false;
+        int failed = 0;
+    };
     struct Row
     {
         Sandbox::SandboxInfo info;
         QHash<QString, RunSummary> runs; // by runId
+        Sums sums;                       // of `runs`: see sum()
         Sandbox::AgentRunRecord last;    // the newest run
         bool historyLoaded = false;
         bool localRunning = false; // this app's session view runs a prompt
@@ -114,17 +129,32 @@ private:
         QString lastEvent;       // of the running prompt, e.g. "tool_call Write"
         QDateTime seenActiveAt;  // info.lastActiveAt when the history was last read
         QSet<QString> announced; // runs whose end was said (runEnded)
+        quint32 dirty = 0;       // columns changed since the last flush(), one bit each
     };
     State stateOf(const Row &r) const;
+    // The last run's context in use and its window (the window from an earlier run of the same
+    // model when this one has not said it yet); nullopt when not known.
+    std::optional<qint64> contextTokens(const Row &r) const;
+    std::optional<qint64> contextWindow(const Row &r) const;
+    void learnWindow(const Sandbox::AgentRunRecord &run);
     QString stateText(const Row &r) const;
     QString nameOf(const Row &r) const;
-    void changed(int row);
+    static void sum(Row &r);
+    // Row `row` changed in `columns` (bits of Column): said with the next flush().
+    void changed(int row, quint32 columns = ~0u);
+    // What changed since the last flush, said at once: one dataChanged over the changed rows and
+    // columns, one totalsChanged. Events come in bursts (50 sessions streaming); the view, the
+    // sorting proxy and the totals line follow once per pass of the event loop, not per event.
+    void flush();
     void announce(Row &r, const QString &runId, State state, const QString &detail);
 
     QList<Row> m_rows;
+    QTimer m_flush; // zero-interval, single-shot: flush()
+    bool m_totalsChanged = false;
     QHash<QString, QString> m_streamRow; // live stream id -> sandbox id
     QTimer m_tick;                       // the elapsed time of running prompts
     mutable QHash<int, QIcon> m_icons;   // by State
+    QHash<QString, qint64> m_windows;    // context window by model, as the runs said
 };
 
 } // namespace Sandbox::Ui

@@ -35,6 +35,7 @@
 #include <QTest>
 #include <QToolButton>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -122,6 +123,7 @@ private Q_SLOTS:
     void allowAndContinueRunsWithTheToolAllowed();
     void reopenedViewShowsPastRuns();
     void dashboardShowsTheSessions();
+    void commitThisTurnCommitsTheTurnsFiles();
     void fileModelLoadsLazily();
     void problemsInTheUsersTermsWithTheirFix();
     void problemWording_data();
@@ -131,6 +133,8 @@ private Q_SLOTS:
 
 private:
     QStringList titles() const;
+    // Runs `script` in the sandbox (sh -c); its exit code and output.
+    std::optional<ExecResult> exec(const QString &script, const QString &cwd = {});
 
     EngineProcess m_engine;
     MockModelServer m_mock;
@@ -459,6 +463,13 @@ void tst_AgentSessionView::dashboardShowsTheSessions()
     QTRY_COMPARE_WITH_TIMEOUT(cell(AgentDashboardModel::Runs).section(u' ', 0, 0).toInt(),
                               runsBefore + 1, 10000);
     QCOMPARE(cell(AgentDashboardModel::Model), QStringLiteral("claude-sonnet-4-5"));
+    // The context in use, as the real CLI reported it: a share of the model's window.
+    QTRY_VERIFY_WITH_TIMEOUT(cell(AgentDashboardModel::Context).endsWith(u'%'), 10000);
+    const double share = dashboard.model()
+                             ->index(row, AgentDashboardModel::Context)
+                             .data(AgentDashboardModel::ContextRole)
+                             .toDouble();
+    QVERIFY2(share > 0 && share < 1, qPrintable(QString::number(share)));
     QVERIFY2(cell(AgentDashboardModel::Cost).startsWith(u'$'),
              qPrintable(cell(AgentDashboardModel::Cost)));
     QVERIFY(dashboard.model()
@@ -491,6 +502,73 @@ void tst_AgentSessionView::dashboardShowsTheSessions()
     Q_EMIT dashboard.table()->activated(dashboard.table()->model()->index(0, 0));
     QCOMPARE(openRow.count(), 1);
     QCOMPARE(openRow.at(0).at(0).value<SandboxInfo>().id, m_sandbox.id);
+}
+
+std::optional<ExecResult> tst_AgentSessionView::exec(const QString &script, const QString &cwd)
+{
+    std::optional<Result<ExecResult>> r;
+    ExecOptions options;
+    options.cwd = cwd;
+    m_client->agents()
+        .exec(m_sandbox.id, Command(script), options, this,
+              [&r](Result<ExecResult> result) { r = std::move(result); })
+        .detach();
+    if (!QTest::qWaitFor([&r] { return r.has_value(); }, 60000))
+        return std::nullopt;
+    if (!r || !*r)
+        return std::nullopt;
+    return r->value();
+}
+
+void tst_AgentSessionView::commitThisTurnCommitsTheTurnsFiles()
+{
+    // The workspace (the run's working directory) as a git repository, with a first commit of
+    // what is there and a file the user changed by hand (not the turn's: it stays out of the
+    // commit).
+    const auto init = exec(
+        QStringLiteral("set -e; cd /workspace && git init -q -b trunk . && "
+                       "git config user.email dev@example.invalid && git config user.name Dev && "
+                       "echo mine > mine.txt && git add -A && git commit -qm base && "
+                       "echo edited by hand >> mine.txt"));
+    QVERIFY(init);
+    QVERIFY2(init->exitCode == 0, init->standardError.constData());
+
+    // A turn writes a new file in it.
+    QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
+    QVERIFY(m_view->send(
+        QStringLiteral("[[write:/workspace/turn.txt|written by the turn]] add turn.txt")));
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.at(0).at(1).value<AgentRunResult>().success,
+             qPrintable(finished.at(0).at(1).value<AgentRunResult>().error));
+
+    AgentChangesView *changes = m_view->changesView();
+    m_view->showChanges();
+    // (The view reads the runs again when the run ends: wait until the new one is shown.)
+    QTRY_VERIFY_WITH_TIMEOUT(changes->runPicker()->currentText().contains(
+                                 QLatin1String("/workspace/turn.txt"))
+                                 && changes->fileList()->count() == 1
+                                 && changes->commitButton()->isEnabled(),
+                             30000);
+    QVERIFY(changes->fileList()->item(0)->text().contains(QLatin1String("turn.txt")));
+    const auto git = changes->findChildren<QLabel *>();
+    QVERIFY(std::any_of(git.begin(), git.end(),
+                        [](QLabel *l) { return l->text().contains(QLatin1String("git: trunk")); }));
+
+    // The button commits the turn's file, with the prompt as its message, and nothing else.
+    QSignalSpy committed(changes, &AgentChangesView::committed);
+    QTest::mouseClick(changes->commitButton(), Qt::LeftButton);
+    QVERIFY(committed.wait(60000));
+    QVERIFY2(committed.at(0).at(0).toBool(), qPrintable(committed.at(0).at(1).toString()));
+    QVERIFY(changes->statusLabel()->text().startsWith(QLatin1String("Committed")));
+    const auto log = exec(
+        QStringLiteral("git log --format='%s|%an' --name-only -1; git log --oneline | wc -l"));
+    QVERIFY(log);
+    QCOMPARE(QString::fromUtf8(log->standardOutput).trimmed(),
+             QStringLiteral("[[write:/workspace/turn.txt|written by the turn]] add "
+                            "turn.txt|Dev\n\nturn.txt\n2"));
+    const auto status = exec(QStringLiteral("git status --porcelain"));
+    QVERIFY(status);
+    QCOMPARE(QString::fromUtf8(status->standardOutput), QStringLiteral(" M mine.txt\n"));
 }
 
 void tst_AgentSessionView::fileModelLoadsLazily()

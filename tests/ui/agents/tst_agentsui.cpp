@@ -370,6 +370,37 @@ void tst_AgentsUi::dashboardMergesAndCounts()
     QCOMPARE(cell("sb_b", AgentDashboardModel::Tokens),
              QLocale().toString(1200) + QStringLiteral(" / ") + QLocale().toString(47));
     QCOMPARE(model.totals().running, 1);
+    // The context in use: empty (not 0) until the CLI says it; a count alone without the window;
+    // then the share.
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Context), QString());
+    QVERIFY(!model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Context)
+                 .data(AgentDashboardModel::ContextRole)
+                 .isValid());
+    QVERIFY(model.streamEvent(QStringLiteral("st_r3"),
+                              ev({{QStringLiteral("type"), QStringLiteral("usage")},
+                                  {QStringLiteral("inputTokens"), 1000},
+                                  {QStringLiteral("outputTokens"), 7},
+                                  {QStringLiteral("costUsd"), 1.0},
+                                  {QStringLiteral("contextTokens"), 30000},
+                                  {QStringLiteral("contextWindow"), QJsonValue()}})));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Context),
+             QLocale().toString(30000) + QStringLiteral(" tokens"));
+    QVERIFY(model.streamEvent(QStringLiteral("st_r3"),
+                              ev({{QStringLiteral("type"), QStringLiteral("usage")},
+                                  {QStringLiteral("inputTokens"), 1000},
+                                  {QStringLiteral("outputTokens"), 7},
+                                  {QStringLiteral("costUsd"), 1.0},
+                                  {QStringLiteral("contextTokens"), 50000},
+                                  {QStringLiteral("contextWindow"), 200000}})));
+    QCOMPARE(cell("sb_b", AgentDashboardModel::Context), QStringLiteral("25%"));
+    QCOMPARE(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Context)
+                 .data(AgentDashboardModel::ContextRole)
+                 .toDouble(),
+             0.25);
+    QVERIFY(model.index(model.rowOf(QStringLiteral("sb_b")), AgentDashboardModel::Context)
+                .data(Qt::ToolTipRole)
+                .toString()
+                .contains(QLocale().toString(200000)));
     QCOMPARE(ended.count(), 0);
 
     // It ends waiting for the user: said once, however often the history is read again.

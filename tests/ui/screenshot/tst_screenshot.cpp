@@ -49,6 +49,7 @@
 #include <QGuiApplication>
 #include <QHeaderView>
 #include <QImage>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPointer>
 #include <QScreen>
@@ -82,8 +83,9 @@ QRect rectIn(QWidget *window, QWidget *w)
     return QRect(w->mapTo(window, QPoint(0, 0)), w->size());
 }
 
-// Widgets a user must be able to reach: shown, yet clipped by their parents or the window.
-QStringList unreachable(QWidget *window)
+// Widgets a user must be able to reach: shown, yet clipped by their parents or the window (the
+// ones inside `within` when given).
+QStringList unreachable(QWidget *window, QWidget *within = nullptr)
 {
     QStringList out;
     const QRect inside = window->rect();
@@ -108,15 +110,44 @@ QStringList unreachable(QWidget *window)
                        .arg(r.height());
         }
     };
-    for (QAbstractButton *b : window->findChildren<QAbstractButton *>()) {
+    QWidget *root = within ? within : window;
+    for (QAbstractButton *b : root->findChildren<QAbstractButton *>()) {
         // Tab bars' scroll arrows and close buttons come and go with the room.
         if (qobject_cast<QTabBar *>(b->parentWidget()))
             continue;
         check(b);
     }
-    for (QLineEdit *e : window->findChildren<QLineEdit *>())
+    for (QLineEdit *e : root->findChildren<QLineEdit *>())
         check(e);
     return out;
+}
+
+// A label whose text does not fit in it (cut at its edge or at the window's): empty when all of
+// it shows.
+QString cutOff(QWidget *window, QLabel *label)
+{
+    const QRect r(label->mapTo(window, QPoint(0, 0)), label->size());
+    const QRect room = label->contentsRect();
+    const int flags = int(label->alignment()) | (label->wordWrap() ? int(Qt::TextWordWrap) : 0);
+    const QRect needed = label->fontMetrics().boundingRect(QRect(0, 0, room.width(), 1 << 20),
+                                                           flags, label->text());
+    const QRect visible = label->visibleRegion().boundingRect();
+    if (window->rect().contains(r) && visible.size() == label->size()
+        && needed.width() <= room.width() && needed.height() <= room.height())
+        return {};
+    return QStringLiteral(
+               "\"%1\" needs %2x%3, has %4x%5 at %6,%7 (%8x%9 visible) in a %10x%11 window")
+        .arg(label->text())
+        .arg(needed.width())
+        .arg(needed.height())
+        .arg(room.width())
+        .arg(room.height())
+        .arg(r.x())
+        .arg(r.y())
+        .arg(visible.width())
+        .arg(visible.height())
+        .arg(window->width())
+        .arg(window->height());
 }
 
 // Pixels of a saturated red (Fusion's tab close box) in a rectangle.
@@ -443,12 +474,15 @@ private Q_SLOTS:
     }
 
     // The agent dashboard as a main view (View ▸ Agent Dashboard) with real runs: one done, one
-    // failed, one running; light and dark at 1024x700 and 1600x1000:
+    // failed, one running; light and dark at 720x520, 1024x700 and 1600x1000 (the totals line
+    // and the Refresh button whole at every size):
     // build/artefacts/dashboard-{light,dark}-WxH.png.
     void agentDashboard_data()
     {
         QTest::addColumn<bool>("dark");
         QTest::addColumn<QSize>("size");
+        QTest::newRow("light 720x520") << false << QSize(720, 520);
+        QTest::newRow("dark 720x520") << true << QSize(720, 520);
         QTest::newRow("light 1024x700") << false << QSize(1024, 700);
         QTest::newRow("dark 1024x700") << true << QSize(1024, 700);
         QTest::newRow("light 1600x1000") << false << QSize(1600, 1000);
@@ -555,6 +589,14 @@ private Q_SLOTS:
                               .arg(size.width())
                               .arg(size.height())));
         QVERIFY(colours(shot, rectIn(&window, dashboard->table())) > 4);
+        auto *totals = dashboard->findChild<QLabel *>(QStringLiteral("agentTotals"));
+        QVERIFY(totals);
+        QVERIFY(totals->text().contains(QLatin1String("cost $")));
+        QCOMPARE(window.size(), size);
+        const QString cut = cutOff(&window, totals);
+        QVERIFY2(cut.isEmpty(), qPrintable(cut));
+        const QStringList hidden = unreachable(&window, dashboard);
+        QVERIFY2(hidden.isEmpty(), qPrintable(hidden.join(QStringLiteral("; "))));
     }
 
     void cleanupTestCase()
