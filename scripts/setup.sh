@@ -61,15 +61,12 @@ if [ ! -f "$build_dir/build.ninja" ]; then
 fi
 # The coding-agent CLIs, at pinned versions, from the npm registry into the build tree (never
 # globally): sandboxd mounts BUILD/agents/<type> read-only at /opt/agent in each agent sandbox
-# (--agents-dir). Reinstalled only when a pin changes. SANDBOX_SKIP_AGENT_CLIS=1 skips them.
-AGENT_CLIS=(
-  "claude-code @anthropic-ai/claude-code 2.1.332"
-  "codex @openai/codex 0.171.0"
-  "opencode opencode-ai 1.18.33"
-)
+# (--agents-dir). The pins are engine/agents/agent-clis.txt, the list the engine installs from on
+# demand too (agents.installCli). Reinstalled only when a pin changes. SANDBOX_SKIP_AGENT_CLIS=1
+# skips them.
 if [ "${SANDBOX_SKIP_AGENT_CLIS:-}" != "1" ]; then
-  for entry in "${AGENT_CLIS[@]}"; do
-    read -r type pkg version <<<"$entry"
+  while read -r type pkg version _; do
+    case "$type" in '' | '#'*) continue ;; esac
     dir="$build_dir/agents/$type"
     if [ "$(cat "$dir/.installed" 2>/dev/null)" != "$pkg@$version" ]; then
       echo "setup: installing $pkg@$version into $dir"
@@ -79,7 +76,7 @@ if [ "${SANDBOX_SKIP_AGENT_CLIS:-}" != "1" ]; then
       chmod -R a+rX "$dir"
       echo "$pkg@$version" >"$dir/.installed"
     fi
-  done
+  done <"$here/engine/agents/agent-clis.txt"
 fi
 
 echo "setup: building in $build_dir"

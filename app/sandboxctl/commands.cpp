@@ -186,6 +186,78 @@ void Commands::call(const QString &method, const QJsonObject &params)
     });
 }
 
+void Commands::clis()
+{
+    m_call = m_client->agents().clis(this, [this](Result<QList<AgentCliInfo>> r) {
+        if (!r)
+            return fail(r.error());
+        if (m_options.json) {
+            QJsonArray out;
+            for (const AgentCliInfo &c : r.value())
+                out.append(QJsonObject{{QStringLiteral("type"), c.type},
+                                       {QStringLiteral("name"), c.name},
+                                       {QStringLiteral("version"), c.version},
+                                       {QStringLiteral("installed"), c.installed},
+                                       {QStringLiteral("dir"), c.dir}});
+            printJson(out);
+            Q_EMIT done(0);
+            return;
+        }
+        for (const AgentCliInfo &c : r.value())
+            printLine(QStringLiteral("%1 %2 %3")
+                          .arg(c.type, -12)
+                          .arg(c.version, -10)
+                          .arg(c.installed ? QStringLiteral("installed in ") + c.dir
+                               : c.installing
+                                   ? QStringLiteral("installing")
+                                   : QStringLiteral("not installed (sandboxctl agents install-cli "
+                                                    "%1; ~%2 MB from npm)")
+                                         .arg(c.type)
+                                         .arg(c.downloadBytes / 1000000)));
+        Q_EMIT done(0);
+    });
+}
+
+void Commands::installCli(const QString &type)
+{
+    ExecStream *stream = m_client->agents().installCli(type, this);
+    if (!stream)
+        return fail(Error{ErrorCode::NotImplemented,
+                          QStringLiteral("installing a CLI needs the WebSocket API"),
+                          {}});
+    auto lastMb = std::make_shared<qint64>(-1);
+    connect(stream, &ExecStream::event, this, [lastMb](const QJsonObject &e) {
+        if (e.value(QStringLiteral("type")).toString() != QLatin1String("progress"))
+            return;
+        const qint64 mb = qint64(e.value(QStringLiteral("downloadedBytes")).toDouble() / 1e6);
+        const qint64 of = qint64(e.value(QStringLiteral("expectedBytes")).toDouble() / 1e6);
+        if (mb == *lastMb
+            && e.value(QStringLiteral("phase")).toString() != QLatin1String("finishing"))
+            return;
+        *lastMb = mb;
+        writeAll(stderr, (e.value(QStringLiteral("phase")).toString() == QLatin1String("finishing")
+                              ? QStringLiteral("downloaded %1 MB; putting it in place\n").arg(mb)
+                              : QStringLiteral("downloading %1 / ~%2 MB\n").arg(mb).arg(of))
+                             .toUtf8());
+    });
+    connect(stream, &ExecStream::failed, this, &Commands::fail);
+    connect(stream, &ExecStream::ended, this, [this](const QJsonValue &result) {
+        const QJsonObject o = result.toObject();
+        if (m_options.json) {
+            printJson(o);
+        } else {
+            printLine(QStringLiteral("%1 %2 %3 %4")
+                          .arg(o.value(QStringLiteral("name")).toString(),
+                               o.value(QStringLiteral("version")).toString(),
+                               o.value(QStringLiteral("alreadyInstalled")).toBool()
+                                   ? QStringLiteral("was already installed in")
+                                   : QStringLiteral("installed in"),
+                               o.value(QStringLiteral("dir")).toString()));
+        }
+        Q_EMIT done(0);
+    });
+}
+
 void Commands::exec(const QString &id, const QStringList &command, const ExecOptions &options)
 {
     const Command cmd = command.size() == 1 ? Command(command.first()) : Command(command);
@@ -693,6 +765,18 @@ bool Commands::run(const QStringList &args, QString *usageError)
         } else {
             *usageError = QStringLiteral(
                 "usage: sandboxctl keys list | keys create NAME [--admin] | keys revoke KEY_ID");
+            return false;
+        }
+        return true;
+    }
+    if (cmd == QLatin1String("agents")) {
+        const QString sub = a.value(1, QStringLiteral("clis"));
+        if (sub == QLatin1String("clis") && a.size() <= 2) {
+            clis();
+        } else if (sub == QLatin1String("install-cli") && a.size() == 3) {
+            installCli(a.at(2));
+        } else {
+            *usageError = QStringLiteral("usage: sandboxctl agents clis | agents install-cli TYPE");
             return false;
         }
         return true;

@@ -32,6 +32,8 @@ private:
     void printJson(const QJsonValue &value);
     void printSandboxes(const QList<Sandbox::SandboxInfo> &list);
     void call(const QString &method, const QJsonObject &params);
+    void clis();
+    void installCli(const QString &type);
     void exec(const QString &id, const QStringList &command, const Sandbox::ExecOptions &options);
     void transcript(const QString &id, const QString &runId, qint64 after);
     void query(const QString &id, const QString &sql, const QJsonArray &params, int pageSize);

@@ -52,6 +52,9 @@ Commands:
   query ID SQL [--param V]... [--page-size N]
                                   a statement's rows as tab-separated lines, every page of them
   execute ID SQL [--param V]...   statements without rows; prints the command and rows affected
+  agents clis                     the agent CLIs the engine runs, and whether each is installed
+  agents install-cli TYPE         installs TYPE's CLI (pinned version, from npm) on the engine,
+                                  with its progress (needs an admin key)
   keys list | keys create NAME [--admin] | keys revoke KEY_ID
                                   (managing keys needs an admin key)
 

@@ -158,4 +158,22 @@ AgentRun *AgentsService::runConversation(const QString &id, const QStringList &p
     return new AgentRun(rpc, method("runConversation"), params, parent);
 }
 
+RpcCall AgentsService::clis(QObject *context, Callback<QList<AgentCliInfo>> callback)
+{
+    return callFor(
+        "clis", {}, context,
+        Internal::typedCallback<QList<AgentCliInfo>>(std::move(callback), [](const QJsonValue &v) {
+            return listFromJson<AgentCliInfo>(v, QStringLiteral("clis"));
+        }));
+}
+
+ExecStream *AgentsService::installCli(const QString &type, QObject *parent)
+{
+    RpcClient *rpc = m_caller->streamClient();
+    if (!rpc)
+        return nullptr;
+    return rpc->startStream(method("installCli"), {{QStringLiteral("type"), type}}, parent,
+                            ExecStream::ResultKind::Raw);
+}
+
 } // namespace Sandbox

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "agentrun.h"
+#include "execstream.h"
 #include "sandboxmethods.h"
 
 namespace Sandbox {
@@ -39,6 +40,13 @@ public:
     // `agents.revertFile`: `path` back as it was before the run; answers "restored" or "deleted".
     RpcCall revertFile(const QString &id, const QString &runId, const QString &path,
                        QObject *context, Callback<QString> callback);
+    // `agents.clis`: the agent CLIs this backend runs and whether each is installed (4.7.3).
+    RpcCall clis(QObject *context, Callback<QList<AgentCliInfo>> callback);
+    // `agents.installCli`: installs the type's CLI at its pinned version, its progress as stream
+    // events ({type:"progress", downloadedBytes, expectedBytes, installedBytes} and
+    // {type:"log", line}), the answer as ended(). Returns nullptr when the caller cannot stream
+    // (REST). Owned by `parent`; cancel() stops npm.
+    ExecStream *installCli(const QString &type, QObject *parent);
     // `agents.runConversation`: the prompts in order, in one conversation and one stream.
     AgentRun *runConversation(const QString &id, const QStringList &prompts,
                               const AgentRunOptions &options, QObject *parent);

@@ -164,6 +164,26 @@ Result<AgentRunResult> AgentRunResult::fromJson(const QJsonValue &value)
     return r;
 }
 
+Result<AgentCliInfo> AgentCliInfo::fromJson(const QJsonValue &value)
+{
+    Internal::JsonReader r(value, QStringLiteral("agent CLI"));
+    AgentCliInfo cli;
+    cli.type = r.string(QStringLiteral("type"));
+    cli.name = r.optionalString(QStringLiteral("name"));
+    if (cli.name.isEmpty())
+        cli.name = cli.type;
+    cli.package = r.optionalString(QStringLiteral("package"));
+    cli.version = r.optionalString(QStringLiteral("version"));
+    cli.downloadBytes = r.optionalInteger(QStringLiteral("downloadBytes"));
+    cli.installed = r.optionalBoolean(QStringLiteral("installed"));
+    cli.installing = r.optionalBoolean(QStringLiteral("installing"));
+    cli.canInstall = r.optionalBoolean(QStringLiteral("canInstall"));
+    cli.dir = r.optionalString(QStringLiteral("dir"));
+    if (!r.ok())
+        return r.error();
+    return cli;
+}
+
 Result<AgentRunRecord> AgentRunRecord::fromJson(const QJsonValue &value)
 {
     Internal::JsonReader r(value, QStringLiteral("agent run"));

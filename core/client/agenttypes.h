@@ -107,6 +107,22 @@ struct AgentRunResult
     static Result<AgentRunResult> fromJson(const QJsonValue &value);
 };
 
+// An agent CLI the engine can run, and whether it has it (docs/protocol.md 4.7.3, `agents.clis`).
+struct AgentCliInfo
+{
+    QString type;    // "claude-code"
+    QString name;    // "Claude Code"
+    QString package; // "@anthropic-ai/claude-code"
+    QString version;
+    qint64 downloadBytes = 0; // what installing it fetches, about
+    bool installed = false;
+    bool installing = false;
+    bool canInstall = false; // agents.installCli would install it (false: the backend ships it)
+    QString dir;
+
+    static Result<AgentCliInfo> fromJson(const QJsonValue &value);
+};
+
 // One run of a sandbox as the engine keeps it (docs/protocol.md 4.7.1, `agents.runs`).
 struct AgentRunRecord
 {

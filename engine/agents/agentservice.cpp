@@ -1,6 +1,8 @@
 #include "agentservice.h"
 
+#include "agentcliinstaller.h"
 #include "api/params.h"
+#include "doctor/agentclis.h"
 #include "runtime/fsuidguard.h"
 #include "runtime/hostfs.h"
 #include "runtime/offloop.h"
@@ -45,11 +47,6 @@ constexpr int kMaxConversationTurns = 100;
 constexpr int kDefaultRunsListed = 100;
 constexpr int kDefaultEventsListed = 1000;
 constexpr int kMaxEventsListed = 10000;
-
-QString cliName(const QString &type)
-{
-    return type == QLatin1String("claude-code") ? QStringLiteral("claude") : type;
-}
 
 QStringList stringList(Params &p, const QString &name)
 {
@@ -169,13 +166,31 @@ struct AgentService::Job
 };
 
 AgentService::AgentService(SandboxManager *sandboxes, StreamHub *streams, Methods *methods,
-                           QString agentsDir, QObject *parent)
+                           QStringList agentsDirs, QObject *parent)
     : QObject(parent)
     , m_sandboxes(sandboxes)
     , m_streams(streams)
     , m_methods(methods)
-    , m_agentsDir(std::move(agentsDir))
+    , m_agentsDirs(std::move(agentsDirs))
 {
+    {
+        const EngineConfig &config = m_sandboxes->config();
+        AgentCliInstaller::Config c;
+        c.installDir = AgentClis::installDir(config.dataDir);
+        // As root npm runs as a uid of its own, just below the sandboxes' (docs/protocol.md 4.7.3).
+        c.dropPrivileges = config.dropPrivileges;
+        c.uid = config.dropPrivileges ? config.uidBase - 1 : ::getuid();
+        c.gid = config.dropPrivileges ? gid_t(c.uid) : ::getgid();
+        m_installer = new AgentCliInstaller(c, this);
+    }
+    m_methods->add(QStringLiteral("agents.installCli"),
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+                       installCli(p, c, r);
+                   });
+    m_methods->add(QStringLiteral("agents.clis"),
+                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
+                       listClis(p, c, r);
+                   });
     if (auto store = RunStore::open(m_sandboxes->config().dataDir + QStringLiteral("/runs.db")))
         m_runs = std::move(store).value();
     else
@@ -223,33 +238,28 @@ AgentService::~AgentService()
     }
 }
 
-QString AgentService::defaultAgentsDir(const QString &applicationDir)
+QString AgentService::cliDir(const QString &type) const
 {
-    const QStringList candidates{applicationDir + QStringLiteral("/../agents"),
-                                 applicationDir + QStringLiteral("/../lib/sandbox-desktop/agents")};
-    for (const QString &c : candidates) {
-        if (QFileInfo(c).isDir())
-            return QDir::cleanPath(c);
-    }
-    return QDir::cleanPath(candidates.first());
-}
-
-QString AgentService::cliExecutable(const QString &type) const
-{
-    return m_agentsDir + u'/' + type + QStringLiteral("/node_modules/.bin/") + cliName(type);
+    const auto pin = AgentClis::pin(type);
+    return pin ? AgentClis::find(m_agentsDirs, *pin) : QString();
 }
 
 void AgentService::installHooks()
 {
     for (const QString &type : AgentAdapter::types()) {
         SandboxTypeHooks hooks;
-        hooks.prepare = [this, type](SandboxSpec &spec, const SandboxRecord &) {
-            const QString cliDir = m_agentsDir + u'/' + type;
-            if (QFileInfo(cliDir).isDir())
-                spec.extraMounts.append({cliDir, QLatin1String(AgentAdapter::CliDir), false});
-            else
-                qCWarning(lcAgents) << "the" << type << "CLI is not installed in" << cliDir
-                                    << "(run scripts/setup.sh)";
+        hooks.prepare = [this, type](SandboxSpec &spec, const SandboxRecord &record) {
+            const QString dir = cliDir(type);
+            if (!dir.isEmpty())
+                spec.extraMounts.append({dir, QLatin1String(AgentAdapter::CliDir), false});
+            // A sandbox started before its CLI was installed has none until it starts again.
+            if (!dir.isEmpty())
+                m_startedWithoutCli.remove(record.id);
+            else if (!record.id.isEmpty())
+                m_startedWithoutCli.insert(record.id);
+            if (dir.isEmpty())
+                qCInfo(lcAgents) << "the" << type << "CLI is not installed yet in any of"
+                                 << m_agentsDirs << "(agents.installCli installs it)";
             // The agent's home (sessions, its own config) persists with the sandbox, outside
             // /workspace so that it does not clutter the user's files, on the sandbox's disk
             // (WorkspaceVolume makes it).
@@ -262,6 +272,7 @@ void AgentService::installHooks()
         hooks.removed = [this](const SandboxRecord &record) {
             if (const auto job = m_jobs.value(record.id))
                 job->cancel(QStringLiteral("the sandbox was deleted"));
+            m_startedWithoutCli.remove(record.id);
             if (m_runs)
                 m_runs->removeSandbox(record.id);
         };
@@ -284,13 +295,24 @@ Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString 
                          "sandbox %1 is already running a prompt; wait for it or stop it first")
                          .arg(id),
                      QJsonObject{{QStringLiteral("id"), id}}};
-    const QString exe = cliExecutable(record->type);
-    if (!QFileInfo::exists(exe))
+    if (cliDir(record->type).isEmpty()) {
+        const auto pin = AgentClis::pin(record->type);
         return Error{ErrorCode::SandboxError,
-                     QStringLiteral(
-                         "the %1 CLI is not installed (%2 is missing); run scripts/setup.sh")
-                         .arg(record->type, exe),
-                     {}};
+                     QStringLiteral("%1 is not installed on this engine yet: install it with "
+                                    "agents.installCli (sandboxctl agents install-cli %2)")
+                         .arg(pin ? pin->name : record->type, record->type),
+                     QJsonObject{{QStringLiteral("reason"), QStringLiteral("cliMissing")},
+                                 {QStringLiteral("type"), record->type}}};
+    }
+    if (m_startedWithoutCli.contains(id) && record->status == QLatin1String("running")) {
+        const auto pin = AgentClis::pin(record->type);
+        return Error{ErrorCode::SandboxError,
+                     QStringLiteral("sandbox %1 started before %2 was installed: restart it "
+                                    "(agents.stop, then agents.start) to give it the CLI")
+                         .arg(id, pin ? pin->name : record->type),
+                     QJsonObject{{QStringLiteral("reason"), QStringLiteral("restartForCli")},
+                                 {QStringLiteral("type"), record->type}}};
+    }
     auto job = std::make_shared<Job>();
     job->sandboxId = id;
     job->keyId = ctx.keyId;
@@ -1026,6 +1048,97 @@ void AgentService::setNetwork(SandboxNetwork *network)
                 if (!job->streamId.isEmpty())
                     m_streams->event(job->streamId, clean);
             });
+}
+
+} // namespace Sandbox::Engine
+
+namespace Sandbox::Engine {
+
+void AgentService::listClis(const QJsonObject &, const CallContext &, const Methods::Reply &reply)
+{
+    QJsonArray clis;
+    for (const AgentCliPin &pin : AgentClis::pins()) {
+        const QString dir = AgentClis::find(m_agentsDirs, pin);
+        clis.append(QJsonObject{{QStringLiteral("type"), pin.type},
+                                {QStringLiteral("name"), pin.name},
+                                {QStringLiteral("package"), pin.package},
+                                {QStringLiteral("version"), pin.version},
+                                {QStringLiteral("downloadBytes"), double(pin.downloadMb) * 1e6},
+                                {QStringLiteral("installed"), !dir.isEmpty()},
+                                {QStringLiteral("installing"), m_installer->isInstalling(pin.type)},
+                                {QStringLiteral("dir"), dir.isEmpty() ? QJsonValue() : dir},
+                                {QStringLiteral("canInstall"), true}});
+    }
+    reply(QJsonValue(QJsonObject{{QStringLiteral("clis"), clis}}));
+}
+
+void AgentService::installCli(const QJsonObject &params, const CallContext &ctx,
+                              const Methods::Reply &reply)
+{
+    constexpr qint64 kDefaultInstallTimeoutMs = 900000;
+    Params p(params);
+    QStringList types;
+    for (const AgentCliPin &pin : AgentClis::pins())
+        types.append(pin.type);
+    const QString type = p.requiredString(QStringLiteral("type"));
+    if (!p.failed() && !types.contains(type))
+        p.fail(QStringLiteral("type"),
+               QStringLiteral("must be one of %1").arg(types.join(QStringLiteral(", "))));
+    Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
+    const qint64 timeoutMs = o.optionalInteger(QStringLiteral("timeout"), kDefaultInstallTimeoutMs,
+                                               1000, kMaxTimeoutMs);
+    p.merge(o);
+    if (p.failed())
+        return reply(p.error());
+    if (!m_methods->isAdmin(ctx.keyId))
+        return reply(Error{ErrorCode::Unauthorized,
+                           QStringLiteral("only an admin key can install agent CLIs on the engine"),
+                           {}});
+    const AgentCliPin pin = *AgentClis::pin(type);
+    if (const QString dir = cliDir(type); !dir.isEmpty())
+        return reply(QJsonValue(QJsonObject{{QStringLiteral("type"), pin.type},
+                                            {QStringLiteral("name"), pin.name},
+                                            {QStringLiteral("package"), pin.package},
+                                            {QStringLiteral("version"), pin.version},
+                                            {QStringLiteral("dir"), dir},
+                                            {QStringLiteral("alreadyInstalled"), true},
+                                            {QStringLiteral("streamId"), QJsonValue()}}));
+    // Progress goes out as stream events over /rpc (docs/protocol.md 2.3); REST waits.
+    QString streamId;
+    auto handle = std::make_shared<quint64>(0);
+    QPointer<AgentService> self(this);
+    if (ctx.notify) {
+        streamId = m_streams->open(ctx.keyId, ctx.requestId, ctx.notify, [self, handle] {
+            if (self && *handle)
+                self->m_installer->cancel(*handle);
+        });
+        m_streams->setSinkOwner(streamId, ctx.connection);
+    }
+    *ctx.onCancel = [self, handle] {
+        if (self && *handle)
+            self->m_installer->cancel(*handle);
+    };
+    *handle = m_installer->install(
+        pin, timeoutMs,
+        [self, streamId](const QJsonObject &event) {
+            if (self && !streamId.isEmpty())
+                self->m_streams->event(streamId, event);
+        },
+        [self, streamId, reply](Result<QJsonObject> r) {
+            if (!self)
+                return;
+            if (!r) {
+                if (!streamId.isEmpty())
+                    self->m_streams->end(streamId, {{QStringLiteral("error"), r.error().toJson()}});
+                return reply(r.error());
+            }
+            QJsonObject answer = r.value();
+            answer.insert(QStringLiteral("streamId"),
+                          streamId.isEmpty() ? QJsonValue() : QJsonValue(streamId));
+            if (!streamId.isEmpty())
+                self->m_streams->end(streamId, {{QStringLiteral("result"), answer}});
+            reply(QJsonValue(answer));
+        });
 }
 
 } // namespace Sandbox::Engine

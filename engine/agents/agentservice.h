@@ -6,12 +6,15 @@
 
 #include <QHash>
 #include <QObject>
+#include <QSet>
 #include <QString>
+#include <QStringList>
 
 #include <memory>
 
 namespace Sandbox::Engine {
 
+class AgentCliInstaller;
 class RunStore;
 class SandboxManager;
 class SandboxNetwork;
@@ -30,15 +33,14 @@ class AgentService final : public QObject
     Q_OBJECT
 
 public:
-    // `agentsDir` holds one directory per type (`claude-code/node_modules/.bin/claude`, ...), as
-    // scripts/setup.sh installs them.
-    AgentService(SandboxManager *sandboxes, StreamHub *streams, Methods *methods, QString agentsDir,
-                 QObject *parent = nullptr);
+    // `agentsDirs` (AgentClis::searchDirs) hold one directory per type
+    // (`claude-code/node_modules/.bin/claude`, ...), searched in order; agents.installCli installs
+    // into DATA_DIR/agents (which should be one of them).
+    AgentService(SandboxManager *sandboxes, StreamHub *streams, Methods *methods,
+                 QStringList agentsDirs, QObject *parent = nullptr);
     ~AgentService() override;
 
-    // Next to the binary: BIN/../agents (the build tree), then BIN/../lib/sandbox-desktop/agents.
-    static QString defaultAgentsDir(const QString &applicationDir);
-    const QString &agentsDir() const { return m_agentsDir; }
+    const QStringList &agentsDirs() const { return m_agentsDirs; }
 
     // The sandboxes' network: the model gateway takes a run's keys and endpoint, and a run's
     // stream carries its sandbox's network denials.
@@ -90,13 +92,18 @@ private:
     // Picks the conversation (and its working directory) a run continues.
     void resumeSession(const QString &id, AgentRunOptions &options, bool newSession,
                        bool cwdGiven) const;
-    QString cliExecutable(const QString &type) const;
+    // DIR/TYPE of the type's CLI at its pinned version; empty when it is not installed.
+    QString cliDir(const QString &type) const;
+    void installCli(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
+    void listClis(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
 
     SandboxManager *m_sandboxes;         // not owned
     StreamHub *m_streams;                // not owned
     Methods *m_methods;                  // not owned
     SandboxNetwork *m_network = nullptr; // not owned
-    QString m_agentsDir;
+    QStringList m_agentsDirs;
+    AgentCliInstaller *m_installer;    // owned (child)
+    QSet<QString> m_startedWithoutCli; // sandbox ids whose running start had no CLI to mount
     QHash<QString, std::shared_ptr<Job>> m_jobs; // by sandbox id
     std::unique_ptr<RunStore> m_runs;
 };

@@ -261,6 +261,11 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
         });
 }
 
+bool Methods::isAdmin(const QString &keyId) const
+{
+    return m_keys->isAdmin(keyId);
+}
+
 void Methods::add(const QString &name, Handler handler)
 {
     m_handlers.insert(name, std::move(handler));

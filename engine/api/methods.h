@@ -53,6 +53,8 @@ public:
         = std::function<void(const QJsonObject &params, const CallContext &, const Reply &)>;
 
     bool has(const QString &method) const { return m_handlers.contains(method); }
+    // Whether the key may act on the engine itself (keys, spares, agent CLIs).
+    bool isAdmin(const QString &keyId) const;
     // Where sandbox.networkLog reads (docs/protocol.md 4.5); without it the log is empty.
     void setNetwork(SandboxNetwork *network) { m_network = network; }
     // Adds or replaces a method: the agents and databases adapters register theirs here.

@@ -1,5 +1,6 @@
 #include "doctor.h"
 
+#include "agentclis.h"
 #include "bubblewrap.h"
 #include "hostfacts.h"
 
@@ -484,40 +485,46 @@ DoctorCheck checkAgents(const HostRoot &root, const DoctorOptions &o)
 {
     const QString id = QStringLiteral("agents");
     const QString title = QStringLiteral("Agent CLIs");
-    struct Cli
-    {
-        QString type, bin, package;
-    };
-    const QList<Cli> clis{
-        {QStringLiteral("claude-code"), QStringLiteral("claude"),
-         QStringLiteral("@anthropic-ai/claude-code")},
-        {QStringLiteral("codex"), QStringLiteral("codex"), QStringLiteral("@openai/codex")},
-        {QStringLiteral("opencode"), QStringLiteral("opencode"), QStringLiteral("opencode-ai")},
-    };
-    QStringList present, missing, fixes;
-    for (const Cli &c : clis) {
-        const QString bin = o.agentsDir + u'/' + c.type + QStringLiteral("/node_modules/.bin/")
-                            + c.bin;
-        if (root.exists(bin)) {
-            present.append(c.type);
+    QStringList present, missing, fixes, where;
+    for (const AgentCliPin &pin : AgentClis::pins()) {
+        const QString dir = AgentClis::find(
+            o.agentsDirs, pin, [&root](const QString &path) { return root.exists(path); },
+            [&root](const QString &path) -> std::optional<QString> {
+                if (const auto text = root.readLine(path))
+                    return *text;
+                return std::nullopt;
+            });
+        if (!dir.isEmpty()) {
+            present.append(pin.name);
+            const QString parent = dir.section(u'/', 0, -2);
+            if (!where.contains(parent))
+                where.append(parent);
         } else {
-            missing.append(c.type);
-            fixes.append(
-                QStringLiteral("npm install --prefix %1/%2 %3").arg(o.agentsDir, c.type, c.package));
+            missing.append(pin.name);
+            fixes.append(QStringLiteral("sandboxctl agents install-cli ") + pin.type);
         }
     }
+    const QString places = where.join(QStringLiteral(" and "));
     if (missing.isEmpty())
         return make(id, title, Verdict::Ok,
-                    QStringLiteral("Claude Code, Codex and OpenCode are installed in %1")
-                        .arg(o.agentsDir));
+                    QStringLiteral("%1 are installed in %2")
+                        .arg(QStringList(present.mid(0, present.size() - 1))
+                                     .join(QStringLiteral(", "))
+                                 + QStringLiteral(" and ") + present.constLast(),
+                             places));
+    const QString fix = QStringLiteral("the app installs a CLI (from npm, into %1) when an agent "
+                                       "first needs it; to install it now: %2")
+                            .arg(AgentClis::installDir(o.dataDir),
+                                 fixes.join(QStringLiteral(" && ")));
     return make(id, title, Verdict::Warn,
                 present.isEmpty()
-                    ? QStringLiteral("no agent CLI in %1: agent sandboxes cannot run an agent")
-                          .arg(o.agentsDir)
-                    : QStringLiteral("%1 installed, %2 missing in %3")
-                          .arg(present.join(QStringLiteral(", ")),
-                               missing.join(QStringLiteral(", ")), o.agentsDir),
-                fixes.join(QStringLiteral(" && ")));
+                    ? QStringLiteral("no agent CLI is installed yet (%1 are installed on first "
+                                     "use)")
+                          .arg(missing.join(QStringLiteral(", ")))
+                    : QStringLiteral("%1 installed in %2; %3 not yet")
+                          .arg(present.join(QStringLiteral(", ")), places,
+                               missing.join(QStringLiteral(", "))),
+                fix);
 }
 
 DoctorCheck checkDatabases(const HostRoot &root, const DoctorOptions &o, const OsRelease &os)

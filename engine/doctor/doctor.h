@@ -3,6 +3,7 @@
 #include <QJsonObject>
 #include <QList>
 #include <QString>
+#include <QStringList>
 
 #include <sys/types.h>
 
@@ -18,7 +19,8 @@ struct DoctorOptions
     QString bwrapPath = QStringLiteral("/usr/bin/bwrap");
     // The sandboxd binary the engine runs as: the AppArmor profile attaches to /usr/bin/sandboxd.
     QString executable = QStringLiteral("/usr/bin/sandboxd");
-    QString agentsDir;
+    // Where the engine looks for agent CLIs, in order (AgentClis::searchDirs).
+    QStringList agentsDirs;
     QString dbhostDir;
     QString postgresBinDir = QStringLiteral("/usr/lib/postgresql/15/bin");
     // Start a real test sandbox (only on the real host, root "/"); as root it runs as probeUid.

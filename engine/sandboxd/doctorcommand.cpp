@@ -1,8 +1,8 @@
 #include "doctorcommand.h"
 
-#include "agents/agentservice.h"
 #include "databases/databaseadapter.h"
 #include "databases/postgresbackend.h"
+#include "doctor/agentclis.h"
 #include "doctor/doctor.h"
 
 #include <QCommandLineParser>
@@ -77,9 +77,10 @@ int runDoctorCommand(const QStringList &arguments, const QString &defaultDataDir
     const bool live = QDir::cleanPath(o.root) == QLatin1String("/");
     o.executable = live ? QCoreApplication::applicationFilePath()
                         : QStringLiteral("/usr/bin/sandboxd");
-    o.agentsDir = cli.isSet(agentsOpt) ? QDir(cli.value(agentsOpt)).absolutePath()
-                  : live               ? AgentService::defaultAgentsDir(appDir)
-                                       : QStringLiteral("/usr/lib/sandbox-desktop/agents");
+    o.agentsDirs = AgentClis::searchDirs(live ? appDir : QStringLiteral("/usr/bin"), o.dataDir,
+                                         cli.isSet(agentsOpt)
+                                             ? QDir(cli.value(agentsOpt)).absolutePath()
+                                             : QString());
     o.dbhostDir = live ? DatabaseAdapter::findDbHost(appDir)
                        : QStringLiteral("/usr/libexec/sandbox-desktop/dbhost");
     o.postgresBinDir = PostgresBackend::binDir();

@@ -4,6 +4,7 @@
 #include "api/keystore.h"
 #include "api/methods.h"
 #include "databases/databaseadapter.h"
+#include "doctor/agentclis.h"
 #include "doctor/hostfacts.h"
 #include "doctorcommand.h"
 #include "egress/egressservice.h"
@@ -220,7 +221,9 @@ int main(int argc, char **argv)
     const QCommandLineOption
         agentsDirOpt(QStringLiteral("agents-dir"),
                      QStringLiteral(
-                         "Where the agent CLIs are installed (default: next to the binary)."),
+                         "Where the agent CLIs are installed, searched before DATA_DIR/agents "
+                         "(where agents.installCli installs them); default: the build tree's "
+                         "BIN/../agents, then the package's libexec/sandbox-desktop/agents."),
                      QStringLiteral("dir"));
     const QCommandLineOption
         maxConnectionsOpt(QStringLiteral("max-connections"),
@@ -395,9 +398,10 @@ int main(int argc, char **argv)
     DatabaseAdapter databases(&methods, &sandboxes,
                               DatabaseAdapter::findDbHost(QCoreApplication::applicationDirPath()));
     AgentService agents(&sandboxes, &streams, &methods,
-                        cli.isSet(agentsDirOpt) ? QDir(cli.value(agentsDirOpt)).absolutePath()
-                                                : AgentService::defaultAgentsDir(
-                                                    QCoreApplication::applicationDirPath()));
+                        AgentClis::searchDirs(QCoreApplication::applicationDirPath(), dataDir,
+                                              cli.isSet(agentsDirOpt)
+                                                  ? QDir(cli.value(agentsDirOpt)).absolutePath()
+                                                  : QString()));
     if (config.bubblewrap)
         agents.setNetwork(&network);
     WorkspaceArchiver archiver(&methods, &sandboxes);

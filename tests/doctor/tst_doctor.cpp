@@ -1,6 +1,7 @@
 // `sandboxd doctor` against prepared trees of the hosts people run (Ubuntu 24.04, Debian 12,
 // Fedora 40, a host without cgroup delegation, our hybrid CI machines): every check's verdict and
 // fix, and the command itself (exit status, text and JSON).
+#include "doctor/agentclis.h"
 #include "doctor/doctor.h"
 #include "hosttree.h"
 
@@ -16,7 +17,6 @@ using Verdict = DoctorCheck::Verdict;
 
 namespace {
 
-const QString kAgents = QStringLiteral("/usr/lib/sandbox-desktop/agents");
 const QString kDbhost = QStringLiteral("/usr/libexec/sandbox-desktop/dbhost");
 
 DoctorOptions optionsFor(const HostTree &tree, uid_t uid, const QString &exe = {})
@@ -27,7 +27,8 @@ DoctorOptions optionsFor(const HostTree &tree, uid_t uid, const QString &exe = {
     o.dataDir = uid == 0 ? QStringLiteral("/var/lib/sandboxd")
                          : QStringLiteral("/home/alice/.local/share/sandboxd");
     o.executable = exe.isEmpty() ? QStringLiteral("/usr/bin/sandboxd") : exe;
-    o.agentsDir = kAgents;
+    // As the packaged sandboxd looks: /usr/agents, the data dir, /usr/libexec/sandbox-desktop.
+    o.agentsDirs = AgentClis::searchDirs(QStringLiteral("/usr/bin"), o.dataDir);
     o.dbhostDir = kDbhost;
     return o;
 }
@@ -92,8 +93,13 @@ void TestDoctor::trees_data()
                {QStringLiteral("openat2"), ok, QStringLiteral("6.8.0-31-generic")},
                {QStringLiteral("disk-caps"), warn, QStringLiteral("normal user")},
                {QStringLiteral("agents"), warn,
-                QStringLiteral("npm install --prefix /usr/lib/sandbox-desktop/agents/claude-code "
-                               "@anthropic-ai/claude-code")},
+                QStringLiteral("no agent CLI is installed yet (Claude Code, Codex, OpenCode are "
+                               "installed on first use)")},
+               {QStringLiteral("agents"), warn,
+                QStringLiteral("the app installs a CLI (from npm, into "
+                               "/home/alice/.local/share/sandboxd/agents) when an agent first "
+                               "needs it; to install it now: sandboxctl agents install-cli "
+                               "claude-code && sandboxctl agents install-cli codex")},
                {QStringLiteral("databases"), warn,
                 QStringLiteral("PostgreSQL 15 (/usr/lib/postgresql/15/bin)")},
                {QStringLiteral("free-disk"), ok,

@@ -50,6 +50,13 @@ bool EngineProcess::start(const QStringList &extraArgs, const QString &dataDir)
         env.insert(QStringLiteral("HOME"), m_dataDir);
         m_process->setProcessEnvironment(env);
     }
+    if (!m_extraEnv.isEmpty()) {
+        QProcessEnvironment env = m_process->processEnvironment().isEmpty()
+                                      ? QProcessEnvironment::systemEnvironment()
+                                      : m_process->processEnvironment();
+        env.insert(m_extraEnv);
+        m_process->setProcessEnvironment(env);
+    }
     m_process->setArguments(args + extraArgs);
     m_process->setProcessChannelMode(QProcess::SeparateChannels);
     m_process->start();

@@ -20,6 +20,11 @@ public:
     // Before start(), from a root test: run the engine as this unprivileged uid instead (through
     // setpriv), with its data dir handed to it: the README's way for a normal user.
     void setRunAsUid(uid_t uid) { m_runAsUid = uid; }
+    // Before start(): one more variable in the engine's environment (e.g. npm's registry).
+    void setEnvironmentValue(const QString &name, const QString &value)
+    {
+        m_extraEnv.insert(name, value);
+    }
     // SIGKILL, as a crash would.
     void kill9();
     // SIGTERM and wait.
@@ -45,4 +50,5 @@ private:
     QString m_key;
     QByteArray m_log;
     uid_t m_runAsUid = uid_t(-1);
+    QProcessEnvironment m_extraEnv;
 };

@@ -50,10 +50,14 @@ AgentProblem AgentProblem::explain(const QString &message, const QString &agentT
         p.fix = tr("Set the Model Key…");
         return p;
     }
-    if (m.contains(QLatin1String("cli is not installed"))) {
+    if (m.contains(QLatin1String("cli is not installed"))
+        || m.contains(QLatin1String("is not installed on this engine"))
+        || m.contains(QLatin1String("started before"))) {
         p.kind = Kind::NoCli;
-        p.text = tr("The agent's program is not installed with the engine yet. It is installed "
-                    "when first needed; if that failed, check the network and try again.");
+        p.text = tr("The agent's program is not installed with the engine yet. Install it (from "
+                    "npm, once for every sandbox of this kind); the sandbox then restarts with "
+                    "it.");
+        p.fix = tr("Install the Agent's Program…");
         return p;
     }
     p.text = message;

@@ -8,6 +8,7 @@
 
 #include "../agents/agentdashboard.h"
 #include "../agents/agentproblem.h"
+#include "../agents/cliinstalldialog.h"
 #include "../agents/runnotifier.h"
 #include "../common/uistyle.h"
 #include "../connection/connectiondialog.h"
@@ -33,10 +34,12 @@
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QLoggingCategory>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -963,6 +966,45 @@ void MainWindow::fixAgent(const SandboxInfo &sandbox, int problemKind)
     // The sandbox's network and environment are fixed at creation: the fix is a new sandbox
     // like this one, with what was missing, that the user confirms.
     const auto kind = AgentProblem::Kind(problemKind);
+    if (kind == AgentProblem::Kind::NoCli) {
+        // Installed on the engine, then the sandbox restarts to get it at /opt/agent.
+        if (!m_client)
+            return;
+        const QString id = sandbox.id;
+        m_client->agents()
+            .clis(this,
+                  [this, id, type = sandbox.type](Result<QList<AgentCliInfo>> r) {
+                      if (!r)
+                          return showError(r.error().message);
+                      for (const AgentCliInfo &cli : r.value()) {
+                          if (cli.type != type)
+                              continue;
+                          const auto restart = [this, id] {
+                              if (!m_client)
+                                  return;
+                              m_client->sandboxes()
+                                  .stop(id, this,
+                                        [this, id](Result<SandboxInfo>) {
+                                            applyLifecycle(QStringLiteral("start"), id);
+                                        })
+                                  .detach();
+                          };
+                          if (cli.installed)
+                              return restart();
+                          auto *dialog = new CliInstallDialog(m_client->agents(), cli, this);
+                          connect(dialog, &CliInstallDialog::installed, this, restart);
+                          connect(dialog, &CliInstallDialog::failed, this,
+                                  [this, cli](const QString &message) {
+                                      showError(tr("%1 could not be installed: %2")
+                                                    .arg(cli.name, message));
+                                  });
+                          dialog->start();
+                          return;
+                      }
+                  })
+            .detach();
+        return;
+    }
     NewSandboxDialog dialog(this);
     dialog.setKind(false);
     dialog.setType(sandbox.type);
@@ -1002,7 +1044,64 @@ void MainWindow::createAgent(const AgentCreateOptions &options)
 {
     if (!m_client)
         return;
+    // The engine runs the CLIs it has; one it does not have yet is offered first (it installs
+    // it from npm, docs/protocol.md 4.7.3), then the agent is created.
     statusBar()->showMessage(tr("Creating a %1 sandbox…").arg(options.type));
+    m_client->agents()
+        .clis(this,
+              [this, options](Result<QList<AgentCliInfo>> r) {
+                  if (r) {
+                      for (const AgentCliInfo &cli : r.value()) {
+                          if (cli.type == options.type && !cli.installed && cli.canInstall)
+                              return offerCliInstall(cli, options);
+                      }
+                  }
+                  // (An engine without agents.clis runs the CLIs it has: create as before.)
+                  createAgentNow(options);
+              })
+        .detach();
+}
+
+void MainWindow::offerCliInstall(const AgentCliInfo &cli, const AgentCreateOptions &options)
+{
+    if (!m_client)
+        return;
+    if (!cli.installing) {
+        QMessageBox box(QMessageBox::Question, tr("Install %1").arg(cli.name),
+                        tr("%1 is not installed on this engine yet.").arg(cli.name),
+                        QMessageBox::NoButton, this);
+        box.setObjectName(QStringLiteral("cliInstallOffer"));
+        box.setInformativeText(
+            tr("The engine installs it from npm (%1 %2, about %3 MB) into its data folder, once "
+               "for every %4 sandbox; then the sandbox is created.")
+                .arg(cli.package, cli.version,
+                     QLocale().toString(qRound64(cli.downloadBytes / 1e6)), cli.name));
+        QPushButton *install = box.addButton(CliInstallDialog::offerText(cli),
+                                             QMessageBox::AcceptRole);
+        box.addButton(QMessageBox::Cancel);
+        box.setDefaultButton(install);
+        box.exec();
+        if (box.clickedButton() != install || !m_client) {
+            statusBar()->clearMessage();
+            return;
+        }
+    }
+    auto *dialog = new CliInstallDialog(m_client->agents(), cli, this);
+    connect(dialog, &CliInstallDialog::installed, this, [this, options] {
+        statusBar()->showMessage(tr("Creating a %1 sandbox…").arg(options.type));
+        createAgentNow(options);
+    });
+    connect(dialog, &CliInstallDialog::failed, this, [this, cli](const QString &message) {
+        statusBar()->clearMessage();
+        showError(tr("%1 could not be installed: %2").arg(cli.name, message));
+    });
+    dialog->start();
+}
+
+void MainWindow::createAgentNow(const AgentCreateOptions &options)
+{
+    if (!m_client)
+        return;
     m_client->agents()
         .create(options, this,
                 [this](Result<SandboxInfo> r) {

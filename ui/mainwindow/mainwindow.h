@@ -1,5 +1,6 @@
 #pragma once
 
+#include <client/agenttypes.h>
 #include <client/connectionprofile.h>
 #include <client/types.h>
 
@@ -122,6 +123,9 @@ private:
     void showError(const QString &message);
     std::optional<SandboxInfo> selectedSandbox() const;
     void applyLifecycle(const QString &verb, const QString &id);
+    // The agent's CLI is not on the engine: asks, installs it with its progress, then creates.
+    void offerCliInstall(const AgentCliInfo &cli, const AgentCreateOptions &options);
+    void createAgentNow(const AgentCreateOptions &options);
     QString settingsGroup() const;
 
     ConnectionManager *m_connection;

@@ -3,6 +3,8 @@
 // engine (engine.ts) and its answers relayed.
 
 import {
+  AGENT_TYPES,
+  type AgentType,
   BACKEND,
   DEFAULT_SIZE,
   LIMITS,
@@ -138,6 +140,13 @@ function newSandboxId(): string {
   return `sb_${randomHex(6)}`;
 }
 
+/** An agent CLI as agents.clis describes it (docs/protocol.md 4.7.3): the type's container image ships it. */
+function agentCli(type: AgentType): Record<string, unknown> {
+  return { type, name: AGENT_CLI_NAMES[type], installed: true, installing: false, canInstall: false, dir: '/opt/agent', source: 'image' };
+}
+
+const AGENT_CLI_NAMES: Record<AgentType, string> = { 'claude-code': 'Claude Code', codex: 'Codex', opencode: 'OpenCode' };
+
 export class SandboxService {
   private readonly methods = new Map<string, Handler>();
   /** Live streams per engine connection, to resume them there if it drops. */
@@ -172,6 +181,15 @@ export class SandboxService {
     m.set('agents.start', (c, p) => this.start(c, 'agents.start', this.owned(c, p, 'agent')));
     m.set('agents.delete', (c, p) => this.delete(c, 'agents.delete', this.owned(c, p, 'agent')));
     m.set('agents.setName', async (c, p) => this.setName(c, this.owned(c, p, 'agent'), p));
+    // Agent CLIs (4.7.3): every container image ships its type's CLI, so there is nothing to install.
+    m.set('agents.clis', async () => ({ clis: AGENT_TYPES.map((type) => agentCli(type)) }));
+    m.set('agents.installCli', async (c, p) => {
+      const type = p.type;
+      if (!isAgentType(type)) throw new InvalidParamsError('type', 'type must be claude-code, opencode or codex');
+      v.optObject(p, 'options');
+      this.keys.requireAdmin(c.keyId);
+      return { ...agentCli(type), dir: '/opt/agent', alreadyInstalled: true, streamId: null };
+    });
     // Agent runs (4.7): streamed as stream.event over a socket, like an exec with stream: true.
     for (const run of AGENT_RUNS) {
       m.set(run, (c, p) => {
