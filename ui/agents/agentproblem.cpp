@@ -25,9 +25,9 @@ AgentProblem AgentProblem::explain(const QString &message, const QString &agentT
     if (m.contains(QLatin1String("has no network")) || m.contains(QLatin1String("network: true"))) {
         p.kind = Kind::NoNetwork;
         p.text = tr("This sandbox has no network, so the agent cannot reach its model's API. "
-                    "Give it a sandbox with network access: the new one gets the same type, "
-                    "size and name.");
-        p.fix = tr("New Sandbox with Network…");
+                    "Turn its network on here (its Network page says what exactly it may "
+                    "reach), then send the prompt again.");
+        p.fix = tr("Turn Network On");
         return p;
     }
     if (m.contains(QLatin1String("model gateway"))

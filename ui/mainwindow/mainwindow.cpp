@@ -966,6 +966,33 @@ void MainWindow::fixAgent(const SandboxInfo &sandbox, int problemKind)
     // The sandbox's network and environment are fixed at creation: the fix is a new sandbox
     // like this one, with what was missing, that the user confirms.
     const auto kind = AgentProblem::Kind(problemKind);
+    if (kind == AgentProblem::Kind::NoNetwork) {
+        // In place (sandbox.setNetwork, docs/protocol.md 3.5): the same sandbox, its files and
+        // its conversation, now with the public internet; its Network page narrows it down.
+        if (!m_client)
+            return;
+        const QString id = sandbox.id;
+        m_client->sandboxes()
+            .setNetwork(id, NetworkPolicy::publicInternet(), this,
+                        [this, id](Result<SandboxInfo> r) {
+                            if (!r)
+                                return showError(
+                                    tr("Cannot turn the network on: %1").arg(r.error().message));
+                            m_model->updateSandbox(r.value());
+                            if (SandboxWorkspace *ws = workspace(id)) {
+                                ws->setSandbox(r.value());
+                                if (SandboxPage *network = ws->page(QStringLiteral("network")))
+                                    ws->showPage(network);
+                            }
+                            statusBar()
+                                ->showMessage(tr("%1 has network now: send the prompt again.")
+                                                  .arg(r->name.isEmpty() ? r->id : r->name),
+                                              8000);
+                            Q_EMIT networkTurnedOn(id);
+                        })
+            .detach();
+        return;
+    }
     if (kind == AgentProblem::Kind::NoCli) {
         // Installed on the engine, then the sandbox restarts to get it at /opt/agent.
         if (!m_client)

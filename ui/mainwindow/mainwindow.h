@@ -58,7 +58,8 @@ public:
     // something fails.
     void checkSystemOnFirstRun();
     void showPreferences();
-    // The fix the agent page offered (AgentProblem::Kind): a new sandbox with network and key.
+    // The fix the agent page offered (AgentProblem::Kind): network turned on in place, the CLI
+    // installed, or a new sandbox with the model key.
     void fixAgent(const Sandbox::SandboxInfo &sandbox, int problemKind);
 
     SandboxListModel *sandboxModel() const { return m_model; }
@@ -105,6 +106,8 @@ Q_SIGNALS:
     void sandboxesListed();
     void sandboxCreated(const Sandbox::SandboxInfo &sandbox);
     void errorShown(const QString &message);
+    // An agent's "no network" problem was fixed in place (sandbox.setNetwork).
+    void networkTurnedOn(const QString &id);
 
 protected:
     void closeEvent(QCloseEvent *event) override;

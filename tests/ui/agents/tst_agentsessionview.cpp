@@ -667,6 +667,10 @@ void tst_AgentSessionView::problemWording_data()
     QTest::newRow("gateway: model API unreachable")
         << "API Error: 502 sandbox model gateway: cannot resolve api.anthropic.com: no such name."
         << int(AgentProblem::Kind::ModelUnreachable) << "could not reach the model's API";
+    QTest::newRow("engine: the CLI is not installed yet")
+        << "Claude Code is not installed on this engine yet: install it with agents.installCli "
+           "(sandboxctl agents install-cli claude-code)"
+        << int(AgentProblem::Kind::NoCli) << "Install it";
     QTest::newRow("something else")
         << "segmentation fault" << int(AgentProblem::Kind::None) << "segmentation fault";
 }

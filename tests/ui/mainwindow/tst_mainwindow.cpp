@@ -6,6 +6,7 @@
 
 #include <agents/agentdashboard.h>
 #include <agents/agentdashboardmodel.h>
+#include <agents/agentproblem.h>
 #include <connection/connectionmanager.h>
 #include <connection/profilestore.h>
 #include <connection/secretstore.h>
@@ -435,6 +436,41 @@ private Q_SLOTS:
         QVERIFY(filter->text().isEmpty());
         for (const QString &id : {alpha->id, beta->id, gamma->id})
             QVERIFY(shown(id));
+    }
+
+    void noNetworkIsFixedInPlace()
+    {
+        // An agent without network: the problem bar's fix turns it on for that sandbox (no new
+        // sandbox, no dialog), and the engine says so.
+        Client *c = m_engine.client();
+        AgentCreateOptions o;
+        o.type = QStringLiteral("codex");
+        o.size = QStringLiteral("basic");
+        o.name = QStringLiteral("offline-agent");
+        const auto created = UiTest::call<SandboxInfo>(
+            [&](Callback<SandboxInfo> cb) { return c->agents().create(o, this, cb); });
+        QVERIFY2(created, qPrintable(created ? QString() : created.error().message));
+        QCOMPARE(created->networkPolicy.mode, NetworkPolicy::Mode::Off);
+        auto w = makeWindow();
+        QVERIFY(UiTest::waitFor([&] { return w->sandboxModel()->sandbox(created->id).has_value(); },
+                                15000));
+        const int before = w->sandboxModel()->count();
+        const AgentProblem problem = AgentProblem::explain(
+            QStringLiteral("the agent cannot reach its model API: sandbox %1 has no network")
+                .arg(created->id),
+            QStringLiteral("codex"));
+        QCOMPARE(problem.fix, QStringLiteral("Turn Network On"));
+        QSignalSpy turnedOn(w.get(), &MainWindow::networkTurnedOn);
+        w->fixAgent(created.value(), int(problem.kind));
+        QVERIFY(turnedOn.wait(15000));
+        QCOMPARE(QApplication::activeModalWidget(), nullptr);
+        const auto status = UiTest::call<SandboxInfo>(
+            [&](Callback<SandboxInfo> cb) { return c->sandboxes().status(created->id, this, cb); });
+        QVERIFY(status);
+        QCOMPARE(status->networkPolicy.mode, NetworkPolicy::Mode::Public);
+        QCOMPARE(w->sandboxModel()->sandbox(created->id)->networkPolicy.mode,
+                 NetworkPolicy::Mode::Public);
+        QCOMPARE(w->sandboxModel()->count(), before);
     }
 
     void cleanupTestCase() { m_connection.reset(); }
