@@ -6,7 +6,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git ca-certificates curl clang-format
+  build-essential cmake ninja-build pkg-config git ca-certificates curl clang-format clang-tidy
   clang-14 libclang-rt-14-dev
   qt6-base-dev qt6-websockets-dev qt6-httpserver-dev libqt6sql6-sqlite libqt6sql6-psql
   libqscintilla2-qt6-dev qtkeychain-qt6-dev libsecret-1-dev

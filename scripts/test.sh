@@ -9,6 +9,7 @@ build_dir="${SANDBOX_BUILD_DIR:-$here/build}"
 status=0
 echo "== Conventions"
 "$here/scripts/format.sh" --check || status=1
+"$here/scripts/tidy.sh" "$build_dir" || status=1
 
 echo "== C++ tests (ctest)"
 ctest --test-dir "$build_dir" --output-on-failure -j2 -LE bench || status=1

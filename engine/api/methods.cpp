@@ -268,7 +268,7 @@ bool Methods::isAdmin(const QString &keyId) const
 
 void Methods::add(const QString &name, Handler handler)
 {
-    m_handlers.insert(name, std::move(handler));
+    m_handlers.emplace(name, std::move(handler));
 }
 
 Result<bool> Methods::admitPolicy(const NetworkPolicy &policy, const CallContext &context) const

@@ -141,7 +141,7 @@ void RpcSession::enqueue(Queued message)
     if (!m_queueBudget->take(message.data.size()))
         return refuseAndClose(QStringLiteral("the engine holds too many waiting messages; retry"));
     m_queuedBytes += message.data.size();
-    m_queue.enqueue(std::move(message));
+    m_queue.emplaceBack(std::move(message));
     if (!m_drainTimer.isActive() && !m_waitingForWrites)
         m_drainTimer.start(0);
 }

@@ -89,9 +89,8 @@ QJsonArray indexesOf(const QJsonArray &rows)
 void createDatabase(DatabaseHost *host, QObject *owner, const QString &id, const QString &name,
                     const CallContext &ctx, const Reply &reply)
 {
-    const CallContext c = ctx;
     host->withBackend(
-        ctx, id, [owner, name, c, reply](Result<DatabaseBackend *> b, ActivityToken token) {
+        ctx, id, [owner, name, c = ctx, reply](Result<DatabaseBackend *> b, ActivityToken token) {
             if (!b)
                 return reply(b.error());
             SqlRequest req;
@@ -125,9 +124,8 @@ void describeTable(DatabaseHost *host, QObject *owner, const QString &id, const 
         return reply(p.error());
     const QJsonArray args{schema, table};
     const QString indexesSql = d.indexes;
-    const CallContext c = ctx;
     internalQuery(host, owner, ctx, id, d.columns, args,
-                  [host, owner, c, id, indexesSql, args, table, schema,
+                  [host, owner, c = ctx, id, indexesSql, args, table, schema,
                    reply](Result<QJsonObject> r) {
                       if (!r)
                           return reply(r.error());
@@ -153,9 +151,9 @@ void internalQuery(DatabaseHost *host, QObject *owner, const CallContext &ctx, c
                    const QString &sql, const QJsonArray &params,
                    std::function<void(Result<QJsonObject>)> done)
 {
-    const CallContext c = ctx;
     host->withBackend(
-        ctx, id, [owner, sql, params, c, done](Result<DatabaseBackend *> b, ActivityToken token) {
+        ctx, id,
+        [owner, sql, params, c = ctx, done](Result<DatabaseBackend *> b, ActivityToken token) {
             if (!b)
                 return done(b.error());
             SqlRequest req;

@@ -576,11 +576,10 @@ void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &
                QStringLiteral("must be 1 to %1 statements").arg(kMaxStatements));
     if (p.failed())
         return reply(p.error());
-    const CallContext c = ctx;
     m_host->withBackend(
         ctx, id,
-        [this, statements, timeoutMs, objectRows, c, reply](Result<DatabaseBackend *> b,
-                                                            ActivityToken token) {
+        [this, statements, timeoutMs, objectRows, c = ctx, reply](Result<DatabaseBackend *> b,
+                                                                  ActivityToken token) {
             if (!b)
                 return reply(b.error());
             QPointer<DatabaseBackend> backend = *b;

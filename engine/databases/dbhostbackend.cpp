@@ -72,7 +72,7 @@ public:
     {
         request.insert(QStringLiteral("id"), double(id));
         if (handler)
-            m_handlers.insert(id, std::move(handler));
+            m_handlers.emplace(id, std::move(handler));
         m_socket->write(QJsonDocument(request).toJson(QJsonDocument::Compact) + '\n');
     }
 

@@ -51,12 +51,11 @@ void exportFile(DatabaseHost *host, QObject *owner, const ExportCall &call, cons
         target = QStringLiteral("/workspace/.export-%1.%2")
                      .arg(QRandomGenerator::system()->generate(), 0, 16)
                      .arg(call.format);
-    const CallContext c = ctx;
     const QString id = call.id, format = call.format, select = call.select;
     host->withBackend(
         ctx, id,
-        [host, owner, id, select, format, target, temporary, c, reply](Result<DatabaseBackend *> b,
-                                                                       ActivityToken token) {
+        [host, owner, id, select, format, target, temporary, c = ctx,
+         reply](Result<DatabaseBackend *> b, ActivityToken token) {
             if (!b)
                 return reply(b.error());
             QPointer<DatabaseBackend> backend = *b;

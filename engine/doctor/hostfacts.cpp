@@ -149,8 +149,8 @@ CgroupLayout CgroupLayout::read(const HostRoot &root, const QString &procSelf)
         if (dash < 6 || dash + 3 >= f.size())
             continue;
         const QString mountPoint = unescapeMountField(f[4]);
-        const QByteArray fsType = f[dash + 1];
-        const QByteArray superOptions = f[dash + 3];
+        const QByteArray &fsType = f[dash + 1];
+        const QByteArray &superOptions = f[dash + 3];
         if (fsType == "cgroup2") {
             if (mountPoint == QLatin1String("/sys/fs/cgroup"))
                 l.unifiedMount = mountPoint;

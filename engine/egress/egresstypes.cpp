@@ -26,7 +26,7 @@ void EgressPolicyStore::setRules(const QString &sandboxId, EgressRules rules)
 {
     auto shared = std::make_shared<const EgressRules>(std::move(rules));
     QMutexLocker lock(&m_mutex);
-    m_rules.insert(sandboxId, std::move(shared));
+    m_rules.emplace(sandboxId, std::move(shared));
 }
 
 std::shared_ptr<const EgressRules> EgressPolicyStore::rules(const QString &sandboxId) const

@@ -214,7 +214,7 @@ quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &da
                            {}});
         return id;
     }
-    m_pending.insert(id, std::move(p));
+    m_pending.emplace(id, std::move(p));
     armDeadlines();
     return id;
 }

@@ -535,7 +535,7 @@ void SandboxManager::startDone(Entry *e, Result<bool> r)
         return becameReady(e);
     // Stop what started, then report the failure to everyone waiting.
     qCWarning(lcManager) << "sandbox" << e->rec.id << "failed to start:" << r.error().message;
-    const Error error = r.error();
+    const Error &error = r.error(); // r is this function's own
     // Taken first: teardown() would tell them "stopping" instead of why it failed.
     const auto waiters = std::exchange(e->waiters, {});
     teardown(e, [this, e, error, waiters] {
@@ -565,7 +565,7 @@ void SandboxManager::becameReady(Entry *e)
 
 void SandboxManager::setTypeHooks(const QString &type, SandboxTypeHooks hooks)
 {
-    m_hooks.insert(type, std::move(hooks));
+    m_hooks.emplace(type, std::move(hooks));
 }
 
 void SandboxManager::teardown(Entry *e, std::function<void()> then)

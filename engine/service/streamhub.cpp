@@ -290,7 +290,7 @@ void StreamHub::setSinkOwner(const QString &streamId, const void *owner)
 
 void StreamHub::setBacklogProbe(const void *owner, std::function<qint64()> probe)
 {
-    m_probes.insert(owner, std::move(probe));
+    m_probes.emplace(owner, std::move(probe));
 }
 
 qint64 StreamHub::sinkBacklog(const QString &streamId) const
@@ -312,7 +312,7 @@ void StreamHub::setTerminal(const QString &streamId, std::function<QJsonObject()
 void StreamHub::setBinarySink(const void *owner, Sink binary)
 {
     if (binary)
-        m_binarySinks.insert(owner, std::move(binary));
+        m_binarySinks.emplace(owner, std::move(binary));
     else
         m_binarySinks.remove(owner);
 }
