@@ -613,10 +613,10 @@ void SandboxProcess::onExecTimeouts()
     while (!m_execTimeouts.isEmpty() && m_execTimeouts.firstKey() <= now) {
         const quint32 id = m_execTimeouts.first();
         m_execTimeouts.erase(m_execTimeouts.begin());
-        const auto it = m_execs.constFind(id);
-        if (it == m_execs.constEnd())
+        const auto it = m_execs.find(id);
+        if (it == m_execs.end())
             continue;
-        const ExecTree tree = *it;
+        const ExecTree tree = std::move(it.value());
         m_execs.erase(it);
         if (!tree.answered && m_channel)
             m_channel->markTimedOut(id);
