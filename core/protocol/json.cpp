@@ -365,6 +365,15 @@ Parsed parse(QByteArrayView text, int maxDepth)
     parsed.error = validate(text, maxDepth);
     if (parsed.error)
         return parsed;
+    // Qt's reader drops U+FEFF written as its raw bytes inside a string (a file's byte order mark
+    // sent in `content` vanished, a key that began with one lost it); the same character as an
+    // escape it keeps. In valid JSON those bytes occur only inside strings.
+    static constexpr QByteArrayView kRawBom("\xEF\xBB\xBF");
+    QByteArray escaped;
+    if (text.contains(kRawBom)) {
+        escaped = text.toByteArray().replace(kRawBom, QByteArrayView("\\ufeff"));
+        text = escaped;
+    }
     // Valid JSON from here on; QJsonDocument only builds the values. It takes arrays and objects
     // at the top level only, so a scalar is read as the one element of an array.
     qsizetype first = 0;

@@ -1,3 +1,4 @@
+#include "protocol/json.h"
 #include "protocol/jsonrpc.h"
 
 #include <QJsonArray>
@@ -23,6 +24,7 @@ private Q_SLOTS:
     void responses();
     void jsonStringEscaping_data();
     void jsonStringEscaping();
+    void byteOrderMarksInStringsAreKept();
     void errorCodesMapToRestStatus_data();
     void errorCodesMapToRestStatus();
 };
@@ -216,6 +218,24 @@ void tst_JsonRpc::jsonStringEscaping()
     const QJsonDocument doc = QJsonDocument::fromJson(json, &err);
     QCOMPARE(err.error, QJsonParseError::NoError);
     QCOMPARE(doc.array().at(0).toString().toUtf8(), raw);
+}
+
+// U+FEFF sent as its UTF-8 bytes inside a string (what JSON.stringify writes for a file that
+// starts with a byte order mark) is part of the value, in keys and values alike.
+void tst_JsonRpc::byteOrderMarksInStringsAreKept()
+{
+    const QByteArray text = "{\"content\":\"\xEF\xBB\xBFhello\",\"\xEF\xBB\xBFkey\":1,\"id\":2}";
+    const Json::Parsed parsed = Json::parse(text);
+    QVERIFY(!parsed.error);
+    const QJsonObject o = parsed.value.toObject();
+    QCOMPARE(o.value(QStringLiteral("content")).toString(), QString(QChar(0xFEFF)) + u"hello");
+    QVERIFY(o.contains(QString(QChar(0xFEFF)) + u"key"));
+    QVERIFY(!o.contains(QStringLiteral("key")));
+    QCOMPARE(o.value(QStringLiteral("id")).toInt(), 2);
+    // Written and read again, the same value (what fuzz_jsonrpc checks).
+    QCOMPARE(Json::parse(QJsonDocument(o).toJson()).value, parsed.value);
+    // Outside a string a byte order mark is still not JSON.
+    QVERIFY(Json::parse("\xEF\xBB\xBF{}").error);
 }
 
 void tst_JsonRpc::errorCodesMapToRestStatus_data()
