@@ -315,7 +315,8 @@ void tst_Conformance::cases()
                                 + Matcher::show(next)));
             continue;
         }
-        const QJsonValue answer = rpc.nextMessage();
+        // Long enough for an agent run whose CLI retries an unreachable API (20-45 s here).
+        const QJsonValue answer = rpc.nextMessage(120000);
         const QString err = m.match(expect.value(QStringLiteral("message")), answer, where);
         QVERIFY2(err.isEmpty(), qPrintable(err));
         for (const char *channelName : {"stdout", "stderr"}) {
