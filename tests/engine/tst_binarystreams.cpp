@@ -16,6 +16,8 @@
 #include <QJsonDocument>
 #include <QTest>
 
+#include <functional>
+
 namespace {
 
 QByteArray decoded(const QJsonObject &params)
@@ -54,7 +56,10 @@ private Q_SLOTS:
     void replayComesInTheResumingConnectionsEncoding();
 
 private:
+    struct TerminalRun;
     QString sha256In(const QString &command);
+    Sandbox::TerminalSession *openRawTerminal(Sandbox::Client &client, const QString &script,
+                                              TerminalRun &run);
 
     EngineProcess m_engine;
     RpcTestClient m_rpc;
@@ -151,6 +156,51 @@ void tst_BinaryStreams::everyByteValueArrivesExactOnBothChannels()
     delete stream;
 }
 
+// What a terminal opened by openRawTerminal() brought: its output hashed and counted, and how
+// it ended.
+struct tst_BinaryStreams::TerminalRun
+{
+    QCryptographicHash hash{QCryptographicHash::Sha256};
+    qint64 received = 0;
+    bool finished = false;
+    bool reset = false;
+    Sandbox::ExecResult result;
+    std::function<void()> afterOutput; // after each chunk is counted
+};
+
+// `script` in a 200x50 terminal in raw mode (no output processing: the bytes as written),
+// through the product's TerminalSession.
+Sandbox::TerminalSession *tst_BinaryStreams::openRawTerminal(Sandbox::Client &client,
+                                                             const QString &script,
+                                                             TerminalRun &run)
+{
+    Sandbox::TerminalOptions options;
+    options.cols = 200;
+    options.rows = 50;
+    auto *session
+        = client.sandboxes().openTerminal(m_id,
+                                          QStringList{QStringLiteral("sh"), QStringLiteral("-c"),
+                                                      QStringLiteral("stty raw -echo; ") + script},
+                                          options, this);
+    connect(session, &Sandbox::TerminalSession::output, this, [&run](const QByteArray &data) {
+        run.hash.addData(data);
+        run.received += data.size();
+        if (run.afterOutput)
+            run.afterOutput();
+    });
+    connect(session, &Sandbox::TerminalSession::reset, this, [&run] { run.reset = true; });
+    connect(session, &Sandbox::TerminalSession::finished, this,
+            [&run](const Sandbox::ExecResult &r) {
+                run.result = r;
+                run.finished = true;
+            });
+    connect(session, &Sandbox::TerminalSession::failed, this, [&run](const Sandbox::Error &e) {
+        qWarning() << e.message;
+        run.finished = true;
+    });
+    return session;
+}
+
 // 100 MiB through a terminal in raw mode (no output processing: the bytes as written), through
 // the product's TerminalSession, byte-exact and as binary frames.
 void tst_BinaryStreams::hundredMegabytesThroughATerminal()
@@ -160,34 +210,12 @@ void tst_BinaryStreams::hundredMegabytesThroughATerminal()
     connect(client.rpc()->transport(), &Sandbox::Transport::binaryReceived, this,
             [&](const QByteArray &) { ++binaryMessages; });
     client.open();
-    Sandbox::TerminalOptions options;
-    options.cols = 200;
-    options.rows = 50;
-    auto *session
-        = client.sandboxes().openTerminal(m_id,
-                                          QStringList{QStringLiteral("sh"), QStringLiteral("-c"),
-                                                      QStringLiteral("stty raw -echo; cat blob")},
-                                          options, this);
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    qint64 received = 0;
-    bool finished = false;
-    Sandbox::ExecResult result;
-    connect(session, &Sandbox::TerminalSession::output, this, [&](const QByteArray &data) {
-        hash.addData(data);
-        received += data.size();
-    });
-    connect(session, &Sandbox::TerminalSession::finished, this, [&](const Sandbox::ExecResult &r) {
-        result = r;
-        finished = true;
-    });
-    connect(session, &Sandbox::TerminalSession::failed, this, [&](const Sandbox::Error &e) {
-        qWarning() << e.message;
-        finished = true;
-    });
-    QTRY_VERIFY_WITH_TIMEOUT(finished, 120000);
-    QCOMPARE(result.exitCode, 0);
-    QCOMPARE(received, qint64(104857600));
-    QCOMPARE(QString::fromLatin1(hash.result().toHex()), sha256In(QStringLiteral("cat blob")));
+    TerminalRun run;
+    auto *session = openRawTerminal(client, QStringLiteral("cat blob"), run);
+    QTRY_VERIFY_WITH_TIMEOUT(run.finished, 120000);
+    QCOMPARE(run.result.exitCode, 0);
+    QCOMPARE(run.received, qint64(104857600));
+    QCOMPARE(QString::fromLatin1(run.hash.result().toHex()), sha256In(QStringLiteral("cat blob")));
     QVERIFY2(binaryMessages >= 100, qPrintable(QString::number(binaryMessages)));
     delete session;
 }
@@ -212,59 +240,41 @@ void tst_BinaryStreams::hundredMegabytesAcrossAResume()
             [&](const QByteArray &) { ++binaryMessages; });
     client.open();
 
-    Sandbox::TerminalOptions options;
-    options.cols = 200;
-    options.rows = 50;
-    auto *session = client.sandboxes().openTerminal(
-        m_id,
-        QStringList{QStringLiteral("sh"), QStringLiteral("-c"),
-                    QStringLiteral("stty raw -echo; head -c %1 blob; "
-                                   "while [ ! -e go ]; do sleep 0.02; done; tail -c +%2 blob")
-                        .arg(half)
-                        .arg(half + 1)},
-        options, this);
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    qint64 received = 0;
-    bool dropped = false, finished = false, reset = false;
+    TerminalRun run;
+    bool dropped = false;
     qint64 binaryAtDrop = 0;
-    connect(session, &Sandbox::TerminalSession::output, this, [&](const QByteArray &data) {
-        hash.addData(data);
-        received += data.size();
-        if (!dropped && received >= dropAt) {
+    run.afterOutput = [&] {
+        if (!dropped && run.received >= dropAt) {
             dropped = true;
             binaryAtDrop = binaryMessages;
             client.rpc()->transport()->close(); // as a network drop: the client reconnects
         }
-    });
-    connect(session, &Sandbox::TerminalSession::reset, this, [&] { reset = true; });
-    Sandbox::ExecResult result;
-    connect(session, &Sandbox::TerminalSession::finished, this, [&](const Sandbox::ExecResult &r) {
-        result = r;
-        finished = true;
-    });
-    connect(session, &Sandbox::TerminalSession::failed, this, [&](const Sandbox::Error &e) {
-        qWarning() << e.message;
-        finished = true;
-    });
+    };
+    auto *session = openRawTerminal(
+        client,
+        QStringLiteral("head -c %1 blob; while [ ! -e go ]; do sleep 0.02; done; tail -c +%2 blob")
+            .arg(half)
+            .arg(half + 1),
+        run);
     // The first half, the drop, the reconnect and the replay of what was missed...
-    QTRY_VERIFY2_WITH_TIMEOUT(received >= half,
+    QTRY_VERIFY2_WITH_TIMEOUT(run.received >= half,
                               qPrintable(QStringLiteral("received %1 of %2; the engine's log:\n%3")
-                                             .arg(received)
+                                             .arg(run.received)
                                              .arg(half)
                                              .arg(m_engine.log().right(4000))),
                               120000);
     QVERIFY(dropped);
-    QCOMPARE(received, half);
+    QCOMPARE(run.received, half);
     QVERIFY2(binaryMessages > binaryAtDrop, "the replay came as binary frames");
     // ...then the second half, live.
     m_rpc.result(QStringLiteral("agents.exec"),
                  {{QStringLiteral("id"), m_id},
                   {QStringLiteral("command"), QStringLiteral("touch go")}});
-    QTRY_VERIFY_WITH_TIMEOUT(finished, 120000);
-    QVERIFY(!reset);
-    QCOMPARE(result.exitCode, 0);
-    QCOMPARE(received, 2 * half);
-    QCOMPARE(QString::fromLatin1(hash.result().toHex()), sha256In(QStringLiteral("cat blob")));
+    QTRY_VERIFY_WITH_TIMEOUT(run.finished, 120000);
+    QVERIFY(!run.reset);
+    QCOMPARE(run.result.exitCode, 0);
+    QCOMPARE(run.received, 2 * half);
+    QCOMPARE(QString::fromLatin1(run.hash.result().toHex()), sha256In(QStringLiteral("cat blob")));
     delete session;
 }
 
