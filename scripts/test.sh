@@ -19,6 +19,6 @@ echo "== Fuzzing (libFuzzer, ${FUZZ_SECONDS:-30}s a target)"
 
 if [ -f "$here/worker/package.json" ]; then
   echo "== Worker tests (vitest in workerd)"
-  (cd "$here/worker" && npm ci --no-audit --no-fund --loglevel=error && npm run typecheck && SANDBOXD_BIN="$build_dir/bin/sandboxd" npm test && SANDBOXD_BIN="$build_dir/bin/sandboxd" SANDBOXCTL_BIN="$build_dir/bin/sandboxctl" npm run test:e2e && npm run build:dry-run -- --env="" >/dev/null 2>&1) || status=1
+  (cd "$here/worker" && npm ci --no-audit --no-fund --loglevel=error && npm run typecheck && SANDBOXD_BIN="$build_dir/bin/sandboxd" ROUTES_JSON="$build_dir/conformance/routes.json" npm test && SANDBOXD_BIN="$build_dir/bin/sandboxd" SANDBOXCTL_BIN="$build_dir/bin/sandboxctl" npm run test:e2e && npm run build:dry-run -- --env="" >/dev/null 2>&1) || status=1
 fi
 exit $status

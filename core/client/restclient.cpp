@@ -1,6 +1,7 @@
 #include "restclient.h"
 
 #include "protocol/json.h"
+#include "protocol/restroutes.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -48,18 +49,6 @@ Error errorFromBody(int status, const QByteArray &body)
     if (error.isObject() && error.toObject().value(QStringLiteral("code")).isDouble())
         return Error::fromJson(error);
     return Error{errorCodeForHttpStatus(status), QStringLiteral("HTTP status %1").arg(status), {}};
-}
-
-QString segment(const QJsonObject &params, const char *key)
-{
-    return QString::fromLatin1(
-        QUrl::toPercentEncoding(params.value(QLatin1StringView(key)).toString()));
-}
-
-QString boolText(const QJsonObject &params, const char *key)
-{
-    return params.value(QLatin1StringView(key)).toBool() ? QStringLiteral("1")
-                                                         : QStringLiteral("0");
 }
 
 } // namespace
@@ -209,109 +198,36 @@ RpcCall RestClient::health(QObject *context, JsonCallback callback, CallOptions 
 RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObject *context,
                          JsonCallback callback, CallOptions options)
 {
-    const int dot = method.indexOf(u'.');
-    const QString area = method.left(dot);
-    const QString name = method.mid(dot + 1);
-    const QString id = segment(params, "id");
-    QJsonObject body = params;
-    body.remove(QStringLiteral("id"));
-    auto json = [&](const char *verb, const QString &path, const QJsonValue &payload = {},
-                    const QUrlQuery &query = {}) {
-        return request(QByteArray(verb), path, query, payload, context, std::move(callback),
-                       options);
-    };
-    auto pathQuery = [&](bool withRecursive) {
-        QUrlQuery q;
-        // Encoded here: QUrlQuery leaves '&', '=' and '+' in a value as they are.
-        q.addQueryItem(QStringLiteral("path"),
-                       QString::fromLatin1(QUrl::toPercentEncoding(
-                           params.value(QStringLiteral("path")).toString())));
-        if (withRecursive)
-            q.addQueryItem(QStringLiteral("recursive"), boolText(params, "recursive"));
-        return q;
-    };
-
-    if (area == QStringLiteral("agents") || area == QStringLiteral("databases")) {
-        const QString base = QStringLiteral("/api/") + area;
-        const QString one = base + u'/' + id;
-        if (name == QStringLiteral("list"))
-            return json("GET", base);
-        if (name == QStringLiteral("create"))
-            return json("POST", base, params);
-        if (name == QStringLiteral("get"))
-            return json("GET", one);
-        if (name == QStringLiteral("delete"))
-            return json("DELETE", one);
-        if (name == QStringLiteral("setName"))
-            return json("PUT", one + QStringLiteral("/name"), body);
-        if (area == QStringLiteral("agents")) {
-            if (name == QStringLiteral("stop") || name == QStringLiteral("start"))
-                return json("POST", one + u'/' + name);
-            if (name == QStringLiteral("run") || name == QStringLiteral("exec"))
-                return json("POST", one + u'/' + name, body);
-            if (name == QStringLiteral("listFiles"))
-                return json("GET", one + QStringLiteral("/files"), {}, pathQuery(true));
-            if (name == QStringLiteral("deleteFile"))
-                return json("DELETE", one + QStringLiteral("/files"), {}, pathQuery(true));
-            if (name == QStringLiteral("stat"))
-                return json("GET", one + QStringLiteral("/files/stat"), {}, pathQuery(false));
-            if (name == QStringLiteral("mkdir"))
-                return json("POST", one + QStringLiteral("/files/mkdir"), body);
-            if (name == QStringLiteral("rename"))
-                return json("POST", one + QStringLiteral("/files/rename"), body);
-            if (name == QStringLiteral("readFile")) {
-                const QString path = params.value(QStringLiteral("path")).toString();
-                return requestRaw(
-                    "GET", one + QStringLiteral("/files/content"), pathQuery(false), QByteArray(),
-                    QByteArray(), context,
-                    [callback = std::move(callback), path](Result<QByteArray> r) {
-                        if (!r) {
-                            callback(r.error());
-                            return;
-                        }
-                        callback(QJsonValue(
-                            QJsonObject{{QStringLiteral("path"), path},
-                                        {QStringLiteral("content"),
-                                         QString::fromLatin1(r->toBase64())},
-                                        {QStringLiteral("encoding"), QStringLiteral("base64")},
-                                        {QStringLiteral("size"), double(r->size())},
-                                        {QStringLiteral("truncated"), false}}));
-                    },
-                    options);
-            }
-            if (name == QStringLiteral("writeFile")) {
-                const QString content = params.value(QStringLiteral("content")).toString();
-                QByteArray bytes = content.toUtf8();
-                if (params.value(QStringLiteral("encoding")).toString() == QStringLiteral("base64"))
-                    bytes = QByteArray::fromBase64(content.toLatin1());
-                QUrlQuery q = pathQuery(false);
-                if (params.value(QStringLiteral("parents")) == QJsonValue(false))
-                    q.addQueryItem(QStringLiteral("parents"), QStringLiteral("0"));
-                return send(
-                    "PUT", one + QStringLiteral("/files/content"), q, bytes,
-                    "application/octet-stream", true, context,
-                    [callback = std::move(callback)](Result<QByteArray> r) {
-                        if (!r)
-                            callback(r.error());
-                        else
-                            callback(parseJsonBody(r.value()));
-                    },
-                    options);
-            }
-        } else {
-            if (name == QStringLiteral("query") || name == QStringLiteral("execute"))
-                return json("POST", one + u'/' + name, body);
+    if (const std::optional<Rest::Request> r = Rest::requestForCall(method, params)) {
+        if (r->route->answer == Rest::Route::Answer::Raw) {
+            // The bytes as they are, answered as the method's result would be.
+            const QString path = params.value(QStringLiteral("path")).toString();
+            return send(
+                r->verb, r->path, r->query, r->body, r->contentType, true, context,
+                [callback = std::move(callback), path](Result<QByteArray> bytes) {
+                    if (!bytes) {
+                        callback(bytes.error());
+                        return;
+                    }
+                    callback(QJsonValue(
+                        QJsonObject{{QStringLiteral("path"), path},
+                                    {QStringLiteral("content"),
+                                     QString::fromLatin1(bytes->toBase64())},
+                                    {QStringLiteral("encoding"), QStringLiteral("base64")},
+                                    {QStringLiteral("size"), double(bytes->size())},
+                                    {QStringLiteral("truncated"), false}}));
+                },
+                options);
         }
-    } else if (area == QStringLiteral("sessions")) {
-        if (name == QStringLiteral("current") || name == QStringLiteral("quota"))
-            return json("GET", QStringLiteral("/api/sessions/") + name);
-    } else if (area == QStringLiteral("keys")) {
-        if (name == QStringLiteral("list"))
-            return json("GET", QStringLiteral("/api/keys"));
-        if (name == QStringLiteral("create"))
-            return json("POST", QStringLiteral("/api/keys"), params);
-        if (name == QStringLiteral("revoke"))
-            return json("DELETE", QStringLiteral("/api/keys/") + id);
+        return send(
+            r->verb, r->path, r->query, r->body, r->contentType, true, context,
+            [callback = std::move(callback)](Result<QByteArray> answer) {
+                if (!answer)
+                    callback(answer.error());
+                else
+                    callback(parseJsonBody(answer.value()));
+            },
+            options);
     }
 
     // No route: fail like any other call, asynchronously.

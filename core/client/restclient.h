@@ -21,7 +21,7 @@ namespace Sandbox {
 // HTTP request is aborted.
 //
 // call() offers the JSON-RPC method names over REST, so that the typed services work over it
-// too: each method of section 5's table maps to its route (file content is sent and read raw).
+// too: each method maps to its route in core/protocol's table (file content is sent and read raw).
 // A method without a route fails with NotImplemented; streams are not available.
 class RestClient final : public QObject, public ApiCaller
 {

@@ -2,8 +2,9 @@
 
 #include "keystore.h"
 #include "methods.h"
-#include "restroutes.h"
 #include "rpcsession.h"
+
+#include "protocol/restroutes.h"
 
 #include <QJsonDocument>
 #include <QLoggingCategory>
@@ -224,14 +225,14 @@ void ApiServer::handle(const HttpRequestHead &head, const QByteArray &body, cons
                                      {QStringLiteral("backend"), QStringLiteral("local")}}));
         return;
     }
-    const auto call = routeRestRequest(head.method, head.path(), head.query(), body);
+    const auto call = Rest::callForRequest(head.method, head.path(), head.query(), body);
     if (!call)
         return respond(HttpResponse::error(call.error()));
     CallContext ctx;
     ctx.keyId = keyId;
     ctx.guard = guard;
-    const int successStatus = call->successStatus;
-    const bool raw = call->response == RestCall::Body::RawFileContent;
+    const int successStatus = call->route->successStatus;
+    const bool raw = call->route->answer == Rest::Route::Answer::Raw;
     m_methods->call(call->method, call->params, ctx,
                     [respond, successStatus, raw](Result<QJsonValue> r) {
                         if (!r)

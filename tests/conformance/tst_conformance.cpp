@@ -1,6 +1,7 @@
 // Runs tests/conformance/cases.json (the machine-readable half of docs/protocol.md) against a
 // real sandboxd. The Worker runs the same file: worker/test/conformance.test.ts.
 #include "engineprocess.h"
+#include "protocol/error.h"
 #include "testclient.h"
 
 #include <QFile>
@@ -191,6 +192,8 @@ private Q_SLOTS:
     void initTestCase();
     void cases_data();
     void cases();
+    void routes_data();
+    void routes();
 
 private:
     EngineProcess m_engine;
@@ -334,6 +337,48 @@ void tst_Conformance::cases()
             QCOMPARE(text, expect.value(channel).toString());
         }
     }
+}
+
+// Every route of core/protocol's table (exported as JSON at build time, as the Worker's
+// conformance test reads it) reaches a method: the answer may be any error but "no route"
+// (-32601). The ids name no sandbox and JSON bodies are not objects, so nothing changes.
+void tst_Conformance::routes_data()
+{
+    QTest::addColumn<QJsonObject>("route");
+    QFile f(QStringLiteral(SANDBOX_ROUTES_JSON));
+    QVERIFY2(f.open(QIODevice::ReadOnly), SANDBOX_ROUTES_JSON);
+    const QJsonArray routes
+        = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("routes")).toArray();
+    QVERIFY(routes.size() > 40);
+    for (const QJsonValue &r : routes) {
+        const QJsonObject o = r.toObject();
+        QTest::newRow(qPrintable(o.value(QStringLiteral("verb")).toString() + u' '
+                                 + o.value(QStringLiteral("path")).toString()))
+            << o;
+    }
+}
+
+void tst_Conformance::routes()
+{
+    QFETCH(QJsonObject, route);
+    QString path = route.value(QStringLiteral("path")).toString();
+    path.replace(QStringLiteral("{id}"), QStringLiteral("sb_routecheck"));
+    path.replace(QStringLiteral("{runId}"), QStringLiteral("run_routecheck"));
+    const QString body = route.value(QStringLiteral("body")).toString();
+    const QByteArray payload = body == QLatin1String("json")  ? QByteArray("[]")
+                               : body == QLatin1String("raw") ? QByteArray("x")
+                                                              : QByteArray();
+    const HttpAnswer a = httpRequest(route.value(QStringLiteral("verb")).toString().toLatin1(),
+                                     m_engine.url().resolved(QUrl(path)), m_engine.key(), payload);
+    const int code = a.json()
+                         .toObject()
+                         .value(QStringLiteral("error"))
+                         .toObject()
+                         .value(QStringLiteral("code"))
+                         .toInt();
+    QVERIFY2(a.status != 0, qPrintable(path));
+    QVERIFY2(code != int(Sandbox::ErrorCode::MethodNotFound),
+             qPrintable(QStringLiteral("no route: %1").arg(QString::fromUtf8(a.body))));
 }
 
 QTEST_GUILESS_MAIN(tst_Conformance)

@@ -1,6 +1,7 @@
 // The REST routes of docs/protocol.md section 5, each mapped onto a JSON-RPC method.
 
 import { LIMITS } from './config';
+import { DATABASE_ACTIONS } from './database-methods';
 import {
   InvalidRequestError,
   MethodNotFoundError,
@@ -14,7 +15,7 @@ import { type Params, parseJson } from './jsonrpc';
 
 export type Call = (method: string, params: Params) => Promise<unknown>;
 
-interface Route {
+export interface Route {
   method: string;
   pattern: RegExp;
   handle(m: RegExpExecArray, req: Request, url: URL, call: Call): Promise<Response>;
@@ -82,25 +83,6 @@ function unbase64(text: string): Uint8Array {
   return out;
 }
 
-/** Section 5: every database method but create/get/list/delete, by the same name. */
-const DATABASE_ACTIONS = [
-  'query',
-  'execute',
-  'queryWithMetadata',
-  'fetch',
-  'closeCursor',
-  'transaction',
-  'version',
-  'ping',
-  'listTables',
-  'describeTable',
-  'listDatabases',
-  'createDatabase',
-  'exportData',
-  'start',
-  'restart',
-];
-
 /** Numeric query items as numbers (anything else stays text, for -32602 to name it). */
 function queryIntegers(url: URL, ...names: string[]): Params {
   const out: Params = {};
@@ -125,17 +107,26 @@ function lifecycle(kind: 'agents' | 'databases'): Route[] {
     r('GET', `${base}/${ID}`, async (m, _q, _u, call) => json(await call(`${kind}.get`, { id: m[1] }))),
     r('DELETE', `${base}/${ID}`, async (m, _q, _u, call) => json(await call(`${kind}.delete`, { id: m[1] }))),
     r('POST', `${base}/${ID}/stop`, async (m, _q, _u, call) => json(await call(`${kind}.stop`, { id: m[1] }))),
+    r('POST', `${base}/${ID}/start`, async (m, _q, _u, call) => json(await call(`${kind}.start`, { id: m[1] }))),
     r('PUT', `${base}/${ID}/name`, async (m, req, _u, call) =>
       json(await call(`${kind}.setName`, { ...pick(await jsonBody(req), 'name'), id: m[1] })),
+    ),
+    // 3.5 and 4.9: the policy and the recent denials, or a new policy.
+    r('GET', `${base}/${ID}/network`, async (m, _q, _u, call) => json(await call('sandbox.networkLog', { id: m[1] }))),
+    r('PUT', `${base}/${ID}/network`, async (m, req, _u, call) =>
+      json(await call('sandbox.setNetwork', { ...(await jsonBody(req)), id: m[1] })),
     ),
   ];
 }
 
-const ROUTES: Route[] = [
+/** Every route, in matching order (checked against core/protocol's table by test/routes.test.ts). */
+export const ROUTES: Route[] = [
   ...lifecycle('agents'),
-  r('POST', `/api/agents/${ID}/start`, async (m, _q, _u, call) => json(await call('agents.start', { id: m[1] }))),
   r('POST', `/api/agents/${ID}/run`, async (m, req, _u, call) =>
     json(await call('agents.run', { ...pick(await jsonBody(req), 'prompt', 'options'), id: m[1] })),
+  ),
+  r('POST', `/api/agents/${ID}/cloneRepo`, async (m, req, _u, call) =>
+    json(await call('agents.cloneRepo', { ...(await jsonBody(req)), id: m[1] })),
   ),
   r('GET', `/api/agents/${ID}/runs`, async (m, _q, url, call) =>
     json(await call('agents.runs', { id: m[1], ...queryIntegers(url, 'limit') })),

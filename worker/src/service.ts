@@ -30,6 +30,7 @@ import {
 import type { EngineConnection, EngineNotification, EnginePool, EngineTarget } from './engine';
 import type { Id, Params } from './jsonrpc';
 import type { KeyStore } from './keys';
+import { DATABASE_OPS } from './database-methods';
 import * as v from './params';
 import { type ContainerEgress, type NetworkPolicy, containerEgress, parseNetworkPolicy, privilegedEntries } from './network-policy';
 import {
@@ -83,26 +84,6 @@ export interface ServiceHooks {
 type Handler = (ctx: CallContext, p: Params) => Promise<unknown>;
 
 const FILE_OPS = ['writeFile', 'readFile', 'listFiles', 'mkdir', 'deleteFile', 'stat', 'rename'] as const;
-
-/** The database methods (4.3.2-4.3.7) the engine answers as they are, with our id swapped for its. */
-const DATABASE_OPS = [
-  'query',
-  'queryWithMetadata',
-  'execute',
-  'fetch',
-  'closeCursor',
-  'transaction',
-  'begin',
-  'commit',
-  'rollback',
-  'version',
-  'ping',
-  'listTables',
-  'describeTable',
-  'listDatabases',
-  'createDatabase',
-  'exportData',
-] as const;
 
 /** Agent runs (4.7); each streams its events when called over a socket. */
 const AGENT_RUNS = ['agents.run', 'agents.runConversation', 'agents.runOnRepo'] as const;

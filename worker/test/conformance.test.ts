@@ -7,6 +7,7 @@ import { parseJson } from '../src/jsonrpc';
 import { hasEngine } from './support/engine';
 import { TEST_KEYS } from './support/keys';
 import { type Captures, match, substitute } from './support/matcher';
+import { TABLE, concretePath } from './support/routes';
 import { type AuthMode, RpcSocket, http, isNotification, keyFor, upgrade } from './support/worker';
 
 interface Case {
@@ -166,5 +167,21 @@ describe(`conformance (tests/conformance/cases.json, version ${file.version})`, 
   });
   for (const c of file.cases) {
     it.skipIf(!hasEngine && needsEngine(c))(c.name, () => runCase(c));
+  }
+});
+
+// Every route of core/protocol's table (what sandboxd serves and the C++ client sends, exported
+// at build time) reaches a method here too: any answer but "no route" (-32601). The ids name no
+// sandbox and JSON bodies are not objects, so nothing changes. tst_conformance does the same
+// against sandboxd.
+describe.skipIf(TABLE.length === 0)('the REST route table (build/conformance/routes.json)', () => {
+  for (const route of TABLE) {
+    it(`${route.verb} ${route.path}`, async () => {
+      const path = concretePath(route);
+      const rawBody = route.body === 'json' ? '[]' : route.body === 'raw' ? 'x' : undefined;
+      const r = await http(route.verb, path, rawBody !== undefined ? { rawBody } : {});
+      const code = (r.body as { error?: { code?: unknown } } | undefined)?.error?.code;
+      expect(code, `${route.verb} ${path}: ${r.status} ${r.text}`).not.toBe(-32601);
+    });
   }
 });

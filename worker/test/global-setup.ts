@@ -19,6 +19,8 @@ declare module 'vitest' {
     engineMissing: string;
     /** The text of cases.json: parsed in workerd, where big integer literals stay exact. */
     conformanceCasesText: string;
+    /** core/protocol's REST route table as JSON (build/conformance/routes.json); '' without it. */
+    restRoutesText: string;
     /** The mock model APIs (tests/mocks), http://127.0.0.1:PORT; '' without the binary. */
     mockUrl: string;
   }
@@ -56,6 +58,17 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   // The conformance cases are read here, in Node, at every run.
   const casesPath = join(here, '..', '..', 'tests', 'conformance', 'cases.json');
   project.provide('conformanceCasesText', readFileSync(casesPath, 'utf8'));
+  // The route table the engine and the C++ client use, exported by the build (ROUTES_JSON
+  // overrides): the Worker must serve every route of it, and no other.
+  const routesPath = resolve(process.env.ROUTES_JSON ?? join(here, '..', '..', 'build', 'conformance', 'routes.json'));
+  if (existsSync(routesPath)) {
+    project.provide('restRoutesText', readFileSync(routesPath, 'utf8'));
+  } else {
+    const why = `${routesPath} not found (build the target conformance_routes_json, or set ROUTES_JSON)`;
+    if (process.env.CI) throw new Error(`${why}; CI requires the route checks to run`);
+    console.warn(`[global-setup] ${why}: the route checks are skipped`);
+    project.provide('restRoutesText', '');
+  }
 
   // The mock model server (the one fake: model APIs) for agent runs of the original examples.
   const mockBin = resolve(process.env.MOCK_MODEL_SERVER_BIN ?? join(here, '..', '..', 'build', 'tests', 'mocks', 'mock-model-server'));
