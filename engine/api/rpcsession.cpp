@@ -69,7 +69,7 @@ void RpcSession::close(int code, const QString &reason)
 
 void RpcSession::send(const QByteArray &text)
 {
-    if (m_socket->state() != QAbstractSocket::ConnectedState)
+    if (m_closing || m_socket->state() != QAbstractSocket::ConnectedState)
         return;
     m_socket->sendTextMessage(QString::fromUtf8(text));
     dropIfNotReading();
@@ -77,7 +77,7 @@ void RpcSession::send(const QByteArray &text)
 
 void RpcSession::sendBinary(const QByteArray &frame)
 {
-    if (m_socket->state() != QAbstractSocket::ConnectedState)
+    if (m_closing || m_socket->state() != QAbstractSocket::ConnectedState)
         return;
     m_socket->sendBinaryMessage(frame);
     dropIfNotReading();
@@ -94,7 +94,10 @@ void RpcSession::dropIfNotReading()
         m_queue.clear();
         m_queueBudget->give(m_queuedBytes);
         m_queuedBytes = 0;
-        m_socket->abort();
+        // Queued: this runs inside a StreamHub sink (or a replay), and an abort here would emit
+        // disconnected() and detach this connection from the hub while the hub is still
+        // delivering. Nothing more is sent meanwhile (m_closing).
+        QMetaObject::invokeMethod(m_socket, &QWebSocket::abort, Qt::QueuedConnection);
     }
 }
 
