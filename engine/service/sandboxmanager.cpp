@@ -84,7 +84,7 @@ struct SandboxManager::Entry
     SandboxProcess *proc = nullptr; // owned by the manager (QObject child)
     QList<QPair<QPointer<QObject>, WithChannel>> waiters;
     int busy = 0;
-    QTimer *idle = nullptr; // owned by the manager (QObject child)
+    qint64 idleDue = 0; // when it sleeps (SandboxManager::m_clock, ms; in m_idle); 0: never
     bool tearingDown = false;
     QList<std::function<void()>> afterTeardown;
     // Decided at each start: whether the sandbox's writes were all inside its disk image.
@@ -100,6 +100,9 @@ SandboxManager::SandboxManager(EngineConfig config, Registry *registry, QObject 
     , m_pool(m_config.bubblewrap ? m_config.spares : 0, m_config.sparesMinAvailableMb)
     , m_poller(new FdPoller(this))
 {
+    m_clock.start();
+    m_idleTimer.setSingleShot(true);
+    connect(&m_idleTimer, &QTimer::timeout, this, &SandboxManager::sleepIdleSandboxes);
     for (const SandboxRecord &r : m_registry->sandboxes()) {
         auto *e = new Entry;
         e->rec = r;
@@ -378,21 +381,48 @@ void SandboxManager::touch(Entry *e)
 
 void SandboxManager::armIdleTimer(Entry *e)
 {
-    if (!e->idle) {
-        e->idle = new QTimer(this);
-        e->idle->setSingleShot(true);
-        const QString id = e->rec.id;
-        connect(e->idle, &QTimer::timeout, this, [this, id] {
-            Entry *e = m_entries.value(id);
-            if (!e || e->busy > 0 || e->rec.status != kRunning)
-                return;
-            qCInfo(lcManager) << "sandbox" << id << "idle for" << e->rec.sleepAfterMs
-                              << "ms: sleeping";
-            teardown(e, [this, e] { setStatus(e, kSleeping); });
-        });
+    disarmIdleTimer(e);
+    if (e->rec.sleepAfterMs <= 0)
+        return;
+    e->idleDue = m_clock.elapsed() + e->rec.sleepAfterMs;
+    const bool first = m_idle.empty() || e->idleDue < m_idle.begin()->first;
+    m_idle.emplace(e->idleDue, e->rec.id);
+    if (first)
+        scheduleIdleTimer();
+}
+
+void SandboxManager::disarmIdleTimer(Entry *e)
+{
+    if (e->idleDue == 0)
+        return;
+    m_idle.erase({e->idleDue, e->rec.id});
+    e->idleDue = 0;
+}
+
+void SandboxManager::scheduleIdleTimer()
+{
+    if (m_idle.empty())
+        return m_idleTimer.stop();
+    const qint64 wait = m_idle.begin()->first - m_clock.elapsed();
+    m_idleTimer.start(int(qBound(qint64(0), wait, qint64(std::numeric_limits<int>::max()))));
+}
+
+void SandboxManager::sleepIdleSandboxes()
+{
+    const qint64 now = m_clock.elapsed();
+    while (!m_idle.empty() && m_idle.begin()->first <= now) {
+        const auto [due, id] = *m_idle.begin();
+        m_idle.erase(m_idle.begin());
+        Entry *e = m_entries.value(id);
+        if (!e || e->idleDue != due)
+            continue;
+        e->idleDue = 0;
+        if (e->busy > 0 || e->rec.status != kRunning)
+            continue;
+        qCInfo(lcManager) << "sandbox" << id << "idle for" << e->rec.sleepAfterMs << "ms: sleeping";
+        teardown(e, [this, e] { setStatus(e, kSleeping); });
     }
-    if (e->rec.sleepAfterMs > 0)
-        e->idle->start(int(qMin<qint64>(e->rec.sleepAfterMs, std::numeric_limits<int>::max())));
+    scheduleIdleTimer();
 }
 
 void SandboxManager::fillSpec(const Entry *e, SandboxSpec &spec) const
@@ -570,8 +600,7 @@ void SandboxManager::setTypeHooks(const QString &type, SandboxTypeHooks hooks)
 
 void SandboxManager::teardown(Entry *e, std::function<void()> then)
 {
-    if (e->idle)
-        e->idle->stop();
+    disarmIdleTimer(e);
     if (!e->proc) {
         then();
         return;
@@ -858,8 +887,7 @@ void SandboxManager::withSupervisor(const QString &keyId, const QString &id, con
     if (!e)
         return then(Error::notFound(QStringLiteral("sandbox %1").arg(id)));
     touch(e);
-    if (e->idle)
-        e->idle->stop();
+    disarmIdleTimer(e);
     const QString &status = e->rec.status;
     if (e->tearingDown || status == kStopped)
         return then(Error{ErrorCode::SandboxNotRunning,
@@ -939,8 +967,7 @@ void SandboxManager::remove(const QString &keyId, const QString &id, const QStri
         Entry *e = m_entries.take(id);
         if (!e)
             return;
-        if (e->idle)
-            e->idle->deleteLater();
+        disarmIdleTimer(e);
         if (const SandboxTypeHooks hooks = m_hooks.value(e->rec.type); hooks.removed)
             hooks.removed(e->rec);
         if (m_network)

@@ -5,14 +5,18 @@
 #include "sparepool.h"
 #include "state/registry.h"
 
+#include <QElapsedTimer>
 #include <QHash>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QObject>
 #include <QPointer>
+#include <QTimer>
 
 #include <functional>
 #include <memory>
+#include <set>
+#include <utility>
 
 namespace Sandbox::Engine {
 
@@ -170,7 +174,11 @@ private:
     void launch(Entry *e);
     void setStatus(Entry *e, const QString &status, const QString &error = {});
     void touch(Entry *e);
+    // Idle sandboxes sleep by one timer for all of them (m_idle), not one timer each.
     void armIdleTimer(Entry *e);
+    void disarmIdleTimer(Entry *e);
+    void scheduleIdleTimer();
+    void sleepIdleSandboxes();
     void teardown(Entry *e, std::function<void()> then);
     Result<bool> checkQuota(const QString &keyId, const QString &size,
                             const QString &exceptId) const;
@@ -205,6 +213,10 @@ private:
     // however many sandboxes run.
     FdPoller *m_poller = nullptr; // owned (child)
     int m_nextSlot = 0;
+    // When each idle sandbox sleeps (m_clock, ms), the soonest first; m_idleTimer for the first.
+    std::set<std::pair<qint64, QString>> m_idle;
+    QTimer m_idleTimer;
+    QElapsedTimer m_clock;
 };
 
 } // namespace Sandbox::Engine

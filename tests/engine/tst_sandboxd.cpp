@@ -44,6 +44,7 @@ private Q_SLOTS:
     void sandboxesCanBeRenamed();
     void quotaIsEnforced();
     void idleSandboxSleepsAndWakes();
+    void eachIdleSandboxSleepsAfterItsOwnTime();
     void restFileContent();
     void oversizeBodiesAreRefused();
 
@@ -774,6 +775,29 @@ void tst_Sandboxd::idleSandboxSleepsAndWakes()
     const QJsonObject r = exec(id, QStringLiteral("cat note.txt"));
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("survives\n"));
     m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+}
+
+// One timer sleeps every idle sandbox: each at its own time, the later ones not early, and a
+// sandbox woken by an exec sleeps again after its time.
+void tst_Sandboxd::eachIdleSandboxSleepsAfterItsOwnTime()
+{
+    const auto statusOf = [this](const QString &id) {
+        return m_rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}})
+            .value(QStringLiteral("status"))
+            .toString();
+    };
+    const QString late = createAgent({{QStringLiteral("sleepAfter"), 600000}});
+    const QString soon = createAgent({{QStringLiteral("sleepAfter"), 1000}});
+    QCOMPARE(exec(late, QStringLiteral("true")).value(QStringLiteral("exitCode")).toInt(-1), 0);
+    QCOMPARE(exec(soon, QStringLiteral("true")).value(QStringLiteral("exitCode")).toInt(-1), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf(soon), QStringLiteral("sleeping"), 10000);
+    QCOMPARE(statusOf(late), QStringLiteral("running"));
+    // Woken by an exec, it sleeps again; the other one still does not.
+    QCOMPARE(exec(soon, QStringLiteral("true")).value(QStringLiteral("exitCode")).toInt(-1), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(statusOf(soon), QStringLiteral("sleeping"), 10000);
+    QCOMPARE(statusOf(late), QStringLiteral("running"));
+    for (const QString &id : {late, soon})
+        m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 void tst_Sandboxd::restFileContent()
