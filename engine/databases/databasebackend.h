@@ -50,6 +50,9 @@ struct SqlRequest
     qint64 pageBytes = PageLimits::kDefaultBytes;
     // Run in this interactive transaction (begin()); no cursor then: one page, `truncated`.
     QString transaction;
+    // The caller passes the pages' rows on as text (PageText): a backend that can write them as
+    // text (an array of arrays) does, for this query and its cursor's fetches.
+    bool rowsAsText = false;
 };
 
 // What a backend answers for a query, a fetch or a transaction, and how it fails. Pages are

@@ -256,6 +256,8 @@ void DatabaseMethods::query(const QString &method, const QJsonObject &params,
     req.pageBytes = PageLimits::kMaxBytes;
     call.timeoutMs = timeoutOf(p);
     call.objectRows = objectRowMode(p);
+    // Array rows over /rpc go to the client as the text a backend wrote (PageText).
+    req.rowsAsText = !call.objectRows && ctx.replyRaw && !req.execute;
     if (!p.failed() && req.sql.trimmed().isEmpty())
         p.fail(QStringLiteral("sql"), QStringLiteral("must not be empty"));
     req.transaction = p.optionalString(QStringLiteral("transaction"));

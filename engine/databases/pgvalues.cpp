@@ -1,8 +1,12 @@
 #include "pgvalues.h"
 
+#include "jsontext.h"
+#include "protocol/utf8.h"
+
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -261,6 +265,62 @@ QJsonValue toJson(unsigned oid, const char *text, int length)
     if (t && t->element)
         return ArrayParser(text, length, t->element).parse();
     return scalar(oid, QByteArray::fromRawData(text, length));
+}
+
+void appendJson(QByteArray &out, unsigned oid, const char *text, int length)
+{
+    const std::string_view s(text, size_t(length));
+    const char *end = text + length;
+    char buf[32];
+    switch (oid) {
+    case 16: // bool
+        if (s == "t" || s == "f") {
+            out += s == "t" ? "true" : "false";
+            return;
+        }
+        break;
+    case 20: // int8, int2, int4, oid, xid
+    case 21:
+    case 23:
+    case 26:
+    case 28: {
+        long long v = 0;
+        const auto r = std::from_chars(text, end, v);
+        if (r.ec != std::errc() || r.ptr != end)
+            break;
+        const bool safe = v <= kMaxSafe && v >= -kMaxSafe;
+        if (!safe)
+            out += "{\"$int\":\"";
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr - buf);
+        if (!safe)
+            out += "\"}";
+        return;
+    }
+    case 700: // float4, float8: NaN and the infinities as toJson() writes them
+    case 701: {
+        double v = 0;
+        const auto r = std::from_chars(text, end, v);
+        if (r.ec != std::errc() || r.ptr != end || !std::isfinite(v))
+            break;
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr - buf);
+        return;
+    }
+    case 17: // bytea, timestamps: toJson()
+    case 1114:
+    case 1184:
+        break;
+    default: {
+        // Text as PostgreSQL wrote it (numeric, uuid, dates, ...), unless an array or not UTF-8.
+        const TypeRow *t = find(oid);
+        if (!(t && t->element) && Utf8::isValid(QByteArrayView(text, length))) {
+            JsonText::appendString(out, s);
+            return;
+        }
+    }
+    }
+    QByteArray one
+        = QJsonDocument(QJsonArray{toJson(oid, text, length)}).toJson(QJsonDocument::Compact);
+    out += QByteArrayView(one).sliced(1, one.size() - 2); // without the array's brackets
 }
 
 Result<Param> fromJson(const QJsonValue &v, int index)

@@ -19,6 +19,11 @@ QString typeName(unsigned oid);
 // timestamps, JSON arrays for arrays; text for everything else.
 QJsonValue toJson(unsigned oid, const char *text, int length);
 
+// The same value as toJson() gives, appended to `out` as JSON text (a page's rows written once,
+// without a tree of values): the common types straight from the server's text, others through
+// toJson().
+void appendJson(QByteArray &out, unsigned oid, const char *text, int length);
+
 // A JSON parameter to PostgreSQL's text input (or raw bytes, then `binary` is set).
 struct Param
 {

@@ -1,5 +1,6 @@
 #include "postgresbackend.h"
 
+#include "pagetext.h"
 #include "pgconnection.h"
 #include "pgrelay.h"
 #include "pgvalues.h"
@@ -100,6 +101,10 @@ struct PostgresBackend::Query
     QList<unsigned> oids;
     bool haveFields = false;
     QJsonArray rows;
+    // A page's rows as text instead (rowsAsText, outside transactions): "[[...],[...]" so far.
+    bool textRows = false;
+    QByteArray rowsText;
+    qsizetype textCount = 0;
     qint64 bytes = 0;
     int pageSize = PageLimits::kDefaultRows;
     qint64 pageBytes = PageLimits::kDefaultBytes;
@@ -437,17 +442,27 @@ void PostgresBackend::deliver(const std::shared_ptr<Query> &q, bool done)
             m_cursors.insert(q->cursor, q);
         }
         page = {{QStringLiteral("fields"), q->fields},
-                {QStringLiteral("rows"), q->rows},
                 {QStringLiteral("command"), q->command},
                 {QStringLiteral("rowsAffected"), double(q->rowsAffected)},
                 {QStringLiteral("cursor"), done ? QJsonValue() : QJsonValue(q->cursor)}};
         if (q->noCursor && q->truncated)
             page.insert(QStringLiteral("truncated"), true);
     } else {
-        page = {{QStringLiteral("rows"), q->rows}, {QStringLiteral("done"), done}};
+        page = {{QStringLiteral("done"), done}};
+    }
+    if (!q->transaction) {
+        if (q->textRows) {
+            q->rowsText += q->textCount ? "]" : "[]";
+            page.insert(PageText::kText, QString::fromUtf8(q->rowsText));
+            page.insert(PageText::kCount, q->textCount);
+        } else {
+            page.insert(QStringLiteral("rows"), q->rows);
+        }
     }
     q->firstPage = false;
     q->rows = {};
+    q->rowsText.clear();
+    q->textCount = 0;
     q->bytes = 0;
     pending(page);
 }
@@ -469,6 +484,26 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
             if ((q->transaction && q->rows.size() >= PageLimits::kTransactionRows)
                 || (q->noCursor && (q->rows.size() >= q->pageSize || q->bytes >= q->pageBytes))) {
                 q->truncated = true;
+                return;
+            }
+            if (q->textRows) {
+                QByteArray &out = q->rowsText;
+                out += q->textCount++ ? ",[" : "[[";
+                for (int i = 0; i < q->oids.size(); ++i) {
+                    if (i)
+                        out += ',';
+                    if (PQgetisnull(r, 0, i))
+                        out += "null";
+                    else
+                        PgValues::appendJson(out, q->oids[i], PQgetvalue(r, 0, i),
+                                             PQgetlength(r, 0, i));
+                }
+                out += ']';
+                q->bytes = out.size();
+                if (!q->noCursor && (q->textCount >= q->pageSize || q->bytes >= q->pageBytes)) {
+                    q->conn->setReading(false);
+                    self->deliver(q, false);
+                }
                 return;
             }
             QJsonArray row;
@@ -559,6 +594,7 @@ CancelFn PostgresBackend::query(const SqlRequest &request, PageDone done)
     q->pageSize = request.pageSize;
     q->pageBytes = request.pageBytes;
     q->execute = request.execute;
+    q->textRows = request.rowsAsText && request.transaction.isEmpty();
     q->pending = std::move(done);
     QList<QByteArray> values;
     QList<bool> nulls, binary;

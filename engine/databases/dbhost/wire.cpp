@@ -1,5 +1,7 @@
 #include "wire.h"
 
+#include "../jsontext.h"
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -241,46 +243,7 @@ void RowWriter::text(std::string_view s)
     if (!isValidUtf8(s))
         return bytes(s);
     separate();
-    static const char kHex[] = "0123456789abcdef";
-    m_out.reserve(m_out.size() + s.size() + 2);
-    m_out += '"';
-    size_t run = 0; // bytes copied as they are, written in one append
-    for (size_t i = 0; i < s.size(); ++i) {
-        const uint8_t c = uint8_t(s[i]);
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        m_out.append(s.data() + run, i - run);
-        run = i + 1;
-        switch (c) {
-        case '"':
-            m_out += "\\\"";
-            break;
-        case '\\':
-            m_out += "\\\\";
-            break;
-        case '\b':
-            m_out += "\\b";
-            break;
-        case '\f':
-            m_out += "\\f";
-            break;
-        case '\n':
-            m_out += "\\n";
-            break;
-        case '\r':
-            m_out += "\\r";
-            break;
-        case '\t':
-            m_out += "\\t";
-            break;
-        default:
-            m_out += "\\u00";
-            m_out += kHex[c >> 4];
-            m_out += kHex[c & 15];
-        }
-    }
-    m_out.append(s.data() + run, s.size() - run);
-    m_out += '"';
+    Sandbox::JsonText::appendString(m_out, s);
 }
 
 void RowWriter::bytes(std::string_view b)
