@@ -68,6 +68,9 @@ DatabaseAdapter::DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QS
             beforeStop(record, std::move(done));
         };
         hooks.removed = [this](const SandboxRecord &record) { removed(record); };
+        // A spare database sandbox is started up to HELLO (its mounts are the type's); its server
+        // starts once a create took it and wrote its settings.
+        hooks.poolable = true;
         m_sandboxes->setTypeHooks(type, hooks);
     }
     registerMethods();
@@ -121,12 +124,11 @@ QJsonObject DatabaseAdapter::decorate(QJsonObject sandbox) const
 
 void DatabaseAdapter::prepare(SandboxSpec &spec, const SandboxRecord &record)
 {
-    const DatabaseSettings s = settingsOf(record.id);
-    // The socket directory: the sandbox's /run/db, owned by its uid, on its disk (WorkspaceVolume
-    // makes it).
+    // The type's mounts only (a spare has no settings yet). The socket directory: the sandbox's
+    // /run/db, owned by its uid, on its disk (WorkspaceVolume makes it).
     spec.extraMounts.append({WorkspaceVolume::treePath(spec.volumeDir, WorkspaceVolume::Tree::Run),
                              QStringLiteral("/run/db"), true});
-    if (s.type == QLatin1String("postgres"))
+    if (record.type == QLatin1String("postgres"))
         spec.extraMounts.append(
             {m_template->path(), QStringLiteral("/run/sandbox/pg-template"), false});
     else

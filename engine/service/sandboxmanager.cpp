@@ -639,8 +639,10 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
     wanted.env = request.env;
     wanted.network = request.network;
     wanted.gateway = request.gateway && m_config.bubblewrap;
-    // A spare only for a type whose start reads nothing that `created` writes.
-    Entry *e = request.created ? nullptr : takeSpare(wanted);
+    // A spare only for a type whose start up to HELLO depends on nothing of the create's (its
+    // `created` step runs below, before the type's afterStart reads what it wrote).
+    const bool poolable = m_hooks.value(request.type).poolable;
+    Entry *e = poolable ? takeSpare(wanted) : nullptr;
     const bool claimed = e != nullptr;
     if (!e) {
         e = new Entry;
@@ -678,7 +680,6 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
     if (request.created)
         request.created(e->rec);
     const QString id = e->rec.id;
-    const bool poolable = m_hooks.value(request.type).poolable && !request.created;
     e->waiters.append({context, [this, id, done, poolable](Result<SupervisorChannel *> r) {
                            // The next spare starts once this sandbox has the cores to itself.
                            if (poolable)

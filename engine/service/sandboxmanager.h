@@ -43,8 +43,8 @@ struct SandboxTypeHooks
     // Runs when the sandbox is deleted, after it stopped.
     std::function<void(const SandboxRecord &record)> removed;
     // Whether spares of this type may be started ahead of demand (docs/protocol.md 6): true only
-    // when `prepare` depends on nothing but the type and the sandbox's own directories, and the
-    // type has no `created` step that its start reads.
+    // when `prepare` depends on nothing but the type and the sandbox's own directories. A
+    // `created` step (CreateSandbox) still runs for a spare, before `afterStart`.
     bool poolable = false;
 };
 

@@ -64,6 +64,8 @@ class tst_Spares : public QObject
 private Q_SLOTS:
     void aSpareBecomesOneOwnersSandbox();
     void aSpareGetsItsOwnersSizeAndNetwork();
+    void aDatabaseSpareGetsItsOwnersSettings_data();
+    void aDatabaseSpareGetsItsOwnersSettings();
     void thePoolKeepsToItsCap();
     void noSparesWhenMemoryIsShort();
     void aCrashLeavesNoSpareBehind();
@@ -182,6 +184,66 @@ void tst_Spares::aSpareGetsItsOwnersSizeAndNetwork()
         QVERIFY(cpu.open(QIODevice::ReadOnly));
         QCOMPARE(cpu.readAll().trimmed().split(' ').value(0), QByteArray("100000"));
     }
+}
+
+void tst_Spares::aDatabaseSpareGetsItsOwnersSettings_data()
+{
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<QJsonObject>("settings"); // of the create that takes the spare
+    QTest::addColumn<QString>("sql");
+    QTest::addColumn<QJsonArray>("row"); // what it answers in that database
+
+    QTest::newRow("sqlite") << QStringLiteral(
+        "sqlite") << QJsonObject{{QStringLiteral("database"), QStringLiteral("data/b.db")}}
+                            << QStringLiteral(
+                                   "SELECT file FROM pragma_database_list WHERE name = 'main'")
+                            << QJsonArray{QStringLiteral("/workspace/data/b.db")};
+    QTest::newRow("postgres") << QStringLiteral("postgres")
+                              << QJsonObject{{QStringLiteral("database"), QStringLiteral("shop")},
+                                             {QStringLiteral("username"), QStringLiteral("ann")}}
+                              << QStringLiteral("SELECT current_database(), current_user")
+                              << QJsonArray{QStringLiteral("shop"), QStringLiteral("ann")};
+}
+
+void tst_Spares::aDatabaseSpareGetsItsOwnersSettings()
+{
+    QFETCH(QString, type);
+    QFETCH(QJsonObject, settings);
+    QFETCH(QString, sql);
+    QFETCH(QJsonArray, row);
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    // The first database of a type starts a spare of it: a sandbox without a server.
+    const QString first = rpc.result(QStringLiteral("databases.create"),
+                                     {{QStringLiteral("type"), type}}, 120000)
+                              .value(QStringLiteral("id"))
+                              .toString();
+    QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
+    QVERIFY(!rpc.result(QStringLiteral("databases.execute"),
+                        {{QStringLiteral("id"), first},
+                         {QStringLiteral("sql"), QStringLiteral("CREATE TABLE mine(x int)")}})
+                 .isEmpty());
+    const QString spare = readySpare(rpc, QStringLiteral("standard-1"));
+    QVERIFY(!spare.isEmpty());
+    QVERIFY(spare != first);
+
+    // The next create of the type takes it, and its server starts with that create's settings
+    // and none of the first database's data.
+    QJsonObject params = settings;
+    params.insert(QStringLiteral("type"), type);
+    const QJsonObject second = rpc.result(QStringLiteral("databases.create"), params, 120000);
+    QCOMPARE(second.value(QStringLiteral("id")).toString(), spare);
+    const QJsonObject answer = rpc.result(QStringLiteral("databases.query"),
+                                          {{QStringLiteral("id"), spare},
+                                           {QStringLiteral("sql"), sql},
+                                           {QStringLiteral("rowMode"), QStringLiteral("array")}});
+    QCOMPARE(answer.value(QStringLiteral("rows")).toArray().at(0).toArray(), row);
+    rpc.result(QStringLiteral("databases.query"),
+               {{QStringLiteral("id"), spare},
+                {QStringLiteral("sql"), QStringLiteral("SELECT * FROM mine")}});
+    QCOMPARE(rpc.lastError().value(QStringLiteral("code")).toInt(), -32014);
 }
 
 void tst_Spares::thePoolKeepsToItsCap()
