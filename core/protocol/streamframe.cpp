@@ -8,26 +8,31 @@ namespace Sandbox::StreamFrame {
 
 // Layout (little-endian): u8 kind, u8 channel, u16 stream id length, u16 request id length,
 // u16 reserved (0), u64 seq; then the stream id, the request id and the data.
-QByteArray encodeOutput(QByteArrayView streamId, QByteArrayView requestIdJson, qint64 seq,
-                        Channel channel, QByteArrayView data)
+void writePrefix(char *out, QByteArrayView streamId, QByteArrayView requestIdJson, qint64 seq,
+                 Channel channel)
 {
     Q_ASSERT(streamId.size() <= MaxIdBytes && requestIdJson.size() <= MaxIdBytes);
-    QByteArray frame(HeaderBytes + streamId.size() + requestIdJson.size() + data.size(),
-                     Qt::Uninitialized);
-    uchar *p = reinterpret_cast<uchar *>(frame.data());
+    uchar *p = reinterpret_cast<uchar *>(out);
     p[0] = KindOutput;
     p[1] = quint8(channel);
     qToLittleEndian<quint16>(quint16(streamId.size()), p + 2);
     qToLittleEndian<quint16>(quint16(requestIdJson.size()), p + 4);
     qToLittleEndian<quint16>(0, p + 6);
     qToLittleEndian<quint64>(quint64(seq), p + 8);
-    char *out = frame.data() + HeaderBytes;
+    out += HeaderBytes;
     memcpy(out, streamId.data(), size_t(streamId.size()));
     out += streamId.size();
     memcpy(out, requestIdJson.data(), size_t(requestIdJson.size()));
-    out += requestIdJson.size();
+}
+
+QByteArray encodeOutput(QByteArrayView streamId, QByteArrayView requestIdJson, qint64 seq,
+                        Channel channel, QByteArrayView data)
+{
+    const qsizetype prefix = prefixBytes(streamId, requestIdJson);
+    QByteArray frame(prefix + data.size(), Qt::Uninitialized);
+    writePrefix(frame.data(), streamId, requestIdJson, seq, channel);
     if (!data.isEmpty())
-        memcpy(out, data.data(), size_t(data.size()));
+        memcpy(frame.data() + prefix, data.data(), size_t(data.size()));
     return frame;
 }
 

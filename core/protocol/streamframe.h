@@ -19,6 +19,15 @@ inline constexpr qsizetype MaxIdBytes = 0xffff;
 
 enum class Channel : quint8 { Stdout = 1, Stderr = 2 };
 
+// The bytes before the data: the header, the stream id and the request id (JSON text).
+inline qsizetype prefixBytes(QByteArrayView streamId, QByteArrayView requestIdJson)
+{
+    return HeaderBytes + streamId.size() + requestIdJson.size();
+}
+// Writes those prefixBytes() bytes at `out`, for a sender that puts the data behind them itself
+// (read into place, with no copy).
+void writePrefix(char *out, QByteArrayView streamId, QByteArrayView requestIdJson, qint64 seq,
+                 Channel channel);
 // The header, then the stream id, the request id (JSON text) and the data.
 QByteArray encodeOutput(QByteArrayView streamId, QByteArrayView requestIdJson, qint64 seq,
                         Channel channel, QByteArrayView data);

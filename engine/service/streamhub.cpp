@@ -9,6 +9,8 @@
 #include <QRandomGenerator>
 #include <QTimer>
 
+#include <cstring>
+
 namespace Sandbox::Engine {
 
 // One notification of a stream's backlog, kept in no encoding in particular: output as its raw
@@ -16,7 +18,14 @@ namespace Sandbox::Engine {
 struct StreamHub::Entry
 {
     quint8 channel = 0; // 1 stdout, 2 stderr: raw output; 0: a JSON notification
+    // Output is kept as its binary frame (docs/protocol.md 2.6), made once as the bytes come in:
+    // a binary connection is sent `bytes` as they are (shared, no copy), a JSON one the data
+    // behind the frame's prefix. A stream with a long request id keeps the bytes alone
+    // (dataOffset 0). The backlog's limit counts the data only, as before.
     QByteArray bytes;
+    qsizetype dataOffset = 0;
+
+    QByteArrayView data() const { return QByteArrayView(bytes).sliced(dataOffset); }
 };
 
 struct StreamHub::Stream
@@ -82,12 +91,12 @@ void StreamHub::publish(Stream &s, Entry &&entry)
 {
     if (s.sink)
         deliver(s, s.lastSeq, entry, s.sink);
-    s.backlogBytes += entry.bytes.size();
+    s.backlogBytes += entry.data().size();
     s.backlog.push_back(std::move(entry));
     while (!s.backlog.empty()
            && (s.backlogBytes > m_limits.backlogBytes
                || qsizetype(s.backlog.size()) > m_limits.backlogChunks)) {
-        s.backlogBytes -= s.backlog.front().bytes.size();
+        s.backlogBytes -= s.backlog.front().data().size();
         s.backlog.pop_front();
     }
 }
@@ -99,13 +108,20 @@ void StreamHub::deliver(const Stream &s, qint64 seq, const Entry &entry, const S
         return;
     }
     const auto binary = m_binarySinks.constFind(s.owner);
-    if (binary != m_binarySinks.constEnd() && s.requestIdJson.size() <= StreamFrame::MaxIdBytes) {
-        (*binary)(StreamFrame::encodeOutput(s.idLatin1, s.requestIdJson, seq,
-                                            StreamFrame::Channel(entry.channel), entry.bytes));
-        return;
+    if (binary != m_binarySinks.constEnd()) {
+        if (entry.dataOffset > 0) {
+            (*binary)(entry.bytes);
+            return;
+        }
+        if (s.requestIdJson.size() <= StreamFrame::MaxIdBytes) {
+            (*binary)(StreamFrame::encodeOutput(s.idLatin1, s.requestIdJson, seq,
+                                                StreamFrame::Channel(entry.channel), entry.data()));
+            return;
+        }
     }
+    const QByteArrayView data = entry.data();
     QByteArray n;
-    n.reserve(entry.bytes.size() + 160);
+    n.reserve(data.size() + 160);
     n.append(R"({"jsonrpc":"2.0","method":"stream.output","params":{"streamId":")");
     n.append(s.idLatin1);
     n.append(R"(","seq":)");
@@ -113,13 +129,13 @@ void StreamHub::deliver(const Stream &s, qint64 seq, const Entry &entry, const S
     n.append(R"(,"requestId":)");
     n.append(s.requestIdJson);
     n.append(entry.channel == 2 ? R"(,"channel":"stderr",)" : R"(,"channel":"stdout",)");
-    if (Utf8::isValid(entry.bytes)) {
+    if (Utf8::isValid(data)) {
         n.append(R"("data":)");
-        JsonRpc::appendJsonString(n, entry.bytes);
+        JsonRpc::appendJsonString(n, data);
     } else {
         // Not UTF-8 (or bytes that never completed a character, at the end): base64.
         n.append(R"("dataBase64":")");
-        n.append(entry.bytes.toBase64());
+        n.append(QByteArray::fromRawData(data.data(), data.size()).toBase64());
         n.append('"');
     }
     n.append("}}");
@@ -136,10 +152,14 @@ void StreamHub::output(const QString &streamId, int channel, QByteArrayView byte
     // binary, sees the same chunks under the same seq.
     const quint8 ch = channel == 2 ? 2 : 1;
     QByteArray &carry = s.carry[ch];
-    QByteArray chunk = carry.isEmpty() ? bytes.toByteArray() : carry + bytes;
-    const qsizetype complete = Utf8::completePrefixLength(chunk);
-    carry = chunk.mid(complete);
-    chunk.truncate(complete);
+    // The bytes go straight behind room for their frame's prefix: the one copy they get here.
+    const qsizetype prefix = framePrefix(s);
+    QByteArray chunk(prefix + carry.size() + bytes.size(), Qt::Uninitialized);
+    memcpy(chunk.data() + prefix, carry.constData(), size_t(carry.size()));
+    memcpy(chunk.data() + prefix + carry.size(), bytes.data(), size_t(bytes.size()));
+    const qsizetype complete = Utf8::completePrefixLength(QByteArrayView(chunk).sliced(prefix));
+    carry = chunk.mid(prefix + complete);
+    chunk.truncate(prefix + complete);
     if (!carry.isEmpty()) {
         // Each new chunk that ends inside a character restarts its wait: only a pause sends it.
         s.carriedAt[ch] = m_clock.elapsed();
@@ -147,10 +167,30 @@ void StreamHub::output(const QString &streamId, int channel, QByteArrayView byte
         if (!m_carryTimer.isActive())
             m_carryTimer.start(m_limits.carryHoldMs);
     }
-    if (chunk.isEmpty())
+    if (complete == 0)
         return;
     ++s.lastSeq;
-    publish(s, Entry{ch, std::move(chunk)});
+    publish(s, outputEntry(s, ch, std::move(chunk), prefix));
+}
+
+qsizetype StreamHub::framePrefix(const Stream &s)
+{
+    // A long request id is not repeated in every chunk of the backlog (it may take 64 KiB): its
+    // frames are made as they are sent.
+    constexpr qsizetype kPrebuiltIdBytes = 256;
+    return s.requestIdJson.size() <= kPrebuiltIdBytes
+               ? StreamFrame::prefixBytes(s.idLatin1, s.requestIdJson)
+               : 0;
+}
+
+// `bytes` holds `prefix` bytes of room, then the data of notification s.lastSeq.
+StreamHub::Entry StreamHub::outputEntry(const Stream &s, quint8 channel, QByteArray bytes,
+                                        qsizetype prefix)
+{
+    if (prefix > 0)
+        StreamFrame::writePrefix(bytes.data(), s.idLatin1, s.requestIdJson, s.lastSeq,
+                                 StreamFrame::Channel(channel));
+    return Entry{channel, std::move(bytes), prefix};
 }
 
 void StreamHub::flushStaleCarries()
@@ -187,7 +227,10 @@ void StreamHub::flushCarry(Stream &s, int channel)
         return;
     // Bytes that never completed a character: sent as they are (base64 in JSON).
     ++s.lastSeq;
-    publish(s, Entry{quint8(channel), std::move(rest)});
+    const qsizetype prefix = framePrefix(s);
+    QByteArray chunk(prefix + rest.size(), Qt::Uninitialized);
+    memcpy(chunk.data() + prefix, rest.constData(), size_t(rest.size()));
+    publish(s, outputEntry(s, quint8(channel), std::move(chunk), prefix));
 }
 
 void StreamHub::event(const QString &streamId, const QJsonObject &event)

@@ -90,6 +90,8 @@ private:
     struct Entry;
     void publish(Stream &s, Entry &&entry);
     void deliver(const Stream &s, qint64 seq, const Entry &entry, const Sink &sink) const;
+    static qsizetype framePrefix(const Stream &s);
+    static Entry outputEntry(const Stream &s, quint8 channel, QByteArray bytes, qsizetype prefix);
     void flushCarry(Stream &s, int channel);
     void flushStaleCarries();
     void sweep();

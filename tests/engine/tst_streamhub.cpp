@@ -1,8 +1,10 @@
 // The engine's streams (docs/protocol.md 2.3) at the unit level: chunks end at UTF-8 boundaries,
 // and the unfinished character at the end of a chunk is held only while more output may finish
 // it, never while the program waits.
+#include "protocol/streamframe.h"
 #include "service/streamhub.h"
 
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTest>
@@ -34,6 +36,8 @@ private Q_SLOTS:
     void aPartialCharacterIsSentWhenTheProgramPauses();
     void aCharacterSplitAcrossReadsStaysWhole();
     void steadyOutputKeepsHoldingOnlyTheLastPartialCharacter();
+    void binaryAndJsonConnectionsGetTheSameChunks_data();
+    void binaryAndJsonConnectionsGetTheSameChunks();
 };
 
 // `printf 'h\303'; sleep 60`: the reader sees both bytes long before the program's next output.
@@ -100,6 +104,57 @@ void tst_StreamHub::steadyOutputKeepsHoldingOnlyTheLastPartialCharacter()
     for (const QByteArray &n : std::as_const(sent))
         received += bytesOf(n);
     QCOMPARE(received, written);
+}
+
+void tst_StreamHub::binaryAndJsonConnectionsGetTheSameChunks_data()
+{
+    QTest::addColumn<QJsonValue>("requestId");
+    QTest::newRow("a number") << QJsonValue(7);
+    // Long enough that its frames are made as they are sent, not kept in the backlog.
+    QTest::newRow("a long string") << QJsonValue(QString(300, u'r'));
+}
+
+// The same seq and bytes, live and replayed, whichever encoding the connection takes
+// (docs/protocol.md 2.6), with the request id as it was sent.
+void tst_StreamHub::binaryAndJsonConnectionsGetTheSameChunks()
+{
+    QFETCH(QJsonValue, requestId);
+    StreamHub hub;
+    QList<QByteArray> frames;
+    const int owner = 0;
+    hub.setBinarySink(&owner, [&](const QByteArray &f) { frames.append(f); });
+    const QString id = hub.open(QStringLiteral("key"), requestId, [](const QByteArray &) {}, {});
+    hub.setSinkOwner(id, &owner);
+    hub.output(id, 1, "caf\xc3");
+    hub.output(id, 2, "\xa9 err");
+    hub.output(id, 1, "\xa9!");
+    // Each channel holds its own unfinished character.
+    const QList<QByteArray> want{"caf", "\xa9 err", "\xc3\xa9!"};
+    QCOMPARE(frames.size(), 3);
+    const QByteArray idJson = QJsonDocument(QJsonArray{requestId}).toJson(QJsonDocument::Compact);
+    for (int i = 0; i < 3; ++i) {
+        QString why;
+        const auto f = Sandbox::StreamFrame::decode(frames[i], &why);
+        QVERIFY2(f, qPrintable(why));
+        QCOMPARE(f->streamId, id);
+        QCOMPARE(f->seq, i + 1);
+        QCOMPARE(f->requestIdJson, idJson.mid(1, idJson.size() - 2));
+        QCOMPARE(int(f->channel), i == 1 ? 2 : 1);
+        QCOMPARE(f->data, want[i]);
+    }
+    // A JSON connection resuming from the start gets the same chunks under the same seq.
+    QList<QByteArray> json;
+    auto r = hub.resume(QStringLiteral("key"), id, 0, [&](const QByteArray &n) { json.append(n); });
+    QVERIFY(r);
+    const int jsonOwner = 0;
+    hub.setSinkOwner(id, &jsonOwner);
+    r->replay();
+    QCOMPARE(json.size(), 3);
+    for (int i = 0; i < 3; ++i) {
+        QCOMPARE(paramsOf(json[i]).value(QStringLiteral("seq")).toInt(), i + 1);
+        QCOMPARE(paramsOf(json[i]).value(QStringLiteral("requestId")), requestId);
+        QCOMPARE(bytesOf(json[i]), want[i]);
+    }
 }
 
 QTEST_GUILESS_MAIN(tst_StreamHub)
