@@ -7,6 +7,9 @@
 // figures, the CPU the relay spends per GB (the engine's egress thread) beside what the sending
 // server spends per GB in the direct run: on loopback the relay's work is a second TCP
 // connection's, which on a machine with as many busy threads as cores comes out of throughput.
+// So the bulk rounds run twice: unpaced (loopback's own speed, as fast as two cores copy) and
+// paced by the server at the rates of real links (SO_MAX_PACING_RATE, 1 and 2.5 Gbit/s), where
+// the question is whether the relay keeps up with the network an agent's traffic comes from.
 #include "engineprocess.h"
 #include "procstat.h"
 #include "testclient.h"
@@ -37,7 +40,10 @@ def serve(c):
     if line.startswith(b'P'):
         c.sendall(b'p')
     elif line.startswith(b'D'):
-        n = int(line.split()[1])
+        words = line.split()
+        n, rate = int(words[1]), int(words[2])
+        if rate > 0:
+            c.setsockopt(socket.SOL_SOCKET, 47, rate // 8)  # SO_MAX_PACING_RATE, bytes/s
         while n > 0:
             k = min(n, len(chunk))
             c.sendall(chunk[:k])
@@ -48,11 +54,12 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 )";
 
-// argv: MODE(direct|connect) HOST PORT CONNECTIONS BYTES ROUNDS
+// argv: MODE(direct|connect) HOST PORT CONNECTIONS BYTES ROUNDS RATE (bit/s the server paces
+// its sending at; 0 for as fast as it can)
 const char *const kClient = R"(
 import json, socket, sys, time
 mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-n, size, rounds = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+n, size, rounds, rate = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 def open_():
     if mode == 'connect':
         c = socket.create_connection(('127.0.0.1', 3128))
@@ -84,7 +91,7 @@ rates = []
 for r in range(rounds):
     c = open_()
     t = time.perf_counter()
-    c.sendall(b'D %d\n' % size)
+    c.sendall(b'D %d %d\n' % (size, rate))
     got = 0
     while True:
         k = c.recv_into(buf)
@@ -99,9 +106,23 @@ for r in range(rounds):
 print(json.dumps({'lat': lat, 'mbps': rates}))
 )";
 
-constexpr int kConnections = 300;
-constexpr qint64 kBytes = 512ll * 1024 * 1024;
-constexpr int kRounds = 5;
+// What one run of the client measures: set-up of `connections` connections, then `rounds` bulk
+// transfers of `bytes`, sent at `rate` bit/s (0: unpaced).
+struct Load
+{
+    int connections = 0;
+    qint64 bytes = 0;
+    int rounds = 0;
+    qint64 rate = 0;
+};
+
+constexpr Load kUnpaced{300, 512ll * 1024 * 1024, 5, 0};
+
+// Two seconds of data per round at a link of `bitsPerSecond`.
+constexpr Load paced(qint64 bitsPerSecond)
+{
+    return {0, bitsPerSecond / 8 * 2, 3, bitsPerSecond};
+}
 
 double median(QList<double> v)
 {
@@ -120,7 +141,10 @@ struct Figures
     QList<double> latencyMs;
     QList<double> mbps;
     double cpuSeconds = 0; // of the relaying thread (the engine's egress) or, direct, the server
-    bool ok() const { return !latencyMs.isEmpty() && !mbps.isEmpty(); }
+    bool ok(const Load &load) const
+    {
+        return latencyMs.size() == load.connections && mbps.size() == load.rounds;
+    }
 };
 
 // CPU seconds (user + system) of process `pid`, or of its thread named `thread`; 0 if gone.
@@ -142,7 +166,7 @@ Figures parse(const QByteArray &out)
 
 void report(const char *path, const Figures &f, const Figures &direct)
 {
-    constexpr double kGb = double(kBytes) * kRounds / 1e9;
+    constexpr double kGb = double(kUnpaced.bytes) * kUnpaced.rounds / 1e9;
     std::printf("BENCH egress %-16s set-up median %6.3f ms p90 %6.3f ms (direct %6.3f ms, +%6.3f "
                 "ms) | throughput median %8.1f MB/s (direct %8.1f MB/s, ratio %.2fx) | relay CPU "
                 "%.2f s/GB (the sending server's, direct: %.2f s/GB)\n",
@@ -150,6 +174,29 @@ void report(const char *path, const Figures &f, const Figures &direct)
                 median(f.latencyMs) - median(direct.latencyMs), median(f.mbps), median(direct.mbps),
                 median(f.mbps) / median(direct.mbps), f.cpuSeconds / kGb, direct.cpuSeconds / kGb);
     std::fflush(stdout);
+}
+
+void reportPaced(const Load &load, const char *path, const Figures &f, const Figures &direct)
+{
+    const double gb = double(load.bytes) * load.rounds / 1e9;
+    std::printf("BENCH egress at a %.1f Gbit/s link (%.1f MB/s), %-16s throughput median %8.1f "
+                "MB/s (direct %8.1f MB/s, ratio %.2fx) | relay CPU %.2f s/GB\n",
+                double(load.rate) / 1e9, double(load.rate) / 8e6, path, median(f.mbps),
+                median(direct.mbps), median(f.mbps) / median(direct.mbps), f.cpuSeconds / gb);
+    std::fflush(stdout);
+}
+
+QStringList clientArguments(const QString &mode, const QString &host, quint16 port, const Load &load)
+{
+    return {QStringLiteral("-c"),
+            QString::fromUtf8(kClient),
+            mode,
+            host,
+            QString::number(port),
+            QString::number(load.connections),
+            QString::number(load.bytes),
+            QString::number(load.rounds),
+            QString::number(load.rate)};
 }
 
 } // namespace
@@ -164,8 +211,8 @@ private Q_SLOTS:
     void throughTheProxyVsDirect();
 
 private:
-    Figures inSandbox(const QString &mode, const QString &host);
-    Figures onHost();
+    Figures inSandbox(const QString &mode, const QString &host, const Load &load);
+    Figures onHost(const Load &load);
 
     EngineProcess m_engine;
     RpcTestClient m_rpc;
@@ -205,17 +252,15 @@ void bench_Egress::cleanupTestCase()
     m_server.waitForFinished(5000);
 }
 
-Figures bench_Egress::inSandbox(const QString &mode, const QString &host)
+Figures bench_Egress::inSandbox(const QString &mode, const QString &host, const Load &load)
 {
     const double cpuBefore = cpuSeconds(m_engine.pid(), QStringLiteral("egress"));
     const QJsonObject r
         = m_rpc.result(QStringLiteral("agents.exec"),
                        {{QStringLiteral("id"), m_id},
                         {QStringLiteral("command"),
-                         QJsonArray{QStringLiteral("python3"), QStringLiteral("-c"),
-                                    QString::fromUtf8(kClient), mode, host, QString::number(m_port),
-                                    QString::number(kConnections), QString::number(kBytes),
-                                    QString::number(kRounds)}},
+                         QJsonArray::fromStringList(QStringList{QStringLiteral("python3")}
+                                                    + clientArguments(mode, host, m_port, load))},
                         {QStringLiteral("options"),
                          QJsonObject{{QStringLiteral("timeout"), 600000}}}},
                        660000);
@@ -226,14 +271,12 @@ Figures bench_Egress::inSandbox(const QString &mode, const QString &host)
     return f;
 }
 
-Figures bench_Egress::onHost()
+Figures bench_Egress::onHost(const Load &load)
 {
     const double cpuBefore = cpuSeconds(m_server.processId());
     QProcess p;
     p.start(QStringLiteral("/usr/bin/python3"),
-            {QStringLiteral("-c"), QString::fromUtf8(kClient), QStringLiteral("direct"),
-             QStringLiteral("127.0.0.1"), QString::number(m_port), QString::number(kConnections),
-             QString::number(kBytes), QString::number(kRounds)});
+            clientArguments(QStringLiteral("direct"), QStringLiteral("127.0.0.1"), m_port, load));
     if (!p.waitForFinished(600000) || p.exitCode() != 0)
         qWarning().noquote() << p.readAllStandardError();
     Figures f = parse(p.readAllStandardOutput());
@@ -243,20 +286,35 @@ Figures bench_Egress::onHost()
 
 void bench_Egress::throughTheProxyVsDirect()
 {
+    const QString loopback = QStringLiteral("127.0.0.1");
+    const QString direct = QStringLiteral("direct");
+    const QString connect = QStringLiteral("connect");
     // Warm-up (python's start, the page cache), then each path in turn.
-    inSandbox(QStringLiteral("direct"), QStringLiteral("127.0.0.1"));
-    const Figures direct = onHost();
-    const Figures forward = inSandbox(QStringLiteral("direct"), QStringLiteral("127.0.0.1"));
-    const Figures proxy = inSandbox(QStringLiteral("connect"), QStringLiteral("127.0.0.1"));
-    QVERIFY(direct.ok());
-    QVERIFY(forward.ok());
-    QVERIFY(proxy.ok());
+    inSandbox(direct, loopback, kUnpaced);
+    const Figures onHostFigures = onHost(kUnpaced);
+    const Figures forward = inSandbox(direct, loopback, kUnpaced);
+    const Figures proxy = inSandbox(connect, loopback, kUnpaced);
+    QVERIFY(onHostFigures.ok(kUnpaced));
+    QVERIFY(forward.ok(kUnpaced));
+    QVERIFY(proxy.ok(kUnpaced));
     // Every path needs more processes scheduled than the direct one: on a busy machine that shows.
     QFile load(QStringLiteral("/proc/loadavg"));
     if (load.open(QIODevice::ReadOnly))
         std::printf("BENCH egress load average: %s", load.readAll().constData());
-    report("forwarded port", forward, direct);
-    report("proxy CONNECT", proxy, direct);
+    report("forwarded port", forward, onHostFigures);
+    report("proxy CONNECT", proxy, onHostFigures);
+
+    for (const qint64 rate : {1'000'000'000ll, 2'500'000'000ll}) {
+        const Load load = paced(rate);
+        const Figures pacedDirect = onHost(load);
+        const Figures pacedForward = inSandbox(direct, loopback, load);
+        const Figures pacedProxy = inSandbox(connect, loopback, load);
+        QVERIFY(pacedDirect.ok(load));
+        QVERIFY(pacedForward.ok(load));
+        QVERIFY(pacedProxy.ok(load));
+        reportPaced(load, "forwarded port", pacedForward, pacedDirect);
+        reportPaced(load, "proxy CONNECT", pacedProxy, pacedDirect);
+    }
 }
 
 QTEST_GUILESS_MAIN(bench_Egress)
