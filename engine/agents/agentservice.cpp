@@ -1132,6 +1132,8 @@ void AgentService::installCli(const QJsonObject &params, const CallContext &ctx,
                     self->m_streams->end(streamId, {{QStringLiteral("error"), r.error().toJson()}});
                 return reply(r.error());
             }
+            // Spares of the type started without it: replaced by ones with it.
+            self->m_sandboxes->refreshSpares();
             QJsonObject answer = r.value();
             answer.insert(QStringLiteral("streamId"),
                           streamId.isEmpty() ? QJsonValue() : QJsonValue(streamId));

@@ -710,6 +710,20 @@ int SandboxManager::allocateSlot()
     return m_nextSlot++;
 }
 
+namespace {
+
+// Whether a spare started with `had` is what a start with `spec` would make: the same mounts,
+// /tmp, limits and uid.
+bool sameStart(const SandboxSpec &spec, const SandboxSpec &had)
+{
+    return SandboxProcess::bwrapArguments(spec) == SandboxProcess::bwrapArguments(had)
+           && spec.uid == had.uid && spec.limits.memoryMb == had.limits.memoryMb
+           && spec.limits.pids == had.limits.pids && spec.limits.cpus == had.limits.cpus
+           && spec.diskImage == had.diskImage;
+}
+
+} // namespace
+
 SandboxManager::Entry *SandboxManager::takeSpare(const SandboxRecord &wanted)
 {
     for (Entry *e : std::as_const(m_spares)) {
@@ -724,17 +738,35 @@ SandboxManager::Entry *SandboxManager::takeSpare(const SandboxRecord &wanted)
         candidate.limits = limitsFor(wanted.size);
         SandboxSpec spec;
         fillSpec(&candidate, spec);
-        const SandboxSpec &had = e->proc->spec();
-        if (SandboxProcess::bwrapArguments(spec) != SandboxProcess::bwrapArguments(had)
-            || spec.uid != had.uid || spec.limits.memoryMb != had.limits.memoryMb
-            || spec.limits.pids != had.limits.pids || spec.limits.cpus != had.limits.cpus
-            || spec.diskImage != had.diskImage)
+        if (!sameStart(spec, e->proc->spec()))
             continue;
         m_spares.removeOne(e);
         e->spare = false;
         return e;
     }
     return nullptr;
+}
+
+bool SandboxManager::spareIsCurrent(const Entry *e) const
+{
+    if (!e->proc)
+        return true; // not started yet: it gets what a start makes now
+    Entry candidate;
+    candidate.rec.kind = e->rec.kind;
+    candidate.rec.type = e->rec.type;
+    candidate.rec.size = e->rec.size;
+    candidate.rec.id = e->rec.id;
+    candidate.rec.slot = e->rec.slot;
+    candidate.limits = limitsFor(e->rec.size);
+    SandboxSpec spec;
+    fillSpec(&candidate, spec);
+    return sameStart(spec, e->proc->spec());
+}
+
+void SandboxManager::refreshSpares()
+{
+    if (!m_spares.isEmpty())
+        refillSpares();
 }
 
 void SandboxManager::refillSpares()
@@ -744,7 +776,9 @@ void SandboxManager::refillSpares()
     const QList<Entry *> spares = m_spares;
     for (Entry *e : spares) {
         const SparePool::Shape shape = shapeOf(e->rec);
-        if (!wanted.contains(shape) || have.contains(shape))
+        // A spare no create could take any more (its type's start changed since: an agent CLI
+        // installed after it started) is replaced, else it would hold its place for nothing.
+        if (!wanted.contains(shape) || have.contains(shape) || !spareIsCurrent(e))
             dropSpare(e);
         else
             have.append(shape);

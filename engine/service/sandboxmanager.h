@@ -109,6 +109,9 @@ public:
     static QStringList sizes();
 
     void setTypeHooks(const QString &type, SandboxTypeHooks hooks);
+    // What a type's start makes changed (its agent CLI was installed): spares made before are
+    // replaced by ones made now, so that a create takes a spare again.
+    void refreshSpares();
     // Every sandbox's network (its listeners, rules and environment); null: none at all.
     void setNetwork(SandboxNetwork *network) { m_network = network; }
     // The host directory of a sandbox's own files (the engine's; the sandbox never writes there).
@@ -196,6 +199,9 @@ private:
     // taken out of the pool; null if there is none.
     Entry *takeSpare(const SandboxRecord &wanted);
     void refillSpares();
+    // Whether `e` (a spare) is still what a new start of its shape would make (false: a type's
+    // mounts changed since it started, e.g. its agent CLI was installed).
+    bool spareIsCurrent(const Entry *e) const;
     void spawnSpare(const SparePool::Shape &shape);
     // Stops a spare (or an entry taken from the pool that could not be registered) and deletes
     // its files; `e` is gone at once.

@@ -7,6 +7,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -42,7 +43,12 @@ QString create(RpcTestClient &rpc, const QJsonObject &extra)
     QJsonObject params{{QStringLiteral("type"), QStringLiteral("codex")}};
     for (auto it = extra.begin(); it != extra.end(); ++it)
         params.insert(it.key(), it.value());
-    return rpc.result(QStringLiteral("agents.create"), params).value(QStringLiteral("id")).toString();
+    const QJsonObject answer = rpc.call(QStringLiteral("agents.create"), params);
+    if (answer.contains(QStringLiteral("error")))
+        qWarning().noquote() << "agents.create:"
+                             << QJsonDocument(answer.value(QStringLiteral("error")).toObject())
+                                    .toJson(QJsonDocument::Compact);
+    return answer.value(QStringLiteral("result")).toObject().value(QStringLiteral("id")).toString();
 }
 
 QString run(RpcTestClient &rpc, const QString &id, const QString &command)
@@ -69,7 +75,61 @@ private Q_SLOTS:
     void thePoolKeepsToItsCap();
     void noSparesWhenMemoryIsShort();
     void aCrashLeavesNoSpareBehind();
+    void aSpareMadeBeforeItsCliIsReplaced();
 };
+
+void tst_Spares::aSpareMadeBeforeItsCliIsReplaced()
+{
+    // An engine whose agents directory has no CLI yet (a package's first start): the first
+    // create of a shape makes a spare of it, without the CLI.
+    QTemporaryDir agents;
+    // Readable by the sandboxes' uids, as an installed agents directory is.
+    QFile::setPermissions(agents.path(), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner
+                                             | QFile::ReadGroup | QFile::ExeGroup | QFile::ReadOther
+                                             | QFile::ExeOther);
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota + QStringList{QStringLiteral("--agents-dir"), agents.path()}),
+             qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    const QJsonObject lite{{QStringLiteral("size"), QStringLiteral("lite")}};
+    const QString first = create(rpc, lite);
+    QVERIFY(!first.isEmpty());
+    const QString stale = readySpare(rpc, QStringLiteral("lite"));
+    QVERIFY(!stale.isEmpty());
+
+    // Then the CLI is there (as agents.installCli or scripts/setup.sh puts it).
+    const QString cli = QStringLiteral(SANDBOX_BINARY_DIR "/agents/codex");
+    if (!QFileInfo::exists(cli + QStringLiteral("/node_modules/.bin/codex")))
+        QSKIP("the Codex CLI is not installed in the build tree (scripts/setup.sh)");
+    QVERIFY(QFile::link(cli, agents.path() + QStringLiteral("/codex")));
+
+    // A create now cannot take the old spare (it has no /opt/agent); the pool replaces it with
+    // one that has the CLI, and the next create takes that one and can run the CLI.
+    const QString second = create(rpc, lite);
+    QVERIFY(!second.isEmpty());
+    QVERIFY(second != stale);
+    QCOMPARE(run(rpc, second,
+                 QStringLiteral("test -x /opt/agent/node_modules/.bin/codex && echo cli")),
+             QStringLiteral("cli"));
+    QString fresh;
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 30000 && (fresh.isEmpty() || fresh == stale)) {
+        fresh = readySpare(rpc, QStringLiteral("lite"));
+        if (fresh == stale)
+            QTest::qWait(50);
+    }
+    QVERIFY2(!fresh.isEmpty() && fresh != stale, "the spare made before the CLI was kept");
+    const QString third = create(rpc, lite);
+    QCOMPARE(third, fresh);
+    QCOMPARE(run(rpc, third,
+                 QStringLiteral("test -x /opt/agent/node_modules/.bin/codex && echo cli")),
+             QStringLiteral("cli"));
+    // The old spare is gone, not left to hold a place.
+    for (const QJsonValue &v : spares(rpc))
+        QVERIFY(v.toObject().value(QStringLiteral("id")).toString() != stale);
+}
 
 void tst_Spares::aSpareBecomesOneOwnersSandbox()
 {
