@@ -1,6 +1,7 @@
 #include "cliinstalldialog.h"
 
 #include <client/execstream.h>
+#include <common/uistyle.h>
 
 #include <QDialogButtonBox>
 #include <QJsonObject>
@@ -46,9 +47,9 @@ CliInstallDialog::CliInstallDialog(AgentsService agents, const AgentCliInfo &cli
     m_log->setObjectName(QStringLiteral("cliInstallLog"));
     m_log->setTextFormat(Qt::PlainText);
     m_log->setWordWrap(true);
-    QPalette muted = m_log->palette();
-    muted.setColor(QPalette::WindowText, muted.color(QPalette::PlaceholderText));
-    m_log->setPalette(muted);
+    // Secondary, yet readable in every theme: the tone follows a palette change (a palette
+    // copied here kept the light theme's grey on a dark window).
+    Style::setTextTone(m_log, Style::Tone::Muted);
     m_bar->setRange(0, 1000);
     m_bar->setValue(0);
     m_bar->setTextVisible(false);

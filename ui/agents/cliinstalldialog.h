@@ -31,6 +31,8 @@ public:
     void start();
     QProgressBar *progressBar() const { return m_bar; }
     QLabel *statusLabel() const { return m_status; }
+    // npm's last line.
+    QLabel *logLabel() const { return m_log; }
 
     // "Install Claude Code (npm, ~186 MB)": the offer's button.
     static QString offerText(const AgentCliInfo &cli);

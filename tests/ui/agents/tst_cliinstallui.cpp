@@ -189,6 +189,47 @@ private Q_SLOTS:
         QVERIFY(offer() == nullptr);
     }
 
+    void npmsLineReadsInEveryTheme()
+    {
+        // npm's last line is secondary, not faint: it reads on the theme the dialog opened in and
+        // on the one the user switches to while it is open (contrast as WCAG asks of text).
+        const AgentCliInfo cli{QStringLiteral("opencode"),
+                               QStringLiteral("OpenCode"),
+                               QStringLiteral("opencode-ai"),
+                               QStringLiteral("1.18.0"),
+                               121000000,
+                               false,
+                               false,
+                               true,
+                               {}};
+        for (const bool darkFirst : {false, true}) {
+            QApplication::setPalette(darkFirst ? Style::darkPalette() : m_light);
+            CliInstallDialog dialog(AgentsService(nullptr), cli);
+            dialog.logLabel()->setText(QStringLiteral(
+                "npm http fetch GET 200 https://registry.npmjs.org/opencode-ai 412ms"));
+            dialog.resize(520, 200);
+            dialog.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+            for (const bool dark : {darkFirst, !darkFirst}) {
+                QApplication::setPalette(dark ? Style::darkPalette() : m_light);
+                QCoreApplication::processEvents();
+                const QColor text = dialog.logLabel()->palette().color(QPalette::WindowText);
+                const QColor window = dialog.palette().color(QPalette::Window);
+                QVERIFY2(Style::contrast(text, window) >= 4.5,
+                         qPrintable(QStringLiteral("%1 on %2 (%3): %4")
+                                        .arg(text.name(), window.name(),
+                                             dark ? QStringLiteral("dark") : QStringLiteral("light"))
+                                        .arg(Style::contrast(text, window))));
+                // Still set apart from the dialog's own text.
+                QVERIFY(text != dialog.palette().color(QPalette::WindowText));
+                QVERIFY(dialog.grab().save(
+                    artefact(QStringLiteral("cliinstall-log-")
+                             + (dark ? QStringLiteral("dark") : QStringLiteral("light")))));
+            }
+        }
+        QApplication::setPalette(m_light);
+    }
+
     void cleanupTestCase() { m_connection.reset(); }
 
 private:
