@@ -12,6 +12,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QStackedWidget>
@@ -91,6 +92,25 @@ ResultView::ResultView(QWidget *parent)
     m_countButton->setToolTip(tr("Count the rows of the whole result (runs the query again as "
                                  "count(*))"));
     m_countButton->setVisible(false);
+    m_filter = new QLineEdit(this);
+    m_filter->setObjectName(QStringLiteral("filter"));
+    m_filter->setPlaceholderText(tr("Filter on the server: WHERE …"));
+    m_filter->setToolTip(tr("A condition on the result's columns (e.g. n > 10 AND label LIKE "
+                            "'a%'); Enter runs the query again on the server with it, so that "
+                            "it covers every row, not only those fetched"));
+    m_filter->setClearButtonEnabled(true);
+    m_filter->setVisible(false);
+    connect(m_filter, &QLineEdit::returnPressed, this, [this] {
+        m_filterText = m_filter->text().trimmed();
+        Q_EMIT requeryRequested();
+    });
+    // Cleared with its button: the whole result again.
+    connect(m_filter, &QLineEdit::textChanged, this, [this](const QString &text) {
+        if (text.isEmpty() && !m_filterText.isEmpty()) {
+            m_filterText.clear();
+            Q_EMIT requeryRequested();
+        }
+    });
     connect(m_countButton, &QToolButton::clicked, this, [this] {
         m_countButton->setEnabled(false);
         Q_EMIT countRequested();
@@ -106,6 +126,7 @@ ResultView::ResultView(QWidget *parent)
     bottom->addWidget(m_exportButtons);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_filter); // above the rows it filters, as wide as they are
     layout->addWidget(m_stack, 1);
     layout->addLayout(bottom);
     m_exportButtons->setVisible(false);
@@ -114,10 +135,14 @@ ResultView::ResultView(QWidget *parent)
 void ResultView::setRequeryable(bool on)
 {
     m_countButton->setVisible(on);
+    m_requeryable = on;
+    m_filter->setVisible(on && m_stack->currentWidget() == m_table);
     QHeaderView *header = m_table->horizontalHeader();
     header->setSectionsClickable(on);
     if (!on)
         return;
+    header->setToolTip(tr("Click a column to sort the whole result by it: the query runs again "
+                          "on the server"));
     connect(header, &QHeaderView::sectionClicked, this, [this, header](int column) {
         // The server sorts (the query runs again, ordered): the whole result, not the rows here.
         m_sortOrder = column == m_sortColumn && m_sortOrder == Qt::AscendingOrder
@@ -126,7 +151,7 @@ void ResultView::setRequeryable(bool on)
         m_sortColumn = column;
         header->setSortIndicatorShown(true);
         header->setSortIndicator(column, m_sortOrder);
-        Q_EMIT sortRequested(column, m_sortOrder);
+        Q_EMIT requeryRequested();
     });
 }
 
@@ -182,6 +207,7 @@ void ResultView::showRows()
 {
     m_stack->setCurrentWidget(m_table);
     m_exportButtons->setVisible(true);
+    m_filter->setVisible(m_requeryable);
 }
 
 void ResultView::showText(const QString &text, bool isError)
@@ -190,6 +216,7 @@ void ResultView::showText(const QString &text, bool isError)
     Style::setTextTone(m_text, isError ? Style::Tone::Error : Style::Tone::Normal);
     m_stack->setCurrentWidget(m_text);
     m_exportButtons->setVisible(false);
+    m_filter->setVisible(false);
 }
 
 void ResultView::showWidget(QWidget *widget)
@@ -197,6 +224,7 @@ void ResultView::showWidget(QWidget *widget)
     m_stack->addWidget(widget);
     m_stack->setCurrentWidget(widget);
     m_exportButtons->setVisible(false);
+    m_filter->setVisible(false);
 }
 
 QWidget *ResultView::shownWidget() const
@@ -216,7 +244,15 @@ QString ResultView::text() const
 
 void ResultView::setStatus(const QString &status)
 {
-    m_status->setText(status);
+    m_statusText = status;
+    m_status->setText(m_requeryNote.isEmpty() ? status
+                                              : status + QStringLiteral(" · ") + m_requeryNote);
+}
+
+void ResultView::setRequeryNote(const QString &note)
+{
+    m_requeryNote = note;
+    setStatus(m_statusText);
 }
 
 QString ResultView::status() const

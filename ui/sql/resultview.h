@@ -6,6 +6,7 @@
 
 class QDialog;
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 class QStackedWidget;
 class QTableView;
@@ -45,14 +46,26 @@ public:
     void setTableName(const QString &name) { m_tableName = name; }
     static constexpr int MaxFetchAllRows = 1'000'000;
     // A result of a query that can be run again: a click on a column's header asks for it
-    // sorted (sortRequested), and Count asks for its number of rows (countRequested).
+    // sorted, a condition in the filter field for its rows that meet it (requeryRequested: the
+    // query runs again on the server, as the whole result may be far more than the rows
+    // fetched), and Count asks for its number of rows (countRequested).
     void setRequeryable(bool on);
     void setTotal(const QString &text);
+    // The column the server sorts by (-1: none), and its order.
+    int sortColumn() const { return m_sortColumn; }
+    Qt::SortOrder sortOrder() const { return m_sortOrder; }
+    // The filter's condition as typed (a WHERE condition; empty: none).
+    QString filter() const { return m_filterText; }
+    QLineEdit *filterField() const { return m_filter; }
+    // What the rows shown are, said after the status ("sorted by n ↓ on the server"); empty for
+    // the query as written.
+    void setRequeryNote(const QString &note);
 
 Q_SIGNALS:
     void exported(const QString &path, qint64 rows);
     void exportFailed(const QString &message);
-    void sortRequested(int column, Qt::SortOrder order);
+    // The sort column or the filter changed: run the query again (sortColumn(), filter()).
+    void requeryRequested();
     void countRequested();
     // The cell viewer is open (modal): for tests.
     void cellViewerOpened(QDialog *dialog);
@@ -71,6 +84,11 @@ private:
     QToolButton *m_countButton = nullptr; // owned (child)
     int m_sortColumn = -1;
     Qt::SortOrder m_sortOrder = Qt::AscendingOrder;
+    QLineEdit *m_filter = nullptr; // owned (child)
+    bool m_requeryable = false;
+    QString m_filterText;
+    QString m_statusText; // as set, without the note
+    QString m_requeryNote;
 };
 
 } // namespace Sandbox::Ui

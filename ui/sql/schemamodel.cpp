@@ -31,6 +31,15 @@ void SchemaModel::refresh()
             removeRows(0, rowCount());
             m_columns.clear();
             if (tables->isEmpty()) {
+                // Said, rather than an empty pane that looks like one still loading.
+                auto *none = new QStandardItem(tr("No tables yet"));
+                none->setFlags(Qt::ItemIsEnabled);
+                none->setData(QStringLiteral("empty"), KindRole);
+                none->setToolTip(tr("This database has no tables or views yet: CREATE TABLE "
+                                    "makes one (the tree follows)."));
+                auto *blank = new QStandardItem();
+                blank->setFlags(Qt::ItemIsEnabled);
+                appendRow({none, blank});
                 Q_EMIT loaded();
                 return;
             }

@@ -21,7 +21,8 @@ class SchemaModel final : public QStandardItemModel
     Q_OBJECT
 
 public:
-    enum Role { KindRole = Qt::UserRole + 1, NameRole }; // kind: table | view | column | index
+    // kind: table | view | column | index | indexes | empty (the "No tables yet" row)
+    enum Role { KindRole = Qt::UserRole + 1, NameRole };
 
     SchemaModel(DatabasesService *service, QString databaseId, QObject *parent = nullptr);
 

@@ -412,26 +412,43 @@ void SqlConsole::runNext()
     feed->setPageSize(kPageSize);
     ResultModel *model = view->model();
     if (isQuery(verb)) {
-        // Sorting and counting run the query again on the server (the result may be far larger
-        // than what was fetched): as a subquery, ordered by the column's position, or counted.
+        // Sorting, filtering and counting run the query again on the server (the result may be
+        // far larger than what was fetched): as a subquery, filtered by the condition typed,
+        // ordered by the column's position, or counted.
         view->setRequeryable(true);
         const QString inner = withoutSemicolon(sql);
-        connect(view, &ResultView::sortRequested, this,
-                [this, view, inner](int column, Qt::SortOrder order) {
-                    auto *sorted
-                        = new RowFeed(&m_client->databases(), m_databaseId,
-                                      QStringLiteral(
-                                          "SELECT * FROM (\n%1\n) AS sorted ORDER BY %2 %3")
-                                          .arg(inner)
-                                          .arg(column + 1)
-                                          .arg(order == Qt::AscendingOrder
-                                                   ? QStringLiteral("ASC")
-                                                   : QStringLiteral("DESC")),
-                                      {});
-                    sorted->setPageSize(kPageSize);
-                    view->model()->setFeed(sorted);
-                });
-        connect(view, &ResultView::countRequested, this, [this, view, inner] {
+        // The query's rows with the view's filter (not its order).
+        const auto filtered = [inner](const ResultView *v) {
+            QString q = QStringLiteral("SELECT * FROM (\n%1\n) AS q").arg(inner);
+            if (!v->filter().isEmpty())
+                q += QStringLiteral("\nWHERE (%1)").arg(v->filter());
+            return q;
+        };
+        connect(view, &ResultView::requeryRequested, this, [this, view, filtered] {
+            QString q = filtered(view);
+            QStringList said;
+            if (!view->filter().isEmpty())
+                said.append(tr("filtered"));
+            if (view->sortColumn() >= 0) {
+                const bool up = view->sortOrder() == Qt::AscendingOrder;
+                q += QStringLiteral("\nORDER BY %1 %2")
+                         .arg(view->sortColumn() + 1)
+                         .arg(up ? QStringLiteral("ASC") : QStringLiteral("DESC"));
+                said.append(
+                    tr("sorted by %1 %2")
+                        .arg(view->model()->headerData(view->sortColumn(), Qt::Horizontal).toString(),
+                             up ? QStringLiteral("↑") : QStringLiteral("↓")));
+            }
+            view->setTotal(tr("Count")); // of the rows as they were
+            view->setRequeryNote(
+                said.isEmpty()
+                    ? QString()
+                    : tr("%1 on the server (the query ran again)").arg(said.join(tr(" and "))));
+            auto *feed = new RowFeed(&m_client->databases(), m_databaseId, q, {});
+            feed->setPageSize(kPageSize);
+            view->model()->setFeed(feed);
+        });
+        connect(view, &ResultView::countRequested, this, [this, view, filtered] {
             auto *count = new ResultModel(view);
             connect(count, &ResultModel::finished, view, [view, count] {
                 view->setTotal(tr("%1 rows in all").arg(count->index(0, 0).data().toString()));
@@ -441,10 +458,10 @@ void SqlConsole::runNext()
                 view->setTotal(tr("Count failed: %1").arg(e.message));
                 count->deleteLater();
             });
-            count->setFeed(
-                new RowFeed(&m_client->databases(), m_databaseId,
-                            QStringLiteral("SELECT count(*) FROM (\n%1\n) AS counted").arg(inner),
-                            {}));
+            count->setFeed(new RowFeed(&m_client->databases(), m_databaseId,
+                                       QStringLiteral("SELECT count(*) FROM (\n%1\n) AS counted")
+                                           .arg(filtered(view)),
+                                       {}));
         });
     }
     const bool explain = verb == QLatin1String("EXPLAIN");
@@ -500,8 +517,12 @@ void SqlConsole::runNext()
         status();
     });
     connect(model, &ResultModel::failed, view, [this, view](const Error &error) {
-        if (view != m_current)
+        if (view != m_current) {
+            // A sort or filter run again after the statement: said on the result's own line,
+            // where the filter waits to be corrected.
+            view->setStatus(tr("Error: %1").arg(error.message.section(u'\n', 0, 0)));
             return;
+        }
         const SqlErrorLocation at = SqlErrorLocation::fromError(error);
         QString message = error.message;
         if (!at.detail.isEmpty())

@@ -4,6 +4,7 @@
 #include "engineprocess.h"
 
 #include <client/client.h>
+#include <common/uistyle.h>
 #include <editor/findbar.h>
 #include <sql/planview.h>
 #include <sql/queryhistory.h>
@@ -12,9 +13,12 @@
 #include <sql/sqlconsole.h>
 #include <sql/sqleditor.h>
 
+#include <QApplication>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QHeaderView>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -25,6 +29,36 @@
 using namespace Sandbox;
 using namespace Sandbox::Ui;
 
+namespace {
+
+// `widget` at 1024x700 and 1920x1080 in the light and the dark palette, kept as
+// build/artefacts/NAME-WxH-THEME.png to be looked at; false when a picture could not be saved.
+bool shoot(QWidget *widget, const QString &name)
+{
+    const QPalette light = QApplication::palette();
+    const QSize was = widget->size();
+    bool ok = QDir().mkpath(QStringLiteral(SANDBOX_BINARY_DIR "/artefacts"));
+    for (const QSize size : {QSize(1024, 700), QSize(1920, 1080)}) {
+        for (const bool dark : {false, true}) {
+            QApplication::setPalette(dark ? Style::darkPalette() : light);
+            widget->resize(size);
+            QTest::qWait(30);
+            ok = ok
+                 && widget->grab().save(
+                     QStringLiteral(SANDBOX_BINARY_DIR "/artefacts/%1-%2x%3-%4.png")
+                         .arg(name)
+                         .arg(size.width())
+                         .arg(size.height())
+                         .arg(dark ? QStringLiteral("dark") : QStringLiteral("light")));
+        }
+    }
+    QApplication::setPalette(light);
+    widget->resize(was);
+    return ok;
+}
+
+} // namespace
+
 class tst_SqlConsole : public QObject
 {
     Q_OBJECT
@@ -32,6 +66,7 @@ class tst_SqlConsole : public QObject
 private Q_SLOTS:
     void initTestCase();
     void cleanupTestCase();
+    void anEmptyDatabaseSaysSo();
     void runAllMakesATabPerStatement();
     void errorIsMarkedWhereItHappened();
     void runStatementUnderCursor();
@@ -39,6 +74,7 @@ private Q_SLOTS:
     void cancelStopsARunningStatement();
     void findBarInTheEditor();
     void sortAndCountRunOnTheServer();
+    void filterRunsOnTheServer();
     void explainIsDrawnAsATree();
 
 private:
@@ -88,6 +124,18 @@ bool tst_SqlConsole::runAndWait(const QString &text, void (SqlConsole::*how)(), 
     m_console->editor()->setText(text);
     (m_console->*how)();
     return finished.wait(timeoutMs);
+}
+
+void tst_SqlConsole::anEmptyDatabaseSaysSo()
+{
+    // A new database: the schema tree says it has no tables, instead of a blank pane.
+    SchemaModel *schema = m_console->schema();
+    QTRY_VERIFY_WITH_TIMEOUT(!schema->isLoading() && schema->rowCount() == 1, 20000);
+    QCOMPARE(schema->index(0, 0).data().toString(), QStringLiteral("No tables yet"));
+    QCOMPARE(schema->index(0, 0).data(SchemaModel::KindRole).toString(), QStringLiteral("empty"));
+    QVERIFY(!(schema->flags(schema->index(0, 0)) & Qt::ItemIsSelectable));
+    QVERIFY(schema->columnsByTable().isEmpty());
+    QVERIFY(shoot(m_console, QStringLiteral("sql-notables")));
 }
 
 void tst_SqlConsole::runAllMakesATabPerStatement()
@@ -244,6 +292,62 @@ void tst_SqlConsole::sortAndCountRunOnTheServer()
     QVERIFY(count && count->text() == QLatin1String("Count"));
     QTest::mouseClick(count, Qt::LeftButton);
     QTRY_COMPARE_WITH_TIMEOUT(count->text(), QStringLiteral("3000 rows in all"), 20000);
+}
+
+void tst_SqlConsole::filterRunsOnTheServer()
+{
+    // A condition on a result larger than a page: the server filters the whole result (rows
+    // never fetched included), the grid says so, Count counts what passed, and clearing the
+    // filter brings the whole result back.
+    QVERIFY(runAndWait(
+        QStringLiteral("SELECT g AS n, 'row ' || g AS label FROM generate_series(1, 3000) g")));
+    ResultView *view = m_console->resultAt(0);
+    QVERIFY(view->model()->canFetchMore({}));
+    QLineEdit *filter = view->filterField();
+    QVERIFY(filter && filter->isVisible());
+    QSignalSpy requeried(view->model(), &ResultModel::started);
+    QTest::keyClicks(filter, QStringLiteral("n % 1000 = 0 OR label = 'row 2999'"));
+    QTest::keyClick(filter, Qt::Key_Return);
+    QVERIFY(requeried.wait(20000));
+    QTRY_COMPARE_WITH_TIMEOUT(view->model()->rowCount(), 4, 20000);
+    QVERIFY(!view->model()->canFetchMore({}));
+    QStringList ns;
+    for (int r = 0; r < view->model()->rowCount(); ++r)
+        ns.append(view->model()->index(r, 0).data().toString());
+    ns.sort();
+    QCOMPARE(ns.join(u','), QStringLiteral("1000,2000,2999,3000"));
+    QVERIFY2(view->status().contains(QLatin1String("filtered on the server")),
+             qPrintable(view->status()));
+    // Sorting keeps the filter.
+    QHeaderView *header = view->table()->horizontalHeader();
+    const QPoint n(header->sectionViewportPosition(0) + 10, header->height() / 2);
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {}, n); // ascending
+    QTRY_VERIFY_WITH_TIMEOUT(view->status().contains(QStringLiteral("sorted by n ↑")), 20000);
+    QTRY_COMPARE(view->model()->rowCount(), 4);
+    QCOMPARE(view->model()->index(0, 0).data().toString(), QStringLiteral("1000"));
+    QTest::qWait(QApplication::doubleClickInterval() + 50);       // two clicks, not a double-click
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {}, n); // descending
+    QTRY_COMPARE_WITH_TIMEOUT(view->model()->index(0, 0).data().toString(), QStringLiteral("3000"),
+                              20000);
+    QTRY_COMPARE(view->model()->rowCount(), 4);
+    QVERIFY2(view->status().contains(QLatin1String("filtered and sorted by n")),
+             qPrintable(view->status()));
+    QVERIFY(shoot(m_console, QStringLiteral("sql-filter")));
+    auto *count = view->findChild<QToolButton *>(QStringLiteral("count"));
+    QVERIFY(count);
+    QTest::mouseClick(count, Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(count->text(), QStringLiteral("4 rows in all"), 20000);
+    // A condition the server refuses: said on the result's line; the filter stays to be fixed.
+    filter->selectAll();
+    QTest::keyClicks(filter, QStringLiteral("nope > 1"));
+    QTest::keyClick(filter, Qt::Key_Return);
+    QTRY_VERIFY_WITH_TIMEOUT(view->status().contains(QLatin1String("nope")), 20000);
+    QVERIFY(filter->isVisible());
+    // Cleared: the whole result again, paged, still sorted.
+    filter->clear();
+    QTRY_VERIFY_WITH_TIMEOUT(view->model()->canFetchMore({}), 20000);
+    QCOMPARE(view->model()->index(0, 0).data().toString(), QStringLiteral("3000"));
+    QVERIFY2(!view->status().contains(QLatin1String("filtered")), qPrintable(view->status()));
 }
 
 void tst_SqlConsole::explainIsDrawnAsATree()
