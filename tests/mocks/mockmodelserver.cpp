@@ -429,6 +429,23 @@ void MockModelServer::handle(QTcpSocket *socket, const Request &request)
     if (request.method != "POST" || provider == Provider::None)
         return sendJson(socket, 404, {{QStringLiteral("error"), QStringLiteral("not found")}});
 
+    if (!m_requiredKey.isEmpty() && request.headers.value("x-api-key") != m_requiredKey
+        && request.headers.value("authorization") != "Bearer " + m_requiredKey) {
+        if (provider == Provider::Anthropic)
+            return sendJson(socket, 401,
+                            {{QStringLiteral("type"), QStringLiteral("error")},
+                             {QStringLiteral("error"),
+                              QJsonObject{{QStringLiteral("type"),
+                                           QStringLiteral("authentication_error")},
+                                          {QStringLiteral("message"),
+                                           QStringLiteral("invalid x-api-key")}}}});
+        return sendJson(
+            socket, 401,
+            {{QStringLiteral("error"),
+              QJsonObject{{QStringLiteral("message"), QStringLiteral("Incorrect API key provided")},
+                          {QStringLiteral("type"), QStringLiteral("invalid_request_error")},
+                          {QStringLiteral("code"), QStringLiteral("invalid_api_key")}}}});
+    }
     const Turn turn = readTurn(provider, request.json, request.body);
     const Directives d = directivesIn(turn.prompt);
     const QString model

@@ -69,6 +69,10 @@ public:
     // The text of the final answer after a tool result (default "Done: the file is written.").
     void setFinalText(const QString &text) { m_finalText = text; }
 
+    // Model calls must carry this key (`x-api-key`, or `Authorization: Bearer`), as a provider
+    // wants: others are answered 401 with the provider's "invalid x-api-key" error. Empty: any.
+    void setRequiredKey(const QByteArray &key) { m_requiredKey = key; }
+
 Q_SIGNALS:
     void requestReceived(const QByteArray &method, const QByteArray &path);
     void connectionClosed();
@@ -86,6 +90,7 @@ private:
     QList<Request> m_requests;
     QString m_finalText = QStringLiteral("Done: the file is written.");
     QString m_staticRoot;
+    QByteArray m_requiredKey;
     int m_nextId = 1;
 };
 

@@ -44,8 +44,9 @@ AgentProblem AgentProblem::explain(const QString &message, const QString &agentT
         || m.contains(QLatin1String("authentication")) || m.contains(QLatin1String("401"))
         || m.contains(QLatin1String("unauthorized"))) {
         p.kind = Kind::NoModelKey;
-        p.text = tr("The agent has no valid key for its model's API (%1). Set the key: it is "
-                    "kept in the desktop keyring and given to the new sandbox only, never shown.")
+        p.text = tr("The agent has no valid key for its model's API (%1). Set the key here: it "
+                    "is kept in the desktop keyring and used for this sandbox's next runs, never "
+                    "shown.")
                      .arg(keyVariable(agentType));
         p.fix = tr("Set the Model Key…");
         return p;

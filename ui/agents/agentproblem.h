@@ -15,6 +15,8 @@ struct AgentProblem
         NoModelKey,       // the CLI has no key (or a refused one) for its model's API
         NoCli,            // the agent's CLI is not installed with the engine
         ModelUnreachable, // the engine's model gateway could not reach the model's API
+        HostDenied,       // the sandbox's policy refused a host during the run (never from
+                          // explain(): from the run's network.denied events)
     };
     Kind kind = Kind::None;
     QString text; // what happened and what to do, one or two sentences

@@ -8,6 +8,7 @@
 #include "agenttranscriptmodel.h"
 #include "agenttranscriptview.h"
 
+#include "../connection/secretstore.h"
 #include "../files/filetreemodel.h"
 
 #include <client/agentrun.h>
@@ -18,6 +19,7 @@
 #include <QFrame>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QLocale>
@@ -115,12 +117,7 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     problemRow->addWidget(m_problemText, 1);
     problemRow->addWidget(m_fixButton);
     m_problem->hide();
-    connect(m_fixButton, &QPushButton::clicked, this, [this] {
-        if (!m_refusedTools.isEmpty())
-            allowAndContinue(m_refusedTools);
-        else
-            Q_EMIT fixRequested(m_sandbox, m_problemKind);
-    });
+    connect(m_fixButton, &QPushButton::clicked, this, &AgentSessionView::onFix);
 
     auto *left = new QWidget(this);
     auto *leftLayout = new QVBoxLayout(left);
@@ -226,6 +223,145 @@ void AgentSessionView::loadRunEvents(QList<AgentRunRecord> runs, qint64 after)
             runs.removeFirst();
             loadRunEvents(runs, 0);
         });
+}
+
+void AgentSessionView::onFix()
+{
+    const auto kind = AgentProblem::Kind(m_problemKind);
+    if (!m_refusedTools.isEmpty())
+        allowAndContinue(m_refusedTools);
+    else if (kind == AgentProblem::Kind::HostDenied)
+        allowHosts(m_denied);
+    else if (kind == AgentProblem::Kind::NoModelKey)
+        askModelKey();
+    else
+        Q_EMIT fixRequested(m_sandbox, m_problemKind);
+}
+
+QString AgentSessionView::modelKeyName(const SandboxInfo &sandbox)
+{
+    return QStringLiteral("model-key/") + sandbox.id + u'/'
+           + AgentProblem::keyVariable(sandbox.type);
+}
+
+void AgentSessionView::setSecretStore(SecretStore *secrets)
+{
+    m_secrets = secrets;
+    if (!m_secrets)
+        return;
+    m_secrets->read(modelKeyName(m_sandbox), this, [this](Result<QString> key) {
+        // NotFound: none kept for this sandbox (its key, if any, came at its creation).
+        if (key && !key->isEmpty() && m_modelKey.isEmpty())
+            m_modelKey = key.value();
+    });
+}
+
+void AgentSessionView::setModelKey(const QString &key)
+{
+    m_modelKey = key.trimmed();
+    if (m_secrets && !m_modelKey.isEmpty()) {
+        m_secrets->write(modelKeyName(m_sandbox), m_modelKey, this,
+                         [this](const std::optional<Error> &error) {
+                             if (error)
+                                 m_transcript->addError(
+                                     tr("The model key could not be kept in the keyring (%1): "
+                                        "it is used until the app closes.")
+                                         .arg(error->message));
+                         });
+    }
+    if (AgentProblem::Kind(m_problemKind) == AgentProblem::Kind::NoModelKey)
+        m_problem->hide();
+    // What was refused is one Send away.
+    if (m_prompt->toPlainText().trimmed().isEmpty() && !m_lastPrompt.isEmpty())
+        m_prompt->setPlainText(m_lastPrompt);
+}
+
+void AgentSessionView::askModelKey()
+{
+    if (findChild<QInputDialog *>(QStringLiteral("modelKeyDialog")))
+        return;
+    auto *dialog = new QInputDialog(this);
+    dialog->setObjectName(QStringLiteral("modelKeyDialog"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(tr("Model Key"));
+    dialog->setInputMode(QInputDialog::TextInput);
+    dialog->setTextEchoMode(QLineEdit::Password);
+    const QString variable = AgentProblem::keyVariable(m_sandbox.type);
+    dialog->setLabelText(
+        m_sandbox.gateway
+            ? tr("The key for this sandbox's model API (%1). It is kept in the desktop keyring "
+                 "and sent with each run to the engine, whose model gateway adds it to the "
+                 "model calls: the sandbox never sees it.")
+                  .arg(variable)
+            : tr("The key for this sandbox's model API (%1). It is kept in the desktop keyring "
+                 "and given to each run of this sandbox (it has no model gateway: the agent's "
+                 "program sees it while it runs).")
+                  .arg(variable));
+    // A few lines, not one line as wide as the screen.
+    if (auto *label = dialog->findChild<QLabel *>())
+        label->setWordWrap(true);
+    dialog->resize(480, dialog->sizeHint().height());
+    dialog->setWindowModality(Qt::WindowModal);
+    connect(dialog, &QInputDialog::textValueSelected, this, [this](const QString &key) {
+        if (!key.trimmed().isEmpty())
+            setModelKey(key);
+    });
+    dialog->open();
+}
+
+void AgentSessionView::offerToAllowHosts()
+{
+    if (m_denied.isEmpty())
+        return;
+    m_refusedTools.clear();
+    m_problemKind = int(AgentProblem::Kind::HostDenied);
+    const QString hosts = m_denied.join(QStringLiteral(", "));
+    m_problemText->setText(tr("This sandbox's network refused %1 during the run. Allow it here "
+                              "(added to the sandbox's allow-list; its Network page shows the "
+                              "rest), then send the prompt again.")
+                               .arg(hosts));
+    m_fixButton->setText(m_denied.size() == 1 ? tr("Allow %1").arg(m_denied.first())
+                                              : tr("Allow These Hosts"));
+    m_fixButton->show();
+    m_problem->show();
+}
+
+void AgentSessionView::allowHosts(const QStringList &entries)
+{
+    if (entries.isEmpty())
+        return;
+    m_fixButton->setEnabled(false);
+    const QString id = m_sandbox.id;
+    const auto failed = [this](const QString &message) {
+        m_fixButton->setEnabled(true);
+        m_problemText->setText(tr("The allow-list could not be changed: %1").arg(message));
+    };
+    // From the policy as the engine has it now (the Network page may have changed it).
+    m_client->sandboxes()
+        .status(id, this,
+                [this, id, entries, failed](Result<SandboxInfo> current) {
+                    if (!current)
+                        return failed(current.error().message);
+                    NetworkPolicy policy = current->networkPolicy;
+                    for (const QString &entry : entries)
+                        policy = policy.allowing(entry);
+                    m_client->sandboxes()
+                        .setNetwork(id, policy, this,
+                                    [this, failed](Result<SandboxInfo> r) {
+                                        if (!r)
+                                            return failed(r.error().message);
+                                        m_fixButton->setEnabled(true);
+                                        m_denied.clear();
+                                        m_problem->hide();
+                                        m_sandbox = r.value();
+                                        updateHeader();
+                                        if (m_prompt->toPlainText().trimmed().isEmpty())
+                                            m_prompt->setPlainText(m_lastPrompt);
+                                        Q_EMIT sandboxChanged(m_sandbox);
+                                    })
+                        .detach();
+                })
+        .detach();
 }
 
 void AgentSessionView::offerToAllow(const AgentNeedsInput &needs)
@@ -383,6 +519,9 @@ bool AgentSessionView::send(const QString &typed)
     options.sessionId = m_sessionId;
     options.allowedTools = m_allowedTools;
     options.newSession = m_sessionId.isEmpty() && m_transcript->rowCount() == 0;
+    if (!m_modelKey.isEmpty())
+        options.env.insert(AgentProblem::keyVariable(m_sandbox.type), m_modelKey);
+    m_denied.clear();
     AgentRun *run = m_client->agents().runStreaming(m_sandbox.id, prompt, options, this);
     if (!run) {
         m_transcript->addError(tr("This connection cannot stream agent runs."));
@@ -392,7 +531,15 @@ bool AgentSessionView::send(const QString &typed)
     m_current = {};
     m_transcript->addPrompt(prompt);
     setRunning(true);
-    connect(run, &AgentRun::event, this, [this](const AgentEvent &e) { m_transcript->addEvent(e); });
+    connect(run, &AgentRun::event, this, [this](const AgentEvent &e) {
+        m_transcript->addEvent(e);
+        if (e.typeName == QLatin1String("network.denied")) {
+            // (From the engine: at most one entry, bounded like the rest of the event.)
+            const QString entry = e.raw.value(QStringLiteral("allowWith")).toString().left(300);
+            if (!entry.isEmpty() && !m_denied.contains(entry) && m_denied.size() < 8)
+                m_denied.append(entry);
+        }
+    });
     connect(run, &AgentRun::sessionStarted, this, [this](const QString &id) { m_sessionId = id; });
     connect(run, &AgentRun::usageChanged, this, [this](const AgentUsage &u) {
         m_current = u;
@@ -413,6 +560,7 @@ bool AgentSessionView::send(const QString &typed)
         }
         m_transcript->addRunEnd(shown);
         finishRun();
+        offerToAllowHosts();
         offerToAllow(r.needsInput);
         Q_EMIT runFinished(m_sandbox.id, r);
     });
@@ -423,6 +571,8 @@ bool AgentSessionView::send(const QString &typed)
         m_transcript->addError(e.code == ErrorCode::Cancelled ? tr("Stopped: %1").arg(e.message)
                                                               : p.text);
         finishRun();
+        if (e.code != ErrorCode::Cancelled)
+            offerToAllowHosts();
         Q_EMIT runFailed(m_sandbox.id, e.message);
     });
     Q_EMIT runStarted(m_sandbox.id);

@@ -25,6 +25,7 @@ class AgentChangesView;
 class AgentTranscriptModel;
 class AgentTranscriptView;
 class FileTreeModel;
+class SecretStore;
 
 // One agent sandbox's session: the live transcript, a prompt box with Send and Stop, pickers for
 // the model and the permission mode, token and cost totals, and the sandbox's files beside it.
@@ -72,6 +73,20 @@ public:
     QLabel *problemLabel() const { return m_problemText; }
     QPushButton *fixButton() const { return m_fixButton; }
 
+    // Where this sandbox's model key is kept (not owned; may be null: the key then lasts as long
+    // as the view). The key kept for the sandbox is read from it at once.
+    void setSecretStore(SecretStore *secrets);
+    // The model key for this sandbox's runs, set from the problem bar ("Set the Model Key…"): it
+    // goes with every run as the run's environment (docs/protocol.md 4.7), which the engine's
+    // model gateway keeps out of the sandbox, and into the SecretStore, never into the settings.
+    void setModelKey(const QString &key);
+    bool hasModelKey() const { return !m_modelKey.isEmpty(); }
+    // The SecretStore entry of a sandbox's model key: "model-key/ID/ANTHROPIC_API_KEY".
+    static QString modelKeyName(const Sandbox::SandboxInfo &sandbox);
+    // The allow entries the network refused during the last run ("api.example.com:443"), which
+    // the problem bar offers to add to the sandbox's allow-list.
+    QStringList deniedEntries() const { return m_denied; }
+
 Q_SIGNALS:
     void historyReady();
     void runStarted(const QString &sandboxId);
@@ -79,6 +94,8 @@ Q_SIGNALS:
     void runFailed(const QString &sandboxId, const QString &message);
     // The user took the fix offered for a problem (AgentProblem::Kind as int): the window acts.
     void fixRequested(const Sandbox::SandboxInfo &sandbox, int problemKind);
+    // The view changed the sandbox (its network policy, from the problem bar).
+    void sandboxChanged(const Sandbox::SandboxInfo &sandbox);
 
 protected:
     bool eventFilter(QObject *watched, QEvent *event) override;
@@ -97,6 +114,12 @@ private:
     void loadRunEvents(QList<Sandbox::AgentRunRecord> runs, qint64 after);
     // A run that ended on refused tool calls: the bar offers to allow them and go on.
     void offerToAllow(const Sandbox::AgentNeedsInput &needs);
+    // The network refused hosts during the run: the bar offers to allow them (sandbox.setNetwork).
+    void offerToAllowHosts();
+    void allowHosts(const QStringList &entries);
+    // Asks for the model key (masked), then keeps it for this sandbox's runs.
+    void askModelKey();
+    void onFix();
 
     Sandbox::Client *m_client; // not owned
     Sandbox::SandboxInfo m_sandbox;
@@ -124,9 +147,12 @@ private:
     QLabel *m_problemText = nullptr;    // owned (child)
     QPushButton *m_fixButton = nullptr; // owned (child)
     int m_problemKind = 0;
-    QStringList m_refusedTools; // the problem bar's "Allow and continue" allows these
-    QStringList m_allowedTools; // allowed for the rest of the session
-    QString m_lastPrompt;       // as typed, without review comments
+    QStringList m_refusedTools;       // the problem bar's "Allow and continue" allows these
+    QStringList m_allowedTools;       // allowed for the rest of the session
+    QString m_lastPrompt;             // as typed, without review comments
+    QStringList m_denied;             // allow entries refused during the last run
+    SecretStore *m_secrets = nullptr; // not owned
+    QString m_modelKey;               // this sandbox's model key; never shown
     Sandbox::RpcCall m_historyCall;
     bool m_loadingHistory = false;
 };

@@ -767,8 +767,12 @@ SandboxWorkspace *MainWindow::openSandbox(const QString &id)
     const auto info = m_model->sandbox(id);
     if (!info || !m_client)
         return nullptr;
-    auto *ws = new SandboxWorkspace(m_client, *info, *m_registry, m_tabs);
+    auto *ws = new SandboxWorkspace(m_client, *info, *m_registry, m_tabs, m_secrets);
     connect(ws, &SandboxWorkspace::agentFixRequested, this, &MainWindow::fixAgent);
+    connect(ws, &SandboxWorkspace::sandboxChanged, this, [this, ws](const SandboxInfo &s) {
+        m_model->updateSandbox(s);
+        ws->setSandbox(s);
+    });
     connect(ws, &SandboxWorkspace::message, this,
             [this](const QString &text) { statusBar()->showMessage(text, 5000); });
     if (auto *console = ws->page<ConsolePage>(QStringLiteral("console"))) {
@@ -963,8 +967,7 @@ void MainWindow::newSandbox()
 
 void MainWindow::fixAgent(const SandboxInfo &sandbox, int problemKind)
 {
-    // The sandbox's network and environment are fixed at creation: the fix is a new sandbox
-    // like this one, with what was missing, that the user confirms.
+    // Each fix acts on the sandbox that has the problem, in place.
     const auto kind = AgentProblem::Kind(problemKind);
     if (kind == AgentProblem::Kind::NoNetwork) {
         // In place (sandbox.setNetwork, docs/protocol.md 3.5): the same sandbox, its files and
@@ -1032,39 +1035,8 @@ void MainWindow::fixAgent(const SandboxInfo &sandbox, int problemKind)
             .detach();
         return;
     }
-    NewSandboxDialog dialog(this);
-    dialog.setKind(false);
-    dialog.setType(sandbox.type);
-    dialog.setSize(sandbox.size);
-    dialog.setName(sandbox.name);
-    dialog.setNetwork(true);
-    const QString variable = AgentProblem::keyVariable(sandbox.type);
-    const auto ask = [this, &dialog] {
-        if (dialog.exec() == QDialog::Accepted)
-            createAgent(dialog.agentOptions());
-    };
-    if (kind != AgentProblem::Kind::NoModelKey) {
-        ask();
-        return;
-    }
-    bool ok = false;
-    const QString key = QInputDialog::getText(this, tr("Model Key"),
-                                              tr("The key for %1 (%2). It is kept in the desktop "
-                                                 "keyring and given to the new sandbox "
-                                                 "only.")
-                                                  .arg(sandbox.type, variable),
-                                              QLineEdit::Password, QString(), &ok)
-                            .trimmed();
-    if (!ok || key.isEmpty())
-        return;
-    m_secrets->write(QStringLiteral("model-key/") + variable, key, this,
-                     [this](const std::optional<Error> &error) {
-                         if (error)
-                             showError(tr("The key could not be kept in the keyring: %1")
-                                           .arg(error->message));
-                     });
-    dialog.setSecretEnv(variable, key);
-    ask();
+    // A missing model key and a refused host are fixed by the agent page itself, for its
+    // sandbox (AgentSessionView::setModelKey, sandbox.setNetwork).
 }
 
 void MainWindow::createAgent(const AgentCreateOptions &options)

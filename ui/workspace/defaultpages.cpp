@@ -117,8 +117,10 @@ public:
     int order() const override { return 0; }
     SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
     {
-        const auto make = [client = context.client, sandbox = context.sandbox](WidgetPage *page) {
+        const auto make = [client = context.client, sandbox = context.sandbox,
+                           secrets = context.secrets](WidgetPage *page) {
             auto *view = new AgentSessionView(client, sandbox, page);
+            view->setSecretStore(secrets);
             // The agent writes files while it runs: the file pane follows.
             QObject::connect(view, &AgentSessionView::runStarted, page,
                              [page] { Q_EMIT page->filesTouched(true); });
@@ -126,9 +128,12 @@ public:
                              [page] { Q_EMIT page->filesTouched(false); });
             QObject::connect(view, &AgentSessionView::runFailed, page,
                              [page] { Q_EMIT page->filesTouched(false); });
-            if (SandboxWorkspace *ws = page->context().workspace)
+            if (SandboxWorkspace *ws = page->context().workspace) {
                 QObject::connect(view, &AgentSessionView::fixRequested, ws,
                                  &SandboxWorkspace::agentFixRequested);
+                QObject::connect(view, &AgentSessionView::sandboxChanged, ws,
+                                 &SandboxWorkspace::sandboxChanged);
+            }
             return view;
         };
         return new WidgetPage(context, title(), make, parent);

@@ -10,6 +10,7 @@
 namespace Sandbox::Ui {
 
 class SandboxWorkspace;
+class SecretStore;
 
 // What a page of a sandbox's tab set gets: the connection, the sandbox as last seen, and the
 // workspace that hosts it (to open files, show another page, or report a message).
@@ -18,6 +19,7 @@ struct SandboxPageContext
     QPointer<Client> client; // not owned; the connection the workspace belongs to
     SandboxInfo sandbox;
     SandboxWorkspace *workspace = nullptr; // not owned; outlives its pages
+    SecretStore *secrets = nullptr;        // not owned; where keys are kept (may be null)
 };
 
 // One page of an opened sandbox: the console, the file tree, an editor, and later the agent

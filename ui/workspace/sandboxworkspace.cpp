@@ -19,7 +19,8 @@
 namespace Sandbox::Ui {
 
 SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
-                                   const SandboxPageRegistry &registry, QWidget *parent)
+                                   const SandboxPageRegistry &registry, QWidget *parent,
+                                   SecretStore *secrets)
     : QWidget(parent)
     , m_client(client)
     , m_sandbox(sandbox)
@@ -79,6 +80,7 @@ SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
     context.client = client;
     context.sandbox = sandbox;
     context.workspace = this;
+    context.secrets = secrets;
     for (const SandboxPageFactory *factory : registry.factoriesFor(sandbox)) {
         SandboxPage *page = factory->create(context, this);
         if (!page)

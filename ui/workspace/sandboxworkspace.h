@@ -23,6 +23,7 @@ namespace Sandbox::Ui {
 class EditorPage;
 class LimitsBadge;
 class SandboxPageRegistry;
+class SecretStore;
 
 // Everything of one opened sandbox: the pages its factories make, in three areas — the side
 // (file tree), the documents (editors; the agent session and the SQL console will go here) and
@@ -32,8 +33,11 @@ class SandboxWorkspace final : public QWidget
     Q_OBJECT
 
 public:
+    // `secrets` (not owned, may be null) keeps what pages store as secrets (an agent's model
+    // key).
     SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
-                     const SandboxPageRegistry &registry, QWidget *parent = nullptr);
+                     const SandboxPageRegistry &registry, QWidget *parent = nullptr,
+                     SecretStore *secrets = nullptr);
     ~SandboxWorkspace() override;
 
     const SandboxInfo &sandbox() const { return m_sandbox; }
@@ -77,6 +81,8 @@ public:
 Q_SIGNALS:
     // The agent page offers a fix for a problem (AgentProblem::Kind as int).
     void agentFixRequested(const Sandbox::SandboxInfo &sandbox, int problemKind);
+    // A page changed the sandbox (the agent page its network policy): the window shows it.
+    void sandboxChanged(const Sandbox::SandboxInfo &sandbox);
     void message(const QString &text);
 
 private:

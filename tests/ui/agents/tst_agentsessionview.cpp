@@ -16,6 +16,7 @@
 #include <agents/runnotifier.h>
 #include <client/client.h>
 #include <common/uistyle.h>
+#include <connection/secretstore.h>
 #include <files/filetreemodel.h>
 
 #include <QAbstractItemModelTester>
@@ -23,15 +24,19 @@
 #include <QComboBox>
 #include <QDBusConnection>
 #include <QDBusConnectionInterface>
+#include <QDir>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QToolButton>
 
@@ -108,6 +113,32 @@ private:
     QDBusConnection m_bus{QString()};
 };
 
+// `widget` at 1024x700 and 1920x1080 in the light and the dark palette, kept as
+// build/artefacts/NAME-WxH-THEME.png to be looked at; false when a picture could not be saved.
+bool shoot(QWidget *widget, const QString &name)
+{
+    const QPalette light = QApplication::palette();
+    const QSize was = widget->size();
+    bool ok = QDir().mkpath(QStringLiteral(SANDBOX_BINARY_DIR "/artefacts"));
+    for (const QSize size : {QSize(1024, 700), QSize(1920, 1080)}) {
+        for (const bool dark : {false, true}) {
+            QApplication::setPalette(dark ? Style::darkPalette() : light);
+            widget->resize(size);
+            QTest::qWait(30);
+            ok = ok
+                 && widget->grab().save(
+                     QStringLiteral(SANDBOX_BINARY_DIR "/artefacts/%1-%2x%3-%4.png")
+                         .arg(name)
+                         .arg(size.width())
+                         .arg(size.height())
+                         .arg(dark ? QStringLiteral("dark") : QStringLiteral("light")));
+        }
+    }
+    QApplication::setPalette(light);
+    widget->resize(was);
+    return ok;
+}
+
 } // namespace
 
 class tst_AgentSessionView : public QObject
@@ -128,13 +159,15 @@ private Q_SLOTS:
     void problemsInTheUsersTermsWithTheirFix();
     void problemWording_data();
     void problemWording();
+    void theProblemBarAllowsTheHostAndSetsTheKey();
     void headerSaysWhereTheNetworkGoes_data();
     void headerSaysWhereTheNetworkGoes();
 
 private:
     QStringList titles() const;
     // Runs `script` in the sandbox (sh -c); its exit code and output.
-    std::optional<ExecResult> exec(const QString &script, const QString &cwd = {});
+    std::optional<ExecResult> exec(const QString &script, const QString &cwd = {},
+                                   const QString &id = {});
 
     EngineProcess m_engine;
     MockModelServer m_mock;
@@ -504,13 +537,14 @@ void tst_AgentSessionView::dashboardShowsTheSessions()
     QCOMPARE(openRow.at(0).at(0).value<SandboxInfo>().id, m_sandbox.id);
 }
 
-std::optional<ExecResult> tst_AgentSessionView::exec(const QString &script, const QString &cwd)
+std::optional<ExecResult> tst_AgentSessionView::exec(const QString &script, const QString &cwd,
+                                                     const QString &id)
 {
     std::optional<Result<ExecResult>> r;
     ExecOptions options;
     options.cwd = cwd;
     m_client->agents()
-        .exec(m_sandbox.id, Command(script), options, this,
+        .exec(id.isEmpty() ? m_sandbox.id : id, Command(script), options, this,
               [&r](Result<ExecResult> result) { r = std::move(result); })
         .detach();
     if (!QTest::qWaitFor([&r] { return r.has_value(); }, 60000))
@@ -687,6 +721,131 @@ void tst_AgentSessionView::problemWording()
     if (p.kind != AgentProblem::Kind::None)
         QVERIFY(!p.text.contains(QLatin1String("/login"))
                 && !p.text.contains(QLatin1String(": true")));
+}
+
+void tst_AgentSessionView::theProblemBarAllowsTheHostAndSetsTheKey()
+{
+    // An existing sandbox that has neither an allow entry for its model server (the mock, on
+    // this computer's loopback) nor a key, which the mock wants as a provider does. Both are
+    // fixed from the agent page's problem bar, for this sandbox, without a new one.
+    const QByteArray key = "sk-ant-bar-7f3e91c2";
+    m_mock.setRequiredKey(key);
+    const auto anyKeyAgain = qScopeGuard([this] { m_mock.setRequiredKey({}); });
+    AgentCreateOptions create;
+    create.type = QStringLiteral("claude-code");
+    create.size = QStringLiteral("lite");
+    create.name = QStringLiteral("keyless");
+    create.env = {{QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
+    SandboxInfo keyless;
+    bool done = false;
+    m_client->agents()
+        .create(create, this,
+                [&](Result<SandboxInfo> r) {
+                    done = true;
+                    if (r)
+                        keyless = r.value();
+                })
+        .detach();
+    QTRY_VERIFY_WITH_TIMEOUT(done, 30000);
+    QVERIFY(!keyless.id.isEmpty());
+    QVERIFY(keyless.gateway);
+    QTemporaryDir keyring;
+    SecretStore secrets(SecretStore::Backend::File, keyring.path() + QStringLiteral("/keys.json"));
+    AgentSessionView view(m_client.get(), keyless);
+    view.setSecretStore(&secrets);
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.modelPicker()->setCurrentText(QStringLiteral("claude-sonnet-4-5"));
+    const QString prompt = QStringLiteral("[[write:/workspace/keyed.txt|with a key]]");
+
+    // 1. The network refuses the model server: the bar names it and allows it in place.
+    QTest::keyClicks(view.promptEdit(), prompt);
+    QTest::mouseClick(view.sendButton(), Qt::LeftButton);
+    QVERIFY(view.isRunning());
+    QTRY_VERIFY_WITH_TIMEOUT(!view.isRunning(), 120000);
+    const QString entry = QStringLiteral("127.0.0.1:%1").arg(m_mock.port());
+    QTRY_VERIFY(view.fixButton()->isVisible());
+    QVERIFY2(view.problemLabel()->text().contains(entry), qPrintable(view.problemLabel()->text()));
+    QCOMPARE(view.fixButton()->text(), QStringLiteral("Allow ") + entry);
+    QVERIFY(shoot(&view, QStringLiteral("agent-allowhost")));
+    QSignalSpy changed(&view, &AgentSessionView::sandboxChanged);
+    QTest::mouseClick(view.fixButton(), Qt::LeftButton);
+    QVERIFY(changed.wait(15000));
+    const SandboxInfo allowed = changed.first().first().value<SandboxInfo>();
+    QCOMPARE(allowed.networkPolicy.allow, QStringList{entry});
+    QVERIFY(!view.problemLabel()->isVisible());
+    QCOMPARE(view.promptEdit()->toPlainText(), prompt); // one Send away
+
+    // 2. The model server answers now, and refuses a call without a key: the bar asks for it,
+    // masked.
+    QTest::mouseClick(view.sendButton(), Qt::LeftButton);
+    QVERIFY(view.isRunning());
+    QTRY_VERIFY_WITH_TIMEOUT(!view.isRunning(), 120000);
+    QTRY_VERIFY(view.fixButton()->isVisible());
+    QVERIFY2(view.problemLabel()->text().contains(QLatin1String("ANTHROPIC_API_KEY")),
+             qPrintable(view.problemLabel()->text()));
+    QCOMPARE(view.fixButton()->text(), QStringLiteral("Set the Model Key…"));
+    QVERIFY(shoot(&view, QStringLiteral("agent-modelkey")));
+    QVERIFY(!view.hasModelKey());
+    QTest::mouseClick(view.fixButton(), Qt::LeftButton);
+    auto *dialog = view.findChild<QInputDialog *>(QStringLiteral("modelKeyDialog"));
+    QVERIFY(dialog);
+    QTRY_VERIFY(dialog->isVisible());
+    QCOMPARE(dialog->textEchoMode(), QLineEdit::Password);
+    auto *field = dialog->findChild<QLineEdit *>();
+    QVERIFY(field);
+    QTest::keyClicks(field, QString::fromLatin1(key));
+    for (const bool dark : {false, true}) {
+        const QPalette light = QApplication::palette();
+        QApplication::setPalette(dark ? Style::darkPalette() : light);
+        QTest::qWait(30);
+        QVERIFY(dialog->grab().save(
+            QStringLiteral(SANDBOX_BINARY_DIR "/artefacts/agent-modelkey-dialog-%1.png")
+                .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))));
+        QApplication::setPalette(light);
+    }
+    QTest::keyClick(field, Qt::Key_Return);
+    QVERIFY(view.hasModelKey());
+    QVERIFY(!view.problemLabel()->isVisible());
+    // Kept in the keyring (here its file stand-in) under this sandbox's name.
+    std::optional<Result<QString>> kept;
+    secrets.read(AgentSessionView::modelKeyName(keyless), this,
+                 [&kept](Result<QString> r) { kept = std::move(r); });
+    QTRY_VERIFY(kept.has_value());
+    QVERIFY(kept->ok());
+    QCOMPARE(kept->value(), QString::fromLatin1(key));
+
+    // 3. The next run reaches the model with the key, and does its work.
+    m_mock.clear();
+    QSignalSpy finished(&view, &AgentSessionView::runFinished);
+    QCOMPARE(view.promptEdit()->toPlainText(), prompt);
+    QTest::mouseClick(view.sendButton(), Qt::LeftButton);
+    QVERIFY(finished.wait(120000));
+    const auto result = finished.first().at(1).value<AgentRunResult>();
+    QVERIFY2(result.success, qPrintable(result.error));
+    QVERIFY(m_mock.modelCallCount() > 0);
+    for (const MockModelServer::Request &r : m_mock.requests()) {
+        if (r.method == "POST")
+            QCOMPARE(r.headers.value("x-api-key"), key);
+    }
+    const auto written = exec(QStringLiteral("cat /workspace/keyed.txt"), {}, keyless.id);
+    QVERIFY(written);
+    QCOMPARE(written->standardOutput.trimmed(), QByteArray("with a key"));
+
+    // 4. The key never entered the sandbox: not in its environment, nor any process's.
+    const auto env = exec(QStringLiteral("env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' "
+                                         "'\\n'; grep -rs . /home/agent 2>/dev/null | head -c "
+                                         "4000000"),
+                          {}, keyless.id);
+    QVERIFY(env);
+    QVERIFY(env->standardOutput.contains("ANTHROPIC_API_KEY=sandbox-model-gateway"));
+    QVERIFY(!env->standardOutput.contains(key));
+
+    // 5. The page opened again (after a restart of the app) finds the sandbox's key.
+    AgentSessionView again(m_client.get(), keyless);
+    again.setSecretStore(&secrets);
+    QTRY_VERIFY(again.hasModelKey());
 }
 
 // A session bus of the test's own (dbus-daemon), so that notifications go nowhere else.
