@@ -1,6 +1,6 @@
 #include "agentsservice.h"
 
-#include "jsonreader.h"
+#include "protocol/fieldreader.h"
 #include "rpcclient.h"
 
 namespace Sandbox {
@@ -134,8 +134,9 @@ RpcCall AgentsService::revertFile(const QString &id, const QString &runId, const
                    context,
                    Internal::typedCallback<QString>(std::move(callback),
                                                     [](const QJsonValue &v) -> Result<QString> {
-                                                        Internal::JsonReader r(v, QStringLiteral(
-                                                                                      "revert"));
+                                                        FieldReader r
+                                                            = FieldReader::answer(v, QStringLiteral(
+                                                                                         "revert"));
                                                         const QString reverted = r.string(
                                                             QStringLiteral("reverted"));
                                                         if (!r.ok())

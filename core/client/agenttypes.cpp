@@ -1,6 +1,6 @@
 #include "agenttypes.h"
 
-#include "jsonreader.h"
+#include "protocol/fieldreader.h"
 
 #include <cmath>
 
@@ -166,7 +166,7 @@ Result<AgentRunResult> AgentRunResult::fromJson(const QJsonValue &value)
 
 Result<AgentCliInfo> AgentCliInfo::fromJson(const QJsonValue &value)
 {
-    Internal::JsonReader r(value, QStringLiteral("agent CLI"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("agent CLI"));
     AgentCliInfo cli;
     cli.type = r.string(QStringLiteral("type"));
     cli.name = r.optionalString(QStringLiteral("name"));
@@ -175,9 +175,9 @@ Result<AgentCliInfo> AgentCliInfo::fromJson(const QJsonValue &value)
     cli.package = r.optionalString(QStringLiteral("package"));
     cli.version = r.optionalString(QStringLiteral("version"));
     cli.downloadBytes = r.optionalInteger(QStringLiteral("downloadBytes"));
-    cli.installed = r.optionalBoolean(QStringLiteral("installed"));
-    cli.installing = r.optionalBoolean(QStringLiteral("installing"));
-    cli.canInstall = r.optionalBoolean(QStringLiteral("canInstall"));
+    cli.installed = r.optionalBool(QStringLiteral("installed"));
+    cli.installing = r.optionalBool(QStringLiteral("installing"));
+    cli.canInstall = r.optionalBool(QStringLiteral("canInstall"));
     cli.dir = r.optionalString(QStringLiteral("dir"));
     if (!r.ok())
         return r.error();
@@ -186,7 +186,7 @@ Result<AgentCliInfo> AgentCliInfo::fromJson(const QJsonValue &value)
 
 Result<AgentRunRecord> AgentRunRecord::fromJson(const QJsonValue &value)
 {
-    Internal::JsonReader r(value, QStringLiteral("agent run"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("agent run"));
     AgentRunRecord run;
     run.runId = r.string(QStringLiteral("runId"));
     run.method = r.optionalString(QStringLiteral("method"));
@@ -234,13 +234,13 @@ Result<AgentRunRecord> AgentRunRecord::fromJson(const QJsonValue &value)
 
 Result<AgentRunEvents> AgentRunEvents::fromJson(const QJsonValue &value)
 {
-    Internal::JsonReader r(value, QStringLiteral("agent run events"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("agent run events"));
     AgentRunEvents page;
     page.runId = r.string(QStringLiteral("runId"));
     const QJsonArray events = r.array(QStringLiteral("events"));
     page.last = r.optionalInteger(QStringLiteral("last"));
-    page.done = r.optionalBoolean(QStringLiteral("done"));
-    page.more = r.optionalBoolean(QStringLiteral("more"));
+    page.done = r.optionalBool(QStringLiteral("done"));
+    page.more = r.optionalBool(QStringLiteral("more"));
     if (!r.ok())
         return r.error();
     for (const QJsonValue &v : events) {
@@ -256,7 +256,7 @@ Result<AgentRunEvents> AgentRunEvents::fromJson(const QJsonValue &value)
 
 Result<AgentFileChange> AgentFileChange::fromJson(const QJsonValue &value)
 {
-    Internal::JsonReader r(value, QStringLiteral("file change"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("file change"));
     AgentFileChange c;
     c.path = r.string(QStringLiteral("path"));
     const QString kind = r.oneOf(QStringLiteral("kind"),
@@ -270,9 +270,9 @@ Result<AgentFileChange> AgentFileChange::fromJson(const QJsonValue &value)
         c.sizeBefore = qint64(o.value(QStringLiteral("sizeBefore")).toDouble());
     if (o.value(QStringLiteral("sizeAfter")).isDouble())
         c.sizeAfter = qint64(o.value(QStringLiteral("sizeAfter")).toDouble());
-    c.revertible = r.optionalBoolean(QStringLiteral("revertible"));
-    c.binary = r.optionalBoolean(QStringLiteral("binary"));
-    c.link = r.optionalBoolean(QStringLiteral("link"));
+    c.revertible = r.optionalBool(QStringLiteral("revertible"));
+    c.binary = r.optionalBool(QStringLiteral("binary"));
+    c.link = r.optionalBool(QStringLiteral("link"));
     c.diff = r.optionalString(QStringLiteral("diff"));
     c.diffOmitted = r.optionalString(QStringLiteral("diffOmitted"));
     c.added = int(r.optionalInteger(QStringLiteral("added")));
@@ -284,10 +284,10 @@ Result<AgentFileChange> AgentFileChange::fromJson(const QJsonValue &value)
 
 Result<AgentRunChanges> AgentRunChanges::fromJson(const QJsonValue &value)
 {
-    Internal::JsonReader r(value, QStringLiteral("run changes"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("run changes"));
     AgentRunChanges changes;
     changes.runId = r.string(QStringLiteral("runId"));
-    changes.done = r.optionalBoolean(QStringLiteral("done"));
+    changes.done = r.optionalBool(QStringLiteral("done"));
     changes.truncated = r.optionalString(QStringLiteral("truncated"));
     const QJsonObject git = r.object().value(QStringLiteral("git")).toObject();
     changes.gitRoot = git.value(QStringLiteral("root")).toString();

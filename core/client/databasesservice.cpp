@@ -1,6 +1,6 @@
 #include "databasesservice.h"
 
-#include "jsonreader.h"
+#include "protocol/fieldreader.h"
 
 #include <QJsonObject>
 
@@ -121,13 +121,11 @@ RpcCall DatabasesService::execute(const QString &id, const QString &sql, const Q
     return m_caller->call(QStringLiteral("databases.execute"), sqlParams(id, sql, params), context,
                           typed<qint64>(std::move(callback),
                                         [](const QJsonValue &v) -> Result<qint64> {
-                                            Internal::JsonReader r(v,
-                                                                   QStringLiteral("ExecuteResult"));
-                                            const qint64 n = r.integer(
-                                                QStringLiteral("rowsAffected"));
-                                            if (!r.ok())
-                                                return r.error();
-                                            return n;
+                                            const Result<ExecuteResult> e = ExecuteResult::fromJson(
+                                                v);
+                                            if (!e)
+                                                return e.error();
+                                            return e->rowsAffected;
                                         }),
                           waitFor(60000));
 }
@@ -212,7 +210,8 @@ RpcCall DatabasesService::version(const QString &id, QObject *context, Callback<
     return m_caller->call(QStringLiteral("databases.version"), idOnly(id), context,
                           typed<QString>(std::move(callback),
                                          [](const QJsonValue &v) -> Result<QString> {
-                                             Internal::JsonReader r(v, QStringLiteral("Version"));
+                                             const QString what = QStringLiteral("Version");
+                                             FieldReader r = FieldReader::answer(v, what);
                                              const QString s = r.string(QStringLiteral("version"));
                                              if (!r.ok())
                                                  return r.error();

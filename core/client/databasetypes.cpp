@@ -1,6 +1,6 @@
 #include "databasetypes.h"
 
-#include "jsonreader.h"
+#include "protocol/fieldreader.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -9,8 +9,6 @@
 #include <limits>
 
 namespace Sandbox {
-
-using Internal::JsonReader;
 
 namespace SqlValue {
 
@@ -181,7 +179,7 @@ SqlErrorLocation SqlErrorLocation::fromError(const Error &error)
 
 Result<QueryPage> QueryPage::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("QueryPage"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("QueryPage"));
     QueryPage p;
     const QJsonArray rows = r.array(QStringLiteral("rows"));
     const QJsonObject o = r.object();
@@ -209,7 +207,7 @@ Result<QueryPage> QueryPage::fromJson(const QJsonValue &value)
 
 Result<ExecuteResult> ExecuteResult::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("ExecuteResult"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("ExecuteResult"));
     ExecuteResult e;
     e.rowsAffected = r.integer(QStringLiteral("rowsAffected"));
     e.command = r.optionalString(QStringLiteral("command"));
@@ -220,7 +218,7 @@ Result<ExecuteResult> ExecuteResult::fromJson(const QJsonValue &value)
 
 Result<TableDescription> TableDescription::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("TableDescription"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("TableDescription"));
     TableDescription t;
     t.schema = r.optionalString(QStringLiteral("schema"));
     t.table = r.string(QStringLiteral("table"));

@@ -1,7 +1,7 @@
 #include "hostcheck.h"
 
-#include "jsonreader.h"
 #include "localengine.h"
+#include "protocol/fieldreader.h"
 #include "protocol/json.h"
 
 #include <QJsonArray>
@@ -10,8 +10,6 @@
 #include <QTimer>
 
 namespace Sandbox {
-
-using Internal::JsonReader;
 
 namespace {
 constexpr qint64 MaxReportBytes = 1 << 20;
@@ -24,7 +22,7 @@ Result<HostReport> HostReport::fromJson(const QByteArray &json)
         return Error{ErrorCode::InternalError,
                      QStringLiteral("sandboxd doctor did not print a JSON report"),
                      {}};
-    JsonReader r(parsed.value.toObject(), QStringLiteral("HostReport"));
+    FieldReader r = FieldReader::answer(parsed.value.toObject(), QStringLiteral("HostReport"));
     HostReport report;
     report.host = r.string(QStringLiteral("host"));
     report.failures = int(r.integer(QStringLiteral("failures")));
@@ -33,7 +31,7 @@ Result<HostReport> HostReport::fromJson(const QByteArray &json)
     for (const QJsonValue &v : checks) {
         if (!r.ok())
             break;
-        JsonReader c(v, QStringLiteral("HostReport.check"));
+        FieldReader c = FieldReader::answer(v, QStringLiteral("HostReport.check"));
         HostCheckItem item;
         item.id = c.string(QStringLiteral("id"));
         item.title = c.string(QStringLiteral("title"));

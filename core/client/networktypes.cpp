@@ -1,12 +1,10 @@
 #include "networktypes.h"
 
-#include "jsonreader.h"
+#include "protocol/fieldreader.h"
 
 #include <QCoreApplication>
 
 namespace Sandbox {
-
-using Internal::JsonReader;
 
 namespace {
 
@@ -126,7 +124,7 @@ QString NetworkPolicy::summary() const
 
 Result<NetworkDenial> NetworkDenial::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("Denial"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("Denial"));
     NetworkDenial d;
     d.time = r.dateTime(QStringLiteral("time"));
     d.host = r.optionalString(QStringLiteral("host"));
@@ -145,7 +143,7 @@ Result<NetworkDenial> NetworkDenial::fromJson(const QJsonValue &value)
 
 Result<NetworkLog> NetworkLog::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("NetworkLog"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("NetworkLog"));
     NetworkLog log;
     log.id = r.string(QStringLiteral("id"));
     const auto policy = NetworkPolicy::fromJson(r.object().value(QStringLiteral("network")));

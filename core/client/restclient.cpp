@@ -51,6 +51,17 @@ Error errorFromBody(int status, const QByteArray &body)
     return Error{errorCodeForHttpStatus(status), QStringLiteral("HTTP status %1").arg(status), {}};
 }
 
+// Hands the answer's body to `callback` as JSON.
+std::function<void(Result<QByteArray>)> parsingJson(JsonCallback callback)
+{
+    return [callback = std::move(callback)](Result<QByteArray> r) {
+        if (!r)
+            callback(r.error());
+        else
+            callback(parseJsonBody(r.value()));
+    };
+}
+
 } // namespace
 
 RestClient::RestClient(const QUrl &baseUrl, const QString &apiKey, QObject *parent)
@@ -164,15 +175,8 @@ RpcCall RestClient::request(const QByteArray &verb, const QString &path, const Q
         payload = payload.mid(1, payload.size() - 2); // the value without the wrapping array
         contentType = "application/json";
     }
-    return send(
-        verb, path, query, payload, contentType, true, context,
-        [callback = std::move(callback)](Result<QByteArray> r) {
-            if (!r)
-                callback(r.error());
-            else
-                callback(parseJsonBody(r.value()));
-        },
-        options);
+    return send(verb, path, query, payload, contentType, true, context,
+                parsingJson(std::move(callback)), options);
 }
 
 RpcCall RestClient::requestRaw(const QByteArray &verb, const QString &path, const QUrlQuery &query,
@@ -184,15 +188,8 @@ RpcCall RestClient::requestRaw(const QByteArray &verb, const QString &path, cons
 
 RpcCall RestClient::health(QObject *context, JsonCallback callback, CallOptions options)
 {
-    return send(
-        "GET", QStringLiteral("/health"), {}, QByteArray(), QByteArray(), false, context,
-        [callback = std::move(callback)](Result<QByteArray> r) {
-            if (!r)
-                callback(r.error());
-            else
-                callback(parseJsonBody(r.value()));
-        },
-        options);
+    return send("GET", QStringLiteral("/health"), {}, QByteArray(), QByteArray(), false, context,
+                parsingJson(std::move(callback)), options);
 }
 
 RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObject *context,
@@ -219,15 +216,8 @@ RpcCall RestClient::call(const QString &method, const QJsonObject &params, QObje
                 },
                 options);
         }
-        return send(
-            r->verb, r->path, r->query, r->body, r->contentType, true, context,
-            [callback = std::move(callback)](Result<QByteArray> answer) {
-                if (!answer)
-                    callback(answer.error());
-                else
-                    callback(parseJsonBody(answer.value()));
-            },
-            options);
+        return send(r->verb, r->path, r->query, r->body, r->contentType, true, context,
+                    parsingJson(std::move(callback)), options);
     }
 
     // No route: fail like any other call, asynchronously.

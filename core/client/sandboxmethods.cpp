@@ -1,7 +1,7 @@
 #include "sandboxmethods.h"
 
 #include "execstream.h"
-#include "jsonreader.h"
+#include "protocol/fieldreader.h"
 #include "rpcclient.h"
 #include "terminalsession.h"
 
@@ -10,7 +10,7 @@ namespace Sandbox {
 namespace Internal {
 Result<QString> stringField(const QJsonValue &value, const QString &key)
 {
-    JsonReader r(value, QStringLiteral("answer"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("answer"));
     const QString s = r.string(key);
     if (!r.ok())
         return r.error();

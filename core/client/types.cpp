@@ -1,10 +1,8 @@
 #include "types.h"
 
-#include "jsonreader.h"
+#include "protocol/fieldreader.h"
 
 namespace Sandbox {
-
-using Internal::JsonReader;
 
 namespace {
 
@@ -16,12 +14,12 @@ QJsonObject envObject(const QMap<QString, QString> &env)
     return o;
 }
 
-Quota::Usage readUsage(JsonReader &r, const QString &key)
+Quota::Usage readUsage(FieldReader &r, const QString &key)
 {
     const QJsonObject o = r.object(key);
     if (!r.ok())
         return {};
-    JsonReader inner(o, QStringLiteral("Quota.") + key);
+    FieldReader inner = FieldReader::answer(o, QStringLiteral("Quota.") + key);
     Quota::Usage u{inner.integer(QStringLiteral("used")), inner.integer(QStringLiteral("limit"))};
     if (!inner.ok())
         r.failWith(inner.error());
@@ -32,7 +30,7 @@ Quota::Usage readUsage(JsonReader &r, const QString &key)
 
 Result<SandboxInfo> SandboxInfo::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("Sandbox"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("Sandbox"));
     SandboxInfo s;
     s.id = r.string(QStringLiteral("id"));
     s.kind = r.oneOf(QStringLiteral("kind"), {QStringLiteral("agent"), QStringLiteral("database")});
@@ -56,10 +54,11 @@ Result<SandboxInfo> SandboxInfo::fromJson(const QJsonValue &value)
         s.networkPolicy = policy.value();
         s.network = policy->mode != NetworkPolicy::Mode::Off;
     }
-    s.gateway = r.optionalBoolean(QStringLiteral("gateway"));
+    s.gateway = r.optionalBool(QStringLiteral("gateway"));
     s.env = r.stringList(QStringLiteral("env"), true);
     if (r.ok() && r.object().contains(QStringLiteral("limits"))) {
-        JsonReader limits(r.object(QStringLiteral("limits")), QStringLiteral("Sandbox.limits"));
+        FieldReader limits = FieldReader::answer(r.object(QStringLiteral("limits")),
+                                                 QStringLiteral("Sandbox.limits"));
         s.limits.memoryMb = limits.integer(QStringLiteral("memoryMb"));
         s.limits.pids = limits.integer(QStringLiteral("pids"));
         s.limits.cpus = limits.number(QStringLiteral("cpus"));
@@ -69,7 +68,9 @@ Result<SandboxInfo> SandboxInfo::fromJson(const QJsonValue &value)
         if (limits.ok() && limits.object().contains(QStringLiteral("enforcement"))) {
             const QJsonObject detail = limits.object(QStringLiteral("enforcement"));
             for (auto it = detail.constBegin(); it != detail.constEnd() && limits.ok(); ++it) {
-                JsonReader one(it.value(), QStringLiteral("Sandbox.limits.enforcement.") + it.key());
+                FieldReader one = FieldReader::answer(it.value(),
+                                                      QStringLiteral("Sandbox.limits.enforcement.")
+                                                          + it.key());
                 LimitHold hold;
                 hold.enforced = one.boolean(QStringLiteral("enforced"));
                 hold.by = one.optionalString(QStringLiteral("by"));
@@ -109,15 +110,15 @@ QJsonObject ExecOptions::toJson(bool stream) const
 
 Result<ExecResult> ExecResult::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("ExecResult"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("ExecResult"));
     ExecResult e;
     e.exitCode = int(r.integer(QStringLiteral("exitCode")));
     e.signal = r.optionalString(QStringLiteral("signal"));
     e.standardOutput = r.optionalString(QStringLiteral("stdout")).toUtf8();
     e.standardError = r.optionalString(QStringLiteral("stderr")).toUtf8();
     e.durationMs = r.optionalInteger(QStringLiteral("durationMs"));
-    e.truncated = r.optionalBoolean(QStringLiteral("truncated"));
-    e.timedOut = r.optionalBoolean(QStringLiteral("timedOut"));
+    e.truncated = r.optionalBool(QStringLiteral("truncated"));
+    e.timedOut = r.optionalBool(QStringLiteral("timedOut"));
     e.streamId = r.optionalString(QStringLiteral("streamId"));
     if (!r.ok())
         return r.error();
@@ -126,7 +127,7 @@ Result<ExecResult> ExecResult::fromJson(const QJsonValue &value)
 
 Result<FileEntry> FileEntry::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("FileEntry"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("FileEntry"));
     FileEntry f;
     f.name = r.string(QStringLiteral("name"));
     f.path = r.string(QStringLiteral("path"));
@@ -150,10 +151,10 @@ Result<FileEntry> FileEntry::fromJson(const QJsonValue &value)
 
 Result<FileListing> FileListing::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("FileListing"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("FileListing"));
     FileListing l;
     l.path = r.string(QStringLiteral("path"));
-    l.truncated = r.optionalBoolean(QStringLiteral("truncated"));
+    l.truncated = r.optionalBool(QStringLiteral("truncated"));
     r.array(QStringLiteral("entries"));
     if (!r.ok())
         return r.error();
@@ -166,13 +167,13 @@ Result<FileListing> FileListing::fromJson(const QJsonValue &value)
 
 Result<FileContent> FileContent::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("FileContent"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("FileContent"));
     FileContent c;
     c.path = r.string(QStringLiteral("path"));
     const QString content = r.string(QStringLiteral("content"));
     c.encoding = r.optionalString(QStringLiteral("encoding"), QStringLiteral("utf8"));
     c.size = r.optionalInteger(QStringLiteral("size"), -1);
-    c.truncated = r.optionalBoolean(QStringLiteral("truncated"));
+    c.truncated = r.optionalBool(QStringLiteral("truncated"));
     if (r.ok()) {
         if (c.encoding == QStringLiteral("base64")) {
             auto decoded = QByteArray::fromBase64Encoding(content.toLatin1(),
@@ -196,7 +197,7 @@ Result<FileContent> FileContent::fromJson(const QJsonValue &value)
 
 Result<WriteFileResult> WriteFileResult::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("WriteFileResult"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("WriteFileResult"));
     WriteFileResult w{r.string(QStringLiteral("path")), r.integer(QStringLiteral("size"))};
     if (!r.ok())
         return r.error();
@@ -243,7 +244,7 @@ QJsonObject DatabaseCreateOptions::toJson() const
 
 Result<QueryResult> QueryResult::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("QueryResult"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("QueryResult"));
     QueryResult q;
     q.rows = r.array(QStringLiteral("rows"));
     q.rowCount = r.optionalInteger(QStringLiteral("rowCount"), -1);
@@ -260,7 +261,7 @@ Result<QueryResult> QueryResult::fromJson(const QJsonValue &value)
 
 Result<SessionInfo> SessionInfo::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("Session"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("Session"));
     SessionInfo s;
     s.id = r.string(QStringLiteral("id"));
     s.name = r.optionalString(QStringLiteral("name"));
@@ -270,7 +271,7 @@ Result<SessionInfo> SessionInfo::fromJson(const QJsonValue &value)
     s.version = r.optionalString(QStringLiteral("version"));
     const QJsonObject sandboxes = r.object(QStringLiteral("sandboxes"));
     if (r.ok()) {
-        JsonReader inner(sandboxes, QStringLiteral("Session.sandboxes"));
+        FieldReader inner = FieldReader::answer(sandboxes, QStringLiteral("Session.sandboxes"));
         s.sandboxesTotal = inner.integer(QStringLiteral("total"));
         s.sandboxesRunning = inner.integer(QStringLiteral("running"));
         if (!inner.ok())
@@ -283,7 +284,7 @@ Result<SessionInfo> SessionInfo::fromJson(const QJsonValue &value)
 
 Result<Quota> Quota::fromJson(const QJsonValue &value)
 {
-    JsonReader r(value, QStringLiteral("Quota"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("Quota"));
     Quota q;
     q.running = readUsage(r, QStringLiteral("running"));
     q.memoryMb = readUsage(r, QStringLiteral("memoryMb"));

@@ -1,8 +1,8 @@
 #include "agentservice.h"
 
 #include "agentcliinstaller.h"
-#include "api/params.h"
 #include "doctor/agentclis.h"
+#include "protocol/fieldreader.h"
 #include "runtime/fsuidguard.h"
 #include "runtime/hostfs.h"
 #include "runtime/offloop.h"
@@ -48,7 +48,7 @@ constexpr int kDefaultRunsListed = 100;
 constexpr int kDefaultEventsListed = 1000;
 constexpr int kMaxEventsListed = 10000;
 
-QStringList stringList(Params &p, const QString &name)
+QStringList stringList(FieldReader &p, const QString &name)
 {
     QStringList out;
     const QJsonValue v = p.raw(name);
@@ -71,10 +71,10 @@ QStringList stringList(Params &p, const QString &name)
 }
 
 // Reads `options` of agents.run (docs/protocol.md, 4.7) into `o`; answers false with the error.
-bool readRunOptions(Params &p, const QJsonObject &object, AgentRunOptions &o, qint64 &timeoutMs,
-                    bool &newSession, bool &cwdGiven)
+bool readRunOptions(FieldReader &p, const QJsonObject &object, AgentRunOptions &o,
+                    qint64 &timeoutMs, bool &newSession, bool &cwdGiven)
 {
-    Params opt(object, QStringLiteral("options"));
+    FieldReader opt(object, QStringLiteral("options"));
     o.model = opt.optionalString(QStringLiteral("model"));
     o.permissionMode = opt.optionalChoice(QStringLiteral("permissionMode"),
                                           {QStringLiteral("default"), QStringLiteral("acceptEdits"),
@@ -658,7 +658,7 @@ void AgentService::resumeSession(const QString &id, AgentRunOptions &options, bo
 void AgentService::run(const QJsonObject &params, const CallContext &ctx,
                        const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     AgentRunOptions options;
     options.prompt = p.requiredString(QStringLiteral("prompt"));
@@ -684,7 +684,7 @@ void AgentService::run(const QJsonObject &params, const CallContext &ctx,
 void AgentService::runConversation(const QJsonObject &params, const CallContext &ctx,
                                    const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QJsonValue promptsValue = p.raw(QStringLiteral("prompts"));
     const QJsonArray prompts = promptsValue.toArray();
@@ -774,11 +774,11 @@ void AgentService::runConversation(const QJsonObject &params, const CallContext 
 void AgentService::runOnRepo(const QJsonObject &params, const CallContext &ctx,
                              const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString url = p.requiredString(QStringLiteral("url"));
     const QString prompt = p.requiredString(QStringLiteral("prompt"));
-    Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
+    FieldReader o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
     const QString branch = o.optionalString(QStringLiteral("branch"));
     const bool shallow = o.optionalBool(QStringLiteral("shallow"), true);
     QString path = o.optionalPath(QStringLiteral("path"));
@@ -848,7 +848,7 @@ void AgentService::runOnRepo(const QJsonObject &params, const CallContext &ctx,
 void AgentService::listRuns(const QJsonObject &params, const CallContext &ctx,
                             const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const int limit = int(p.optionalInteger(QStringLiteral("limit"), kDefaultRunsListed, 1,
                                             RunStore::Limits{}.runsPerSandbox));
@@ -867,7 +867,7 @@ void AgentService::listRuns(const QJsonObject &params, const CallContext &ctx,
 void AgentService::runEvents(const QJsonObject &params, const CallContext &ctx,
                              const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString runId = p.requiredString(QStringLiteral("runId"));
     const qint64 after = p.optionalInteger(QStringLiteral("after"), 0, 0,
@@ -938,7 +938,7 @@ void AgentService::recordWorkspace(const std::shared_ptr<Job> &job, TurnSnapshot
 void AgentService::runChanges(const QJsonObject &params, const CallContext &ctx,
                               const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString runId = p.requiredString(QStringLiteral("runId"));
     if (p.failed())
@@ -960,7 +960,7 @@ void AgentService::runChanges(const QJsonObject &params, const CallContext &ctx,
 void AgentService::revertFile(const QJsonObject &params, const CallContext &ctx,
                               const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString runId = p.requiredString(QStringLiteral("runId"));
     const QString path = p.requiredPath(QStringLiteral("path"));
@@ -1013,7 +1013,7 @@ void AgentService::revertFile(const QJsonObject &params, const CallContext &ctx,
 void AgentService::stop(const QJsonObject &params, const CallContext &ctx,
                         const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     if (p.failed())
         return reply(p.error());
@@ -1076,7 +1076,7 @@ void AgentService::installCli(const QJsonObject &params, const CallContext &ctx,
                               const Methods::Reply &reply)
 {
     constexpr qint64 kDefaultInstallTimeoutMs = 900000;
-    Params p(params);
+    FieldReader p(params);
     QStringList types;
     for (const AgentCliPin &pin : AgentClis::pins())
         types.append(pin.type);
@@ -1084,7 +1084,7 @@ void AgentService::installCli(const QJsonObject &params, const CallContext &ctx,
     if (!p.failed() && !types.contains(type))
         p.fail(QStringLiteral("type"),
                QStringLiteral("must be one of %1").arg(types.join(QStringLiteral(", "))));
-    Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
+    FieldReader o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
     const qint64 timeoutMs = o.optionalInteger(QStringLiteral("timeout"), kDefaultInstallTimeoutMs,
                                                1000, kMaxTimeoutMs);
     p.merge(o);

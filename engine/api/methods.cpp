@@ -1,7 +1,7 @@
 #include "methods.h"
 
 #include "keystore.h"
-#include "params.h"
+#include "protocol/fieldreader.h"
 #include "protocol/utf8.h"
 #include "runtime/supervisorchannel.h"
 #include "service/sandboxmanager.h"
@@ -73,7 +73,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
     // agents.*
     add(QStringLiteral("agents.create"), [this](const QJsonObject &params, const CallContext &ctx,
                                                 const Reply &reply) {
-        Params p(params);
+        FieldReader p(params);
         CreateSandbox c;
         c.keyId = ctx.keyId;
         c.kind = kAgent;
@@ -85,7 +85,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
                                   QStringLiteral("standard-1"));
         c.env = p.optionalEnv(QStringLiteral("env"));
         c.gateway = p.optionalBool(QStringLiteral("gateway"), true);
-        const NetworkPolicy network = p.optionalNetworkPolicy(QStringLiteral("network"));
+        const NetworkPolicy network = NetworkPolicy::read(p, QStringLiteral("network"));
         c.sleepAfterMs = p.optionalInteger(QStringLiteral("sleepAfter"), -1, 0, kMaxSleepAfterMs);
         c.name = p.optionalName(QStringLiteral("name"));
         if (p.failed())
@@ -119,12 +119,12 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
     addSandboxMethods(QStringLiteral("sandbox."), {});
     add(QStringLiteral("sandbox.setNetwork"),
         [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-            Params p(params);
+            FieldReader p(params);
             const QString id = p.requiredString(QStringLiteral("id"));
             if (!p.failed() && !p.has(QStringLiteral("network")))
                 p.fail(QStringLiteral("network"),
                        QStringLiteral("is required: false, true or {allow, deny}"));
-            const NetworkPolicy network = p.optionalNetworkPolicy(QStringLiteral("network"));
+            const NetworkPolicy network = NetworkPolicy::read(p, QStringLiteral("network"));
             if (p.failed())
                 return reply(p.error());
             if (const auto r = m_sandboxes->record(ctx.keyId, id); !r)
@@ -135,7 +135,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
         });
     add(QStringLiteral("sandbox.networkLog"),
         [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-            Params p(params);
+            FieldReader p(params);
             const QString id = p.requiredString(QStringLiteral("id"));
             if (p.failed())
                 return reply(p.error());
@@ -198,7 +198,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
                                   const Reply &reply) {
             if (!m_keys->isAdmin(ctx.keyId))
                 return reply(notAdmin());
-            Params p(params);
+            FieldReader p(params);
             const QString name = p.optionalName(QStringLiteral("name"), QStringLiteral("unnamed"));
             const bool admin = p.optionalBool(QStringLiteral("admin"), false);
             if (p.failed())
@@ -220,7 +220,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
         });
     add(QStringLiteral("keys.revoke"),
         [this, notAdmin](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-            Params p(params);
+            FieldReader p(params);
             const QString id = p.requiredString(QStringLiteral("id"));
             if (p.failed())
                 return reply(p.error());
@@ -249,7 +249,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
     // stream.cancel (stream.resume and rpc.cancel belong to the connection: see RpcSession).
     add(QStringLiteral("stream.cancel"),
         [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-            Params p(params);
+            FieldReader p(params);
             const QString id = p.requiredString(QStringLiteral("streamId"));
             if (p.failed())
                 return reply(p.error());
@@ -290,7 +290,7 @@ void Methods::call(const QString &method, const QJsonObject &params, const CallC
 void Methods::addSandboxMethods(const QString &prefix, const QString &kind)
 {
     const auto idOnly = [](const QJsonObject &params, QString *id) -> std::optional<Error> {
-        Params p(params);
+        FieldReader p(params);
         *id = p.requiredString(QStringLiteral("id"));
         if (p.failed())
             return p.error();
@@ -344,7 +344,7 @@ void Methods::addSandboxMethods(const QString &prefix, const QString &kind)
 Result<QJsonObject> Methods::setName(const QString &kind, const QJsonObject &params,
                                      const CallContext &ctx)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     if (p.failed())
         return p.error();
@@ -360,7 +360,7 @@ Result<QJsonObject> Methods::setName(const QString &kind, const QJsonObject &par
 void Methods::exec(const QString &kind, const QJsonObject &params, const CallContext &ctx,
                    const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     QJsonObject request{{QStringLiteral("op"), QStringLiteral("exec")}};
     const QJsonValue command = p.raw(QStringLiteral("command"));
@@ -380,23 +380,25 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
     if (command.isString())
         longestArgument = command.toString().toUtf8().size();
     if (command.isString() && !command.toString().trimmed().isEmpty()
-        && !command.toString().contains(QChar(0)) && longestArgument <= Params::MaxArgumentBytes)
+        && !command.toString().contains(QChar(0))
+        && longestArgument <= FieldReader::MaxArgumentBytes)
         request.insert(QStringLiteral("shell"), command);
     else if (command.isArray() && argvOk && !argv.first().toString().isEmpty()
-             && longestArgument <= Params::MaxArgumentBytes && argvBytes <= Params::MaxArgvBytes)
+             && longestArgument <= FieldReader::MaxArgumentBytes
+             && argvBytes <= FieldReader::MaxArgvBytes)
         request.insert(QStringLiteral("argv"), command);
-    else if (!p.failed() && longestArgument > Params::MaxArgumentBytes)
+    else if (!p.failed() && longestArgument > FieldReader::MaxArgumentBytes)
         p.fail(QStringLiteral("command"),
                QStringLiteral("one argument (or the shell command) must be at most %1 bytes")
-                   .arg(Params::MaxArgumentBytes));
-    else if (!p.failed() && argvBytes > Params::MaxArgvBytes)
+                   .arg(FieldReader::MaxArgumentBytes));
+    else if (!p.failed() && argvBytes > FieldReader::MaxArgvBytes)
         p.fail(QStringLiteral("command"), QStringLiteral("argv must be at most %1 KiB in all")
-                                              .arg(Params::MaxArgvBytes / 1024));
+                                              .arg(FieldReader::MaxArgvBytes / 1024));
     else if (!p.failed())
         p.fail(QStringLiteral("command"),
                QStringLiteral("must be a non-empty string or a non-empty array of strings"));
 
-    Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
+    FieldReader o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
     request.insert(QStringLiteral("cwd"),
                    o.optionalPath(QStringLiteral("cwd"), QStringLiteral("/workspace")));
     request.insert(QStringLiteral("timeoutMs"),
@@ -416,7 +418,7 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
     // unless one is given (an idle terminal is hung up instead).
     const bool hasPty = o.has(QStringLiteral("pty")) && !o.raw(QStringLiteral("pty")).isNull();
     if (hasPty) {
-        Params pty(o.optionalObject(QStringLiteral("pty")), QStringLiteral("options.pty"));
+        FieldReader pty(o.optionalObject(QStringLiteral("pty")), QStringLiteral("options.pty"));
         const QString term = pty.optionalString(QStringLiteral("term"),
                                                 QStringLiteral("xterm-256color"));
         static const QRegularExpression termRe(QStringLiteral("^[A-Za-z0-9._+-]{1,64}$"));
@@ -516,7 +518,7 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
 void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &params,
                      const CallContext &ctx, const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     QJsonObject request{{QStringLiteral("op"), op}};
     QByteArray data;
@@ -615,10 +617,10 @@ void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &
 
 void Methods::cloneRepo(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString url = p.requiredString(QStringLiteral("url"));
-    Params o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
+    FieldReader o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
     const QString branch = o.optionalString(QStringLiteral("branch"));
     const bool shallow = o.optionalBool(QStringLiteral("shallow"), false);
     QString path = o.optionalPath(QStringLiteral("path"));

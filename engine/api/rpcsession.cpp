@@ -1,7 +1,7 @@
 #include "rpcsession.h"
 
 #include "methods.h"
-#include "params.h"
+#include "protocol/fieldreader.h"
 #include "service/streamhub.h"
 
 #include <QJsonDocument>
@@ -299,7 +299,7 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
 
     // Methods that belong to the connection itself.
     if (m.method == QLatin1String("rpc.cancel")) {
-        Params p(m.params);
+        FieldReader p(m.params);
         const QJsonValue target = p.raw(QStringLiteral("id"));
         const QString targetKey = inFlightKey(target);
         const auto cancel = m_inFlight.take(targetKey);
@@ -319,7 +319,7 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
     if (m.method == QLatin1String("rpc.streamEncoding")) {
         // docs/protocol.md 2.6: output of the streams this connection follows, from now on, as
         // binary frames ("binary") or as stream.output notifications ("json", the default).
-        Params p(m.params);
+        FieldReader p(m.params);
         const QString encoding = p.optionalChoice(QStringLiteral("encoding"),
                                                   {QStringLiteral("json"),
                                                    QStringLiteral("binary")},
@@ -339,7 +339,7 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
         return;
     }
     if (m.method == QLatin1String("stream.resume")) {
-        Params p(m.params);
+        FieldReader p(m.params);
         const QString streamId = p.requiredString(QStringLiteral("streamId"));
         const qint64 after = p.optionalInteger(QStringLiteral("after"), 0, 0,
                                                std::numeric_limits<qint64>::max() / 2);

@@ -1,11 +1,12 @@
 #include "databaseadapter.h"
 
-#include "api/params.h"
 #include "databasebackend.h"
 #include "databasemethods.h"
 #include "dbhostbackend.h"
+#include "egress/networkpolicy.h"
 #include "postgresbackend.h"
 #include "postgrestemplate.h"
+#include "protocol/fieldreader.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
 #include "runtime/workspacevolume.h"
@@ -312,7 +313,7 @@ void DatabaseAdapter::registerMethods()
                    });
     m_methods->add(QStringLiteral("databases.setName"),
                    [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
-                       Params p(params);
+                       FieldReader p(params);
                        const QString id = p.requiredString(QStringLiteral("id"));
                        if (p.failed())
                            return reply(p.error());
@@ -341,7 +342,7 @@ void DatabaseAdapter::registerMethods()
 void DatabaseAdapter::lifecycle(const QString &verb, const QJsonObject &params,
                                 const CallContext &ctx, const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     if (p.failed())
         return reply(p.error());
@@ -375,7 +376,7 @@ void DatabaseAdapter::lifecycle(const QString &verb, const QJsonObject &params,
 
 void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     CreateSandbox c;
     c.keyId = ctx.keyId;
     c.kind = kDatabase;
@@ -383,7 +384,7 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
     c.size = p.optionalChoice(QStringLiteral("size"), SandboxManager::sizes(),
                               QStringLiteral("standard-1"));
     c.sleepAfterMs = p.optionalInteger(QStringLiteral("sleepAfter"), -1, 0, kMaxSleepAfterMs);
-    const NetworkPolicy network = p.optionalNetworkPolicy(QStringLiteral("network"));
+    const NetworkPolicy network = NetworkPolicy::read(p, QStringLiteral("network"));
     DatabaseSettings s = DatabaseSettings::fromCreateParams(p, c.type);
     c.name = p.optionalName(QStringLiteral("name"), s.database);
     s.validate(p);

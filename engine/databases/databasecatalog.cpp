@@ -1,10 +1,10 @@
 #include "databasecatalog.h"
 
-#include "api/params.h"
 #include "databasebackend.h"
 #include "databasehost.h"
 #include "databasesettings.h"
 #include "pagetext.h"
+#include "protocol/fieldreader.h"
 #include "timedcall.h"
 
 #include <QElapsedTimer>
@@ -116,7 +116,7 @@ void createDatabase(DatabaseHost *host, QObject *owner, const QString &id, const
 }
 
 void describeTable(DatabaseHost *host, QObject *owner, const QString &id, const SqlDialect &d,
-                   Params &p, const CallContext &ctx, const Reply &reply)
+                   FieldReader &p, const CallContext &ctx, const Reply &reply)
 {
     const QString table = p.requiredString(QStringLiteral("table"));
     const QString schema = p.optionalString(QStringLiteral("schema"), d.defaultSchema);
@@ -177,7 +177,7 @@ void internalQuery(DatabaseHost *host, QObject *owner, const CallContext &ctx, c
 void catalogCall(DatabaseHost *host, QObject *owner, const QString &method,
                  const QJsonObject &params, const CallContext &ctx, const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     if (p.failed())
         return reply(p.error());

@@ -1,10 +1,10 @@
 #include "databasemethods.h"
 
-#include "api/params.h"
 #include "databasebackend.h"
 #include "databasecatalog.h"
 #include "databasehost.h"
 #include "pagetext.h"
+#include "protocol/fieldreader.h"
 #include "sqlcommand.h"
 #include "tableexport.h"
 #include "timedcall.h"
@@ -111,7 +111,7 @@ QJsonArray slice(const QJsonArray &rows, qsizetype from, qsizetype count)
     return out;
 }
 
-bool objectRowMode(Params &p)
+bool objectRowMode(FieldReader &p)
 {
     return p.optionalChoice(QStringLiteral("rowMode"),
                             {QStringLiteral("object"), QStringLiteral("array")},
@@ -119,12 +119,12 @@ bool objectRowMode(Params &p)
            == QLatin1String("object");
 }
 
-qint64 timeoutOf(Params &p)
+qint64 timeoutOf(FieldReader &p)
 {
     return p.optionalInteger(QStringLiteral("timeout"), kDefaultTimeoutMs, 1, kMaxTimeoutMs);
 }
 
-int pageSizeOf(Params &p)
+int pageSizeOf(FieldReader &p)
 {
     return int(p.optionalInteger(QStringLiteral("pageSize"), PageLimits::kDefaultRows, 1,
                                  PageLimits::kMaxRows));
@@ -241,7 +241,7 @@ DatabaseMethods::OpenTransaction *DatabaseMethods::transactionOf(const QString &
 void DatabaseMethods::query(const QString &method, const QJsonObject &params,
                             const CallContext &ctx, const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     QueryCall call;
     call.id = p.requiredString(QStringLiteral("id"));
     SqlRequest &req = call.request;
@@ -374,7 +374,7 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
 
 void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString cursorId = p.requiredString(QStringLiteral("cursor"));
     const int pageSize = pageSizeOf(p);
@@ -539,7 +539,7 @@ void DatabaseMethods::readAhead(const QString &cursorId)
 void DatabaseMethods::closeCursor(const QJsonObject &params, const CallContext &ctx,
                                   const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString cursor = p.requiredString(QStringLiteral("cursor"));
     if (p.failed())
@@ -554,7 +554,7 @@ void DatabaseMethods::closeCursor(const QJsonObject &params, const CallContext &
 void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &ctx,
                                   const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const qint64 timeoutMs = timeoutOf(p);
     const bool objectRows = objectRowMode(p);
@@ -627,7 +627,7 @@ void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &
 
 void DatabaseMethods::begin(const QJsonObject &params, const CallContext &ctx, const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const qint64 idleMs = p.optionalInteger(QStringLiteral("timeout"), kDefaultTransactionIdleMs,
                                             1000, kMaxTransactionIdleMs);
@@ -674,7 +674,7 @@ void DatabaseMethods::begin(const QJsonObject &params, const CallContext &ctx, c
 void DatabaseMethods::finish(bool commit, const QJsonObject &params, const CallContext &ctx,
                              const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const QString txId = p.requiredString(QStringLiteral("transaction"));
     if (p.failed())

@@ -1,7 +1,7 @@
 #include "databasesettings.h"
 
-#include "api/params.h"
 #include "postgresbackend.h"
+#include "protocol/fieldreader.h"
 
 #include <QDir>
 #include <QFile>
@@ -68,7 +68,7 @@ DatabaseSettings DatabaseSettings::fromJson(const QJsonObject &o)
     return s;
 }
 
-DatabaseSettings DatabaseSettings::fromCreateParams(Params &p, const QString &type)
+DatabaseSettings DatabaseSettings::fromCreateParams(FieldReader &p, const QString &type)
 {
     DatabaseSettings s;
     s.type = type;
@@ -83,7 +83,7 @@ DatabaseSettings DatabaseSettings::fromCreateParams(Params &p, const QString &ty
     return s;
 }
 
-void DatabaseSettings::validate(Params &p)
+void DatabaseSettings::validate(FieldReader &p)
 {
     if (p.failed())
         return;

@@ -3,9 +3,11 @@
 #include <QJsonObject>
 #include <QString>
 
-namespace Sandbox::Engine {
+namespace Sandbox {
+class FieldReader;
+}
 
-class Params;
+namespace Sandbox::Engine {
 
 // What a database sandbox was created with; kept in its state dir as database.json (the engine's
 // own file, 0600, never shown to the sandbox). The password is not kept: it is set on the role
@@ -24,8 +26,8 @@ struct DatabaseSettings
     // Reads databases.create's database, username and password for a database of `type` (which
     // the caller checked), with their defaults; then validate() checks them (a bad one fails
     // `params`) and names a SQLite/DuckDB file by its path inside /workspace.
-    static DatabaseSettings fromCreateParams(Params &params, const QString &type);
-    void validate(Params &params);
+    static DatabaseSettings fromCreateParams(FieldReader &params, const QString &type);
+    void validate(FieldReader &params);
     // The settings in the state dir of a database (empty when there are none) and saving them.
     static DatabaseSettings load(const QString &stateDir);
     static bool save(const QString &stateDir, const DatabaseSettings &settings);

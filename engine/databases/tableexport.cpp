@@ -1,10 +1,10 @@
 #include "tableexport.h"
 
-#include "api/params.h"
 #include "databasebackend.h"
 #include "databasehost.h"
 #include "databasesettings.h"
 #include "pagetext.h"
+#include "protocol/fieldreader.h"
 #include "timedcall.h"
 
 #include <QDir>
@@ -276,7 +276,7 @@ QString csvCell(const QJsonValue &v)
 void exportTable(DatabaseHost *host, QObject *owner, const QJsonObject &params,
                  const CallContext &ctx, const Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     ExportCall call;
     call.id = p.requiredString(QStringLiteral("id"));
     const QString table = p.requiredString(QStringLiteral("table"));

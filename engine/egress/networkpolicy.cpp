@@ -269,6 +269,16 @@ NetworkPolicy NetworkPolicy::publicInternet()
     return p;
 }
 
+NetworkPolicy NetworkPolicy::read(FieldReader &params, const QString &name)
+{
+    auto policy = fromJson(params.raw(name), params.fieldName(name));
+    if (!policy) {
+        params.failWith(policy.error());
+        return off();
+    }
+    return policy.value();
+}
+
 Result<NetworkPolicy> NetworkPolicy::fromJson(const QJsonValue &value, const QString &field)
 {
     NetworkPolicy p;

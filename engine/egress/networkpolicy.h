@@ -1,6 +1,7 @@
 #pragma once
 
 #include "addressclass.h"
+#include "protocol/fieldreader.h"
 #include "protocol/result.h"
 
 #include <QHostAddress>
@@ -61,6 +62,8 @@ public:
     // Parses and validates; errors are -32602 with data.field (e.g. "network.allow[2]").
     static Result<NetworkPolicy> fromJson(const QJsonValue &value,
                                           const QString &field = QStringLiteral("network"));
+    // The policy in a method's params (off when absent); a bad one fails `params`.
+    static NetworkPolicy read(FieldReader &params, const QString &name);
     QJsonValue toJson() const;
 
     Mode mode() const { return m_mode; }

@@ -31,7 +31,7 @@ class SandboxNetwork final : public QObject
 public:
     explicit SandboxNetwork(EgressService *egress, QObject *parent = nullptr);
 
-    // Whether a key may give a sandbox this policy (read by Params::optionalNetworkPolicy):
+    // Whether a key may give a sandbox this policy (read by NetworkPolicy::read):
     // -32001 for entries that need an admin key (loopback, non-public networks) when `admin` is
     // false.
     static Result<bool> checkPolicy(const NetworkPolicy &policy, bool admin,

@@ -1,6 +1,6 @@
 #include "terminalhub.h"
 
-#include "api/params.h"
+#include "protocol/fieldreader.h"
 #include "runtime/supervisorchannel.h"
 #include "sandboxmanager.h"
 #include "streamhub.h"
@@ -184,7 +184,7 @@ Result<std::shared_ptr<TerminalHub::Terminal>> TerminalHub::find(const QString &
 void TerminalHub::input(const QJsonObject &params, const CallContext &ctx,
                         const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString streamId = p.requiredString(QStringLiteral("streamId"));
     const bool text = p.has(QStringLiteral("data"));
     const bool binary = p.has(QStringLiteral("dataBase64"));
@@ -227,7 +227,7 @@ void TerminalHub::input(const QJsonObject &params, const CallContext &ctx,
 void TerminalHub::resize(const QJsonObject &params, const CallContext &ctx,
                          const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString streamId = p.requiredString(QStringLiteral("streamId"));
     if (!p.has(QStringLiteral("cols")))
         p.fail(QStringLiteral("cols"), QStringLiteral("is required"));

@@ -1,6 +1,6 @@
 #include "watchhub.h"
 
-#include "api/params.h"
+#include "protocol/fieldreader.h"
 #include "runtime/supervisorchannel.h"
 #include "sandboxmanager.h"
 #include "streamhub.h"
@@ -53,7 +53,7 @@ WatchHub::~WatchHub()
 
 void WatchHub::start(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     QString path = p.optionalPath(QStringLiteral("path"), QStringLiteral("/workspace"));
     const bool recursive = p.optionalBool(QStringLiteral("recursive"), false);

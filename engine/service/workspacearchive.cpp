@@ -1,7 +1,7 @@
 #include "workspacearchive.h"
 
 #include "api/methods.h"
-#include "api/params.h"
+#include "protocol/fieldreader.h"
 #include "sandboxmanager.h"
 
 #include <QCryptographicHash>
@@ -110,7 +110,7 @@ Result<WorkspaceArchiver::Target> WorkspaceArchiver::stoppedSandbox(const QStrin
 
 void WorkspaceArchiver::archive(const QJsonObject &params, const QString &keyId, Done done)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const qint64 offset = p.optionalInteger(QStringLiteral("offset"), 0, 0,
                                             std::numeric_limits<qint64>::max() / 2);
@@ -164,7 +164,7 @@ void WorkspaceArchiver::archive(const QJsonObject &params, const QString &keyId,
 
 void WorkspaceArchiver::restore(const QJsonObject &params, const QString &keyId, Done done)
 {
-    Params p(params);
+    FieldReader p(params);
     const QString id = p.requiredString(QStringLiteral("id"));
     const qint64 offset = p.optionalInteger(QStringLiteral("offset"), 0, 0,
                                             std::numeric_limits<qint64>::max() / 2);
