@@ -2,10 +2,10 @@
 #include "engineprocess.h"
 #include "mockmodelserver.h"
 
-#include <QDeadlineTimer>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTest>
 
 namespace {
@@ -56,9 +56,9 @@ Run tst_Sandboxctl::ctl(const QStringList &args, const QByteArray &stdinData, co
     p.write(stdinData);
     p.closeWriteChannel();
     // Wait with the event loop running: the mock model server lives in this process.
-    QDeadlineTimer deadline(120000);
-    while (p.state() != QProcess::NotRunning && !deadline.hasExpired())
-        QTest::qWait(10);
+    QSignalSpy finished(&p, &QProcess::finished);
+    if (p.state() != QProcess::NotRunning)
+        finished.wait(120000);
     return Run{p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
                p.readAllStandardOutput(), p.readAllStandardError()};
 }

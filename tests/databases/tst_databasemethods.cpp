@@ -269,6 +269,7 @@ void tst_DatabaseMethods::aCursorKeepsTheDatabaseAwakeUntilReadToTheEnd()
 
 void tst_DatabaseMethods::theLeastRecentlyUsedCursorClosesBeyondTheCap()
 {
+    // The qWait(2)s let time pass on purpose: each cursor gets a use time of its own for the LRU.
     const QString first = openCursor();
     QTest::qWait(2);
     const QString second = openCursor();

@@ -17,6 +17,23 @@
 
 using namespace Sandbox::Engine;
 
+namespace {
+
+// The real uid a process runs as now (/proc/PID/status), or -1.
+qint64 uidOf(pid_t pid)
+{
+    QFile f(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!f.open(QIODevice::ReadOnly))
+        return -1;
+    for (const QByteArray &line : f.readAll().split('\n')) {
+        if (line.startsWith("Uid:"))
+            return line.mid(4).simplified().split(' ').value(0).toLongLong();
+    }
+    return -1;
+}
+
+} // namespace
+
 class tst_ContainerLayout : public QObject
 {
     Q_OBJECT
@@ -133,7 +150,9 @@ void tst_ContainerLayout::killAllOfEndsEveryProcessOfTheUid()
         }
         QVERIFY(child > 0);
     }
-    QTest::qWait(100);
+    // Each child runs as the uid before the kill (a fork not yet past setresuid would survive it).
+    for (pid_t child : children)
+        QTRY_COMPARE(uidOf(child), qint64(uid));
     ContainerLayout::killAllOf(uid);
     for (pid_t child : children) {
         int status = 0;

@@ -341,7 +341,7 @@ void tst_Spares::noSparesWhenMemoryIsShort()
     RpcTestClient rpc;
     QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
     QVERIFY(!create(rpc, {{QStringLiteral("size"), QStringLiteral("lite")}}).isEmpty());
-    QTest::qWait(500);
+    QTest::qWait(500); // on purpose: a refill would have started by now
     const QJsonObject pool = rpc.result(QStringLiteral("engine.pool"), {});
     QCOMPARE(pool.value(QStringLiteral("spares")).toArray().size(), 0);
     QVERIFY(pool.value(QStringLiteral("availableMb")).toDouble() > 0);

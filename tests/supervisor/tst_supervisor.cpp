@@ -1032,7 +1032,7 @@ void TestSupervisor::backgroundProcess()
 
     const pid_t bg = readPid(u"bg.pid"_s);
     QVERIFY(bg > 0);
-    QTest::qWait(100);
+    QTest::qWait(100); // on purpose: time for a wrong kill of the background process to land
     QCOMPARE(::kill(bg, 0), 0);
     QCOMPARE(m_client->call(R"({"op":"ping"})"_ba).json[u"execs"].toInt(), 0);
 
