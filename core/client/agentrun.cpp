@@ -13,7 +13,18 @@ AgentRun::AgentRun(RpcClient *client, const QString &method, const QJsonObject &
                    QObject *parent)
     : QObject(parent)
 {
-    m_stream = client->startStream(method, params, this, ExecStream::ResultKind::Raw);
+    follow(client->startStream(method, params, this, ExecStream::ResultKind::Raw));
+}
+
+AgentRun::AgentRun(RpcClient *client, const QString &streamId, qint64 after, QObject *parent)
+    : QObject(parent)
+{
+    follow(client->watchStream(streamId, after, this, ExecStream::ResultKind::Raw));
+}
+
+void AgentRun::follow(ExecStream *stream)
+{
+    m_stream = stream;
     connect(m_stream, &ExecStream::started, this, &AgentRun::started);
     connect(m_stream, &ExecStream::event, this, &AgentRun::onEvent);
     connect(m_stream, &ExecStream::ended, this, &AgentRun::onEnded);
@@ -22,6 +33,11 @@ AgentRun::AgentRun(RpcClient *client, const QString &method, const QJsonObject &
 }
 
 AgentRun::~AgentRun() = default;
+
+bool AgentRun::isWatched() const
+{
+    return m_stream && m_stream->isWatching();
+}
 
 QString AgentRun::streamId() const
 {

@@ -27,6 +27,8 @@ public:
 
     QString streamId() const;
     bool isDone() const { return m_done; }
+    // Made by AgentsService::watchRun(): a run another connection started.
+    bool isWatched() const;
     // Totals so far, from the last `usage` event.
     const AgentUsage &usage() const { return m_usage; }
     const QString &sessionId() const { return m_sessionId; }
@@ -56,6 +58,9 @@ Q_SIGNALS:
 private:
     friend class AgentsService;
     AgentRun(RpcClient *client, const QString &method, const QJsonObject &params, QObject *parent);
+    // Follows a run another connection started (stream.watch).
+    AgentRun(RpcClient *client, const QString &streamId, qint64 after, QObject *parent);
+    void follow(ExecStream *stream);
     void onEvent(const QJsonObject &raw);
     void onEnded(const QJsonValue &result);
     void onFailed(const Error &error);

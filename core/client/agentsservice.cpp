@@ -89,6 +89,14 @@ AgentRun *AgentsService::runStreaming(const QString &id, const QString &prompt,
     return new AgentRun(rpc, method("run"), params, parent);
 }
 
+AgentRun *AgentsService::watchRun(const QString &streamId, qint64 after, QObject *parent)
+{
+    RpcClient *rpc = m_caller->streamClient();
+    if (!rpc)
+        return nullptr;
+    return new AgentRun(rpc, streamId, after, parent);
+}
+
 RpcCall AgentsService::runs(const QString &id, int limit, QObject *context,
                             Callback<QList<AgentRunRecord>> callback)
 {

@@ -28,6 +28,12 @@ public:
     // caller cannot stream (REST). The run is owned by `parent`.
     AgentRun *runStreaming(const QString &id, const QString &prompt, const AgentRunOptions &options,
                            QObject *parent);
+    // A run that another connection of the key started and still streams (a `running` run of
+    // agents.runs names its `streamId`), followed live through `stream.watch` (docs/protocol.md
+    // 2.3) from after `after` without taking it over: its events as they come, then finished()
+    // or failed() like a run of this client. Returns nullptr when the caller cannot stream
+    // (REST). Owned by `parent`.
+    AgentRun *watchRun(const QString &streamId, qint64 after, QObject *parent);
     // `agents.runs`: the sandbox's kept runs, newest first (docs/protocol.md 4.7.1).
     RpcCall runs(const QString &id, int limit, QObject *context,
                  Callback<QList<AgentRunRecord>> callback);

@@ -35,6 +35,8 @@ public:
     qint64 lastSeq() const { return m_lastSeq; }
     // After finished() or failed().
     bool isDone() const { return m_done; }
+    // Made by RpcClient::watchStream(): follows a stream another connection started.
+    bool isWatching() const { return m_watching; }
     // A terminal's state as the engine last described it on a resume ({cols, rows, modes};
     // docs/protocol.md 4.8); empty for other streams.
     const QJsonObject &terminalState() const { return m_terminal; }
@@ -68,6 +70,7 @@ private:
     qint64 m_requestId = 0; // the starting request while it is pending
     qint64 m_lastSeq = 0;
     bool m_resuming = false;
+    bool m_watching = false; // follows another connection's stream (stream.watch)
     bool m_done = false;
     ResultKind m_resultKind = ResultKind::Exec;
     QJsonObject m_terminal;

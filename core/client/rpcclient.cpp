@@ -167,6 +167,7 @@ void RpcClient::onClosed(int closeCode, const QString &reason)
     qCInfo(lcRpc) << "connection closed" << closeCode << reason;
 
     // Requests in flight are lost with the connection (streams with a known id are resumed).
+    m_observed.clear();
     for (ExecStream *s : std::as_const(m_streams))
         s->m_resuming = false;
     if (closeCode == Transport::CloseUnauthorized) {
@@ -468,7 +469,9 @@ void RpcClient::onBinary(const QByteArray &message)
     const QString &channel = frame->channel == StreamFrame::Channel::Stderr ? kStderr : kStdout;
     bool numeric = false;
     const qint64 requestId = frame->requestIdJson.toLongLong(&numeric);
-    ExecStream *stream = followedStream(frame->streamId, numeric ? requestId : 0);
+    ExecStream *stream = followedStream(frame->streamId,
+                                        numeric && !m_observed.contains(frame->streamId) ? requestId
+                                                                                         : 0);
     if (!stream) {
         // A stream someone else may follow: the same params a JSON notification would carry.
         QJsonObject params{{kStreamId, frame->streamId},
@@ -555,6 +558,36 @@ ExecStream *RpcClient::startStream(const QString &method, const QJsonObject &par
     return stream;
 }
 
+ExecStream *RpcClient::watchStream(const QString &streamId, qint64 after, QObject *parent,
+                                   ExecStream::ResultKind kind)
+{
+    auto *stream = new ExecStream(this, parent);
+    stream->m_resultKind = kind;
+    stream->m_watching = true;
+    if (streamId.isEmpty() || m_streams.contains(streamId)) {
+        QTimer::singleShot(0, stream, [this, stream, streamId] {
+            failStream(stream,
+                       Error{ErrorCode::AlreadyExists,
+                             QStringLiteral("this client follows stream %1 already").arg(streamId),
+                             {}});
+        });
+        return stream;
+    }
+    stream->m_lastSeq = qMax<qint64>(after, 0);
+    bindStream(stream, streamId);
+    resumeStream(stream); // when connected; else the connection's start watches it
+    return stream;
+}
+
+RpcCall RpcClient::observeStream(const QString &streamId, qint64 after, QObject *context,
+                                 JsonCallback callback)
+{
+    m_observed.insert(streamId);
+    return call(QStringLiteral("stream.watch"),
+                QJsonObject{{kStreamId, streamId}, {QStringLiteral("after"), double(after)}},
+                context, std::move(callback));
+}
+
 void RpcClient::bindStream(ExecStream *stream, const QString &streamId)
 {
     m_unboundStreams.remove(stream);
@@ -576,8 +609,13 @@ void RpcClient::handleStreamNotification(const QString &method, const QJsonObjec
     const QString streamId = streamIdValue.toString();
     if (method != kStreamOutput)
         Q_EMIT streamActivity(method, params);
-    ExecStream *stream = followedStream(streamId,
-                                        positiveInteger(params.value(QStringLiteral("requestId"))));
+    // An observed stream's notifications carry the request id of another connection: never taken
+    // for one of ours.
+    const bool observed = method == kStreamEnd ? m_observed.remove(streamId)
+                                               : m_observed.contains(streamId);
+    ExecStream *stream = followedStream(streamId, observed ? 0
+                                                           : positiveInteger(params.value(
+                                                               QStringLiteral("requestId"))));
     if (!stream) {
         Q_EMIT notification(method, params); // a stream someone else may follow
         return;
@@ -702,7 +740,8 @@ void RpcClient::resumeStream(ExecStream *stream)
     stream->m_resuming = true;
     const QJsonObject params{{kStreamId, stream->m_streamId},
                              {QStringLiteral("after"), double(stream->m_lastSeq)}};
-    call(QStringLiteral("stream.resume"), params, this,
+    call(stream->m_watching ? QStringLiteral("stream.watch") : QStringLiteral("stream.resume"),
+         params, this,
          [this, s = QPointer<ExecStream>(stream)](Result<QJsonValue> r) {
              if (!s || s->m_done)
                  return;

@@ -102,6 +102,22 @@ public:
     ExecStream *startStream(const QString &method, const QJsonObject &params, QObject *parent,
                             ExecStream::ResultKind kind = ExecStream::ResultKind::Exec);
 
+    // Follows a stream of this key that another connection started (`stream.watch`,
+    // docs/protocol.md 2.3) from after `after`, without taking it from that connection: its
+    // notifications from `after + 1` on, then the live ones, exactly once and in order, also
+    // across reconnects (which watch it again). Owned by `parent`. A stream this client follows
+    // already fails at once (asynchronously) with ErrorCode::AlreadyExists.
+    ExecStream *watchStream(const QString &streamId, qint64 after, QObject *parent,
+                            ExecStream::ResultKind kind = ExecStream::ResultKind::Raw);
+    // `stream.watch` without an ExecStream, for observers that need every event but no order or
+    // exactly-once (e.g. the agents dashboard): the notifications come as streamActivity() and
+    // notification(), the backlog after `after` first. Ends with the stream or the connection (a
+    // new connection is not watched again); a stream this client follows comes anyway.
+    RpcCall observeStream(const QString &streamId, qint64 after, QObject *context,
+                          JsonCallback callback);
+    // Whether a stream of this client (started or watched) has that id and has not ended.
+    bool followsStream(const QString &streamId) const { return m_streams.contains(streamId); }
+
     int pendingCount() const { return int(m_pending.size()); }
     int queuedCount() const { return int(m_queue.size()); }
     int openStreamCount() const { return int(m_streams.size()); }
@@ -192,6 +208,7 @@ private:
 
     QHash<QString, ExecStream *> m_streams; // by stream id; entries removed when done/destroyed
     QSet<ExecStream *> m_unboundStreams;    // started, id not known yet
+    QSet<QString> m_observed; // observeStream() ids until their end or the connection's
 };
 
 } // namespace Sandbox

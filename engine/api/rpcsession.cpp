@@ -353,6 +353,22 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
         r->replay();
         return;
     }
+    if (m.method == QLatin1String("stream.watch")) {
+        // docs/protocol.md 2.3: follow a stream of this key that another connection started,
+        // without taking it from that connection.
+        FieldReader p(m.params);
+        const QString streamId = p.requiredString(QStringLiteral("streamId"));
+        const qint64 after = p.optionalInteger(QStringLiteral("after"), 0, 0,
+                                               std::numeric_limits<qint64>::max() / 2);
+        if (p.failed())
+            return reply(p.error());
+        auto r = m_streams->watch(m_keyId, streamId, after, this, ctx.notify);
+        if (!r)
+            return reply(r.error());
+        reply(QJsonValue(r->answer));
+        r->replay();
+        return;
+    }
     m_methods->call(m.method, m.params, ctx, reply);
 }
 

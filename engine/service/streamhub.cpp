@@ -10,6 +10,7 @@
 #include <QTimer>
 
 #include <cstring>
+#include <vector>
 
 namespace Sandbox::Engine {
 
@@ -41,6 +42,12 @@ struct StreamHub::Stream
     QDateTime endedAt;
     Sink sink;
     const void *owner = nullptr;
+    struct Watcher
+    {
+        const void *owner;
+        Sink sink;
+    };
+    std::vector<Watcher> watchers; // other connections that follow it (stream.watch)
     std::function<void()> cancel;
     std::function<QJsonObject()> terminal;
     QByteArray carry[3];      // unfinished UTF-8 sequences per channel
@@ -90,7 +97,13 @@ QString StreamHub::open(const QString &keyId, const QJsonValue &requestId, Sink 
 void StreamHub::publish(Stream &s, Entry &&entry)
 {
     if (s.sink)
-        deliver(s, s.lastSeq, entry, s.sink);
+        deliver(s, s.lastSeq, entry, s.sink, s.owner);
+    if (!s.watchers.empty()) {
+        // A copy: a watcher that reads too slowly is dropped (detach()) while it is sent to.
+        const std::vector<Stream::Watcher> watchers = s.watchers;
+        for (const Stream::Watcher &w : watchers)
+            deliver(s, s.lastSeq, entry, w.sink, w.owner);
+    }
     s.backlogBytes += entry.data().size();
     s.backlog.push_back(std::move(entry));
     while (!s.backlog.empty()
@@ -101,13 +114,14 @@ void StreamHub::publish(Stream &s, Entry &&entry)
     }
 }
 
-void StreamHub::deliver(const Stream &s, qint64 seq, const Entry &entry, const Sink &sink) const
+void StreamHub::deliver(const Stream &s, qint64 seq, const Entry &entry, const Sink &sink,
+                        const void *owner) const
 {
     if (entry.channel == 0) {
         sink(entry.bytes);
         return;
     }
-    const auto binary = m_binarySinks.constFind(s.owner);
+    const auto binary = m_binarySinks.constFind(owner);
     if (binary != m_binarySinks.constEnd()) {
         if (entry.dataOffset > 0) {
             (*binary)(entry.bytes);
@@ -270,15 +284,16 @@ void StreamHub::end(const QString &streamId, const QJsonObject &fields)
     s.cancel = nullptr;
     s.terminal = nullptr;
     publish(s, Entry{0, std::move(n)});
+    s.watchers.clear();
 }
 
-Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString &streamId,
-                                            qint64 after, Sink sink)
+Result<QJsonObject> StreamHub::resumeAnswer(const QString &keyId, const QString &streamId,
+                                            qint64 after) const
 {
     const auto it = m_streams.find(streamId);
     if (it == m_streams.end() || it->second->keyId != keyId)
         return Error::notFound(QStringLiteral("stream %1").arg(streamId));
-    Stream &s = *it->second;
+    const Stream &s = *it->second;
     if (after < 0 || after > s.lastSeq)
         return Error::invalidParams(QStringLiteral("after"),
                                     QStringLiteral("must be between 0 and %1").arg(s.lastSeq));
@@ -293,14 +308,24 @@ Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString 
                          .arg(s.firstSeq() - 1),
                      data};
     }
-    s.sink = nullptr;
-    Resume r;
-    r.answer = QJsonObject{{QStringLiteral("streamId"), streamId},
-                           {QStringLiteral("after"), double(after)},
-                           {QStringLiteral("last"), double(s.lastSeq)},
-                           {QStringLiteral("done"), s.done}};
+    QJsonObject answer{{QStringLiteral("streamId"), streamId},
+                       {QStringLiteral("after"), double(after)},
+                       {QStringLiteral("last"), double(s.lastSeq)},
+                       {QStringLiteral("done"), s.done}};
     if (s.terminal)
-        r.answer.insert(QStringLiteral("terminal"), s.terminal());
+        answer.insert(QStringLiteral("terminal"), s.terminal());
+    return answer;
+}
+
+Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString &streamId,
+                                            qint64 after, Sink sink)
+{
+    auto answer = resumeAnswer(keyId, streamId, after);
+    if (!answer)
+        return answer.error();
+    m_streams.find(streamId)->second->sink = nullptr;
+    Resume r;
+    r.answer = std::move(answer.value());
     r.replay = [this, streamId, after, sink = std::move(sink)] {
         const auto it = m_streams.find(streamId);
         if (it == m_streams.end())
@@ -308,8 +333,34 @@ Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString 
         Stream &s = *it->second;
         const qint64 first = s.firstSeq();
         for (qint64 seq = qMax(after + 1, first); seq <= s.lastSeq; ++seq)
-            deliver(s, seq, s.backlog[size_t(seq - first)], sink);
+            deliver(s, seq, s.backlog[size_t(seq - first)], sink, s.owner);
         s.sink = sink;
+    };
+    return r;
+}
+
+Result<StreamHub::Resume> StreamHub::watch(const QString &keyId, const QString &streamId,
+                                           qint64 after, const void *owner, Sink sink)
+{
+    const auto it = m_streams.find(streamId);
+    if (it != m_streams.end() && it->second->sink && it->second->owner == owner)
+        return resume(keyId, streamId, after, std::move(sink));
+    auto answer = resumeAnswer(keyId, streamId, after);
+    if (!answer)
+        return answer.error();
+    Resume r;
+    r.answer = std::move(answer.value());
+    r.replay = [this, streamId, after, owner, sink = std::move(sink)] {
+        const auto it = m_streams.find(streamId);
+        if (it == m_streams.end())
+            return;
+        Stream &s = *it->second;
+        std::erase_if(s.watchers, [owner](const Stream::Watcher &w) { return w.owner == owner; });
+        const qint64 first = s.firstSeq();
+        for (qint64 seq = qMax(after + 1, first); seq <= s.lastSeq; ++seq)
+            deliver(s, seq, s.backlog[size_t(seq - first)], sink, owner);
+        if (!s.done)
+            s.watchers.push_back(Stream::Watcher{owner, sink});
     };
     return r;
 }
@@ -327,8 +378,12 @@ Result<bool> StreamHub::cancel(const QString &keyId, const QString &streamId)
 void StreamHub::setSinkOwner(const QString &streamId, const void *owner)
 {
     const auto it = m_streams.find(streamId);
-    if (it != m_streams.end())
-        it->second->owner = owner;
+    if (it == m_streams.end())
+        return;
+    it->second->owner = owner;
+    // A watcher that takes the stream over gets it once, as its sink.
+    std::erase_if(it->second->watchers,
+                  [owner](const Stream::Watcher &w) { return w.owner == owner; });
 }
 
 void StreamHub::setBacklogProbe(const void *owner, std::function<qint64()> probe)
@@ -369,6 +424,7 @@ void StreamHub::detach(const void *owner)
             s->sink = nullptr;
             s->owner = nullptr;
         }
+        std::erase_if(s->watchers, [owner](const Stream::Watcher &w) { return w.owner == owner; });
     }
 }
 

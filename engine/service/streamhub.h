@@ -22,7 +22,8 @@ namespace Sandbox::Engine {
 
 // Streams of notifications that outlive a connection (docs/protocol.md, 2.3): each has a
 // bounded backlog of its notifications, numbered by seq, from which a reconnecting client
-// resumes. At most one connection receives a stream at a time (the sink).
+// resumes. One connection receives a stream as its own (the sink: the one that started it, or
+// resumed it); other connections of the same key may watch it besides (stream.watch).
 class StreamHub final : public QObject
 {
     Q_OBJECT
@@ -65,6 +66,12 @@ public:
         std::function<void()> replay;
     };
     Result<Resume> resume(const QString &keyId, const QString &streamId, qint64 after, Sink sink);
+    // Watches a stream from another connection (`owner`) after `after`, without taking it from
+    // the connection that follows it: the same answer and replay as resume(), then every new
+    // notification to `sink` too, until the stream ends or detach(owner). The owner of the
+    // stream's sink watching it resumes it instead.
+    Result<Resume> watch(const QString &keyId, const QString &streamId, qint64 after,
+                         const void *owner, Sink sink);
     Result<bool> cancel(const QString &keyId, const QString &streamId);
     // The connection behind a sink went away: keep the streams, stop sending.
     void detach(const void *owner);
@@ -89,7 +96,10 @@ private:
     struct Stream;
     struct Entry;
     void publish(Stream &s, Entry &&entry);
-    void deliver(const Stream &s, qint64 seq, const Entry &entry, const Sink &sink) const;
+    void deliver(const Stream &s, qint64 seq, const Entry &entry, const Sink &sink,
+                 const void *owner) const;
+    Result<QJsonObject> resumeAnswer(const QString &keyId, const QString &streamId,
+                                     qint64 after) const;
     static qsizetype framePrefix(const Stream &s);
     static Entry outputEntry(const Stream &s, quint8 channel, QByteArray bytes, qsizetype prefix);
     void flushCarry(Stream &s, int channel);

@@ -229,6 +229,8 @@ void tst_Conformance::cases()
     QFETCH(QJsonObject, testCase);
     Matcher m;
     RpcTestClient rpc;
+    RpcTestClient second;
+    RpcTestClient other;
     int step = 0;
     for (const QJsonValue &sv : testCase.value(QStringLiteral("steps")).toArray()) {
         ++step;
@@ -295,23 +297,29 @@ void tst_Conformance::cases()
         }
         QVERIFY2(s.contains(QStringLiteral("rpc")),
                  qPrintable(where + QStringLiteral(": unknown step")));
-        if (!rpc.isOpen())
-            QVERIFY(rpc.open(m_engine.wsUrl(), m_engine.key()));
         const QJsonObject r = s.value(QStringLiteral("rpc")).toObject();
+        // "on": a second connection of the key ("second") or one of the other key ("other").
+        const QString on = r.value(QStringLiteral("on")).toString();
+        RpcTestClient &conn = on == QLatin1String("second")  ? second
+                              : on == QLatin1String("other") ? other
+                                                             : rpc;
+        if (!conn.isOpen())
+            QVERIFY(conn.open(m_engine.wsUrl(),
+                              on == QLatin1String("other") ? m_otherKey : m_engine.key()));
         QJsonValue sentId;
         if (r.contains(QStringLiteral("raw"))) {
-            rpc.sendText(r.value(QStringLiteral("raw")).toString().toUtf8());
+            conn.sendText(r.value(QStringLiteral("raw")).toString().toUtf8());
         } else {
             const QJsonValue send = m.substitute(r.value(QStringLiteral("send")));
             sentId = send.toObject().value(QStringLiteral("id"));
-            rpc.sendText(send.isArray()
-                             ? QJsonDocument(send.toArray()).toJson(QJsonDocument::Compact)
-                             : QJsonDocument(send.toObject()).toJson(QJsonDocument::Compact));
+            conn.sendText(send.isArray()
+                              ? QJsonDocument(send.toArray()).toJson(QJsonDocument::Compact)
+                              : QJsonDocument(send.toObject()).toJson(QJsonDocument::Compact));
         }
         if (expect.value(QStringLiteral("nothing")).toBool()) {
-            rpc.sendText(
+            conn.sendText(
                 R"({"jsonrpc":"2.0","id":"sentinel","method":"sessions.current","params":{}})");
-            const QJsonValue next = rpc.nextMessage();
+            const QJsonValue next = conn.nextMessage();
             QVERIFY2(next.toObject().value(QStringLiteral("id"))
                          == QJsonValue(QStringLiteral("sentinel")),
                      qPrintable(where + QStringLiteral(": expected no answer, got ")
@@ -319,7 +327,7 @@ void tst_Conformance::cases()
             continue;
         }
         // Long enough for an agent run whose CLI retries an unreachable API (20-45 s here).
-        const QJsonValue answer = rpc.nextMessage(120000);
+        const QJsonValue answer = conn.nextMessage(120000);
         const QString err = m.match(expect.value(QStringLiteral("message")), answer, where);
         QVERIFY2(err.isEmpty(), qPrintable(err));
         for (const char *channelName : {"stdout", "stderr"}) {
@@ -327,7 +335,7 @@ void tst_Conformance::cases()
             if (!expect.contains(channel))
                 continue;
             QString text;
-            for (const QJsonObject &n : std::as_const(rpc.notifications)) {
+            for (const QJsonObject &n : std::as_const(conn.notifications)) {
                 const QJsonObject p = n.value(QStringLiteral("params")).toObject();
                 if (n.value(QStringLiteral("method")) == QLatin1String("stream.output")
                     && p.value(QStringLiteral("requestId")) == sentId
@@ -335,6 +343,22 @@ void tst_Conformance::cases()
                     text += p.value(QStringLiteral("data")).toString();
             }
             QCOMPARE(text, expect.value(channel).toString());
+        }
+        if (expect.contains(QStringLiteral("notifications"))) {
+            // Every notification this connection got so far, once a request sent after this one
+            // is answered (a replay may follow the answer).
+            conn.sendText(
+                R"({"jsonrpc":"2.0","id":"sentinel","method":"sessions.current","params":{}})");
+            const QJsonValue next = conn.nextMessage();
+            QVERIFY2(next.toObject().value(QStringLiteral("id"))
+                         == QJsonValue(QStringLiteral("sentinel")),
+                     qPrintable(where + QStringLiteral(": unexpected ") + Matcher::show(next)));
+            QJsonArray notes;
+            for (const QJsonObject &n : std::as_const(conn.notifications))
+                notes.append(n);
+            const QString notesErr = m.match(expect.value(QStringLiteral("notifications")), notes,
+                                             where + QStringLiteral(" notifications"));
+            QVERIFY2(notesErr.isEmpty(), qPrintable(notesErr));
         }
     }
 }

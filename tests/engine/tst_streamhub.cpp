@@ -38,6 +38,8 @@ private Q_SLOTS:
     void steadyOutputKeepsHoldingOnlyTheLastPartialCharacter();
     void binaryAndJsonConnectionsGetTheSameChunks_data();
     void binaryAndJsonConnectionsGetTheSameChunks();
+    void aWatcherFollowsBesideTheConnectionThatStartedIt();
+    void aWatcherIsStoppedByItsConnectionGoingAway();
 };
 
 // `printf 'h\303'; sleep 60`: the reader sees both bytes long before the program's next output.
@@ -155,6 +157,101 @@ void tst_StreamHub::binaryAndJsonConnectionsGetTheSameChunks()
         QCOMPARE(paramsOf(json[i]).value(QStringLiteral("requestId")), requestId);
         QCOMPARE(bytesOf(json[i]), want[i]);
     }
+}
+
+// stream.watch (docs/protocol.md 2.3): another connection of the key gets the backlog after
+// `after`, then every new notification, while the starting connection keeps getting them too.
+void tst_StreamHub::aWatcherFollowsBesideTheConnectionThatStartedIt()
+{
+    StreamHub hub;
+    const int starter = 0;
+    const int watcher = 0;
+    QList<QByteArray> toStarter;
+    QList<QByteArray> toWatcher;
+    const QString id = hub.open(QStringLiteral("key"), 7,
+                                [&](const QByteArray &n) { toStarter.append(n); }, {});
+    hub.setSinkOwner(id, &starter);
+    hub.output(id, 1, "one\n");
+    hub.output(id, 2, "two\n");
+
+    QCOMPARE(hub.watch(QStringLiteral("other key"), id, 0, &watcher, {}).error().code,
+             Sandbox::ErrorCode::NotFound);
+    QCOMPARE(hub.watch(QStringLiteral("key"), QStringLiteral("st_nope"), 0, &watcher, {}).error().code,
+             Sandbox::ErrorCode::NotFound);
+    auto w = hub.watch(QStringLiteral("key"), id, 1, &watcher,
+                       [&](const QByteArray &n) { toWatcher.append(n); });
+    QVERIFY(w);
+    QCOMPARE(w->answer.value(QStringLiteral("last")).toInteger(), 2);
+    QCOMPARE(w->answer.value(QStringLiteral("done")).toBool(), false);
+    QVERIFY(toWatcher.isEmpty());
+    w->replay();
+    QCOMPARE(toWatcher.size(), 1);
+    QCOMPARE(paramsOf(toWatcher[0]).value(QStringLiteral("seq")).toInteger(), 2);
+    QCOMPARE(bytesOf(toWatcher[0]), QByteArray("two\n"));
+
+    hub.event(id, QJsonObject{{QStringLiteral("type"), QStringLiteral("usage")}});
+    hub.output(id, 1, "three\n");
+    hub.end(id, QJsonObject{{QStringLiteral("result"), QJsonObject{}}});
+    QCOMPARE(toStarter.size(), 5); // the starter lost nothing to the watcher
+    QCOMPARE(toWatcher.size(), 4);
+    for (int i = 1; i < 4; ++i)
+        QCOMPARE(toWatcher[i],
+                 toStarter[i + 1]); // the same notifications, requestId as first sent
+    QCOMPARE(paramsOf(toWatcher[3]).value(QStringLiteral("requestId")).toInt(), 7);
+    QCOMPARE(QJsonDocument::fromJson(toWatcher[3]).object().value(QStringLiteral("method")),
+             QStringLiteral("stream.end"));
+
+    // A watch after the end replays what is held and the end.
+    auto late = hub.watch(QStringLiteral("key"), id, 3, &watcher,
+                          [&](const QByteArray &n) { toWatcher.append(n); });
+    QVERIFY(late);
+    QCOMPARE(late->answer.value(QStringLiteral("done")).toBool(), true);
+    late->replay();
+    QCOMPARE(toWatcher.size(), 6);
+    QCOMPARE(toWatcher[5], toStarter[4]);
+}
+
+void tst_StreamHub::aWatcherIsStoppedByItsConnectionGoingAway()
+{
+    StreamHub hub;
+    const int starter = 0;
+    const int watcher = 0;
+    QList<QByteArray> toStarter;
+    QList<QByteArray> toWatcher;
+    const QString id = hub.open(QStringLiteral("key"), 1,
+                                [&](const QByteArray &n) { toStarter.append(n); }, {});
+    hub.setSinkOwner(id, &starter);
+    auto w = hub.watch(QStringLiteral("key"), id, 0, &watcher,
+                       [&](const QByteArray &n) { toWatcher.append(n); });
+    QVERIFY(w);
+    w->replay();
+    // Watching twice from one connection delivers once.
+    auto again = hub.watch(QStringLiteral("key"), id, 0, &watcher,
+                           [&](const QByteArray &n) { toWatcher.append(n); });
+    QVERIFY(again);
+    again->replay();
+    hub.output(id, 1, "a");
+    QCOMPARE(toWatcher.size(), 1);
+    hub.detach(&watcher);
+    hub.output(id, 1, "b");
+    QCOMPARE(toWatcher.size(), 1);
+    QCOMPARE(toStarter.size(), 2);
+
+    // The starter's connection drops; a watcher that then resumes it gets it once, as its own.
+    auto w2 = hub.watch(QStringLiteral("key"), id, 2, &watcher,
+                        [&](const QByteArray &n) { toWatcher.append(n); });
+    QVERIFY(w2);
+    w2->replay();
+    hub.detach(&starter);
+    auto resumed = hub.resume(QStringLiteral("key"), id, 2,
+                              [&](const QByteArray &n) { toWatcher.append(n); });
+    QVERIFY(resumed);
+    hub.setSinkOwner(id, &watcher);
+    resumed->replay();
+    hub.output(id, 1, "c");
+    QCOMPARE(toWatcher.size(), 2);
+    QCOMPARE(bytesOf(toWatcher[1]), QByteArray("c"));
+    QCOMPARE(toStarter.size(), 2);
 }
 
 QTEST_GUILESS_MAIN(tst_StreamHub)

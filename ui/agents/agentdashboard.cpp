@@ -127,9 +127,15 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     connect(m_model, &QAbstractItemModel::rowsInserted, this, &AgentDashboard::summarize);
     connect(m_model, &QAbstractItemModel::rowsRemoved, this, &AgentDashboard::summarize);
     // Live: the events of runs this connection follows move their rows at once.
-    if (m_client && m_client->rpc())
+    if (m_client && m_client->rpc()) {
         connect(m_client->rpc(), &RpcClient::streamActivity, this,
                 &AgentDashboard::onStreamActivity);
+        // Watches end with the connection; the next read of the runs watches again.
+        connect(m_client->rpc(), &RpcClient::stateChanged, this, [this](RpcClient::State s) {
+            if (s != RpcClient::State::Connected)
+                m_watched.clear();
+        });
+    }
     m_unknownStreams->setSingleShot(true);
     m_unknownStreams->setInterval(250);
     connect(m_unknownStreams, &QTimer::timeout, this, [this] {
@@ -238,8 +244,32 @@ void AgentDashboard::fetchRuns(const QStringList &ids)
                       if (!r)
                           return; // e.g. deleted meanwhile: the next listing drops the row
                       m_model->setRuns(id, r.value());
+                      watchRunsStartedElsewhere(r.value());
                       Q_EMIT runsLoaded(id);
                   })
+            .detach();
+    }
+}
+
+void AgentDashboard::watchRunsStartedElsewhere(const QList<AgentRunRecord> &runs)
+{
+    RpcClient *rpc = m_client ? m_client->rpc() : nullptr;
+    if (!rpc || rpc->state() != RpcClient::State::Connected)
+        return;
+    for (const AgentRunRecord &run : runs) {
+        // A run this connection started (or watches already) brings its events anyway.
+        if (run.status != AgentRunRecord::Status::Running || run.streamId.isEmpty()
+            || rpc->followsStream(run.streamId) || m_watched.contains(run.streamId))
+            continue;
+        // Its events reach the table through RpcClient::streamActivity like those of runs of
+        // this connection, the backlog first (the table takes an event twice alike); its end
+        // has the history read again (onStreamActivity).
+        m_watched.insert(run.streamId);
+        rpc->observeStream(run.streamId, 0, this,
+                           [this, streamId = run.streamId](Result<QJsonValue> r) {
+                               if (!r || r->toObject().value(QStringLiteral("done")).toBool())
+                                   m_watched.remove(streamId);
+                           })
             .detach();
     }
 }
@@ -256,6 +286,7 @@ void AgentDashboard::onStreamActivity(const QString &method, const QJsonObject &
         return;
     }
     // stream.end: the run's final record (status, answer, needsInput) is in its history now.
+    m_watched.remove(streamId);
     for (int i = 0; i < m_model->rowCount(); ++i) {
         if (m_model->lastRunAt(i).streamId == streamId) {
             fetchRuns({m_model->sandboxAt(i).id});

@@ -24,8 +24,9 @@ class AgentDashboardModel;
 // time and last event, needs input, failed, done), model, tokens in/out, cost, last activity,
 // runs; sortable by every column; totals of the endpoint and of today above. The numbers come
 // from the engine's run history (`agents.runs`) and move live with the `stream.event`s the
-// connection receives; runs started elsewhere appear with the next listing. Double-click (or
-// Enter) asks to open a session; the host decides where (e.g. a tab with an AgentSessionView).
+// connection receives, also those of runs that other connections started, which it watches
+// (stream.watch) once the history names them. Double-click (or Enter) asks to open a session;
+// the host decides where (e.g. a tab with an AgentSessionView).
 class AgentDashboard final : public QWidget
 {
     Q_OBJECT
@@ -62,6 +63,8 @@ private:
     void widenColumns(const QModelIndex &topLeft, const QModelIndex &bottomRight);
     void fetchRuns(const QStringList &ids);
     void onStreamActivity(const QString &method, const QJsonObject &params);
+    // Runs that another connection started and that still go on: followed live (stream.watch).
+    void watchRunsStartedElsewhere(const QList<Sandbox::AgentRunRecord> &runs);
     void summarize();
 
     Sandbox::Client *m_client;      // not owned
@@ -71,6 +74,7 @@ private:
     QLabel *m_summary;
     QString m_endpoint;
     QSet<QString> m_fetching; // sandboxes whose runs are being read
+    QSet<QString> m_watched;  // runs of other connections watched on this one, by stream id
     QTimer *m_unknownStreams; // a run event of a stream not yet known: read the runs again
     QTimer *m_fitColumns;     // column widths follow the contents and the width, batched
 };

@@ -13,6 +13,7 @@
 
 #include <client/agentrun.h>
 #include <client/client.h>
+#include <client/rpcclient.h>
 
 #include <QComboBox>
 
@@ -176,7 +177,12 @@ void AgentSessionView::loadHistory()
                                       QList<AgentRunRecord> runs = r ? r.value()
                                                                      : QList<AgentRunRecord>();
                                       std::reverse(runs.begin(), runs.end()); // oldest first
-                                      // A run still going is followed live by whoever started it; here it shows as begun.
+                                      // A run that another connection (another window, sandboxctl,
+                                      // another computer) started and that still goes on is
+                                      // watched live after the runs before it.
+                                      AgentRunRecord live;
+                                      if (!runs.isEmpty() && isWatchable(runs.last()))
+                                          live = runs.takeLast();
                                       for (const AgentRunRecord &run : std::as_const(runs)) {
                                           if (!run.sessionId.isEmpty())
                                               m_sessionId = run.sessionId;
@@ -187,14 +193,36 @@ void AgentSessionView::loadHistory()
                                                                  + *run.usage.costUsd;
                                       }
                                       updateTotals();
+                                      m_liveRun = live;
                                       loadRunEvents(runs, 0);
                                   });
+}
+
+bool AgentSessionView::isWatchable(const AgentRunRecord &run) const
+{
+    RpcClient *rpc = m_client->rpc();
+    return run.status == AgentRunRecord::Status::Running && !run.streamId.isEmpty() && rpc
+           && !rpc->followsStream(run.streamId);
+}
+
+void AgentSessionView::watchLiveRun()
+{
+    const AgentRunRecord run = std::exchange(m_liveRun, AgentRunRecord{});
+    if (run.runId.isEmpty() || m_run)
+        return;
+    AgentRun *watched = m_client->agents().watchRun(run.streamId, 0, this);
+    if (!watched)
+        return;
+    const QStringList prompts = run.prompts.isEmpty() ? QStringList{run.prompt} : run.prompts;
+    m_lastPrompt = run.prompt;
+    follow(watched, prompts.join(QStringLiteral("\n\n")));
 }
 
 void AgentSessionView::loadRunEvents(QList<AgentRunRecord> runs, qint64 after)
 {
     if (runs.isEmpty() || !m_loadingHistory) {
         m_loadingHistory = false;
+        watchLiveRun();
         Q_EMIT historyReady();
         return;
     }
@@ -505,6 +533,7 @@ bool AgentSessionView::send(const QString &typed)
         // The user is faster than the history: what is shown so far stays, the rest is dropped.
         m_loadingHistory = false;
         m_historyCall.cancel();
+        m_liveRun = {};
         Q_EMIT historyReady();
     }
     // Review comments on the last turn go with the prompt, above it.
@@ -527,6 +556,12 @@ bool AgentSessionView::send(const QString &typed)
         m_transcript->addError(tr("This connection cannot stream agent runs."));
         return false;
     }
+    follow(run, prompt);
+    return true;
+}
+
+void AgentSessionView::follow(AgentRun *run, const QString &prompt)
+{
     m_run = run;
     m_current = {};
     m_transcript->addPrompt(prompt);
@@ -576,7 +611,6 @@ bool AgentSessionView::send(const QString &typed)
         Q_EMIT runFailed(m_sandbox.id, e.message);
     });
     Q_EMIT runStarted(m_sandbox.id);
-    return true;
 }
 
 void AgentSessionView::showProblem(const QString &message)

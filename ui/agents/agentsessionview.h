@@ -43,6 +43,8 @@ public:
     const Sandbox::SandboxInfo &sandbox() const { return m_sandbox; }
     void setSandbox(const Sandbox::SandboxInfo &sandbox);
     bool isRunning() const { return m_run != nullptr; }
+    // The run going on was started by another connection and is watched (stream.watch).
+    bool isWatchingRun() const { return m_run && m_run->isWatched(); }
     QString sessionId() const { return m_sessionId; }
     const Sandbox::AgentUsage &totals() const { return m_totals; }
 
@@ -120,6 +122,11 @@ private:
     // Asks for the model key (masked), then keeps it for this sandbox's runs.
     void askModelKey();
     void onFix();
+    // Shows `run` (a prompt this view sent, or one watched) as it goes on.
+    void follow(Sandbox::AgentRun *run, const QString &prompt);
+    // A running run that another connection started: followed with stream.watch.
+    bool isWatchable(const Sandbox::AgentRunRecord &run) const;
+    void watchLiveRun();
 
     Sandbox::Client *m_client; // not owned
     Sandbox::SandboxInfo m_sandbox;
@@ -155,6 +162,7 @@ private:
     QString m_modelKey;               // this sandbox's model key; never shown
     Sandbox::RpcCall m_historyCall;
     bool m_loadingHistory = false;
+    Sandbox::AgentRunRecord m_liveRun; // watched once the history before it is shown
 };
 
 } // namespace Sandbox::Ui

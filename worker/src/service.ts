@@ -239,6 +239,7 @@ export class SandboxService {
     m.set('keys.revoke', (c, p) => this.revokeKey(c, v.str(p, 'id')));
     // Streams and requests (4.6)
     m.set('stream.resume', (c, p) => this.resume(c, p));
+    m.set('stream.watch', (c, p) => this.resume(c, p, 'watch'));
     m.set('stream.cancel', (c, p) => this.cancelStream(c, p));
     m.set('stream.input', (c, p) => this.terminalControl(c, 'stream.input', p));
     m.set('stream.resize', (c, p) => this.terminalControl(c, 'stream.resize', p));
@@ -716,15 +717,20 @@ export class SandboxService {
 
   // --- streams and requests ---
 
-  private async resume(c: CallContext, p: Params): Promise<unknown> {
+  /**
+   * stream.resume, or stream.watch (docs/protocol.md 2.3): the same answer and replay; a watch
+   * follows the stream besides the connection that has it.
+   */
+  private async resume(c: CallContext, p: Params, how: 'resume' | 'watch' = 'resume'): Promise<unknown> {
     const streamId = v.str(p, 'streamId');
     const after = v.optInt(p, 'after', 0, Number.MAX_SAFE_INTEGER) ?? 0;
-    if (c.conn === null) throw new InvalidParamsError('streamId', 'stream.resume needs a WebSocket');
+    if (c.conn === null) throw new InvalidParamsError('streamId', `stream.${how} needs a WebSocket`);
     const sub = c.conn.subscriber;
     const s = this.streams.find(c.keyId, streamId);
     if (s !== null) {
       let answer: unknown;
-      s.resume(after, sub, (a) => (answer = a));
+      if (how === 'watch') s.watch(after, sub, (a) => (answer = a));
+      else s.resume(after, sub, (a) => (answer = a));
       return answer;
     }
     // Not in memory (the registry object was restarted): the engine still holds the backlog.
@@ -734,7 +740,8 @@ export class SandboxService {
     if (row === null) throw new NotFoundError(`stream ${streamId}`);
     const target = this.hooks.target(row);
     const conn = this.pool.get(target);
-    const stream = new Stream(streamId, c.keyId, row.id, route.engineStreamId, null, sub);
+    const stream = new Stream(streamId, c.keyId, row.id, route.engineStreamId, null, how === 'watch' ? null : sub);
+    if (how === 'watch') stream.watchers.add(sub);
     this.streams.add(stream);
     this.track(conn, stream, target);
     conn.subscribe(route.engineStreamId, (n) => stream.push(n.method, n.params));

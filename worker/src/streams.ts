@@ -1,6 +1,7 @@
 // Client-facing streams (docs/protocol.md 2.3). The engine numbers a stream's notifications; the
 // Worker relays them 1:1 under its own stream id, keeps a bounded backlog for `stream.resume`,
-// and delivers to whichever connection of the owning key subscribed last.
+// and delivers to whichever connection of the owning key subscribed last, and to the other
+// connections of the key that watch it (`stream.watch`).
 
 import { LIMITS } from './config';
 import { type ErrorObject, NotFoundError, RpcError, StreamGapError } from './errors';
@@ -28,6 +29,8 @@ export class Stream {
   /** A stream whose request failed (e.g. cancelled) ends with `error` instead of `result`. */
   error: RpcError | null = null;
   subscriber: Subscriber | null;
+  /** Other connections of the key that follow the stream without taking it (stream.watch). */
+  readonly watchers = new Set<Subscriber>();
   private readonly endWaiters: (() => void)[] = [];
 
   constructor(
@@ -75,7 +78,11 @@ export class Stream {
       this.bytes -= this.backlog.shift()!.bytes;
     }
     this.deliver(text);
-    if (this.done) for (const w of this.endWaiters.splice(0)) w();
+    for (const w of [...this.watchers]) this.deliverTo(w, text);
+    if (this.done) {
+      this.watchers.clear();
+      for (const w of this.endWaiters.splice(0)) w();
+    }
   }
 
   private deliver(text: string): void {
@@ -100,7 +107,36 @@ export class Stream {
     if (after < this.lastSeq && after + 1 < this.firstSeq) throw new StreamGapError(this.firstSeq);
     answer({ streamId: this.id, after, last: this.lastSeq, done: this.done });
     this.subscriber = subscriber;
+    this.watchers.delete(subscriber); // it follows the stream as its own now: once
     for (const e of this.backlog) if (e.seq > after) this.deliver(e.text);
+  }
+
+  /**
+   * stream.watch: like resume, but `watcher` follows the stream besides its subscriber. The
+   * subscriber itself watching resumes it.
+   */
+  watch(after: number, watcher: Subscriber, answer: (result: unknown) => void): void {
+    if (watcher === this.subscriber) {
+      this.resume(after, watcher, answer);
+      return;
+    }
+    if (after < this.lastSeq && after + 1 < this.firstSeq) throw new StreamGapError(this.firstSeq);
+    answer({ streamId: this.id, after, last: this.lastSeq, done: this.done });
+    this.watchers.delete(watcher);
+    for (const e of this.backlog) if (e.seq > after) this.deliverTo(watcher, e.text);
+    if (!this.done) this.watchers.add(watcher);
+  }
+
+  private deliverTo(w: Subscriber, text: string): void {
+    if (!w.open) {
+      this.watchers.delete(w);
+      return;
+    }
+    try {
+      w.send(text);
+    } catch {
+      this.watchers.delete(w);
+    }
   }
 
   /** Settles like the request that started the stream, once stream.end is in. */
@@ -149,7 +185,10 @@ export class StreamTable {
   }
 
   dropSubscriber(sub: Subscriber): void {
-    for (const s of this.streams.values()) if (s.subscriber === sub) s.subscriber = null;
+    for (const s of this.streams.values()) {
+      if (s.subscriber === sub) s.subscriber = null;
+      s.watchers.delete(sub);
+    }
   }
 
   prune(now = Date.now()): void {

@@ -20,8 +20,8 @@ interface HttpStep {
   expect: { status: number; body?: unknown };
 }
 interface RpcStep {
-  rpc: { send: unknown } | { raw: string };
-  expect: { message?: unknown; nothing?: boolean; stdout?: string; stderr?: string };
+  rpc: ({ send: unknown } | { raw: string }) & { on?: 'second' | 'other' };
+  expect: { message?: unknown; nothing?: boolean; stdout?: string; stderr?: string; notifications?: unknown };
 }
 interface WsStep {
   ws: { auth: 'none' | 'bad' | 'query' | 'subprotocol' };
@@ -98,7 +98,9 @@ function streamText(notes: Record<string, unknown>[], requestId: unknown, channe
 
 async function runCase(c: Case): Promise<void> {
   const captures: Captures = {};
-  let socket: RpcSocket | null = null;
+  const sockets = new Map<string, RpcSocket>();
+  /** Every notification each socket got, for `expect.notifications`. */
+  const seenBy = new Map<RpcSocket, Record<string, unknown>[]>();
   try {
     for (const [i, step] of c.steps.entries()) {
       if ('http' in step) {
@@ -117,8 +119,15 @@ async function runCase(c: Case): Promise<void> {
         const open = await wsOpens(step.ws.auth);
         if (open !== step.expect.open) fail(i, `ws auth=${step.ws.auth}: open=${open}, expected ${step.expect.open}`);
       } else {
-        socket ??= await RpcSocket.open((await keyFor('key'))!);
-        const notes: Record<string, unknown>[] = [];
+        // "on": a second connection of the key ("second") or one of the other key ("other").
+        const on = step.rpc.on ?? 'main';
+        let socket = sockets.get(on);
+        if (socket === undefined) {
+          socket = await RpcSocket.open((await keyFor(on === 'other' ? 'other' : 'key'))!);
+          sockets.set(on, socket);
+          seenBy.set(socket, []);
+        }
+        const notes = seenBy.get(socket)!;
         let requestId: unknown;
         if ('raw' in step.rpc) socket.sendRaw(substitute(step.rpc.raw, captures));
         else {
@@ -154,10 +163,19 @@ async function runCase(c: Case): Promise<void> {
             expect(streamText(notes, requestId, 'stderr'), `step ${i + 1}: streamed stderr`).toBe(step.expect.stderr);
           }
         }
+        if (step.expect.notifications !== undefined) {
+          // Everything this socket got so far, once a later request is answered (a replay may
+          // follow the answer).
+          socket.send({ jsonrpc: '2.0', id: 'sentinel', method: 'sessions.current', params: {} });
+          const s = await socket.nextAnswer(notes);
+          if (match({ id: 'sentinel', result: '$object' }, s, {}) !== null) fail(i, `unexpected ${JSON.stringify(s)}`);
+          const e = match(substitute(step.expect.notifications, captures), notes, captures);
+          if (e !== null) fail(i, `notifications: ${e}`);
+        }
       }
     }
   } finally {
-    socket?.close();
+    for (const s of sockets.values()) s.close();
   }
 }
 

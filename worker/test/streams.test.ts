@@ -54,6 +54,35 @@ describe('Stream backlog', () => {
     expect(again.sent[0]).toBe(sent[1]);
   });
 
+  it('a watcher gets the backlog after `after`, then every new notification, beside the subscriber', () => {
+    const owner = sub();
+    const st = new Stream('st_x', 'key', 'sb', 'st_engine', 7, owner.s);
+    st.push('stream.output', { seq: 1, channel: 'stdout', data: 'a' });
+    st.push('stream.output', { seq: 2, channel: 'stdout', data: 'b' });
+    const w = sub();
+    let answer: unknown;
+    st.watch(1, w.s, (a) => (answer = a));
+    expect(answer).toEqual({ streamId: 'st_x', after: 1, last: 2, done: false });
+    expect(w.sent.map((t) => (JSON.parse(t) as Note).params.seq)).toEqual([2]);
+    st.push('stream.output', { seq: 3, channel: 'stdout', data: 'c' });
+    st.push('stream.end', { seq: 4, result: { exitCode: 0 } });
+    expect(owner.sent).toHaveLength(4); // the subscriber keeps everything
+    expect(w.sent.slice(1)).toEqual(owner.sent.slice(2));
+    expect((JSON.parse(w.sent[2]!) as Note).params).toMatchObject({ requestId: 7, result: { exitCode: 0 } });
+    expect(st.watchers.size).toBe(0);
+    // Watching twice from one connection delivers once; a closed watcher is dropped.
+    const st2 = new Stream('st_y', 'key', 'sb', 'st_e2', 1, owner.s);
+    const twice = sub();
+    st2.watch(0, twice.s, () => undefined);
+    st2.watch(0, twice.s, () => undefined);
+    st2.push('stream.output', { seq: 1, channel: 'stdout', data: 'x' });
+    expect(twice.sent).toHaveLength(1);
+    const closed = { send: () => undefined, open: false };
+    st2.watch(1, closed, () => undefined);
+    st2.push('stream.output', { seq: 2, channel: 'stdout', data: 'y' });
+    expect(st2.watchers.has(closed)).toBe(false);
+  });
+
   it('ignores duplicates and rewrites the end result to its own id', async () => {
     const st = new Stream('st_w', 'key', 'sb', 'st_e', 1, null);
     st.push('stream.output', { seq: 1, data: 'a' });
@@ -149,6 +178,35 @@ describe.skipIf(!hasEngine)('streams through the Worker', () => {
     b.close();
   });
 
+  it('stream.watch follows a stream live from a second connection, which keeps it too', async () => {
+    const a = await RpcSocket.open();
+    const toA: Note[] = [];
+    a.send({
+      jsonrpc: '2.0',
+      id: 'started-by-a',
+      method: 'agents.exec',
+      params: { id, command: 'for i in 1 2 3 4; do echo w$i; sleep 0.3; done', options: { stream: true } },
+    });
+    toA.push((await a.next()) as Note);
+    const streamId = toA[0]!.params.streamId as string;
+    const b = await RpcSocket.open();
+    const toB: Note[] = [];
+    const res = await b.result<{ streamId: string; done: boolean }>('stream.watch', { streamId, after: 0 }, toB as never);
+    expect(res).toMatchObject({ streamId, after: 0, done: false });
+    while (!toB.some((n) => n.method === 'stream.end')) toB.push((await b.next()) as Note);
+    while (!toA.some((n) => n.method === 'stream.end')) {
+      const m = (await a.next()) as Note & { id?: unknown };
+      if (m.method !== undefined) toA.push(m);
+    }
+    const text = (ns: Note[]) => ns.filter((n) => n.method === 'stream.output').map((n) => n.params.data).join('');
+    expect(text(toB)).toBe('w1\nw2\nw3\nw4\n');
+    expect(text(toA)).toBe('w1\nw2\nw3\nw4\n');
+    expect(toB.map((n) => n.params.seq)).toEqual(toB.map((_, i) => i + 1));
+    expect(toB.at(-1)!.params).toMatchObject({ requestId: 'started-by-a', result: { exitCode: 0 } });
+    a.close();
+    b.close();
+  });
+
   it('keeps streams to their key', async () => {
     const a = await RpcSocket.open();
     const notes: Note[] = [];
@@ -156,6 +214,7 @@ describe.skipIf(!hasEngine)('streams through the Worker', () => {
     a.close();
     const other = await RpcSocket.open(await otherKey());
     expect(await other.call('stream.resume', { streamId: r.streamId, after: 0 })).toMatchObject({ error: { code: -32002 } });
+    expect(await other.call('stream.watch', { streamId: r.streamId, after: 0 })).toMatchObject({ error: { code: -32002 } });
     other.close();
   });
 

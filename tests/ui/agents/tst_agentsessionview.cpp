@@ -154,6 +154,7 @@ private Q_SLOTS:
     void allowAndContinueRunsWithTheToolAllowed();
     void reopenedViewShowsPastRuns();
     void dashboardShowsTheSessions();
+    void runsStartedElsewhereAreFollowedLive();
     void commitThisTurnCommitsTheTurnsFiles();
     void fileModelLoadsLazily();
     void problemsInTheUsersTermsWithTheirFix();
@@ -535,6 +536,83 @@ void tst_AgentSessionView::dashboardShowsTheSessions()
     Q_EMIT dashboard.table()->activated(dashboard.table()->model()->index(0, 0));
     QCOMPARE(openRow.count(), 1);
     QCOMPARE(openRow.at(0).at(0).value<SandboxInfo>().id, m_sandbox.id);
+}
+
+// A run that another client (another window, sandboxctl, another computer) started shows live on
+// this client's dashboard and in its session view (stream.watch), before it ends: its state, its
+// tokens and its events, while the client that started it keeps getting them too.
+void tst_AgentSessionView::runsStartedElsewhereAreFollowedLive()
+{
+    Client other(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    other.open();
+    QTRY_COMPARE(other.rpc()->state(), RpcClient::State::Connected);
+    AgentRunOptions options;
+    options.model = QStringLiteral("claude-sonnet-4-5");
+    // The first turn ends quickly with its tokens; the second is held 20 s by the model.
+    AgentRun *run = other.agents().runConversation(
+        m_sandbox.id,
+        {QStringLiteral("[[write:/workspace/elsewhere.txt|from another client]]"),
+         QStringLiteral("[[sleep:20000]] [[write:/workspace/later.txt|later]]")},
+        options, this);
+    QVERIFY(run);
+    QSignalSpy started(run, &AgentRun::started);
+    QSignalSpy startedEvents(run, &AgentRun::event);
+    QSignalSpy finished(run, &AgentRun::finished);
+    QVERIFY(started.wait(30000));
+
+    AgentDashboard dashboard(m_client.get());
+    QAbstractItemModelTester tester(dashboard.model(),
+                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QSignalSpy refreshed(&dashboard, &AgentDashboard::refreshed);
+    dashboard.refresh();
+    QVERIFY(refreshed.wait(10000));
+    const int row = dashboard.model()->rowOf(m_sandbox.id);
+    QVERIFY(row >= 0);
+    const auto cell = [&](int column) {
+        return dashboard.model()->index(row, column).data().toString();
+    };
+    QTRY_COMPARE_WITH_TIMEOUT(dashboard.model()->stateAt(row), AgentDashboardModel::State::Running,
+                              10000);
+    // The first turn's tool call and tokens arrive while the run goes on.
+    QTRY_VERIFY_WITH_TIMEOUT(cell(AgentDashboardModel::Status).contains(QLatin1String("Write"))
+                                 || cell(AgentDashboardModel::Status)
+                                        .contains(QLatin1String("elsewhere.txt")),
+                             60000);
+    QTRY_VERIFY_WITH_TIMEOUT(dashboard.model()->lastRunAt(row).usage.inputTokens > 0, 60000);
+    QVERIFY2(!run->isDone(), "the run ended before the dashboard showed it live");
+    QCOMPARE(dashboard.model()->stateAt(row), AgentDashboardModel::State::Running);
+
+    // A session view opened now shows the run going on, its events so far and the live ones.
+    AgentSessionView view(m_client.get(), m_sandbox);
+    QSignalSpy viewFinished(&view, &AgentSessionView::runFinished);
+    QTRY_VERIFY_WITH_TIMEOUT(view.isWatchingRun(), 15000);
+    QVERIFY(view.isRunning());
+    QVERIFY(view.stopButton()->isEnabled());
+    const auto shown = [&view](const QString &prefix) {
+        const AgentTranscriptModel *m = view.transcript();
+        for (int i = 0; i < m->rowCount(); ++i) {
+            if (m->index(i).data(AgentTranscriptModel::TitleRole).toString().startsWith(prefix))
+                return true;
+        }
+        return false;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(shown(QStringLiteral("Write /workspace/elsewhere.txt")), 15000);
+    QVERIFY2(!run->isDone(), "the run ended before the session view showed it live");
+
+    // The end reaches both; the client that started it lost nothing to the watchers.
+    QVERIFY(finished.wait(120000));
+    QVERIFY(finished.at(0).at(0).value<AgentRunResult>().success);
+    QTRY_COMPARE_WITH_TIMEOUT(viewFinished.count(), 1, 15000);
+    QVERIFY(!view.isRunning());
+    QVERIFY(shown(QStringLiteral("Write /workspace/later.txt")));
+    QTRY_COMPARE_WITH_TIMEOUT(dashboard.model()->stateAt(row), AgentDashboardModel::State::Done,
+                              15000);
+    int writes = 0;
+    for (const QList<QVariant> &args : std::as_const(startedEvents)) {
+        const AgentEvent e = args.at(0).value<AgentEvent>();
+        writes += e.type == AgentEvent::Type::ToolCall && e.name == QLatin1String("Write");
+    }
+    QCOMPARE(writes, 2);
 }
 
 std::optional<ExecResult> tst_AgentSessionView::exec(const QString &script, const QString &cwd,
