@@ -9,6 +9,7 @@
 #include <client/client.h>
 #include <client/rpcclient.h>
 
+#include <QDate>
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -19,7 +20,9 @@
 #include <QSortFilterProxyModel>
 #include <QStyledItemDelegate>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 namespace Sandbox::Ui {
@@ -44,8 +47,7 @@ public:
         const QRect track(option.rect.left() + 4, option.rect.bottom() - 3,
                           qMax(0, option.rect.width() - 8), 3);
         const QPalette &pal = option.palette;
-        painter->fillRect(track,
-                          Style::blend(pal.color(QPalette::Base), pal.color(QPalette::Text), 0.18));
+        painter->fillRect(track, trackColor(option));
         QRect used = track;
         used.setWidth(qMax(f > 0 ? 1 : 0, int(track.width() * f + 0.5)));
         const Style::Tone tone = f >= 0.9   ? Style::Tone::Error
@@ -53,6 +55,26 @@ public:
                                             : Style::Tone::Info;
         painter->fillRect(used, Style::color(tone, pal));
     }
+
+    // The empty part of the bar: the row's text colour over its background, strong enough to be
+    // seen on light and dark palettes alike (a fixed blend was nearly invisible on dark ones,
+    // where alternate rows and the selection are close to it).
+    static QColor trackColor(const QStyleOptionViewItem &option)
+    {
+        const QPalette &pal = option.palette;
+        const bool selected = option.state & QStyle::State_Selected;
+        const QColor background = selected
+                                      ? pal.color(QPalette::Highlight)
+                                      : pal.color(option.features & QStyleOptionViewItem::Alternate
+                                                      ? QPalette::AlternateBase
+                                                      : QPalette::Base);
+        const QColor text = pal.color(selected ? QPalette::HighlightedText : QPalette::Text);
+        QColor c = Style::blend(background, text, 0.3);
+        for (qreal t = 0.35; t <= 1.0 && Style::contrast(c, background) < kTrackContrast; t += 0.05)
+            c = Style::blend(background, text, t);
+        return c;
+    }
+    static constexpr qreal kTrackContrast = 2.0;
 
     QSize sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const override
     {
@@ -72,6 +94,8 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     , m_proxy(new QSortFilterProxyModel(this))
     , m_table(new QTableView(this))
     , m_summary(new QLabel(this))
+    , m_byDayButton(new QToolButton(this))
+    , m_byDay(new QTableWidget(this))
     , m_unknownStreams(new QTimer(this))
     , m_fitColumns(new QTimer(this))
 {
@@ -112,11 +136,33 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
     // The totals wrap in a narrow window rather than run off its edge.
     m_summary->setWordWrap(true);
     auto *refreshButton = new QPushButton(tr("Refresh"), this);
+    // The days' totals (runs by the day they started), a small table under the totals line.
+    m_byDayButton->setObjectName(QStringLiteral("agentByDayButton"));
+    m_byDayButton->setText(tr("By day"));
+    m_byDayButton->setCheckable(true);
+    m_byDayButton->setToolTip(tr("Runs, tokens and cost per day"));
+    m_byDay->setObjectName(QStringLiteral("agentByDay"));
+    m_byDay->setColumnCount(5);
+    m_byDay->setHorizontalHeaderLabels(
+        {tr("Day"), tr("Runs"), tr("Tokens in"), tr("Tokens out"), tr("Cost")});
+    m_byDay->verticalHeader()->hide();
+    m_byDay->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_byDay->setSelectionMode(QAbstractItemView::NoSelection);
+    m_byDay->setFocusPolicy(Qt::NoFocus);
+    m_byDay->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_byDay->horizontalHeader()->setStretchLastSection(true);
+    m_byDay->hide();
+    connect(m_byDayButton, &QToolButton::toggled, this, [this](bool on) {
+        m_byDay->setVisible(on);
+        summarize();
+    });
     auto *top = new QHBoxLayout;
     top->addWidget(m_summary, 1);
-    top->addWidget(refreshButton);
+    top->addWidget(m_byDayButton, 0, Qt::AlignTop);
+    top->addWidget(refreshButton, 0, Qt::AlignTop);
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(top);
+    layout->addWidget(m_byDay);
     layout->addWidget(m_table, 1);
 
     connect(refreshButton, &QPushButton::clicked, this, &AgentDashboard::refresh);
@@ -209,11 +255,54 @@ void AgentDashboard::summarize()
         parts << tr("%1 need(s) input").arg(t.needsInput);
     if (t.failed)
         parts << tr("%1 failed").arg(t.failed);
+    const QLocale locale;
     parts << tr("tokens %1 in / %2 out")
-                 .arg(QLocale().toString(t.tokensIn), QLocale().toString(t.tokensOut));
-    parts << tr("cost $%1 (today $%2)").arg(t.costUsd, 0, 'f', 4).arg(t.costTodayUsd, 0, 'f', 4);
+                 .arg(locale.toString(t.tokensIn), locale.toString(t.tokensOut));
+    parts << tr("cost $%1").arg(t.costUsd, 0, 'f', 4);
+    parts << tr("today: %n run(s)", nullptr, t.runsToday)
+                 + tr(", %1 tokens, $%2")
+                       .arg(locale.toString(t.tokensToday))
+                       .arg(t.costTodayUsd, 0, 'f', 4);
     const QString text = parts.join(QStringLiteral(" · "));
-    m_summary->setText(m_endpoint.isEmpty() ? text : m_endpoint + QStringLiteral(": ") + text);
+    // One connection at a time: the totals are this endpoint's, and the line says so.
+    m_summary->setText(m_endpoint.isEmpty() ? text : tr("Totals of %1: %2").arg(m_endpoint, text));
+    if (m_byDay->isVisible())
+        fillByDay();
+}
+
+void AgentDashboard::fillByDay()
+{
+    const QList<AgentDashboardModel::DayTotals> days = m_model->byDay(kByDayDays);
+    const QLocale locale;
+    m_byDay->setRowCount(int(days.size()));
+    const QDate today = QDate::currentDate();
+    for (int i = 0; i < days.size(); ++i) {
+        const AgentDashboardModel::DayTotals &d = days[i];
+        const QString day = d.day == today ? tr("Today")
+                            : d.day == today.addDays(-1)
+                                ? tr("Yesterday")
+                                : locale.toString(d.day, QLocale::ShortFormat);
+        const QStringList cells{day, locale.toString(d.runs), locale.toString(d.tokensIn),
+                                locale.toString(d.tokensOut),
+                                d.costKnown ? QStringLiteral("$%1").arg(d.costUsd, 0, 'f', 4)
+                                            : QStringLiteral("—")};
+        for (int c = 0; c < cells.size(); ++c) {
+            QTableWidgetItem *item = m_byDay->item(i, c);
+            if (!item) {
+                item = new QTableWidgetItem;
+                m_byDay->setItem(i, c, item);
+            }
+            item->setText(cells[c]);
+            item->setTextAlignment(c == 0 ? Qt::Alignment(Qt::AlignLeft | Qt::AlignVCenter)
+                                          : Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+        }
+    }
+    // As tall as its rows, at most kByDayRowsShown of them (then it scrolls).
+    const int rows = qMin(int(days.size()), kByDayRowsShown);
+    int height = m_byDay->horizontalHeader()->sizeHint().height() + 2 * m_byDay->frameWidth();
+    for (int i = 0; i < rows; ++i)
+        height += m_byDay->rowHeight(i);
+    m_byDay->setFixedHeight(height);
 }
 
 void AgentDashboard::setSandboxes(const QList<SandboxInfo> &sandboxes)

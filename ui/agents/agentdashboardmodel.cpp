@@ -5,6 +5,8 @@
 #include <QLocale>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 
 namespace Sandbox::Ui {
 
@@ -659,13 +661,41 @@ AgentDashboardModel::Totals AgentDashboardModel::totals() const
             t.tokensIn += s.tokensIn;
             t.tokensOut += s.tokensOut;
             t.costUsd += s.costUsd.value_or(0);
+            ++t.runs;
             if (s.startedAt.toLocalTime().date() == today) {
+                ++t.runsToday;
                 t.costTodayUsd += s.costUsd.value_or(0);
                 t.tokensToday += s.tokensIn + s.tokensOut;
             }
         }
     }
     return t;
+}
+
+QList<AgentDashboardModel::DayTotals> AgentDashboardModel::byDay(int days) const
+{
+    std::map<QDate, DayTotals, std::greater<>> byDate;
+    for (const Row &r : m_rows) {
+        for (const RunSummary &s : r.runs) {
+            if (!s.startedAt.isValid())
+                continue;
+            const QDate day = s.startedAt.toLocalTime().date();
+            DayTotals &d = byDate[day];
+            d.day = day;
+            ++d.runs;
+            d.tokensIn += s.tokensIn;
+            d.tokensOut += s.tokensOut;
+            d.costUsd += s.costUsd.value_or(0);
+            d.costKnown = d.costKnown || s.costUsd.has_value();
+        }
+    }
+    QList<DayTotals> out;
+    for (const auto &[day, totals] : byDate) {
+        if (out.size() >= days)
+            break;
+        out.append(totals);
+    }
+    return out;
 }
 
 } // namespace Sandbox::Ui

@@ -85,9 +85,23 @@ public:
         double costUsd = 0;
         double costTodayUsd = 0;
         qint64 tokensToday = 0;
+        int runsToday = 0;
+        int runs = 0; // runs counted (the history read of each sandbox, and the runs since)
     };
     // Computed on demand (the dashboard asks once per flush, not per event).
     Totals totals() const;
+    // The runs of one day (by their start, local time) added up.
+    struct DayTotals
+    {
+        QDate day;
+        int runs = 0;
+        qint64 tokensIn = 0;
+        qint64 tokensOut = 0;
+        double costUsd = 0;
+        bool costKnown = false; // some run of the day reported its cost
+    };
+    // The days with runs, newest first, at most `days` of them.
+    QList<DayTotals> byDay(int days) const;
     double totalCostUsd() const { return totals().costUsd; }
 
 Q_SIGNALS:

@@ -1,24 +1,30 @@
 // The agents' item models and transcript view, offscreen: model consistency
 // (QAbstractItemModelTester), tool results merged into their calls, collapsing, the dashboard's
 // bookkeeping, and a 10 000-event transcript that stays quick to append to and to scroll.
+#include <agents/agentdashboard.h>
 #include <agents/agentdashboardmodel.h>
 #include <agents/agenttranscriptmodel.h>
 #include <agents/agenttranscriptview.h>
 #include <agents/diffmodel.h>
 #include <agents/runnotifier.h>
+#include <common/uistyle.h>
 
 #include <QAbstractItemModelTester>
 #include <QElapsedTimer>
 #include <QImage>
 #include <QJsonObject>
+#include <QLabel>
 #include <QLocalServer>
 #include <QLocalSocket>
 #include <QLocale>
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolButton>
 
 using namespace Sandbox;
 using namespace Sandbox::Ui;
@@ -89,6 +95,9 @@ private Q_SLOTS:
     void toolResultsMergeIntoTheirCall();
     void collapsibleRowsToggle();
     void dashboardMergesAndCounts();
+    void dashboardTotalsPerEndpointAndDay();
+    void contextTrackIsVisibleOnDarkPalettes_data();
+    void contextTrackIsVisibleOnDarkPalettes();
     void tenThousandEventsStaySmooth();
     void diffUnifiedAndSideBySide();
     void trayIconCountsTheSessionsThatNeedTheUser();
@@ -457,6 +466,120 @@ void tst_AgentsUi::dashboardMergesAndCounts()
     QCOMPARE(model.rowOf(QStringLiteral("sb_a")), -1);
     QCOMPARE(cell("sb_b", AgentDashboardModel::Cost), QStringLiteral("$1.7500"));
     QCOMPARE(cell("sb_c", AgentDashboardModel::Status), QStringLiteral("sleeping"));
+}
+
+// The app holds one connection at a time: the totals line names its endpoint, says today's runs,
+// tokens and cost, and "By day" lists each day's runs (by their start, local time).
+void tst_AgentsUi::dashboardTotalsPerEndpointAndDay()
+{
+    AgentDashboard dashboard(nullptr);
+    dashboard.setEndpointName(QStringLiteral("local engine"));
+    AgentDashboardModel *model = dashboard.model();
+    model->setSandboxes({sandbox(QStringLiteral("sb_a")), sandbox(QStringLiteral("sb_b"))});
+    const QDateTime now = QDateTime::currentDateTime();
+    const auto at = [](const QDateTime &t) { return t.toUTC().toString(Qt::ISODateWithMs); };
+    // Noon local time keeps "yesterday" and "three days ago" on their days whatever the hour.
+    const QDateTime noon(now.date(), QTime(12, 0));
+    model->setRuns(QStringLiteral("sb_a"),
+                   {runRecord(QStringLiteral("a2"), QStringLiteral("succeeded"), at(now), 0.25),
+                    runRecord(QStringLiteral("a1"), QStringLiteral("succeeded"),
+                              at(noon.addDays(-1)), 0.5)});
+    model->setRuns(QStringLiteral("sb_b"),
+                   {runRecord(QStringLiteral("b2"), QStringLiteral("failed"), at(now), 0.125),
+                    runRecord(QStringLiteral("b1"), QStringLiteral("succeeded"),
+                              at(noon.addDays(-3)), 1.0)});
+    const AgentDashboardModel::Totals t = model->totals();
+    QCOMPARE(t.runs, 4);
+    QCOMPARE(t.runsToday, 2);
+    QCOMPARE(t.costTodayUsd, 0.375);
+    QCOMPARE(t.tokensToday, 240);
+
+    QLabel *line = dashboard.totalsLabel();
+    QTRY_VERIFY2(line->text().startsWith(QLatin1String("Totals of local engine: 2 agent session")),
+                 qPrintable(line->text()));
+    // The line follows the model once per pass of the event loop.
+    QTRY_VERIFY2(line->text().contains(QLatin1String("cost $1.8750")), qPrintable(line->text()));
+    QVERIFY2(line->text().contains(QLatin1String("today: 2 run(s), 240 tokens, $0.3750")),
+             qPrintable(line->text()));
+
+    const QList<AgentDashboardModel::DayTotals> days = model->byDay(31);
+    QCOMPARE(days.size(), 3);
+    QCOMPARE(days[0].day, now.date());
+    QCOMPARE(days[0].runs, 2);
+    QCOMPARE(days[1].day, now.date().addDays(-1));
+    QCOMPARE(days[1].costUsd, 0.5);
+    QCOMPARE(days[2].day, now.date().addDays(-3));
+    QCOMPARE(days[2].tokensIn, 100);
+    QCOMPARE(model->byDay(2).size(), 2);
+
+    // The table shows them when asked, newest first.
+    dashboard.resize(900, 500);
+    dashboard.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dashboard));
+    QTableWidget *table = dashboard.byDayTable();
+    QVERIFY(!table->isVisible());
+    dashboard.byDayButton()->click();
+    QVERIFY(table->isVisible());
+    QCOMPARE(table->rowCount(), 3);
+    QCOMPARE(table->item(0, 0)->text(), QStringLiteral("Today"));
+    QCOMPARE(table->item(0, 1)->text(), QStringLiteral("2"));
+    QCOMPARE(table->item(0, 4)->text(), QStringLiteral("$0.3750"));
+    QCOMPARE(table->item(1, 0)->text(), QStringLiteral("Yesterday"));
+    QCOMPARE(table->item(2, 4)->text(), QStringLiteral("$1.0000"));
+    // A new run today moves the table with the totals.
+    model->setRuns(QStringLiteral("sb_b"),
+                   {runRecord(QStringLiteral("b3"), QStringLiteral("succeeded"), at(now), 2.0)});
+    QTRY_COMPARE(table->item(0, 1)->text(), QStringLiteral("3"));
+    dashboard.byDayButton()->click();
+    QVERIFY(!table->isVisible());
+}
+
+void tst_AgentsUi::contextTrackIsVisibleOnDarkPalettes_data()
+{
+    QTest::addColumn<bool>("dark");
+    QTest::newRow("light") << false;
+    QTest::newRow("dark") << true;
+}
+
+// The Context column's bar: its empty part (the track) stands out from the row on light and dark
+// palettes, on plain and alternate rows.
+void tst_AgentsUi::contextTrackIsVisibleOnDarkPalettes()
+{
+    QFETCH(bool, dark);
+    AgentDashboard dashboard(nullptr);
+    if (dark)
+        dashboard.setPalette(Style::darkPalette());
+    AgentDashboardModel *model = dashboard.model();
+    model->setSandboxes({sandbox(QStringLiteral("sb_a")), sandbox(QStringLiteral("sb_b"))});
+    const QJsonObject usage{{QStringLiteral("inputTokens"), 100},
+                            {QStringLiteral("outputTokens"), 20},
+                            {QStringLiteral("contextTokens"), 20000},
+                            {QStringLiteral("contextWindow"), 200000}};
+    const QString now = QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs);
+    for (const char *id : {"sb_a", "sb_b"})
+        model->setRuns(QString::fromLatin1(id),
+                       {runRecord(QString::fromLatin1(id) + QStringLiteral("_r"),
+                                  QStringLiteral("succeeded"), now, 0.1,
+                                  {{QStringLiteral("usage"), usage}})});
+    dashboard.resize(1000, 400);
+    dashboard.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dashboard));
+    QTableView *table = dashboard.table();
+    QTest::qWait(200); // column widths settle
+    const QImage shot = table->viewport()->grab().toImage();
+    for (int row = 0; row < 2; ++row) {
+        const QRect cell = table->visualRect(
+            table->model()->index(row, AgentDashboardModel::Context));
+        QVERIFY(cell.width() > 20);
+        // The track runs along the cell's bottom, from 4 px in; 10 % of it is in use.
+        const QColor background = shot.pixelColor(cell.left() + 1, cell.bottom() - 2);
+        const QColor track = shot.pixelColor(cell.right() - 6, cell.bottom() - 2);
+        const qreal c = Style::contrast(track, background);
+        QVERIFY2(c >= 1.9, qPrintable(QStringLiteral("row %1: track %2 on %3, contrast %4")
+                                          .arg(row)
+                                          .arg(track.name(), background.name())
+                                          .arg(c)));
+    }
 }
 
 void tst_AgentsUi::tenThousandEventsStaySmooth()

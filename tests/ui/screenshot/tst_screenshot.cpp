@@ -474,8 +474,8 @@ private Q_SLOTS:
     }
 
     // The agent dashboard as a main view (View ▸ Agent Dashboard) with real runs: one done, one
-    // failed, one running; light and dark at 720x520, 1024x700 and 1600x1000 (the totals line
-    // and the Refresh button whole at every size):
+    // failed, one running; light and dark at 720x520, 1024x700, 1600x1000 and 1920x1080 (with
+    // "By day" open; the totals line and the Refresh button whole at every size):
     // build/artefacts/dashboard-{light,dark}-WxH.png.
     void agentDashboard_data()
     {
@@ -487,6 +487,8 @@ private Q_SLOTS:
         QTest::newRow("dark 1024x700") << true << QSize(1024, 700);
         QTest::newRow("light 1600x1000") << false << QSize(1600, 1000);
         QTest::newRow("dark 1600x1000") << true << QSize(1600, 1000);
+        QTest::newRow("light 1920x1080") << false << QSize(1920, 1080);
+        QTest::newRow("dark 1920x1080") << true << QSize(1920, 1080);
     }
     void agentDashboard()
     {
@@ -580,6 +582,9 @@ private Q_SLOTS:
         QCOMPARE(state(1), AgentDashboardModel::State::Failed);
         QCOMPARE(state(2), AgentDashboardModel::State::Running);
         dashboard->table()->sortByColumn(AgentDashboardModel::Name, Qt::AscendingOrder);
+        // The big window shows the runs per day too.
+        if (size.width() >= 1920)
+            dashboard->byDayButton()->setChecked(true);
         QTest::qWait(300);
         QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
         const QImage shot = window.grab().toImage();
@@ -592,6 +597,7 @@ private Q_SLOTS:
         auto *totals = dashboard->findChild<QLabel *>(QStringLiteral("agentTotals"));
         QVERIFY(totals);
         QVERIFY(totals->text().contains(QLatin1String("cost $")));
+        QVERIFY(totals->text().contains(QLatin1String("today: ")));
         QCOMPARE(window.size(), size);
         const QString cut = cutOff(&window, totals);
         QVERIFY2(cut.isEmpty(), qPrintable(cut));
