@@ -97,6 +97,8 @@ struct TerminalScreen::Callbacks
     static int pushLine(int cols, const VTermScreenCell *cells, void *user)
     {
         auto *self = static_cast<TerminalScreen *>(user);
+        if (self->m_reflowing)
+            return 1;
         Line line;
         line.reserve(cols);
         for (int c = 0; c < cols; ++c)
@@ -114,7 +116,7 @@ struct TerminalScreen::Callbacks
     static int popLine(int cols, VTermScreenCell *cells, void *user)
     {
         auto *self = static_cast<TerminalScreen *>(user);
-        if (self->m_scrollback.empty())
+        if (self->m_reflowing || self->m_scrollback.empty())
             return 0;
         const Line line = std::move(self->m_scrollback.back());
         self->m_scrollback.pop_back();
@@ -218,11 +220,154 @@ void TerminalScreen::resize(int cols, int rows)
     rows = qBound(1, rows, 500);
     if (cols == m_cols && rows == m_rows)
         return;
+    if (cols != m_cols && !m_altScreen) {
+        reflow(cols, rows);
+        return;
+    }
     m_cols = cols;
     m_rows = rows;
     vterm_set_size(m_vt, rows, cols);
     vterm_screen_flush_damage(m_screen);
     Q_EMIT damaged(0, m_rows - 1);
+}
+
+void TerminalScreen::reflow(int cols, int rows)
+{
+    // The logical lines: scrollback and screen rows joined where a row was full (wrapped).
+    const auto trimmed = [this](Line l) {
+        while (!l.isEmpty() && l.last().text == QLatin1String(" ") && l.last().bg == m_bg
+               && !l.last().reverse)
+            l.removeLast();
+        return l;
+    };
+    QList<Line> logical;
+    Line current;
+    int cursorLine = -1;
+    qsizetype cursorOffset = 0;
+    const auto take = [&](const Line &row, bool last) {
+        current += row;
+        if (row.size() < m_cols || last) {
+            logical.append(std::move(current));
+            current = Line();
+        }
+    };
+    for (const Line &l : m_scrollback)
+        take(l, false);
+    int lastRow = m_cursor.y();
+    for (int r = m_rows - 1; r > lastRow; --r) {
+        if (!trimmed(line(r)).isEmpty()) {
+            lastRow = r;
+            break;
+        }
+    }
+    for (int r = 0; r <= lastRow && r < m_rows; ++r) {
+        if (r == m_cursor.y()) {
+            cursorLine = int(logical.size());
+            cursorOffset = current.size() + m_cursor.x();
+        }
+        take(trimmed(line(r)), r == lastRow);
+    }
+
+    // Wrapped again at the new width (a wide character does not straddle two rows).
+    Cell blank;
+    blank.text = QStringLiteral(" ");
+    blank.fg = m_fg;
+    blank.bg = m_bg;
+    QList<Line> rowsOut;
+    int cursorRow = 0;
+    int cursorCol = 0;
+    for (int i = 0; i < logical.size(); ++i) {
+        const Line &l = logical.at(i);
+        const int first = int(rowsOut.size());
+        Line row;
+        QList<qsizetype> rowStarts{0};
+        for (qsizetype c = 0; c < l.size(); ++c) {
+            const Cell &cell = l.at(c);
+            if (cell.width == 2 && row.size() == cols - 1)
+                row.append(blank);
+            if (row.size() >= cols) {
+                rowsOut.append(std::move(row));
+                row = Line();
+                rowStarts.append(c);
+            }
+            row.append(cell);
+        }
+        rowsOut.append(std::move(row));
+        if (i == cursorLine) {
+            int k = int(rowStarts.size()) - 1;
+            while (k > 0 && rowStarts.at(k) > cursorOffset)
+                --k;
+            cursorRow = first + k;
+            cursorCol = int(cursorOffset - rowStarts.at(k));
+            if (cursorCol >= cols) { // past the end of a full row: the next one
+                cursorRow += cursorCol / cols;
+                cursorCol %= cols;
+                while (rowsOut.size() <= cursorRow)
+                    rowsOut.append(Line());
+            }
+        }
+    }
+
+    // The last rows (with the cursor) on the screen, the rest in the scrollback.
+    int top = qMax(0, int(rowsOut.size()) - rows);
+    if (cursorRow < top)
+        top = cursorRow;
+    m_scrollback.clear();
+    for (int r = 0; r < top; ++r)
+        m_scrollback.push_back(trimmed(rowsOut.at(r)));
+    while (int(m_scrollback.size()) > m_scrollbackLimit)
+        m_scrollback.pop_front();
+    m_cols = cols;
+    m_rows = rows;
+    m_reflowing = true;
+    vterm_set_size(m_vt, rows, cols);
+    m_reflowing = false;
+    QByteArray out("[0m[H[2J");
+    for (int r = top; r < rowsOut.size() && r - top < rows; ++r) {
+        out += "[" + QByteArray::number(r - top + 1) + ";1H";
+        QByteArray pen;
+        for (const Cell &cell : rowsOut.at(r)) {
+            if (cell.text.isEmpty())
+                continue; // the right half of a wide character
+            const QByteArray p = penOf(cell);
+            if (p != pen) {
+                out += p;
+                pen = p;
+            }
+            out += cell.text.toUtf8();
+        }
+        out += "[0m";
+    }
+    out += "[" + QByteArray::number(cursorRow - top + 1) + ';' + QByteArray::number(cursorCol + 1)
+           + 'H';
+    vterm_input_write(m_vt, out.constData(), size_t(out.size()));
+    vterm_screen_flush_damage(m_screen);
+    Q_EMIT scrollbackChanged();
+    Q_EMIT damaged(0, m_rows - 1);
+}
+
+QByteArray TerminalScreen::penOf(const Cell &cell) const
+{
+    QByteArray p("[0");
+    if (cell.bold)
+        p += ";1";
+    if (cell.italic)
+        p += ";3";
+    if (cell.underline)
+        p += ";4";
+    if (cell.reverse)
+        p += ";7";
+    if (cell.strike)
+        p += ";9";
+    const auto rgb = [](const QColor &c) -> QByteArray {
+        return QByteArray::number(c.red()) + ';' + QByteArray::number(c.green()) + ';'
+               + QByteArray::number(c.blue());
+    };
+    if (cell.fg != m_fg)
+        p += ";38;2;" + rgb(cell.fg);
+    if (cell.bg != m_bg)
+        p += ";48;2;" + rgb(cell.bg);
+    return p + 'm';
 }
 
 void TerminalScreen::reset()

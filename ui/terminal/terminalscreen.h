@@ -80,6 +80,10 @@ public:
 
     // The program's output.
     void feed(QByteArrayView bytes);
+    // A new size; on the main screen a new width reflows the text: lines the width wrapped are
+    // joined and wrapped again (libvterm 0.1 does not, so it is done here). A line that fills
+    // every column is taken as wrapped into the next one. The alternate screen is not reflowed:
+    // its program redraws it.
     void resize(int cols, int rows);
     // Clears the screen, the scrollback and every mode (the output was lost).
     void reset();
@@ -128,6 +132,11 @@ private:
     struct Callbacks;
     Cell convert(const void *vtermCell) const;
     void flushInput();
+    // A new width on the main screen: lines that wrapped are joined and wrapped again at `cols`
+    // (the scrollback too), the cursor stays on its character.
+    void reflow(int cols, int rows);
+    // The SGR sequence that sets `cell`'s colours and attributes (default colours as defaults).
+    QByteArray penOf(const Cell &cell) const;
 
     VTerm *m_vt = nullptr;           // owned
     VTermScreen *m_screen = nullptr; // owned by m_vt
@@ -143,6 +152,7 @@ private:
     QColor m_fg;
     QColor m_bg;
     QByteArray m_pendingInput;
+    bool m_reflowing = false; // libvterm's own resize must not touch the scrollback meanwhile
 };
 
 } // namespace Sandbox::Ui

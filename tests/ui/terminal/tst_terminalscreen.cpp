@@ -152,6 +152,68 @@ private Q_SLOTS:
         QCOMPARE(s.rows(), 10);
         QCOMPARE(s.lineText(0), QStringLiteral("abc"));
     }
+
+    // A long line wrapped at 80 columns is wrapped again at 40 and at 120; the cursor stays
+    // after the prompt; a line that ended before the edge stays a line of its own. (A line that
+    // ends exactly at the edge is taken as wrapped: libvterm 0.1 does not say which rows did.)
+    void resizeReflowsWrappedLines()
+    {
+        TerminalScreen s(80, 24);
+        s.feed(QByteArray(QByteArray(190, 'x') + "\r\nshort\r\n$ "));
+        QCOMPARE(s.lineText(0), QString(80, u'x'));
+        QCOMPARE(s.lineText(2), QString(30, u'x'));
+        s.resize(40, 24);
+        for (int r = 0; r < 4; ++r)
+            QCOMPARE(s.lineText(r), QString(40, u'x'));
+        QCOMPARE(s.lineText(4), QString(30, u'x'));
+        QCOMPARE(s.lineText(5), QStringLiteral("short"));
+        QCOMPARE(s.lineText(6), QStringLiteral("$"));
+        QCOMPARE(s.cursor(), QPoint(2, 6));
+        s.resize(120, 24);
+        QCOMPARE(s.lineText(0), QString(120, u'x'));
+        QCOMPARE(s.lineText(1), QString(70, u'x'));
+        QCOMPARE(s.lineText(2), QStringLiteral("short"));
+        QCOMPARE(s.lineText(3), QStringLiteral("$"));
+        QCOMPARE(s.cursor(), QPoint(2, 3));
+        // What the program writes next goes where the cursor is.
+        s.feed("ls");
+        QCOMPARE(s.lineText(3), QStringLiteral("$ ls"));
+    }
+
+    // Rows that no longer fit go to the scrollback, and come back from it when they fit again;
+    // colours stay with their characters.
+    void reflowMovesRowsThroughTheScrollback()
+    {
+        TerminalScreen s(20, 3);
+        s.feed(QByteArray("\x1b[31m" + QByteArray(50, 'a') + "\x1b[0m\r\nb"));
+        QCOMPARE(s.scrollbackLines(), 1);
+        s.resize(10, 3);
+        QCOMPARE(s.scrollbackLines(), 3);
+        QCOMPARE(s.lineText(-3), QString(10, u'a'));
+        QCOMPARE(s.lineText(0), QString(10, u'a'));
+        QCOMPARE(s.lineText(1), QString(10, u'a'));
+        QCOMPARE(s.lineText(2), QStringLiteral("b"));
+        QCOMPARE(s.cursor(), QPoint(1, 2));
+        QCOMPARE(s.line(0).at(0).fg, s.line(-1).at(0).fg);
+        QVERIFY(s.line(0).at(0).fg != s.defaultForeground());
+        QCOMPARE(s.line(2).at(0).fg, s.defaultForeground());
+        s.resize(25, 3);
+        QCOMPARE(s.scrollbackLines(), 0);
+        QCOMPARE(s.lineText(0), QString(25, u'a'));
+        QCOMPARE(s.lineText(1), QString(25, u'a'));
+        QCOMPARE(s.lineText(2), QStringLiteral("b"));
+    }
+
+    // The alternate screen (vim, htop) is not reflowed: its program redraws at the new size.
+    void alternateScreenIsNotReflowed()
+    {
+        TerminalScreen s(20, 3);
+        s.feed(QByteArray("\x1b[?1049h" + QByteArray(30, 'z')));
+        s.resize(10, 3);
+        QCOMPARE(s.lineText(0), QString(10, u'z')); // cut, not wrapped again
+        QCOMPARE(s.lineText(1), QString(10, u'z'));
+        QCOMPARE(s.lineText(2), QString());
+    }
 };
 
 QTEST_GUILESS_MAIN(tst_TerminalScreen)
