@@ -46,8 +46,13 @@ bool tst_TerminalPage::setSize(TerminalPage &page, int cols, int rows)
 {
     const TerminalScreen &screen = page.view()->screen();
     for (int attempt = 0; attempt < 6; ++attempt) {
-        if (screen.cols() == cols && screen.rows() == rows)
-            return true;
+        if (screen.cols() == cols && screen.rows() == rows) {
+            // Time passes on purpose: a size the window settles on later (its first show) must
+            // not change the terminal after this returns.
+            QTest::qWait(500);
+            if (screen.cols() == cols && screen.rows() == rows)
+                return true;
+        }
         const QSize cell = page.view()->cellSize();
         page.resize(page.width() + (cols - screen.cols()) * cell.width(),
                     page.height() + (rows - screen.rows()) * cell.height());
