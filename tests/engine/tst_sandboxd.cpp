@@ -297,16 +297,20 @@ void tst_Sandboxd::streamResumesAfterReconnect()
 void tst_Sandboxd::streamGapIsReported()
 {
     // More chunks than the backlog holds (8192), with nobody listening: resuming from 0 is a gap.
+    // 12,000 writes 0.3 ms apart, each its own chunk (a reader faster than the writer); a shell
+    // loop that forks `sleep` per line took 70 s on an idle 2-core machine and more than the
+    // call's 120 s in a sandbox's CPU share.
     RpcTestClient c;
     QVERIFY(c.open(m_engine.wsUrl(), m_engine.key()));
-    const QJsonObject r = c.result(QStringLiteral("agents.exec"),
-                                   {{QStringLiteral("id"), m_id},
-                                    {QStringLiteral("command"),
-                                     QStringLiteral("for i in $(seq 1 9000); do echo $i; done | "
-                                                    "while read l; do echo $l; sleep 0; done")},
-                                    {QStringLiteral("options"),
-                                     QJsonObject{{QStringLiteral("stream"), true}}}},
-                                   120000);
+    const QJsonObject r
+        = c.result(QStringLiteral("agents.exec"),
+                   {{QStringLiteral("id"), m_id},
+                    {QStringLiteral("command"), QStringLiteral("python3 -c 'import os, time\n"
+                                                               "for i in range(12000):\n"
+                                                               "    os.write(1, b\"%d\\n\" % i)\n"
+                                                               "    time.sleep(0.0003)'")},
+                    {QStringLiteral("options"), QJsonObject{{QStringLiteral("stream"), true}}}},
+                   120000);
     const QString streamId = r.value(QStringLiteral("streamId")).toString();
     QVERIFY(!streamId.isEmpty());
     const QJsonObject answer = c.call(QStringLiteral("stream.resume"),
