@@ -4,6 +4,7 @@
 // with the next prompt; a follow-up continues the session; Stop kills the run.
 #include "engineprocess.h"
 #include "mockmodelserver.h"
+#include "uitest.h"
 
 #include <agents/agentproblem.h>
 
@@ -112,32 +113,6 @@ Q_SIGNALS:
 private:
     QDBusConnection m_bus{QString()};
 };
-
-// `widget` at 1024x700 and 1920x1080 in the light and the dark palette, kept as
-// build/artefacts/NAME-WxH-THEME.png to be looked at; false when a picture could not be saved.
-bool shoot(QWidget *widget, const QString &name)
-{
-    const QPalette light = QApplication::palette();
-    const QSize was = widget->size();
-    bool ok = QDir().mkpath(QStringLiteral(SANDBOX_BINARY_DIR "/artefacts"));
-    for (const QSize size : {QSize(1024, 700), QSize(1920, 1080)}) {
-        for (const bool dark : {false, true}) {
-            QApplication::setPalette(dark ? Style::darkPalette() : light);
-            widget->resize(size);
-            QTest::qWait(30);
-            ok = ok
-                 && widget->grab().save(
-                     QStringLiteral(SANDBOX_BINARY_DIR "/artefacts/%1-%2x%3-%4.png")
-                         .arg(name)
-                         .arg(size.width())
-                         .arg(size.height())
-                         .arg(dark ? QStringLiteral("dark") : QStringLiteral("light")));
-        }
-    }
-    QApplication::setPalette(light);
-    widget->resize(was);
-    return ok;
-}
 
 } // namespace
 
@@ -846,7 +821,7 @@ void tst_AgentSessionView::theProblemBarAllowsTheHostAndSetsTheKey()
     QTRY_VERIFY(view.fixButton()->isVisible());
     QVERIFY2(view.problemLabel()->text().contains(entry), qPrintable(view.problemLabel()->text()));
     QCOMPARE(view.fixButton()->text(), QStringLiteral("Allow ") + entry);
-    QVERIFY(shoot(&view, QStringLiteral("agent-allowhost")));
+    QVERIFY(UiTest::shoot(&view, QStringLiteral("agent-allowhost")));
     QSignalSpy changed(&view, &AgentSessionView::sandboxChanged);
     QTest::mouseClick(view.fixButton(), Qt::LeftButton);
     QVERIFY(changed.wait(15000));
@@ -864,7 +839,7 @@ void tst_AgentSessionView::theProblemBarAllowsTheHostAndSetsTheKey()
     QVERIFY2(view.problemLabel()->text().contains(QLatin1String("ANTHROPIC_API_KEY")),
              qPrintable(view.problemLabel()->text()));
     QCOMPARE(view.fixButton()->text(), QStringLiteral("Set the Model Key…"));
-    QVERIFY(shoot(&view, QStringLiteral("agent-modelkey")));
+    QVERIFY(UiTest::shoot(&view, QStringLiteral("agent-modelkey")));
     QVERIFY(!view.hasModelKey());
     QTest::mouseClick(view.fixButton(), Qt::LeftButton);
     auto *dialog = view.findChild<QInputDialog *>(QStringLiteral("modelKeyDialog"));

@@ -2,6 +2,7 @@
 // statement, NULL apart from '', EXPLAIN as text, errors marked in the editor, the schema tree
 // and completion, history kept across restarts, run under the cursor, cancel.
 #include "engineprocess.h"
+#include "uitest.h"
 
 #include <client/client.h>
 #include <common/uistyle.h>
@@ -28,36 +29,6 @@
 
 using namespace Sandbox;
 using namespace Sandbox::Ui;
-
-namespace {
-
-// `widget` at 1024x700 and 1920x1080 in the light and the dark palette, kept as
-// build/artefacts/NAME-WxH-THEME.png to be looked at; false when a picture could not be saved.
-bool shoot(QWidget *widget, const QString &name)
-{
-    const QPalette light = QApplication::palette();
-    const QSize was = widget->size();
-    bool ok = QDir().mkpath(QStringLiteral(SANDBOX_BINARY_DIR "/artefacts"));
-    for (const QSize size : {QSize(1024, 700), QSize(1920, 1080)}) {
-        for (const bool dark : {false, true}) {
-            QApplication::setPalette(dark ? Style::darkPalette() : light);
-            widget->resize(size);
-            QTest::qWait(30);
-            ok = ok
-                 && widget->grab().save(
-                     QStringLiteral(SANDBOX_BINARY_DIR "/artefacts/%1-%2x%3-%4.png")
-                         .arg(name)
-                         .arg(size.width())
-                         .arg(size.height())
-                         .arg(dark ? QStringLiteral("dark") : QStringLiteral("light")));
-        }
-    }
-    QApplication::setPalette(light);
-    widget->resize(was);
-    return ok;
-}
-
-} // namespace
 
 class tst_SqlConsole : public QObject
 {
@@ -135,7 +106,7 @@ void tst_SqlConsole::anEmptyDatabaseSaysSo()
     QCOMPARE(schema->index(0, 0).data(SchemaModel::KindRole).toString(), QStringLiteral("empty"));
     QVERIFY(!(schema->flags(schema->index(0, 0)) & Qt::ItemIsSelectable));
     QVERIFY(schema->columnsByTable().isEmpty());
-    QVERIFY(shoot(m_console, QStringLiteral("sql-notables")));
+    QVERIFY(UiTest::shoot(m_console, QStringLiteral("sql-notables")));
 }
 
 void tst_SqlConsole::runAllMakesATabPerStatement()
@@ -332,7 +303,7 @@ void tst_SqlConsole::filterRunsOnTheServer()
     QTRY_COMPARE(view->model()->rowCount(), 4);
     QVERIFY2(view->status().contains(QLatin1String("filtered and sorted by n")),
              qPrintable(view->status()));
-    QVERIFY(shoot(m_console, QStringLiteral("sql-filter")));
+    QVERIFY(UiTest::shoot(m_console, QStringLiteral("sql-filter")));
     auto *count = view->findChild<QToolButton *>(QStringLiteral("count"));
     QVERIFY(count);
     QTest::mouseClick(count, Qt::LeftButton);

@@ -1,10 +1,15 @@
 #include "uitest.h"
 
+#include <QApplication>
 #include <QCoreApplication>
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QTest>
+#include <QWidget>
+
+#include <common/uistyle.h>
 
 using namespace Sandbox;
 
@@ -17,6 +22,30 @@ QTemporaryDir *settingsRoot()
     return &dir;
 }
 } // namespace
+
+bool shoot(QWidget *widget, const QString &name)
+{
+    const QPalette light = QApplication::palette();
+    const QSize was = widget->size();
+    bool ok = QDir().mkpath(QStringLiteral(SANDBOX_BINARY_DIR "/artefacts"));
+    for (const QSize size : {QSize(1024, 700), QSize(1920, 1080)}) {
+        for (const bool dark : {false, true}) {
+            QApplication::setPalette(dark ? Ui::Style::darkPalette() : light);
+            widget->resize(size);
+            QTest::qWait(30);
+            ok = ok
+                 && widget->grab().save(
+                     QStringLiteral(SANDBOX_BINARY_DIR "/artefacts/%1-%2x%3-%4.png")
+                         .arg(name)
+                         .arg(size.width())
+                         .arg(size.height())
+                         .arg(dark ? QStringLiteral("dark") : QStringLiteral("light")));
+        }
+    }
+    QApplication::setPalette(light);
+    widget->resize(was);
+    return ok;
+}
 
 void isolateSettings()
 {

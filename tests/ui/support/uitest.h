@@ -5,11 +5,14 @@
 #include <client/client.h>
 
 #include <QEventLoop>
+#include <QString>
 #include <QTemporaryDir>
 #include <QTimer>
 
 #include <functional>
 #include <memory>
+
+class QWidget;
 
 namespace UiTest {
 
@@ -17,6 +20,10 @@ namespace UiTest {
 // reads or writes the user's settings. Call first (e.g. in initTestCase()).
 void isolateSettings();
 QString settingsDir();
+
+// `widget` at 1024x700 and 1920x1080 in the light and the dark palette, kept as
+// build/artefacts/NAME-WxH-THEME.png to be looked at; false when a picture could not be saved.
+bool shoot(QWidget *widget, const QString &name);
 
 // Runs the event loop until `done()` or `timeoutMs`; true if done() held.
 bool waitFor(const std::function<bool()> &done, int timeoutMs = 30000);
