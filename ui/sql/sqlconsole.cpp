@@ -157,10 +157,11 @@ SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *par
     auto *right = new QSplitter(Qt::Vertical, this);
     right->addWidget(new CodeEditorView(m_editor, this));
     right->addWidget(m_results);
-    // The results get the room: three quarters of the height (the editor can be dragged larger).
+    // The results get the room: four fifths of the height, so that at 1024x700 ten rows show
+    // below the server-side filter's row (the editor can be dragged larger).
     right->setStretchFactor(0, 1);
-    right->setStretchFactor(1, 3);
-    right->setSizes({150, 450});
+    right->setStretchFactor(1, 4);
+    right->setSizes({120, 480});
     right->setCollapsible(0, false);
     right->setCollapsible(1, false);
     auto *rightPane = new QWidget(this);
