@@ -43,12 +43,14 @@ describe.skipIf(!hasEngine)('agent runs through the Worker', () => {
   });
   afterAll(() => deleteAllSandboxes());
 
+  // Each case runs the CLI twice (the engine's answer, then the Worker's), and a run whose CLI
+  // retries an unreachable API takes 20-45 s: 180 s for the two.
   for (const [method, params] of CALLS) {
     it(`relays the engine's own answer to ${method} over /rpc`, async () => {
       const expected = await engineAnswer(method, params, id);
       const s = await RpcSocket.open();
       const notes: Obj[] = [];
-      const got = await s.call(method, { ...params, id }, notes);
+      const got = await s.call(method, { ...params, id }, notes, 120_000);
       s.close();
       expect(got).toMatchObject(expected);
       if (got.result !== undefined) {
@@ -59,7 +61,7 @@ describe.skipIf(!hasEngine)('agent runs through the Worker', () => {
           expect(notes.every((n) => (n.params as Obj).streamId === streamId)).toBe(true);
         }
       }
-    });
+    }, 180_000);
   }
 
   // A real run of the real Claude Code CLI, with its model API at a closed port: it fails within

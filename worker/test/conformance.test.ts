@@ -142,7 +142,9 @@ async function runCase(c: Case): Promise<void> {
           if (e !== null) fail(i, `expected no answer, got ${JSON.stringify(m)}`);
           continue;
         }
-        const m = await socket.nextAnswer(notes);
+        // Long enough for an agent run whose CLI retries an unreachable API (20-45 s here), as
+        // tests/conformance/tst_conformance.cpp waits.
+        const m = await socket.nextAnswer(notes, 120_000);
         if (step.expect.message !== undefined) {
           const e = match(substitute(step.expect.message, captures), m, captures);
           if (e !== null) fail(i, e);
@@ -184,7 +186,7 @@ describe(`conformance (tests/conformance/cases.json, version ${file.version})`, 
     expect(file.cases.length).toBeGreaterThan(0);
   });
   for (const c of file.cases) {
-    it.skipIf(!hasEngine && needsEngine(c))(c.name, () => runCase(c));
+    it.skipIf(!hasEngine && needsEngine(c))(c.name, () => runCase(c), 180_000);
   }
 });
 

@@ -161,11 +161,16 @@ export class RpcSocket {
   }
 
   /** A request/response round trip; notifications on the way go to `seen`. */
-  async call(method: string, params: unknown = {}, seen: Record<string, unknown>[] = []): Promise<Record<string, unknown>> {
+  async call(
+    method: string,
+    params: unknown = {},
+    seen: Record<string, unknown>[] = [],
+    timeoutMs = 30_000,
+  ): Promise<Record<string, unknown>> {
     const id = `t${Math.random().toString(36).slice(2)}`;
     this.send({ jsonrpc: '2.0', id, method, params });
     for (;;) {
-      const m = (await this.nextAnswer(seen)) as Record<string, unknown>;
+      const m = (await this.nextAnswer(seen, timeoutMs)) as Record<string, unknown>;
       if (m.id === id) return m;
     }
   }
