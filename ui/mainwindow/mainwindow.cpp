@@ -8,6 +8,7 @@
 
 #include "../agents/agentdashboard.h"
 #include "../agents/agentproblem.h"
+#include "../agents/agentsessionview.h"
 #include "../agents/cliinstalldialog.h"
 #include "../agents/runnotifier.h"
 #include "../common/uistyle.h"
@@ -1231,9 +1232,12 @@ void MainWindow::deleteSelected(bool askFirst)
     }
     m_client->sandboxes()
         .remove(id, this,
-                [this, id](Result<QString> r) {
+                [this, id, sandbox = *s](Result<QString> r) {
                     if (!r)
                         return showError(tr("Cannot delete %1: %2").arg(id, r.error().message));
+                    // A model key set for this sandbox's runs goes with it (none kept: NotFound).
+                    m_secrets->remove(AgentSessionView::modelKeyName(sandbox), this,
+                                      [](const std::optional<Error> &) {});
                     m_model->removeSandbox(id);
                     statusBar()->showMessage(tr("Deleted %1").arg(id), 5000);
                     m_poller->refresh();

@@ -7,6 +7,7 @@
 #include <agents/agentdashboard.h>
 #include <agents/agentdashboardmodel.h>
 #include <agents/agentproblem.h>
+#include <agents/agentsessionview.h>
 #include <connection/connectionmanager.h>
 #include <connection/profilestore.h>
 #include <connection/secretstore.h>
@@ -243,11 +244,34 @@ private Q_SLOTS:
             },
             10000));
 
+        // A model key set for the sandbox's runs (the agent page's problem bar) is deleted with it.
+        const QString keyName = AgentSessionView::modelKeyName(
+            *w->sandboxModel()->sandbox(m_sandboxId));
+        bool written = false;
+        m_secrets->write(keyName, QStringLiteral("sk-ant-test-0123456789"), this,
+                         [&](const std::optional<Error> &e) { written = !e; });
+        QVERIFY(UiTest::waitFor([&] { return written; }, 5000));
+
         w->selectSandbox(m_sandboxId);
         w->deleteSelected(false);
         QVERIFY(UiTest::waitFor([&] { return !w->sandboxModel()->sandbox(m_sandboxId).has_value(); },
                                 15000));
         QVERIFY(!w->workspace(m_sandboxId));
+        // Asked again until the store answers that the key is gone (one question at a time).
+        bool asking = false;
+        bool keyGone = false;
+        QVERIFY(UiTest::waitFor(
+            [&] {
+                if (!asking) {
+                    asking = true;
+                    m_secrets->read(keyName, this, [&](Result<QString> key) {
+                        keyGone = !key && key.error().code == ErrorCode::NotFound;
+                        asking = false;
+                    });
+                }
+                return keyGone;
+            },
+            5000));
         const auto gone = UiTest::call<SandboxInfo>(
             [&](Callback<SandboxInfo> cb) { return c->sandboxes().status(m_sandboxId, this, cb); });
         QCOMPARE(gone.error().code, ErrorCode::NotFound);
