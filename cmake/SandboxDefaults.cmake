@@ -30,7 +30,10 @@ function(sandbox_add_test)
     if(NOT T_TIMEOUT)
         set(T_TIMEOUT 300)
     endif()
-    set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+    # COST: a fresh machine (CI) has no timings from an earlier run, so ctest -j starts the suites
+    # with the longest time-outs (the longest suites) first instead of last in declaration order.
+    set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} COST ${T_TIMEOUT}
+                                              LABELS "${T_LABELS}")
     if(T_GUI)
         set_tests_properties(${T_NAME} PROPERTIES ENVIRONMENT "QT_QPA_PLATFORM=offscreen")
     endif()

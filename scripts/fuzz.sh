@@ -6,12 +6,16 @@
 #   scripts/fuzz.sh                   every target, FUZZ_SECONDS (default 30) each
 #   scripts/fuzz.sh fuzz_jsonrpc      one target
 #   scripts/fuzz.sh --merge [target]  run, then fold new coverage into the repo's corpus (minimised)
+#   scripts/fuzz.sh --build-only      build the targets, run nothing (the test suite builds them
+#                                     while ctest runs, and fuzzes after it)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir="${SANDBOX_BUILD_DIR:-$here/build}/fuzz"
 seconds="${FUZZ_SECONDS:-30}"
 merge=0
+build_only=0
 if [ "${1:-}" = "--merge" ]; then merge=1; shift; fi
+if [ "${1:-}" = "--build-only" ]; then build_only=1; shift; fi
 
 cxx=$(command -v clang++-14 || command -v clang++ || true)
 [ -n "$cxx" ] || { echo "fuzz: clang++ is missing (scripts/setup.sh installs clang-14)" >&2; exit 1; }
@@ -20,6 +24,7 @@ if [ ! -f "$build_dir/build.ninja" ]; then
     -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
 fi
 cmake --build "$build_dir" -j"$(nproc)" >/dev/null
+((build_only)) && exit 0
 
 targets=("$@")
 if ((${#targets[@]} == 0)); then

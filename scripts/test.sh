@@ -1,24 +1,68 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: sets the machine up (scripts/setup.sh), then the C++ tests (ctest),
-# then the Worker's tests (worker/). Benchmarks are not part of it: see scripts/bench.sh.
+# Runs the whole test suite: sets the machine up (scripts/setup.sh), then the conventions, the C++
+# tests (ctest), the fuzz targets and the Worker's tests (worker/). Benchmarks are not part of it:
+# see scripts/bench.sh. Each phase prints how far into the run it starts.
+#
+# ctest's suites spend most of their time waiting on sandboxes, database servers and agent CLIs,
+# so the CPU-bound work that does not depend on their timing runs beside them at the lowest
+# priority (nice 19: the tests' processes always come first): clang-tidy, the fuzz targets'
+# build, and the Worker's npm ci and typecheck. Their output is shown after ctest, in order.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+started=$SECONDS
+phase() { echo "== $1 ($((SECONDS - started)) s into the run)"; }
+
+phase "Set-up (scripts/setup.sh)"
 "$here/scripts/setup.sh"
 build_dir="${SANDBOX_BUILD_DIR:-$here/build}"
+has_worker=0
+[ -f "$here/worker/package.json" ] && has_worker=1
 
 status=0
-echo "== Conventions"
+phase "Conventions (clang-format)"
 "$here/scripts/format.sh" --check || status=1
-"$here/scripts/tidy.sh" "$build_dir" || status=1
 
-echo "== C++ tests (ctest)"
+side=$(mktemp -d)
+trap 'rm -rf "$side"' EXIT
+declare -A beside
+run_beside() { # name command...: runs at nice 19, its output kept for report_beside
+  local name=$1
+  shift
+  nice -n 19 "$@" >"$side/$name.log" 2>&1 &
+  beside[$name]=$!
+}
+report_beside() { # name: waits for a side job, shows what it printed, fails the run if it failed
+  local rc=0
+  wait "${beside[$1]}" || rc=$?
+  cat "$side/$1.log"
+  ((rc == 0)) || { echo "$1 failed (exit $rc)"; status=1; }
+}
+run_beside tidy "$here/scripts/tidy.sh" "$build_dir"
+run_beside fuzz-build "$here/scripts/fuzz.sh" --build-only
+if ((has_worker)); then
+  run_beside worker-deps sh -c "cd '$here/worker' && npm ci --no-audit --no-fund --loglevel=error && npm run typecheck"
+fi
+
+phase "C++ tests (ctest; clang-tidy, the fuzz build and the Worker's npm ci beside it)"
 ctest --test-dir "$build_dir" --output-on-failure -j2 -LE bench || status=1
+# The longest suites of this run (the cost data ctest keeps for its scheduling).
+cost="$build_dir/Testing/Temporary/CTestCostData.txt"
+if [ -f "$cost" ]; then
+  echo "ctest: longest suites (seconds):"
+  sed '/^---/,$d' "$cost" | sort -k3 -g -r | head -12 | awk '{printf "  %7.1f  %s\n", $3, $1}'
+fi
 
-echo "== Fuzzing (libFuzzer, ${FUZZ_SECONDS:-30}s a target)"
+phase "Conventions (clang-tidy, run beside ctest)"
+report_beside tidy
+
+phase "Fuzzing (libFuzzer, ${FUZZ_SECONDS:-30}s a target)"
+report_beside fuzz-build
 "$here/scripts/fuzz.sh" || status=1
 
-if [ -f "$here/worker/package.json" ]; then
-  echo "== Worker tests (vitest in workerd)"
-  (cd "$here/worker" && npm ci --no-audit --no-fund --loglevel=error && npm run typecheck && SANDBOXD_BIN="$build_dir/bin/sandboxd" ROUTES_JSON="$build_dir/conformance/routes.json" npm test && SANDBOXD_BIN="$build_dir/bin/sandboxd" SANDBOXCTL_BIN="$build_dir/bin/sandboxctl" npm run test:e2e && npm run build:dry-run -- --env="" >/dev/null 2>&1) || status=1
+if ((has_worker)); then
+  phase "Worker tests (vitest in workerd)"
+  report_beside worker-deps
+  (cd "$here/worker" && SANDBOXD_BIN="$build_dir/bin/sandboxd" ROUTES_JSON="$build_dir/conformance/routes.json" npm test && SANDBOXD_BIN="$build_dir/bin/sandboxd" SANDBOXCTL_BIN="$build_dir/bin/sandboxctl" npm run test:e2e && npm run build:dry-run -- --env="" >/dev/null 2>&1) || status=1
 fi
+phase "Done (exit $status)"
 exit $status
