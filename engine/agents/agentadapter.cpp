@@ -3,6 +3,7 @@
 #include "claudecodeadapter.h"
 #include "codexadapter.h"
 #include "opencodeadapter.h"
+#include "protocol/sandboxenums.h"
 
 #include <QJsonDocument>
 #include <QLoggingCategory>
@@ -28,18 +29,22 @@ QString bounded(const QString &text)
 
 std::unique_ptr<AgentAdapter> AgentAdapter::create(const QString &type)
 {
-    if (type == QLatin1String("claude-code"))
+    switch (fromWire<SandboxType>(type)) {
+    case SandboxType::ClaudeCode:
         return std::make_unique<ClaudeCodeAdapter>();
-    if (type == QLatin1String("codex"))
+    case SandboxType::Codex:
         return std::make_unique<CodexAdapter>();
-    if (type == QLatin1String("opencode"))
+    case SandboxType::OpenCode:
         return std::make_unique<OpenCodeAdapter>();
-    return nullptr;
+    default:
+        return nullptr;
+    }
 }
 
 QStringList AgentAdapter::types()
 {
-    return {QStringLiteral("claude-code"), QStringLiteral("opencode"), QStringLiteral("codex")};
+    return {toWire(SandboxType::ClaudeCode), toWire(SandboxType::OpenCode),
+            toWire(SandboxType::Codex)};
 }
 
 void AgentAdapter::feedStdout(QByteArrayView bytes)

@@ -3,6 +3,7 @@
 #include "agentcliinstaller.h"
 #include "doctor/agentclis.h"
 #include "protocol/fieldreader.h"
+#include "protocol/sandboxenums.h"
 #include "runtime/fsuidguard.h"
 #include "runtime/hostfs.h"
 #include "runtime/offloop.h"
@@ -304,7 +305,8 @@ Result<std::shared_ptr<AgentService::Job>> AgentService::beginJob(const QString 
                      QJsonObject{{QStringLiteral("reason"), QStringLiteral("cliMissing")},
                                  {QStringLiteral("type"), record->type}}};
     }
-    if (m_startedWithoutCli.contains(id) && record->status == QLatin1String("running")) {
+    if (m_startedWithoutCli.contains(id)
+        && fromWire<SandboxStatus>(record->status) == SandboxStatus::Running) {
         const auto pin = AgentClis::pin(record->type);
         return Error{ErrorCode::SandboxError,
                      QStringLiteral("sandbox %1 started before %2 was installed: restart it "

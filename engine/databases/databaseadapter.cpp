@@ -7,6 +7,7 @@
 #include "postgresbackend.h"
 #include "postgrestemplate.h"
 #include "protocol/fieldreader.h"
+#include "protocol/sandboxenums.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
 #include "runtime/workspacevolume.h"
@@ -37,8 +38,8 @@ QStringList databaseTypes()
 // The dialect of a database type, before its server runs.
 const SqlDialect &dialectOfType(const QString &type)
 {
-    return type == QLatin1String("postgres") ? PostgresBackend::sqlDialect()
-                                             : DbHostBackend::dialectOf(type);
+    return fromWire<SandboxType>(type) == SandboxType::Postgres ? PostgresBackend::sqlDialect()
+                                                                : DbHostBackend::dialectOf(type);
 }
 
 } // namespace
@@ -113,7 +114,7 @@ QJsonObject DatabaseAdapter::decorate(QJsonObject sandbox) const
     const QString id = sandbox.value(QStringLiteral("id")).toString();
     const DatabaseSettings s = settingsOf(id);
     QJsonObject db{{QStringLiteral("type"), s.type}, {QStringLiteral("database"), s.database}};
-    if (s.type == QLatin1String("postgres"))
+    if (fromWire<SandboxType>(s.type) == SandboxType::Postgres)
         db.insert(QStringLiteral("username"), s.username);
     sandbox.insert(QStringLiteral("database"), db);
     if (m_startupMs.contains(id))
@@ -129,7 +130,7 @@ void DatabaseAdapter::prepare(SandboxSpec &spec, const SandboxRecord &record)
     // /run/db, owned by its uid, on its disk (WorkspaceVolume makes it).
     spec.extraMounts.append({WorkspaceVolume::treePath(spec.volumeDir, WorkspaceVolume::Tree::Run),
                              QStringLiteral("/run/db"), true});
-    if (record.type == QLatin1String("postgres"))
+    if (fromWire<SandboxType>(record.type) == SandboxType::Postgres)
         spec.extraMounts.append(
             {m_template->path(), QStringLiteral("/run/sandbox/pg-template"), false});
     else
@@ -140,7 +141,7 @@ DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseS
                                               uid_t uid, const ResourceLimits &limits)
 {
     DatabaseBackend *backend = nullptr;
-    if (s.type == QLatin1String("postgres")) {
+    if (fromWire<SandboxType>(s.type) == SandboxType::Postgres) {
         PostgresBackend::Settings ps;
         ps.relayDir = m_relayDir.path() + u'/' + id;
         ps.server = {m_sandboxes->volumeDirOf(id), uid};
@@ -393,13 +394,13 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
     if (const auto admitted = m_methods->admitPolicy(network, ctx); !admitted)
         return reply(admitted.error());
     c.network = network.toJson();
-    if (c.type == QLatin1String("duckdb")
+    if (fromWire<SandboxType>(c.type) == SandboxType::DuckDb
         && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost-duckdb")))
         return reply(Error{ErrorCode::NotImplemented,
                            QStringLiteral("DuckDB is not available in this build: run "
                                           "scripts/setup.sh, which fetches libduckdb"),
                            {}});
-    if (c.type != QLatin1String("postgres")
+    if (fromWire<SandboxType>(c.type) != SandboxType::Postgres
         && !QFile::exists(m_dbhostDir + QStringLiteral("/sandbox-dbhost")))
         return reply(Error{ErrorCode::SandboxError,
                            QStringLiteral("sandbox-dbhost not found in %1").arg(m_dbhostDir),
@@ -422,7 +423,7 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
             reply(QJsonValue(out));
         });
     };
-    if (c.type != QLatin1String("postgres"))
+    if (fromWire<SandboxType>(c.type) != SandboxType::Postgres)
         return launch();
     m_template->ensure(guard, [launch, reply](Result<bool> ready) {
         if (!ready)

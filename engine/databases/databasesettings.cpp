@@ -2,6 +2,7 @@
 
 #include "postgresbackend.h"
 #include "protocol/fieldreader.h"
+#include "protocol/sandboxenums.h"
 
 #include <QDir>
 #include <QFile>
@@ -72,9 +73,10 @@ DatabaseSettings DatabaseSettings::fromCreateParams(FieldReader &p, const QStrin
 {
     DatabaseSettings s;
     s.type = type;
-    const bool pg = type == QLatin1String("postgres");
+    const SandboxType server = fromWire<SandboxType>(type);
+    const bool pg = server == SandboxType::Postgres;
     s.database = p.optionalString(QStringLiteral("database"), pg ? QStringLiteral("postgres")
-                                                              : type == QLatin1String("sqlite")
+                                                              : server == SandboxType::Sqlite
                                                                   ? QStringLiteral("main.db")
                                                                   : QStringLiteral("main.duckdb"));
     s.username = p.optionalString(QStringLiteral("username"),
@@ -88,7 +90,7 @@ void DatabaseSettings::validate(FieldReader &p)
     if (p.failed())
         return;
     DatabaseSettings &s = *this;
-    if (type == QLatin1String("postgres")) {
+    if (fromWire<SandboxType>(type) == SandboxType::Postgres) {
         if (!isValidSqlName(s.database) || s.database.startsWith(QLatin1String("template")))
             p.fail(QStringLiteral("database"),
                    QStringLiteral(

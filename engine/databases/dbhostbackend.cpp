@@ -2,6 +2,7 @@
 
 #include "pagetext.h"
 #include "protocol/json.h"
+#include "protocol/sandboxenums.h"
 #include "runtime/supervisorchannel.h"
 #include "serverprocess.h"
 
@@ -128,7 +129,7 @@ void DbHostBackend::start(SupervisorChannel *channel, std::function<void(Result<
 {
     m_channel = channel;
     m_stopping = false;
-    const QJsonArray argv{m_settings.engine == QLatin1String("duckdb")
+    const QJsonArray argv{fromWire<SandboxType>(m_settings.engine) == SandboxType::DuckDb
                               ? QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost-duckdb")
                               : QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
                           QStringLiteral("--engine"),
@@ -422,7 +423,7 @@ const SqlDialect &DbHostBackend::dialectOf(const QString &engine)
         /*createsDatabases=*/false,
         /*writesFiles=*/true,
     };
-    return engine == QLatin1String("duckdb") ? duckdb : sqlite;
+    return fromWire<SandboxType>(engine) == SandboxType::DuckDb ? duckdb : sqlite;
 }
 
 } // namespace Sandbox::Engine

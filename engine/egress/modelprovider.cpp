@@ -1,5 +1,7 @@
 #include "modelprovider.h"
 
+#include "protocol/sandboxenums.h"
+
 namespace Sandbox::Engine {
 
 namespace {
@@ -17,21 +19,22 @@ ModelProvider anthropic()
 
 QList<ModelProvider> ModelProvider::all()
 {
-    return {anthropic(), *forAgentType(QStringLiteral("codex"))};
+    return {anthropic(), *forAgentType(toWire(SandboxType::Codex))};
 }
 
 std::optional<ModelProvider> ModelProvider::forAgentType(const QString &type,
                                                          const QString &runProvider)
 {
-    if (type == QLatin1String("opencode") && runProvider == QLatin1String("anthropic"))
+    const SandboxType agent = fromWire<SandboxType>(type);
+    if (agent == SandboxType::OpenCode && runProvider == QLatin1String("anthropic"))
         return anthropic();
-    if (type == QLatin1String("claude-code"))
+    if (agent == SandboxType::ClaudeCode)
         return ModelProvider{QStringLiteral("anthropic"),
                              QUrl(QStringLiteral("https://api.anthropic.com")),
                              QStringLiteral("ANTHROPIC_BASE_URL"),
                              {QStringLiteral("ANTHROPIC_API_KEY"),
                               QStringLiteral("ANTHROPIC_AUTH_TOKEN")}};
-    if (type == QLatin1String("codex") || type == QLatin1String("opencode"))
+    if (agent == SandboxType::Codex || agent == SandboxType::OpenCode)
         return ModelProvider{QStringLiteral("openai"),
                              QUrl(QStringLiteral("https://api.openai.com/v1")),
                              QStringLiteral("OPENAI_BASE_URL"),

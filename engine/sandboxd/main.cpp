@@ -8,6 +8,7 @@
 #include "doctor/hostfacts.h"
 #include "doctorcommand.h"
 #include "egress/egressservice.h"
+#include "protocol/sandboxenums.h"
 #include "runtime/uniquefd.h"
 #include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
@@ -296,7 +297,7 @@ int main(int argc, char **argv)
         die(QStringLiteral("--isolation is bubblewrap or container, not '%1'").arg(isolation));
     const bool inContainer = isolation == QLatin1String("container");
     const QString prepare = cli.value(prepareOpt);
-    if (cli.isSet(prepareOpt) && prepare != QLatin1String("postgres"))
+    if (cli.isSet(prepareOpt) && fromWire<SandboxType>(prepare) != SandboxType::Postgres)
         die(QStringLiteral("--prepare takes postgres (the only type with something to prepare), "
                            "not '%1'")
                 .arg(prepare));

@@ -1,6 +1,7 @@
 #include "sandboxmanager.h"
 
 #include "egress/fdpoller.h"
+#include "protocol/sandboxenums.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
 #include "runtime/workspacevolume.h"
@@ -22,13 +23,6 @@ namespace Sandbox::Engine {
 
 namespace {
 
-const QString kCreating = QStringLiteral("creating");
-const QString kStarting = QStringLiteral("starting");
-const QString kRunning = QStringLiteral("running");
-const QString kSleeping = QStringLiteral("sleeping");
-const QString kStopped = QStringLiteral("stopped");
-const QString kError = QStringLiteral("error");
-
 struct SizeRow
 {
     const char *name;
@@ -47,9 +41,16 @@ QString isoTime(const QDateTime &t)
     return t.isValid() ? t.toUTC().toString(Qt::ISODateWithMs) : QString();
 }
 
-bool isLive(const QString &status)
+SandboxStatus statusOf(const SandboxRecord &record)
 {
-    return status == kRunning || status == kCreating || status == kStarting;
+    return fromWire<SandboxStatus>(record.status);
+}
+
+bool isLive(const SandboxRecord &record)
+{
+    const SandboxStatus status = statusOf(record);
+    return status == SandboxStatus::Running || status == SandboxStatus::Creating
+           || status == SandboxStatus::Starting;
 }
 
 QString spanOf(const QElapsedTimer &t)
@@ -125,7 +126,7 @@ SandboxManager::~SandboxManager()
         if (e->proc) {
             e->proc->disconnect(this);
             delete e->proc; // kills bwrap; the sandbox's processes die with it
-            e->rec.status = kSleeping;
+            e->rec.status = toWire(SandboxStatus::Sleeping);
             (void)m_registry->upsertSandbox(e->rec);
         }
         delete e;
@@ -161,12 +162,12 @@ void SandboxManager::recover()
         discardFiles(id);
     }
     for (Entry *e : std::as_const(m_entries)) {
-        if (!isLive(e->rec.status))
+        if (!isLive(e->rec))
             continue;
         SandboxProcess::cleanUpOrphan(m_config.cgroups.get(), e->rec.id, volumeDirOf(e->rec.id));
         qCInfo(lcManager) << "sandbox" << e->rec.id << "was" << e->rec.status
                           << "when the engine stopped; now sleeping";
-        e->rec.status = kSleeping;
+        e->rec.status = toWire(SandboxStatus::Sleeping);
         (void)m_registry->upsertSandbox(e->rec);
     }
 }
@@ -255,7 +256,7 @@ QJsonObject SandboxManager::toJson(const Entry *e) const
     o.insert(QStringLiteral("limits"), limits);
     if (!r.error.isEmpty())
         o.insert(QStringLiteral("error"), r.error);
-    if (r.kind == QLatin1String("agent"))
+    if (fromWire<SandboxKind>(r.kind) == SandboxKind::Agent)
         o.insert(QStringLiteral("gateway"), r.gateway);
     return o;
 }
@@ -296,7 +297,7 @@ SandboxManager::Usage SandboxManager::usageOf(const QString &keyId, const QStrin
         if (e->rec.keyId != keyId || e->rec.id == exceptId)
             continue;
         ++u.total;
-        if (isLive(e->rec.status)) {
+        if (isLive(e->rec)) {
             ++u.running;
             u.memoryMb += e->limits.memoryMb;
         }
@@ -311,7 +312,7 @@ Result<bool> SandboxManager::checkQuota(const QString &keyId, const QString &siz
         // --isolation container: the container is the sandbox (its paths, its uid's processes,
         // its instance type's limits), so only one of its sandboxes runs at a time.
         for (const Entry *other : m_entries) {
-            if (other->rec.id != exceptId && (other->proc || isLive(other->rec.status)))
+            if (other->rec.id != exceptId && (other->proc || isLive(other->rec)))
                 return Error{ErrorCode::QuotaExceeded,
                              QStringLiteral("this container runs one sandbox at a time, and %1 "
                                             "is running: stop it first")
@@ -363,8 +364,9 @@ QJsonObject SandboxManager::counts(const QString &keyId) const
     return {{QStringLiteral("total"), u.total}, {QStringLiteral("running"), u.running}};
 }
 
-void SandboxManager::setStatus(Entry *e, const QString &status, const QString &error)
+void SandboxManager::setStatus(Entry *e, SandboxStatus value, const QString &error)
 {
+    const QString status = toWire(value);
     if (e->rec.status == status && e->rec.error == error)
         return;
     e->rec.status = status;
@@ -417,10 +419,10 @@ void SandboxManager::sleepIdleSandboxes()
         if (!e || e->idleDue != due)
             continue;
         e->idleDue = 0;
-        if (e->busy > 0 || e->rec.status != kRunning)
+        if (e->busy > 0 || statusOf(e->rec) != SandboxStatus::Running)
             continue;
         qCInfo(lcManager) << "sandbox" << id << "idle for" << e->rec.sleepAfterMs << "ms: sleeping";
-        teardown(e, [this, e] { setStatus(e, kSleeping); });
+        teardown(e, [this, e] { setStatus(e, SandboxStatus::Sleeping); });
     }
     scheduleIdleTimer();
 }
@@ -530,7 +532,7 @@ void SandboxManager::launch(Entry *e)
             m_network->detach(id);
         e->proc->deleteLater();
         e->proc = nullptr;
-        setStatus(e, kError, error.message);
+        setStatus(e, SandboxStatus::Error, error.message);
         const auto waiters = std::exchange(e->waiters, {});
         for (const auto &[context, then] : waiters) {
             if (context)
@@ -554,7 +556,7 @@ void SandboxManager::launch(Entry *e)
             return;
         }
         qCWarning(lcManager) << "sandbox" << id << "ended unexpectedly:" << reason;
-        setStatus(e, kError, reason);
+        setStatus(e, SandboxStatus::Error, reason);
     });
     proc->start();
 }
@@ -569,7 +571,7 @@ void SandboxManager::startDone(Entry *e, Result<bool> r)
     // Taken first: teardown() would tell them "stopping" instead of why it failed.
     const auto waiters = std::exchange(e->waiters, {});
     teardown(e, [this, e, error, waiters] {
-        setStatus(e, kError, error.message);
+        setStatus(e, SandboxStatus::Error, error.message);
         for (const auto &[context, then] : waiters) {
             if (context)
                 then(error);
@@ -579,7 +581,7 @@ void SandboxManager::startDone(Entry *e, Result<bool> r)
 
 void SandboxManager::becameReady(Entry *e)
 {
-    setStatus(e, kRunning);
+    setStatus(e, SandboxStatus::Running);
     qCDebug(lcStartup).noquote() << e->rec.id << "running" << spanOf(e->sinceLaunch);
     touch(e);
     const auto waiters = std::exchange(e->waiters, {});
@@ -663,7 +665,7 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
                                                     : m_config.defaultSleepAfterMs;
     e->rec.createdAt = QDateTime::currentDateTimeUtc();
     e->rec.lastActiveAt = e->rec.createdAt;
-    e->rec.status = kCreating;
+    e->rec.status = toWire(SandboxStatus::Creating);
     e->limits = limitsFor(request.size);
     QElapsedTimer saving;
     saving.start();
@@ -798,7 +800,7 @@ void SandboxManager::spawnSpare(const SparePool::Shape &shape)
     e->rec.type = shape.type;
     e->rec.size = shape.size;
     e->rec.slot = allocateSlot();
-    e->rec.status = kCreating;
+    e->rec.status = toWire(SandboxStatus::Creating);
     e->limits = limitsFor(shape.size);
     const QString id = e->rec.id;
     QFile marker(stateDirOf(id) + u'/' + kSpareMarker);
@@ -924,17 +926,18 @@ void SandboxManager::withSupervisor(const QString &keyId, const QString &id, con
     touch(e);
     disarmIdleTimer(e);
     const QString &status = e->rec.status;
-    if (e->tearingDown || status == kStopped)
+    const SandboxStatus value = statusOf(e->rec);
+    if (e->tearingDown || value == SandboxStatus::Stopped)
         return then(Error{ErrorCode::SandboxNotRunning,
                           QStringLiteral("sandbox %1 is %2")
                               .arg(id, e->tearingDown ? QStringLiteral("stopping") : status),
                           QJsonObject{{QStringLiteral("status"), status}}});
-    if (status == kRunning && e->proc && e->proc->isReady()) {
+    if (value == SandboxStatus::Running && e->proc && e->proc->isReady()) {
         ++e->busy;
         return then(e->proc->channel());
     }
     e->waiters.append({context, std::move(then)});
-    if (status == kCreating || status == kStarting)
+    if (value == SandboxStatus::Creating || value == SandboxStatus::Starting)
         return;
     // Sleeping, or failed earlier: start it again.
     if (const auto q = checkQuota(keyId, e->rec.size, id); !q) {
@@ -945,7 +948,7 @@ void SandboxManager::withSupervisor(const QString &keyId, const QString &id, con
         }
         return;
     }
-    setStatus(e, kStarting);
+    setStatus(e, SandboxStatus::Starting);
     launch(e);
 }
 
@@ -957,7 +960,7 @@ void SandboxManager::endActivity(const QString &id)
     touch(e);
     if (e->busy > 0)
         --e->busy;
-    if (e->busy == 0 && e->rec.status == kRunning)
+    if (e->busy == 0 && statusOf(e->rec) == SandboxStatus::Running)
         armIdleTimer(e);
 }
 
@@ -969,7 +972,7 @@ void SandboxManager::stop(const QString &keyId, const QString &id, const QString
         return done(Error::notFound(QStringLiteral("sandbox %1").arg(id)));
     QPointer<QObject> guard(context);
     teardown(e, [this, e, guard, done] {
-        setStatus(e, kStopped);
+        setStatus(e, SandboxStatus::Stopped);
         if (guard)
             done(toJson(e));
     });
@@ -981,8 +984,8 @@ void SandboxManager::start(const QString &keyId, const QString &id, const QStrin
     Entry *e = find(keyId, id, kind);
     if (!e)
         return done(Error::notFound(QStringLiteral("sandbox %1").arg(id)));
-    if (e->rec.status == kStopped && !e->tearingDown)
-        setStatus(e, kSleeping);
+    if (statusOf(e->rec) == SandboxStatus::Stopped && !e->tearingDown)
+        setStatus(e, SandboxStatus::Sleeping);
     withSupervisor(keyId, id, kind, context, [this, id, done](Result<SupervisorChannel *> r) {
         if (!r)
             return done(r.error());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/result.h"
+#include "protocol/sandboxenums.h"
 #include "runtime/cgroup.h"
 #include "sparepool.h"
 #include "state/registry.h"
@@ -175,7 +176,7 @@ private:
     Usage usageOf(const QString &keyId, const QString &exceptId = {}) const;
     Entry *find(const QString &keyId, const QString &id, const QString &kind) const;
     void launch(Entry *e);
-    void setStatus(Entry *e, const QString &status, const QString &error = {});
+    void setStatus(Entry *e, SandboxStatus status, const QString &error = {});
     void touch(Entry *e);
     // Idle sandboxes sleep by one timer for all of them (m_idle), not one timer each.
     void armIdleTimer(Entry *e);

@@ -2,6 +2,7 @@
 
 #include "egress/egressservice.h"
 #include "egress/modelprovider.h"
+#include "protocol/sandboxenums.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
 #include "runtime/uniquefd.h"
@@ -23,7 +24,7 @@ NetworkPolicy policyOf(const SandboxRecord &record)
 
 std::optional<ModelProvider> providerOf(const SandboxRecord &record, const QString &runProvider = {})
 {
-    if (record.kind != QLatin1String("agent"))
+    if (fromWire<SandboxKind>(record.kind) != SandboxKind::Agent)
         return std::nullopt;
     return ModelProvider::forAgentType(record.type, runProvider);
 }

@@ -2,6 +2,7 @@
 
 #include "api/methods.h"
 #include "protocol/fieldreader.h"
+#include "protocol/sandboxenums.h"
 #include "sandboxmanager.h"
 
 #include <QCryptographicHash>
@@ -81,8 +82,9 @@ Result<WorkspaceArchiver::Target> WorkspaceArchiver::stoppedSandbox(const QStrin
     if (!record)
         return record.error();
     const QString status = record->status;
-    if (status != QLatin1String("stopped") && status != QLatin1String("sleeping")
-        && status != QLatin1String("error"))
+    const SandboxStatus value = fromWire<SandboxStatus>(status);
+    if (value != SandboxStatus::Stopped && value != SandboxStatus::Sleeping
+        && value != SandboxStatus::Error)
         return Error{ErrorCode::SandboxNotRunning,
                      QStringLiteral("sandbox %1 is %2: stop it before archiving or restoring its "
                                     "workspace")

@@ -8,6 +8,7 @@
 #include <client/agentsservice.h>
 #include <client/client.h>
 #include <client/rpcclient.h>
+#include <protocol/sandboxenums.h>
 
 #include <QDate>
 #include <QEvent>
@@ -188,7 +189,7 @@ AgentDashboard::AgentDashboard(Client *client, QWidget *parent)
         QStringList running;
         for (int i = 0; i < m_model->rowCount(); ++i) {
             const SandboxInfo s = m_model->sandboxAt(i);
-            if (s.status == QLatin1String("running"))
+            if (fromWire<SandboxStatus>(s.status) == SandboxStatus::Running)
                 running.append(s.id);
         }
         fetchRuns(running);
@@ -309,7 +310,7 @@ void AgentDashboard::setSandboxes(const QList<SandboxInfo> &sandboxes)
 {
     QList<SandboxInfo> agents;
     for (const SandboxInfo &s : sandboxes) {
-        if (s.kind == QLatin1String("agent"))
+        if (fromWire<SandboxKind>(s.kind) == SandboxKind::Agent)
             agents.append(s);
     }
     m_model->setSandboxes(agents);

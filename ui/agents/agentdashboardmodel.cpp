@@ -2,6 +2,8 @@
 
 #include "../common/uistyle.h"
 
+#include <protocol/sandboxenums.h>
+
 #include <QLocale>
 
 #include <algorithm>
@@ -184,9 +186,9 @@ QString AgentDashboardModel::stateText(const Row &r) const
     case State::Idle:
         break;
     }
-    if (r.info.status == QLatin1String("error"))
+    if (fromWire<SandboxStatus>(r.info.status) == SandboxStatus::Error)
         return tr("error: %1").arg(r.info.error);
-    if (r.info.status != QLatin1String("running"))
+    if (fromWire<SandboxStatus>(r.info.status) != SandboxStatus::Running)
         return r.info.status;
     return tr("idle");
 }

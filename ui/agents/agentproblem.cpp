@@ -1,5 +1,7 @@
 #include "agentproblem.h"
 
+#include <protocol/sandboxenums.h>
+
 #include <QCoreApplication>
 
 namespace Sandbox::Ui {
@@ -13,7 +15,8 @@ QString tr(const char *text)
 
 QString AgentProblem::keyVariable(const QString &agentType)
 {
-    if (agentType == QLatin1String("codex") || agentType == QLatin1String("opencode"))
+    const SandboxType type = fromWire<SandboxType>(agentType);
+    if (type == SandboxType::Codex || type == SandboxType::OpenCode)
         return QStringLiteral("OPENAI_API_KEY");
     return QStringLiteral("ANTHROPIC_API_KEY");
 }

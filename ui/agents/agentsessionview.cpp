@@ -14,6 +14,7 @@
 #include <client/agentrun.h>
 #include <client/client.h>
 #include <client/rpcclient.h>
+#include <protocol/sandboxenums.h>
 
 #include <QComboBox>
 
@@ -38,7 +39,7 @@ namespace {
 
 QStringList modelsFor(const QString &type)
 {
-    if (type == QLatin1String("claude-code"))
+    if (fromWire<SandboxType>(type) == SandboxType::ClaudeCode)
         return {QString(), QStringLiteral("claude-sonnet-4-5"), QStringLiteral("claude-opus-4-1"),
                 QStringLiteral("claude-haiku-4-5")};
     return {QString(), QStringLiteral("gpt-5.5"), QStringLiteral("gpt-5"),

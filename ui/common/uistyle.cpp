@@ -1,5 +1,7 @@
 #include "uistyle.h"
 
+#include <protocol/sandboxenums.h>
+
 #include <QApplication>
 #include <QEvent>
 #include <QFontDatabase>
@@ -256,14 +258,20 @@ void setMonospacePointSize(int pointSize)
 
 QColor statusColor(const QString &status)
 {
-    if (status == QLatin1String("running"))
+    switch (fromWire<SandboxStatus>(status)) {
+    case SandboxStatus::Running:
         return QColor(0x2e, 0xa0, 0x43);
-    if (status == QLatin1String("creating") || status == QLatin1String("starting"))
+    case SandboxStatus::Creating:
+    case SandboxStatus::Starting:
         return QColor(0xd9, 0x8e, 0x04);
-    if (status == QLatin1String("sleeping"))
+    case SandboxStatus::Sleeping:
         return QColor(0x3b, 0x82, 0xc4);
-    if (status == QLatin1String("error"))
+    case SandboxStatus::Error:
         return QColor(0xcf, 0x22, 0x2e);
+    case SandboxStatus::Stopped:
+    case SandboxStatus::Unknown:
+        break;
+    }
     return QColor(0x8c, 0x95, 0x9f); // stopped, unknown
 }
 

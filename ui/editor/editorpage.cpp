@@ -8,6 +8,7 @@
 #include "../common/uistyle.h"
 
 #include <client/client.h>
+#include <protocol/sandboxenums.h>
 
 #include <Qsci/qscilexer.h>
 #include <Qsci/qsciscintilla.h>
@@ -133,7 +134,7 @@ EditorPage::EditorPage(const SandboxPageContext &context, const QString &path, Q
     setFocusProxy(m_editor);
     // A sleeping sandbox's file (a restored tab in the background) is read when it is first
     // shown: reading it would wake the sandbox.
-    if (sandbox().status == QLatin1String("sleeping"))
+    if (fromWire<SandboxStatus>(sandbox().status) == SandboxStatus::Sleeping)
         m_loadOnShow = true;
     else
         load();

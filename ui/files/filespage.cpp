@@ -8,6 +8,7 @@
 #include "../workspace/sandboxworkspace.h"
 
 #include <client/client.h>
+#include <protocol/sandboxenums.h>
 
 #include <QAction>
 #include <QFileDialog>
@@ -141,9 +142,9 @@ FilesPage::FilesPage(const SandboxPageContext &context, QWidget *parent)
     updateSelectionActions();
     // A sleeping sandbox's files are listed when the page is first shown (a restored tab in the
     // background must not wake it).
-    if (context.sandbox.status == QLatin1String("sleeping"))
+    if (fromWire<SandboxStatus>(context.sandbox.status) == SandboxStatus::Sleeping)
         m_model->setDeferred(true);
-    m_watch->setEnabled(context.sandbox.status == QLatin1String("running"));
+    m_watch->setEnabled(fromWire<SandboxStatus>(context.sandbox.status) == SandboxStatus::Running);
 }
 
 FilesPage::~FilesPage() = default;
@@ -174,9 +175,9 @@ bool FilesPage::eventFilter(QObject *watched, QEvent *event)
 
 bool FilesPage::isDatabaseFile(const QString &path) const
 {
-    if (sandbox().kind != QLatin1String("database"))
+    if (fromWire<SandboxKind>(sandbox().kind) != SandboxKind::Database)
         return false;
-    if (sandbox().type == QLatin1String("postgres"))
+    if (fromWire<SandboxType>(sandbox().type) == SandboxType::Postgres)
         return path == QLatin1String("/workspace/pgdata")
                || path.startsWith(QLatin1String("/workspace/pgdata/"));
     static const QRegularExpression dataFile(
@@ -187,7 +188,7 @@ bool FilesPage::isDatabaseFile(const QString &path) const
 void FilesPage::filesMayHaveChanged()
 {
     // Only a running sandbox: listing a sleeping one would wake it.
-    if (sandbox().status == QLatin1String("running"))
+    if (fromWire<SandboxStatus>(sandbox().status) == SandboxStatus::Running)
         m_model->refreshLoaded();
 }
 
@@ -228,12 +229,13 @@ void FilesPage::restoreState(const QJsonObject &state)
 
 void FilesPage::sandboxChanged(const SandboxInfo &sandbox)
 {
-    const bool wasRunning = this->sandbox().status == QLatin1String("running");
+    const bool wasRunning = fromWire<SandboxStatus>(this->sandbox().status)
+                            == SandboxStatus::Running;
     SandboxPage::sandboxChanged(sandbox);
     // A sandbox that comes (back) up: its files may have changed.
-    if (!wasRunning && sandbox.status == QLatin1String("running"))
+    if (!wasRunning && fromWire<SandboxStatus>(sandbox.status) == SandboxStatus::Running)
         m_model->refresh();
-    m_watch->setEnabled(sandbox.status == QLatin1String("running"));
+    m_watch->setEnabled(fromWire<SandboxStatus>(sandbox.status) == SandboxStatus::Running);
 }
 
 void FilesPage::showMessage(const QString &text, bool error)

@@ -24,6 +24,7 @@
 #include "../workspace/sandboxworkspace.h"
 
 #include <client/client.h>
+#include <protocol/sandboxenums.h>
 
 #include <QAction>
 #include <QApplication>
@@ -790,7 +791,8 @@ SandboxWorkspace *MainWindow::openSandbox(const QString &id)
         m_central->setCurrentWidget(m_tabs);
         m_tabs->setCurrentIndex(index);
     }
-    if (info->status == QLatin1String("stopped") || info->status == QLatin1String("error"))
+    if (const SandboxStatus status = fromWire<SandboxStatus>(info->status);
+        status == SandboxStatus::Stopped || status == SandboxStatus::Error)
         statusBar()->showMessage(tr("%1 is %2: start it (Sandbox ▸ Start) to run commands")
                                      .arg(ws->title(), info->status),
                                  8000);
@@ -928,14 +930,14 @@ void MainWindow::updateActions()
     updateWelcome();
     const bool connected = m_connection->state() == ConnectionManager::State::Connected;
     const auto s = selectedSandbox();
-    const QString status = s ? s->status : QString();
+    const SandboxStatus status = s ? fromWire<SandboxStatus>(s->status) : SandboxStatus::Unknown;
     action(QStringLiteral("newSandbox"))->setEnabled(connected);
     action(QStringLiteral("startSandbox"))
-        ->setEnabled(connected && s && status != QLatin1String("running")
-                     && status != QLatin1String("creating"));
+        ->setEnabled(connected && s && status != SandboxStatus::Running
+                     && status != SandboxStatus::Creating);
     action(QStringLiteral("stopSandbox"))
         ->setEnabled(connected && s
-                     && (status == QLatin1String("running") || status == QLatin1String("sleeping")));
+                     && (status == SandboxStatus::Running || status == SandboxStatus::Sleeping));
     action(QStringLiteral("deleteSandbox"))->setEnabled(connected && s.has_value());
     action(QStringLiteral("renameSandbox"))->setEnabled(connected && s.has_value());
     action(QStringLiteral("refreshSandboxes"))->setEnabled(connected);

@@ -3,6 +3,8 @@
 #include "../common/uistyle.h"
 #include "enveditor.h"
 
+#include <protocol/sandboxenums.h>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -34,8 +36,8 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     m_name->setObjectName(QStringLiteral("name"));
     m_networkWarning->setObjectName(QStringLiteral("networkWarning"));
     m_error->setObjectName(QStringLiteral("error"));
-    m_kind->addItem(tr("Coding agent"), QStringLiteral("agent"));
-    m_kind->addItem(tr("Database"), QStringLiteral("database"));
+    m_kind->addItem(tr("Coding agent"), toWire(SandboxKind::Agent));
+    m_kind->addItem(tr("Database"), toWire(SandboxKind::Database));
     const QList<std::pair<QString, QString>> sizes{
         {QStringLiteral("lite"), tr("lite — 256 MiB, 1/16 CPU")},
         {QStringLiteral("basic"), tr("basic — 1 GiB, 1/4 CPU")},
@@ -83,20 +85,20 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
 
 bool NewSandboxDialog::isDatabase() const
 {
-    return m_kind->currentData().toString() == QLatin1String("database");
+    return fromWire<SandboxKind>(m_kind->currentData().toString()) == SandboxKind::Database;
 }
 
 void NewSandboxDialog::updateTypes()
 {
     m_type->clear();
     if (isDatabase()) {
-        m_type->addItem(QStringLiteral("PostgreSQL"), QStringLiteral("postgres"));
-        m_type->addItem(QStringLiteral("SQLite"), QStringLiteral("sqlite"));
-        m_type->addItem(QStringLiteral("DuckDB"), QStringLiteral("duckdb"));
+        m_type->addItem(QStringLiteral("PostgreSQL"), toWire(SandboxType::Postgres));
+        m_type->addItem(QStringLiteral("SQLite"), toWire(SandboxType::Sqlite));
+        m_type->addItem(QStringLiteral("DuckDB"), toWire(SandboxType::DuckDb));
     } else {
-        m_type->addItem(QStringLiteral("Claude Code"), QStringLiteral("claude-code"));
-        m_type->addItem(QStringLiteral("OpenCode"), QStringLiteral("opencode"));
-        m_type->addItem(QStringLiteral("Codex"), QStringLiteral("codex"));
+        m_type->addItem(QStringLiteral("Claude Code"), toWire(SandboxType::ClaudeCode));
+        m_type->addItem(QStringLiteral("OpenCode"), toWire(SandboxType::OpenCode));
+        m_type->addItem(QStringLiteral("Codex"), toWire(SandboxType::Codex));
     }
     updateRows();
 }

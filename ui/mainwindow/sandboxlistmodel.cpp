@@ -2,6 +2,8 @@
 
 #include "../common/uistyle.h"
 
+#include <protocol/sandboxenums.h>
+
 #include <QFont>
 #include <QSet>
 
@@ -22,9 +24,9 @@ SandboxListModel::~SandboxListModel() = default;
 
 SandboxListModel::Group SandboxListModel::groupFor(const SandboxInfo &sandbox)
 {
-    if (sandbox.kind == QLatin1String("agent"))
+    if (fromWire<SandboxKind>(sandbox.kind) == SandboxKind::Agent)
         return AgentsGroup;
-    if (sandbox.kind == QLatin1String("database"))
+    if (fromWire<SandboxKind>(sandbox.kind) == SandboxKind::Database)
         return DatabasesGroup;
     return OtherGroup;
 }

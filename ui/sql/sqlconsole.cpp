@@ -11,6 +11,7 @@
 
 #include <client/client.h>
 #include <client/rowfeed.h>
+#include <protocol/sandboxenums.h>
 
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -398,7 +399,7 @@ void SqlConsole::runNext()
     static const QRegularExpression
         plainExplain(QStringLiteral("^(\\s*EXPLAIN)(\\s+ANALY[SZ]E)?(?=\\s+[^\\s(])"),
                      QRegularExpression::CaseInsensitiveOption);
-    if (m_editor->dialect() == QLatin1String("postgres")) {
+    if (fromWire<SandboxType>(m_editor->dialect()) == SandboxType::Postgres) {
         if (const auto m = plainExplain.match(sql); m.hasMatch()) {
             const QString prefix = m.captured(1) + QStringLiteral(" (FORMAT JSON")
                                    + (m.captured(2).isEmpty() ? QString()

@@ -2,6 +2,8 @@
 
 #include "../common/uistyle.h"
 
+#include <protocol/sandboxenums.h>
+
 #include <Qsci/qsciabstractapis.h>
 #include <Qsci/qscilexersql.h>
 
@@ -180,9 +182,10 @@ void SqlEditor::setDialect(const QString &engine)
 {
     m_dialect = engine;
     QByteArray words = kCommon;
-    words += engine == QLatin1String("sqlite")   ? kSqlite
-             : engine == QLatin1String("duckdb") ? kDuckdb
-                                                 : kPostgres;
+    const SandboxType server = fromWire<SandboxType>(engine);
+    words += server == SandboxType::Sqlite   ? kSqlite
+             : server == SandboxType::DuckDb ? kDuckdb
+                                             : kPostgres;
     m_lexer->words = words;
     setLexer(m_lexer); // re-reads the keyword lists
     rebuildCompletion();

@@ -11,6 +11,8 @@
 #include <network/networkview.h>
 #include <sql/sqlconsole.h>
 
+#include <protocol/sandboxenums.h>
+
 #include <QVBoxLayout>
 
 #include <functional>
@@ -81,8 +83,8 @@ public:
         // The hosted widget's minimum size must not squeeze the sidebar and the file pane: the
         // document area takes what the window's splitters give it.
         setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
-        const QString status = context.sandbox.status;
-        if (status != QLatin1String("sleeping") && status != QLatin1String("stopped"))
+        const SandboxStatus status = fromWire<SandboxStatus>(context.sandbox.status);
+        if (status != SandboxStatus::Sleeping && status != SandboxStatus::Stopped)
             makeWidget();
     }
     QString title() const override { return m_title; }
@@ -113,7 +115,10 @@ public:
     QString id() const override { return QStringLiteral("agent-session"); }
     QString title() const override { return QObject::tr("Agent"); }
     Area area() const override { return Area::Documents; }
-    bool appliesTo(const SandboxInfo &s) const override { return s.kind == QLatin1String("agent"); }
+    bool appliesTo(const SandboxInfo &s) const override
+    {
+        return fromWire<SandboxKind>(s.kind) == SandboxKind::Agent;
+    }
     int order() const override { return 0; }
     SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override
     {
@@ -148,7 +153,7 @@ public:
     Area area() const override { return Area::Documents; }
     bool appliesTo(const SandboxInfo &s) const override
     {
-        return s.kind == QLatin1String("database");
+        return fromWire<SandboxKind>(s.kind) == SandboxKind::Database;
     }
     int order() const override { return 0; }
     SandboxPage *create(const SandboxPageContext &context, QWidget *parent) const override

@@ -14,7 +14,8 @@ namespace Sandbox::Ui {
 //       QString id() const override { return QStringLiteral("sql-console"); }
 //       QString title() const override { return tr("SQL"); }
 //       Area area() const override { return Area::Documents; }
-//       bool appliesTo(const SandboxInfo &s) const override { return s.kind == "database"; }
+//       bool appliesTo(const SandboxInfo &s) const override
+//       { return fromWire<SandboxKind>(s.kind) == SandboxKind::Database; }
 //       SandboxPage *create(const SandboxPageContext &c, QWidget *parent) const override
 //       { return new SqlConsolePage(c, parent); }
 //   };

@@ -7,6 +7,8 @@
 #include "../doctor/limitsbadge.h"
 #include "../editor/editorpage.h"
 
+#include <protocol/sandboxenums.h>
+
 #include <QJsonArray>
 #include <QLabel>
 #include <QSplitter>
@@ -97,7 +99,7 @@ SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
     connect(&m_filesTimer, &QTimer::timeout, this, &SandboxWorkspace::notifyFilesChanged);
     // A database's files are its server's (its SQL console has the schema beside it): the file
     // pane starts collapsed there (Ctrl+B shows it).
-    if (sandbox.kind == QLatin1String("database")) {
+    if (fromWire<SandboxKind>(sandbox.kind) == SandboxKind::Database) {
         m_sideSizes = {220, 900};
         m_horizontal->setSizes({0, 1120});
     } else {
@@ -105,7 +107,7 @@ SandboxWorkspace::SandboxWorkspace(Client *client, const SandboxInfo &sandbox,
     }
     // A database's SQL console (results included) gets most of the height; an agent's console
     // shares it with the documents.
-    if (sandbox.kind == QLatin1String("database"))
+    if (fromWire<SandboxKind>(sandbox.kind) == SandboxKind::Database)
         m_vertical->setSizes({640, 100});
     else
         m_vertical->setSizes({420, 300});
