@@ -465,6 +465,16 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
             if (!state->streamId.isEmpty())
                 m_streams->setSinkOwner(state->streamId, c.connection);
             *c.onCancel = [state] { state->cancel(); };
+            // A stream's output is paced by the connection that follows it (PROTOCOL.md, "Flow
+            // control"): the engine holds a bounded amount of it, however slowly that reads.
+            QJsonObject execRequest = request;
+            if (!state->streamId.isEmpty()) {
+                execRequest.insert(QStringLiteral("window"), true);
+                m_streams->setWindow(state->streamId, [state](qint64 bytes) {
+                    if (state->channel && state->execId)
+                        state->channel->acknowledge(state->execId, quint32(bytes));
+                });
+            }
 
             const auto onOutput = [this, state](int channel, QByteArrayView bytes) {
                 if (!state->streamId.isEmpty())
@@ -506,7 +516,7 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
                     m_streams->end(state->streamId, {{QStringLiteral("result"), result}});
                 reply(QJsonValue(result));
             };
-            state->execId = state->channel->request(request, {}, onReply, onOutput);
+            state->execId = state->channel->request(execRequest, {}, onReply, onOutput);
             if (hasStdin) {
                 if (!stdinBytes.isEmpty())
                     state->channel->sendStdin(state->execId, stdinBytes);

@@ -42,6 +42,8 @@ RpcSession::RpcSession(QWebSocket *socket, QString keyId, Methods *methods, Stre
     m_drainTimer.setSingleShot(true);
     connect(&m_drainTimer, &QTimer::timeout, this, &RpcSession::drain);
     connect(m_socket, &QWebSocket::bytesWritten, this, [this] {
+        // Streams whose program waits for this connection (StreamHub::setWindow).
+        m_streams->drained(this);
         if (m_waitingForWrites && m_socket->bytesToWrite() < PauseAtUnsentBytes) {
             m_waitingForWrites = false;
             drain();

@@ -184,6 +184,7 @@ quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &da
         p.pty = json.value(QStringLiteral("pty")).isObject();
         if (p.pty)
             p.maxOutput = std::numeric_limits<quint64>::max();
+        p.windowed = p.pty || json.value(QStringLiteral("window")).toBool();
         deadlineMs = p.timeoutMs > 0 ? p.timeoutMs + kGraceMs : -1; // -1: until cancelled
     } else if (p.op == QLatin1String("readFile") || p.op == QLatin1String("list")) {
         p.maxResponse = kLargeResponse;
@@ -258,7 +259,7 @@ void SupervisorChannel::markTimedOut(quint32 id)
 void SupervisorChannel::acknowledge(quint32 id, quint32 bytes)
 {
     const auto it = m_pending.find(id);
-    if (it == m_pending.end() || !it->pty || bytes == 0)
+    if (it == m_pending.end() || !it->windowed || bytes == 0)
         return;
     it->unacknowledged -= qMin<quint64>(it->unacknowledged, bytes);
     char payload[4];
@@ -487,13 +488,13 @@ void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payl
             return violation(QStringLiteral("a descriptor on output of request %1").arg(id));
         const auto it = m_pending.find(id);
         const int channel = type == FrameType::Stdout ? 1 : 2;
-        if (it->pty) {
-            // A terminal has one output, sent only while the window has room.
-            if (channel != 1)
-                return violation(QStringLiteral("STDERR for terminal %1").arg(id));
+        // A terminal has one output. Windowed output is sent only while the window has room.
+        if (it->pty && channel != 1)
+            return violation(QStringLiteral("STDERR for terminal %1").arg(id));
+        if (it->windowed) {
             it->unacknowledged += quint64(payload.size());
             if (it->unacknowledged > SupervisorWire::PtyWindowBytes)
-                return violation(QStringLiteral("output of terminal %1 beyond its window").arg(id));
+                return violation(QStringLiteral("output of exec %1 beyond its window").arg(id));
         }
         quint64 &sent = it->sent[channel - 1];
         const quint64 room = it->maxOutput - qMin(sent, it->maxOutput);

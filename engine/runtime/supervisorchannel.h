@@ -85,7 +85,8 @@ public:
     void cancel(quint32 id);
     // The engine killed exec `id` at its timeout: its answer says timedOut whatever it claims.
     void markTimedOut(quint32 id);
-    // A PTY exec's output bytes passed on (WINDOW).
+    // Output bytes of a windowed exec (a terminal, or an exec asked with `window`) passed on
+    // (WINDOW).
     void acknowledge(quint32 id, quint32 bytes);
     // Bytes queued for the supervisor that it has not read yet.
     qint64 pendingWriteBytes() const;
@@ -123,7 +124,8 @@ private:
         bool timedOut = false;
         bool truncated = false;
         quint64 maxOutput = 0;
-        bool pty = false;           // an exec on a terminal: output bounded by its window
+        bool pty = false;           // an exec on a terminal (its output is bounded by a window)
+        bool windowed = false;      // output bounded by a window: a terminal, or `window`
         quint64 unacknowledged = 0; // its output received and not yet acknowledged (WINDOW)
         quint64 sent[2] = {0, 0};
         qint64 timeoutMs = 0;

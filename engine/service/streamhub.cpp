@@ -50,6 +50,8 @@ struct StreamHub::Stream
     std::vector<Watcher> watchers; // other connections that follow it (stream.watch)
     std::function<void()> cancel;
     std::function<QJsonObject()> terminal;
+    std::function<void(qint64)> acknowledge; // setWindow()
+    qint64 unacknowledged = 0;
     QByteArray carry[3];      // unfinished UTF-8 sequences per channel
     qint64 carriedAt[3] = {}; // when each began to wait (StreamHub::m_clock, ms)
 
@@ -162,6 +164,8 @@ void StreamHub::output(const QString &streamId, int channel, QByteArrayView byte
     if (it == m_streams.end() || it->second->done || bytes.isEmpty())
         return;
     Stream &s = *it->second;
+    if (s.acknowledge)
+        s.unacknowledged += bytes.size(); // acknowledged once they are on their way
     // Chunks end at UTF-8 boundaries whatever the encoding, so that every connection, JSON or
     // binary, sees the same chunks under the same seq.
     const quint8 ch = channel == 2 ? 2 : 1;
@@ -181,10 +185,49 @@ void StreamHub::output(const QString &streamId, int channel, QByteArrayView byte
         if (!m_carryTimer.isActive())
             m_carryTimer.start(m_limits.carryHoldMs);
     }
-    if (complete == 0)
+    if (complete > 0) {
+        ++s.lastSeq;
+        publish(s, outputEntry(s, ch, std::move(chunk), prefix));
+    }
+    acknowledgeIfRoom(s);
+}
+
+void StreamHub::acknowledgeIfRoom(Stream &s)
+{
+    if (!s.acknowledge || s.unacknowledged == 0)
         return;
-    ++s.lastSeq;
-    publish(s, outputEntry(s, ch, std::move(chunk), prefix));
+    if (s.sink) {
+        const auto probe = m_probes.constFind(s.owner);
+        if (probe != m_probes.constEnd() && (*probe)() > kClientHighWater) {
+            m_windowWaiting.insert(s.id);
+            return;
+        }
+    }
+    m_windowWaiting.remove(s.id);
+    s.acknowledge(std::exchange(s.unacknowledged, 0));
+}
+
+void StreamHub::setWindow(const QString &streamId, std::function<void(qint64)> acknowledge)
+{
+    const auto it = m_streams.find(streamId);
+    if (it != m_streams.end() && !it->second->done)
+        it->second->acknowledge = std::move(acknowledge);
+}
+
+void StreamHub::drained(const void *owner)
+{
+    if (m_windowWaiting.isEmpty())
+        return;
+    const QSet<QString> waiting = m_windowWaiting;
+    for (const QString &id : waiting) {
+        const auto it = m_streams.find(id);
+        if (it == m_streams.end()) {
+            m_windowWaiting.remove(id);
+            continue;
+        }
+        if (it->second->owner == owner || !it->second->sink)
+            acknowledgeIfRoom(*it->second);
+    }
 }
 
 qsizetype StreamHub::framePrefix(const Stream &s)
@@ -283,6 +326,8 @@ void StreamHub::end(const QString &streamId, const QJsonObject &fields)
     s.endedAt = QDateTime::currentDateTimeUtc();
     s.cancel = nullptr;
     s.terminal = nullptr;
+    s.acknowledge = nullptr;
+    m_windowWaiting.remove(s.id);
     publish(s, Entry{0, std::move(n)});
     s.watchers.clear();
 }
@@ -335,6 +380,7 @@ Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString 
         for (qint64 seq = qMax(after + 1, first); seq <= s.lastSeq; ++seq)
             deliver(s, seq, s.backlog[size_t(seq - first)], sink, s.owner);
         s.sink = sink;
+        acknowledgeIfRoom(s); // a window that waited for the connection before
     };
     return r;
 }
@@ -423,6 +469,7 @@ void StreamHub::detach(const void *owner)
         if (s->owner == owner) {
             s->sink = nullptr;
             s->owner = nullptr;
+            acknowledgeIfRoom(*s); // nobody follows it now: the program runs on
         }
         std::erase_if(s->watchers, [owner](const Stream::Watcher &w) { return w.owner == owner; });
     }

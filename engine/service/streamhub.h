@@ -86,6 +86,17 @@ public:
     void setBinarySink(const void *owner, Sink binary);
     // The unsent bytes of the connection the stream goes to; -1 when no connection follows it.
     qint64 sinkBacklog(const QString &streamId) const;
+
+    // A stream whose producer waits for its reader (an exec's output window, PROTOCOL.md "Flow
+    // control"): the output bytes it got are passed to `acknowledge` as soon as the connection
+    // that follows the stream has at most kClientHighWater bytes unsent — at once while nobody
+    // follows it (its backlog keeps the last of the output and the program runs on). So a
+    // client that reads slowly slows the program down instead of the engine holding its output.
+    static constexpr qint64 kClientHighWater = 2 * 1024 * 1024;
+    void setWindow(const QString &streamId, std::function<void(qint64 bytes)> acknowledge);
+    // The connection (a sink owner) sent some of what it had queued: windows waiting for it may
+    // open.
+    void drained(const void *owner);
     // A terminal stream: `describe` ({cols, rows, modes}) goes into the answers of
     // stream.resume as `terminal` (also in a -32009's data), so that a client can restore it.
     void setTerminal(const QString &streamId, std::function<QJsonObject()> describe);
@@ -103,6 +114,7 @@ private:
     static qsizetype framePrefix(const Stream &s);
     static Entry outputEntry(const Stream &s, quint8 channel, QByteArray bytes, qsizetype prefix);
     void flushCarry(Stream &s, int channel);
+    void acknowledgeIfRoom(Stream &s);
     void flushStaleCarries();
     void sweep();
 
@@ -110,7 +122,8 @@ private:
     std::unordered_map<QString, std::unique_ptr<Stream>> m_streams;
     QHash<const void *, std::function<qint64()>> m_probes;
     QHash<const void *, Sink> m_binarySinks;
-    QSet<QString> m_carrying; // streams holding an unfinished character
+    QSet<QString> m_carrying;      // streams holding an unfinished character
+    QSet<QString> m_windowWaiting; // streams whose window waits for their connection
     QTimer m_carryTimer;
     QElapsedTimer m_clock;
 };

@@ -102,6 +102,8 @@ void ExecRunner::start(uint32_t id, const json &req)
     const bool hasPty = req.contains("pty") && !req["pty"].is_null();
     const Pty::Spec ptySpec = hasPty ? Pty::parse(req["pty"]) : Pty::Spec{};
     const bool wantStdin = optionalBool(req, "stdin") && !hasPty;
+    // Output paced by its reader (PROTOCOL.md, "Flow control"): always for a terminal.
+    const bool windowed = hasPty || optionalBool(req, "window");
     if (hasPty) {
         spec.pty = true;
         spec.env.emplace_back("TERM", ptySpec.term);
@@ -193,6 +195,7 @@ void ExecRunner::start(uint32_t id, const json &req)
     e.control = control[1];
     e.maxOutput = hasPty ? UINT64_MAX : maxOutput; // a terminal is bounded by its window
     e.pty = hasPty;
+    e.windowed = windowed;
     e.started = Clock::now();
     if (timeoutMs > 0)
         e.deadline = e.started + std::chrono::milliseconds(timeoutMs);
@@ -245,7 +248,7 @@ bool ExecRunner::acknowledge(uint32_t id, std::string_view payload)
     if (it == m_execs.end())
         return true;
     uint32_t bytes = 0;
-    if (!it->second.pty || !Pty::decodeWindow(payload, &bytes))
+    if (!it->second.windowed || !Pty::decodeWindow(payload, &bytes))
         return false;
     Exec &e = it->second;
     e.unacked -= std::min<uint64_t>(e.unacked, bytes);
@@ -271,7 +274,7 @@ void ExecRunner::collectPollFds(std::vector<pollfd> &fds)
     for (const auto &[id, e] : m_execs) {
         if (e.out >= 0 && e.windowOpen())
             add(e.out, POLLIN, id, Slot::Out);
-        if (e.err >= 0)
+        if (e.err >= 0 && e.windowOpen())
             add(e.err, POLLIN, id, Slot::Err);
         if (e.status >= 0)
             add(e.status, POLLIN, id, Slot::Status);
@@ -351,7 +354,7 @@ void ExecRunner::readOutput(Exec &e, bool isStderr)
     int &fd = isStderr ? e.err : e.out;
     char *buf = m_readBuffer.data();
     size_t want = m_readBuffer.size();
-    if (e.pty)
+    if (e.windowed)
         want = size_t(
             std::min<uint64_t>(want, Pty::kWindowBytes - std::min(e.unacked, Pty::kWindowBytes)));
     if (want == 0)
@@ -365,8 +368,6 @@ void ExecRunner::readOutput(Exec &e, bool isStderr)
             closeFd(e.in);
         return;
     }
-    if (e.pty)
-        e.unacked += uint64_t(n);
     uint64_t &sent = e.sent[isStderr ? 1 : 0];
     const size_t allowed = size_t(
         std::min<uint64_t>(uint64_t(n), e.maxOutput - std::min(sent, e.maxOutput)));
@@ -374,6 +375,8 @@ void ExecRunner::readOutput(Exec &e, bool isStderr)
         m_channel.send(isStderr ? FrameType::Stderr : FrameType::Stdout, e.id,
                        {std::string_view(buf, allowed)});
         sent += allowed;
+        if (e.windowed)
+            e.unacked += allowed; // what is dropped (over maxOutputBytes) is never acknowledged
     }
     if (allowed < size_t(n))
         e.truncated = true; // the rest is read and dropped

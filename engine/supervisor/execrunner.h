@@ -49,9 +49,10 @@ public:
     void start(uint32_t id, const nlohmann::json &req);
     void feedStdin(uint32_t id, std::string_view data);
     void cancel(uint32_t id);
-    // PTY execs: a RESIZE frame's and a WINDOW frame's payload. False when `id` is a running exec
-    // without a terminal or the payload is malformed (a protocol error); an exec that already
-    // finished is no error (the frame crossed its RESPONSE).
+    // A RESIZE frame's payload (PTY execs) and a WINDOW frame's (PTY execs and execs with
+    // `window`). False when `id` is a running exec without a terminal (RESIZE) or without a window
+    // (WINDOW), or the payload is malformed (a protocol error); an exec that already finished is
+    // no error (the frame crossed its RESPONSE).
     bool resize(uint32_t id, std::string_view payload);
     bool acknowledge(uint32_t id, std::string_view payload);
 
@@ -83,9 +84,10 @@ private:
         Clock::time_point exited;
         bool reaperLost = false;
         bool timedOut = false, cancelled = false, killSent = false;
-        bool pty = false;     // out is the terminal's master, in a duplicate of it
-        uint64_t unacked = 0; // PTY output sent and not yet acknowledged by WINDOW frames
-        bool windowOpen() const { return !pty || unacked < Pty::kWindowBytes; }
+        bool pty = false;      // out is the terminal's master, in a duplicate of it
+        bool windowed = false; // output waits for WINDOW frames (a terminal, or `window`)
+        uint64_t unacked = 0;  // output sent and not yet acknowledged by WINDOW frames
+        bool windowOpen() const { return !windowed || unacked < Pty::kWindowBytes; }
     };
     enum class Slot { Signal, Out, Err, Status, In };
     struct PollSlot

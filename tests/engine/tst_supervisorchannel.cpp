@@ -120,6 +120,7 @@ private slots:
     void violations_data();
     void violations();
     void outputIsCountedByTheEngine();
+    void windowedOutputIsBoundedByItsWindow();
     void connectAnswerCarriesTheSocket();
     void badDescriptors_data();
     void badDescriptors();
@@ -243,6 +244,39 @@ void tst_SupervisorChannel::violations()
     QTRY_VERIFY(later->answered);
     QVERIFY(!later->reply.ok());
     QCOMPARE(failed.size(), 1);
+}
+
+// An exec asked with `window` (its output streamed to a client) may have at most the window
+// (1 MiB) of output unacknowledged, stdout and stderr together: a supervisor that sends more ends
+// the sandbox, as a terminal's would.
+void tst_SupervisorChannel::windowedOutputIsBoundedByItsWindow()
+{
+    auto outcome = std::make_shared<Outcome>();
+    const quint32 id = send({{u"op"_s, u"exec"_s},
+                             {u"shell"_s, u"cat big"_s},
+                             {u"maxOutputBytes"_s, 8 * 1024 * 1024},
+                             {u"window"_s, true}},
+                            outcome);
+    QSignalSpy failed(m_channel.get(), &SupervisorChannel::failed);
+    // A full window, half of it on stderr, a frame at a time (what the socket holds: the test's
+    // writes block); then acknowledged in part, and that part sent again.
+    const QByteArray chunk(64 * 1024, 'y');
+    const int frames = int(SupervisorWire::PtyWindowBytes / chunk.size());
+    for (int i = 0; i < frames; ++i) {
+        m_peer->send(i % 2 ? Stderr : Stdout, id, chunk);
+        QTRY_COMPARE(outcome->out.size() + outcome->err.size(), (i + 1) * chunk.size());
+    }
+    m_channel->acknowledge(id, quint32(chunk.size()));
+    m_peer->send(Stdout, id, chunk);
+    QTRY_COMPARE(outcome->out.size() + outcome->err.size(), (frames + 1) * chunk.size());
+    QVERIFY(m_channel->isReady());
+    // One byte past it.
+    m_peer->send(Stdout, id, "y"_ba);
+    QVERIFY(failed.wait(5000));
+    QVERIFY2(failed.first().first().toString().contains(u"beyond its window"_s),
+             qPrintable(failed.first().first().toString()));
+    QTRY_VERIFY(outcome->answered);
+    QCOMPARE(outcome->reply.error().code, ErrorCode::SandboxError);
 }
 
 void tst_SupervisorChannel::watchEventsArePassedOnChecked()

@@ -225,6 +225,24 @@ public:
         }
     }
 
+    // The next frame of `id`, whatever its type.
+    std::optional<Frame> nextFrame(quint32 id, int timeoutMs)
+    {
+        QElapsedTimer timer;
+        timer.start();
+        for (;;) {
+            for (auto it = m_frames.begin(); it != m_frames.end(); ++it) {
+                if (it->id == id) {
+                    const Frame f = *it;
+                    m_frames.erase(it);
+                    return f;
+                }
+            }
+            if (!pump(timeoutMs - int(timer.elapsed())))
+                return std::nullopt;
+        }
+    }
+
     // The next EVENT of `id`, as JSON.
     QJsonObject waitEvent(quint32 id, int timeoutMs = 10000)
     {
@@ -352,6 +370,7 @@ private slots:
     void execStdin();
     void outputCap_data();
     void outputCap();
+    void windowedOutputWaitsForItsReader();
     void killsWholeTree_data();
     void killsWholeTree();
     void backgroundProcess_data();
@@ -959,6 +978,47 @@ void TestSupervisor::outputCap()
     QCOMPARE(r.out.size(), expectedStdout);
     QCOMPARE(r.err.size(), expectedStderr);
     QCOMPARE(r.json[u"truncated"].toBool(), truncated);
+}
+
+// With `window` (the engine asks it for output it streams to a client), an exec's output goes
+// out only as fast as the engine acknowledges it: never more than the window (1 MiB, stdout and
+// stderr together) ahead, and all of it, in order, once acknowledged.
+void TestSupervisor::windowedOutputWaitsForItsReader()
+{
+    constexpr qsizetype window = 1024 * 1024;
+    const quint32 id = m_client->request(compact(
+        {{u"op"_s, u"exec"_s},
+         {u"shell"_s, u"head -c 3145728 /dev/zero; head -c 2097152 /dev/zero | tr '\\0' e >&2"_s},
+         {u"maxOutputBytes"_s, 8 * 1024 * 1024},
+         {u"timeoutMs"_s, 60000},
+         {u"window"_s, true}}));
+    QByteArray out, err;
+    qsizetype acknowledged = 0;
+    QJsonObject answer;
+    while (answer.isEmpty()) {
+        const auto f = m_client->nextFrame(id, 15000);
+        QVERIFY2(f, "the exec stalled");
+        if (f->type == Response)
+            answer = QJsonDocument::fromJson(f->payload).object();
+        else if (f->type == Stdout)
+            out += f->payload;
+        else if (f->type == Stderr)
+            err += f->payload;
+        const qsizetype received = out.size() + err.size();
+        QVERIFY2(received <= acknowledged + window,
+                 qPrintable(
+                     u"%1 bytes received, %2 acknowledged"_s.arg(received).arg(acknowledged)));
+        if (received == acknowledged + window) { // full: nothing comes until it is acknowledged
+            char payload[4];
+            qToLittleEndian<quint32>(quint32(window), payload);
+            m_client->send(Window, id, QByteArray(payload, 4));
+            acknowledged += window;
+        }
+    }
+    QCOMPARE(answer[u"exitCode"].toInt(), 0);
+    QCOMPARE(out, QByteArray(3 * window, '\0'));
+    QCOMPARE(err, QByteArray(2 * window, 'e'));
+    QCOMPARE(answer[u"truncated"].toBool(), false);
 }
 
 void TestSupervisor::killsWholeTree_data()

@@ -14,6 +14,8 @@ enum : quint8 {
     Request = 1,
     Stdin = 2,
     Cancel = 3,
+    Resize = 4,
+    Window = 5,
     Response = 16,
     Stdout = 17,
     Stderr = 18,
