@@ -74,7 +74,7 @@ bool makeUndumpable()
     return ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0;
 }
 
-bool restrictChild(pid_t supervisor)
+std::vector<sock_filter> childFilter(pid_t supervisor)
 {
     enum { Native, Deny, NoSys, Kill, FirstArg, ThreadArgs, Fcntl, Ioctl, SetOwn };
     const uint32_t sup = uint32_t(supervisor);
@@ -142,8 +142,12 @@ bool restrictChild(pid_t supervisor)
     p.place(NoSys);
     p.ret(nosys);
 
-    std::vector<sock_filter> code = p.finish();
-    sock_fprog prog{uint16_t(code.size()), code.data()};
+    return p.finish();
+}
+
+bool installFilter(const std::vector<sock_filter> &filter)
+{
+    sock_fprog prog{uint16_t(filter.size()), const_cast<sock_filter *>(filter.data())};
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return false;
     return ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0;

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <linux/filter.h>
 #include <sys/types.h>
+#include <vector>
 
 // What the supervisor does to itself and to what it starts so that the code it runs cannot reach
 // it: no core dumps, ptrace or /proc/PID/{mem,fd} access (non-dumpable), and a seccomp filter,
@@ -10,12 +12,17 @@ namespace Guard {
 // PR_SET_DUMPABLE 0 for the calling process. False (errno set) on failure.
 bool makeUndumpable();
 
-// Installs, in the calling process (a command about to exec), a filter that makes kill(), tkill(),
+// The filter for a command the supervisor starts: it makes kill(), tkill(),
 // tgkill(), rt_(tg)sigqueueinfo() and pidfd_open() aimed at `supervisor` (or at the sandbox's
 // init, pid 1, or at everyone, kill(-1)) fail with EPERM; pidfd_send_signal() fails with ENOSYS
 // (a /proc/PID directory fd is a pidfd too), as do the ways to hand a process's SIGIO to another
 // (F_SETOWN at the supervisor, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP). Needs no_new_privs (bwrap
-// sets it). False (errno set) on failure.
-bool restrictChild(pid_t supervisor);
+// sets it).
+std::vector<sock_filter> childFilter(pid_t supervisor);
+
+// Installs `filter` in the calling process (a command about to exec). Allocates nothing, so that
+// a child that shares its parent's memory until it execs can call it. False (errno set) on
+// failure.
+bool installFilter(const std::vector<sock_filter> &filter);
 
 } // namespace Guard

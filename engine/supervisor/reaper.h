@@ -19,7 +19,7 @@ struct ReaperSpec
     int cwdFd = -1;     // O_PATH directory fd, or -1 with cwdErrno set
     int cwdErrno = 0;
     std::string cwdPath;
-    pid_t supervisor = 0; // > 0: the command gets Guard::restrictChild(supervisor)
+    pid_t supervisor = 0; // > 0: the command gets Guard::childFilter(supervisor)
     // stdin, stdout and stderr are a terminal's slave: the command gets a new session with it
     // as its controlling terminal.
     bool pty = false;
@@ -40,7 +40,10 @@ private:
     explicit Reaper(pid_t command)
         : m_command(command)
     {}
-    [[noreturn]] static void execCommand(const ReaperSpec &spec);
+    struct Launch;
+    static Launch prepare(const ReaperSpec &spec);
+    static pid_t spawn(Launch &launch);
+    [[noreturn]] static void execCommand(const Launch &launch);
     [[noreturn]] void loop(int signalFd);
     bool reap(bool block); // true when no child is left
     void killTree();
