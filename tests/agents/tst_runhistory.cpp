@@ -8,10 +8,13 @@
 #include "mockmodelserver.h"
 #include "testclient.h"
 
+#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTest>
+
+#include <sqlite3.h>
 
 using Sandbox::Mocks::MockModelServer;
 
@@ -25,6 +28,28 @@ QString claudeBinary()
 QString dump(const QJsonObject &o)
 {
     return QString::fromUtf8(QJsonDocument(o).toJson());
+}
+
+// The events of a running run that the engine's run store has committed to runs.db, read as
+// another SQLite connection sees them (read only); -1 when there is no such run yet.
+qint64 committedEventsOfRunningRun(const QString &dataDir)
+{
+    const QByteArray path = QFile::encodeName(dataDir + QStringLiteral("/runs.db"));
+    sqlite3 *db = nullptr;
+    qint64 count = -1;
+    if (sqlite3_open_v2(path.constData(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+        sqlite3_stmt *s = nullptr;
+        if (sqlite3_prepare_v2(db,
+                               "SELECT event_count FROM runs WHERE status = 'running'"
+                               " ORDER BY started_at DESC LIMIT 1",
+                               -1, &s, nullptr)
+                == SQLITE_OK
+            && sqlite3_step(s) == SQLITE_ROW)
+            count = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    return count;
 }
 
 } // namespace
@@ -350,8 +375,8 @@ void tst_RunHistory::runTheEngineDiedUnderIsInterrupted()
                                   {QStringLiteral("params"), params}})
             .toJson(QJsonDocument::Compact));
     QTRY_VERIFY_WITH_TIMEOUT(!m_rpc.notifications.isEmpty(), 60000);
-    // The session event has come; give the store its flush.
-    QTest::qWait(500);
+    // The session event has come; the kill comes once the store has committed it.
+    QTRY_VERIFY_WITH_TIMEOUT(committedEventsOfRunningRun(m_dataDir) >= 1, 10000);
     m_engine.kill9();
     QVERIFY2(startEngine(), qPrintable(m_engine.log()));
     const QJsonObject newest = m_rpc

@@ -1,5 +1,6 @@
 // sandboxd with real bubblewrap sandboxes: exec, streams, files, isolation, limits, keys.
 #include "engineprocess.h"
+#include "sandboxprocesses.h"
 #include "testclient.h"
 
 #include <QCryptographicHash>
@@ -541,8 +542,9 @@ void tst_Sandboxd::forkBombIsContained()
                                                {QStringLiteral("options"),
                                                 QJsonObject{{QStringLiteral("timeout"), 6000}}}}}})
             .toJson(QJsonDocument::Compact));
-    QTest::qWait(1500);
-    // Meanwhile the engine and another sandbox keep answering.
+    // The bomb is at work (half of its pids.max in use)...
+    QTRY_VERIFY_WITH_TIMEOUT(sandboxProcesses(bomb).size() >= 64, 5000);
+    // ...meanwhile the engine and another sandbox keep answering.
     const QJsonObject other = exec(m_id, QStringLiteral("echo still here"));
     QCOMPARE(other.value(QStringLiteral("stdout")).toString(), QStringLiteral("still here\n"));
     QCOMPARE(httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/health"))), {}).status,

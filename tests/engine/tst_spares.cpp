@@ -21,21 +21,26 @@ QJsonArray spares(RpcTestClient &rpc)
     return rpc.result(QStringLiteral("engine.pool"), {}).value(QStringLiteral("spares")).toArray();
 }
 
-// The id of the engine's one spare of this size once it is up (empty if none comes).
-QString readySpare(RpcTestClient &rpc, const QString &size)
+// The id of the engine's spare of this size (other than `besides`) once it is up (empty if none
+// comes within 30 s).
+QString readySpare(RpcTestClient &rpc, const QString &size, const QString &besides = {})
 {
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < 30000) {
-        for (const QJsonValue &v : spares(rpc)) {
-            const QJsonObject s = v.toObject();
-            if (s.value(QStringLiteral("size")).toString() == size
-                && s.value(QStringLiteral("ready")).toBool())
-                return s.value(QStringLiteral("id")).toString();
-        }
-        QTest::qWait(20);
-    }
-    return {};
+    QString ready;
+    (void)QTest::qWaitFor(
+        [&] {
+            for (const QJsonValue &v : spares(rpc)) {
+                const QJsonObject s = v.toObject();
+                const QString id = s.value(QStringLiteral("id")).toString();
+                if (s.value(QStringLiteral("size")).toString() == size
+                    && s.value(QStringLiteral("ready")).toBool() && id != besides) {
+                    ready = id;
+                    return true;
+                }
+            }
+            return false;
+        },
+        30000);
+    return ready;
 }
 
 QString create(RpcTestClient &rpc, const QJsonObject &extra)
@@ -112,15 +117,16 @@ void tst_Spares::aSpareMadeBeforeItsCliIsReplaced()
     QCOMPARE(run(rpc, second,
                  QStringLiteral("test -x /opt/agent/node_modules/.bin/codex && echo cli")),
              QStringLiteral("cli"));
-    QString fresh;
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < 30000 && (fresh.isEmpty() || fresh == stale)) {
-        fresh = readySpare(rpc, QStringLiteral("lite"));
-        if (fresh == stale)
-            QTest::qWait(50);
-    }
-    QVERIFY2(!fresh.isEmpty() && fresh != stale, "the spare made before the CLI was kept");
+    const QString fresh = readySpare(rpc, QStringLiteral("lite"), stale);
+    QVERIFY2(!fresh.isEmpty(), "no spare with the CLI came");
+    const auto staleKept = [&rpc, &stale] {
+        for (const QJsonValue &v : spares(rpc)) {
+            if (v.toObject().value(QStringLiteral("id")).toString() == stale)
+                return true;
+        }
+        return false;
+    };
+    QVERIFY2(!staleKept(), "the spare made before the CLI was kept");
     const QString third = create(rpc, lite);
     QCOMPARE(third, fresh);
     QCOMPARE(run(rpc, third,

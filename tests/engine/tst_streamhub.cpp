@@ -94,7 +94,7 @@ void tst_StreamHub::steadyOutputKeepsHoldingOnlyTheLastPartialCharacter()
     hub.output(id, 1, "\xc3");
     written += "\xc3";
     while (clock.elapsed() < 300) { // a read every ~10 ms, each ending inside a character
-        QTest::qWait(10);
+        QTest::qWait(10);           // on purpose: the reads are spread over time
         hub.output(id, 1, "\xa9x\xc3");
         written += "\xa9x\xc3";
     }

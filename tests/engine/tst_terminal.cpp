@@ -10,6 +10,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTest>
 
 #include <csignal>
@@ -106,21 +107,25 @@ QString tst_Terminal::open(RpcTestClient &client, const QJsonValue &command, int
                                                              {QStringLiteral("rows"), rows}}}}}}}};
     client.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
     // The first notification names the stream: a `terminal` event.
-    QDeadlineTimer deadline(20000);
-    while (!deadline.hasExpired()) {
-        for (const QJsonObject &n : client.notifications) {
-            const QJsonObject p = n.value(QStringLiteral("params")).toObject();
-            if (p.value(QStringLiteral("requestId")).toInt() == requestId
-                && n.value(QStringLiteral("method")).toString() == QLatin1String("stream.event")) {
+    QString streamId;
+    (void)QTest::qWaitFor(
+        [&] {
+            for (const QJsonObject &n : client.notifications) {
+                const QJsonObject p = n.value(QStringLiteral("params")).toObject();
+                if (p.value(QStringLiteral("requestId")).toInt() != requestId
+                    || n.value(QStringLiteral("method")).toString() != QLatin1String("stream.event"))
+                    continue;
                 const QJsonObject e = p.value(QStringLiteral("event")).toObject();
                 if (e.value(QStringLiteral("type")).toString() == QLatin1String("terminal")
-                    && e.value(QStringLiteral("cols")).toInt() == cols)
-                    return p.value(QStringLiteral("streamId")).toString();
+                    && e.value(QStringLiteral("cols")).toInt() == cols) {
+                    streamId = p.value(QStringLiteral("streamId")).toString();
+                    return true;
+                }
             }
-        }
-        QTest::qWait(20);
-    }
-    return {};
+            return false;
+        },
+        20000);
+    return streamId;
 }
 
 QByteArray tst_Terminal::output(const RpcTestClient &client, const QString &streamId) const
@@ -138,12 +143,8 @@ QByteArray tst_Terminal::output(const RpcTestClient &client, const QString &stre
 bool tst_Terminal::waitFor(const RpcTestClient &client, const QString &streamId,
                            const QByteArray &text, int timeoutMs)
 {
-    QDeadlineTimer deadline(timeoutMs);
-    while (!deadline.hasExpired()) {
-        if (output(client, streamId).contains(text))
-            return true;
-        QTest::qWait(20);
-    }
+    if (QTest::qWaitFor([&] { return output(client, streamId).contains(text); }, timeoutMs))
+        return true;
     qWarning().noquote() << "terminal output so far:" << output(client, streamId).right(2000);
     return false;
 }
@@ -178,9 +179,10 @@ void tst_Terminal::shellRunsOnATerminal()
     QVERIFY(waitFor(m_rpc, s, "/dev/pts/"));
     QVERIFY(waitFor(m_rpc, s, "term=xterm-256color"));
     QVERIFY(waitFor(m_rpc, s, "\r\ninteractive"));
-    // Ctrl-C reaches the foreground program through the terminal, not the shell.
-    type(m_rpc, s, "sleep 600\r");
-    QTest::qWait(300);
+    // Ctrl-C reaches the foreground program through the terminal, not the shell. The program
+    // says when it runs (the sum shows only once evaluated, not in the echo of the line typed).
+    type(m_rpc, s, "sh -c 'echo started-$((40+1)); exec sleep 600'\r");
+    QVERIFY(waitFor(m_rpc, s, "started-41"));
     type(m_rpc, s, "\x03");
     type(m_rpc, s, "echo after-$((40+2))\r");
     QVERIFY(waitFor(m_rpc, s, "after-42"));
@@ -277,8 +279,10 @@ void tst_Terminal::resumeHandsBackTheModes()
                                            .toObject()
                                            .value(QStringLiteral("seq"))
                                            .toDouble()));
+    // The engine has seen the connection go once the close handshake is done.
+    QSignalSpy gone(first.socket(), &QWebSocket::disconnected);
     first.socket()->close();
-    QTest::qWait(200);
+    QVERIFY(gone.size() == 1 || gone.wait(10000));
 
     // Output made while nobody follows is kept and replayed on resume, after `lastSeq`.
     RpcTestClient second;
@@ -372,7 +376,8 @@ void tst_Terminal::slowClientStallsTheProgramNotTheEngine()
     const qint64 before = rssKb(m_engine.pid());
     ::kill(pid_t(ctl.processId()), SIGSTOP);
     // The stopped client's socket buffers fill; the engine stops acknowledging; the
-    // supervisor stops reading; `tr` blocks. Meanwhile the engine stays small.
+    // supervisor stops reading; `tr` blocks. Meanwhile the engine stays small: time passes on
+    // purpose, for whatever the engine would buffer to pile up.
     QTest::qWait(6000);
     const qint64 during = rssKb(m_engine.pid());
     QVERIFY2(during - before < 64 * 1024,

@@ -399,17 +399,17 @@ void tst_Channel::forkBombDiesAtTheTimeout()
     QCOMPARE(result.value(QStringLiteral("timedOut")).toBool(), timesOut);
     qInfo("fork bomb with a 3 s timeout answered after %lld ms", timer.elapsed());
     // Once its timeout has passed, the sandbox runs commands again.
-    QDeadlineTimer deadline(30000);
     QString alive;
-    while (!deadline.hasExpired() && alive != QLatin1String("alive\n")) {
-        alive = exec(m_rpc, id, QStringLiteral("echo alive"), 10000)
-                    .value(QStringLiteral("result"))
-                    .toObject()
-                    .value(QStringLiteral("stdout"))
-                    .toString();
-        if (alive != QLatin1String("alive\n"))
-            QTest::qWait(200);
-    }
+    (void)QTest::qWaitFor(
+        [&] {
+            alive = exec(m_rpc, id, QStringLiteral("echo alive"), 10000)
+                        .value(QStringLiteral("result"))
+                        .toObject()
+                        .value(QStringLiteral("stdout"))
+                        .toString();
+            return alive == QLatin1String("alive\n");
+        },
+        30000);
     qInfo("the sandbox answered again %lld ms after the bomb started", timer.elapsed());
     probe.stop();
     QCOMPARE(alive, QStringLiteral("alive\n"));
@@ -441,27 +441,28 @@ void tst_Channel::cancelKillsTheWholeTree()
             .toJson(QJsonDocument::Compact));
     // The first answer carries the stream id (or the exec's notifications name it).
     QString streamId;
-    QDeadlineTimer deadline(60000);
-    while (streamId.isEmpty() && !deadline.hasExpired()) {
-        QTest::qWait(100);
-        for (const QJsonObject &n : std::as_const(m_rpc.notifications)) {
-            const QString s = n.value(QStringLiteral("params"))
-                                  .toObject()
-                                  .value(QStringLiteral("streamId"))
-                                  .toString();
-            if (!s.isEmpty())
-                streamId = s;
-        }
-        for (const QJsonValue &m : std::as_const(m_rpc.messages)) {
-            const QString s = m.toObject()
-                                  .value(QStringLiteral("result"))
-                                  .toObject()
-                                  .value(QStringLiteral("streamId"))
-                                  .toString();
-            if (!s.isEmpty())
-                streamId = s;
-        }
-    }
+    (void)QTest::qWaitFor(
+        [&] {
+            for (const QJsonObject &n : std::as_const(m_rpc.notifications)) {
+                const QString s = n.value(QStringLiteral("params"))
+                                      .toObject()
+                                      .value(QStringLiteral("streamId"))
+                                      .toString();
+                if (!s.isEmpty())
+                    streamId = s;
+            }
+            for (const QJsonValue &m : std::as_const(m_rpc.messages)) {
+                const QString s = m.toObject()
+                                      .value(QStringLiteral("result"))
+                                      .toObject()
+                                      .value(QStringLiteral("streamId"))
+                                      .toString();
+                if (!s.isEmpty())
+                    streamId = s;
+            }
+            return !streamId.isEmpty();
+        },
+        60000);
     if (streamId.isEmpty())
         QSKIP("this engine names no stream before the exec ends");
     QTest::qWait(1500); // the bomb fills pids.max

@@ -506,14 +506,16 @@ void tst_HostPaths::deletedWhileBusyCleansUpFully()
     QCOMPARE(loopDevicesBelow(state), 1);
 
     // A long exec in flight while the sandbox is deleted.
+    const QByteArray inFlight = "sleep 600."
+                                + QByteArray::number(QRandomGenerator::global()->bounded(1000000));
     const QJsonObject busy{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
                            {QStringLiteral("id"), 7001},
                            {QStringLiteral("method"), QStringLiteral("agents.exec")},
-                           {QStringLiteral("params"),
-                            QJsonObject{{QStringLiteral("id"), id},
-                                        {QStringLiteral("command"), QStringLiteral("sleep 600")}}}};
+                           {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), id},
+                                                                  {QStringLiteral("command"),
+                                                                   QString::fromLatin1(inFlight)}}}};
     m_rpc.sendText(QJsonDocument(busy).toJson(QJsonDocument::Compact));
-    QTest::qWait(300);
+    QTRY_VERIFY_WITH_TIMEOUT(processesWith(inFlight) >= 1, 10000);
     HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
     probe.start();
     const QJsonObject deleted = m_rpc.call(QStringLiteral("agents.delete"),
@@ -522,6 +524,7 @@ void tst_HostPaths::deletedWhileBusyCleansUpFully()
     // The exec in flight is answered (an error: its sandbox is gone), not left hanging.
     QVERIFY(!answerTo(7001, 10000).isEmpty());
     QTRY_COMPARE_WITH_TIMEOUT(processesWith(marker), 0, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(processesWith(inFlight), 0, 10000);
     for (const QString &controller : QDir(QStringLiteral("/sys/fs/cgroup")).entryList(QDir::Dirs))
         QVERIFY2(!QFileInfo::exists(
                      QStringLiteral("/sys/fs/cgroup/%1/sandboxd/%2").arg(controller, id)),
@@ -854,7 +857,7 @@ void tst_HostPaths::fileApiHugeDirectoriesKeepTheSupervisorAnswering()
                                        {QStringLiteral("recursive"), true}}}};
     clock.restart();
     m_rpc.sendText(QJsonDocument(del).toJson(QJsonDocument::Compact));
-    QTest::qWait(50);
+    QTest::qWait(50); // on purpose: the deletion is under way when the echo comes
     // While it deletes, the supervisor still answers.
     QElapsedTimer echo;
     echo.start();

@@ -237,7 +237,7 @@ void tst_AgentSessionView::sendShowsTheRunLive()
     // For a look by a person: SANDBOX_SCREENSHOT_DIR=DIR saves the view as it is now.
     if (const QString dir = qEnvironmentVariable("SANDBOX_SCREENSHOT_DIR"); !dir.isEmpty()) {
         m_view->transcript()->toggleExpanded(int(call));
-        QTest::qWait(200);
+        QTest::qWait(200); // on purpose: the expanded row's deferred layout settles for the picture
         m_view->grab().save(dir + QStringLiteral("/agent-session-view.png"));
     }
 
@@ -290,11 +290,11 @@ void tst_AgentSessionView::changesShowTheTurnRevertAndComment()
             const QString suffix = at.width() > 1000 ? QStringLiteral("large")
                                                      : QStringLiteral("small");
             m_view->setPalette(light);
-            QTest::qWait(150);
+            QTest::qWait(150); // on purpose, for the picture: deferred layouts and repaints settle
             m_view->grab().save(dir + QStringLiteral("/cockpit-diff-light-") + suffix
                                 + QStringLiteral(".png"));
             m_view->setPalette(Style::darkPalette());
-            QTest::qWait(150);
+            QTest::qWait(150); // on purpose, as above
             m_view->grab().save(dir + QStringLiteral("/cockpit-diff-dark-") + suffix
                                 + QStringLiteral(".png"));
         }
@@ -852,7 +852,7 @@ void tst_AgentSessionView::theProblemBarAllowsTheHostAndSetsTheKey()
     for (const bool dark : {false, true}) {
         const QPalette light = QApplication::palette();
         QApplication::setPalette(dark ? Style::darkPalette() : light);
-        QTest::qWait(30);
+        QTest::qWait(30); // on purpose: the palette's repaint lands before the picture
         QVERIFY(dialog->grab().save(
             QStringLiteral(SANDBOX_BINARY_DIR "/artefacts/agent-modelkey-dialog-%1.png")
                 .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))));

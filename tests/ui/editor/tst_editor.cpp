@@ -107,7 +107,7 @@ private Q_SLOTS:
                  QByteArray("# Notes\nmine\n"));
 
         // Reload takes theirs.
-        QTest::qWait(1100);
+        QTest::qWait(1100); // on purpose, as above: the next write's mtime is surely newer
         QVERIFY(m_engine.exec(m_sandbox.id, QStringLiteral("echo theirs > notes.md")));
         page->editor()->append(QStringLiteral("unsaved\n"));
         page->setConflictHandler(

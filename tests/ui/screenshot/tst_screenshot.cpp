@@ -455,7 +455,10 @@ private Q_SLOTS:
         QVERIFY(
             UiTest::waitFor([&] { return page.isRunning() && !page.session()->streamId().isEmpty(); },
                             15000));
-        QTest::qWait(500);
+        // The shell is ready for input once its prompt shows.
+        QVERIFY(
+            UiTest::waitFor([&] { return !page.view()->screen().screenText().trimmed().isEmpty(); },
+                            15000));
         page.view()->setFocus();
         QTest::keyClicks(page.view(), QStringLiteral("htop"));
         QTest::keyClick(page.view(), Qt::Key_Return);
@@ -586,7 +589,7 @@ private Q_SLOTS:
         // The big window shows the runs per day too.
         if (size.width() >= 1920)
             dashboard->byDayButton()->setChecked(true);
-        QTest::qWait(300);
+        QTest::qWait(300); // on purpose: deferred layouts (column widths, By day) settle first
         QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
         const QImage shot = window.grab().toImage();
         QApplication::setPalette(before);

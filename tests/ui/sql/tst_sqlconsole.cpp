@@ -2,6 +2,7 @@
 // statement, NULL apart from '', EXPLAIN as text, errors marked in the editor, the schema tree
 // and completion, history kept across restarts, run under the cursor, cancel.
 #include "engineprocess.h"
+#include "testclient.h"
 #include "uitest.h"
 
 #include <client/client.h>
@@ -19,6 +20,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QHeaderView>
+#include <QJsonArray>
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -196,13 +198,32 @@ void tst_SqlConsole::historyIsKeptAndSearchable()
 
 void tst_SqlConsole::cancelStopsARunningStatement()
 {
+    // The server's view, from a connection of its own: backends that run the sleep now.
+    RpcTestClient server;
+    QVERIFY(server.open(m_engine.wsUrl(), m_engine.key()));
+    const auto activeSleeps = [&server, this] {
+        return server
+            .result(QStringLiteral("databases.query"),
+                    {{QStringLiteral("id"), m_id},
+                     {QStringLiteral("rowMode"), QStringLiteral("array")},
+                     {QStringLiteral("sql"),
+                      QStringLiteral("SELECT count(*) FROM pg_stat_activity WHERE query LIKE "
+                                     "'%pg_sleep(30)%' AND state = 'active' AND pid <> "
+                                     "pg_backend_pid()")}})
+            .value(QStringLiteral("rows"))
+            .toArray()
+            .at(0)
+            .toArray()
+            .at(0)
+            .toInt(-1);
+    };
     QSignalSpy finished(m_console, &SqlConsole::runFinished);
     m_console->editor()->setText(QStringLiteral("SELECT pg_sleep(30)"));
     m_console->runAll();
-    QTest::qWait(600);
+    QTRY_COMPARE_WITH_TIMEOUT(activeSleeps(), 1, 10000);
     QVERIFY(m_console->isRunning());
-    QVERIFY2(m_console->elapsedText().startsWith(QLatin1String("Running")),
-             qPrintable(m_console->elapsedText()));
+    QTRY_VERIFY2(m_console->elapsedText().startsWith(QLatin1String("Running")),
+                 qPrintable(m_console->elapsedText()));
     QElapsedTimer clock;
     clock.start();
     m_console->cancel();
@@ -211,8 +232,8 @@ void tst_SqlConsole::cancelStopsARunningStatement()
     QVERIFY(m_console->resultAt(0)->text().startsWith(QLatin1String("Cancelled")));
     QVERIFY2(!m_console->elapsedText().startsWith(QLatin1String("Done")),
              qPrintable(m_console->elapsedText()));
-    // The server stopped it: the next statement answers at once.
-    QTest::qWait(500);
+    // The server stopped it, and the console's next statement answers at once.
+    QTRY_COMPARE_WITH_TIMEOUT(activeSleeps(), 0, 3000);
     clock.restart();
     QVERIFY(runAndWait(QStringLiteral("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT "
                                       "pg_sleep(30)' AND state = 'active'"),

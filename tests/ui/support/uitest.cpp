@@ -32,7 +32,7 @@ bool shoot(QWidget *widget, const QString &name)
         for (const bool dark : {false, true}) {
             QApplication::setPalette(dark ? Ui::Style::darkPalette() : light);
             widget->resize(size);
-            QTest::qWait(30);
+            QTest::qWait(30); // on purpose: deferred layouts and repaints land before the picture
             ok = ok
                  && widget->grab().save(
                      QStringLiteral(SANDBOX_BINARY_DIR "/artefacts/%1-%2x%3-%4.png")
