@@ -1,19 +1,13 @@
 #include "agenttypes.h"
 
 #include "protocol/fieldreader.h"
+#include "types.h"
 
 #include <cmath>
 
 namespace Sandbox {
 
 namespace {
-
-Error malformed(const QString &object, const QString &field)
-{
-    return Error{ErrorCode::InternalError,
-                 QStringLiteral("malformed %1 from server: field \"%2\"").arg(object, field),
-                 QJsonObject{{QStringLiteral("object"), object}, {QStringLiteral("field"), field}}};
-}
 
 AgentEvent::Type typeOf(const QString &name)
 {
@@ -87,12 +81,14 @@ QStringList AgentNeedsInput::toolNames() const
 
 Result<AgentEvent> AgentEvent::fromJson(const QJsonValue &value)
 {
-    const QJsonObject o = value.toObject();
-    if (!value.isObject() || !o.value(QStringLiteral("type")).isString())
-        return malformed(QStringLiteral("agent event"), QStringLiteral("type"));
+    FieldReader r = FieldReader::answer(value, QStringLiteral("agent event"));
+    const QString typeName = r.string(QStringLiteral("type"));
+    if (!r.ok())
+        return r.error();
+    const QJsonObject &o = r.object();
     AgentEvent e;
     e.raw = o;
-    e.typeName = o.value(QStringLiteral("type")).toString();
+    e.typeName = typeName;
     e.type = typeOf(e.typeName);
     e.turn = o.value(QStringLiteral("turn")).toInt();
     switch (e.type) {
@@ -141,13 +137,13 @@ Result<AgentEvent> AgentEvent::fromJson(const QJsonValue &value)
 
 Result<AgentRunResult> AgentRunResult::fromJson(const QJsonValue &value)
 {
-    const QJsonObject o = value.toObject();
-    if (!value.isObject())
-        return malformed(QStringLiteral("agent run result"), QStringLiteral("(object)"));
-    if (!o.value(QStringLiteral("success")).isBool())
-        return malformed(QStringLiteral("agent run result"), QStringLiteral("success"));
+    FieldReader reader = FieldReader::answer(value, QStringLiteral("agent run result"));
+    const bool success = reader.boolean(QStringLiteral("success"));
+    if (!reader.ok())
+        return reader.error();
+    const QJsonObject &o = reader.object();
     AgentRunResult r;
-    r.success = o.value(QStringLiteral("success")).toBool();
+    r.success = success;
     r.result = o.value(QStringLiteral("result")).toString();
     r.error = o.value(QStringLiteral("error")).toString();
     r.sessionId = o.value(QStringLiteral("sessionId")).toString();
@@ -246,8 +242,10 @@ Result<AgentRunEvents> AgentRunEvents::fromJson(const QJsonValue &value)
     for (const QJsonValue &v : events) {
         const QJsonObject o = v.toObject();
         auto e = AgentEvent::fromJson(o.value(QStringLiteral("event")));
-        if (!e || !o.value(QStringLiteral("seq")).isDouble())
-            return malformed(QStringLiteral("agent run events"), QStringLiteral("events"));
+        if (!e || !o.value(QStringLiteral("seq")).isDouble()) {
+            r.fail(QStringLiteral("events"), QStringLiteral("must hold {seq, event} objects"));
+            return r.error();
+        }
         page.seqs.append(qint64(o.value(QStringLiteral("seq")).toDouble()));
         page.events.append(e.value());
     }
@@ -293,14 +291,13 @@ Result<AgentRunChanges> AgentRunChanges::fromJson(const QJsonValue &value)
     changes.gitRoot = git.value(QStringLiteral("root")).toString();
     changes.gitBranch = git.value(QStringLiteral("branch")).toString();
     changes.gitHead = git.value(QStringLiteral("head")).toString();
-    const QJsonArray files = r.object().value(QStringLiteral("files")).toArray();
     if (!r.ok())
         return r.error();
-    for (const QJsonValue &v : files) {
-        auto f = AgentFileChange::fromJson(v);
-        if (!f)
-            return f.error();
-        changes.files.append(f.value());
+    if (r.has(QStringLiteral("files"))) {
+        auto files = listFromJson<AgentFileChange>(r.object(), QStringLiteral("files"));
+        if (!files)
+            return files.error();
+        changes.files = std::move(files).value();
     }
     return changes;
 }

@@ -1,6 +1,7 @@
 #include "networktypes.h"
 
 #include "protocol/fieldreader.h"
+#include "types.h"
 
 #include <QCoreApplication>
 
@@ -150,14 +151,12 @@ Result<NetworkLog> NetworkLog::fromJson(const QJsonValue &value)
     if (!policy)
         return policy.error();
     log.policy = policy.value();
-    for (const QJsonValue &v : r.array(QStringLiteral("denied"))) {
-        const auto d = NetworkDenial::fromJson(v);
-        if (!d)
-            return d.error();
-        log.denied.append(d.value());
-    }
     if (!r.ok())
         return r.error();
+    auto denied = listFromJson<NetworkDenial>(r.object(), QStringLiteral("denied"));
+    if (!denied)
+        return denied.error();
+    log.denied = std::move(denied).value();
     return log;
 }
 

@@ -14,6 +14,29 @@ Q_LOGGING_CATEGORY(lcRpcSession, "sandboxd.rpc")
 
 namespace Sandbox::Engine {
 
+namespace {
+
+// Where stream.resume and stream.watch pick a stream up: {streamId, after} (docs/protocol.md 2.3).
+struct StreamPosition
+{
+    QString streamId;
+    qint64 after = 0;
+};
+
+Result<StreamPosition> streamPosition(const QJsonObject &params)
+{
+    FieldReader p(params);
+    StreamPosition at;
+    at.streamId = p.requiredString(QStringLiteral("streamId"));
+    at.after = p.optionalInteger(QStringLiteral("after"), 0, 0,
+                                 std::numeric_limits<qint64>::max() / 2);
+    if (p.failed())
+        return p.error();
+    return at;
+}
+
+} // namespace
+
 // Collects the answers of one batch; sends them as one array when the last one is in.
 struct RpcSession::Batch
 {
@@ -341,16 +364,13 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
         return;
     }
     if (m.method == QLatin1String("stream.resume")) {
-        FieldReader p(m.params);
-        const QString streamId = p.requiredString(QStringLiteral("streamId"));
-        const qint64 after = p.optionalInteger(QStringLiteral("after"), 0, 0,
-                                               std::numeric_limits<qint64>::max() / 2);
-        if (p.failed())
-            return reply(p.error());
-        auto r = m_streams->resume(m_keyId, streamId, after, ctx.notify);
+        const auto at = streamPosition(m.params);
+        if (!at)
+            return reply(at.error());
+        auto r = m_streams->resume(m_keyId, at->streamId, at->after, ctx.notify);
         if (!r)
             return reply(r.error());
-        m_streams->setSinkOwner(streamId, this);
+        m_streams->setSinkOwner(at->streamId, this);
         reply(QJsonValue(r->answer));
         r->replay();
         return;
@@ -358,13 +378,10 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
     if (m.method == QLatin1String("stream.watch")) {
         // docs/protocol.md 2.3: follow a stream of this key that another connection started,
         // without taking it from that connection.
-        FieldReader p(m.params);
-        const QString streamId = p.requiredString(QStringLiteral("streamId"));
-        const qint64 after = p.optionalInteger(QStringLiteral("after"), 0, 0,
-                                               std::numeric_limits<qint64>::max() / 2);
-        if (p.failed())
-            return reply(p.error());
-        auto r = m_streams->watch(m_keyId, streamId, after, this, ctx.notify);
+        const auto at = streamPosition(m.params);
+        if (!at)
+            return reply(at.error());
+        auto r = m_streams->watch(m_keyId, at->streamId, at->after, this, ctx.notify);
         if (!r)
             return reply(r.error());
         reply(QJsonValue(r->answer));

@@ -141,6 +141,10 @@ private Q_SLOTS:
 
 private:
     QStringList titles() const;
+    // Creates an agent sandbox through the client and waits for it (an empty id if it failed).
+    SandboxInfo createAgent(const AgentCreateOptions &create);
+    // The test sandbox's file at `path`, as agents.stat answers.
+    Result<FileEntry> stat(const QString &path);
     // Runs `script` in the sandbox (sh -c); its exit code and output.
     std::optional<ExecResult> exec(const QString &script, const QString &cwd = {},
                                    const QString &id = {});
@@ -171,22 +175,32 @@ void tst_AgentSessionView::initTestCase()
         QStringLiteral("127.0.0.1:%1").arg(m_mock.port()));
     create.env = {{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-ant-ui-test-0000")},
                   {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
-    bool done = false;
-    m_client->agents()
-        .create(create, this,
-                [this, &done](Result<SandboxInfo> r) {
-                    done = true;
-                    if (r)
-                        m_sandbox = r.value();
-                })
-        .detach();
-    QTRY_VERIFY_WITH_TIMEOUT(done, 30000);
+    m_sandbox = createAgent(create);
     QVERIFY(!m_sandbox.id.isEmpty());
     m_view = std::make_unique<AgentSessionView>(m_client.get(), m_sandbox);
     m_view->resize(1000, 700);
     m_view->show();
     QVERIFY(QTest::qWaitForWindowExposed(m_view.get()));
     m_view->modelPicker()->setCurrentText(QStringLiteral("claude-sonnet-4-5"));
+}
+
+SandboxInfo tst_AgentSessionView::createAgent(const AgentCreateOptions &create)
+{
+    const auto r = UiTest::call<SandboxInfo>(
+        [&](Callback<SandboxInfo> done) { return m_client->agents().create(create, this, done); },
+        30000);
+    if (!r)
+        qWarning().noquote() << "agents.create:" << r.error().message;
+    return r ? r.value() : SandboxInfo{};
+}
+
+Result<FileEntry> tst_AgentSessionView::stat(const QString &path)
+{
+    return UiTest::call<FileEntry>(
+        [&](Callback<FileEntry> done) {
+            return m_client->agents().stat(m_sandbox.id, path, this, done);
+        },
+        10000);
 }
 
 QStringList tst_AgentSessionView::titles() const
@@ -318,13 +332,7 @@ void tst_AgentSessionView::changesShowTheTurnRevertAndComment()
     QVERIFY(reverted.wait(30000));
     QVERIFY(changes->statusLabel()->text().contains(QLatin1String("deleted")));
     QVERIFY(!changes->revertButton()->isEnabled());
-    std::optional<Result<FileEntry>> stat;
-    m_client->agents()
-        .stat(m_sandbox.id, QStringLiteral("/workspace/ui.txt"), this,
-              [&stat](Result<FileEntry> r) { stat = r; })
-        .detach();
-    QTRY_VERIFY_WITH_TIMEOUT(stat.has_value(), 10000);
-    QCOMPARE(stat->error().code, ErrorCode::NotFound);
+    QCOMPARE(stat(QStringLiteral("/workspace/ui.txt")).error().code, ErrorCode::NotFound);
 
     QSignalSpy finished(m_view.get(), &AgentSessionView::runFinished);
     m_mock.clear();
@@ -391,13 +399,7 @@ void tst_AgentSessionView::allowAndContinueRunsWithTheToolAllowed()
     QVERIFY2(second.success, qPrintable(second.error));
     QVERIFY(!second.needsInput.isNeeded());
     QVERIFY(!m_view->fixButton()->isVisible());
-    std::optional<Result<FileEntry>> stat;
-    m_client->agents()
-        .stat(m_sandbox.id, QStringLiteral("/workspace/allowed.txt"), this,
-              [&stat](Result<FileEntry> r) { stat = r; })
-        .detach();
-    QTRY_VERIFY_WITH_TIMEOUT(stat.has_value(), 10000);
-    QVERIFY(bool(*stat));
+    QVERIFY(stat(QStringLiteral("/workspace/allowed.txt")));
     m_view->permissionPicker()->setCurrentIndex(0);
 }
 
@@ -714,17 +716,7 @@ void tst_AgentSessionView::problemsInTheUsersTermsWithTheirFix()
     create.type = QStringLiteral("claude-code");
     create.size = QStringLiteral("lite");
     create.name = QStringLiteral("offline");
-    SandboxInfo offline;
-    bool done = false;
-    m_client->agents()
-        .create(create, this,
-                [&](Result<SandboxInfo> r) {
-                    done = true;
-                    if (r)
-                        offline = r.value();
-                })
-        .detach();
-    QTRY_VERIFY_WITH_TIMEOUT(done, 30000);
+    const SandboxInfo offline = createAgent(create);
     QVERIFY(!offline.id.isEmpty());
     AgentSessionView view(m_client.get(), offline);
     view.resize(900, 600);
@@ -789,17 +781,7 @@ void tst_AgentSessionView::theProblemBarAllowsTheHostAndSetsTheKey()
     create.size = QStringLiteral("lite");
     create.name = QStringLiteral("keyless");
     create.env = {{QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
-    SandboxInfo keyless;
-    bool done = false;
-    m_client->agents()
-        .create(create, this,
-                [&](Result<SandboxInfo> r) {
-                    done = true;
-                    if (r)
-                        keyless = r.value();
-                })
-        .detach();
-    QTRY_VERIFY_WITH_TIMEOUT(done, 30000);
+    const SandboxInfo keyless = createAgent(create);
     QVERIFY(!keyless.id.isEmpty());
     QVERIFY(keyless.gateway);
     QTemporaryDir keyring;
