@@ -28,6 +28,8 @@ namespace Sandbox::Engine {
 namespace {
 
 const QString kDatabase = QStringLiteral("database");
+// The size of the warm PostgreSQL spares: the create's default.
+const QString kWarmSize = QStringLiteral("standard-1");
 constexpr qint64 kMaxSleepAfterMs = 7LL * 24 * 3600 * 1000;
 
 QStringList databaseTypes()
@@ -73,9 +75,23 @@ DatabaseAdapter::DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QS
         // A spare database sandbox is started up to HELLO (its mounts are the type's); its server
         // starts once a create took it and wrote its settings.
         hooks.poolable = true;
+        if (fromWire<SandboxType>(type) == SandboxType::Postgres)
+            hooks.warmUp = [this](const SandboxRecord &record, SupervisorChannel *channel,
+                                  std::function<void(Result<bool>)> done) {
+                warmUp(record, channel, std::move(done));
+            };
         m_sandboxes->setTypeHooks(type, hooks);
     }
     registerMethods();
+}
+
+void DatabaseAdapter::keepServersReady()
+{
+    m_keepReady = true;
+    const int count = m_sandboxes->config().postgresPool;
+    if (count > 0 && m_template->isReady()
+        && QFile::exists(PostgresBackend::binDir() + QStringLiteral("/postgres")))
+        m_sandboxes->keepWarm({kDatabase, QStringLiteral("postgres"), kWarmSize}, count);
 }
 
 DatabaseAdapter::~DatabaseAdapter()
@@ -142,20 +158,8 @@ DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseS
 {
     DatabaseBackend *backend = nullptr;
     if (fromWire<SandboxType>(s.type) == SandboxType::Postgres) {
-        PostgresBackend::Settings ps;
-        ps.relayDir = m_relayDir.path() + u'/' + id;
-        ps.server = {m_sandboxes->volumeDirOf(id), uid};
-        ps.database = s.database;
-        ps.username = s.username;
-        ps.password = s.password;
-        ps.initialize = !s.initialized;
-        auto *pg = new PostgresBackend(ps, this);
-        pg->onInitialized = [this, id] {
-            DatabaseSettings done = settingsOf(id);
-            done.initialized = true;
-            done.password.clear();
-            saveSettings(id, done);
-        };
+        PostgresBackend *pg = makePostgres(id, uid);
+        pg->setOwner(s.database, s.username, s.password, !s.initialized);
         backend = pg;
     } else {
         DbHostBackend::Settings ds;
@@ -167,12 +171,37 @@ DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseS
         // costs start-up time).
         ds.threads = qMax(1, int(std::ceil(limits.cpus)));
         backend = new DbHostBackend(ds, this);
+        connect(backend, &DatabaseBackend::serverExited, this, [this, id](const QString &why) {
+            qCWarning(lcDatabases) << "database" << id << "server exited:" << why;
+            m_calls->serverGone(id);
+        });
     }
-    connect(backend, &DatabaseBackend::serverExited, this, [this, id](const QString &why) {
+    return backend;
+}
+
+PostgresBackend *DatabaseAdapter::makePostgres(const QString &id, uid_t uid)
+{
+    PostgresBackend::Settings ps;
+    ps.relayDir = m_relayDir.path() + u'/' + id;
+    ps.server = {m_sandboxes->volumeDirOf(id), uid};
+    auto *pg = new PostgresBackend(ps, this);
+    pg->onInitialized = [this, id] {
+        DatabaseSettings done = settingsOf(id);
+        done.initialized = true;
+        done.password.clear();
+        saveSettings(id, done);
+    };
+    connect(pg, &DatabaseBackend::serverExited, this, [this, id](const QString &why) {
         qCWarning(lcDatabases) << "database" << id << "server exited:" << why;
         m_calls->serverGone(id);
     });
-    return backend;
+    return pg;
+}
+
+uid_t DatabaseAdapter::uidOf(const SandboxRecord &record) const
+{
+    const EngineConfig &config = m_sandboxes->config();
+    return config.dropPrivileges ? config.uidBase + uid_t(record.slot) : ::getuid();
 }
 
 void DatabaseAdapter::startBackend(const QString &id, DatabaseBackend *backend,
@@ -194,14 +223,14 @@ void DatabaseAdapter::afterStart(const SandboxRecord &record, SupervisorChannel 
 {
     if (DatabaseBackend *old = m_backends.take(record.id))
         old->deleteLater();
+    if (PostgresBackend *warm = m_standby.take(record.id))
+        return handOut(record, warm, std::move(done));
     const DatabaseSettings s = settingsOf(record.id);
     if (!databaseTypes().contains(s.type))
         return done(Error{ErrorCode::SandboxError,
                           QStringLiteral("the database's settings are missing"),
                           {}});
-    const EngineConfig &config = m_sandboxes->config();
-    const uid_t uid = config.dropPrivileges ? config.uidBase + uid_t(record.slot) : ::getuid();
-    DatabaseBackend *backend = makeBackend(record.id, s, uid,
+    DatabaseBackend *backend = makeBackend(record.id, s, uidOf(record),
                                            SandboxManager::limitsFor(record.size));
     m_backends.insert(record.id, backend);
     const QString id = record.id;
@@ -213,6 +242,55 @@ void DatabaseAdapter::afterStart(const SandboxRecord &record, SupervisorChannel 
         }
         done(r);
     });
+}
+
+void DatabaseAdapter::warmUp(const SandboxRecord &record, SupervisorChannel *channel,
+                             std::function<void(Result<bool>)> done)
+{
+    if (PostgresBackend *old = m_standby.take(record.id))
+        old->deleteLater();
+    // The template's own names until a create takes it: nobody's yet.
+    PostgresBackend *pg = makePostgres(record.id, uidOf(record));
+    pg->setOwner(QLatin1String(PostgresBackend::kTemplateDatabase),
+                 QLatin1String(PostgresBackend::kTemplateRole), {}, true);
+    pg->setStandby(true);
+    m_standby.insert(record.id, pg);
+    const QString id = record.id;
+    QPointer<PostgresBackend> guard(pg);
+    pg->start(channel, [this, id, guard, done](Result<bool> r) {
+        if (!r && guard && m_standby.value(id) == guard) {
+            m_standby.remove(id);
+            guard->deleteLater();
+        }
+        done(r);
+    });
+}
+
+void DatabaseAdapter::handOut(const SandboxRecord &record, PostgresBackend *server,
+                              std::function<void(Result<bool>)> done)
+{
+    const QString id = record.id;
+    const DatabaseSettings s = settingsOf(id);
+    if (fromWire<SandboxType>(s.type) != SandboxType::Postgres) {
+        server->deleteLater();
+        return done(Error{ErrorCode::SandboxError,
+                          QStringLiteral("the database's settings are missing"),
+                          {}});
+    }
+    m_backends.insert(id, server);
+    QElapsedTimer clock;
+    clock.start();
+    QPointer<PostgresBackend> guard(server);
+    server->handOut(s.database, s.username, s.password,
+                    [this, id, guard, clock, done](Result<bool> r) {
+                        if (r && guard)
+                            m_startupMs.insert(id, clock.elapsed());
+                        if (!r && guard && m_backends.value(id) == guard) {
+                            m_backends.remove(id);
+                            guard->deleteLater();
+                        }
+                        done(r);
+                    });
 }
 
 void DatabaseAdapter::beforeStop(const SandboxRecord &record, std::function<void()> done)
@@ -232,6 +310,8 @@ void DatabaseAdapter::removed(const SandboxRecord &record)
     m_calls->removed(record.id);
     if (DatabaseBackend *backend = m_backends.take(record.id))
         backend->deleteLater();
+    if (PostgresBackend *warm = m_standby.take(record.id))
+        warm->deleteLater();
     m_startupMs.remove(record.id);
 }
 
@@ -418,6 +498,11 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
             if (!r)
                 return reply(r.error());
             QJsonObject out = decorate(*r);
+            // The template is there now: from now on the engine keeps a server ready.
+            if (m_keepReady
+                && fromWire<SandboxType>(out.value(QStringLiteral("type")).toString())
+                       == SandboxType::Postgres)
+                keepServersReady();
             // The original API's getStartupTime(): from the request to a server that answers.
             out.insert(QStringLiteral("startupTimeMs"), double(clock.elapsed()));
             reply(QJsonValue(out));

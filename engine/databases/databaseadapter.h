@@ -19,6 +19,7 @@ namespace Sandbox::Engine {
 
 class DatabaseBackend;
 class DatabaseMethods;
+class PostgresBackend;
 class PostgresTemplate;
 class SandboxManager;
 class SupervisorChannel;
@@ -45,6 +46,10 @@ public:
     // Builds what new databases start from (the PostgreSQL template cluster) now rather than at
     // the first create: `sandboxd --prepare postgres` in an image.
     void prepareTemplates(QObject *context, std::function<void(Result<bool>)> done);
+    // Keeps PostgreSQL servers started ahead of demand (EngineConfig::postgresPool, warm spares)
+    // once the data dir has the template: at once if it has, else after the first PostgreSQL
+    // create built it (an engine that never had one spends nothing on PostgreSQL).
+    void keepServersReady();
 
     // DatabaseHost
     Result<const SqlDialect *> dialectOf(const QString &keyId, const QString &id) const override;
@@ -65,11 +70,20 @@ private:
                     std::function<void(Result<bool>)> done);
     void beforeStop(const SandboxRecord &record, std::function<void()> done);
     void removed(const SandboxRecord &record);
+    // A warm spare's PostgreSQL server, started from the template with its names, kept idle for
+    // the next create (docs/protocol.md 6.4).
+    void warmUp(const SandboxRecord &record, SupervisorChannel *channel,
+                std::function<void(Result<bool>)> done);
+    // The create that took a warm spare gets its server, with the create's names and password.
+    void handOut(const SandboxRecord &record, PostgresBackend *server,
+                 std::function<void(Result<bool>)> done);
 
     void startBackend(const QString &id, DatabaseBackend *backend, SupervisorChannel *channel,
                       std::function<void(Result<bool>)> done);
     DatabaseBackend *makeBackend(const QString &id, const DatabaseSettings &settings, uid_t uid,
                                  const ResourceLimits &limits);
+    PostgresBackend *makePostgres(const QString &id, uid_t uid);
+    uid_t uidOf(const SandboxRecord &record) const;
     // Keeps database `id` awake until the token ends.
     ActivityToken activity(const QString &id);
 
@@ -84,6 +98,8 @@ private:
     QTemporaryDir m_relayDir{QDir::tempPath() + QStringLiteral("/sandboxd-XXXXXX")};
     PostgresTemplate *m_template;                 // owned (child)
     QHash<QString, DatabaseBackend *> m_backends; // owned (children), by sandbox id
+    QHash<QString, PostgresBackend *> m_standby;  // owned (children): warm spares' servers, by id
+    bool m_keepReady = false;                     // keepServersReady() was called
     QHash<QString, qint64> m_startupMs;           // by sandbox id: the last start's time to ready
     DatabaseMethods *m_calls;                     // owned (child)
 };

@@ -159,6 +159,34 @@ PostgresBackend::~PostgresBackend()
     m_cursors.clear();
 }
 
+void PostgresBackend::setOwner(const QString &database, const QString &username,
+                               const QString &password, bool initialize)
+{
+    m_settings.database = database;
+    m_settings.username = username;
+    m_settings.password = password;
+    m_settings.initialize = initialize;
+}
+
+void PostgresBackend::handOut(const QString &database, const QString &username,
+                              const QString &password, std::function<void(Result<bool>)> done)
+{
+    setOwner(database, username, password, true);
+    m_settings.standby = false;
+    QPointer<PgConnection> admin = std::exchange(m_standbyAdmin, nullptr);
+    if (m_alive && admin && admin->isOpen() && !admin->property("sandboxDropped").toBool())
+        return initialize(admin, std::move(done));
+    if (admin)
+        drop(admin);
+    if (m_alive) // the connection broke, the server may still be there
+        return waitUntilReady(QDateTime::currentMSecsSinceEpoch() + kReadyTimeoutMs,
+                              std::move(done));
+    if (!m_channel)
+        return done(
+            Error{ErrorCode::SandboxError, QStringLiteral("the database's sandbox went away"), {}});
+    start(m_channel, std::move(done));
+}
+
 void PostgresBackend::start(SupervisorChannel *channel, std::function<void(Result<bool>)> done)
 {
     m_channel = channel;
@@ -226,6 +254,23 @@ void PostgresBackend::waitUntilReady(qint64 deadline, std::function<void(Result<
                     self->waitUntilReady(deadline, done);
             });
             return;
+        }
+        if (admin && self->m_settings.standby) {
+            // Up and nobody's: the admin connection waits for handOut(). One connection of the
+            // template's role to its database first builds that database's catalog cache file
+            // (pg_internal.init, kept by the rename), not the owner's first connection.
+            self->m_standbyAdmin = *r;
+            return self->openConnection(false, self->m_settings.database,
+                                        [self, done](Result<PgConnection *> c) {
+                                            if (!self)
+                                                return;
+                                            if (!c) {
+                                                --self->m_open;
+                                                return done(c.error());
+                                            }
+                                            self->drop(*c);
+                                            done(true);
+                                        });
         }
         if (admin)
             return self->initialize(*r, done);
@@ -926,6 +971,8 @@ void PostgresBackend::stop(std::function<void()> done)
     m_stopping = true;
     for (const QString &c : m_cursors.keys())
         closeCursor(c);
+    if (PgConnection *admin = std::exchange(m_standbyAdmin, nullptr))
+        drop(admin);
     const auto idle = m_idle;
     for (PgConnection *c : idle)
         drop(c);
@@ -953,6 +1000,8 @@ void PostgresBackend::serverGone(const QString &why)
     m_alive = false;
     for (const QString &c : m_cursors.keys())
         closeCursor(c);
+    if (PgConnection *admin = std::exchange(m_standbyAdmin, nullptr))
+        drop(admin);
     const auto idle = m_idle;
     for (PgConnection *c : idle)
         drop(c);

@@ -33,6 +33,9 @@ public:
         QString username;             // the client role (not a superuser)
         QString password;             // set on the role once, at initialisation
         bool initialize = false;      // first start: rename the template's database and role
+        // Started ahead of its owner (a warm spare): start() ends with the server up and the
+        // engine's admin connection kept; handOut() does the first start's renaming.
+        bool standby = false;
         int maxConnections = 8;
     };
 
@@ -46,6 +49,17 @@ public:
 
     // Runs once the first start renamed the database and role (the adapter persists it).
     std::function<void()> onInitialized;
+
+    // Whose database it is (before start()): its names, its password, and whether the template's
+    // are still to be renamed to them (a first start).
+    void setOwner(const QString &database, const QString &username, const QString &password,
+                  bool initialize);
+    void setStandby(bool standby) { m_settings.standby = standby; }
+    // A standby server becomes its owner's as a first start would make it: the template's database
+    // and role get the owner's names and password, then the owner's first connection opens. A
+    // server that went away meanwhile is started again.
+    void handOut(const QString &database, const QString &username, const QString &password,
+                 std::function<void(Result<bool>)> done);
 
     void start(SupervisorChannel *channel, std::function<void(Result<bool>)> done) override;
     void stop(std::function<void()> done) override;
@@ -83,8 +97,9 @@ private:
     bool m_stopping = false;
     ServerProcess *m_server; // owned (child): the server's exec and its log
     std::function<void()> m_onStopped;
-    QList<PgConnection *> m_idle; // owned (children)
-    int m_open = 0;               // connections open or opening
+    QList<PgConnection *> m_idle;          // owned (children)
+    QPointer<PgConnection> m_standbyAdmin; // a standby server's admin connection, kept open
+    int m_open = 0;                        // connections open or opening
     QList<ConnDone> m_waiters;
     QHash<QString, std::shared_ptr<Query>> m_cursors;
     QHash<QString, PgConnection *> m_transactions; // interactive ones, by name (connections owned)

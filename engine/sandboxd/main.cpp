@@ -201,6 +201,12 @@ int main(int argc, char **argv)
                                        "MiB (default 2048)."),
                         QStringLiteral("mib"), QStringLiteral("2048"));
     const QCommandLineOption
+        databasePoolOpt(QStringLiteral("database-pool"),
+                        QStringLiteral("PostgreSQL databases kept started ahead of demand, once "
+                                       "the first one was created in the data dir (default 1; "
+                                       "0: none)."),
+                        QStringLiteral("n"), QStringLiteral("1"));
+    const QCommandLineOption
         sleepAfterOpt(QStringLiteral("sleep-after"),
                       QStringLiteral(
                           "Default idle time before a sandbox sleeps, in ms (default 600000)."),
@@ -257,12 +263,12 @@ int main(int argc, char **argv)
                     QStringLiteral("file"));
     const QCommandLineOption verboseOpt(QStringLiteral("verbose"),
                                         QStringLiteral("Log debug messages."));
-    cli.addOptions({listenOpt,       dataOpt,       supervisorOpt,     noCgroupsOpt,
-                    maxRunningOpt,   maxMemoryOpt,  maxSandboxesOpt,   sparesOpt,
-                    sparesMemoryOpt, sleepAfterOpt, uidBaseOpt,        isolationOpt,
-                    noDiskLimitOpt,  agentsDirOpt,  maxConnectionsOpt, maxPerAddressOpt,
-                    prepareOpt,      egressDnsOpt,  egressHostsOpt,    egressCaOpt,
-                    verboseOpt});
+    cli.addOptions({listenOpt,        dataOpt,         supervisorOpt,   noCgroupsOpt,
+                    maxRunningOpt,    maxMemoryOpt,    maxSandboxesOpt, sparesOpt,
+                    sparesMemoryOpt,  databasePoolOpt, sleepAfterOpt,   uidBaseOpt,
+                    isolationOpt,     noDiskLimitOpt,  agentsDirOpt,    maxConnectionsOpt,
+                    maxPerAddressOpt, prepareOpt,      egressDnsOpt,    egressHostsOpt,
+                    egressCaOpt,      verboseOpt});
     cli.process(app);
     if (!cli.isSet(verboseOpt))
         QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
@@ -333,7 +339,7 @@ int main(int argc, char **argv)
             : CgroupHost::disabled(QStringLiteral("sandboxd was started with --no-cgroups")));
     config.maxRunningPerKey = cli.value(maxRunningOpt).toInt();
     config.maxMemoryMbPerKey = cli.value(maxMemoryOpt).toLongLong();
-    bool countsOk = false, sparesOk = false, sparesMemoryOk = false;
+    bool countsOk = false, sparesOk = false, sparesMemoryOk = false, poolOk = false;
     config.maxSandboxesPerKey = cli.value(maxSandboxesOpt).toInt(&countsOk);
     config.spares = cli.value(sparesOpt).toInt(&sparesOk);
     config.sparesMinAvailableMb = cli.value(sparesMemoryOpt).toLongLong(&sparesMemoryOk);
@@ -343,6 +349,9 @@ int main(int argc, char **argv)
         die(QStringLiteral("--spares wants a number from 0 to 64"));
     if (!sparesMemoryOk || config.sparesMinAvailableMb < 0)
         die(QStringLiteral("--spares-min-available-mb wants a number of MiB"));
+    config.postgresPool = cli.value(databasePoolOpt).toInt(&poolOk);
+    if (!poolOk || config.postgresPool < 0 || config.postgresPool > 16)
+        die(QStringLiteral("--database-pool wants a number from 0 to 16"));
     config.defaultSleepAfterMs = cli.value(sleepAfterOpt).toLongLong();
     if (!QFile::exists(config.supervisorPath))
         die(QStringLiteral("sandbox-supervisor not found at %1 (use --supervisor)")
@@ -417,6 +426,7 @@ int main(int argc, char **argv)
         app.exec();
         return status;
     }
+    databases.keepServersReady();
     ApiServer server(&methods, &streams, &keys);
     QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
     // docs/protocol.md 4.9: every denial goes to the sandbox owner's WebSockets.

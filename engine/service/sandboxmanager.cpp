@@ -92,6 +92,8 @@ struct SandboxManager::Entry
     std::optional<LimitEnforcement> disk;
     QElapsedTimer sinceLaunch; // the start's steps are logged against it (lcStartup)
     bool spare = false;        // started ahead of demand, owned by no key yet (m_spares)
+    bool warm = false;         // a spare whose type's server starts ahead too (keepWarm)
+    bool warmed = false;       // a warm spare's server is up: a create can take it
 };
 
 SandboxManager::SandboxManager(EngineConfig config, Registry *registry, QObject *parent)
@@ -448,7 +450,8 @@ void SandboxManager::fillSpec(const Entry *e, SandboxSpec &spec) const
         spec.volumePool = m_config.dataDir + QStringLiteral("/volumes");
     spec.env = e->rec.env;
     spec.limits = e->limits;
-    spec.spare = e->spare;
+    // A warm spare starts as far as any sandbox does (no owner's environment to wait for).
+    spec.spare = e->spare && !e->warm;
 
     const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
     if (hooks.prepare)
@@ -498,30 +501,13 @@ void SandboxManager::launch(Entry *e)
     e->proc = proc;
     const QString id = e->rec.id;
     connect(proc, &SandboxProcess::ready, this, [this, id] {
+        if (Entry *spare = spareById(id); spare && spare->warm && spare->proc)
+            return warmUp(spare);
         Entry *e = m_entries.value(id);
         if (!e || !e->proc)
             return;
-        QPointer<SandboxProcess> proc = e->proc;
         qCDebug(lcStartup).noquote() << id << "process ready" << spanOf(e->sinceLaunch);
-        // The network first (its listeners), then the type's own start (a database server).
-        const auto afterStart = [this, id, proc](Result<bool> r) {
-            Entry *e = m_entries.value(id);
-            if (!e || !proc || e->proc != proc)
-                return;
-            qCDebug(lcStartup).noquote() << id << "network" << spanOf(e->sinceLaunch);
-            const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
-            if (!r || !hooks.afterStart)
-                return startDone(e, std::move(r));
-            hooks.afterStart(e->rec, e->proc->channel(), [this, id, proc](Result<bool> r) {
-                Entry *e = m_entries.value(id);
-                if (e && proc && e->proc == proc)
-                    startDone(e, std::move(r));
-            });
-        };
-        if (m_network)
-            m_network->attach(e->rec, e->proc->channel(), afterStart);
-        else
-            afterStart(true);
+        attachAndStart(e);
     });
     connect(proc, &SandboxProcess::failed, this, [this, id](const Error &error) {
         Entry *e = m_entries.value(id);
@@ -559,6 +545,64 @@ void SandboxManager::launch(Entry *e)
         setStatus(e, SandboxStatus::Error, reason);
     });
     proc->start();
+}
+
+void SandboxManager::attachAndStart(Entry *e)
+{
+    const QString id = e->rec.id;
+    QPointer<SandboxProcess> proc = e->proc;
+    // The network first (its listeners), then the type's own start (a database server).
+    const auto afterStart = [this, id, proc](Result<bool> r) {
+        Entry *e = m_entries.value(id);
+        if (!e || !proc || e->proc != proc)
+            return;
+        qCDebug(lcStartup).noquote() << id << "network" << spanOf(e->sinceLaunch);
+        const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
+        if (!r || !hooks.afterStart)
+            return startDone(e, std::move(r));
+        hooks.afterStart(e->rec, e->proc->channel(), [this, id, proc](Result<bool> r) {
+            Entry *e = m_entries.value(id);
+            if (e && proc && e->proc == proc)
+                startDone(e, std::move(r));
+        });
+    };
+    if (m_network)
+        m_network->attach(e->rec, e->proc->channel(), afterStart);
+    else
+        afterStart(true);
+}
+
+void SandboxManager::warmUp(Entry *e)
+{
+    const QString id = e->rec.id;
+    qCDebug(lcStartup).noquote() << id << "warm spare up" << spanOf(e->sinceLaunch);
+    const SandboxTypeHooks hooks = m_hooks.value(e->rec.type);
+    if (!hooks.warmUp) {
+        e->warmed = true;
+        return;
+    }
+    QPointer<SandboxProcess> proc = e->proc;
+    hooks.warmUp(e->rec, proc->channel(), [this, id, proc](Result<bool> r) {
+        Entry *e = spareById(id);
+        if (!e || !proc || e->proc != proc)
+            return;
+        if (!r) {
+            qCWarning(lcManager).noquote()
+                << "warm spare" << id << "did not start its server:" << r.error().message;
+            return dropSpare(e);
+        }
+        e->warmed = true;
+        qCDebug(lcStartup).noquote() << id << "warm spare ready" << spanOf(e->sinceLaunch);
+    });
+}
+
+SandboxManager::Entry *SandboxManager::spareById(const QString &id) const
+{
+    for (Entry *e : m_spares) {
+        if (e->rec.id == id)
+            return e;
+    }
+    return nullptr;
 }
 
 void SandboxManager::startDone(Entry *e, Result<bool> r)
@@ -696,10 +740,15 @@ void SandboxManager::create(const CreateSandbox &request, QObject *context, Done
         m_pool.noteCreated(shapeOf(e->rec));
     if (!claimed)
         return launch(e);
-    // The spare's process goes on from HELLO with its owner's environment; the network (the
-    // owner's policy) and the type's start follow as for any start (launch()'s ready()).
     QFile::remove(stateDirOf(id) + u'/' + kSpareMarker);
     e->sinceLaunch.start();
+    if (std::exchange(e->warm, false)) {
+        // Up, and its server too: the owner's network, then the type hands the server over
+        // with the owner's settings (its afterStart).
+        return attachAndStart(e);
+    }
+    // The spare's process goes on from HELLO with its owner's environment; the network (the
+    // owner's policy) and the type's start follow as for any start (launch()'s ready()).
     SandboxSpec spec;
     fillSpec(e, spec);
     e->proc->claim(spec.env);
@@ -730,6 +779,9 @@ SandboxManager::Entry *SandboxManager::takeSpare(const SandboxRecord &wanted)
 {
     for (Entry *e : std::as_const(m_spares)) {
         if (!e->proc || shapeOf(e->rec) != shapeOf(wanted))
+            continue;
+        // A warm one is configured already (an empty environment) and its server must be up.
+        if (e->warm && (!e->warmed || !wanted.env.isEmpty()))
             continue;
         // The spare must be what a new start for this owner would make: the same mounts, /tmp,
         // limits and uid (a type's prepare that read the owner's record would differ here).
@@ -771,12 +823,50 @@ void SandboxManager::refreshSpares()
         refillSpares();
 }
 
+void SandboxManager::keepWarm(const SparePool::Shape &shape, int count)
+{
+    if (!m_config.bubblewrap)
+        count = 0; // --isolation container: one sandbox at a time, no spares
+    for (auto &[s, n] : m_warm) {
+        if (s == shape) {
+            if (std::exchange(n, count) != count)
+                QTimer::singleShot(0, this, [this] { refillSpares(); });
+            return;
+        }
+    }
+    m_warm.append({shape, count});
+    QTimer::singleShot(0, this, [this] { refillSpares(); });
+}
+
 void SandboxManager::refillSpares()
 {
-    const QList<SparePool::Shape> wanted = m_pool.wanted();
+    const bool memoryIsShort = m_pool.memoryIsShort();
+    // Warm spares: as many of each shape as kept (none while memory is short).
+    QList<SparePool::Shape> warmShapes;
+    for (const auto &[shape, count] : std::as_const(m_warm)) {
+        if (count > 0)
+            warmShapes.append(shape);
+        int have = 0;
+        const QList<Entry *> spares = m_spares;
+        for (Entry *e : spares) {
+            if (!e->warm || shapeOf(e->rec) != shape)
+                continue;
+            if (memoryIsShort || have >= count || !spareIsCurrent(e))
+                dropSpare(e);
+            else
+                ++have;
+        }
+        for (; !memoryIsShort && have < count; ++have)
+            spawnSpare(shape, true);
+    }
+    // Cold ones (up to HELLO) for the shapes created recently that are not kept warm.
+    QList<SparePool::Shape> wanted = m_pool.wanted();
+    wanted.removeIf([&warmShapes](const SparePool::Shape &s) { return warmShapes.contains(s); });
     QList<SparePool::Shape> have;
     const QList<Entry *> spares = m_spares;
     for (Entry *e : spares) {
+        if (e->warm)
+            continue;
         const SparePool::Shape shape = shapeOf(e->rec);
         // A spare no create could take any more (its type's start changed since: an agent CLI
         // installed after it started) is replaced, else it would hold its place for nothing.
@@ -787,14 +877,15 @@ void SandboxManager::refillSpares()
     }
     for (const SparePool::Shape &shape : wanted) {
         if (!have.contains(shape))
-            spawnSpare(shape);
+            spawnSpare(shape, false);
     }
 }
 
-void SandboxManager::spawnSpare(const SparePool::Shape &shape)
+void SandboxManager::spawnSpare(const SparePool::Shape &shape, bool warm)
 {
     auto *e = new Entry;
     e->spare = true;
+    e->warm = warm;
     e->rec.id = newSandboxId();
     e->rec.kind = shape.kind;
     e->rec.type = shape.type;
@@ -811,7 +902,8 @@ void SandboxManager::spawnSpare(const SparePool::Shape &shape)
     }
     marker.close();
     m_spares.append(e);
-    qCDebug(lcManager) << "starting a spare" << shape.kind << shape.type << shape.size << id;
+    qCDebug(lcManager) << "starting a" << (warm ? "warm spare" : "spare") << shape.kind
+                       << shape.type << shape.size << id;
     launch(e);
     // Until it is claimed, a spare that ends is forgotten (launch()'s handlers know only the
     // registered sandboxes).
@@ -829,6 +921,8 @@ void SandboxManager::dropSpare(Entry *e)
 {
     m_spares.removeOne(e);
     const QString id = e->rec.id;
+    if (const SandboxTypeHooks hooks = m_hooks.value(e->rec.type); e->warm && hooks.removed)
+        hooks.removed(e->rec); // its server's bookkeeping
     SandboxProcess *proc = std::exchange(e->proc, nullptr);
     delete e;
     if (!proc)
@@ -863,7 +957,9 @@ QJsonObject SandboxManager::pool() const
                                   {QStringLiteral("kind"), e->rec.kind},
                                   {QStringLiteral("type"), e->rec.type},
                                   {QStringLiteral("size"), e->rec.size},
-                                  {QStringLiteral("ready"), e->proc && e->proc->isWaiting()}});
+                                  {QStringLiteral("ready"),
+                                   e->warm ? e->warmed : e->proc && e->proc->isWaiting()},
+                                  {QStringLiteral("warm"), e->warm}});
     return {{QStringLiteral("capacity"), m_pool.capacity()},
             {QStringLiteral("minAvailableMb"), double(m_pool.minAvailableMb())},
             {QStringLiteral("availableMb"), double(m_pool.availableMb())},

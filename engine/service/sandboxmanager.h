@@ -41,8 +41,14 @@ struct SandboxTypeHooks
     std::function<void(const SandboxRecord &record, SupervisorChannel *channel,
                        std::function<void()> done)>
         beforeStop;
-    // Runs when the sandbox is deleted, after it stopped.
+    // Runs when the sandbox is deleted, after it stopped (a warm spare's too, when it is dropped).
     std::function<void(const SandboxRecord &record)> removed;
+    // Starts a warm spare's server ahead of its owner (SandboxManager::keepWarm): runs once the
+    // spare is up, with no owner and no network; `afterStart` then hands that server to the create
+    // that takes the spare. An error drops the spare.
+    std::function<void(const SandboxRecord &record, SupervisorChannel *channel,
+                       std::function<void(Result<bool>)> done)>
+        warmUp;
     // Whether spares of this type may be started ahead of demand (docs/protocol.md 6): true only
     // when `prepare` depends on nothing but the type and the sandbox's own directories. A
     // `created` step (CreateSandbox) still runs for a spare, before `afterStart`.
@@ -70,6 +76,8 @@ struct EngineConfig
     // none while the host's available memory is below sparesMinAvailableMb.
     int spares = 2;
     qint64 sparesMinAvailableMb = 2048;
+    // PostgreSQL databases kept started ahead of demand (warm spares, docs/protocol.md 6.4); 0: none.
+    int postgresPool = 1;
 };
 
 struct CreateSandbox
@@ -113,6 +121,10 @@ public:
     // What a type's start makes changed (its agent CLI was installed): spares made before are
     // replaced by ones made now, so that a create takes a spare again.
     void refreshSpares();
+    // Keeps `count` spares of `shape` whose type's server is started too (its `warmUp` hook), as
+    // long as the host has the spares' memory; made in the background now and again after each
+    // is taken. 0: none. A shape kept warm has no cold spare (one up to HELLO) besides.
+    void keepWarm(const SparePool::Shape &shape, int count);
     // Every sandbox's network (its listeners, rules and environment); null: none at all.
     void setNetwork(SandboxNetwork *network) { m_network = network; }
     // The host directory of a sandbox's own files (the engine's; the sandbox never writes there).
@@ -159,7 +171,7 @@ public:
     QJsonObject quota(const QString &keyId) const;
     QJsonObject counts(const QString &keyId) const;
     // The spares (engine.pool, docs/protocol.md 6): {capacity, minAvailableMb, availableMb,
-    // spares:[{id, kind, type, size, ready}]}.
+    // spares:[{id, kind, type, size, ready, warm}]}.
     QJsonObject pool() const;
 
 Q_SIGNALS:
@@ -187,6 +199,11 @@ private:
     Result<bool> checkQuota(const QString &keyId, const QString &size,
                             const QString &exceptId) const;
     void becameReady(Entry *e);
+    // After the supervisor's `configure`: the network (its listeners), then the type's start.
+    void attachAndStart(Entry *e);
+    // A warm spare is up: its type's server starts (SandboxTypeHooks::warmUp).
+    void warmUp(Entry *e);
+    Entry *spareById(const QString &id) const;
     QJsonObject toJson(const Entry *e) const;
     // Which of a sandbox's limits hold (docs/protocol.md 3.1, `limits.enforcement`).
     LimitsEnforcement enforcementOf(const Entry *e) const;
@@ -203,7 +220,7 @@ private:
     // Whether `e` (a spare) is still what a new start of its shape would make (false: a type's
     // mounts changed since it started, e.g. its agent CLI was installed).
     bool spareIsCurrent(const Entry *e) const;
-    void spawnSpare(const SparePool::Shape &shape);
+    void spawnSpare(const SparePool::Shape &shape, bool warm);
     // Stops a spare (or an entry taken from the pool that could not be registered) and deletes
     // its files; `e` is gone at once.
     void dropSpare(Entry *e);
@@ -215,7 +232,8 @@ private:
     QHash<QString, SandboxTypeHooks> m_hooks;
     SandboxNetwork *m_network = nullptr; // not owned
     SparePool m_pool;
-    QList<Entry *> m_spares; // owned; not in m_entries until claimed
+    QList<Entry *> m_spares;                        // owned; not in m_entries until claimed
+    QList<std::pair<SparePool::Shape, int>> m_warm; // how many warm spares of each shape
     // Watches every sandbox's supervisor channel and log: one descriptor in the event loop
     // however many sandboxes run.
     FdPoller *m_poller = nullptr; // owned (child)

@@ -20,12 +20,15 @@ void SparePool::noteCreated(const Shape &shape)
 
 QList<SparePool::Shape> SparePool::wanted() const
 {
-    if (m_recent.isEmpty())
-        return {};
-    const qint64 available = availableMb();
-    if (available >= 0 && available < m_minAvailableMb)
+    if (m_recent.isEmpty() || memoryIsShort())
         return {};
     return m_recent;
+}
+
+bool SparePool::memoryIsShort() const
+{
+    const qint64 available = availableMb();
+    return available >= 0 && available < m_minAvailableMb;
 }
 
 qint64 SparePool::availableMb() const

@@ -31,6 +31,8 @@ public:
     QList<Shape> wanted() const;
     // The host's MemAvailable in MiB (-1 when it cannot be read).
     qint64 availableMb() const;
+    // Whether the host has less available than the spares need (then there are none).
+    bool memoryIsShort() const;
 
 private:
     int m_capacity;

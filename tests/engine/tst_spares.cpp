@@ -8,6 +8,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -41,6 +42,43 @@ QString readySpare(RpcTestClient &rpc, const QString &size, const QString &besid
         },
         30000);
     return ready;
+}
+
+// The id of a warm spare (its server started too, other than `besides`) once it is ready (empty
+// if none comes within 60 s).
+QString readyWarmSpare(RpcTestClient &rpc, const QString &besides = {})
+{
+    QString ready;
+    (void)QTest::qWaitFor(
+        [&] {
+            for (const QJsonValue &v : spares(rpc)) {
+                const QJsonObject s = v.toObject();
+                const QString id = s.value(QStringLiteral("id")).toString();
+                if (s.value(QStringLiteral("warm")).toBool()
+                    && s.value(QStringLiteral("ready")).toBool() && id != besides) {
+                    ready = id;
+                    return true;
+                }
+            }
+            return false;
+        },
+        60000);
+    return ready;
+}
+
+// One row of a query through the engine, as an array.
+QJsonArray row(RpcTestClient &rpc, const QString &id, const QString &sql)
+{
+    return rpc
+        .result(QStringLiteral("databases.query"),
+                {{QStringLiteral("id"), id},
+                 {QStringLiteral("sql"), sql},
+                 {QStringLiteral("rowMode"), QStringLiteral("array")}},
+                60000)
+        .value(QStringLiteral("rows"))
+        .toArray()
+        .at(0)
+        .toArray();
 }
 
 QString create(RpcTestClient &rpc, const QJsonObject &extra)
@@ -77,6 +115,8 @@ private Q_SLOTS:
     void aSpareGetsItsOwnersSizeAndNetwork();
     void aDatabaseSpareGetsItsOwnersSettings_data();
     void aDatabaseSpareGetsItsOwnersSettings();
+    void aPooledPostgresIsItsOwnersAlone();
+    void aPostgresPoolOfNoneStillCreates();
     void thePoolKeepsToItsCap();
     void noSparesWhenMemoryIsShort();
     void aCrashLeavesNoSpareBehind();
@@ -281,7 +321,8 @@ void tst_Spares::aDatabaseSpareGetsItsOwnersSettings()
     QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
     RpcTestClient rpc;
     QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
-    // The first database of a type starts a spare of it: a sandbox without a server.
+    // The first database of a type starts a spare of it: a sandbox without a server (PostgreSQL's
+    // is warm, its server started with the template's names).
     const QString first = rpc.result(QStringLiteral("databases.create"),
                                      {{QStringLiteral("type"), type}}, 120000)
                               .value(QStringLiteral("id"))
@@ -310,6 +351,122 @@ void tst_Spares::aDatabaseSpareGetsItsOwnersSettings()
                {{QStringLiteral("id"), spare},
                 {QStringLiteral("sql"), QStringLiteral("SELECT * FROM mine")}});
     QCOMPARE(rpc.lastError().value(QStringLiteral("code")).toInt(), -32014);
+}
+
+void tst_Spares::aPooledPostgresIsItsOwnersAlone()
+{
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    // The first PostgreSQL database of a data dir builds the template; from then on the engine
+    // keeps a server started (the pool, default 1).
+    const QString first = rpc.result(QStringLiteral("databases.create"),
+                                     {{QStringLiteral("type"), QStringLiteral("postgres")}}, 120000)
+                              .value(QStringLiteral("id"))
+                              .toString();
+    QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
+    QVERIFY(!rpc.result(QStringLiteral("databases.execute"),
+                        {{QStringLiteral("id"), first},
+                         {QStringLiteral("sql"), QStringLiteral("CREATE TABLE mine(x int)")}})
+                 .isEmpty());
+    const QString warm = readyWarmSpare(rpc);
+    QVERIFY2(!warm.isEmpty(), "no PostgreSQL server was kept ready");
+    QVERIFY(warm != first);
+
+    // The next create takes it: its names, its password, nothing of anyone else's.
+    const QJsonObject created = rpc.result(QStringLiteral("databases.create"),
+                                           {{QStringLiteral("type"), QStringLiteral("postgres")},
+                                            {QStringLiteral("database"), QStringLiteral("shop")},
+                                            {QStringLiteral("username"), QStringLiteral("ann")},
+                                            {QStringLiteral("password"),
+                                             QStringLiteral("an'n's secret")}},
+                                           120000);
+    QCOMPARE(created.value(QStringLiteral("id")).toString(), warm);
+    QCOMPARE(created.value(QStringLiteral("status")).toString(), QStringLiteral("running"));
+    QCOMPARE(created.value(QStringLiteral("database")).toObject(),
+             (QJsonObject{{QStringLiteral("type"), QStringLiteral("postgres")},
+                          {QStringLiteral("database"), QStringLiteral("shop")},
+                          {QStringLiteral("username"), QStringLiteral("ann")}}));
+    QCOMPARE(row(rpc, warm,
+                 QStringLiteral("SELECT current_database()::text, current_user::text, "
+                                "(SELECT string_agg(rolname, ',' ORDER BY rolname) FROM pg_roles "
+                                "WHERE rolcanlogin), (SELECT count(*)::int FROM pg_class c JOIN "
+                                "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = "
+                                "'public'), (SELECT rolsuper FROM pg_roles WHERE rolname = "
+                                "current_user)")),
+             (QJsonArray{QStringLiteral("shop"), QStringLiteral("ann"),
+                         QStringLiteral("ann,sandbox_admin"), 0, false}));
+    rpc.result(QStringLiteral("databases.query"),
+               {{QStringLiteral("id"), warm},
+                {QStringLiteral("sql"), QStringLiteral("TABLE mine")}});
+    QCOMPARE(rpc.lastError().value(QStringLiteral("code")).toInt(), -32014);
+    // Its role has a password, the create's (the template's role has none; a superuser's view, on
+    // the server's own socket).
+    QProcess psql;
+    psql.start(QStringLiteral("psql"),
+               {QStringLiteral("-X"), QStringLiteral("-A"), QStringLiteral("-t"),
+                QStringLiteral("-h"),
+                engine.dataDir() + QStringLiteral("/sandboxes/") + warm
+                    + QStringLiteral("/volume/run"),
+                QStringLiteral("-U"), QStringLiteral("sandbox_admin"), QStringLiteral("-d"),
+                QStringLiteral("template1"), QStringLiteral("-c"),
+                QStringLiteral("SELECT rolpassword LIKE 'SCRAM-SHA-256$%' FROM pg_authid WHERE "
+                               "rolname = 'ann'")});
+    QVERIFY(psql.waitForFinished(30000));
+    QCOMPARE(psql.readAllStandardOutput().trimmed(), QByteArray("t"));
+
+    // The pool makes the next one.
+    QVERIFY2(!readyWarmSpare(rpc, warm).isEmpty(), "the pool was not refilled");
+
+    // It sleeps and wakes as any database: the same names, its data kept.
+    QVERIFY(!rpc.result(QStringLiteral("databases.execute"),
+                        {{QStringLiteral("id"), warm},
+                         {QStringLiteral("sql"),
+                          QStringLiteral("CREATE TABLE t(x int); INSERT INTO t VALUES (7)")}})
+                 .isEmpty());
+    QVERIFY(!rpc.result(QStringLiteral("databases.stop"), {{QStringLiteral("id"), warm}}, 60000)
+                 .isEmpty());
+    QVERIFY2(!rpc.result(QStringLiteral("databases.start"), {{QStringLiteral("id"), warm}}, 60000)
+                  .isEmpty(),
+             qPrintable(QString::fromUtf8(QJsonDocument(rpc.lastError()).toJson())
+                        + engine.log().right(4000)));
+    QCOMPARE(row(rpc, warm, QStringLiteral("SELECT current_user::text, (SELECT x FROM t)")),
+             (QJsonArray{QStringLiteral("ann"), 7}));
+}
+
+void tst_Spares::aPostgresPoolOfNoneStillCreates()
+{
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota
+                          + QStringList{QStringLiteral("--database-pool"), QStringLiteral("0")}),
+             qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    const QString first = rpc.result(QStringLiteral("databases.create"),
+                                     {{QStringLiteral("type"), QStringLiteral("postgres")},
+                                      {QStringLiteral("database"), QStringLiteral("a")}},
+                                     120000)
+                              .value(QStringLiteral("id"))
+                              .toString();
+    QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
+    QCOMPARE(row(rpc, first, QStringLiteral("SELECT current_database()::text")),
+             QJsonArray{QStringLiteral("a")});
+    // No server kept ready: the spare is a sandbox up to HELLO, and the next create starts its
+    // server.
+    const QString spare = readySpare(rpc, QStringLiteral("standard-1"));
+    QVERIFY(!spare.isEmpty());
+    for (const QJsonValue &v : spares(rpc))
+        QVERIFY(!v.toObject().value(QStringLiteral("warm")).toBool());
+    const QString second = rpc.result(QStringLiteral("databases.create"),
+                                      {{QStringLiteral("type"), QStringLiteral("postgres")},
+                                       {QStringLiteral("database"), QStringLiteral("b")}},
+                                      120000)
+                               .value(QStringLiteral("id"))
+                               .toString();
+    QCOMPARE(second, spare);
+    QCOMPARE(row(rpc, second, QStringLiteral("SELECT current_database()::text")),
+             QJsonArray{QStringLiteral("b")});
 }
 
 void tst_Spares::thePoolKeepsToItsCap()
