@@ -27,7 +27,6 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     , m_env(new EnvEditor(this))
     , m_envLabel(new QLabel(tr("Environment:"), this))
     , m_error(new QLabel(this))
-    , m_secretLabel(new QLabel(this))
 {
     setWindowTitle(tr("New Sandbox"));
     auto *layout = new QVBoxLayout(this);
@@ -64,9 +63,6 @@ NewSandboxDialog::NewSandboxDialog(QWidget *parent)
     form->addRow(QString(), m_network);
     form->addRow(QString(), m_networkWarning);
     form->addRow(m_envLabel, m_env);
-    m_secretLabel->setObjectName(QStringLiteral("secretEnv"));
-    m_secretLabel->setWordWrap(true);
-    form->addRow(QString(), m_secretLabel);
     layout->addLayout(form);
     Style::setTextTone(m_error, Style::Tone::Error);
     m_error->setWordWrap(true);
@@ -110,7 +106,6 @@ void NewSandboxDialog::updateRows()
     m_form->setRowVisible(m_network, agent);
     m_form->setRowVisible(m_networkWarning, agent && m_network->isChecked());
     m_form->setRowVisible(m_env, agent);
-    m_form->setRowVisible(m_secretLabel, agent && !m_secretEnv.isEmpty());
     if (isVisible() && layout()) {
         // Fit the rows now shown (the layout first learns that rows went).
         layout()->invalidate();
@@ -148,16 +143,6 @@ void NewSandboxDialog::setNetwork(bool on)
     m_network->setChecked(on);
 }
 
-void NewSandboxDialog::setSecretEnv(const QString &name, const QString &value)
-{
-    m_secretEnv.insert(name, value);
-    QStringList lines;
-    for (auto it = m_secretEnv.cbegin(); it != m_secretEnv.cend(); ++it)
-        lines.append(tr("%1 = ●●●●●●●● (from the keyring)").arg(it.key()));
-    m_secretLabel->setText(lines.join(u'\n'));
-    updateRows();
-}
-
 QMap<QString, QString> NewSandboxDialog::parseEnv(QString *error) const
 {
     return m_env->variables(error);
@@ -172,8 +157,6 @@ AgentCreateOptions NewSandboxDialog::agentOptions() const
     o.network = m_network->isChecked();
     QString error;
     o.env = parseEnv(&error);
-    for (auto it = m_secretEnv.cbegin(); it != m_secretEnv.cend(); ++it)
-        o.env.insert(it.key(), it.value());
     return o;
 }
 

@@ -33,9 +33,6 @@ public:
     void setName(const QString &name);
     void setSize(const QString &size);
     void setNetwork(bool on);
-    // A variable whose value is a secret (a model key from the keyring): given to the sandbox,
-    // shown masked, never in the Environment text.
-    void setSecretEnv(const QString &name, const QString &value);
 
     void accept() override;
 
@@ -54,8 +51,6 @@ private:
     EnvEditor *m_env;
     QLabel *m_envLabel;
     QLabel *m_error;
-    QLabel *m_secretLabel;
-    QMap<QString, QString> m_secretEnv;
 };
 
 } // namespace Sandbox::Ui
