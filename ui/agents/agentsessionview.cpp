@@ -66,7 +66,9 @@ AgentSessionView::AgentSessionView(Client *client, const SandboxInfo &sandbox, Q
     , m_model(new QComboBox(this))
     , m_permission(new QComboBox(this))
 {
+    m_transcript->setAgentType(sandbox.type);
     m_view->setTranscript(m_transcript);
+    connect(m_view, &AgentTranscriptView::fixRequested, this, &AgentSessionView::applyFix);
     m_fileTree->setModel(m_files);
     m_fileTree->header()->setSectionResizeMode(FileTreeModel::NameColumn, QHeaderView::Stretch);
     m_fileTree->setColumnHidden(FileTreeModel::ModifiedColumn, true);
@@ -242,7 +244,7 @@ void AgentSessionView::loadRunEvents(QList<AgentRunRecord> runs, qint64 after)
             if (run.answer)
                 m_transcript->addRunEnd(*run.answer);
             else if (run.error)
-                m_transcript->addError(run.error->message);
+                m_transcript->addProblem(run.error->message);
             else if (run.status == AgentRunRecord::Status::Interrupted)
                 m_transcript->addError(tr("Interrupted: the engine stopped during this run."));
             if (runs.size() == 1 && run.answer && run.answer->needsInput.isNeeded()) {
@@ -256,15 +258,33 @@ void AgentSessionView::loadRunEvents(QList<AgentRunRecord> runs, qint64 after)
 
 void AgentSessionView::onFix()
 {
-    const auto kind = AgentProblem::Kind(m_problemKind);
     if (!m_refusedTools.isEmpty())
         allowAndContinue(m_refusedTools);
-    else if (kind == AgentProblem::Kind::HostDenied)
-        allowHosts(m_denied);
-    else if (kind == AgentProblem::Kind::NoModelKey)
-        askModelKey();
     else
-        Q_EMIT fixRequested(m_sandbox, m_problemKind);
+        applyFix(m_problemKind, m_problemHosts);
+}
+
+void AgentSessionView::applyFix(int problemKind, const QStringList &hosts)
+{
+    switch (AgentProblem::Kind(problemKind)) {
+    case AgentProblem::Kind::HostDenied:
+        allowHosts(hosts);
+        break;
+    case AgentProblem::Kind::NoModelKey:
+        askModelKey();
+        break;
+    case AgentProblem::Kind::NoNetwork:
+    case AgentProblem::Kind::NoCli:
+        Q_EMIT fixRequested(m_sandbox, problemKind);
+        break;
+    default:
+        break;
+    }
+}
+
+QStringList AgentSessionView::deniedEntries() const
+{
+    return m_transcript->deniedHosts();
 }
 
 QString AgentSessionView::modelKeyName(const SandboxInfo &sandbox)
@@ -338,23 +358,6 @@ void AgentSessionView::askModelKey()
     dialog->open();
 }
 
-void AgentSessionView::offerToAllowHosts()
-{
-    if (m_denied.isEmpty())
-        return;
-    m_refusedTools.clear();
-    m_problemKind = int(AgentProblem::Kind::HostDenied);
-    const QString hosts = m_denied.join(QStringLiteral(", "));
-    m_problemText->setText(tr("This sandbox's network refused %1 during the run. Allow it here "
-                              "(added to the sandbox's allow-list; its Network page shows the "
-                              "rest), then send the prompt again.")
-                               .arg(hosts));
-    m_fixButton->setText(m_denied.size() == 1 ? tr("Allow %1").arg(m_denied.first())
-                                              : tr("Allow These Hosts"));
-    m_fixButton->show();
-    m_problem->show();
-}
-
 void AgentSessionView::allowHosts(const QStringList &entries)
 {
     if (entries.isEmpty())
@@ -364,6 +367,8 @@ void AgentSessionView::allowHosts(const QStringList &entries)
     const auto failed = [this](const QString &message) {
         m_fixButton->setEnabled(true);
         m_problemText->setText(tr("The allow-list could not be changed: %1").arg(message));
+        m_fixButton->hide();
+        m_problem->show();
     };
     // From the policy as the engine has it now (the Network page may have changed it).
     m_client->sandboxes()
@@ -380,7 +385,7 @@ void AgentSessionView::allowHosts(const QStringList &entries)
                                         if (!r)
                                             return failed(r.error().message);
                                         m_fixButton->setEnabled(true);
-                                        m_denied.clear();
+                                        m_problemHosts.clear();
                                         m_problem->hide();
                                         m_sandbox = r.value();
                                         updateHeader();
@@ -551,7 +556,6 @@ bool AgentSessionView::send(const QString &typed)
     options.newSession = m_sessionId.isEmpty() && m_transcript->rowCount() == 0;
     if (!m_modelKey.isEmpty())
         options.env.insert(AgentProblem::keyVariable(m_sandbox.type), m_modelKey);
-    m_denied.clear();
     AgentRun *run = m_client->agents().runStreaming(m_sandbox.id, prompt, options, this);
     if (!run) {
         m_transcript->addError(tr("This connection cannot stream agent runs."));
@@ -567,15 +571,8 @@ void AgentSessionView::follow(AgentRun *run, const QString &prompt)
     m_current = {};
     m_transcript->addPrompt(prompt);
     setRunning(true);
-    connect(run, &AgentRun::event, this, [this](const AgentEvent &e) {
-        m_transcript->addEvent(e);
-        if (e.typeName == QLatin1String("network.denied")) {
-            // (From the engine: at most one entry, bounded like the rest of the event.)
-            const QString entry = e.raw.value(QStringLiteral("allowWith")).toString().left(300);
-            if (!entry.isEmpty() && !m_denied.contains(entry) && m_denied.size() < 8)
-                m_denied.append(entry);
-        }
-    });
+    // (The transcript keeps the hosts the network refused: network.denied.)
+    connect(run, &AgentRun::event, this, [this](const AgentEvent &e) { m_transcript->addEvent(e); });
     connect(run, &AgentRun::sessionStarted, this, [this](const QString &id) { m_sessionId = id; });
     connect(run, &AgentRun::usageChanged, this, [this](const AgentUsage &u) {
         m_current = u;
@@ -586,40 +583,37 @@ void AgentSessionView::follow(AgentRun *run, const QString &prompt)
         if (!r.sessionId.isEmpty())
             m_sessionId = r.sessionId;
         m_current = r.usage;
-        AgentRunResult shown = r;
-        if (!r.success) {
-            showProblem(r.error.isEmpty() ? r.result : r.error);
-            const AgentProblem p = AgentProblem::explain(r.error.isEmpty() ? r.result : r.error,
-                                                         m_sandbox.type);
-            if (p.kind != AgentProblem::Kind::None)
-                shown.error = p.text;
-        }
-        m_transcript->addRunEnd(shown);
+        const QStringList denied = m_transcript->deniedHosts();
+        if (!r.success)
+            showProblem(AgentProblem::explain(r.error.isEmpty() ? r.result : r.error,
+                                              m_sandbox.type, denied));
+        else if (!denied.isEmpty())
+            showProblem(AgentProblem::deniedHosts(denied));
+        m_transcript->addRunEnd(r);
         finishRun();
-        offerToAllowHosts();
         offerToAllow(r.needsInput);
         Q_EMIT runFinished(m_sandbox.id, r);
     });
     connect(run, &AgentRun::failed, this, [this](const Error &e) {
-        const AgentProblem p = AgentProblem::explain(e.message, m_sandbox.type);
-        if (e.code != ErrorCode::Cancelled)
-            showProblem(e.message);
-        m_transcript->addError(e.code == ErrorCode::Cancelled ? tr("Stopped: %1").arg(e.message)
-                                                              : p.text);
+        if (e.code == ErrorCode::Cancelled) {
+            m_transcript->addError(tr("Stopped: %1").arg(e.message));
+        } else {
+            showProblem(
+                AgentProblem::explain(e.message, m_sandbox.type, m_transcript->deniedHosts()));
+            m_transcript->addProblem(e.message);
+        }
         finishRun();
-        if (e.code != ErrorCode::Cancelled)
-            offerToAllowHosts();
         Q_EMIT runFailed(m_sandbox.id, e.message);
     });
     Q_EMIT runStarted(m_sandbox.id);
 }
 
-void AgentSessionView::showProblem(const QString &message)
+void AgentSessionView::showProblem(const AgentProblem &p)
 {
     m_refusedTools.clear();
-    const AgentProblem p = AgentProblem::explain(message, m_sandbox.type);
     m_problemKind = int(p.kind);
-    if (p.kind == AgentProblem::Kind::None) {
+    m_problemHosts = p.hosts;
+    if (p.kind == AgentProblem::Kind::None || p.kind == AgentProblem::Kind::ToolRefused) {
         m_problem->hide();
         return;
     }

@@ -26,6 +26,7 @@ class AgentTranscriptModel;
 class AgentTranscriptView;
 class FileTreeModel;
 class SecretStore;
+struct AgentProblem;
 
 // One agent sandbox's session: the live transcript, a prompt box with Send and Stop, pickers for
 // the model and the permission mode, token and cost totals, and the sandbox's files beside it.
@@ -87,7 +88,8 @@ public:
     static QString modelKeyName(const Sandbox::SandboxInfo &sandbox);
     // The allow entries the network refused during the last run ("api.example.com:443"), which
     // the problem bar offers to add to the sandbox's allow-list.
-    QStringList deniedEntries() const { return m_denied; }
+    QStringList deniedEntries() const;
+    AgentTranscriptView *transcriptView() const { return m_view; }
 
 Q_SIGNALS:
     void historyReady();
@@ -116,12 +118,13 @@ private:
     void loadRunEvents(QList<Sandbox::AgentRunRecord> runs, qint64 after);
     // A run that ended on refused tool calls: the bar offers to allow them and go on.
     void offerToAllow(const Sandbox::AgentNeedsInput &needs);
-    // The network refused hosts during the run: the bar offers to allow them (sandbox.setNetwork).
-    void offerToAllowHosts();
+    // Adds refused hosts to the sandbox's allow-list (sandbox.setNetwork).
     void allowHosts(const QStringList &entries);
     // Asks for the model key (masked), then keeps it for this sandbox's runs.
     void askModelKey();
     void onFix();
+    // The fix for a problem (AgentProblem::Kind as int), from the bar or a transcript card.
+    void applyFix(int problemKind, const QStringList &hosts);
     // Shows `run` (a prompt this view sent, or one watched) as it goes on.
     void follow(Sandbox::AgentRun *run, const QString &prompt);
     // A running run that another connection started: followed with stream.watch.
@@ -148,16 +151,18 @@ private:
     QString m_sessionId;
     Sandbox::AgentUsage m_totals;  // finished runs
     Sandbox::AgentUsage m_current; // the run going on
-    void showProblem(const QString &message);
+    // The bar shows `problem` with its fix (hidden for none, or for a refused tool, which
+    // offerToAllow() shows).
+    void showProblem(const AgentProblem &problem);
 
     QFrame *m_problem = nullptr;        // owned (child): the problem bar
     QLabel *m_problemText = nullptr;    // owned (child)
     QPushButton *m_fixButton = nullptr; // owned (child)
     int m_problemKind = 0;
+    QStringList m_problemHosts;       // the bar's HostDenied fix allows these
     QStringList m_refusedTools;       // the problem bar's "Allow and continue" allows these
     QStringList m_allowedTools;       // allowed for the rest of the session
     QString m_lastPrompt;             // as typed, without review comments
-    QStringList m_denied;             // allow entries refused during the last run
     SecretStore *m_secrets = nullptr; // not owned
     QString m_modelKey;               // this sandbox's model key; never shown
     Sandbox::RpcCall m_historyCall;

@@ -1,6 +1,7 @@
 #include "agenttranscriptmodel.h"
 
 #include "../common/uistyle.h"
+#include "agentproblem.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -84,6 +85,14 @@ QVariant AgentTranscriptModel::data(const QModelIndex &index, int role) const
         return it.time;
     case PendingRole:
         return it.pending;
+    case ProblemRole:
+        return it.problem;
+    case RawTextRole:
+        return it.raw;
+    case FixRole:
+        return it.fix;
+    case HostsRole:
+        return it.hosts;
     default:
         return {};
     }
@@ -121,6 +130,10 @@ QHash<int, QByteArray> AgentTranscriptModel::roleNames() const
     names.insert(TurnRole, "turn");
     names.insert(TimeRole, "time");
     names.insert(PendingRole, "pending");
+    names.insert(ProblemRole, "problem");
+    names.insert(RawTextRole, "rawText");
+    names.insert(FixRole, "fix");
+    names.insert(HostsRole, "hosts");
     return names;
 }
 
@@ -150,6 +163,57 @@ void AgentTranscriptModel::addPrompt(const QString &prompt)
     it.kind = Kind::Prompt;
     it.body = bounded(prompt);
     it.time = QDateTime::currentDateTime();
+    m_runStart = int(m_items.size());
+    m_denied.clear();
+    append({it});
+}
+
+void AgentTranscriptModel::explain(Item *item, const QString &message) const
+{
+    const AgentProblem p = AgentProblem::explain(message, m_agentType, m_denied);
+    item->kind = Kind::Error;
+    item->isError = true;
+    item->problem = int(p.kind);
+    item->title = p.title;
+    item->body = bounded(p.text);
+    item->raw = p.kind == AgentProblem::Kind::None ? QString() : bounded(message);
+    item->fix = p.fix;
+    item->hosts = p.hosts;
+}
+
+bool AgentTranscriptModel::mergeIntoLastText(const QString &message)
+{
+    if (m_items.size() <= m_runStart || message.trimmed().isEmpty())
+        return false;
+    Item &last = m_items.last();
+    if (last.kind != Kind::Text || last.body.trimmed() != bounded(message).trimmed())
+        return false;
+    explain(&last, message);
+    const QModelIndex i = index(int(m_items.size()) - 1);
+    Q_EMIT dataChanged(i, i);
+    return true;
+}
+
+bool AgentTranscriptModel::shownThisRun(const Item &card) const
+{
+    for (qsizetype row = m_runStart; row < m_items.size(); ++row) {
+        const Item &it = m_items.at(row);
+        if (it.problem < 0)
+            continue;
+        // The same words, or the same known problem said in other words (Claude Code's
+        // "permission denied: Write", then the engine's "a file change was not permitted").
+        if ((it.raw == card.raw && it.body == card.body)
+            || (it.problem == card.problem && card.problem != int(AgentProblem::Kind::None)))
+            return true;
+    }
+    return false;
+}
+
+void AgentTranscriptModel::addProblem(const QString &message)
+{
+    Item it;
+    it.time = QDateTime::currentDateTime();
+    explain(&it, message);
     append({it});
 }
 
@@ -168,6 +232,13 @@ bool AgentTranscriptModel::itemFor(const AgentEvent &e, Item *it)
 {
     it->turn = e.turn;
     it->time = QDateTime::currentDateTime();
+    if (e.typeName == QLatin1String("network.denied")) {
+        // (From the engine: at most one entry, bounded like the rest of the event.)
+        const QString entry = e.raw.value(QStringLiteral("allowWith")).toString().left(300);
+        if (!entry.isEmpty() && !m_denied.contains(entry) && m_denied.size() < 8)
+            m_denied.append(entry);
+        return false;
+    }
     switch (e.type) {
     case AgentEvent::Type::Text:
         it->kind = Kind::Text;
@@ -216,10 +287,9 @@ bool AgentTranscriptModel::itemFor(const AgentEvent &e, Item *it)
         it->expanded = !e.isError && !it->body.isEmpty() && it->body.count(u'\n') < 40;
         return true;
     case AgentEvent::Type::Error:
-        it->kind = Kind::Error;
-        it->title = tr("Error");
-        it->body = bounded(e.text);
-        it->isError = true;
+        if (mergeIntoLastText(e.text))
+            return false;
+        explain(it, e.text);
         return true;
     case AgentEvent::Type::Session:
     case AgentEvent::Type::Usage:
@@ -242,8 +312,10 @@ void AgentTranscriptModel::addEvents(const QList<AgentEvent> &events)
     QList<Item> items;
     items.reserve(events.size());
     for (const AgentEvent &e : events) {
-        // A tool result may refer to a call in this same batch: flush first.
-        if (e.type == AgentEvent::Type::ToolResult && !m_toolRows.contains(e.id)
+        // A tool result may refer to a call in this same batch, an error to the text before it:
+        // flush first.
+        if (((e.type == AgentEvent::Type::ToolResult && !m_toolRows.contains(e.id))
+             || e.type == AgentEvent::Type::Error)
             && !items.isEmpty()) {
             append(std::exchange(items, {}));
         }
@@ -262,9 +334,22 @@ void AgentTranscriptModel::addRunEnd(const AgentRunResult &result)
     it.kind = Kind::Result;
     it.time = QDateTime::currentDateTime();
     it.isError = !result.success;
-    it.title = result.success ? tr("Done in %1").arg(Style::formatDuration(result.durationMs))
-                              : tr("Failed after %1").arg(Style::formatDuration(result.durationMs));
-    it.body = result.success ? QString() : bounded(result.error);
+    const QString duration = Style::formatDuration(result.durationMs);
+    if (result.success) {
+        it.title = tr("Done in %1").arg(duration);
+    } else {
+        Item card;
+        if (!result.error.trimmed().isEmpty())
+            explain(&card, result.error);
+        if (result.error.trimmed().isEmpty() || shownThisRun(card)) {
+            it.title = tr("Failed after %1").arg(duration); // the card above says why
+        } else {
+            card.kind = Kind::Result;
+            card.time = it.time;
+            card.title = tr("Failed after %1: %2").arg(duration, card.title);
+            it = std::move(card);
+        }
+    }
     append({it});
 }
 
@@ -273,6 +358,8 @@ void AgentTranscriptModel::clear()
     beginResetModel();
     m_items.clear();
     m_toolRows.clear();
+    m_denied.clear();
+    m_runStart = 0;
     endResetModel();
 }
 

@@ -1,6 +1,7 @@
 #include "agenttranscriptview.h"
 
 #include "agenttranscriptmodel.h"
+#include "problemcard.h"
 #include "transcriptdelegate.h"
 
 #include <QMouseEvent>
@@ -55,16 +56,55 @@ void AgentTranscriptView::setTranscript(AgentTranscriptModel *model)
         return;
     connect(model, &QAbstractItemModel::dataChanged, this,
             [this](const QModelIndex &from, const QModelIndex &to) {
+                addCards(from.row(), to.row()); // a text that turned out to be an error
                 m_delegate->invalidate(from.row(), to.row());
                 // Heights may change (a tool call opened, its result arrived): lay the rows out again.
                 scheduleDelayedItemsLayout();
             });
     connect(model, &QAbstractItemModel::modelReset, this, [this] { m_delegate->invalidate(); });
-    connect(model, &QAbstractItemModel::rowsInserted, this, &AgentTranscriptView::onRowsInserted);
+    connect(model, &QAbstractItemModel::rowsInserted, this,
+            [this](const QModelIndex &, int first, int last) { onRowsInserted(first, last); });
+    addCards(0, model->rowCount() - 1);
 }
 
-void AgentTranscriptView::onRowsInserted()
+ProblemCard *AgentTranscriptView::cardAt(int row) const
 {
+    return m_model ? qobject_cast<ProblemCard *>(indexWidget(m_model->index(row))) : nullptr;
+}
+
+void AgentTranscriptView::addCards(int first, int last)
+{
+    for (int row = first; row <= last; ++row) {
+        const QModelIndex index = m_model->index(row);
+        if (index.data(AgentTranscriptModel::ProblemRole).toInt() < 0)
+            continue;
+        auto *card = cardAt(row);
+        if (!card) {
+            card = new ProblemCard(viewport());
+            const QPersistentModelIndex where(index);
+            connect(card, &ProblemCard::fixClicked, this, [this, where] {
+                if (where.isValid())
+                    Q_EMIT fixRequested(where.data(AgentTranscriptModel::ProblemRole).toInt(),
+                                        where.data(AgentTranscriptModel::HostsRole).toStringList());
+            });
+            connect(card, &ProblemCard::heightChanged, this, [this, where] {
+                if (!where.isValid())
+                    return;
+                m_delegate->invalidate(where.row(), where.row());
+                scheduleDelayedItemsLayout();
+            });
+            setIndexWidget(index, card);
+        }
+        card->setProblem(index.data(AgentTranscriptModel::TitleRole).toString(),
+                         index.data(AgentTranscriptModel::BodyRole).toString(),
+                         index.data(AgentTranscriptModel::RawTextRole).toString(),
+                         index.data(AgentTranscriptModel::FixRole).toString());
+    }
+}
+
+void AgentTranscriptView::onRowsInserted(int first, int last)
+{
+    addCards(first, last);
     if (m_follow)
         QMetaObject::invokeMethod(
             this, [this] { scrollToBottom(); }, Qt::QueuedConnection);

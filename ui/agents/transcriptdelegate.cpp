@@ -4,6 +4,7 @@
 
 #include "agenttranscriptmodel.h"
 
+#include <QAbstractItemView>
 #include <QAbstractTextDocumentLayout>
 #include <QFontDatabase>
 #include <QPainter>
@@ -15,7 +16,14 @@ namespace {
 
 constexpr int kPad = 6;
 constexpr int kIndent = 14;
+constexpr int kMargin = 2; // around a row's content
 using Kind = AgentTranscriptModel::Kind;
+
+QWidget *rowWidget(const QStyleOptionViewItem &option, const QModelIndex &index)
+{
+    const auto *view = qobject_cast<const QAbstractItemView *>(option.widget);
+    return view ? view->indexWidget(index) : nullptr;
+}
 
 QString diffHtml(const QString &diff, const QPalette &palette)
 {
@@ -121,8 +129,15 @@ QSize TranscriptDelegate::sizeHint(const QStyleOptionViewItem &option,
     const auto cached = m_heights.constFind(index.row());
     if (cached != m_heights.constEnd() && cached->first == width)
         return {width, cached->second};
+    int h = 0;
+    if (const QWidget *card = rowWidget(option, index)) {
+        h = card->heightForWidth(width - 2 * kMargin);
+        h = (h > 0 ? h : card->sizeHint().height()) + 2 * kMargin;
+        m_heights.insert(index.row(), {width, h});
+        return {width, h};
+    }
     const Layout l = layoutFor(option, index);
-    int h = l.headerHeight + 2 * kPad;
+    h = l.headerHeight + 2 * kPad;
     if (l.showBody)
         h += int(documentFor(index, width - 2 * kPad - kIndent, option.font, option.palette)
                      ->size()
@@ -135,10 +150,12 @@ QSize TranscriptDelegate::sizeHint(const QStyleOptionViewItem &option,
 void TranscriptDelegate::paint(QPainter *painter, const QStyleOptionViewItem &option,
                                const QModelIndex &index) const
 {
+    if (rowWidget(option, index))
+        return; // the card paints itself
     painter->save();
     const auto kind = Kind(index.data(AgentTranscriptModel::KindRole).toInt());
     const bool error = index.data(AgentTranscriptModel::IsErrorRole).toBool();
-    const QRect r = option.rect.adjusted(2, 2, -2, -2);
+    const QRect r = option.rect.adjusted(kMargin, kMargin, -kMargin, -kMargin);
     const QPalette &pal = option.palette;
     QColor bg = pal.color(QPalette::Base);
     if (kind == Kind::Prompt)
@@ -193,6 +210,12 @@ void TranscriptDelegate::paint(QPainter *painter, const QStyleOptionViewItem &op
         doc->documentLayout()->draw(painter, ctx);
     }
     painter->restore();
+}
+
+void TranscriptDelegate::updateEditorGeometry(QWidget *editor, const QStyleOptionViewItem &option,
+                                              const QModelIndex &) const
+{
+    editor->setGeometry(option.rect.adjusted(kMargin, kMargin, -kMargin, -kMargin));
 }
 
 } // namespace Sandbox::Ui

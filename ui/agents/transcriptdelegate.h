@@ -7,7 +7,8 @@ class QTextDocument;
 
 namespace Sandbox::Ui {
 
-// Paints one transcript row (see AgentTranscriptModel::Role) and measures it. Heights are cached
+// Paints one transcript row (see AgentTranscriptModel::Role) and measures it; a row with a widget
+// of its own (an error card, the view's index widget) is as high as the widget wants. Heights are cached
 // per row and width; the cache is dropped for rows that change and when the width changes.
 class TranscriptDelegate final : public QStyledItemDelegate
 {
@@ -19,6 +20,9 @@ public:
     void paint(QPainter *painter, const QStyleOptionViewItem &option,
                const QModelIndex &index) const override;
     QSize sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const override;
+    // A row's widget (an error card) fills the row.
+    void updateEditorGeometry(QWidget *editor, const QStyleOptionViewItem &option,
+                              const QModelIndex &index) const override;
 
     void invalidate(int firstRow = -1, int lastRow = -1);
     // Whether a click at `pos` (in the row's rectangle `rect`) is on its header (toggles it).

@@ -13,6 +13,7 @@
 #include <agents/agentdashboardmodel.h>
 #include <agents/agentsessionview.h>
 #include <agents/agenttranscriptmodel.h>
+#include <agents/agenttranscriptview.h>
 #include <agents/diffmodel.h>
 #include <agents/runnotifier.h>
 #include <client/client.h>
@@ -22,6 +23,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDBusConnection>
 #include <QDBusConnectionInterface>
@@ -136,6 +138,7 @@ private Q_SLOTS:
     void problemWording_data();
     void problemWording();
     void theProblemBarAllowsTheHostAndSetsTheKey();
+    void errorCardsSayWhatHappenedWithTheirFix();
     void headerSaysWhereTheNetworkGoes_data();
     void headerSaysWhereTheNetworkGoes();
 
@@ -145,6 +148,9 @@ private:
     SandboxInfo createAgent(const AgentCreateOptions &create);
     // The test sandbox's file at `path`, as agents.stat answers.
     Result<FileEntry> stat(const QString &path);
+    // The newest error card of `view`'s transcript since its last prompt (a row's own widget),
+    // or null; `row` gets its row.
+    static QWidget *lastCard(AgentSessionView &view, int *row = nullptr);
     // Runs `script` in the sandbox (sh -c); its exit code and output.
     std::optional<ExecResult> exec(const QString &script, const QString &cwd = {},
                                    const QString &id = {});
@@ -201,6 +207,24 @@ Result<FileEntry> tst_AgentSessionView::stat(const QString &path)
             return m_client->agents().stat(m_sandbox.id, path, this, done);
         },
         10000);
+}
+
+QWidget *tst_AgentSessionView::lastCard(AgentSessionView &view, int *row)
+{
+    auto *list = view.findChild<AgentTranscriptView *>();
+    const AgentTranscriptModel *m = view.transcript();
+    for (int r = m->rowCount() - 1; list && r >= 0; --r) {
+        const QModelIndex i = m->index(r);
+        if (AgentTranscriptModel::Kind(i.data(AgentTranscriptModel::KindRole).toInt())
+            == AgentTranscriptModel::Kind::Prompt)
+            break;
+        if (QWidget *card = list->indexWidget(i)) {
+            if (row)
+                *row = r;
+            return card;
+        }
+    }
+    return nullptr;
 }
 
 QStringList tst_AgentSessionView::titles() const
@@ -753,6 +777,21 @@ void tst_AgentSessionView::problemWording_data()
         << int(AgentProblem::Kind::NoCli) << "Install it";
     QTest::newRow("something else")
         << "segmentation fault" << int(AgentProblem::Kind::None) << "segmentation fault";
+    QTest::newRow("claude: rate limited")
+        << "API Error: 429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\"}}"
+        << int(AgentProblem::Kind::RateLimited) << "Wait a minute";
+    QTest::newRow("codex: server error")
+        << "unexpected status 503 Service Unavailable: upstream connect error"
+        << int(AgentProblem::Kind::ModelFailed) << "failed on its side";
+    QTest::newRow("claude: overloaded")
+        << "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}"
+        << int(AgentProblem::Kind::ModelFailed) << "failed on its side";
+    QTest::newRow("opencode: connection refused")
+        << "AI_APICallError: Cannot connect to API: connect ECONNREFUSED 10.0.0.1:443"
+        << int(AgentProblem::Kind::ModelUnreachable) << "could not reach the model's API";
+    QTest::newRow("a 500-line file is no server error")
+        << "the tool read 500 lines and then crashed" << int(AgentProblem::Kind::None)
+        << "500 lines";
 }
 
 void tst_AgentSessionView::problemWording()
@@ -766,6 +805,23 @@ void tst_AgentSessionView::problemWording()
     if (p.kind != AgentProblem::Kind::None)
         QVERIFY(!p.text.contains(QLatin1String("/login"))
                 && !p.text.contains(QLatin1String(": true")));
+    QVERIFY(!p.title.isEmpty());
+    // A host the network refused during the run explains a failed connection, not a refused key.
+    const QStringList denied{QStringLiteral("api.example.com:443")};
+    const AgentProblem withHosts = AgentProblem::explain(message, QStringLiteral("claude-code"),
+                                                         denied);
+    const bool keepsItsKind = p.kind == AgentProblem::Kind::NoModelKey
+                              || p.kind == AgentProblem::Kind::NoNetwork
+                              || p.kind == AgentProblem::Kind::NoCli
+                              || p.kind == AgentProblem::Kind::RateLimited
+                              || p.kind == AgentProblem::Kind::ModelFailed
+                              || (p.kind == AgentProblem::Kind::ModelUnreachable
+                                  && message.contains(QLatin1String("gateway")));
+    QCOMPARE(int(withHosts.kind), keepsItsKind ? kind : int(AgentProblem::Kind::HostDenied));
+    if (!keepsItsKind) {
+        QCOMPARE(withHosts.fix, QStringLiteral("Allow api.example.com:443"));
+        QCOMPARE(withHosts.hosts, denied);
+    }
 }
 
 void tst_AgentSessionView::theProblemBarAllowsTheHostAndSetsTheKey()
@@ -881,6 +937,135 @@ void tst_AgentSessionView::theProblemBarAllowsTheHostAndSetsTheKey()
     AgentSessionView again(m_client.get(), keyless);
     again.setSecretStore(&secrets);
     QTRY_VERIFY(again.hasModelKey());
+}
+
+void tst_AgentSessionView::errorCardsSayWhatHappenedWithTheirFix()
+{
+    // The transcript's error cards, from real Claude Code runs against the mock model server:
+    // what happened in plain words with the fix in place, the CLI's own words behind Details
+    // (selectable, copyable) and nowhere else, and an error nobody knows shown as it is under a
+    // generic title.
+    const QByteArray key = "sk-ant-card-51d0a7e4";
+    m_mock.setRequiredKey(key);
+    const auto anyKeyAgain = qScopeGuard([this] { m_mock.setRequiredKey({}); });
+    AgentCreateOptions create;
+    create.type = QStringLiteral("claude-code");
+    create.size = QStringLiteral("lite");
+    create.name = QStringLiteral("cards");
+    create.env = {{QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
+    const SandboxInfo sandbox = createAgent(create);
+    QVERIFY(!sandbox.id.isEmpty());
+    QTemporaryDir keyring;
+    SecretStore secrets(SecretStore::Backend::File, keyring.path() + QStringLiteral("/keys.json"));
+    AgentSessionView view(m_client.get(), sandbox);
+    view.setSecretStore(&secrets);
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.modelPicker()->setCurrentText(QStringLiteral("claude-sonnet-4-5"));
+    const AgentTranscriptModel *model = view.transcript();
+    const auto label = [](QWidget *card, const char *name) {
+        auto *l = card->findChild<QLabel *>(QLatin1String(name));
+        return l ? l->text() : QStringLiteral("(no %1)").arg(QLatin1String(name));
+    };
+    const auto run = [&view](const QString &prompt) {
+        view.promptEdit()->setPlainText(prompt);
+        QTest::mouseClick(view.sendButton(), Qt::LeftButton);
+        return view.isRunning() && UiTest::waitFor([&view] { return !view.isRunning(); }, 120000);
+    };
+
+    // 1. The network refuses the model server: the card names the host and allows it.
+    QVERIFY(run(QStringLiteral("[[write:/workspace/card.txt|carded]]")));
+    const QString entry = QStringLiteral("127.0.0.1:%1").arg(m_mock.port());
+    int row = -1;
+    QWidget *card = lastCard(view, &row);
+    QVERIFY2(card, qPrintable(titles().join(u'\n')));
+    QVERIFY(card->isVisible());
+    QVERIFY2(label(card, "problemTitle").contains(QLatin1String("The network refused a host")),
+             qPrintable(label(card, "problemTitle")));
+    QVERIFY2(label(card, "problemText").contains(entry), qPrintable(label(card, "problemText")));
+    auto *fix = card->findChild<QPushButton *>(QStringLiteral("problemFix"));
+    QVERIFY(fix && fix->isVisible());
+    QCOMPARE(fix->text(), QStringLiteral("Allow ") + entry);
+    // The CLI's words are behind Details, selectable and copyable, and read nowhere else.
+    auto *details = card->findChild<QToolButton *>(QStringLiteral("problemDetails"));
+    auto *raw = card->findChild<QLabel *>(QStringLiteral("problemRaw"));
+    QVERIFY(details && details->isVisible() && raw);
+    QVERIFY(!raw->isVisible());
+    const QString hostWords = raw->text();
+    QVERIFY(!hostWords.isEmpty());
+    QVERIFY(!label(card, "problemText").contains(hostWords));
+    const int cardHeight = card->height();
+    QTest::mouseClick(details, Qt::LeftButton);
+    QTRY_VERIFY(raw->isVisible());
+    QTRY_VERIFY(card->height() > cardHeight); // the row grew with it: nothing overlaps
+    QVERIFY(raw->textInteractionFlags() & Qt::TextSelectableByMouse);
+    auto *copy = card->findChild<QPushButton *>(QStringLiteral("problemCopy"));
+    QVERIFY(copy && copy->isVisible());
+    QTest::mouseClick(copy, Qt::LeftButton);
+    QCOMPARE(QGuiApplication::clipboard()->text(), hostWords);
+    QVERIFY(UiTest::shoot(&view, QStringLiteral("agent-card-host")));
+    QSignalSpy changed(&view, &AgentSessionView::sandboxChanged);
+    QTest::mouseClick(fix, Qt::LeftButton);
+    QVERIFY(changed.wait(15000));
+    QCOMPARE(changed.first().first().value<SandboxInfo>().networkPolicy.allow, QStringList{entry});
+
+    // 2. The model server refuses the call without a key: the card asks for it (one card: the
+    // CLI's text, its error event and the failed run say the same thing once).
+    QVERIFY(run(QStringLiteral("[[write:/workspace/card.txt|carded]]")));
+    card = lastCard(view, &row);
+    QVERIFY2(card, qPrintable(titles().join(u'\n')));
+    QVERIFY2(label(card, "problemTitle").contains(QLatin1String("No valid model key")),
+             qPrintable(label(card, "problemTitle")));
+    const QString keyText = label(card, "problemText");
+    QVERIFY2(keyText.contains(QLatin1String("ANTHROPIC_API_KEY")), qPrintable(keyText));
+    for (const char *api : {"/login", "401", "x-api-key", "Invalid API key"})
+        QVERIFY2(!keyText.contains(QLatin1String(api)), qPrintable(keyText));
+    const QString keyWords = label(card, "problemRaw");
+    QVERIFY(!keyWords.isEmpty());
+    int prompt = model->rowCount() - 1;
+    while (prompt > 0
+           && AgentTranscriptModel::Kind(
+                  model->index(prompt).data(AgentTranscriptModel::KindRole).toInt())
+                  != AgentTranscriptModel::Kind::Prompt)
+        --prompt;
+    for (int r = prompt + 1; r < model->rowCount(); ++r) {
+        const QString shown = model->index(r).data(AgentTranscriptModel::TitleRole).toString()
+                              + u'\n'
+                              + model->index(r).data(AgentTranscriptModel::BodyRole).toString();
+        QVERIFY2(!shown.contains(keyWords), qPrintable(shown));
+    }
+    fix = card->findChild<QPushButton *>(QStringLiteral("problemFix"));
+    QVERIFY(fix && fix->isVisible());
+    QCOMPARE(fix->text(), QStringLiteral("Set the Model Key…"));
+    QTest::mouseClick(card->findChild<QToolButton *>(QStringLiteral("problemDetails")),
+                      Qt::LeftButton);
+    QVERIFY(UiTest::shoot(&view, QStringLiteral("agent-card-modelkey")));
+    QTest::mouseClick(fix, Qt::LeftButton);
+    auto *dialog = view.findChild<QInputDialog *>(QStringLiteral("modelKeyDialog"));
+    QVERIFY(dialog);
+    QTRY_VERIFY(dialog->isVisible());
+    QCOMPARE(dialog->textEchoMode(), QLineEdit::Password);
+    auto *field = dialog->findChild<QLineEdit *>();
+    QVERIFY(field);
+    QTest::keyClicks(field, QString::fromLatin1(key));
+    QTest::keyClick(field, Qt::Key_Return);
+    QVERIFY(view.hasModelKey());
+
+    // 3. An error the page does not know: its words as they are, under a generic title, with
+    // no fix and nothing hidden.
+    QVERIFY(run(QStringLiteral("[[fail:418]]")));
+    card = lastCard(view, &row);
+    QVERIFY2(card, qPrintable(titles().join(u'\n')));
+    QVERIFY2(label(card, "problemTitle").contains(QLatin1String("The agent reported an error")),
+             qPrintable(label(card, "problemTitle")));
+    QVERIFY2(label(card, "problemText").contains(QLatin1String("mock failure 418")),
+             qPrintable(label(card, "problemText")));
+    QVERIFY(!card->findChild<QPushButton *>(QStringLiteral("problemFix"))->isVisible());
+    QVERIFY(!card->findChild<QToolButton *>(QStringLiteral("problemDetails"))->isVisible());
+    QVERIFY(card->findChild<QLabel *>(QStringLiteral("problemText"))->textInteractionFlags()
+            & Qt::TextSelectableByMouse);
+    QVERIFY(UiTest::shoot(&view, QStringLiteral("agent-card-unknown")));
 }
 
 // A session bus of the test's own (dbus-daemon), so that notifications go nowhere else.

@@ -3,9 +3,11 @@
 // bookkeeping, and a 10 000-event transcript that stays quick to append to and to scroll.
 #include <agents/agentdashboard.h>
 #include <agents/agentdashboardmodel.h>
+#include <agents/agentproblem.h>
 #include <agents/agenttranscriptmodel.h>
 #include <agents/agenttranscriptview.h>
 #include <agents/diffmodel.h>
+#include <agents/problemcard.h>
 #include <agents/runnotifier.h>
 #include <common/uistyle.h>
 
@@ -91,6 +93,7 @@ class tst_AgentsUi : public QObject
 
 private Q_SLOTS:
     void transcriptRowsFollowTheEvents();
+    void aFailureIsOneCardInTheUsersTerms();
     void toolResultsMergeIntoTheirCall_data();
     void toolResultsMergeIntoTheirCall();
     void collapsibleRowsToggle();
@@ -103,6 +106,81 @@ private Q_SLOTS:
     void trayIconCountsTheSessionsThatNeedTheUser();
     void firstNotificationDoesNotWaitForTheBus();
 };
+
+void tst_AgentsUi::aFailureIsOneCardInTheUsersTerms()
+{
+    // Claude Code says a refused key three times: as the model's text, as an error and as the
+    // run's result. The transcript shows one card that says it in the user's terms, with the
+    // fix, and keeps the CLI's words behind its Details.
+    AgentTranscriptModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setAgentType(QStringLiteral("claude-code"));
+    model.addPrompt(QStringLiteral("hello"));
+    const QString words = QStringLiteral("Invalid API key · Please run /login");
+    model.addEvent(text(words));
+    model.addEvent(ev(
+        {{QStringLiteral("type"), QStringLiteral("error")}, {QStringLiteral("message"), words}}));
+    AgentRunResult r;
+    r.success = false;
+    r.error = words;
+    model.addRunEnd(r);
+    QCOMPARE(model.rowCount(), 3); // the prompt, the card, "Failed after"
+    const QModelIndex card = model.index(1);
+    QCOMPARE(card.data(AgentTranscriptModel::ProblemRole).toInt(),
+             int(AgentProblem::Kind::NoModelKey));
+    QCOMPARE(card.data(AgentTranscriptModel::TitleRole).toString(),
+             QStringLiteral("No valid model key"));
+    QVERIFY(card.data(AgentTranscriptModel::BodyRole)
+                .toString()
+                .contains(QLatin1String("ANTHROPIC_API_KEY")));
+    QCOMPARE(card.data(AgentTranscriptModel::RawTextRole).toString(), words);
+    QCOMPARE(card.data(AgentTranscriptModel::FixRole).toString(),
+             QStringLiteral("Set the Model Key…"));
+    for (int row = 0; row < model.rowCount(); ++row) {
+        QVERIFY(!model.index(row)
+                     .data(AgentTranscriptModel::TitleRole)
+                     .toString()
+                     .contains(QLatin1String("/login")));
+        QVERIFY(!model.index(row)
+                     .data(AgentTranscriptModel::BodyRole)
+                     .toString()
+                     .contains(QLatin1String("/login")));
+    }
+    QCOMPARE(model.index(2).data(AgentTranscriptModel::ProblemRole).toInt(), -1);
+    QVERIFY(model.index(2)
+                .data(AgentTranscriptModel::TitleRole)
+                .toString()
+                .startsWith(QLatin1String("Failed after")));
+
+    // A host the network refused during the run explains the failed connection after it; the
+    // next prompt starts with none refused.
+    model.addPrompt(QStringLiteral("again"));
+    model.addEvent(ev({{QStringLiteral("type"), QStringLiteral("network.denied")},
+                       {QStringLiteral("allowWith"), QStringLiteral("api.anthropic.com:443")}}));
+    model.addEvent(
+        ev({{QStringLiteral("type"), QStringLiteral("error")},
+            {QStringLiteral("message"), QStringLiteral("API Error: Connection error.")}}));
+    const QModelIndex host = model.index(model.rowCount() - 1);
+    QCOMPARE(host.data(AgentTranscriptModel::ProblemRole).toInt(),
+             int(AgentProblem::Kind::HostDenied));
+    QCOMPARE(host.data(AgentTranscriptModel::HostsRole).toStringList(),
+             QStringList{QStringLiteral("api.anthropic.com:443")});
+    QCOMPARE(host.data(AgentTranscriptModel::FixRole).toString(),
+             QStringLiteral("Allow api.anthropic.com:443"));
+    model.addPrompt(QStringLiteral("once more"));
+    QVERIFY(model.deniedHosts().isEmpty());
+
+    // The view gives each card row a widget of its own, as high as it needs at the view's width.
+    AgentTranscriptView view;
+    view.setTranscript(&model);
+    view.resize(600, 500);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(view.cardAt(1));
+    QVERIFY(!view.cardAt(0) && !view.cardAt(2));
+    QTRY_VERIFY(view.cardAt(1)->isVisible());
+    QTRY_COMPARE(view.cardAt(1)->height(), view.visualRect(model.index(1)).height() - 4);
+}
 
 void tst_AgentsUi::trayIconCountsTheSessionsThatNeedTheUser()
 {
@@ -227,7 +305,13 @@ void tst_AgentsUi::transcriptRowsFollowTheEvents()
     QCOMPARE(model.index(4).data(AgentTranscriptModel::BodyRole).toString(),
              QStringLiteral("**Done.**"));
     QVERIFY(model.index(5).data(AgentTranscriptModel::IsErrorRole).toBool());
-    QCOMPARE(model.index(5).data(AgentTranscriptModel::BodyRole).toString(),
+    // The failure in the user's terms, the engine's words behind Details.
+    QVERIFY2(model.index(5)
+                 .data(AgentTranscriptModel::BodyRole)
+                 .toString()
+                 .contains(QLatin1String("could not reach the model's API")),
+             qPrintable(model.index(5).data(AgentTranscriptModel::BodyRole).toString()));
+    QCOMPARE(model.index(5).data(AgentTranscriptModel::RawTextRole).toString(),
              QStringLiteral("the model API is unreachable"));
     model.clear();
     QCOMPARE(model.rowCount(), 0);
