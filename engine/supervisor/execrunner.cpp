@@ -4,6 +4,7 @@
 #include "paths.h"
 #include "reaper.h"
 #include "reply.h"
+#include "sparereaper.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -164,9 +165,14 @@ void ExecRunner::start(uint32_t id, const json &req)
     ::fstat(out[0], &outStat);
     ::fstat(err[0], &errStat);
 
-    const pid_t pid = ::fork();
-    if (pid == 0)
-        Reaper::run(spec);
+    // The reaper forked ahead takes the exec; without one (the first exec, a spec too big to
+    // hand over, a spare that is gone) the reaper is forked here.
+    pid_t pid = m_spare.take(spec);
+    if (pid < 0) {
+        pid = ::fork();
+        if (pid == 0)
+            Reaper::run(spec);
+    }
     if (pid < 0) {
         const int e = errno;
         closeAll();
@@ -204,6 +210,9 @@ void ExecRunner::start(uint32_t id, const json &req)
     const json started = {{"pid", pid},
                           {"pipes", {uint64_t(outStat.st_ino), uint64_t(errStat.st_ino)}}};
     m_channel.send(FrameType::Event, id, {started.dump()});
+    // The next exec's reaper, forked while this one's command runs (on another core, or while
+    // the engine passes on the EVENT) rather than when the next exec waits for it.
+    m_spare.refill();
 }
 
 void ExecRunner::feedStdin(uint32_t id, std::string_view data)

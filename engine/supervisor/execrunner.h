@@ -1,6 +1,7 @@
 #pragma once
 
 #include "pty.h"
+#include "sparereaper.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,7 +19,7 @@ struct pollfd;
 class FrameChannel;
 class Paths;
 
-// Runs the execs: one reaper process per exec (see Reaper), output relayed as STDOUT/STDERR
+// Runs the execs: one reaper process per exec (see Reaper; forked ahead, see SpareReaper), output relayed as STDOUT/STDERR
 // frames up to a cap, STDIN frames fed through a bounded queue, timeouts and CANCEL turned into
 // a kill of the exec's whole tree, and exactly one RESPONSE per exec.
 class ExecRunner
@@ -113,5 +114,6 @@ private:
     std::vector<char> m_readBuffer = std::vector<char>(SupervisorWire::MaxChunk); // one read
     std::map<uint32_t, Exec> m_execs;
     std::map<pid_t, int> m_lingering; // answered execs whose reaper still runs: pid -> control fd
+    SpareReaper m_spare;              // the next exec's reaper, forked ahead
     std::vector<PollSlot> m_slots;
 };

@@ -27,7 +27,12 @@ extern char **environ;
 
 namespace {
 
-void closeFrom(int first)
+// The command's stack while it shares the reaper's memory (until it execs).
+constexpr size_t kCommandStack = 256 * 1024;
+
+} // namespace
+
+void Reaper::closeFrom(int first)
 {
     if (::close_range(unsigned(first), ~0u, 0) == 0)
         return;
@@ -35,11 +40,6 @@ void closeFrom(int first)
     for (long fd = first; fd < (max > 0 ? max : 65536); ++fd)
         ::close(int(fd));
 }
-
-// The command's stack while it shares the reaper's memory (until it execs).
-constexpr size_t kCommandStack = 256 * 1024;
-
-} // namespace
 
 // Everything the command's start needs, made by the reaper before the command is spawned: the
 // command shares the reaper's memory until it execs, so it only makes system calls.

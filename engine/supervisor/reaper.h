@@ -33,6 +33,8 @@ class Reaper
 {
 public:
     [[noreturn]] static void run(const ReaperSpec &spec);
+    // Closes every descriptor from `first` up.
+    static void closeFrom(int first);
 
 private:
     enum Fds { InFd = 0, OutFd = 1, ErrFd = 2, ControlFd = 3, StatusFd = 4, CwdFd = 5, LogFd = 6 };

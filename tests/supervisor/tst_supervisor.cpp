@@ -71,6 +71,25 @@ bool processGone(pid_t pid)
     return ::kill(pid, 0) == -1 && errno == ESRCH;
 }
 
+// The live (not zombie) children of `parent`, from /proc.
+QList<pid_t> childrenOf(qint64 parent)
+{
+    QList<pid_t> children;
+    const QStringList entries = QDir(u"/proc"_s).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString &entry : entries) {
+        bool isPid = false;
+        const pid_t pid = pid_t(entry.toInt(&isPid));
+        QFile stat(u"/proc/%1/stat"_s.arg(entry));
+        if (!isPid || !stat.open(QIODevice::ReadOnly))
+            continue;
+        const QByteArray line = stat.readAll();
+        const QList<QByteArray> fields = line.mid(line.lastIndexOf(')') + 2).split(' ');
+        if (fields.value(0) != "Z" && fields.value(1).toLongLong() == parent)
+            children.append(pid);
+    }
+    return children;
+}
+
 // One supervisor process and the frames it sent that nobody has consumed yet.
 class Client
 {
@@ -375,6 +394,9 @@ private slots:
     void killsWholeTree();
     void backgroundProcess_data();
     void backgroundProcess();
+    void execsTakeAReaperForkedAhead();
+    void aSpareThatIsGoneIsReplaced();
+    void aSpecTooBigForTheSpareForksItsOwn();
     void concurrentExecs();
     void readWriteRoundTrip_data();
     void readWriteRoundTrip();
@@ -1099,6 +1121,88 @@ void TestSupervisor::backgroundProcess()
     // The background process dies with the supervisor (the sandbox's stop).
     m_client->stop();
     QTRY_VERIFY_WITH_TIMEOUT(processGone(bg), 5000);
+}
+
+void TestSupervisor::execsTakeAReaperForkedAhead()
+{
+    // Before any exec there is no spare: an idle sandbox costs no extra process.
+    QCOMPARE(childrenOf(m_client->pid()).size(), 0);
+    // A command reading its stdin runs while the first exec's answer forks the spare.
+    const quint32 reader = m_client->request(
+        R"({"op":"exec","argv":["cat"],"stdin":true,"timeoutMs":20000})"_ba);
+    const qint64 readerReaper = m_client->waitEvent(reader)[u"pid"].toInteger();
+    QVERIFY(m_client->call(R"({"op":"exec","argv":["true"]})"_ba).received);
+    QList<pid_t> spares;
+    QTRY_VERIFY((spares = childrenOf(m_client->pid())).size() == 2);
+    spares.removeAll(pid_t(readerReaper));
+    QCOMPARE(spares.size(), 1);
+    const pid_t spare = spares.first();
+    // The spare holds the log and its socket only, none of the running exec's pipes: the
+    // reader sees the end of its input when the client ends it.
+    QCOMPARE(QDir(u"/proc/%1/fd"_s.arg(spare)).entryList(QDir::NoDotAndDotDot | QDir::System).size(),
+             4);
+    m_client->send(Stdin, reader, "bytes"_ba);
+    m_client->send(Stdin, reader, {});
+    const Result read = m_client->wait(reader);
+    QVERIFY(read.received);
+    QCOMPARE(read.out, "bytes"_ba);
+    QCOMPARE(read.json[u"timedOut"].toBool(), false);
+
+    // The next exec is the spare's: its reaper is the process forked ahead, and it works as one.
+    QVERIFY(QDir(m_dir->path()).mkdir(u"sub"_s));
+    const QJsonObject greet{{u"op"_s, u"exec"_s},
+                            {u"shell"_s, u"echo \"$GREETING from ${PWD##*/}\""_s},
+                            {u"cwd"_s, u"sub"_s},
+                            {u"env"_s, QJsonObject{{u"GREETING"_s, u"hello"_s}}}};
+    const quint32 id = m_client->request(compact(greet));
+    QCOMPARE(m_client->waitEvent(id)[u"pid"].toInteger(), qint64(spare));
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"exitCode"].toInt(), 0);
+    QCOMPARE(r.out, "hello from sub\n"_ba);
+
+    // A spare goes with its supervisor.
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+    const pid_t next = childrenOf(m_client->pid()).first();
+    QVERIFY(next != spare);
+    m_client->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(processGone(next), 5000);
+}
+
+void TestSupervisor::aSpareThatIsGoneIsReplaced()
+{
+    QVERIFY(m_client->call(R"({"op":"exec","argv":["true"]})"_ba).received);
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+    const pid_t spare = childrenOf(m_client->pid()).first();
+    // A command of the sandbox may kill it (same uid): the next exec forks its own reaper.
+    QCOMPARE(::kill(spare, SIGKILL), 0);
+    QTRY_VERIFY(childrenOf(m_client->pid()).isEmpty());
+    const Result r = m_client->call(R"({"op":"exec","shell":"echo still here"})"_ba);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"exitCode"].toInt(), 0);
+    QCOMPARE(r.out, "still here\n"_ba);
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+    QVERIFY(childrenOf(m_client->pid()).first() != spare);
+}
+
+void TestSupervisor::aSpecTooBigForTheSpareForksItsOwn()
+{
+    QVERIFY(m_client->call(R"({"op":"exec","argv":["true"]})"_ba).received);
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+    const pid_t spare = childrenOf(m_client->pid()).first();
+    const QJsonObject big{{u"op"_s, u"exec"_s},
+                          {u"shell"_s, u"printf %s \"$BIG\" | wc -c"_s},
+                          {u"env"_s, QJsonObject{{u"BIG"_s, QString(100 * 1024, u'x')}}}};
+    const quint32 id = m_client->request(compact(big));
+    QVERIFY(m_client->waitEvent(id)[u"pid"].toInteger() != qint64(spare));
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QCOMPARE(r.out.trimmed(), "102400"_ba);
+    // The spare still waits for the next exec.
+    QCOMPARE(::kill(spare, 0), 0);
+    const quint32 next = m_client->request(R"({"op":"exec","argv":["true"]})"_ba);
+    QCOMPARE(m_client->waitEvent(next)[u"pid"].toInteger(), qint64(spare));
+    QVERIFY(m_client->wait(next).received);
 }
 
 void TestSupervisor::concurrentExecs()

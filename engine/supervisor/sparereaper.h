@@ -1,0 +1,37 @@
+#pragma once
+
+#include "reaper.h"
+
+#include <cstddef>
+#include <sys/types.h>
+
+// One exec reaper forked ahead of the next exec (PROTOCOL.md, "Process trees"). The supervisor
+// forks it after answering an exec, while nothing waits for it; the next exec hands it its spec
+// and descriptors over a socket instead of forking on the request's path. The spare keeps only
+// the log (fd 2) and its socket: never a copy of another exec's pipes. A spec bigger than one
+// message, or a spare that is gone, falls back to forking as before.
+class SpareReaper
+{
+public:
+    // What one hand-off carries at most (argv, env, cwd); bigger specs fork their own reaper.
+    static constexpr size_t kMaxSpecBytes = 64 * 1024;
+
+    SpareReaper() = default;
+    ~SpareReaper(); // the spare sees its socket close and exits
+    SpareReaper(const SpareReaper &) = delete;
+    SpareReaper &operator=(const SpareReaper &) = delete;
+
+    // Forks a spare unless there is one. false: the fork failed (execs fork their own).
+    bool refill();
+    // Hands `spec` to the spare, which becomes that exec's reaper: its pid, or -1 when there is
+    // no spare or it cannot take this spec (the caller forks). Either way the spec's descriptors
+    // stay the caller's to close.
+    pid_t take(const ReaperSpec &spec);
+    pid_t pid() const { return m_pid; }
+
+private:
+    [[noreturn]] static void waitForWork(int sock);
+
+    pid_t m_pid = -1;
+    int m_sock = -1;
+};
