@@ -68,6 +68,12 @@ bool ExecRunner::init()
     return m_signalFd >= 0;
 }
 
+void ExecRunner::prepareNext()
+{
+    m_lastStart = Clock::now();
+    m_spare.refill();
+}
+
 void ExecRunner::start(uint32_t id, const json &req)
 {
     if (m_execs.count(id))
@@ -212,7 +218,7 @@ void ExecRunner::start(uint32_t id, const json &req)
     m_channel.send(FrameType::Event, id, {started.dump()});
     // The next exec's reaper, forked while this one's command runs (on another core, or while
     // the engine passes on the EVENT) rather than when the next exec waits for it.
-    m_spare.refill();
+    prepareNext();
 }
 
 void ExecRunner::feedStdin(uint32_t id, std::string_view data)
@@ -260,7 +266,10 @@ bool ExecRunner::acknowledge(uint32_t id, std::string_view payload)
     if (!it->second.windowed || !Pty::decodeWindow(payload, &bytes))
         return false;
     Exec &e = it->second;
+    const bool wasClosed = !e.windowOpen();
     e.unacked -= std::min<uint64_t>(e.unacked, bytes);
+    if (wasClosed && e.windowOpen())
+        e.lastOutput = Clock::now(); // its pipes are read again before the drain can end
     return true;
 }
 
@@ -330,6 +339,8 @@ void ExecRunner::process(const std::vector<pollfd> &fds)
         }
     }
     const auto now = Clock::now();
+    if (m_spare.pid() > 0 && now >= m_lastStart + m_spareIdle)
+        m_spare.release();
     for (auto it = m_execs.begin(); it != m_execs.end();) {
         Exec &e = it->second;
         if (e.deadline && !e.waitStatus && !e.killSent && now >= *e.deadline) {
@@ -346,12 +357,14 @@ int ExecRunner::pollTimeoutMs() const
     for (const auto &[id, e] : m_execs) {
         std::optional<Clock::time_point> t;
         if (e.waitStatus && (e.out >= 0 || e.err >= 0))
-            t = e.exited + (e.windowOpen() ? kDrainTime : kPtyDrainLimit);
+            t = e.drained();
         else if (e.deadline && !e.waitStatus && !e.killSent)
             t = e.deadline;
         if (t && (!next || *t < *next))
             next = t;
     }
+    if (m_spare.pid() > 0 && (!next || m_lastStart + m_spareIdle < *next))
+        next = m_lastStart + m_spareIdle;
     if (!next)
         return -1;
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
@@ -377,6 +390,7 @@ void ExecRunner::readOutput(Exec &e, bool isStderr)
             closeFd(e.in);
         return;
     }
+    e.lastOutput = Clock::now();
     uint64_t &sent = e.sent[isStderr ? 1 : 0];
     const size_t allowed = size_t(
         std::min<uint64_t>(uint64_t(n), e.maxOutput - std::min(sent, e.maxOutput)));
@@ -468,8 +482,7 @@ bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
     }
     if (!e.waitStatus)
         return false;
-    if ((e.out >= 0 || e.err >= 0)
-        && now < e.exited + (e.windowOpen() ? kDrainTime : kPtyDrainLimit))
+    if ((e.out >= 0 || e.err >= 0) && now < e.drained())
         return false; // still draining; a background process may hold the pipes
 
     const int status = *e.waitStatus;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -26,11 +27,14 @@ class ExecRunner
 {
 public:
     static constexpr uint64_t kDefaultMaxOutput = 1024 * 1024;
+    // After an exec's main process exited, its pipes are drained until they stay quiet this
+    // long (a background process may hold them open) — or kPtyDrainLimit after the exit at most.
     static constexpr std::chrono::milliseconds kDrainTime{50};
     // Above this much unwritten STDIN data the supervisor stops reading frames (back-pressure).
     static constexpr size_t kStdinHighWater = 4 * 1024 * 1024;
-    // A PTY exec whose main process exited waits this long at most for the engine to take the
-    // rest of its output (a full window) before its terminal is closed.
+    // An exec whose main process exited waits this long at most for the rest of its output (a
+    // full window the engine has not taken yet, a background process that keeps writing) before
+    // its pipes or terminal are closed.
     static constexpr std::chrono::milliseconds kPtyDrainLimit{5000};
 
     ExecRunner(const Paths &paths, FrameChannel &channel);
@@ -39,6 +43,12 @@ public:
     ExecRunner &operator=(const ExecRunner &) = delete;
 
     bool init(); // the SIGCHLD signalfd (SIGCHLD must be blocked)
+
+    // A reaper forked ahead for the next exec (SpareReaper), kept until no exec started for
+    // `idle`: a sandbox that runs no command holds no extra process.
+    void prepareNext();
+    void setSpareIdle(std::chrono::milliseconds idle) { m_spareIdle = idle; }
+    static constexpr std::chrono::milliseconds kSpareIdle{60000};
 
     // The environment of every command before the request's own `env` (from `configure`).
     void setBaseEnv(std::vector<std::pair<std::string, std::string>> env)
@@ -83,12 +93,20 @@ private:
         std::optional<Clock::time_point> deadline;
         std::optional<int> waitStatus;
         Clock::time_point exited;
+        Clock::time_point lastOutput; // output read, or its window opened again
         bool reaperLost = false;
         bool timedOut = false, cancelled = false, killSent = false;
         bool pty = false;      // out is the terminal's master, in a duplicate of it
         bool windowed = false; // output waits for WINDOW frames (a terminal, or `window`)
         uint64_t unacked = 0;  // output sent and not yet acknowledged by WINDOW frames
         bool windowOpen() const { return !windowed || unacked < Pty::kWindowBytes; }
+        // When the exec answers once its main process exited, unless its pipes close first.
+        Clock::time_point drained() const
+        {
+            const Clock::time_point limit = exited + kPtyDrainLimit;
+            return windowOpen() ? std::min(std::max(exited, lastOutput) + kDrainTime, limit)
+                                : limit;
+        }
     };
     enum class Slot { Signal, Out, Err, Status, In };
     struct PollSlot
@@ -115,5 +133,7 @@ private:
     std::map<uint32_t, Exec> m_execs;
     std::map<pid_t, int> m_lingering; // answered execs whose reaper still runs: pid -> control fd
     SpareReaper m_spare;              // the next exec's reaper, forked ahead
+    std::chrono::milliseconds m_spareIdle = kSpareIdle;
+    Clock::time_point m_lastStart; // of an exec, or prepareNext()
     std::vector<PollSlot> m_slots;
 };

@@ -25,9 +25,12 @@ int usage()
     std::fprintf(
         stderr,
         "usage: sandbox-supervisor --channel-fd N [--workspace DIR] [--no-openat2]\n"
+        "                          [--spare-reaper-idle-ms MS]\n"
         "  --channel-fd N   the engine's socket (an AF_UNIX stream socket; 3 under sandboxd)\n"
         "  --workspace DIR  the directory that plays /workspace (default /workspace; for tests)\n"
-        "  --no-openat2     resolve paths with the O_NOFOLLOW walk only (for tests)\n");
+        "  --no-openat2     resolve paths with the O_NOFOLLOW walk only (for tests)\n"
+        "  --spare-reaper-idle-ms MS  keep the reaper forked ahead this long without an exec\n"
+        "                   (default 60000; for tests)\n");
     return 2;
 }
 
@@ -47,6 +50,7 @@ int main(int argc, char **argv)
     std::string workspace(Paths::kRoot);
     bool useOpenat2 = true;
     int channelFd = -1;
+    std::chrono::milliseconds spareIdle = ExecRunner::kSpareIdle;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--workspace" && i + 1 < argc) {
@@ -59,6 +63,12 @@ int main(int argc, char **argv)
             channelFd = int(fd);
         } else if (arg == "--no-openat2") {
             useOpenat2 = false;
+        } else if (arg == "--spare-reaper-idle-ms" && i + 1 < argc) {
+            char *end = nullptr;
+            const long ms = std::strtol(argv[++i], &end, 10);
+            if (!end || *end != '\0' || ms < 0 || ms > 24L * 3600 * 1000)
+                return usage();
+            spareIdle = std::chrono::milliseconds(ms);
         } else {
             return usage();
         }
@@ -105,5 +115,6 @@ int main(int argc, char **argv)
         return 1;
     }
     Supervisor supervisor(channelFd, paths, useOpenat2);
+    supervisor.setSpareReaperIdle(spareIdle);
     return supervisor.run();
 }

@@ -129,8 +129,15 @@ bool decode(const char *data, size_t size, ReaperSpec &spec, uint32_t &fdMask)
 
 SpareReaper::~SpareReaper()
 {
+    release();
+}
+
+void SpareReaper::release()
+{
     if (m_sock >= 0)
         ::close(m_sock);
+    m_sock = -1;
+    m_pid = -1; // its exit is reaped with the other children
 }
 
 bool SpareReaper::refill()
@@ -237,7 +244,7 @@ void SpareReaper::waitForWork(int sock)
     if (!decode(data.get(), size_t(n), spec, mask) || __builtin_popcount(mask) != received)
         ::_exit(1); // the exec's status pipe closes unwritten: the supervisor answers an error
     int next = 0;
-    int *targets[kFdCount] = {&spec.stdinFd,  &spec.stdoutFd, &spec.stderrFd,
+    int *targets[kFdCount] = {&spec.stdinFd,   &spec.stdoutFd, &spec.stderrFd,
                               &spec.controlFd, &spec.statusFd, &spec.cwdFd};
     for (int i = 0; i < kFdCount; ++i)
         *targets[i] = (mask & (1u << i)) ? fds[next++] : -1;

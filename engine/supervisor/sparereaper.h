@@ -6,8 +6,8 @@
 #include <sys/types.h>
 
 // One exec reaper forked ahead of the next exec (PROTOCOL.md, "Process trees"). The supervisor
-// forks it after answering an exec, while nothing waits for it; the next exec hands it its spec
-// and descriptors over a socket instead of forking on the request's path. The spare keeps only
+// forks it once configured and while an exec's command runs, when nothing waits for it; the next
+// exec hands it its spec and descriptors over a socket instead of forking on the request's path. The spare keeps only
 // the log (fd 2) and its socket: never a copy of another exec's pipes. A spec bigger than one
 // message, or a spare that is gone, falls back to forking as before.
 class SpareReaper
@@ -27,6 +27,8 @@ public:
     // no spare or it cannot take this spec (the caller forks). Either way the spec's descriptors
     // stay the caller's to close.
     pid_t take(const ReaperSpec &spec);
+    // Lets the spare go (it sees its socket close and exits).
+    void release();
     pid_t pid() const { return m_pid; }
 
 private:

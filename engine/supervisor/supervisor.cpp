@@ -214,6 +214,7 @@ Reply Supervisor::configure(const json &req)
         m_rootPaths.emplace(name, std::move(paths));
     }
     m_configured = true;
+    m_execs.prepareNext(); // commands come next: the first one's reaper is ready for it
     return {};
 }
 

@@ -26,6 +26,8 @@ public:
     // Returns the process exit status: 0 when the engine closed the channel, 2 on a protocol
     // error, 1 when reading or writing the channel failed.
     int run();
+    // How long a reaper forked ahead waits for an exec before it goes (ExecRunner::kSpareIdle).
+    void setSpareReaperIdle(std::chrono::milliseconds idle) { m_execs.setSpareIdle(idle); }
 
 private:
     void handleFrame(const Frame &frame);

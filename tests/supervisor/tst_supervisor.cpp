@@ -71,6 +71,17 @@ bool processGone(pid_t pid)
     return ::kill(pid, 0) == -1 && errno == ESRCH;
 }
 
+// An exec's frame into its output and answer.
+void takeOutput(const Frame &f, QByteArray &out, QByteArray &err, QJsonObject &answer)
+{
+    if (f.type == Response)
+        answer = QJsonDocument::fromJson(f.payload).object();
+    else if (f.type == Stdout)
+        out += f.payload;
+    else if (f.type == Stderr)
+        err += f.payload;
+}
+
 // The live (not zombie) children of `parent`, from /proc.
 QList<pid_t> childrenOf(qint64 parent)
 {
@@ -245,6 +256,14 @@ public:
     }
 
     // The next frame of `id`, whatever its type.
+    // A WINDOW frame: `bytes` more of exec `id`'s output taken.
+    void acknowledge(quint32 id, quint32 bytes)
+    {
+        char payload[4];
+        qToLittleEndian<quint32>(bytes, payload);
+        send(Window, id, QByteArray(payload, 4));
+    }
+
     std::optional<Frame> nextFrame(quint32 id, int timeoutMs)
     {
         QElapsedTimer timer;
@@ -390,12 +409,15 @@ private slots:
     void outputCap_data();
     void outputCap();
     void windowedOutputWaitsForItsReader();
+    void windowedOutputIsWholeWhenItsReaderIsLate();
     void killsWholeTree_data();
     void killsWholeTree();
     void backgroundProcess_data();
     void backgroundProcess();
     void execsTakeAReaperForkedAhead();
     void aSpareThatIsGoneIsReplaced();
+    void theFirstExecAfterConfigureTakesASpare();
+    void anUnusedSpareGoes();
     void aSpecTooBigForTheSpareForksItsOwn();
     void concurrentExecs();
     void readWriteRoundTrip_data();
@@ -1020,26 +1042,50 @@ void TestSupervisor::windowedOutputWaitsForItsReader()
     while (answer.isEmpty()) {
         const auto f = m_client->nextFrame(id, 15000);
         QVERIFY2(f, "the exec stalled");
-        if (f->type == Response)
-            answer = QJsonDocument::fromJson(f->payload).object();
-        else if (f->type == Stdout)
-            out += f->payload;
-        else if (f->type == Stderr)
-            err += f->payload;
+        takeOutput(*f, out, err, answer);
         const qsizetype received = out.size() + err.size();
         QVERIFY2(received <= acknowledged + window,
                  qPrintable(
                      u"%1 bytes received, %2 acknowledged"_s.arg(received).arg(acknowledged)));
         if (received == acknowledged + window) { // full: nothing comes until it is acknowledged
-            char payload[4];
-            qToLittleEndian<quint32>(quint32(window), payload);
-            m_client->send(Window, id, QByteArray(payload, 4));
+            m_client->acknowledge(id, quint32(window));
             acknowledged += window;
         }
     }
     QCOMPARE(answer[u"exitCode"].toInt(), 0);
     QCOMPARE(out, QByteArray(3 * window, '\0'));
     QCOMPARE(err, QByteArray(2 * window, 'e'));
+    QCOMPARE(answer[u"truncated"].toBool(), false);
+}
+
+void TestSupervisor::windowedOutputIsWholeWhenItsReaderIsLate()
+{
+    // The command writes two windows and exits with the second one still in its pipe; the engine
+    // acknowledges the first only later (a busy machine, a slow client). What was written before
+    // the exit still arrives, all of it.
+    constexpr qsizetype window = 1024 * 1024;
+    const quint32 id = m_client->request(compact({{u"op"_s, u"exec"_s},
+                                                  {u"shell"_s, u"head -c 2097152 /dev/zero"_s},
+                                                  {u"maxOutputBytes"_s, 8 * 1024 * 1024},
+                                                  {u"timeoutMs"_s, 60000},
+                                                  {u"window"_s, true}}));
+    QByteArray out, err;
+    QJsonObject answer;
+    bool acknowledged = false;
+    while (answer.isEmpty()) {
+        const auto f = m_client->nextFrame(id, 15000);
+        QVERIFY2(f, "the exec stalled");
+        takeOutput(*f, out, err, answer);
+        if (!acknowledged && out.size() == window) {
+            // On purpose: the reader is late, well past the supervisor's 50 ms drain time.
+            QTest::qWait(300);
+            m_client->acknowledge(id, quint32(window));
+            acknowledged = true;
+        }
+    }
+    QCOMPARE(answer[u"exitCode"].toInt(), 0);
+    QCOMPARE(out.size(), 2 * window);
+    QVERIFY(err.isEmpty());
     QCOMPARE(answer[u"truncated"].toBool(), false);
 }
 
@@ -1183,6 +1229,39 @@ void TestSupervisor::aSpareThatIsGoneIsReplaced()
     QCOMPARE(r.out, "still here\n"_ba);
     QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
     QVERIFY(childrenOf(m_client->pid()).first() != spare);
+}
+
+void TestSupervisor::theFirstExecAfterConfigureTakesASpare()
+{
+    // The engine configures a sandbox before its first command (a spare sandbox when it is
+    // claimed): that command's reaper is forked ahead too, and gets the configured environment.
+    const Result c = m_client->call(
+        QJsonObject{{u"op"_s, u"configure"_s},
+                    {u"env"_s, QJsonObject{{u"BASE"_s, u"configured"_s}}}});
+    QVERIFY(c.received && !c.json.contains(u"error"_s));
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+    const pid_t spare = childrenOf(m_client->pid()).first();
+    const quint32 id = m_client->request(R"({"op":"exec","shell":"echo $BASE"})"_ba);
+    QCOMPARE(m_client->waitEvent(id)[u"pid"].toInteger(), qint64(spare));
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QCOMPARE(r.out, "configured\n"_ba);
+}
+
+void TestSupervisor::anUnusedSpareGoes()
+{
+    // A sandbox that stops running commands holds no extra process for long.
+    m_client = std::make_unique<Client>();
+    QVERIFY(m_client->start(m_dir->path(), {u"--spare-reaper-idle-ms"_s, u"300"_s}));
+    QVERIFY(m_client->call(R"({"op":"exec","argv":["true"]})"_ba).received);
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+    const pid_t spare = childrenOf(m_client->pid()).first();
+    QTRY_VERIFY_WITH_TIMEOUT(processGone(spare), 5000);
+    QCOMPARE(childrenOf(m_client->pid()).size(), 0);
+    // The next exec forks its reaper as the first one did.
+    const Result r = m_client->call(R"({"op":"exec","shell":"echo again"})"_ba);
+    QVERIFY(r.received);
+    QCOMPARE(r.out, "again\n"_ba);
 }
 
 void TestSupervisor::aSpecTooBigForTheSpareForksItsOwn()
