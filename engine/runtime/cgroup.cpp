@@ -335,9 +335,23 @@ bool Cgroup::setCpuLimit(double cpus) const
         return true; // no cpu controller: the Sandbox object says the CPU limit does not hold
     const qint64 period = 100000;
     const QByteArray quota = QByteArray::number(qMax<qint64>(1000, qint64(cpus * period)));
-    if (m_version == Version::V1)
-        return writeFile(dir + QStringLiteral("/cpu.cfs_quota_us"), quota);
-    return writeFile(dir + QStringLiteral("/cpu.max"), quota + ' ' + QByteArray::number(period));
+    // A burst of as much again, from CPU time the sandbox left unused (CFS burst, Linux 5.14):
+    // a small size's command runs at once instead of waiting out the period its fork and exec
+    // overran (a "lite" exec waited ~100 ms), while its share over time stays its size's. The
+    // kernel refuses a burst above the quota, so it goes to 0 before the quota changes.
+    const QString burst = dir
+                          + (m_version == Version::V1 ? QStringLiteral("/cpu.cfs_burst_us")
+                                                      : QStringLiteral("/cpu.max.burst"));
+    const bool hasBurst = QFileInfo::exists(burst);
+    if (hasBurst)
+        writeFile(burst, "0");
+    const bool ok = m_version == Version::V1
+                        ? writeFile(dir + QStringLiteral("/cpu.cfs_quota_us"), quota)
+                        : writeFile(dir + QStringLiteral("/cpu.max"),
+                                    quota + ' ' + QByteArray::number(period));
+    if (ok && hasBurst && !writeFile(burst, quota))
+        qCWarning(lcCgroup) << "no CPU burst for" << dir; // the quota holds without it
+    return ok;
 }
 
 QList<int> Cgroup::pids() const

@@ -82,7 +82,8 @@ public:
 
     // The CPU quota. Applied once the sandbox has started, so that bubblewrap and the supervisor
     // (the engine's own code) do not wait out a small quota's periods: a "lite" sandbox gets
-    // 6.25 ms of CPU per 100 ms. True when there is no cpu controller to set (nothing claims it).
+    // 6.25 ms of CPU per 100 ms, and where the kernel has CFS burst, up to as much again from
+    // what it left unused. True when there is no cpu controller to set (nothing claims it).
     bool setCpuLimit(double cpus) const;
 
     QList<int> pids() const;

@@ -27,6 +27,13 @@ QByteArray contentOf(const QString &path)
     return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed() : QByteArray("<missing>");
 }
 
+// A file of the fake hierarchy, as a kernel that has it would show it.
+bool writeTo(const QString &path, const QByteArray &bytes)
+{
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
+}
+
 } // namespace
 
 class TestCgroupHost : public QObject
@@ -75,6 +82,17 @@ void TestCgroupHost::rootOnHybridV1()
     QCOMPARE(contentOf(
                  tree.path(QStringLiteral("/sys/fs/cgroup/cpu/sandboxd/sb_1/cpu.cfs_quota_us"))),
              QByteArray("6250"));
+    // A kernel without CFS burst has no file for it, and gets none.
+    const QString burst = tree.path(
+        QStringLiteral("/sys/fs/cgroup/cpu/sandboxd/sb_1/cpu.cfs_burst_us"));
+    QVERIFY(!QFile::exists(burst));
+    // One with it: a burst of the quota again, set after the quota (the kernel refuses a burst
+    // above the quota), so that a size made smaller is accepted too.
+    QVERIFY(writeTo(burst, "0"));
+    QVERIFY(group->setCpuLimit(0.25));
+    QCOMPARE(contentOf(burst), QByteArray("25000"));
+    QVERIFY(group->setCpuLimit(0.0625));
+    QCOMPARE(contentOf(burst), QByteArray("6250"));
     QCOMPARE(Cgroup::existing(host, QStringLiteral("sb_1")).procsFiles(), group->procsFiles());
 }
 
@@ -140,8 +158,10 @@ void TestCgroupHost::userWithDelegatedSubtree()
     QCOMPARE(contentOf(dir + QStringLiteral("/memory.max")), QByteArray::number(1024LL << 20));
     QCOMPARE(contentOf(dir + QStringLiteral("/pids.max")), QByteArray("256"));
     QCOMPARE(contentOf(dir + QStringLiteral("/cpu.max")), QByteArray("max 100000"));
+    QVERIFY(writeTo(dir + QStringLiteral("/cpu.max.burst"), "0"));
     QVERIFY(group->setCpuLimit(0.25));
     QCOMPARE(contentOf(dir + QStringLiteral("/cpu.max")), QByteArray("25000 100000"));
+    QCOMPARE(contentOf(dir + QStringLiteral("/cpu.max.burst")), QByteArray("25000"));
     QCOMPARE(group->procsFiles(),
              QList<QByteArray>{QFile::encodeName(dir + QStringLiteral("/cgroup.procs"))});
     QVERIFY(Cgroup::existing(host, QStringLiteral("sb_2")).isValid());
