@@ -1,10 +1,9 @@
 // Database sandboxes through a real sandboxd: PostgreSQL, SQLite and DuckDB servers in real
 // bubblewrap sandboxes, each test run for every engine.
 #include "dbtestutil.h"
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "procstat.h"
 #include "sandboxprocesses.h"
-#include "testclient.h"
 
 #include <QElapsedTimer>
 #include <QFile>
@@ -12,13 +11,6 @@
 #include <QTest>
 
 namespace {
-
-QByteArray dump(const QJsonValue &v)
-{
-    return v.isObject()  ? QJsonDocument(v.toObject()).toJson(QJsonDocument::Compact)
-           : v.isArray() ? QJsonDocument(v.toArray()).toJson(QJsonDocument::Compact)
-                         : QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact);
-}
 
 QJsonObject tagged(const char *tag, const QString &value)
 {
@@ -103,10 +95,9 @@ private Q_SLOTS:
 
 private:
     void engines();
-    DbCall db(const QString &type) { return DbCall{&m_rpc, m_ids.value(type)}; }
+    DbCall db(const QString &type) { return DbCall{&m_engine.rpc(), m_ids.value(type)}; }
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QHash<QString, QString> m_ids;
 };
 
@@ -119,22 +110,21 @@ void tst_Databases::engines()
 
 void tst_Databases::initTestCase()
 {
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
     for (const QString &type :
          {QStringLiteral("postgres"), QStringLiteral("sqlite"), QStringLiteral("duckdb")}) {
-        const QJsonObject r = m_rpc.result(QStringLiteral("databases.create"),
-                                           {{QStringLiteral("type"), type},
-                                            {QStringLiteral("size"), QStringLiteral("basic")}},
-                                           120000);
-        QVERIFY2(!r.isEmpty(), dump(m_rpc.lastError()).constData());
+        const QJsonObject r = m_engine.create(QStringLiteral("databases.create"),
+                                              {{QStringLiteral("type"), type},
+                                               {QStringLiteral("size"), QStringLiteral("basic")}},
+                                              120000);
+        QVERIFY2(!r.isEmpty(), dump(m_engine.rpc().lastError()).constData());
         m_ids.insert(type, r.value(QStringLiteral("id")).toString());
     }
 }
 
 void tst_Databases::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 void tst_Databases::createAnswersWhenReady_data()
@@ -153,13 +143,13 @@ void tst_Databases::createAnswersWhenReady()
     } else {
         params.insert(QStringLiteral("database"), QStringLiteral("data/shop.db"));
     }
-    const QJsonObject created = m_rpc.result(QStringLiteral("databases.create"), params, 120000);
-    QVERIFY2(!created.isEmpty(), dump(m_rpc.lastError()).constData());
+    const QJsonObject created = m_engine.create(QStringLiteral("databases.create"), params, 120000);
+    QVERIFY2(!created.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     QCOMPARE(created.value(QStringLiteral("kind")).toString(), QStringLiteral("database"));
     QCOMPARE(created.value(QStringLiteral("status")).toString(), QStringLiteral("running"));
     QVERIFY(created.value(QStringLiteral("startupTimeMs")).toDouble() > 0);
     // It answers queries at once: no retry needed.
-    DbCall d{&m_rpc, created.value(QStringLiteral("id")).toString()};
+    DbCall d{&m_engine.rpc(), created.value(QStringLiteral("id")).toString()};
     const QJsonObject one = d.query(QStringLiteral("SELECT 1 AS one"));
     QVERIFY2(!one.isEmpty(), dump(d.lastError()).constData());
     QCOMPARE(one.value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{1}}));
@@ -174,21 +164,23 @@ void tst_Databases::createAnswersWhenReady()
         QVERIFY2(dump(files).contains("/workspace/data/shop.db"), dump(files).constData());
     }
     // Bad create params name the field.
-    m_rpc.result(QStringLiteral("databases.create"),
-                 {{QStringLiteral("type"), QStringLiteral("oracle")}});
-    QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32602);
-    QCOMPARE(m_rpc.lastError()
+    m_engine.create(QStringLiteral("databases.create"),
+                    {{QStringLiteral("type"), QStringLiteral("oracle")}});
+    QCOMPARE(m_engine.rpc().lastError().value(QStringLiteral("code")).toInt(), -32602);
+    QCOMPARE(m_engine.rpc()
+                 .lastError()
                  .value(QStringLiteral("data"))
                  .toObject()
                  .value(QStringLiteral("field"))
                  .toString(),
              QStringLiteral("type"));
-    m_rpc.result(QStringLiteral("databases.create"),
-                 {{QStringLiteral("type"), type},
-                  {QStringLiteral("database"), QStringLiteral("../../etc/x")}});
-    QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32602);
-    QVERIFY(
-        !m_rpc.result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), d.id}}).isEmpty());
+    m_engine.create(QStringLiteral("databases.create"),
+                    {{QStringLiteral("type"), type},
+                     {QStringLiteral("database"), QStringLiteral("../../etc/x")}});
+    QCOMPARE(m_engine.rpc().lastError().value(QStringLiteral("code")).toInt(), -32602);
+    QVERIFY(!m_engine.rpc()
+                 .result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), d.id}})
+                 .isEmpty());
 }
 
 void tst_Databases::typesRoundTrip_data()
@@ -584,8 +576,8 @@ void tst_Databases::metadata()
     } else {
         QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32010);
     }
-    const QJsonObject info = m_rpc.result(QStringLiteral("databases.get"),
-                                          {{QStringLiteral("id"), d.id}});
+    const QJsonObject info = m_engine.rpc().result(QStringLiteral("databases.get"),
+                                                   {{QStringLiteral("id"), d.id}});
     QCOMPARE(info.value(QStringLiteral("database"))
                  .toObject()
                  .value(QStringLiteral("type"))
@@ -643,7 +635,7 @@ void tst_Databases::pagingAMillionRows()
     qInfo("%s: 1,000,000 rows in %d pages, %.0f rows/s", qPrintable(type), pages,
           count * 1000.0 / clock.elapsed());
     // The engine streamed: its memory never held the ~130 MB the result weighs as JSON.
-    const qint64 hwm = rssHighWaterKb(m_engine.pid());
+    const qint64 hwm = rssHighWaterKb(m_engine.process().pid());
     QVERIFY2(hwm > 0 && hwm < 200 * 1024,
              qPrintable(QStringLiteral("sandboxd peaked at %1 KiB").arg(hwm)));
 
@@ -678,13 +670,13 @@ void tst_Databases::cancelStopsTheQuery()
                                QJsonObject{{QStringLiteral("id"), d.id},
                                            {QStringLiteral("sql"), Dialect{type}.endless()}}}};
     const double cpuBefore = cpuSecondsOf(d.id);
-    m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
     // The cancel comes once the server runs the statement: PostgreSQL's pg_sleep shows in
     // pg_stat_activity (seen from a second connection); SQLite's and DuckDB's counting burns the
     // sandbox's CPU.
     if (type == QLatin1String("postgres")) {
         RpcTestClient other;
-        QVERIFY(other.open(m_engine.wsUrl(), m_engine.key()));
+        QVERIFY(other.open(m_engine.process().wsUrl(), m_engine.process().key()));
         const DbCall watcher{&other, d.id};
         QTRY_VERIFY_WITH_TIMEOUT(activeSleeps(watcher) >= 1, 10000);
     } else if (!sandboxProcesses(d.id).isEmpty()) {
@@ -694,10 +686,10 @@ void tst_Databases::cancelStopsTheQuery()
     }
     QElapsedTimer clock;
     clock.start();
-    m_rpc.sendText(R"({"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":4711}})");
+    m_engine.rpc().sendText(R"({"jsonrpc":"2.0","method":"rpc.cancel","params":{"id":4711}})");
     QJsonObject answer;
     while (clock.elapsed() < 10000) {
-        const QJsonObject m = m_rpc.nextMessage(10000).toObject();
+        const QJsonObject m = m_engine.rpc().nextMessage(10000).toObject();
         if (m.value(QStringLiteral("id")).toInt() == 4711) {
             answer = m;
             break;
@@ -888,9 +880,9 @@ void tst_Databases::committedRowSurvivesKill9OfTheServer()
                              ? QStringLiteral(
                                  "kill -9 $(head -n1 /workspace/pgdata/postmaster.pid)")
                              : QStringLiteral("pkill -9 -f '^/run/sandbox/dbhost/sandbox-dbhost'");
-    const QJsonObject killed = m_rpc.result(QStringLiteral("sandbox.exec"),
-                                            {{QStringLiteral("id"), d.id},
-                                             {QStringLiteral("command"), kill}});
+    const QJsonObject killed = m_engine.rpc().result(QStringLiteral("sandbox.exec"),
+                                                     {{QStringLiteral("id"), d.id},
+                                                      {QStringLiteral("command"), kill}});
     QCOMPARE(killed.value(QStringLiteral("exitCode")).toInt(), 0);
     // The engine notices and starts the server again (crash recovery) on the next call.
     QJsonArray rows;
@@ -913,29 +905,25 @@ void tst_Databases::committedRowSurvivesKill9OfSandboxd()
         QVERIFY(!d.execute(QStringLiteral("CREATE TABLE crash(v TEXT)")).isEmpty());
         QVERIFY(!d.execute(QStringLiteral("INSERT INTO crash VALUES ('%1')").arg(type)).isEmpty());
     }
-    m_engine.kill9();
-    EngineProcess restarted;
-    QVERIFY2(restarted.start({}, m_engine.dataDir()), qPrintable(restarted.log()));
-    RpcTestClient fresh;
-    QVERIFY(fresh.open(restarted.wsUrl(), restarted.key()));
+    m_engine.process().kill9();
+    QVERIFY2(m_engine.start({}, m_engine.process().dataDir()), qPrintable(m_engine.process().log()));
     for (const QString &type : m_ids.keys()) {
-        const DbCall d{&fresh, m_ids.value(type)};
+        const DbCall d = db(type);
         const QJsonObject r = d.query(QStringLiteral("SELECT v FROM crash"));
         QVERIFY2(!r.isEmpty(), qPrintable(type + u' ' + QString::fromUtf8(dump(d.lastError()))));
         QCOMPARE(r.value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{type}}));
     }
-    restarted.terminate();
 }
 
 void tst_Databases::restRoutes()
 {
     const QString id = m_ids.value(QStringLiteral("sqlite"));
-    const QUrl base = m_engine.url();
+    const QUrl base = m_engine.process().url();
     auto post = [&](const QString &action, const QJsonObject &body) {
         return httpRequest("POST",
                            base.resolved(
                                QUrl(QStringLiteral("/api/databases/%1/%2").arg(id, action))),
-                           m_engine.key(), QJsonDocument(body).toJson());
+                           m_engine.process().key(), QJsonDocument(body).toJson());
     };
     const HttpAnswer q = post(QStringLiteral("query"),
                               {{QStringLiteral("sql"), QStringLiteral("SELECT ? AS a")},
@@ -956,7 +944,7 @@ void tst_Databases::restRoutes()
     QCOMPARE(post(QStringLiteral("listTables"), {}).status, 200);
     const HttpAnswer list = httpRequest("GET",
                                         base.resolved(QUrl(QStringLiteral("/api/databases"))),
-                                        m_engine.key());
+                                        m_engine.process().key());
     QCOMPARE(list.json().toObject().value(QStringLiteral("databases")).toArray().size(), 3);
 }
 

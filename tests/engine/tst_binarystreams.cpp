@@ -2,8 +2,7 @@
 // every byte value reaches the product's client byte-exact through the binary path (100 MiB on a
 // terminal); a client that never asked still gets text and base64; and a
 // stream's replay comes in the encoding of the connection that resumes it.
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <client/client.h>
 #include <client/execstream.h>
@@ -61,45 +60,37 @@ private:
     Sandbox::TerminalSession *openRawTerminal(Sandbox::Client &client, const QString &script,
                                               TerminalRun &run);
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QString m_id;
 };
 
 void tst_BinaryStreams::initTestCase()
 {
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), QStringLiteral("codex")},
-                                         {QStringLiteral("size"), QStringLiteral("standard-2")}});
-    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
-    m_id = sb.value(QStringLiteral("id")).toString();
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    m_id = m_engine.createAgent(QStringLiteral("codex"), QStringLiteral("standard-2"));
+    QVERIFY2(!m_id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     // 100 MiB of random bytes: every byte value, many times over, and no valid UTF-8 for long.
     const QJsonObject made
-        = m_rpc.result(QStringLiteral("agents.exec"),
-                       {{QStringLiteral("id"), m_id},
-                        {QStringLiteral("command"),
-                         QStringLiteral("head -c 104857600 /dev/urandom > blob && wc -c < blob")},
-                        {QStringLiteral("options"),
-                         QJsonObject{{QStringLiteral("timeout"), 120000}}}},
-                       180000);
+        = m_engine.exec(m_id,
+                        QStringLiteral("head -c 104857600 /dev/urandom > blob && wc -c < blob"),
+                        {{QStringLiteral("timeout"), 120000}}, 180000);
     QCOMPARE(made.value(QStringLiteral("stdout")).toString().trimmed(),
              QStringLiteral("104857600"));
 }
 
 void tst_BinaryStreams::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 QString tst_BinaryStreams::sha256In(const QString &command)
 {
-    const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
-                                       {{QStringLiteral("id"), m_id},
-                                        {QStringLiteral("command"),
-                                         QString(command + QStringLiteral(" | sha256sum"))}},
-                                       120000);
+    const QJsonObject r
+        = m_engine.rpc().result(QStringLiteral("agents.exec"),
+                                {{QStringLiteral("id"), m_id},
+                                 {QStringLiteral("command"),
+                                  QString(command + QStringLiteral(" | sha256sum"))}},
+                                120000);
     return r.value(QStringLiteral("stdout")).toString().section(u' ', 0, 0);
 }
 
@@ -107,7 +98,8 @@ QString tst_BinaryStreams::sha256In(const QString &command)
 // channel byte-exact, and carried by binary messages.
 void tst_BinaryStreams::everyByteValueArrivesExactOnBothChannels()
 {
-    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    Sandbox::Client client(
+        Sandbox::ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
     qint64 binaryMessages = 0;
     connect(client.rpc()->transport(), &Sandbox::Transport::binaryReceived, this,
             [&](const QByteArray &) { ++binaryMessages; });
@@ -205,7 +197,8 @@ Sandbox::TerminalSession *tst_BinaryStreams::openRawTerminal(Sandbox::Client &cl
 // the product's TerminalSession, byte-exact and as binary frames.
 void tst_BinaryStreams::hundredMegabytesThroughATerminal()
 {
-    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    Sandbox::Client client(
+        Sandbox::ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
     qint64 binaryMessages = 0;
     connect(client.rpc()->transport(), &Sandbox::Transport::binaryReceived, this,
             [&](const QByteArray &) { ++binaryMessages; });
@@ -227,10 +220,11 @@ void tst_BinaryStreams::hundredMegabytesAcrossAResume()
 {
     constexpr qint64 half = 52428800;
     constexpr qint64 dropAt = half - 3 * 1024 * 1024;
-    m_rpc.result(QStringLiteral("agents.exec"),
-                 {{QStringLiteral("id"), m_id},
-                  {QStringLiteral("command"), QStringLiteral("rm -f go")}});
-    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    m_engine.rpc().result(QStringLiteral("agents.exec"),
+                          {{QStringLiteral("id"), m_id},
+                           {QStringLiteral("command"), QStringLiteral("rm -f go")}});
+    Sandbox::Client client(
+        Sandbox::ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
     Sandbox::RpcClient::ReconnectPolicy policy;
     policy.initialDelayMs = 50;
     policy.jitter = 0;
@@ -261,15 +255,15 @@ void tst_BinaryStreams::hundredMegabytesAcrossAResume()
                               qPrintable(QStringLiteral("received %1 of %2; the engine's log:\n%3")
                                              .arg(run.received)
                                              .arg(half)
-                                             .arg(m_engine.log().right(4000))),
+                                             .arg(m_engine.process().log().right(4000))),
                               120000);
     QVERIFY(dropped);
     QCOMPARE(run.received, half);
     QVERIFY2(binaryMessages > binaryAtDrop, "the replay came as binary frames");
     // ...then the second half, live.
-    m_rpc.result(QStringLiteral("agents.exec"),
-                 {{QStringLiteral("id"), m_id},
-                  {QStringLiteral("command"), QStringLiteral("touch go")}});
+    m_engine.rpc().result(QStringLiteral("agents.exec"),
+                          {{QStringLiteral("id"), m_id},
+                           {QStringLiteral("command"), QStringLiteral("touch go")}});
     QTRY_VERIFY_WITH_TIMEOUT(run.finished, 120000);
     QVERIFY(!run.reset);
     QCOMPARE(run.result.exitCode, 0);
@@ -283,7 +277,7 @@ void tst_BinaryStreams::hundredMegabytesAcrossAResume()
 void tst_BinaryStreams::jsonClientGetsTextAndBase64()
 {
     RpcTestClient json;
-    QVERIFY(json.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(json.open(m_engine.process().wsUrl(), m_engine.process().key()));
     const QJsonObject r
         = json.result(QStringLiteral("agents.exec"),
                       {{QStringLiteral("id"), m_id},
@@ -317,7 +311,7 @@ void tst_BinaryStreams::jsonClientGetsTextAndBase64()
 void tst_BinaryStreams::replayComesInTheResumingConnectionsEncoding()
 {
     RpcTestClient binary;
-    QVERIFY(binary.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(binary.open(m_engine.process().wsUrl(), m_engine.process().key()));
     QCOMPARE(binary
                  .result(QStringLiteral("rpc.streamEncoding"),
                          {{QStringLiteral("encoding"), QStringLiteral("binary")}})
@@ -339,7 +333,7 @@ void tst_BinaryStreams::replayComesInTheResumingConnectionsEncoding()
     QCOMPARE(first.size(), 2);
 
     RpcTestClient json;
-    QVERIFY(json.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(json.open(m_engine.process().wsUrl(), m_engine.process().key()));
     QCOMPARE(json.result(QStringLiteral("stream.resume"),
                          {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), 0}})
                  .value(QStringLiteral("done"))
@@ -361,7 +355,7 @@ void tst_BinaryStreams::replayComesInTheResumingConnectionsEncoding()
 
     // And back: a binary connection resuming gets the same two chunks as binary frames.
     RpcTestClient again;
-    QVERIFY(again.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(again.open(m_engine.process().wsUrl(), m_engine.process().key()));
     again.result(QStringLiteral("rpc.streamEncoding"),
                  {{QStringLiteral("encoding"), QStringLiteral("binary")}});
     again.result(QStringLiteral("stream.resume"),

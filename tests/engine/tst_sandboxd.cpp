@@ -1,7 +1,6 @@
 // sandboxd with real bubblewrap sandboxes: exec, streams, files, isolation, limits, keys.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "sandboxprocesses.h"
-#include "testclient.h"
 
 #include <QCryptographicHash>
 #include <QElapsedTimer>
@@ -50,44 +49,36 @@ private Q_SLOTS:
     void oversizeBodiesAreRefused();
 
 private:
-    QString createAgent(const QJsonObject &extra = {});
+    QString createAgent(const QJsonObject &extra = {})
+    {
+        return m_engine.createAgent(QStringLiteral("claude-code"), QStringLiteral("basic"), extra);
+    }
     QJsonObject exec(const QString &id, const QJsonValue &command, const QJsonObject &options = {});
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QString m_id; // a shared sandbox for the read-only checks
 };
-
-QString tst_Sandboxd::createAgent(const QJsonObject &extra)
-{
-    QJsonObject params{{QStringLiteral("type"), QStringLiteral("claude-code")},
-                       {QStringLiteral("size"), QStringLiteral("basic")}};
-    for (auto it = extra.begin(); it != extra.end(); ++it)
-        params.insert(it.key(), it.value());
-    const QJsonObject r = m_rpc.result(QStringLiteral("agents.create"), params);
-    return r.value(QStringLiteral("id")).toString();
-}
 
 QJsonObject tst_Sandboxd::exec(const QString &id, const QJsonValue &command,
                                const QJsonObject &options)
 {
-    return m_rpc.result(QStringLiteral("agents.exec"), {{QStringLiteral("id"), id},
-                                                        {QStringLiteral("command"), command},
-                                                        {QStringLiteral("options"), options}});
+    return m_engine.rpc().result(QStringLiteral("agents.exec"),
+                                 {{QStringLiteral("id"), id},
+                                  {QStringLiteral("command"), command},
+                                  {QStringLiteral("options"), options}});
 }
 
 void tst_Sandboxd::initTestCase()
 {
     QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("6")}),
-             qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+             qPrintable(m_engine.process().log()));
     m_id = createAgent();
-    QVERIFY2(!m_id.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    QVERIFY2(!m_id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
 }
 
 void tst_Sandboxd::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 void tst_Sandboxd::execArgvAndShell_data()
@@ -206,14 +197,15 @@ void tst_Sandboxd::cancelKillsTheCommand()
                                QJsonObject{{QStringLiteral("id"), m_id},
                                            {QStringLiteral("command"),
                                             QStringLiteral("echo $$ > cancel.pid; sleep 300")}}}};
-    m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
     // Cancel once the command runs (it wrote its pid), so that there is a process to kill.
     QTRY_COMPARE_WITH_TIMEOUT(exec(m_id, QStringLiteral("test -s cancel.pid && echo started"))
                                   .value(QStringLiteral("stdout"))
                                   .toString(),
                               QStringLiteral("started\n"), 10000);
-    const QJsonObject cancelled = m_rpc.call(QStringLiteral("rpc.cancel"),
-                                             {{QStringLiteral("id"), QStringLiteral("long")}});
+    const QJsonObject cancelled = m_engine.rpc().call(QStringLiteral("rpc.cancel"),
+                                                      {{QStringLiteral("id"),
+                                                        QStringLiteral("long")}});
     QCOMPARE(cancelled.value(QStringLiteral("result"))
                  .toObject()
                  .value(QStringLiteral("cancelled"))
@@ -221,7 +213,7 @@ void tst_Sandboxd::cancelKillsTheCommand()
              true);
     // The cancelled request answers -32012.
     bool sawCancelled = false;
-    for (const QJsonValue &m : std::as_const(m_rpc.messages)) {
+    for (const QJsonValue &m : std::as_const(m_engine.rpc().messages)) {
         if (m.toObject().value(QStringLiteral("id")) == QJsonValue(QStringLiteral("long")))
             sawCancelled = m.toObject()
                                .value(QStringLiteral("error"))
@@ -242,7 +234,7 @@ void tst_Sandboxd::cancelKillsTheCommand()
 void tst_Sandboxd::streamResumesAfterReconnect()
 {
     RpcTestClient first;
-    QVERIFY(first.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(first.open(m_engine.process().wsUrl(), m_engine.process().key()));
     const QJsonObject request{
         {QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
         {QStringLiteral("id"), 1},
@@ -268,7 +260,7 @@ void tst_Sandboxd::streamResumesAfterReconnect()
     QTest::qWait(400); // output goes on meanwhile, into the backlog
 
     RpcTestClient second;
-    QVERIFY(second.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(second.open(m_engine.process().wsUrl(), m_engine.process().key()));
     const QJsonObject resumed = second.result(QStringLiteral("stream.resume"),
                                               {{QStringLiteral("streamId"), streamId},
                                                {QStringLiteral("after"), lastSeq}});
@@ -302,7 +294,7 @@ void tst_Sandboxd::streamGapIsReported()
     // loop that forks `sleep` per line took 70 s on an idle 2-core machine and more than the
     // call's 120 s in a sandbox's CPU share.
     RpcTestClient c;
-    QVERIFY(c.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(c.open(m_engine.process().wsUrl(), m_engine.process().key()));
     const QJsonObject r
         = c.result(QStringLiteral("agents.exec"),
                    {{QStringLiteral("id"), m_id},
@@ -335,18 +327,18 @@ void tst_Sandboxd::binaryFilesRoundTrip()
     QByteArray all;
     for (int i = 0; i < 256 * 64; ++i)
         all.append(char(i & 0xff));
-    const QJsonObject w = m_rpc.result(QStringLiteral("agents.writeFile"),
-                                       {{QStringLiteral("id"), m_id},
-                                        {QStringLiteral("path"), QStringLiteral("bin/all.bin")},
-                                        {QStringLiteral("content"),
-                                         QString::fromLatin1(all.toBase64())},
-                                        {QStringLiteral("encoding"), QStringLiteral("base64")},
-                                        {QStringLiteral("parents"), true}});
+    const QJsonObject w
+        = m_engine.rpc().result(QStringLiteral("agents.writeFile"),
+                                {{QStringLiteral("id"), m_id},
+                                 {QStringLiteral("path"), QStringLiteral("bin/all.bin")},
+                                 {QStringLiteral("content"), QString::fromLatin1(all.toBase64())},
+                                 {QStringLiteral("encoding"), QStringLiteral("base64")},
+                                 {QStringLiteral("parents"), true}});
     QCOMPARE(w.value(QStringLiteral("size")).toInt(), all.size());
-    const QJsonObject r = m_rpc.result(QStringLiteral("agents.readFile"),
-                                       {{QStringLiteral("id"), m_id},
-                                        {QStringLiteral("path"),
-                                         QStringLiteral("/workspace/bin/all.bin")}});
+    const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.readFile"),
+                                                {{QStringLiteral("id"), m_id},
+                                                 {QStringLiteral("path"),
+                                                  QStringLiteral("/workspace/bin/all.bin")}});
     QCOMPARE(r.value(QStringLiteral("encoding")).toString(), QStringLiteral("base64"));
     QCOMPARE(QByteArray::fromBase64(r.value(QStringLiteral("content")).toString().toLatin1()), all);
     const QJsonObject sum = exec(m_id, QStringLiteral("md5sum < bin/all.bin | cut -d' ' -f1"));
@@ -358,7 +350,7 @@ void tst_Sandboxd::fileOperations()
 {
     auto call = [&](const char *method, QJsonObject params) {
         params.insert(QStringLiteral("id"), m_id);
-        return m_rpc.call(QLatin1String(method), params);
+        return m_engine.rpc().call(QLatin1String(method), params);
     };
     QVERIFY(call("agents.mkdir", {{QStringLiteral("path"), QStringLiteral("ops/a/b")},
                                   {QStringLiteral("parents"), true}})
@@ -464,7 +456,7 @@ void tst_Sandboxd::pathEscapesAreRefused()
     QJsonObject params{{QStringLiteral("id"), m_id},
                        {QStringLiteral("path"), path},
                        {QStringLiteral("content"), QStringLiteral("pwned")}};
-    const QJsonObject answer = m_rpc.call(method, params);
+    const QJsonObject answer = m_engine.rpc().call(method, params);
     QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              -32007);
 }
@@ -473,7 +465,8 @@ void tst_Sandboxd::cwdEscapeIsRefused()
 {
     const QJsonObject r = exec(m_id, QStringLiteral("pwd"),
                                {{QStringLiteral("cwd"), QStringLiteral("/etc")}});
-    QVERIFY(r.value(QStringLiteral("exitCode")).toInt() != 0 || !m_rpc.lastError().isEmpty());
+    QVERIFY(r.value(QStringLiteral("exitCode")).toInt() != 0
+            || !m_engine.rpc().lastError().isEmpty());
 }
 
 void tst_Sandboxd::isolation_data()
@@ -495,7 +488,7 @@ void tst_Sandboxd::isolation_data()
     QTest::newRow("the engine's port is unreachable")
         << QStringLiteral(
                "(exec 3<>/dev/tcp/127.0.0.1/%1) 2>/dev/null && echo reached || echo unreachable")
-               .arg(m_engine.url().port())
+               .arg(m_engine.process().url().port())
         << QStringLiteral("unreachable");
     QTest::newRow("no nested user namespaces")
         << QStringLiteral("unshare -U true 2>/dev/null && echo nested || echo refused")
@@ -510,7 +503,7 @@ void tst_Sandboxd::isolation_data()
                                       << QStringLiteral("unprivileged");
     QTest::newRow("private /tmp") << QStringLiteral("ls -A /tmp | wc -l") << QStringLiteral("0");
     QTest::newRow("the engine's data dir is not there")
-        << QStringLiteral("ls %1 2>/dev/null | wc -l").arg(m_engine.dataDir())
+        << QStringLiteral("ls %1 2>/dev/null | wc -l").arg(m_engine.process().dataDir())
         << QStringLiteral("0");
 }
 
@@ -531,7 +524,7 @@ void tst_Sandboxd::forkBombIsContained()
     QVERIFY(!bomb.isEmpty());
     QElapsedTimer t;
     t.start();
-    m_rpc.sendText(
+    m_engine.rpc().sendText(
         QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
                                   {QStringLiteral("id"), QStringLiteral("bomb")},
                                   {QStringLiteral("method"), QStringLiteral("agents.exec")},
@@ -547,7 +540,9 @@ void tst_Sandboxd::forkBombIsContained()
     // ...meanwhile the engine and another sandbox keep answering.
     const QJsonObject other = exec(m_id, QStringLiteral("echo still here"));
     QCOMPARE(other.value(QStringLiteral("stdout")).toString(), QStringLiteral("still here\n"));
-    QCOMPARE(httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/health"))), {}).status,
+    QCOMPARE(httpRequest("GET", m_engine.process().url().resolved(QUrl(QStringLiteral("/health"))),
+                         {})
+                 .status,
              200);
     const QJsonObject count = exec(bomb, QStringLiteral("ls /proc | grep -c '^[0-9]'"));
     // pids.max of "lite" is 128: the bomb cannot pass it (and the exec may fail to fork at all).
@@ -599,7 +594,7 @@ void tst_Sandboxd::diskIsBounded()
                  .value(QStringLiteral("stdout"))
                  .toString(),
              QStringLiteral("freed\n"));
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 void tst_Sandboxd::cpuLimitApplies()
@@ -625,7 +620,7 @@ void tst_Sandboxd::cpuLimitApplies()
         QCOMPARE(burst1.readAll().trimmed(), QByteArray("6250"));
     else if (burst2.open(QIODevice::ReadOnly))
         QCOMPARE(burst2.readAll().trimmed(), QByteArray("6250"));
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 void tst_Sandboxd::sandboxesCanBeRenamed()
@@ -633,69 +628,74 @@ void tst_Sandboxd::sandboxesCanBeRenamed()
     const auto code = [](const QJsonObject &answer) {
         return answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt();
     };
-    const QJsonObject renamed = m_rpc.result(QStringLiteral("agents.setName"),
-                                             {{QStringLiteral("id"), m_id},
-                                              {QStringLiteral("name"),
-                                               QStringLiteral(" review bot ")}});
+    const QJsonObject renamed = m_engine.rpc().result(QStringLiteral("agents.setName"),
+                                                      {{QStringLiteral("id"), m_id},
+                                                       {QStringLiteral("name"),
+                                                        QStringLiteral(" review bot ")}});
     QCOMPARE(renamed.value(QStringLiteral("name")).toString(), QStringLiteral("review bot"));
-    QCOMPARE(m_rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), m_id}})
+    QCOMPARE(m_engine.rpc()
+                 .result(QStringLiteral("agents.get"), {{QStringLiteral("id"), m_id}})
                  .value(QStringLiteral("name"))
                  .toString(),
              QStringLiteral("review bot"));
     // Any kind by id; a bad name is refused and changes nothing; "" clears it.
-    QCOMPARE(code(m_rpc.call(QStringLiteral("sandbox.setName"),
-                             {{QStringLiteral("id"), m_id},
-                              {QStringLiteral("name"), QStringLiteral("a\u0007b")}})),
+    QCOMPARE(code(m_engine.rpc().call(QStringLiteral("sandbox.setName"),
+                                      {{QStringLiteral("id"), m_id},
+                                       {QStringLiteral("name"), QStringLiteral("a\u0007b")}})),
              -32602);
-    QCOMPARE(code(m_rpc.call(QStringLiteral("sandbox.setName"), {{QStringLiteral("id"), m_id}})),
+    QCOMPARE(code(m_engine.rpc().call(QStringLiteral("sandbox.setName"),
+                                      {{QStringLiteral("id"), m_id}})),
              -32602);
-    QCOMPARE(code(m_rpc.call(QStringLiteral("sandbox.setName"),
-                             {{QStringLiteral("id"), m_id},
-                              {QStringLiteral("name"), QString(300, u'n')}})),
+    QCOMPARE(code(m_engine.rpc().call(QStringLiteral("sandbox.setName"),
+                                      {{QStringLiteral("id"), m_id},
+                                       {QStringLiteral("name"), QString(300, u'n')}})),
              -32602);
-    QCOMPARE(m_rpc.result(QStringLiteral("sandbox.status"), {{QStringLiteral("id"), m_id}})
+    QCOMPARE(m_engine.rpc()
+                 .result(QStringLiteral("sandbox.status"), {{QStringLiteral("id"), m_id}})
                  .value(QStringLiteral("name"))
                  .toString(),
              QStringLiteral("review bot"));
     // Another key's sandbox is not found.
-    const QJsonObject k = m_rpc.result(QStringLiteral("keys.create"),
-                                       {{QStringLiteral("name"), QStringLiteral("renamer")}});
+    const QJsonObject k = m_engine.rpc().result(QStringLiteral("keys.create"),
+                                                {{QStringLiteral("name"),
+                                                  QStringLiteral("renamer")}});
     RpcTestClient other;
-    QVERIFY(other.open(m_engine.wsUrl(), k.value(QStringLiteral("key")).toString()));
+    QVERIFY(other.open(m_engine.process().wsUrl(), k.value(QStringLiteral("key")).toString()));
     QCOMPARE(code(other.call(QStringLiteral("sandbox.setName"),
                              {{QStringLiteral("id"), m_id},
                               {QStringLiteral("name"), QStringLiteral("mine")}})),
              -32002);
     // REST: PUT /api/agents/{id}/name {name}, as the network policy's route.
-    const QUrl nameUrl = m_engine.url().resolved(
+    const QUrl nameUrl = m_engine.process().url().resolved(
         QUrl(QStringLiteral("/api/agents/%1/name").arg(m_id)));
-    const HttpAnswer put = httpRequest("PUT", nameUrl, m_engine.key(), R"({"name":"from rest"})",
-                                       "application/json");
+    const HttpAnswer put = httpRequest("PUT", nameUrl, m_engine.process().key(),
+                                       R"({"name":"from rest"})", "application/json");
     QCOMPARE(put.status, 200);
     QCOMPARE(QJsonDocument::fromJson(put.body).object().value(QStringLiteral("name")).toString(),
              QStringLiteral("from rest"));
-    const HttpAnswer bad = httpRequest("PUT", nameUrl, m_engine.key(), R"({"name":"a\u0001"})",
-                                       "application/json");
+    const HttpAnswer bad = httpRequest("PUT", nameUrl, m_engine.process().key(),
+                                       R"({"name":"a\u0001"})", "application/json");
     QCOMPARE(bad.status, 400);
     QVERIFY2(bad.body.contains("without control characters"), bad.body.constData());
     QCOMPARE(httpRequest("PUT",
-                         m_engine.url().resolved(
+                         m_engine.process().url().resolved(
                              QUrl(QStringLiteral("/api/databases/%1/name").arg(m_id))),
-                         m_engine.key(), R"({"name":"x"})", "application/json")
+                         m_engine.process().key(), R"({"name":"x"})", "application/json")
                  .status,
              404);
-    const QJsonObject cleared = m_rpc.result(QStringLiteral("sandbox.setName"),
-                                             {{QStringLiteral("id"), m_id},
-                                              {QStringLiteral("name"), QString()}});
+    const QJsonObject cleared = m_engine.rpc().result(QStringLiteral("sandbox.setName"),
+                                                      {{QStringLiteral("id"), m_id},
+                                                       {QStringLiteral("name"), QString()}});
     QVERIFY(cleared.value(QStringLiteral("name")).toString().isEmpty());
 }
 
 void tst_Sandboxd::anotherKeySeesNothing()
 {
-    const QJsonObject k = m_rpc.result(QStringLiteral("keys.create"),
-                                       {{QStringLiteral("name"), QStringLiteral("intruder")}});
+    const QJsonObject k = m_engine.rpc().result(QStringLiteral("keys.create"),
+                                                {{QStringLiteral("name"),
+                                                  QStringLiteral("intruder")}});
     RpcTestClient other;
-    QVERIFY(other.open(m_engine.wsUrl(), k.value(QStringLiteral("key")).toString()));
+    QVERIFY(other.open(m_engine.process().wsUrl(), k.value(QStringLiteral("key")).toString()));
     QCOMPARE(other.result(QStringLiteral("agents.list"), {})
                  .value(QStringLiteral("agents"))
                  .toArray()
@@ -723,7 +723,8 @@ void tst_Sandboxd::anotherKeySeesNothing()
                  .value(QStringLiteral("code"))
                  .toInt(),
              -32001);
-    const QString adminId = m_rpc.result(QStringLiteral("sessions.current"), {})
+    const QString adminId = m_engine.rpc()
+                                .result(QStringLiteral("sessions.current"), {})
                                 .value(QStringLiteral("id"))
                                 .toString();
     QCOMPARE(other.call(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), adminId}})
@@ -733,10 +734,11 @@ void tst_Sandboxd::anotherKeySeesNothing()
                  .toInt(),
              -32001);
     // Revoking the key closes its connection.
-    m_rpc.result(QStringLiteral("keys.revoke"),
-                 {{QStringLiteral("id"), k.value(QStringLiteral("id"))}});
+    m_engine.rpc().result(QStringLiteral("keys.revoke"),
+                          {{QStringLiteral("id"), k.value(QStringLiteral("id"))}});
     QTRY_VERIFY_WITH_TIMEOUT(!other.isOpen(), 5000);
-    QCOMPARE(httpRequest("GET", m_engine.url().resolved(QUrl(QStringLiteral("/api/agents"))),
+    QCOMPARE(httpRequest("GET",
+                         m_engine.process().url().resolved(QUrl(QStringLiteral("/api/agents"))),
                          k.value(QStringLiteral("key")).toString())
                  .status,
              401);
@@ -747,23 +749,24 @@ void tst_Sandboxd::quotaIsEnforced()
     // --max-running 6: fill up to it, then one more is refused with -32003.
     QStringList made;
     for (int i = 0; i < 8; ++i) {
-        const QJsonObject answer = m_rpc.call(QStringLiteral("agents.create"),
-                                              {{QStringLiteral("type"), QStringLiteral("codex")},
-                                               {QStringLiteral("size"), QStringLiteral("lite")}});
+        const QJsonObject answer
+            = m_engine.rpc().call(QStringLiteral("agents.create"),
+                                  {{QStringLiteral("type"), QStringLiteral("codex")},
+                                   {QStringLiteral("size"), QStringLiteral("lite")}});
         if (answer.contains(QStringLiteral("error"))) {
             QCOMPARE(answer.value(QStringLiteral("error"))
                          .toObject()
                          .value(QStringLiteral("code"))
                          .toInt(),
                      -32003);
-            const QJsonObject q = m_rpc.result(QStringLiteral("sessions.quota"), {});
+            const QJsonObject q = m_engine.rpc().result(QStringLiteral("sessions.quota"), {});
             QCOMPARE(q.value(QStringLiteral("running"))
                          .toObject()
                          .value(QStringLiteral("used"))
                          .toInt(),
                      6);
             for (const QString &id : made)
-                m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+                m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
             return;
         }
         made.append(
@@ -781,14 +784,14 @@ void tst_Sandboxd::idleSandboxSleepsAndWakes()
                  .value(QStringLiteral("stdout"))
                  .toString(),
              QStringLiteral("survives\n"));
-    QTRY_COMPARE_WITH_TIMEOUT(m_rpc
+    QTRY_COMPARE_WITH_TIMEOUT(m_engine.rpc()
                                   .result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}})
                                   .value(QStringLiteral("status"))
                                   .toString(),
                               QStringLiteral("sleeping"), 10000);
     const QJsonObject r = exec(id, QStringLiteral("cat note.txt"));
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("survives\n"));
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 // One timer sleeps every idle sandbox: each at its own time, the later ones not early, and a
@@ -796,7 +799,8 @@ void tst_Sandboxd::idleSandboxSleepsAndWakes()
 void tst_Sandboxd::eachIdleSandboxSleepsAfterItsOwnTime()
 {
     const auto statusOf = [this](const QString &id) {
-        return m_rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}})
+        return m_engine.rpc()
+            .result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}})
             .value(QStringLiteral("status"))
             .toString();
     };
@@ -811,28 +815,30 @@ void tst_Sandboxd::eachIdleSandboxSleepsAfterItsOwnTime()
     QTRY_COMPARE_WITH_TIMEOUT(statusOf(soon), QStringLiteral("sleeping"), 10000);
     QCOMPARE(statusOf(late), QStringLiteral("running"));
     for (const QString &id : {late, soon})
-        m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+        m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 void tst_Sandboxd::restFileContent()
 {
     QByteArray bytes("\x00\x01binary\xff", 9);
-    QUrl put = m_engine.url().resolved(
+    QUrl put = m_engine.process().url().resolved(
         QUrl(QStringLiteral("/api/agents/%1/files/content?path=rest/raw.bin&parents=1").arg(m_id)));
-    QCOMPARE(httpRequest("PUT", put, m_engine.key(), bytes, "application/octet-stream").status, 200);
+    QCOMPARE(httpRequest("PUT", put, m_engine.process().key(), bytes, "application/octet-stream")
+                 .status,
+             200);
     const HttpAnswer got = httpRequest(
         "GET",
-        m_engine.url().resolved(
+        m_engine.process().url().resolved(
             QUrl(QStringLiteral("/api/agents/%1/files/content?path=rest/raw.bin").arg(m_id))),
-        m_engine.key());
+        m_engine.process().key());
     QCOMPARE(got.status, 200);
     QCOMPARE(got.body, bytes);
     // As over /rpc, missing folders are made unless ?parents=0 says not to.
     const auto putAt = [&](const QString &query) {
         return httpRequest("PUT",
-                           m_engine.url().resolved(QUrl(
+                           m_engine.process().url().resolved(QUrl(
                                QStringLiteral("/api/agents/%1/files/content?%2").arg(m_id, query))),
-                           m_engine.key(), "deep", "application/octet-stream");
+                           m_engine.process().key(), "deep", "application/octet-stream");
     };
     QCOMPARE(putAt(QStringLiteral("path=rest/a/b/deep.txt")).status, 200);
     QCOMPARE(exec(m_id, QStringLiteral("cat rest/a/b/deep.txt"))
@@ -848,12 +854,12 @@ void tst_Sandboxd::oversizeBodiesAreRefused()
 {
     // The engine answers 413 from the request head alone, before reading any of the body.
     QTcpSocket raw;
-    raw.connectToHost(m_engine.url().host(), quint16(m_engine.url().port()));
+    raw.connectToHost(m_engine.process().url().host(), quint16(m_engine.process().url().port()));
     QVERIFY(raw.waitForConnected(5000));
     raw.write("PUT /api/agents/" + m_id.toLatin1()
               + "/files/content?path=big.bin HTTP/1.1\r\nHost: x\r\n"
                 "Authorization: Bearer "
-              + m_engine.key().toLatin1() + "\r\nContent-Length: 17825792\r\n\r\n");
+              + m_engine.process().key().toLatin1() + "\r\nContent-Length: 17825792\r\n\r\n");
     QTRY_VERIFY_WITH_TIMEOUT(raw.bytesAvailable() > 0
                                  || raw.state() != QAbstractSocket::ConnectedState,
                              5000);
@@ -864,7 +870,7 @@ void tst_Sandboxd::oversizeBodiesAreRefused()
     const QByteArray big(17 * 1024 * 1024, 'x');
     // Over /rpc: the message is refused, the connection stays usable.
     RpcTestClient c;
-    QVERIFY(c.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(c.open(m_engine.process().wsUrl(), m_engine.process().key()));
     c.sendText(R"({"jsonrpc":"2.0","id":1,"method":"agents.writeFile","params":{"content":")" + big
                + "\"}}");
     const QJsonValue answer = c.nextMessage();

@@ -2,8 +2,7 @@
 // typed input, window size and SIGWINCH, vim editing and saving a file, bash's Tab completion,
 // the modes a resume hands back, a gap after a long disconnection, a client too slow to read
 // stalling the program rather than filling the engine, and the errors of the new methods.
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <QDeadlineTimer>
 #include <QFile>
@@ -67,26 +66,21 @@ private:
     void type(RpcTestClient &client, const QString &streamId, const QByteArray &bytes);
     QJsonObject endOf(const RpcTestClient &client, const QString &streamId) const;
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QString m_id;
     int m_nextRequest = 1;
 };
 
 void tst_Terminal::initTestCase()
 {
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                                         {QStringLiteral("size"), QStringLiteral("standard-2")}});
-    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
-    m_id = sb.value(QStringLiteral("id")).toString();
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    m_id = m_engine.createAgent(QStringLiteral("claude-code"), QStringLiteral("standard-2"));
+    QVERIFY2(!m_id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
 }
 
 void tst_Terminal::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 QString tst_Terminal::open(RpcTestClient &client, const QJsonValue &command, int cols, int rows,
@@ -172,103 +166,104 @@ QJsonObject tst_Terminal::endOf(const RpcTestClient &client, const QString &stre
 
 void tst_Terminal::shellRunsOnATerminal()
 {
-    const QString s = open(m_rpc, QStringLiteral("exec bash --norc"));
+    const QString s = open(m_engine.rpc(), QStringLiteral("exec bash --norc"));
     QVERIFY(!s.isEmpty());
-    type(m_rpc, s, "PS1='$ '; stty size; tty; echo \"term=$TERM\"; [ -t 0 ] && echo interactive\r");
-    QVERIFY(waitFor(m_rpc, s, "24 80"));
-    QVERIFY(waitFor(m_rpc, s, "/dev/pts/"));
-    QVERIFY(waitFor(m_rpc, s, "term=xterm-256color"));
-    QVERIFY(waitFor(m_rpc, s, "\r\ninteractive"));
+    type(m_engine.rpc(), s,
+         "PS1='$ '; stty size; tty; echo \"term=$TERM\"; [ -t 0 ] && echo interactive\r");
+    QVERIFY(waitFor(m_engine.rpc(), s, "24 80"));
+    QVERIFY(waitFor(m_engine.rpc(), s, "/dev/pts/"));
+    QVERIFY(waitFor(m_engine.rpc(), s, "term=xterm-256color"));
+    QVERIFY(waitFor(m_engine.rpc(), s, "\r\ninteractive"));
     // Ctrl-C reaches the foreground program through the terminal, not the shell. The program
     // says when it runs (the sum shows only once evaluated, not in the echo of the line typed).
-    type(m_rpc, s, "sh -c 'echo started-$((40+1)); exec sleep 600'\r");
-    QVERIFY(waitFor(m_rpc, s, "started-41"));
-    type(m_rpc, s, "\x03");
-    type(m_rpc, s, "echo after-$((40+2))\r");
-    QVERIFY(waitFor(m_rpc, s, "after-42"));
-    type(m_rpc, s, "exit 5\r");
-    QTRY_VERIFY_WITH_TIMEOUT(!endOf(m_rpc, s).isEmpty(), 20000);
-    const QJsonObject result = endOf(m_rpc, s).value(QStringLiteral("result")).toObject();
+    type(m_engine.rpc(), s, "sh -c 'echo started-$((40+1)); exec sleep 600'\r");
+    QVERIFY(waitFor(m_engine.rpc(), s, "started-41"));
+    type(m_engine.rpc(), s, "\x03");
+    type(m_engine.rpc(), s, "echo after-$((40+2))\r");
+    QVERIFY(waitFor(m_engine.rpc(), s, "after-42"));
+    type(m_engine.rpc(), s, "exit 5\r");
+    QTRY_VERIFY_WITH_TIMEOUT(!endOf(m_engine.rpc(), s).isEmpty(), 20000);
+    const QJsonObject result = endOf(m_engine.rpc(), s).value(QStringLiteral("result")).toObject();
     QCOMPARE(result.value(QStringLiteral("exitCode")).toInt(), 5);
     QCOMPARE(result.value(QStringLiteral("streamId")).toString(), s);
     // A terminal that ended takes no more input.
-    const QJsonObject late = m_rpc.call(QStringLiteral("stream.input"),
-                                        {{QStringLiteral("streamId"), s},
-                                         {QStringLiteral("data"), QStringLiteral("x")}});
+    const QJsonObject late = m_engine.rpc().call(QStringLiteral("stream.input"),
+                                                 {{QStringLiteral("streamId"), s},
+                                                  {QStringLiteral("data"), QStringLiteral("x")}});
     QCOMPARE(late.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              -32002);
 }
 
 void tst_Terminal::resizeSetsTheSizeAndSignalsTheProgram()
 {
-    const QString s = open(m_rpc, QStringLiteral("exec bash --norc"), 100, 30);
-    type(m_rpc, s, "trap 'echo \"winch $(stty size)\"' WINCH; echo rea\"\"dy\r");
-    QVERIFY(waitFor(m_rpc, s, "ready\r\n"));
-    const QJsonObject r = m_rpc.call(QStringLiteral("stream.resize"),
-                                     {{QStringLiteral("streamId"), s},
-                                      {QStringLiteral("cols"), 132},
-                                      {QStringLiteral("rows"), 43}});
+    const QString s = open(m_engine.rpc(), QStringLiteral("exec bash --norc"), 100, 30);
+    type(m_engine.rpc(), s, "trap 'echo \"winch $(stty size)\"' WINCH; echo rea\"\"dy\r");
+    QVERIFY(waitFor(m_engine.rpc(), s, "ready\r\n"));
+    const QJsonObject r = m_engine.rpc().call(QStringLiteral("stream.resize"),
+                                              {{QStringLiteral("streamId"), s},
+                                               {QStringLiteral("cols"), 132},
+                                               {QStringLiteral("rows"), 43}});
     QCOMPARE(r.value(QStringLiteral("result")).toObject().value(QStringLiteral("cols")).toInt(),
              132);
     // bash runs the trap at its next prompt redisplay: give it a line.
-    type(m_rpc, s, "\r");
-    QVERIFY(waitFor(m_rpc, s, "winch 43 132"));
+    type(m_engine.rpc(), s, "\r");
+    QVERIFY(waitFor(m_engine.rpc(), s, "winch 43 132"));
     // The same size again is a redraw request: the program is signalled all the same.
-    const qsizetype before = output(m_rpc, s).count("winch 43 132");
-    m_rpc.call(QStringLiteral("stream.resize"), {{QStringLiteral("streamId"), s},
-                                                 {QStringLiteral("cols"), 132},
-                                                 {QStringLiteral("rows"), 43}});
-    type(m_rpc, s, "\r");
-    QTRY_VERIFY_WITH_TIMEOUT(output(m_rpc, s).count("winch 43 132") > before, 10000);
-    m_rpc.call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), s}});
+    const qsizetype before = output(m_engine.rpc(), s).count("winch 43 132");
+    m_engine.rpc().call(QStringLiteral("stream.resize"), {{QStringLiteral("streamId"), s},
+                                                          {QStringLiteral("cols"), 132},
+                                                          {QStringLiteral("rows"), 43}});
+    type(m_engine.rpc(), s, "\r");
+    QTRY_VERIFY_WITH_TIMEOUT(output(m_engine.rpc(), s).count("winch 43 132") > before, 10000);
+    m_engine.rpc().call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), s}});
 }
 
 void tst_Terminal::vimEditsAndSavesAFile()
 {
-    const QString s = open(m_rpc, QJsonArray{QStringLiteral("vim"), QStringLiteral("-u"),
-                                             QStringLiteral("NONE"), QStringLiteral("-N"),
-                                             QStringLiteral("/workspace/from-vim.txt")});
+    const QString s = open(m_engine.rpc(), QJsonArray{QStringLiteral("vim"), QStringLiteral("-u"),
+                                                      QStringLiteral("NONE"), QStringLiteral("-N"),
+                                                      QStringLiteral("/workspace/from-vim.txt")});
     // vim switches to the alternate screen and draws its empty buffer (`~` lines).
-    QVERIFY(waitFor(m_rpc, s, "\x1b[?1049h"));
-    QVERIFY(waitFor(m_rpc, s, "~"));
-    type(m_rpc, s, "iwritten in vim\x1b");
-    type(m_rpc, s, ":wq\r");
-    QTRY_VERIFY_WITH_TIMEOUT(!endOf(m_rpc, s).isEmpty(), 20000);
-    QCOMPARE(endOf(m_rpc, s)
+    QVERIFY(waitFor(m_engine.rpc(), s, "\x1b[?1049h"));
+    QVERIFY(waitFor(m_engine.rpc(), s, "~"));
+    type(m_engine.rpc(), s, "iwritten in vim\x1b");
+    type(m_engine.rpc(), s, ":wq\r");
+    QTRY_VERIFY_WITH_TIMEOUT(!endOf(m_engine.rpc(), s).isEmpty(), 20000);
+    QCOMPARE(endOf(m_engine.rpc(), s)
                  .value(QStringLiteral("result"))
                  .toObject()
                  .value(QStringLiteral("exitCode"))
                  .toInt(),
              0);
-    const QJsonObject file = m_rpc.result(QStringLiteral("agents.readFile"),
-                                          {{QStringLiteral("id"), m_id},
-                                           {QStringLiteral("path"),
-                                            QStringLiteral("from-vim.txt")}});
+    const QJsonObject file = m_engine.rpc().result(QStringLiteral("agents.readFile"),
+                                                   {{QStringLiteral("id"), m_id},
+                                                    {QStringLiteral("path"),
+                                                     QStringLiteral("from-vim.txt")}});
     QCOMPARE(file.value(QStringLiteral("content")).toString(), QStringLiteral("written in vim\n"));
 }
 
 void tst_Terminal::bashCompletesOnTab()
 {
-    m_rpc.result(QStringLiteral("agents.writeFile"),
-                 {{QStringLiteral("id"), m_id},
-                  {QStringLiteral("path"), QStringLiteral("completion-target-7q.txt")},
-                  {QStringLiteral("content"), QStringLiteral("tab\n")}});
-    const QString s = open(m_rpc, QStringLiteral("cd /workspace && exec bash --norc"));
-    type(m_rpc, s, "PS1='$ '\r");
-    QVERIFY(waitFor(m_rpc, s, "$ "));
-    type(m_rpc, s, "cat completion-tar\t");
+    m_engine.rpc().result(QStringLiteral("agents.writeFile"),
+                          {{QStringLiteral("id"), m_id},
+                           {QStringLiteral("path"), QStringLiteral("completion-target-7q.txt")},
+                           {QStringLiteral("content"), QStringLiteral("tab\n")}});
+    const QString s = open(m_engine.rpc(), QStringLiteral("cd /workspace && exec bash --norc"));
+    type(m_engine.rpc(), s, "PS1='$ '\r");
+    QVERIFY(waitFor(m_engine.rpc(), s, "$ "));
+    type(m_engine.rpc(), s, "cat completion-tar\t");
     // readline completed the unique name on the line...
-    QVERIFY(waitFor(m_rpc, s, "get-7q.txt"));
-    type(m_rpc, s, "\r");
+    QVERIFY(waitFor(m_engine.rpc(), s, "get-7q.txt"));
+    type(m_engine.rpc(), s, "\r");
     // ...and the command ran with it.
-    QVERIFY(waitFor(m_rpc, s, "\rtab\r\n"));
-    m_rpc.call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), s}});
+    QVERIFY(waitFor(m_engine.rpc(), s, "\rtab\r\n"));
+    m_engine.rpc().call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), s}});
 }
 
 void tst_Terminal::resumeHandsBackTheModes()
 {
     RpcTestClient first;
-    QVERIFY(first.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(first.open(m_engine.process().wsUrl(), m_engine.process().key()));
     const QString s = open(first, QStringLiteral("exec bash --norc"));
     type(first, s,
          "printf '\\033[?1049h\\033[?2004h\\033[?1000h\\033[?1006h\\033='; echo modes-\"\"set\r");
@@ -286,7 +281,7 @@ void tst_Terminal::resumeHandsBackTheModes()
 
     // Output made while nobody follows is kept and replayed on resume, after `lastSeq`.
     RpcTestClient second;
-    QVERIFY(second.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(second.open(m_engine.process().wsUrl(), m_engine.process().key()));
     const QJsonObject resumed = second.result(QStringLiteral("stream.resume"),
                                               {{QStringLiteral("streamId"), s},
                                                {QStringLiteral("after"), lastSeq}});
@@ -314,7 +309,7 @@ void tst_Terminal::resumeHandsBackTheModes()
 void tst_Terminal::longDisconnectionIsAGapWithTheModes()
 {
     RpcTestClient first;
-    QVERIFY(first.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(first.open(m_engine.process().wsUrl(), m_engine.process().key()));
     const QString s = open(first, QStringLiteral("exec bash --norc"));
     type(first, s, "printf '\\033[?2004h'; echo rea\"\"dy\r");
     QVERIFY(waitFor(first, s, "ready\r\n"));
@@ -325,7 +320,7 @@ void tst_Terminal::longDisconnectionIsAGapWithTheModes()
     first.socket()->close();
     // Until the terminal has printed it all (it runs on while nobody follows it).
     RpcTestClient probe;
-    QVERIFY(probe.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(probe.open(m_engine.process().wsUrl(), m_engine.process().key()));
     QTRY_VERIFY_WITH_TIMEOUT(probe
                                  .call(QStringLiteral("agents.stat"),
                                        {{QStringLiteral("id"), m_id},
@@ -334,7 +329,7 @@ void tst_Terminal::longDisconnectionIsAGapWithTheModes()
                              120000);
 
     RpcTestClient second;
-    QVERIFY(second.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(second.open(m_engine.process().wsUrl(), m_engine.process().key()));
     const QJsonObject gap = second.call(QStringLiteral("stream.resume"),
                                         {{QStringLiteral("streamId"), s},
                                          {QStringLiteral("after"), 1}});
@@ -366,28 +361,29 @@ void tst_Terminal::slowClientStallsTheProgramNotTheEngine()
     // SIGSTOP stops it reading its socket.
     QProcess ctl;
     ctl.setProgram(QStringLiteral(SANDBOXCTL_BIN));
-    ctl.setArguments({QStringLiteral("--url"), m_engine.url().toString(), QStringLiteral("--key"),
-                      m_engine.key(), QStringLiteral("shell"), m_id, QStringLiteral("--"),
+    ctl.setArguments({QStringLiteral("--url"), m_engine.process().url().toString(),
+                      QStringLiteral("--key"), m_engine.process().key(), QStringLiteral("shell"),
+                      m_id, QStringLiteral("--"),
                       QStringLiteral("head -c 300000000 /dev/zero | tr '\\0' z; echo; echo "
                                      "all-written")});
     ctl.start();
     QVERIFY(ctl.waitForStarted());
     QVERIFY(ctl.waitForReadyRead(20000));
-    const qint64 before = rssKb(m_engine.pid());
+    const qint64 before = rssKb(m_engine.process().pid());
     ::kill(pid_t(ctl.processId()), SIGSTOP);
     // The stopped client's socket buffers fill; the engine stops acknowledging; the
     // supervisor stops reading; `tr` blocks. Meanwhile the engine stays small: time passes on
     // purpose, for whatever the engine would buffer to pile up.
     QTest::qWait(6000);
-    const qint64 during = rssKb(m_engine.pid());
+    const qint64 during = rssKb(m_engine.process().pid());
     QVERIFY2(during - before < 64 * 1024,
              qPrintable(
                  QStringLiteral("engine RSS grew from %1 kB to %2 kB").arg(before).arg(during)));
     // The program has not finished: it waits for the reader.
-    const QJsonObject ps = m_rpc.result(QStringLiteral("agents.exec"),
-                                        {{QStringLiteral("id"), m_id},
-                                         {QStringLiteral("command"),
-                                          QStringLiteral("pgrep -x tr")}});
+    const QJsonObject ps = m_engine.rpc().result(QStringLiteral("agents.exec"),
+                                                 {{QStringLiteral("id"), m_id},
+                                                  {QStringLiteral("command"),
+                                                   QStringLiteral("pgrep -x tr")}});
     QCOMPARE(ps.value(QStringLiteral("exitCode")).toInt(), 0);
     ::kill(pid_t(ctl.processId()), SIGCONT);
     // Once the reader reads again, everything arrives.
@@ -449,7 +445,7 @@ void tst_Terminal::badRequestsAreRefused()
     QFETCH(QString, field);
     if (method == QLatin1String("agents.exec"))
         params.insert(QStringLiteral("id"), m_id);
-    const QJsonObject r = m_rpc.call(method, params);
+    const QJsonObject r = m_engine.rpc().call(method, params);
     const QJsonObject e = r.value(QStringLiteral("error")).toObject();
     QCOMPARE(e.value(QStringLiteral("code")).toInt(), code);
     if (!field.isEmpty())
@@ -457,20 +453,21 @@ void tst_Terminal::badRequestsAreRefused()
                  field);
     // An exec stream that is not a terminal takes no input.
     if (qstrcmp(QTest::currentDataTag(), "input without stream") == 0) {
-        m_rpc.notifications.clear();
-        const QJsonObject exec = m_rpc.call(QStringLiteral("agents.exec"),
-                                            {{QStringLiteral("id"), m_id},
-                                             {QStringLiteral("command"), QStringLiteral("echo hi")},
-                                             {QStringLiteral("options"),
-                                              QJsonObject{{QStringLiteral("stream"), true}}}});
+        m_engine.rpc().notifications.clear();
+        const QJsonObject exec
+            = m_engine.rpc().call(QStringLiteral("agents.exec"),
+                                  {{QStringLiteral("id"), m_id},
+                                   {QStringLiteral("command"), QStringLiteral("echo hi")},
+                                   {QStringLiteral("options"),
+                                    QJsonObject{{QStringLiteral("stream"), true}}}});
         const QString streamId = exec.value(QStringLiteral("result"))
                                      .toObject()
                                      .value(QStringLiteral("streamId"))
                                      .toString();
         QVERIFY(!streamId.isEmpty());
-        const QJsonObject in = m_rpc.call(QStringLiteral("stream.input"),
-                                          {{QStringLiteral("streamId"), streamId},
-                                           {QStringLiteral("data"), QStringLiteral("x")}});
+        const QJsonObject in = m_engine.rpc().call(QStringLiteral("stream.input"),
+                                                   {{QStringLiteral("streamId"), streamId},
+                                                    {QStringLiteral("data"), QStringLiteral("x")}});
         QCOMPARE(in.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
                  -32002);
     }
@@ -478,9 +475,9 @@ void tst_Terminal::badRequestsAreRefused()
     if (qstrcmp(QTest::currentDataTag(), "pty of bad size") == 0) {
         const HttpAnswer a
             = httpRequest("POST",
-                          m_engine.url().resolved(
+                          m_engine.process().url().resolved(
                               QUrl(QStringLiteral("/api/agents/%1/exec").arg(m_id))),
-                          m_engine.key(),
+                          m_engine.process().key(),
                           R"({"command":"true","options":{"pty":{"cols":80,"rows":24}}})");
         QCOMPARE(a.status, 400);
         QCOMPARE(a.json()

@@ -1,9 +1,8 @@
 // sandbox.watch (docs/protocol.md 4.5.1) against a real engine and a real sandbox: changes made by
 // commands come as stream events; a flood of creates collapses into `rescan` and the engine keeps
 // answering; a watch ends with cancel.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "healthprobe.h"
-#include "testclient.h"
 
 #include <QElapsedTimer>
 #include <QJsonArray>
@@ -32,45 +31,31 @@ private:
     QJsonObject waitFor(const QString &streamId, const QJsonObject &want, int timeoutMs = 10000);
     QString watch(const QString &path, bool recursive);
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QString m_id;
 };
 
 void tst_Watch::initTestCase()
 {
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
-    m_id = m_rpc
-               .result(QStringLiteral("agents.create"),
-                       {{QStringLiteral("type"), QStringLiteral("codex")},
-                        {QStringLiteral("size"), QStringLiteral("basic")}})
-               .value(QStringLiteral("id"))
-               .toString();
-    QVERIFY2(!m_id.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    m_id = m_engine.createAgent(QStringLiteral("codex"), QStringLiteral("basic"));
+    QVERIFY2(!m_id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
 }
 
 void tst_Watch::cleanupTestCase()
 {
-    if (!m_id.isEmpty())
-        m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), m_id}});
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 QJsonObject tst_Watch::exec(const QString &command)
 {
-    return m_rpc.result(QStringLiteral("sandbox.exec"),
-                        {{QStringLiteral("id"), m_id},
-                         {QStringLiteral("command"), command},
-                         {QStringLiteral("options"),
-                          QJsonObject{{QStringLiteral("timeout"), 600000}}}},
-                        620000);
+    return m_engine.exec(m_id, command, {{QStringLiteral("timeout"), 600000}}, 620000);
 }
 
 QList<QJsonObject> tst_Watch::events(const QString &streamId) const
 {
     QList<QJsonObject> out;
-    for (const QJsonObject &n : m_rpc.notifications) {
+    for (const QJsonObject &n : m_engine.rpc().notifications) {
         const QJsonObject params = n.value(QStringLiteral("params")).toObject();
         if (n.value(QStringLiteral("method")) == QLatin1String("stream.event")
             && params.value(QStringLiteral("streamId")) == streamId)
@@ -108,13 +93,13 @@ QJsonObject tst_Watch::waitFor(const QString &streamId, const QJsonObject &want,
 
 QString tst_Watch::watch(const QString &path, bool recursive)
 {
-    const QJsonObject r = m_rpc.result(QStringLiteral("sandbox.watch"),
-                                       {{QStringLiteral("id"), m_id},
-                                        {QStringLiteral("path"), path},
-                                        {QStringLiteral("recursive"), recursive}});
+    const QJsonObject r = m_engine.rpc().result(QStringLiteral("sandbox.watch"),
+                                                {{QStringLiteral("id"), m_id},
+                                                 {QStringLiteral("path"), path},
+                                                 {QStringLiteral("recursive"), recursive}});
     if (r.value(QStringLiteral("path")).toString() != path)
         qWarning("watch answered %s",
-                 QJsonDocument(r.isEmpty() ? m_rpc.lastError() : r).toJson().constData());
+                 QJsonDocument(r.isEmpty() ? m_engine.rpc().lastError() : r).toJson().constData());
     return r.value(QStringLiteral("streamId")).toString();
 }
 
@@ -153,12 +138,13 @@ void tst_Watch::changesComeAsEvents()
                  "a flat watch reports only the folder's own entries");
 
     // Cancel ends the stream with its result.
-    QVERIFY(m_rpc.call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), flat}})
+    QVERIFY(m_engine.rpc()
+                .call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), flat}})
                 .contains(QStringLiteral("result")));
     QJsonObject end;
     QTRY_VERIFY_WITH_TIMEOUT(
         [&] {
-            for (const QJsonObject &n : m_rpc.notifications) {
+            for (const QJsonObject &n : m_engine.rpc().notifications) {
                 const QJsonObject p = n.value(QStringLiteral("params")).toObject();
                 if (n.value(QStringLiteral("method")) == QLatin1String("stream.end")
                     && p.value(QStringLiteral("streamId")) == flat)
@@ -170,7 +156,8 @@ void tst_Watch::changesComeAsEvents()
     QCOMPARE(end.value(QStringLiteral("result")).toObject(),
              (QJsonObject{{QStringLiteral("path"), QStringLiteral("/workspace")},
                           {QStringLiteral("cancelled"), true}}));
-    QVERIFY(m_rpc.call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), deep}})
+    QVERIFY(m_engine.rpc()
+                .call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), deep}})
                 .contains(QStringLiteral("result")));
 }
 
@@ -196,7 +183,7 @@ void tst_Watch::badWatchesAreRefused()
     QFETCH(int, code);
     exec(QStringLiteral("touch f; ln -sfn /etc out"));
     params.insert(QStringLiteral("id"), m_id);
-    const QJsonObject answer = m_rpc.call(QStringLiteral("sandbox.watch"), params);
+    const QJsonObject answer = m_engine.rpc().call(QStringLiteral("sandbox.watch"), params);
     QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              code);
 }
@@ -210,13 +197,13 @@ void tst_Watch::floodBecomesRescan()
         !waitFor(deep, {{QStringLiteral("path"), QStringLiteral("/workspace/flood")}}).isEmpty());
 
     // The same run's baseline: /health with the watch idle.
-    HealthProbe idle(m_engine.url(), m_engine.pid(), 20);
+    HealthProbe idle(m_engine.process().url(), m_engine.process().pid(), 20);
     idle.start();
     QTest::qWait(2000); // a baseline needs a span of time, not a condition
     idle.stop();
 
     const qsizetype before = events(deep).size();
-    HealthProbe probe(m_engine.url(), m_engine.pid(), 20);
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 20);
     probe.start();
     QElapsedTimer t;
     t.start();
@@ -258,7 +245,7 @@ void tst_Watch::floodBecomesRescan()
     QVERIFY2(during < 5000, "the flood must collapse, not come as 100 000 events");
     QCOMPARE(probe.failures(), 0);
     QVERIFY2(probe.maxLatencyMs() < 1000, qPrintable(probe.summary()));
-    m_rpc.call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), deep}});
+    m_engine.rpc().call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), deep}});
 }
 
 QTEST_GUILESS_MAIN(tst_Watch)

@@ -1,8 +1,7 @@
 // sandbox.archive / sandbox.restore (docs/protocol.md 4.5) through a real sandboxd: a stopped
 // sandbox's workspace out in chunks and into another sandbox, exactly, by tar running as the
 // sandbox's uid; running sandboxes, bad offsets and archives that reach out are refused.
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -11,15 +10,6 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
-
-namespace {
-
-QByteArray dump(const QJsonObject &o)
-{
-    return QJsonDocument(o).toJson(QJsonDocument::Compact);
-}
-
-} // namespace
 
 class tst_WorkspaceArchive : public QObject
 {
@@ -39,47 +29,40 @@ private:
     QByteArray archive(const QString &id, qint64 chunk);
     bool restore(const QString &id, const QByteArray &bytes, qint64 chunk);
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
 };
 
 void tst_WorkspaceArchive::initTestCase()
 {
-    QVERIFY2(m_engine.start({QStringLiteral("--no-disk-limit")}), qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY2(m_engine.start({QStringLiteral("--no-disk-limit")}),
+             qPrintable(m_engine.process().log()));
 }
 
 void tst_WorkspaceArchive::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 QString tst_WorkspaceArchive::create()
 {
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                                         {QStringLiteral("size"), QStringLiteral("lite")}});
-    return sb.value(QStringLiteral("id")).toString();
+    return m_engine.createAgent(QStringLiteral("claude-code"), QStringLiteral("lite"));
 }
 
 QString tst_WorkspaceArchive::exec(const QString &id, const QString &command)
 {
-    const QJsonObject r = m_rpc.result(QStringLiteral("sandbox.exec"),
-                                       {{QStringLiteral("id"), id},
-                                        {QStringLiteral("command"), command}});
-    return r.value(QStringLiteral("stdout")).toString();
+    return m_engine.exec(id, command).value(QStringLiteral("stdout")).toString();
 }
 
 QByteArray tst_WorkspaceArchive::archive(const QString &id, qint64 chunk)
 {
     QByteArray out;
     for (qint64 offset = 0;;) {
-        const QJsonObject r = m_rpc.result(QStringLiteral("sandbox.archive"),
-                                           {{QStringLiteral("id"), id},
-                                            {QStringLiteral("offset"), double(offset)},
-                                            {QStringLiteral("length"), double(chunk)}});
+        const QJsonObject r = m_engine.rpc().result(QStringLiteral("sandbox.archive"),
+                                                    {{QStringLiteral("id"), id},
+                                                     {QStringLiteral("offset"), double(offset)},
+                                                     {QStringLiteral("length"), double(chunk)}});
         if (r.isEmpty()) {
-            qWarning() << dump(m_rpc.lastError());
+            qWarning() << dump(m_engine.rpc().lastError());
             return {};
         }
         const QByteArray bytes = QByteArray::fromBase64(
@@ -102,14 +85,14 @@ bool tst_WorkspaceArchive::restore(const QString &id, const QByteArray &bytes, q
     for (qint64 offset = 0; offset < bytes.size() || offset == 0;) {
         const QByteArray part = bytes.mid(offset, chunk);
         const bool last = offset + part.size() >= bytes.size();
-        const QJsonObject r = m_rpc.result(QStringLiteral("sandbox.restore"),
-                                           {{QStringLiteral("id"), id},
-                                            {QStringLiteral("offset"), double(offset)},
-                                            {QStringLiteral("contentBase64"),
-                                             QString::fromLatin1(part.toBase64())},
-                                            {QStringLiteral("done"), last}});
+        const QJsonObject r = m_engine.rpc().result(QStringLiteral("sandbox.restore"),
+                                                    {{QStringLiteral("id"), id},
+                                                     {QStringLiteral("offset"), double(offset)},
+                                                     {QStringLiteral("contentBase64"),
+                                                      QString::fromLatin1(part.toBase64())},
+                                                     {QStringLiteral("done"), last}});
         if (r.isEmpty()) {
-            qWarning() << dump(m_rpc.lastError());
+            qWarning() << dump(m_engine.rpc().lastError());
             return false;
         }
         offset += part.size();
@@ -122,14 +105,16 @@ bool tst_WorkspaceArchive::restore(const QString &id, const QByteArray &bytes, q
 void tst_WorkspaceArchive::roundTripIntoAnotherSandbox()
 {
     const QString a = create();
-    QVERIFY2(!a.isEmpty(), dump(m_rpc.lastError()).constData());
+    QVERIFY2(!a.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     exec(a, QStringLiteral("mkdir -p src/deep && printf 'print(1)\\n' > src/app.py && chmod 755 "
                            "src/app.py && ln -s app.py src/link.py && head -c 300000 /dev/urandom "
                            "> src/deep/blob.bin && echo hidden > .env"));
     const QString before = exec(a, QStringLiteral("find . -printf '%p %y %m %s\\n' | sort; "
                                                   "sha256sum src/deep/blob.bin"));
     QVERIFY(before.contains(QLatin1String("./src/link.py l")));
-    QVERIFY(!m_rpc.result(QStringLiteral("sandbox.stop"), {{QStringLiteral("id"), a}}).isEmpty());
+    QVERIFY(!m_engine.rpc()
+                 .result(QStringLiteral("sandbox.stop"), {{QStringLiteral("id"), a}})
+                 .isEmpty());
     // Small chunks: several calls, each answering its offset.
     const QByteArray tgz = archive(a, 64 * 1024);
     QVERIFY(tgz.size() > 64 * 1024);
@@ -137,9 +122,13 @@ void tst_WorkspaceArchive::roundTripIntoAnotherSandbox()
 
     const QString b = create();
     exec(b, QStringLiteral("echo old > stale.txt"));
-    QVERIFY(!m_rpc.result(QStringLiteral("sandbox.stop"), {{QStringLiteral("id"), b}}).isEmpty());
+    QVERIFY(!m_engine.rpc()
+                 .result(QStringLiteral("sandbox.stop"), {{QStringLiteral("id"), b}})
+                 .isEmpty());
     QVERIFY(restore(b, tgz, 100 * 1024));
-    QVERIFY(!m_rpc.result(QStringLiteral("sandbox.start"), {{QStringLiteral("id"), b}}).isEmpty());
+    QVERIFY(!m_engine.rpc()
+                 .result(QStringLiteral("sandbox.start"), {{QStringLiteral("id"), b}})
+                 .isEmpty());
     // The same tree, modes, link and bytes; what was there before is gone; files are the
     // sandbox's own.
     QCOMPARE(exec(b, QStringLiteral("find . -printf '%p %y %m %s\\n' | sort; "
@@ -153,16 +142,18 @@ void tst_WorkspaceArchive::roundTripIntoAnotherSandbox()
 void tst_WorkspaceArchive::runningSandboxIsRefused()
 {
     const QString id = create();
-    m_rpc.result(QStringLiteral("sandbox.archive"), {{QStringLiteral("id"), id}});
-    QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32005);
-    m_rpc.result(QStringLiteral("sandbox.restore"),
-                 {{QStringLiteral("id"), id}, {QStringLiteral("contentBase64"), QString()}});
-    QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32005);
+    m_engine.rpc().result(QStringLiteral("sandbox.archive"), {{QStringLiteral("id"), id}});
+    QCOMPARE(m_engine.rpc().lastError().value(QStringLiteral("code")).toInt(), -32005);
+    m_engine.rpc().result(QStringLiteral("sandbox.restore"),
+                          {{QStringLiteral("id"), id},
+                           {QStringLiteral("contentBase64"), QString()}});
+    QCOMPARE(m_engine.rpc().lastError().value(QStringLiteral("code")).toInt(), -32005);
     // Another key does not see it at all.
-    const QJsonObject other = m_rpc.result(QStringLiteral("keys.create"),
-                                           {{QStringLiteral("name"), QStringLiteral("other")}});
+    const QJsonObject other = m_engine.rpc().result(QStringLiteral("keys.create"),
+                                                    {{QStringLiteral("name"),
+                                                      QStringLiteral("other")}});
     RpcTestClient rpc2;
-    QVERIFY(rpc2.open(m_engine.wsUrl(), other.value(QStringLiteral("key")).toString()));
+    QVERIFY(rpc2.open(m_engine.process().wsUrl(), other.value(QStringLiteral("key")).toString()));
     rpc2.result(QStringLiteral("sandbox.archive"), {{QStringLiteral("id"), id}});
     QCOMPARE(rpc2.lastError().value(QStringLiteral("code")).toInt(), -32002);
 }
@@ -170,29 +161,31 @@ void tst_WorkspaceArchive::runningSandboxIsRefused()
 void tst_WorkspaceArchive::restoreChecksItsOffsets()
 {
     const QString id = create();
-    QVERIFY(!m_rpc.result(QStringLiteral("sandbox.stop"), {{QStringLiteral("id"), id}}).isEmpty());
-    QVERIFY(!m_rpc
+    QVERIFY(!m_engine.rpc()
+                 .result(QStringLiteral("sandbox.stop"), {{QStringLiteral("id"), id}})
+                 .isEmpty());
+    QVERIFY(!m_engine.rpc()
                  .result(QStringLiteral("sandbox.restore"),
                          {{QStringLiteral("id"), id},
                           {QStringLiteral("offset"), 0},
                           {QStringLiteral("contentBase64"), QStringLiteral("AAAA")}})
                  .isEmpty());
     // A chunk that does not follow the last one.
-    m_rpc.result(QStringLiteral("sandbox.restore"),
-                 {{QStringLiteral("id"), id},
-                  {QStringLiteral("offset"), 10},
-                  {QStringLiteral("contentBase64"), QStringLiteral("AAAA")}});
-    QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32602);
+    m_engine.rpc().result(QStringLiteral("sandbox.restore"),
+                          {{QStringLiteral("id"), id},
+                           {QStringLiteral("offset"), 10},
+                           {QStringLiteral("contentBase64"), QStringLiteral("AAAA")}});
+    QCOMPARE(m_engine.rpc().lastError().value(QStringLiteral("code")).toInt(), -32602);
     // Not base64; not an archive.
-    m_rpc.result(QStringLiteral("sandbox.restore"),
-                 {{QStringLiteral("id"), id},
-                  {QStringLiteral("contentBase64"), QStringLiteral("!!")}});
-    QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32602);
-    m_rpc.result(QStringLiteral("sandbox.restore"),
-                 {{QStringLiteral("id"), id},
-                  {QStringLiteral("contentBase64"), QStringLiteral("bm90IGEgdGFy")},
-                  {QStringLiteral("done"), true}});
-    QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32011);
+    m_engine.rpc().result(QStringLiteral("sandbox.restore"),
+                          {{QStringLiteral("id"), id},
+                           {QStringLiteral("contentBase64"), QStringLiteral("!!")}});
+    QCOMPARE(m_engine.rpc().lastError().value(QStringLiteral("code")).toInt(), -32602);
+    m_engine.rpc().result(QStringLiteral("sandbox.restore"),
+                          {{QStringLiteral("id"), id},
+                           {QStringLiteral("contentBase64"), QStringLiteral("bm90IGEgdGFy")},
+                           {QStringLiteral("done"), true}});
+    QCOMPARE(m_engine.rpc().lastError().value(QStringLiteral("code")).toInt(), -32011);
 }
 
 // A hostile archive (from a sandbox that made its own) cannot place files outside the workspace:
@@ -217,13 +210,15 @@ void tst_WorkspaceArchive::archiveCannotReachOutOfTheWorkspace()
     QVERIFY(!hostile.isEmpty());
 
     const QString id = create();
-    QVERIFY(!m_rpc.result(QStringLiteral("sandbox.stop"), {{QStringLiteral("id"), id}}).isEmpty());
+    QVERIFY(!m_engine.rpc()
+                 .result(QStringLiteral("sandbox.stop"), {{QStringLiteral("id"), id}})
+                 .isEmpty());
     restore(id, hostile, 1 << 20);
     const QString name = QStringLiteral("escaped-%1.txt").arg(QCoreApplication::applicationPid());
-    const QString state = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id;
+    const QString state = m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + id;
     QVERIFY(!QFileInfo::exists(state + u'/' + name));
-    QVERIFY(!QFileInfo::exists(m_engine.dataDir() + QStringLiteral("/sandboxes/") + name));
-    QVERIFY(!QFileInfo::exists(m_engine.dataDir() + u'/' + name));
+    QVERIFY(!QFileInfo::exists(m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + name));
+    QVERIFY(!QFileInfo::exists(m_engine.process().dataDir() + u'/' + name));
 }
 
 QTEST_GUILESS_MAIN(tst_WorkspaceArchive)

@@ -2,7 +2,7 @@
 // on screen, rows/s while scrolling to the end, and the memory it costs, against the memory of
 // the same rows held as QJsonArrays (the "load everything" baseline, measured on a 1,000,000-row
 // sample and scaled).
-#include "engineprocess.h"
+#include "uitest.h"
 
 #include <client/client.h>
 #include <client/rowfeed.h>
@@ -40,19 +40,12 @@ private Q_SLOTS:
 
 void bench_SqlGrid::tenMillionRows()
 {
-    EngineProcess engine;
-    QVERIFY2(engine.start(), qPrintable(engine.log()));
-    Client client(ConnectionProfile::remote(engine.url(), engine.key()));
-    client.open();
-    DatabaseCreateOptions options;
-    options.type = QStringLiteral("sqlite");
-    QString id;
-    QObject context;
-    RpcCall call = client.databases().create(options, &context, [&](Result<SandboxInfo> r) {
-        QVERIFY(r);
-        id = r->id;
-    });
-    QTRY_VERIFY_WITH_TIMEOUT(!id.isEmpty(), 60000);
+    UiTest::Engine engine;
+    QVERIFY2(engine.start(), qPrintable(engine.process().log()));
+    Client &client = *engine.client();
+    const auto created = engine.createDatabase(DatabaseCreateOptions{});
+    QVERIFY(created);
+    const QString id = created->id;
     const QString sql = QStringLiteral(
         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000) "
         "SELECT x, 'row ' || x AS label, x * 0.5 AS half FROM c");
@@ -102,7 +95,6 @@ void bench_SqlGrid::tenMillionRows()
           model.spillBytes() / 1048576, model.cachedPages(), heldKb / 1024,
           double(peakKb - rssBefore) / double(heldKb));
     QVERIFY(peakKb - rssBefore < 300 * 1024); // bounded: far below the rows' size in memory
-    engine.terminate();
 }
 
 QTEST_MAIN(bench_SqlGrid)

@@ -1,6 +1,6 @@
 // The console's result model under QAbstractItemModelTester, fed by a real database: lazy pages,
 // bounded memory, NULL apart from '', copy, and export without running the query again.
-#include "engineprocess.h"
+#include "uitest.h"
 
 #include <client/client.h>
 #include <client/rowfeed.h>
@@ -32,7 +32,6 @@ class tst_ResultModel : public QObject
 
 private Q_SLOTS:
     void initTestCase();
-    void cleanupTestCase();
     void pagesOnDemandUnderTheTester();
     void nullIsShownApart();
     void boundedMemoryAndScrollBack();
@@ -50,32 +49,18 @@ private:
         return f;
     }
 
-    EngineProcess m_engine;
-    Client *m_client = nullptr;
+    UiTest::Engine m_engine;
+    Client *m_client = nullptr; // not owned: m_engine's
     QString m_id;
 };
 
 void tst_ResultModel::initTestCase()
 {
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    m_client = new Client(ConnectionProfile::remote(m_engine.url(), m_engine.key()), this);
-    m_client->open();
-    DatabaseCreateOptions options;
-    options.type = QStringLiteral("sqlite");
-    QObject context;
-    bool done = false;
-    RpcCall call = m_client->databases().create(options, &context, [&](Result<SandboxInfo> r) {
-        QVERIFY2(r, qPrintable(r ? QString() : r.error().message));
-        m_id = r->id;
-        done = true;
-    });
-    QTRY_VERIFY_WITH_TIMEOUT(done, 60000);
-}
-
-void tst_ResultModel::cleanupTestCase()
-{
-    delete m_client;
-    m_engine.terminate();
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    m_client = m_engine.client();
+    const auto created = m_engine.createDatabase(DatabaseCreateOptions{});
+    QVERIFY2(created, qPrintable(created ? QString() : created.error().message));
+    m_id = created->id;
 }
 
 static const char kNumbers[]

@@ -1,7 +1,6 @@
 // A console session against a real PostgreSQL database (offscreen): run all, one tab per
 // statement, NULL apart from '', EXPLAIN as text, errors marked in the editor, the schema tree
 // and completion, history kept across restarts, run under the cursor, cancel.
-#include "engineprocess.h"
 #include "testclient.h"
 #include "uitest.h"
 
@@ -54,8 +53,8 @@ private:
     bool runAndWait(const QString &text, void (SqlConsole::*how)() = &SqlConsole::runAll,
                     int timeoutMs = 30000);
 
-    EngineProcess m_engine;
-    Client *m_client = nullptr;
+    UiTest::Engine m_engine;
+    Client *m_client = nullptr; // not owned: m_engine's
     QString m_id;
     SqlConsole *m_console = nullptr;
 };
@@ -63,19 +62,13 @@ private:
 void tst_SqlConsole::initTestCase()
 {
     QStandardPaths::setTestModeEnabled(true);
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    m_client = new Client(ConnectionProfile::remote(m_engine.url(), m_engine.key()), this);
-    m_client->open();
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    m_client = m_engine.client();
     DatabaseCreateOptions options;
     options.type = QStringLiteral("postgres");
-    QObject context;
-    bool done = false;
-    RpcCall call = m_client->databases().create(options, &context, [&](Result<SandboxInfo> r) {
-        QVERIFY2(r, qPrintable(r ? QString() : r.error().message));
-        m_id = r->id;
-        done = true;
-    });
-    QTRY_VERIFY_WITH_TIMEOUT(done, 120000);
+    const auto created = m_engine.createDatabase(options);
+    QVERIFY2(created, qPrintable(created ? QString() : created.error().message));
+    m_id = created->id;
     QFile::remove(QueryHistory(m_id).filePath());
     m_console = new SqlConsole(m_client, m_id);
     m_console->resize(1200, 800);
@@ -87,8 +80,6 @@ void tst_SqlConsole::initTestCase()
 void tst_SqlConsole::cleanupTestCase()
 {
     delete m_console;
-    delete m_client;
-    m_engine.terminate();
 }
 
 bool tst_SqlConsole::runAndWait(const QString &text, void (SqlConsole::*how)(), int timeoutMs)
@@ -200,7 +191,7 @@ void tst_SqlConsole::cancelStopsARunningStatement()
 {
     // The server's view, from a connection of its own: backends that run the sleep now.
     RpcTestClient server;
-    QVERIFY(server.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY(server.open(m_engine.process().wsUrl(), m_engine.process().key()));
     const auto activeSleeps = [&server, this] {
         return server
             .result(QStringLiteral("databases.query"),

@@ -125,13 +125,26 @@ Client *Engine::client()
 
 Result<SandboxInfo> Engine::createAgent(const QString &name, const QString &type)
 {
-    Client *c = client();
     AgentCreateOptions options;
     options.type = type;
     options.name = name;
     options.size = QStringLiteral("basic");
+    return createAgent(options);
+}
+
+Result<SandboxInfo> Engine::createAgent(const AgentCreateOptions &options)
+{
+    Client *c = client();
     return call<SandboxInfo>(
         [&](Callback<SandboxInfo> cb) { return c->agents().create(options, m_owner.get(), cb); });
+}
+
+Result<SandboxInfo> Engine::createDatabase(const DatabaseCreateOptions &options)
+{
+    Client *c = client();
+    return call<SandboxInfo>(
+        [&](Callback<SandboxInfo> cb) { return c->databases().create(options, m_owner.get(), cb); },
+        120000);
 }
 
 Result<ExecResult> Engine::exec(const QString &id, const QString &command)

@@ -59,6 +59,9 @@ public:
 
     Sandbox::Result<Sandbox::SandboxInfo> createAgent(
         const QString &name = {}, const QString &type = QStringLiteral("claude-code"));
+    Sandbox::Result<Sandbox::SandboxInfo> createAgent(const Sandbox::AgentCreateOptions &options);
+    Sandbox::Result<Sandbox::SandboxInfo> createDatabase(
+        const Sandbox::DatabaseCreateOptions &options);
     Sandbox::Result<Sandbox::ExecResult> exec(const QString &id, const QString &command);
     Sandbox::Result<QByteArray> readFile(const QString &id, const QString &path);
     bool writeFile(const QString &id, const QString &path, const QByteArray &content);
