@@ -123,12 +123,12 @@ Run bench_Clients::loop(int clients, int seconds)
         l->sent.start();
         l->socket->sendTextMessage(QString::fromUtf8(l->request));
     }
-    QTest::qWait(seconds * 1000);
+    QTest::qWait(seconds * 1000); // on purpose: the clients run for the span that is measured
     running = false;
     const double elapsed = double(total.nsecsElapsed()) / 1e9;
     const double cpu = m_engine.cpuMs() - cpuBefore;
     const qsizetype done = rtts.size();
-    QTest::qWait(500); // the last answers
+    QTest::qWait(500); // on purpose: the answers still in flight land before the sockets close
     for (auto &l : loopers)
         l->socket->close();
     if (rtts.isEmpty())

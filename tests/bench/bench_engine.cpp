@@ -117,19 +117,16 @@ double createAndEcho(RpcTestClient &rpc, QStringList &ids)
 // back to back.
 bool spareReady(RpcTestClient &rpc)
 {
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < 30000) {
-        const QJsonArray spares = rpc.result(QStringLiteral("engine.pool"), {})
-                                      .value(QStringLiteral("spares"))
-                                      .toArray();
-        for (const QJsonValue &s : spares) {
-            if (s.toObject().value(QStringLiteral("ready")).toBool())
-                return true;
-        }
-        QTest::qWait(20);
-    }
-    return false;
+    return QTest::qWaitFor(
+        [&rpc] {
+            const QJsonArray spares = rpc.result(QStringLiteral("engine.pool"), {})
+                                          .value(QStringLiteral("spares"))
+                                          .toArray();
+            return std::any_of(spares.begin(), spares.end(), [](const QJsonValue &s) {
+                return s.toObject().value(QStringLiteral("ready")).toBool();
+            });
+        },
+        30000);
 }
 
 } // namespace

@@ -170,17 +170,21 @@ void bench_Databases::cleanupTestCase()
 
 QString bench_Databases::readySpare(RpcTestClient &rpc, const QString &type, bool *warm)
 {
-    for (int i = 0; i < 3000; ++i) {
-        for (const QJsonValue &v :
-             rpc.result(QStringLiteral("engine.pool"), {}).value(QStringLiteral("spares")).toArray())
-            if (v[QStringLiteral("type")].toString() == type
-                && v[QStringLiteral("ready")].toBool()) {
-                *warm = v[QStringLiteral("warm")].toBool();
-                return v[QStringLiteral("id")].toString();
-            }
-        QTest::qWait(20);
-    }
-    return {};
+    QString id;
+    (void)QTest::qWaitFor(
+        [&] {
+            for (const QJsonValue &v : rpc.result(QStringLiteral("engine.pool"), {})
+                                           .value(QStringLiteral("spares"))
+                                           .toArray())
+                if (v[QStringLiteral("type")].toString() == type
+                    && v[QStringLiteral("ready")].toBool()) {
+                    *warm = v[QStringLiteral("warm")].toBool();
+                    id = v[QStringLiteral("id")].toString();
+                }
+            return !id.isEmpty();
+        },
+        60000);
+    return id;
 }
 
 QString bench_Databases::create(RpcTestClient &rpc, const QString &type, double *createMs,

@@ -478,10 +478,10 @@ private Q_SLOTS:
         QTcpSocket *c = open(EgressListener::Forward, source.serverPort());
         c->setReadBufferSize(64 * 1024); // a slow reader: stops taking bytes early
         QTRY_VERIFY(c->bytesAvailable() >= 64 * 1024);
-        QTest::qWait(200); // the relay fills everything it can
+        QTest::qWait(200); // on purpose: the relay fills everything it can (nothing shows when)
         const double before = threadCpuSeconds(QStringLiteral("egress"));
         QVERIFY(before >= 0);
-        QTest::qWait(1000);
+        QTest::qWait(1000); // on purpose: the second of waiting whose CPU is measured
         const double spent = threadCpuSeconds(QStringLiteral("egress")) - before;
         // Waiting costs nothing (0 ticks here); a spin costs what the scheduler gives it: the whole
         // second on an idle machine, 0.25 s and more with nine runnable threads on two cores.

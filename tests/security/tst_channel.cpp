@@ -4,10 +4,9 @@
 // no host path on its command lines, kills win against a fork bomb, and a supervisor that turns
 // hostile (forged frames, a second HELLO, a hang, a crash) ends only its own sandbox. Each case
 // runs against a real sandboxd as root, with GET /health probed all along (within 100 ms).
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "healthprobe.h"
 #include "sandboxprocesses.h"
-#include "testclient.h"
 
 #include <QDeadlineTimer>
 #include <QElapsedTimer>
@@ -27,11 +26,6 @@
 namespace {
 
 constexpr double kHealthBudgetMs = 100;
-
-QString text(const QJsonObject &o)
-{
-    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
-}
 
 QByteArray readAll(const QString &path)
 {
@@ -81,19 +75,17 @@ private Q_SLOTS:
     void hostileWatchEndsOnlyItsSandbox();
 
 private:
-    QString create(RpcTestClient &rpc, const QJsonObject &extra = {});
+    QString create(EngineFixture &engine, const QJsonObject &extra = {});
     QJsonObject exec(RpcTestClient &rpc, const QString &id, const QJsonValue &command,
                      int timeoutMs = 60000, const QJsonObject &moreOptions = {});
     QString stdoutOf(const QString &id, const QJsonValue &command);
     void checkHealth(const HealthProbe &probe, const char *what);
     bool startHostileEngine();
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QString m_sandbox; // one ordinary sandbox shared by the read-only checks
     QTemporaryDir m_host;
-    std::unique_ptr<EngineProcess> m_hostile;
-    std::unique_ptr<RpcTestClient> m_hostileRpc;
+    std::unique_ptr<EngineFixture> m_hostile;
 };
 
 void tst_Channel::initTestCase()
@@ -104,29 +96,24 @@ void tst_Channel::initTestCase()
     ::chmod(QFile::encodeName(m_host.path()).constData(), 0755);
     QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("16"),
                              QStringLiteral("--max-memory-mb"), QStringLiteral("65536")}),
-             qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
-    m_sandbox = create(m_rpc);
+             qPrintable(m_engine.process().log()));
+    m_sandbox = create(m_engine);
     QVERIFY(!m_sandbox.isEmpty());
 }
 
 void tst_Channel::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
     if (m_hostile)
-        m_hostile->terminate();
+        m_hostile->cleanup();
 }
 
-QString tst_Channel::create(RpcTestClient &rpc, const QJsonObject &extra)
+QString tst_Channel::create(EngineFixture &engine, const QJsonObject &extra)
 {
-    QJsonObject params{{QStringLiteral("type"), QStringLiteral("claude-code")},
-                       {QStringLiteral("size"), QStringLiteral("lite")}};
-    for (auto it = extra.begin(); it != extra.end(); ++it)
-        params.insert(it.key(), it.value());
-    const QJsonObject r = rpc.result(QStringLiteral("agents.create"), params, 120000);
-    const QString id = r.value(QStringLiteral("id")).toString();
+    const QString id = engine.createAgent(QStringLiteral("claude-code"), QStringLiteral("lite"),
+                                          extra);
     if (id.isEmpty())
-        qWarning("create failed: %s", qPrintable(text(rpc.lastError())));
+        qWarning("create failed: %s", dump(engine.rpc().lastError()).constData());
     return id;
 }
 
@@ -145,9 +132,9 @@ QJsonObject tst_Channel::exec(RpcTestClient &rpc, const QString &id, const QJson
 
 QString tst_Channel::stdoutOf(const QString &id, const QJsonValue &command)
 {
-    const QJsonObject r = exec(m_rpc, id, command);
+    const QJsonObject r = exec(m_engine.rpc(), id, command);
     if (!r.contains(QStringLiteral("result")))
-        qWarning("exec failed: %s", qPrintable(text(r)));
+        qWarning("exec failed: %s", dump(r).constData());
     return r.value(QStringLiteral("result")).toObject().value(QStringLiteral("stdout")).toString();
 }
 
@@ -203,12 +190,12 @@ void tst_Channel::userEnvironmentNeverReachesBubblewrap()
 
     QJsonObject env{{QStringLiteral("SANDBOX_TEST_SECRET"), QStringLiteral("s3cret")},
                     {QStringLiteral("LD_PRELOAD"), library}};
-    QString id = create(m_rpc, {{QStringLiteral("env"), env}});
+    QString id = create(m_engine, {{QStringLiteral("env"), env}});
     if (id.isEmpty()) {
         // The API refuses LD_* outright: fine, the rest must hold without it too.
-        QCOMPARE(m_rpc.lastError().value(QStringLiteral("code")).toInt(), -32602);
+        QCOMPARE(m_engine.rpc().lastError().value(QStringLiteral("code")).toInt(), -32602);
         env.remove(QStringLiteral("LD_PRELOAD"));
-        id = create(m_rpc, {{QStringLiteral("env"), env}});
+        id = create(m_engine, {{QStringLiteral("env"), env}});
     }
     QVERIFY(!id.isEmpty());
     // The sandbox's commands get the environment ...
@@ -234,7 +221,7 @@ void tst_Channel::userEnvironmentNeverReachesBubblewrap()
     QVERIFY2(checked >= 2, "bwrap and the supervisor were not found in the sandbox's cgroup");
     QVERIFY2(!QFileInfo::exists(marker),
              "the creation env's LD_PRELOAD ran outside the sandbox's namespaces");
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
 }
 
 // Attack 10: /proc/1/cmdline used to show bwrap's arguments, with the host paths of the data dir
@@ -245,7 +232,7 @@ void tst_Channel::noHostPathOnAnyCommandLine()
                                                            "tr '\\0' ' ' < $f; echo; done"));
     QVERIFY2(all.contains(QLatin1String("sandbox-supervisor")), qPrintable(all));
     for (const QString &host :
-         {m_engine.dataDir(), QStringLiteral(SANDBOXD_BIN).section(u'/', 0, -3),
+         {m_engine.process().dataDir(), QStringLiteral(SANDBOXD_BIN).section(u'/', 0, -3),
           QStringLiteral("--bind"), QStringLiteral("--ro-bind")}) {
         QVERIFY2(!all.contains(host), qPrintable(QStringLiteral("'%1' in: %2").arg(host, all)));
     }
@@ -354,15 +341,15 @@ void tst_Channel::channelCannotBeTakenFromInside()
 // Attack 4: output is counted by the engine, and a flood does not grow the engine.
 void tst_Channel::outputIsBoundedByTheEngine()
 {
-    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
     probe.start();
-    const QJsonObject r = exec(m_rpc, m_sandbox,
+    const QJsonObject r = exec(m_engine.rpc(), m_sandbox,
                                QStringLiteral("head -c 200000000 /dev/zero | tr '\\0' a; "
                                               "head -c 200000000 /dev/zero | tr '\\0' b >&2"),
                                120000, {{QStringLiteral("maxOutputBytes"), 1024 * 1024}});
     probe.stop();
     const QJsonObject result = r.value(QStringLiteral("result")).toObject();
-    QVERIFY2(!result.isEmpty(), qPrintable(text(r)));
+    QVERIFY2(!result.isEmpty(), dump(r).constData());
     QCOMPARE(result.value(QStringLiteral("stdout")).toString().size(), 1024 * 1024);
     QCOMPARE(result.value(QStringLiteral("stderr")).toString().size(), 1024 * 1024);
     QCOMPARE(result.value(QStringLiteral("truncated")).toBool(), true);
@@ -387,22 +374,22 @@ void tst_Channel::forkBombDiesAtTheTimeout()
 {
     QFETCH(QString, command);
     QFETCH(bool, timesOut);
-    const QString id = create(m_rpc);
+    const QString id = create(m_engine);
     QVERIFY(!id.isEmpty());
-    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
     probe.start();
     QElapsedTimer timer;
     timer.start();
-    const QJsonObject r = exec(m_rpc, id, command, 3000);
+    const QJsonObject r = exec(m_engine.rpc(), id, command, 3000);
     const QJsonObject result = r.value(QStringLiteral("result")).toObject();
-    QVERIFY2(!result.isEmpty(), qPrintable(text(r).left(300)));
+    QVERIFY2(!result.isEmpty(), dump(r).left(300).constData());
     QCOMPARE(result.value(QStringLiteral("timedOut")).toBool(), timesOut);
     qInfo("fork bomb with a 3 s timeout answered after %lld ms", timer.elapsed());
     // Once its timeout has passed, the sandbox runs commands again.
     QString alive;
     (void)QTest::qWaitFor(
         [&] {
-            alive = exec(m_rpc, id, QStringLiteral("echo alive"), 10000)
+            alive = exec(m_engine.rpc(), id, QStringLiteral("echo alive"), 10000)
                         .value(QStringLiteral("result"))
                         .toObject()
                         .value(QStringLiteral("stdout"))
@@ -420,15 +407,15 @@ void tst_Channel::forkBombDiesAtTheTimeout()
                                              .arg(sandboxProcesses(id).size())),
                               15000);
     checkHealth(probe, "a fork bomb runs into its timeout");
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
 }
 
 // Attack 8 through stream.cancel: the exec's whole tree goes, the sandbox carries on.
 void tst_Channel::cancelKillsTheWholeTree()
 {
-    const QString id = create(m_rpc);
+    const QString id = create(m_engine);
     QVERIFY(!id.isEmpty());
-    m_rpc.sendText(
+    m_engine.rpc().sendText(
         QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
                                   {QStringLiteral("id"), 7},
                                   {QStringLiteral("method"), QStringLiteral("agents.exec")},
@@ -443,7 +430,7 @@ void tst_Channel::cancelKillsTheWholeTree()
     QString streamId;
     (void)QTest::qWaitFor(
         [&] {
-            for (const QJsonObject &n : std::as_const(m_rpc.notifications)) {
+            for (const QJsonObject &n : std::as_const(m_engine.rpc().notifications)) {
                 const QString s = n.value(QStringLiteral("params"))
                                       .toObject()
                                       .value(QStringLiteral("streamId"))
@@ -451,7 +438,7 @@ void tst_Channel::cancelKillsTheWholeTree()
                 if (!s.isEmpty())
                     streamId = s;
             }
-            for (const QJsonValue &m : std::as_const(m_rpc.messages)) {
+            for (const QJsonValue &m : std::as_const(m_engine.rpc().messages)) {
                 const QString s = m.toObject()
                                       .value(QStringLiteral("result"))
                                       .toObject()
@@ -465,14 +452,16 @@ void tst_Channel::cancelKillsTheWholeTree()
         60000);
     if (streamId.isEmpty())
         QSKIP("this engine names no stream before the exec ends");
-    QTest::qWait(1500); // the bomb fills pids.max
-    const QJsonObject cancelled = m_rpc.call(QStringLiteral("stream.cancel"),
-                                             {{QStringLiteral("streamId"), streamId}}, 60000);
-    QVERIFY2(cancelled.contains(QStringLiteral("result")), qPrintable(text(cancelled)));
+    // The bomb is at work (half of its pids.max in use).
+    QTRY_VERIFY_WITH_TIMEOUT(sandboxProcesses(id).size() >= 64, 10000);
+    const QJsonObject cancelled = m_engine.rpc().call(QStringLiteral("stream.cancel"),
+                                                      {{QStringLiteral("streamId"), streamId}},
+                                                      60000);
+    QVERIFY2(cancelled.contains(QStringLiteral("result")), dump(cancelled).constData());
     QDeadlineTimer again(20000);
     QString alive;
     while (!again.hasExpired() && alive != QLatin1String("alive\n")) {
-        alive = exec(m_rpc, id, QStringLiteral("echo alive"), 10000)
+        alive = exec(m_engine.rpc(), id, QStringLiteral("echo alive"), 10000)
                     .value(QStringLiteral("result"))
                     .toObject()
                     .value(QStringLiteral("stdout"))
@@ -485,7 +474,7 @@ void tst_Channel::cancelKillsTheWholeTree()
                               qPrintable(QStringLiteral("%1 processes left")
                                              .arg(sandboxProcesses(id).size())),
                               15000);
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
 }
 
 bool tst_Channel::startHostileEngine()
@@ -499,13 +488,12 @@ bool tst_Channel::startHostileEngine()
                      script))
         return false;
     ::chmod(QFile::encodeName(script).constData(), 0755);
-    m_hostile = std::make_unique<EngineProcess>();
+    m_hostile = std::make_unique<EngineFixture>();
     if (!m_hostile->start({QStringLiteral("--supervisor"), script})) {
-        qWarning("%s", qPrintable(m_hostile->log()));
+        qWarning("%s", qPrintable(m_hostile->process().log()));
         return false;
     }
-    m_hostileRpc = std::make_unique<RpcTestClient>();
-    return m_hostileRpc->open(m_hostile->wsUrl(), m_hostile->key());
+    return true;
 }
 
 void tst_Channel::hostileSupervisorEndsOnlyItsSandbox_data()
@@ -522,18 +510,18 @@ void tst_Channel::hostileSupervisorEndsOnlyItsSandbox()
 {
     QFETCH(QString, command);
     QVERIFY(startHostileEngine());
-    RpcTestClient &rpc = *m_hostileRpc;
-    const QString victim = create(rpc);
-    const QString bystander = create(rpc);
+    RpcTestClient &rpc = m_hostile->rpc();
+    const QString victim = create(*m_hostile);
+    const QString bystander = create(*m_hostile);
     QVERIFY(!victim.isEmpty() && !bystander.isEmpty());
-    HealthProbe probe(m_hostile->url(), m_hostile->pid(), 10);
+    HealthProbe probe(m_hostile->process().url(), m_hostile->process().pid(), 10);
     probe.start();
     QElapsedTimer timer;
     timer.start();
     // A 1 s timeout: the engine's deadline for it is 1 s + 15 s.
     const QJsonObject r = exec(rpc, victim, command, 1000);
     const qint64 tookMs = timer.elapsed();
-    qInfo("%s: answered after %lld ms: %s", qPrintable(command), tookMs, qPrintable(text(r)));
+    qInfo("%s: answered after %lld ms: %s", qPrintable(command), tookMs, dump(r).constData());
     QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              -32011);
     QVERIFY(tookMs < 1000 + 15000 + 5000);
@@ -545,7 +533,7 @@ void tst_Channel::hostileSupervisorEndsOnlyItsSandbox()
                                       .value(QStringLiteral("status"))
                                       .toString()
                                   != QLatin1String("running"),
-                              qPrintable(text(state)), 10000);
+                              dump(state).constData(), 10000);
     const QJsonObject other = exec(rpc, bystander, QStringLiteral("echo still here"), 10000);
     QTest::qWait(1000); // the probe also covers the victim's clean-up
     QCOMPARE(other.value(QStringLiteral("result"))
@@ -564,13 +552,13 @@ void tst_Channel::hostileSupervisorEndsOnlyItsSandbox()
 void tst_Channel::forgedOutputIsCountedByTheEngine()
 {
     QVERIFY(startHostileEngine());
-    RpcTestClient &rpc = *m_hostileRpc;
-    const QString id = create(rpc);
+    RpcTestClient &rpc = m_hostile->rpc();
+    const QString id = create(*m_hostile);
     QVERIFY(!id.isEmpty());
     const QJsonObject r = exec(rpc, id, QStringLiteral("echo FORGE_OUTPUT"), 10000,
                                {{QStringLiteral("maxOutputBytes"), 100000}});
     const QJsonObject result = r.value(QStringLiteral("result")).toObject();
-    QVERIFY2(!result.isEmpty(), qPrintable(text(r).left(300)));
+    QVERIFY2(!result.isEmpty(), dump(r).left(300).constData());
     QCOMPARE(result.value(QStringLiteral("stdout")).toString().size(), 100000);
     QCOMPARE(result.value(QStringLiteral("truncated")).toBool(), true);
     rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000);
@@ -580,17 +568,17 @@ void tst_Channel::forgedOutputIsCountedByTheEngine()
 void tst_Channel::hostileWatchEndsOnlyItsSandbox()
 {
     QVERIFY(startHostileEngine());
-    RpcTestClient &rpc = *m_hostileRpc;
-    const QString victim = create(rpc);
-    const QString bystander = create(rpc);
+    RpcTestClient &rpc = m_hostile->rpc();
+    const QString victim = create(*m_hostile);
+    const QString bystander = create(*m_hostile);
     QVERIFY(!victim.isEmpty() && !bystander.isEmpty());
-    HealthProbe probe(m_hostile->url(), m_hostile->pid(), 10);
+    HealthProbe probe(m_hostile->process().url(), m_hostile->process().pid(), 10);
     probe.start();
     const QJsonObject watch = rpc.result(QStringLiteral("sandbox.watch"),
                                          {{QStringLiteral("id"), victim},
                                           {QStringLiteral("path"), QStringLiteral("/workspace")}});
     const QString streamId = watch.value(QStringLiteral("streamId")).toString();
-    QVERIFY2(!streamId.isEmpty(), qPrintable(text(rpc.lastError())));
+    QVERIFY2(!streamId.isEmpty(), dump(rpc.lastError()).constData());
     QJsonObject end;
     QTRY_VERIFY_WITH_TIMEOUT(
         [&] {
@@ -608,7 +596,7 @@ void tst_Channel::hostileWatchEndsOnlyItsSandbox()
     QVERIFY2(error.value(QStringLiteral("message"))
                  .toString()
                  .contains(QLatin1String("below /workspace")),
-             qPrintable(text(error)));
+             dump(error).constData());
     for (const QJsonObject &n : rpc.notifications)
         QVERIFY2(!QJsonDocument(n).toJson().contains("/etc/shadow"),
                  "the forged event is passed on");
@@ -618,7 +606,7 @@ void tst_Channel::hostileWatchEndsOnlyItsSandbox()
                                       .value(QStringLiteral("status"))
                                       .toString()
                                   != QLatin1String("running"),
-                              qPrintable(text(state)), 10000);
+                              dump(state).constData(), 10000);
     const QJsonObject other = exec(rpc, bystander, QStringLiteral("echo still here"), 10000);
     QCOMPARE(other.value(QStringLiteral("result"))
                  .toObject()

@@ -2,9 +2,8 @@
 // links, sockets and floods where the engine works must never make the engine (root) act on the
 // host, write past its disk limit, or stall. Each case runs against a real sandboxd (root, disk
 // images, as the README runs it), with GET /health probed all along: it must answer within 100 ms.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "healthprobe.h"
-#include "testclient.h"
 
 #include <QDeadlineTimer>
 #include <QDir>
@@ -113,8 +112,7 @@ private:
     void checkHealth(const HealthProbe &probe, const char *what);
     QJsonObject file(const QString &method, const QString &id, QJsonObject params);
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QTemporaryDir m_host;  // host files a sandbox must not reach
     QString m_procSandbox; // shared by the rows of fileApiRefusesProcPaths
 };
@@ -127,21 +125,21 @@ void tst_HostPaths::initTestCase()
     ::chmod(QFile::encodeName(m_host.path()).constData(), 0755);
     QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("16"),
                              QStringLiteral("--max-memory-mb"), QStringLiteral("65536")}),
-             qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+             qPrintable(m_engine.process().log()));
 }
 
 void tst_HostPaths::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 QString tst_HostPaths::create(const QString &kind, const QJsonObject &params)
 {
-    const QJsonObject r = m_rpc.result(kind + QStringLiteral(".create"), params, 120000);
-    const QString id = r.value(QStringLiteral("id")).toString();
+    const QString id = m_engine.create(kind + QStringLiteral(".create"), params)
+                           .value(QStringLiteral("id"))
+                           .toString();
     if (id.isEmpty())
-        qWarning("create failed: %s", qPrintable(text(m_rpc.lastError())));
+        qWarning("create failed: %s", qPrintable(text(m_engine.rpc().lastError())));
     return id;
 }
 
@@ -151,7 +149,8 @@ QJsonObject tst_HostPaths::answerTo(int id, int timeoutMs)
     QList<QJsonValue> others;
     QJsonObject found;
     while (!deadline.hasExpired()) {
-        const QJsonValue m = m_rpc.nextMessage(int(qMax<qint64>(1, deadline.remainingTime())));
+        const QJsonValue m = m_engine.rpc().nextMessage(
+            int(qMax<qint64>(1, deadline.remainingTime())));
         if (m.isUndefined())
             break;
         if (m.toObject().value(QStringLiteral("id")) == QJsonValue(id)) {
@@ -160,23 +159,18 @@ QJsonObject tst_HostPaths::answerTo(int id, int timeoutMs)
         }
         others.append(m);
     }
-    m_rpc.messages = others + m_rpc.messages;
+    m_engine.rpc().messages = others + m_engine.rpc().messages;
     return found;
 }
 
 QJsonObject tst_HostPaths::exec(const QString &id, const QString &command, int timeoutMs)
 {
-    return m_rpc.result(QStringLiteral("sandbox.exec"),
-                        {{QStringLiteral("id"), id},
-                         {QStringLiteral("command"), command},
-                         {QStringLiteral("options"),
-                          QJsonObject{{QStringLiteral("timeout"), timeoutMs}}}},
-                        timeoutMs + 30000);
+    return m_engine.exec(id, command, {{QStringLiteral("timeout"), timeoutMs}}, timeoutMs + 30000);
 }
 
 void tst_HostPaths::remove(const QString &id)
 {
-    m_rpc.result(QStringLiteral("sandbox.delete"), {{QStringLiteral("id"), id}}, 120000);
+    m_engine.rpc().result(QStringLiteral("sandbox.delete"), {{QStringLiteral("id"), id}}, 120000);
 }
 
 void tst_HostPaths::stopProbe(HealthProbe &probe)
@@ -209,7 +203,7 @@ void tst_HostPaths::lostFoundLinkLeavesTheHostAlone()
                               {{QStringLiteral("type"), QStringLiteral("claude-code")},
                                {QStringLiteral("size"), QStringLiteral("lite")}});
     QVERIFY(!id.isEmpty());
-    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
     probe.start();
     const QString plant = QStringLiteral("rm -rf /workspace/lost+found /home/agent/lost+found; "
                                          "ln -s %1 /workspace/lost+found && "
@@ -218,11 +212,14 @@ void tst_HostPaths::lostFoundLinkLeavesTheHostAlone()
     QCOMPARE(exec(id, plant).value(QStringLiteral("stdout")).toString(),
              QStringLiteral("planted\n"));
     for (int round = 0; round < 2; ++round) {
-        QVERIFY2(!m_rpc.result(QStringLiteral("agents.stop"), {{QStringLiteral("id"), id}}).isEmpty(),
-                 qPrintable(text(m_rpc.lastError())));
-        QVERIFY2(!m_rpc.result(QStringLiteral("agents.start"), {{QStringLiteral("id"), id}}, 120000)
+        QVERIFY2(!m_engine.rpc()
+                      .result(QStringLiteral("agents.stop"), {{QStringLiteral("id"), id}})
                       .isEmpty(),
-                 qPrintable(text(m_rpc.lastError())));
+                 qPrintable(text(m_engine.rpc().lastError())));
+        QVERIFY2(!m_engine.rpc()
+                      .result(QStringLiteral("agents.start"), {{QStringLiteral("id"), id}}, 120000)
+                      .isEmpty(),
+                 qPrintable(text(m_engine.rpc().lastError())));
     }
     stopProbe(probe);
     QVERIFY2(QFileInfo::exists(victim + QStringLiteral("/sub/precious")),
@@ -277,18 +274,17 @@ void tst_HostPaths::agentHomeLinksAreNotFollowed()
                  .value(QStringLiteral("stdout"))
                  .toString(),
              QStringLiteral("ok\n"));
-    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
     probe.start();
-    const QJsonObject answer = m_rpc.call(QStringLiteral("agents.run"),
-                                          {{QStringLiteral("id"), id},
-                                           {QStringLiteral("prompt"), QStringLiteral("say hi")},
-                                           {QStringLiteral("options"),
-                                            QJsonObject{{QStringLiteral("systemPrompt"),
-                                                         QStringLiteral("planted instructions")},
-                                                        {QStringLiteral("baseUrl"),
-                                                         QStringLiteral("http://127.0.0.1:9/v1")},
-                                                        {QStringLiteral("timeout"), 20000}}}},
-                                          120000);
+    const QJsonObject answer = m_engine.rpc().call(
+        QStringLiteral("agents.run"),
+        {{QStringLiteral("id"), id},
+         {QStringLiteral("prompt"), QStringLiteral("say hi")},
+         {QStringLiteral("options"),
+          QJsonObject{{QStringLiteral("systemPrompt"), QStringLiteral("planted instructions")},
+                      {QStringLiteral("baseUrl"), QStringLiteral("http://127.0.0.1:9/v1")},
+                      {QStringLiteral("timeout"), 20000}}}},
+        120000);
     stopProbe(probe);
     qInfo("run answered: %s", qPrintable(text(answer).left(300)));
     struct stat st;
@@ -355,7 +351,7 @@ void tst_HostPaths::swappedDatabaseSocketDoesNotFreezeTheEngine()
                        .arg(script));
     QCOMPARE(planted.value(QStringLiteral("stdout")).toString(), QStringLiteral("planted\n"));
 
-    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
     probe.start();
     // More concurrent calls than the engine keeps connections, so that it must open new ones;
     // rounds of them until the probe has seen enough (one round may take only a few ms).
@@ -374,7 +370,7 @@ void tst_HostPaths::swappedDatabaseSocketDoesNotFreezeTheEngine()
                                        QJsonObject{{QStringLiteral("id"), id},
                                                    {QStringLiteral("sql"),
                                                     QStringLiteral("SELECT 1 AS one")}}}};
-            m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+            m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
         }
         calls += perRound;
         for (int i = 0; i < perRound; ++i) {
@@ -443,36 +439,28 @@ void tst_HostPaths::everythingWritableCountsAgainstTheDiskLimit()
 // is done off the event loop.
 void tst_HostPaths::deletingAHugeTreeNeverStallsTheEngine()
 {
-    EngineProcess plain;
-    QVERIFY2(plain.start({QStringLiteral("--no-disk-limit")}), qPrintable(plain.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(plain.wsUrl(), plain.key()));
-    const QString id = rpc.result(QStringLiteral("agents.create"),
-                                  {{QStringLiteral("type"), QStringLiteral("claude-code")}}, 120000)
-                           .value(QStringLiteral("id"))
-                           .toString();
+    EngineFixture plain;
+    QVERIFY2(plain.start({QStringLiteral("--no-disk-limit")}), qPrintable(plain.process().log()));
+    const QString id = plain.createAgent(QStringLiteral("claude-code"), {});
     QVERIFY(!id.isEmpty());
-    const QJsonObject made = rpc.result(
-        QStringLiteral("agents.exec"),
-        {{QStringLiteral("id"), id},
-         {QStringLiteral("command"),
-          QStringLiteral(
-              "for d in $(seq 1 100); do mkdir d$d; (cd d$d && seq 1 1500 | xargs touch); "
-              "done; ln -s /etc etc-link; find . | wc -l")},
-         {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 300000}}}},
-        330000);
+    const QJsonObject made = plain.exec(
+        id,
+        QStringLiteral("for d in $(seq 1 100); do mkdir d$d; (cd d$d && seq 1 1500 | xargs touch); "
+                       "done; ln -s /etc etc-link; find . | wc -l"),
+        {{QStringLiteral("timeout"), 300000}}, 330000);
     QVERIFY2(made.value(QStringLiteral("stdout")).toString().trimmed().toInt() > 150000,
              qPrintable(text(made)));
-    const QString state = plain.dataDir() + QStringLiteral("/sandboxes/") + id;
-    HealthProbe probe(plain.url(), plain.pid(), 10);
+    const QString state = plain.process().dataDir() + QStringLiteral("/sandboxes/") + id;
+    HealthProbe probe(plain.process().url(), plain.process().pid(), 10);
     probe.start();
     QElapsedTimer clock;
     clock.start();
-    QVERIFY(!rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000)
+    QVERIFY(!plain.rpc()
+                 .result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 120000)
                  .isEmpty());
     const qint64 answerMs = clock.elapsed();
     QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(state)
-                                 && QDir(plain.dataDir() + QStringLiteral("/trash"))
+                                 && QDir(plain.process().dataDir() + QStringLiteral("/trash"))
                                         .isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot
                                                  | QDir::Hidden),
                              120000);
@@ -480,7 +468,6 @@ void tst_HostPaths::deletingAHugeTreeNeverStallsTheEngine()
     qInfo("delete answered in %lld ms; the tree was gone after %lld ms", answerMs, clock.elapsed());
     checkHealth(probe, "a sandbox with 150,000 files is deleted");
     QVERIFY(QFileInfo::exists(QStringLiteral("/etc/passwd")));
-    plain.terminate();
 }
 
 // A sandbox deleted in the middle of an exec, with background processes and a mounted image,
@@ -501,7 +488,7 @@ void tst_HostPaths::deletedWhileBusyCleansUpFully()
                  .toString(),
              QStringLiteral("ok\n"));
     QCOMPARE(processesWith(marker), 2);
-    const QString state = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id;
+    const QString state = m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + id;
     QCOMPARE(mountsBelow(state), 1);
     QCOMPARE(loopDevicesBelow(state), 1);
 
@@ -514,12 +501,12 @@ void tst_HostPaths::deletedWhileBusyCleansUpFully()
                            {QStringLiteral("params"), QJsonObject{{QStringLiteral("id"), id},
                                                                   {QStringLiteral("command"),
                                                                    QString::fromLatin1(inFlight)}}}};
-    m_rpc.sendText(QJsonDocument(busy).toJson(QJsonDocument::Compact));
+    m_engine.rpc().sendText(QJsonDocument(busy).toJson(QJsonDocument::Compact));
     QTRY_VERIFY_WITH_TIMEOUT(processesWith(inFlight) >= 1, 10000);
-    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
     probe.start();
-    const QJsonObject deleted = m_rpc.call(QStringLiteral("agents.delete"),
-                                           {{QStringLiteral("id"), id}}, 60000);
+    const QJsonObject deleted = m_engine.rpc().call(QStringLiteral("agents.delete"),
+                                                    {{QStringLiteral("id"), id}}, 60000);
     QVERIFY2(deleted.contains(QStringLiteral("result")), qPrintable(text(deleted)));
     // The exec in flight is answered (an error: its sandbox is gone), not left hanging.
     QVERIFY(!answerTo(7001, 10000).isEmpty());
@@ -531,15 +518,15 @@ void tst_HostPaths::deletedWhileBusyCleansUpFully()
                  qPrintable(controller));
     QVERIFY(!QFileInfo::exists(QStringLiteral("/sys/fs/cgroup/sandboxd/") + id));
     QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(state)
-                                 && QDir(m_engine.dataDir() + QStringLiteral("/trash"))
+                                 && QDir(m_engine.process().dataDir() + QStringLiteral("/trash"))
                                         .isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot
                                                  | QDir::Hidden),
                              30000);
     stopProbe(probe);
-    QCOMPARE(mountsBelow(m_engine.dataDir() + QStringLiteral("/trash")), 0);
+    QCOMPARE(mountsBelow(m_engine.process().dataDir() + QStringLiteral("/trash")), 0);
     QCOMPARE(mountsBelow(state), 0);
-    QTRY_COMPARE_WITH_TIMEOUT(loopDevicesBelow(m_engine.dataDir() + QStringLiteral("/sandboxes/")
-                                               + id),
+    QTRY_COMPARE_WITH_TIMEOUT(loopDevicesBelow(m_engine.process().dataDir()
+                                               + QStringLiteral("/sandboxes/") + id),
                               0, 10000);
     checkHealth(probe, "a busy sandbox is deleted");
 }
@@ -553,12 +540,13 @@ void tst_HostPaths::deletedWhileStartingCleansUpFully()
                              {QStringLiteral("params"),
                               QJsonObject{{QStringLiteral("type"), QStringLiteral("claude-code")},
                                           {QStringLiteral("size"), QStringLiteral("standard-4")}}}};
-    m_rpc.sendText(QJsonDocument(create).toJson(QJsonDocument::Compact));
+    m_engine.rpc().sendText(QJsonDocument(create).toJson(QJsonDocument::Compact));
     QString id;
     QTRY_VERIFY_WITH_TIMEOUT(
         !(id =
               [&] {
-                  const QJsonArray all = m_rpc.result(QStringLiteral("agents.list"), {})
+                  const QJsonArray all = m_engine.rpc()
+                                             .result(QStringLiteral("agents.list"), {})
                                              .value(QStringLiteral("agents"))
                                              .toArray();
                   for (const QJsonValue &s : all)
@@ -569,12 +557,12 @@ void tst_HostPaths::deletedWhileStartingCleansUpFully()
               }())
              .isEmpty(),
         10000);
-    const QJsonObject deleted = m_rpc.call(QStringLiteral("agents.delete"),
-                                           {{QStringLiteral("id"), id}}, 60000);
+    const QJsonObject deleted = m_engine.rpc().call(QStringLiteral("agents.delete"),
+                                                    {{QStringLiteral("id"), id}}, 60000);
     QVERIFY2(deleted.contains(QStringLiteral("result")), qPrintable(text(deleted)));
-    const QString state = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id;
+    const QString state = m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + id;
     QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(state)
-                                 && QDir(m_engine.dataDir() + QStringLiteral("/trash"))
+                                 && QDir(m_engine.process().dataDir() + QStringLiteral("/trash"))
                                         .isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot
                                                  | QDir::Hidden),
                              30000);
@@ -587,7 +575,7 @@ void tst_HostPaths::deletedWhileStartingCleansUpFully()
 QJsonObject tst_HostPaths::file(const QString &method, const QString &id, QJsonObject params)
 {
     params.insert(QStringLiteral("id"), id);
-    return m_rpc.call(QStringLiteral("sandbox.") + method, params, 60000);
+    return m_engine.rpc().call(QStringLiteral("sandbox.") + method, params, 60000);
 }
 
 // FIFOs and sockets in the workspace: the file methods refuse them at once, without opening them
@@ -604,7 +592,7 @@ void tst_HostPaths::fileApiRefusesWhatIsNotAFile()
                  .value(QStringLiteral("stdout"))
                  .toString(),
              QStringLiteral("ok\n"));
-    HealthProbe probe(m_engine.url(), m_engine.pid(), 10);
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
     probe.start();
     struct Case
     {
@@ -733,31 +721,22 @@ void tst_HostPaths::hardlinksCannotReachOutside_data()
 void tst_HostPaths::hardlinksCannotReachOutside()
 {
     QFETCH(bool, diskImages);
-    EngineProcess plain;
-    RpcTestClient plainRpc;
-    RpcTestClient *rpc = &m_rpc;
+    EngineFixture plain;
+    EngineFixture *engine = &m_engine;
     if (!diskImages) {
-        QVERIFY2(plain.start({QStringLiteral("--no-disk-limit")}), qPrintable(plain.log()));
-        QVERIFY(plainRpc.open(plain.wsUrl(), plain.key()));
-        rpc = &plainRpc;
+        QVERIFY2(plain.start({QStringLiteral("--no-disk-limit")}),
+                 qPrintable(plain.process().log()));
+        engine = &plain;
     }
-    const QString id = rpc->result(QStringLiteral("agents.create"),
-                                   {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                                    {QStringLiteral("size"), QStringLiteral("lite")}},
-                                   120000)
-                           .value(QStringLiteral("id"))
-                           .toString();
+    const QString id = engine->createAgent(QStringLiteral("claude-code"), QStringLiteral("lite"));
     QVERIFY(!id.isEmpty());
     const QJsonObject r
-        = rpc->result(QStringLiteral("agents.exec"),
-                      {{QStringLiteral("id"), id},
-                       {QStringLiteral("command"),
-                        QStringLiteral(
-                            "echo home > /home/agent/h; echo x > /workspace/a; "
-                            "ln /home/agent/h /workspace/h; echo rc=$?; "
-                            "ln /etc/passwd /workspace/p; echo rc=$?; "
-                            "ln /run/sandbox/sandbox-supervisor /workspace/s; echo rc=$?; "
-                            "ln /workspace/a /workspace/b; echo rc=$?")}});
+        = engine->exec(id, QStringLiteral(
+                               "echo home > /home/agent/h; echo x > /workspace/a; "
+                               "ln /home/agent/h /workspace/h; echo rc=$?; "
+                               "ln /etc/passwd /workspace/p; echo rc=$?; "
+                               "ln /run/sandbox/sandbox-supervisor /workspace/s; echo rc=$?; "
+                               "ln /workspace/a /workspace/b; echo rc=$?"));
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(),
              QStringLiteral("rc=1\nrc=1\nrc=1\nrc=0\n"));
     QCOMPARE(r.value(QStringLiteral("stderr"))
@@ -765,12 +744,8 @@ void tst_HostPaths::hardlinksCannotReachOutside()
                  .count(QStringLiteral("Invalid cross-device link")),
              3);
     // A hard link inside the workspace is just a file to the file methods.
-    QCOMPARE(rpc->result(QStringLiteral("agents.readFile"),
-                         {{QStringLiteral("id"), id}, {QStringLiteral("path"), QStringLiteral("b")}})
-                 .value(QStringLiteral("content"))
-                 .toString(),
-             QStringLiteral("x\n"));
-    rpc->result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+    QCOMPARE(engine->readFile(id, QStringLiteral("b")), QStringLiteral("x\n"));
+    engine->rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 // Names at the limit, paths past it, and a tree deeper than any path can name.
@@ -856,7 +831,7 @@ void tst_HostPaths::fileApiHugeDirectoriesKeepTheSupervisorAnswering()
                                        {QStringLiteral("path"), QStringLiteral("big")},
                                        {QStringLiteral("recursive"), true}}}};
     clock.restart();
-    m_rpc.sendText(QJsonDocument(del).toJson(QJsonDocument::Compact));
+    m_engine.rpc().sendText(QJsonDocument(del).toJson(QJsonDocument::Compact));
     QTest::qWait(50); // on purpose: the deletion is under way when the echo comes
     // While it deletes, the supervisor still answers.
     QElapsedTimer echo;
@@ -865,7 +840,7 @@ void tst_HostPaths::fileApiHugeDirectoriesKeepTheSupervisorAnswering()
     const qint64 echoMs = echo.elapsed();
     // Answered while the deletion still ran (a supervisor busy deleting answered it only after).
     bool deletedFirst = false;
-    for (const QJsonValue &m : std::as_const(m_rpc.messages))
+    for (const QJsonValue &m : std::as_const(m_engine.rpc().messages))
         deletedFirst = deletedFirst || m.toObject().value(QStringLiteral("id")) == QJsonValue(7201);
     const QJsonObject deleted = answerTo(7201, 120000);
     qInfo("deleting 100,000 files: %lld ms; an exec meanwhile answered in %lld ms", clock.elapsed(),
