@@ -465,11 +465,13 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
             if (!state->streamId.isEmpty())
                 m_streams->setSinkOwner(state->streamId, c.connection);
             *c.onCancel = [state] { state->cancel(); };
-            // A stream's output is paced by the connection that follows it (PROTOCOL.md, "Flow
-            // control"): the engine holds a bounded amount of it, however slowly that reads.
+            // A stream's output is read by the engine from the command's pipes (PROTOCOL.md,
+            // "Output pipes"), one copy and no hop through the supervisor, and only as fast as
+            // the connection that follows it takes it: the engine holds a bounded amount of it,
+            // however slowly that reads.
             QJsonObject execRequest = request;
             if (!state->streamId.isEmpty()) {
-                execRequest.insert(QStringLiteral("window"), true);
+                execRequest.insert(QStringLiteral("pipes"), true);
                 m_streams->setWindow(state->streamId, [state](qint64 bytes) {
                     if (state->channel && state->execId)
                         state->channel->acknowledge(state->execId, quint32(bytes));

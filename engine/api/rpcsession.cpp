@@ -59,6 +59,10 @@ RpcSession::RpcSession(QWebSocket *socket, QString keyId, Methods *methods, Stre
     // closed (1009), so nobody can make the engine buffer without bound.
     m_socket->setMaxAllowedIncomingMessageSize(2 * JsonRpc::MaxMessageBytes);
     m_socket->setMaxAllowedIncomingFrameSize(2 * JsonRpc::MaxMessageBytes);
+    // A message goes as one frame (QWebSocket cuts at 512 KiB by default): a client such as
+    // QWebSocket joins the frames of a message by copying them, and a stream's output messages
+    // are up to a pipe's read (1 MiB) and its prefix.
+    m_socket->setOutgoingFrameSize(quint64(kOutgoingFrameBytes));
     connect(m_socket, &QWebSocket::textMessageReceived, this, &RpcSession::onText);
     connect(m_socket, &QWebSocket::binaryMessageReceived, this, &RpcSession::onBinary);
     m_clock.start();

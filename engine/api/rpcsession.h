@@ -41,6 +41,9 @@ public:
     static constexpr qsizetype BytesPerMessage = 64 * 1024; // a big message counts as several
     static constexpr qint64 PauseAtUnsentBytes = 16 * 1024 * 1024;
     static constexpr qint64 MaxUnsentBytes = 64 * 1024 * 1024;
+    // The largest WebSocket frame sent: a whole output message (at most 1 MiB of output and its
+    // binary prefix, docs/protocol.md 2.6) in one.
+    static constexpr qsizetype kOutgoingFrameBytes = 2 * 1024 * 1024;
 
     // `queueBudget` bounds the bytes waiting in every session's queue together; `log` is shared
     // by every session too.

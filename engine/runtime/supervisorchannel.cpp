@@ -11,6 +11,7 @@
 #include <QTimer>
 #include <QtEndian>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -184,7 +185,8 @@ quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &da
         p.pty = json.value(QStringLiteral("pty")).isObject();
         if (p.pty)
             p.maxOutput = std::numeric_limits<quint64>::max();
-        p.windowed = p.pty || json.value(QStringLiteral("window")).toBool();
+        p.piped = !p.pty && json.value(QStringLiteral("pipes")).toBool();
+        p.windowed = p.pty || p.piped || json.value(QStringLiteral("window")).toBool();
         deadlineMs = p.timeoutMs > 0 ? p.timeoutMs + kGraceMs : -1; // -1: until cancelled
     } else if (p.op == QLatin1String("readFile") || p.op == QLatin1String("list")) {
         p.maxResponse = kLargeResponse;
@@ -241,6 +243,12 @@ void SupervisorChannel::cancel(quint32 id)
     if (it == m_pending.end() || it->cancelled)
         return;
     it->cancelled = true;
+    if (it->held) { // answered already: what is left in its pipes is not wanted
+        for (const auto &pipe : it->pipes)
+            if (pipe)
+                pipe->close();
+        return checkDrain(id);
+    }
     // The answer must follow within the grace time, whatever the request asked for.
     if (it->deadline.isForever() || it->deadline.remainingTime() > kGraceMs)
         it->deadline = QDeadlineTimer(kGraceMs);
@@ -262,6 +270,14 @@ void SupervisorChannel::acknowledge(quint32 id, quint32 bytes)
     if (it == m_pending.end() || !it->windowed || bytes == 0)
         return;
     it->unacknowledged -= qMin<quint64>(it->unacknowledged, bytes);
+    if (it->piped) { // no frame: the engine reads the pipes itself, now that there is room
+        for (const auto &pipe : it->pipes)
+            if (pipe && it->unacknowledged < SupervisorWire::PtyWindowBytes)
+                pipe->setReading(true);
+        if (it->held)
+            checkDrain(id); // the window may have opened: its quiet time starts
+        return;
+    }
     char payload[4];
     qToLittleEndian<quint32>(bytes, payload);
     queueFrame(FrameType::Window, id, QByteArrayView(payload, 4));
@@ -433,7 +449,7 @@ QString SupervisorChannel::checkHeader(FrameType type, quint32 id, quint32 paylo
     if (!m_helloSeen)
         return QStringLiteral("a frame before HELLO");
     const auto it = m_pending.constFind(id);
-    if (it == m_pending.constEnd())
+    if (it == m_pending.constEnd() || it->held) // held: answered, its pipes still read
         return QStringLiteral("a frame of type %1 for request %2, which is not pending")
             .arg(int(type))
             .arg(id);
@@ -447,6 +463,8 @@ QString SupervisorChannel::checkHeader(FrameType type, quint32 id, quint32 paylo
                          .arg(it->maxResponse);
     case FrameType::Stdout:
     case FrameType::Stderr:
+        if (it->piped)
+            return QStringLiteral("output frames for exec %1, whose pipes the engine reads").arg(id);
         return it->exec ? QString()
                         : QStringLiteral("output for '%1' (request %2)").arg(it->op).arg(id);
     case FrameType::Event:
@@ -461,7 +479,8 @@ QString SupervisorChannel::checkHeader(FrameType type, quint32 id, quint32 paylo
 void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payload,
                                  QList<std::shared_ptr<UniqueFd>> fds)
 {
-    if (fds.size() > 1)
+    // Two only on the EVENT of an exec with `pipes` (its output pipes), checked there.
+    if (fds.size() > (type == FrameType::Event ? 2 : 1))
         return violation(QStringLiteral("%1 descriptors on one frame").arg(fds.size()));
     std::shared_ptr<UniqueFd> fd = fds.isEmpty() ? nullptr : fds.first();
     switch (type) {
@@ -491,25 +510,13 @@ void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payl
         // A terminal has one output. Windowed output is sent only while the window has room.
         if (it->pty && channel != 1)
             return violation(QStringLiteral("STDERR for terminal %1").arg(id));
-        if (it->windowed) {
-            it->unacknowledged += quint64(payload.size());
-            if (it->unacknowledged > SupervisorWire::PtyWindowBytes)
-                return violation(QStringLiteral("output of exec %1 beyond its window").arg(id));
-        }
-        quint64 &sent = it->sent[channel - 1];
-        const quint64 room = it->maxOutput - qMin(sent, it->maxOutput);
-        const qsizetype allowed = qsizetype(qMin<quint64>(quint64(payload.size()), room));
-        if (allowed < payload.size())
-            it->truncated = true; // the engine's count, whatever the supervisor says
-        sent += quint64(allowed);
-        if (allowed > 0 && it->onOutput) {
-            const OutputHandler onOutput = it->onOutput; // the handler may cancel the request
-            onOutput(channel, payload.first(allowed));
-        }
-        return;
+        if (it->windowed
+            && it->unacknowledged + quint64(payload.size()) > SupervisorWire::PtyWindowBytes)
+            return violation(QStringLiteral("output of exec %1 beyond its window").arg(id));
+        return passOutput(it, channel, payload);
     }
     case FrameType::Event:
-        return dispatchEvent(id, payload, std::move(fd));
+        return dispatchEvent(id, payload, std::move(fds));
     case FrameType::Response:
         return dispatchResponse(id, payload, std::move(fd));
     default:
@@ -517,10 +524,113 @@ void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payl
     }
 }
 
-void SupervisorChannel::dispatchEvent(quint32 id, QByteArrayView payload,
-                                      std::shared_ptr<UniqueFd> fd)
+void SupervisorChannel::passOutput(QHash<quint32, Pending>::iterator it, int channel,
+                                   QByteArrayView bytes)
+{
+    quint64 &sent = it->sent[channel - 1];
+    const quint64 room = it->maxOutput - qMin(sent, it->maxOutput);
+    const qsizetype allowed = qsizetype(qMin<quint64>(quint64(bytes.size()), room));
+    if (allowed < bytes.size())
+        it->truncated = true; // the engine's count, whatever the supervisor says
+    sent += quint64(allowed);
+    // What is dropped (over maxOutputBytes) is never acknowledged, so it takes no window.
+    if (it->windowed)
+        it->unacknowledged += quint64(allowed);
+    if (it->held && it->unacknowledged >= SupervisorWire::PtyWindowBytes)
+        it->quietFor.invalidate(); // the drain waits for the reader (checkDrain)
+    else if (it->held)
+        it->quietFor.start(); // not quiet: the drain goes on
+    if (allowed > 0 && it->onOutput) {
+        const OutputHandler onOutput = it->onOutput; // the handler may cancel the request
+        onOutput(channel, bytes.first(allowed));
+    }
+}
+
+QString SupervisorChannel::takePipes(quint32 id, Pending &p, const QList<quint64> &inodes,
+                                     const QList<std::shared_ptr<UniqueFd>> &fds)
+{
+    if (fds.size() != 2 || inodes.size() != 2 || inodes[0] == inodes[1])
+        return QStringLiteral("exec %1 started without its two output pipes").arg(id);
+    for (int i = 0; i < 2; ++i) {
+        if (QString why = OutputPipe::check(fds[i]->get(), inodes[i]); !why.isEmpty())
+            return QStringLiteral("the %1 pipe of exec %2: %3")
+                .arg(QLatin1String(i == 0 ? "stdout" : "stderr"))
+                .arg(id)
+                .arg(why);
+    }
+    for (int i = 0; i < 2; ++i) {
+        const int channel = i + 1;
+        const auto room = [this, id] {
+            const auto it = m_pending.constFind(id);
+            if (it == m_pending.constEnd())
+                return qsizetype(0);
+            return qsizetype(SupervisorWire::PtyWindowBytes
+                             - qMin<quint64>(it->unacknowledged, SupervisorWire::PtyWindowBytes));
+        };
+        const auto onData = [this, id, channel](QByteArrayView bytes) {
+            const auto it = m_pending.find(id);
+            if (it != m_pending.end())
+                passOutput(it, channel, bytes);
+        };
+        p.pipes[i] = std::make_shared<OutputPipe>(UniqueFd(fds[i]->release()), m_poller.data(),
+                                                  &m_pipeChunk, room, onData,
+                                                  [this, id] { checkDrain(id); });
+        p.pipes[i]->setReading(true);
+    }
+    return {};
+}
+
+void SupervisorChannel::checkDrain(quint32 id)
 {
     const auto it = m_pending.find(id);
+    if (it == m_pending.end() || !it->held)
+        return;
+    const bool open = (it->pipes[0] && it->pipes[0]->isOpen())
+                      || (it->pipes[1] && it->pipes[1]->isOpen());
+    const bool windowOpen = it->unacknowledged < SupervisorWire::PtyWindowBytes;
+    if (!windowOpen)
+        it->quietFor.invalidate();
+    else if (!it->quietFor.isValid())
+        it->quietFor.start();
+    const qint64 limit = kDrainLimitMs - it->heldFor.elapsed();
+    const qint64 drain = windowOpen ? kDrainMs - it->quietFor.elapsed() : kDrainMs;
+    if (open && limit > 0 && drain > 0) {
+        if (!it->drainCheck) { // while the window is full, look again soon: it may open
+            it->drainCheck = true;
+            QTimer::singleShot(qMin(limit, drain), this, [this, id] {
+                const auto it = m_pending.find(id);
+                if (it != m_pending.end())
+                    it->drainCheck = false;
+                checkDrain(id);
+            });
+        }
+        return;
+    }
+    Pending p = m_pending.take(id);
+    if (m_pending.isEmpty())
+        m_deadlineTimer->stop();
+    const bool anyPiped = std::any_of(m_pending.cbegin(), m_pending.cend(),
+                                      [](const Pending &q) { return q.piped; });
+    for (const auto &pipe : p.pipes)
+        if (pipe)
+            pipe->close(); // a background process still holding one is not waited for
+    Result<Reply> result = std::move(*p.held);
+    if (result && p.truncated) // output read after the answer came may have been cut
+        result.value().json.insert(QStringLiteral("truncated"), true);
+    Q_EMIT execEnded(id);
+    if (!anyPiped)
+        m_pipeChunk = QByteArray(); // an idle sandbox keeps no read buffer
+    if (p.onReply)
+        p.onReply(std::move(result));
+}
+
+void SupervisorChannel::dispatchEvent(quint32 id, QByteArrayView payload,
+                                      QList<std::shared_ptr<UniqueFd>> fds)
+{
+    const auto it = m_pending.find(id);
+    if (fds.size() > 1 && !it->piped)
+        return violation(QStringLiteral("%1 descriptors on one frame").arg(fds.size()));
+    std::shared_ptr<UniqueFd> fd = fds.isEmpty() ? nullptr : fds.first();
     const Json::Parsed parsed = Json::parse(payload);
     if (parsed.error || !parsed.value.isObject())
         return violation(QStringLiteral("a malformed EVENT for request %1").arg(id));
@@ -529,11 +639,15 @@ void SupervisorChannel::dispatchEvent(quint32 id, QByteArrayView payload,
         // One EVENT only: the exec's process tree.
         const qint64 pid = event.value(QStringLiteral("pid")).toInteger();
         const QJsonArray pipes = event.value(QStringLiteral("pipes")).toArray();
-        if (fd || it->started || pid <= 0 || pipes.size() > 2)
+        if ((fd && !it->piped) || it->started || pid <= 0 || pipes.size() > 2)
             return violation(QStringLiteral("an unexpected EVENT for exec %1").arg(id));
         QList<quint64> inodes;
         for (const QJsonValue &v : pipes)
             inodes.append(quint64(nonNegative(v)));
+        if (it->piped) {
+            if (QString why = takePipes(id, *it, inodes, fds); !why.isEmpty())
+                return violation(why);
+        }
         it->started = true;
         Q_EMIT execStarted(id, pid, inodes, it->timeoutMs);
         return;
@@ -624,6 +738,15 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
     if (nul >= 0)
         reply.data = payload.sliced(nul + 1).toByteArray();
     reply.fd = std::move(fd);
+    if (p.piped && p.started) {
+        // The main process has exited; its output may still be in its pipes: the answer waits
+        // for them (checkDrain), so that it comes after the last of the output, as before.
+        p.held = std::make_shared<Result<Reply>>(std::move(reply));
+        p.heldFor.start();
+        p.deadline = QDeadlineTimer(QDeadlineTimer::Forever);
+        m_pending.emplace(id, std::move(p));
+        return checkDrain(id);
+    }
     finish(std::move(reply));
 }
 

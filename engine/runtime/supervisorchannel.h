@@ -1,12 +1,14 @@
 #pragma once
 
 #include "frameparser.h"
+#include "outputpipe.h"
 #include "protocol/result.h"
 #include "supervisor/wire.h"
 #include "uniquefd.h"
 
 #include <QByteArray>
 #include <QDeadlineTimer>
+#include <QElapsedTimer>
 #include <QHash>
 #include <QJsonObject>
 #include <QList>
@@ -48,6 +50,11 @@ public:
 
     // Time a request may take beyond what it asks for itself (an exec's timeout, a connect's).
     static constexpr qint64 kGraceMs = 15000;
+    // An exec with `pipes` whose answer came: its pipes are read on until they stay quiet this
+    // long with its window open (a background process may hold them), and this long after the
+    // answer at most (PROTOCOL.md, "Output pipes"), as the supervisor drains its own.
+    static constexpr qint64 kDrainMs = 50;
+    static constexpr qint64 kDrainLimitMs = 5000;
     // A request that asks for no time of its own (file ops, ping, configure).
     static constexpr qint64 kDefaultDeadlineMs = 120000;
     // Descriptors received but not yet handed over, and the unsent bytes queued for the
@@ -85,8 +92,8 @@ public:
     void cancel(quint32 id);
     // The engine killed exec `id` at its timeout: its answer says timedOut whatever it claims.
     void markTimedOut(quint32 id);
-    // Output bytes of a windowed exec (a terminal, or an exec asked with `window`) passed on
-    // (WINDOW).
+    // Output bytes of a windowed exec (a terminal, or an exec asked with `window` or `pipes`)
+    // passed on: WINDOW, or for `pipes` more of its pipes read here.
     void acknowledge(quint32 id, quint32 bytes);
     // Bytes queued for the supervisor that it has not read yet.
     qint64 pendingWriteBytes() const;
@@ -124,8 +131,16 @@ private:
         bool timedOut = false;
         bool truncated = false;
         quint64 maxOutput = 0;
-        bool pty = false;           // an exec on a terminal (its output is bounded by a window)
-        bool windowed = false;      // output bounded by a window: a terminal, or `window`
+        bool pty = false;      // an exec on a terminal (its output is bounded by a window)
+        bool windowed = false; // output bounded by a window: a terminal, `window` or `pipes`
+        // `pipes`: the engine reads the exec's stdout and stderr pipes itself (OutputPipe); its
+        // answer waits in `held` until they are drained.
+        bool piped = false;
+        std::shared_ptr<OutputPipe> pipes[2];
+        std::shared_ptr<Result<Reply>> held;
+        QElapsedTimer heldFor;      // since the answer came
+        QElapsedTimer quietFor;     // since output was read or the window opened (invalid: full)
+        bool drainCheck = false;    // a checkDrain() is due
         quint64 unacknowledged = 0; // its output received and not yet acknowledged (WINDOW)
         quint64 sent[2] = {0, 0};
         qint64 timeoutMs = 0;
@@ -158,7 +173,16 @@ private:
     void dispatch(SupervisorWire::FrameType type, quint32 id, QByteArrayView payload,
                   QList<std::shared_ptr<UniqueFd>> fds);
     void dispatchResponse(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
-    void dispatchEvent(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
+    void dispatchEvent(quint32 id, QByteArrayView payload, QList<std::shared_ptr<UniqueFd>> fds);
+    // Output of exec `it` (a frame's, or a read of its pipes): counted, capped, passed on.
+    void passOutput(QHash<quint32, Pending>::iterator it, int channel, QByteArrayView bytes);
+    // `pipes`: reads the exec's two output pipes from now on; empty when they are acceptable.
+    QString takePipes(quint32 id, Pending &p, const QList<quint64> &inodes,
+                      const QList<std::shared_ptr<UniqueFd>> &fds);
+    // A piped exec's answer is held: delivered once its pipes ended, once they stayed quiet for
+    // kDrainMs with the window open (a background process that holds them is not waited for),
+    // or kDrainLimitMs after it came (a reader that takes nothing), whichever is first.
+    void checkDrain(quint32 id);
     bool checkFd(const UniqueFd &fd, int domain, bool listening, QString *why) const;
     // A `watch` EVENT, checked and rebuilt from what PROTOCOL.md allows; empty `why` if fine.
     QJsonObject checkWatchEvent(Pending &p, const QJsonObject &event, QString *why) const;
@@ -174,6 +198,7 @@ private:
     QTimer *m_deadlineTimer = nullptr; // owned (child)
     FrameParser m_parser;
     QByteArray m_readChunk;
+    QByteArray m_pipeChunk; // the reads of every piped exec's pipes; freed when none is left
     QList<ReceivedFd> m_fds;
     QByteArray m_out;
     qsizetype m_outPos = 0;

@@ -79,7 +79,7 @@ bool Connector::attempt(uint32_t id, Pending &p)
 
 void Connector::succeed(uint32_t id, Pending &p)
 {
-    m_channel.send(FrameType::Response, id, {"{}"}, p.fd);
+    m_channel.send(FrameType::Response, id, {"{}"}, {p.fd});
     ::close(p.fd);
     p.fd = -1;
 }

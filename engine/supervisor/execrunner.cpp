@@ -111,6 +111,8 @@ void ExecRunner::start(uint32_t id, const json &req)
     const bool wantStdin = optionalBool(req, "stdin") && !hasPty;
     // Output paced by its reader (PROTOCOL.md, "Flow control"): always for a terminal.
     const bool windowed = hasPty || optionalBool(req, "window");
+    // The output pipes go to the engine, which reads them itself (PROTOCOL.md, "Output pipes").
+    const bool handOver = !hasPty && optionalBool(req, "pipes");
     if (hasPty) {
         spec.pty = true;
         spec.env.emplace_back("TERM", ptySpec.term);
@@ -215,7 +217,15 @@ void ExecRunner::start(uint32_t id, const json &req)
     // background process of the exec would still hold (PROTOCOL.md, "Process trees").
     const json started = {{"pid", pid},
                           {"pipes", {uint64_t(outStat.st_ino), uint64_t(errStat.st_ino)}}};
-    m_channel.send(FrameType::Event, id, {started.dump()});
+    if (handOver) {
+        // The read ends travel with the EVENT; none stays here, so the output never passes
+        // through the supervisor and the exec is answered as soon as its main process has exited.
+        m_channel.send(FrameType::Event, id, {started.dump()}, {e.out, e.err});
+        closeFd(e.out);
+        closeFd(e.err);
+    } else {
+        m_channel.send(FrameType::Event, id, {started.dump()});
+    }
     // The next exec's reaper, forked while this one's command runs (on another core, or while
     // the engine passes on the EVENT) rather than when the next exec waits for it.
     prepareNext();

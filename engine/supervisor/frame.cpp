@@ -95,7 +95,7 @@ std::optional<Frame> FrameChannel::next()
 }
 
 bool FrameChannel::send(FrameType type, uint32_t id, std::initializer_list<std::string_view> parts,
-                        int fdToPass)
+                        std::initializer_list<int> fdsToPass)
 {
     if (m_broken)
         return false;
@@ -113,8 +113,14 @@ bool FrameChannel::send(FrameType type, uint32_t id, std::initializer_list<std::
         if (!part.empty())
             iov.push_back({const_cast<char *>(part.data()), part.size()});
 
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    bool fdPending = fdToPass >= 0;
+    constexpr size_t kMaxFds = 2;
+    int fds[kMaxFds];
+    size_t fdCount = 0;
+    for (int fd : fdsToPass)
+        if (fd >= 0 && fdCount < kMaxFds)
+            fds[fdCount++] = fd;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+    bool fdPending = fdCount > 0;
     size_t index = 0;
     while (index < iov.size()) {
         msghdr msg{};
@@ -123,12 +129,12 @@ bool FrameChannel::send(FrameType type, uint32_t id, std::initializer_list<std::
         if (fdPending) {
             std::memset(control, 0, sizeof control);
             msg.msg_control = control;
-            msg.msg_controllen = sizeof control;
+            msg.msg_controllen = CMSG_SPACE(sizeof(int) * fdCount);
             cmsghdr *c = CMSG_FIRSTHDR(&msg);
             c->cmsg_level = SOL_SOCKET;
             c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int));
-            std::memcpy(CMSG_DATA(c), &fdToPass, sizeof(int));
+            c->cmsg_len = CMSG_LEN(sizeof(int) * fdCount);
+            std::memcpy(CMSG_DATA(c), fds, sizeof(int) * fdCount);
         }
         const ssize_t n = ::sendmsg(m_fd, &msg, MSG_NOSIGNAL);
         if (n < 0) {
@@ -142,7 +148,7 @@ bool FrameChannel::send(FrameType type, uint32_t id, std::initializer_list<std::
             m_broken = true;
             return false;
         }
-        fdPending = false; // the descriptor went with the first bytes
+        fdPending = false; // the descriptors went with the first bytes
         size_t written = size_t(n);
         while (index < iov.size() && written >= iov[index].iov_len)
             written -= iov[index++].iov_len;

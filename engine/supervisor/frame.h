@@ -20,8 +20,8 @@ struct Frame
 // Frames over the engine's socket (one AF_UNIX stream socket, PROTOCOL.md): u32 LE length
 // (type + id + payload), u8 type, u32 LE id, payload. Reading is incremental (one recvmsg() per
 // readAvailable(), after poll()); writing blocks until the whole frame is out, which is the
-// supervisor's back-pressure. A frame may carry one file descriptor (SCM_RIGHTS on its first
-// byte) where PROTOCOL.md allows it.
+// supervisor's back-pressure. A frame may carry file descriptors (SCM_RIGHTS on its first byte)
+// where PROTOCOL.md allows them.
 class FrameChannel
 {
 public:
@@ -40,10 +40,10 @@ public:
     bool protocolError() const { return !m_protocolError.empty(); }
     const std::string &protocolErrorMessage() const { return m_protocolError; }
 
-    // Writes one frame whose payload is the concatenation of parts; `fdToPass` (>= 0) travels
-    // with its first byte. False once the peer is gone.
+    // Writes one frame whose payload is the concatenation of parts; `fdsToPass` (at most two)
+    // travel with its first byte. False once the peer is gone.
     bool send(FrameType type, uint32_t id, std::initializer_list<std::string_view> parts,
-              int fdToPass = -1);
+              std::initializer_list<int> fdsToPass = {});
     bool broken() const { return m_broken; }
 
 private:

@@ -144,7 +144,7 @@ void Supervisor::handleRequest(uint32_t id, std::string_view payload)
             // The listening socket goes to the engine (one EVENT), which accepts on it; no copy
             // stays here, so nothing inside can take the engine's connections.
             const int fd = Listener::open(req);
-            const bool sent = m_channel.send(FrameType::Event, id, {R"({"listening":true})"}, fd);
+            const bool sent = m_channel.send(FrameType::Event, id, {R"({"listening":true})"}, {fd});
             ::close(fd);
             if (sent)
                 respond(id, Reply{});

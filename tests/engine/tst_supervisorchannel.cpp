@@ -13,11 +13,13 @@
 #include <QtTest/QtTest>
 
 #include <cerrno>
+#include <csignal>
 #include <fcntl.h>
 #include <memory>
 #include <optional>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -39,27 +41,30 @@ public:
     {}
     ~Peer() { ::close(m_fd); }
 
-    void write(const QByteArray &bytes, int fdToPass = -1)
+    void write(const QByteArray &bytes, int fdToPass = -1, int secondFd = -1)
     {
         iovec iov{const_cast<char *>(bytes.constData()), size_t(bytes.size())};
         msghdr msg{};
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
         if (fdToPass >= 0) {
+            const int fds[2] = {fdToPass, secondFd};
+            const size_t count = secondFd >= 0 ? 2 : 1;
             msg.msg_control = control;
-            msg.msg_controllen = sizeof control;
+            msg.msg_controllen = CMSG_SPACE(count * sizeof(int));
             cmsghdr *c = CMSG_FIRSTHDR(&msg);
             c->cmsg_level = SOL_SOCKET;
             c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int));
-            memcpy(CMSG_DATA(c), &fdToPass, sizeof(int));
+            c->cmsg_len = CMSG_LEN(count * sizeof(int));
+            memcpy(CMSG_DATA(c), fds, count * sizeof(int));
         }
         QCOMPARE(::sendmsg(m_fd, &msg, MSG_NOSIGNAL), ssize_t(bytes.size()));
     }
-    void send(quint8 type, quint32 id, const QByteArray &payload, int fdToPass = -1)
+    void send(quint8 type, quint32 id, const QByteArray &payload, int fdToPass = -1,
+              int secondFd = -1)
     {
-        write(frame(type, id, payload), fdToPass);
+        write(frame(type, id, payload), fdToPass, secondFd);
     }
     void hello() { send(Hello, 0, R"({"pid":2,"version":"2"})"_ba); }
 
@@ -121,6 +126,9 @@ private slots:
     void violations();
     void outputIsCountedByTheEngine();
     void windowedOutputIsBoundedByItsWindow();
+    void pipedOutputIsReadByTheEngine();
+    void badOutputPipes_data();
+    void badOutputPipes();
     void connectAnswerCarriesTheSocket();
     void badDescriptors_data();
     void badDescriptors();
@@ -277,6 +285,177 @@ void tst_SupervisorChannel::windowedOutputIsBoundedByItsWindow()
              qPrintable(failed.first().first().toString()));
     QTRY_VERIFY(outcome->answered);
     QCOMPARE(outcome->reply.error().code, ErrorCode::SandboxError);
+}
+
+namespace {
+
+// The read and write ends of a pipe, as an exec's output pipe; closed when it goes.
+struct TestPipe
+{
+    int fds[2] = {-1, -1};
+    TestPipe() { QVERIFY(::pipe2(fds, O_CLOEXEC) == 0); }
+    ~TestPipe() { closeWriteEnd(), closeReadEnd(); }
+    quint64 inode() const
+    {
+        struct stat st = {};
+        ::fstat(fds[0], &st);
+        return quint64(st.st_ino);
+    }
+    void closeReadEnd() { ::close(std::exchange(fds[0], -1)); }
+    void closeWriteEnd() { ::close(std::exchange(fds[1], -1)); }
+};
+
+QByteArray startedEvent(quint64 outInode, quint64 errInode)
+{
+    return QJsonDocument(QJsonObject{{u"pid"_s, 5},
+                                     {u"pipes"_s, QJsonArray{double(outInode), double(errInode)}}})
+        .toJson(QJsonDocument::Compact);
+}
+
+} // namespace
+
+// An exec asked with `pipes` (its output streamed to a client): the engine reads the two pipes
+// its EVENT hands over itself, never more than the window (1 MiB) ahead of what its reader took,
+// every byte in order, and holds the supervisor's answer until the pipes have ended, so that the
+// answer still comes after the last of the output.
+void tst_SupervisorChannel::pipedOutputIsReadByTheEngine()
+{
+    ::signal(SIGPIPE, SIG_IGN); // a failed test closes the pipes under the writer
+    constexpr qsizetype window = SupervisorWire::PtyWindowBytes;
+    auto outcome = std::make_shared<Outcome>();
+    qsizetype outputAtAnswer = -1;
+    const quint32 id = m_channel->request(
+        {{u"op"_s, u"exec"_s},
+         {u"shell"_s, u"cat big"_s},
+         {u"maxOutputBytes"_s, 8 * 1024 * 1024},
+         {u"pipes"_s, true}},
+        {},
+        [outcome, &outputAtAnswer](Result<SupervisorChannel::Reply> r) {
+            outcome->answered = true;
+            outcome->reply = std::move(r);
+            outputAtAnswer = outcome->out.size() + outcome->err.size();
+        },
+        [outcome](int channel, QByteArrayView bytes) {
+            (channel == 1 ? outcome->out : outcome->err).append(bytes);
+        });
+    QSignalSpy failed(m_channel.get(), &SupervisorChannel::failed);
+    TestPipe out, err;
+    m_peer->send(Event, id, startedEvent(out.inode(), err.inode()), out.fds[0], err.fds[0]);
+    out.closeReadEnd(); // the supervisor keeps no copy
+    err.closeReadEnd();
+
+    // The command: 2 MiB on stdout into a pipe of 1 MiB, then a line on stderr, then it exits.
+    QCOMPARE(::fcntl(out.fds[1], F_SETPIPE_SZ, int(window)), int(window));
+    QByteArray data(2 * window, Qt::Uninitialized);
+    for (qsizetype i = 0; i < data.size(); ++i)
+        data[i] = char((i * 7) % 251);
+    std::atomic<bool> exited = false;
+    std::thread command([&] {
+        for (qsizetype at = 0; at < data.size();) {
+            const ssize_t n = ::write(out.fds[1], data.constData() + at, size_t(data.size() - at));
+            if (n <= 0)
+                break;
+            at += n;
+        }
+        [[maybe_unused]] const auto n = ::write(err.fds[1], "done\n", 5);
+        out.closeWriteEnd();
+        err.closeWriteEnd();
+        exited = true;
+    });
+    auto joined = qScopeGuard([&] {
+        m_channel.reset(); // (a failed test) the engine's read ends close: the writes fail
+        command.join();
+    });
+
+    // Nothing acknowledged: a window's worth is read, the rest stays in the pipe.
+    QTRY_COMPARE(outcome->out.size(), window);
+    QTRY_VERIFY(exited);
+    // Waiting for nothing to happen: no event says "not read", so give the engine time to read
+    // what it must not.
+    QVERIFY(!QTest::qWaitFor([&] { return outcome->out.size() > window; }, 300));
+
+    // The main process has exited with its output still in the pipe: the answer waits for it.
+    m_peer->send(Response, id,
+                 R"({"exitCode":0,"signal":null,"durationMs":9,"timedOut":false,)"
+                 R"("cancelled":false,"truncated":false})"_ba);
+    QVERIFY(!QTest::qWaitFor([&] { return outcome->answered; }, 300));
+
+    // The reader takes it all, acknowledging as it goes.
+    qsizetype acknowledged = 0;
+    QElapsedTimer t;
+    t.start();
+    while (!outcome->answered && t.elapsed() < 20000) {
+        const qsizetype got = outcome->out.size() + outcome->err.size();
+        QVERIFY2(got <= acknowledged + window,
+                 qPrintable(u"%1 read, %2 acknowledged"_s.arg(got).arg(acknowledged)));
+        if (got > acknowledged) {
+            m_channel->acknowledge(id, quint32(got - acknowledged));
+            acknowledged = got;
+        }
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+    }
+    QVERIFY(outcome->answered);
+    QVERIFY(outcome->reply.ok());
+    QCOMPARE(outcome->reply->json[u"exitCode"].toInt(), 0);
+    QCOMPARE(outcome->reply->json[u"truncated"].toBool(), false);
+    QVERIFY(outcome->out == data); // every byte, in order
+    QCOMPARE(outcome->err, "done\n"_ba);
+    QCOMPARE(outputAtAnswer, data.size() + 5); // the answer after the last of the output
+    QVERIFY(failed.isEmpty());
+}
+
+void tst_SupervisorChannel::badOutputPipes_data()
+{
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("why");
+    QTest::newRow("no pipes") << u"none"_s << u"without its two output pipes"_s;
+    QTest::newRow("one pipe") << u"one"_s << u"without its two output pipes"_s;
+    QTest::newRow("the same pipe twice") << u"same"_s << u"without its two output pipes"_s;
+    QTest::newRow("a socket as stdout") << u"socket"_s << u"not a pipe"_s;
+    QTest::newRow("a pipe's write end") << u"write-end"_s << u"read end"_s;
+    QTest::newRow("a pipe the EVENT does not name") << u"other-inode"_s << u"the EVENT names"_s;
+    QTest::newRow("output frames besides") << u"frames"_s << u"whose pipes the engine reads"_s;
+}
+
+// A supervisor that hands the engine something else than its exec's two output pipes ends the
+// sandbox.
+void tst_SupervisorChannel::badOutputPipes()
+{
+    QFETCH(QString, kind);
+    QFETCH(QString, why);
+    auto outcome = std::make_shared<Outcome>();
+    const quint32 id = send({{u"op"_s, u"exec"_s}, {u"shell"_s, u"true"_s}, {u"pipes"_s, true}},
+                            outcome);
+    TestPipe out, err;
+    int sockets[2] = {-1, -1};
+    QVERIFY(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) == 0);
+    auto closeSockets = qScopeGuard([&] {
+        ::close(sockets[0]);
+        ::close(sockets[1]);
+    });
+    QSignalSpy failed(m_channel.get(), &SupervisorChannel::failed);
+    const QByteArray event = startedEvent(out.inode(), err.inode());
+    if (kind == u"none")
+        m_peer->send(Event, id, event);
+    else if (kind == u"one")
+        m_peer->send(Event, id, event, out.fds[0]);
+    else if (kind == u"same")
+        m_peer->send(Event, id, startedEvent(out.inode(), out.inode()), out.fds[0], out.fds[0]);
+    else if (kind == u"socket")
+        m_peer->send(Event, id, event, sockets[0], err.fds[0]);
+    else if (kind == u"write-end")
+        m_peer->send(Event, id, event, out.fds[1], err.fds[0]);
+    else if (kind == u"other-inode")
+        m_peer->send(Event, id, event, err.fds[0], out.fds[0]);
+    else if (kind == u"frames") {
+        m_peer->send(Event, id, event, out.fds[0], err.fds[0]);
+        m_peer->send(Stdout, id, "x"_ba);
+    }
+    QVERIFY(failed.wait(5000));
+    QVERIFY2(failed.first().first().toString().contains(why),
+             qPrintable(failed.first().first().toString()));
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(!outcome->reply.ok());
 }
 
 void tst_SupervisorChannel::watchEventsArePassedOnChecked()

@@ -10,6 +10,7 @@
 #include <QtCore/QJsonObject>
 #include <QtCore/QProcess>
 #include <QtCore/QRegularExpression>
+#include <QtCore/QScopeGuard>
 #include <QtCore/QTemporaryDir>
 #include <QtCore/QtEndian>
 #include <QtTest/QtTest>
@@ -39,7 +40,8 @@ struct Frame
     quint8 type = 0;
     quint32 id = 0;
     QByteArray payload;
-    int fd = -1; // a descriptor that came with it (SCM_RIGHTS), owned by the test
+    int fd = -1;  // a descriptor that came with it (SCM_RIGHTS), owned by the test
+    int fd2 = -1; // a second one (an exec's output pipes)
 };
 
 struct Result
@@ -150,8 +152,9 @@ public:
             ::close(m_fd);
         m_fd = -1;
         for (const Frame &f : std::as_const(m_frames))
-            if (f.fd >= 0)
-                ::close(f.fd);
+            for (int fd : {f.fd, f.fd2})
+                if (fd >= 0)
+                    ::close(fd);
         m_frames.clear();
     }
 
@@ -360,8 +363,11 @@ private:
             f.type = quint8(m_buffer[pos + 4]);
             f.id = qFromLittleEndian<quint32>(m_buffer.constData() + pos + 5);
             f.payload = m_buffer.mid(pos + 9, qsizetype(length) - 5);
-            if (!m_fds.isEmpty() && lastByte < pos + 4 + qsizetype(length))
+            if (!m_fds.isEmpty() && lastByte < pos + 4 + qsizetype(length)) {
                 f.fd = m_fds.takeFirst();
+                if (!m_fds.isEmpty())
+                    f.fd2 = m_fds.takeFirst();
+            }
             pos += qsizetype(length) + 4;
             m_frames.append(f);
         }
@@ -410,6 +416,7 @@ private slots:
     void outputCap();
     void windowedOutputWaitsForItsReader();
     void windowedOutputIsWholeWhenItsReaderIsLate();
+    void outputPipesGoToTheEngine();
     void killsWholeTree_data();
     void killsWholeTree();
     void backgroundProcess_data();
@@ -1087,6 +1094,64 @@ void TestSupervisor::windowedOutputIsWholeWhenItsReaderIsLate()
     QCOMPARE(out.size(), 2 * window);
     QVERIFY(err.isEmpty());
     QCOMPARE(answer[u"truncated"].toBool(), false);
+}
+
+// With `pipes` (the engine asks it for output it streams to a client), the exec's EVENT carries
+// the read ends of its stdout and stderr pipes and the supervisor keeps none: it sends no output
+// frames and answers when the command exits, and what the command wrote is all in the pipes.
+void TestSupervisor::outputPipesGoToTheEngine()
+{
+    const quint32 id = m_client->request(
+        compact({{u"op"_s, u"exec"_s},
+                 {u"shell"_s, u"head -c 3145728 /dev/zero | tr '\\0' o; printf done >&2"_s},
+                 {u"timeoutMs"_s, 60000},
+                 {u"pipes"_s, true}}));
+    const auto event = m_client->waitFrame(Event, id, 15000);
+    QVERIFY(event);
+    const int fds[2] = {event->fd, event->fd2};
+    auto closeFds = qScopeGuard([&] {
+        for (int fd : fds)
+            if (fd >= 0)
+                ::close(fd);
+    });
+    QVERIFY2(fds[0] >= 0 && fds[1] >= 0, "the EVENT carries no pipes");
+    const QJsonArray inodes = QJsonDocument::fromJson(event->payload).object()[u"pipes"].toArray();
+    QCOMPARE(inodes.size(), 2);
+    // What the supervisor's descriptors point at (it sends the EVENT, then closes its copies).
+    const auto supervisorFds = [pid = m_client->pid()] {
+        QStringList targets;
+        const QString fdDir = u"/proc/%1/fd"_s.arg(pid);
+        for (const QString &name : QDir(fdDir).entryList(QDir::Files | QDir::System)) {
+            char target[256];
+            const ssize_t n = ::readlink(QFile::encodeName(fdDir + u'/' + name).constData(), target,
+                                         sizeof target);
+            if (n > 0)
+                targets.append(QString::fromLatin1(target, n));
+        }
+        return targets;
+    };
+    for (int i = 0; i < 2; ++i) {
+        struct stat st = {};
+        QVERIFY(::fstat(fds[i], &st) == 0 && S_ISFIFO(st.st_mode));
+        QCOMPARE(quint64(st.st_ino), quint64(inodes[i].toDouble()));
+        // The command still runs (it waits for this reader), and the supervisor has no copy.
+        QTRY_VERIFY2(!supervisorFds().contains(u"pipe:[%1]"_s.arg(st.st_ino)),
+                     "the supervisor kept a copy of the pipe");
+        ::fcntl(fds[i], F_SETFL, ::fcntl(fds[i], F_GETFL) & ~O_NONBLOCK);
+    }
+    // The engine's part: read both pipes to their end (the command waits for this reader).
+    QByteArray out, err;
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+        out.append(buf, n);
+    for (ssize_t n; (n = ::read(fds[1], buf, sizeof buf)) > 0;)
+        err.append(buf, n);
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"exitCode"].toInt(), 0);
+    QVERIFY(r.out.isEmpty() && r.err.isEmpty()); // no output frames
+    QCOMPARE(out, QByteArray(3145728, 'o'));
+    QCOMPARE(err, "done"_ba);
 }
 
 void TestSupervisor::killsWholeTree_data()
