@@ -12,6 +12,7 @@
 #include "runtime/supervisorchannel.h"
 #include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
+#include "settingsstore.h"
 
 #include <QElapsedTimer>
 #include <QFile>
@@ -28,7 +29,7 @@ namespace Sandbox::Engine {
 namespace {
 
 const QString kDatabase = QStringLiteral("database");
-// The size of the warm PostgreSQL spares: the create's default.
+// The size of the warm spares: the create's default.
 const QString kWarmSize = QStringLiteral("standard-1");
 constexpr qint64 kMaxSleepAfterMs = 7LL * 24 * 3600 * 1000;
 
@@ -57,6 +58,9 @@ DatabaseAdapter::DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QS
                                       sandboxes->config().uidBase,
                                       sandboxes->config().dropPrivileges, this))
     , m_calls(new DatabaseMethods(this, this))
+    , m_settings(
+          new SettingsStore([sandboxes](const QString &id) { return sandboxes->stateDirOf(id); },
+                            this))
 {
     for (const QString &type : databaseTypes()) {
         SandboxTypeHooks hooks;
@@ -75,11 +79,10 @@ DatabaseAdapter::DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QS
         // A spare database sandbox is started up to HELLO (its mounts are the type's); its server
         // starts once a create took it and wrote its settings.
         hooks.poolable = true;
-        if (fromWire<SandboxType>(type) == SandboxType::Postgres)
-            hooks.warmUp = [this](const SandboxRecord &record, SupervisorChannel *channel,
-                                  std::function<void(Result<bool>)> done) {
-                warmUp(record, channel, std::move(done));
-            };
+        hooks.warmUp = [this](const SandboxRecord &record, SupervisorChannel *channel,
+                              std::function<void(Result<bool>)> done) {
+            warmUp(record, channel, std::move(done));
+        };
         m_sandboxes->setTypeHooks(type, hooks);
     }
     registerMethods();
@@ -88,10 +91,16 @@ DatabaseAdapter::DatabaseAdapter(Methods *methods, SandboxManager *sandboxes, QS
 void DatabaseAdapter::keepServersReady()
 {
     m_keepReady = true;
-    const int count = m_sandboxes->config().postgresPool;
-    if (count > 0 && m_template->isReady()
+    if (m_template->isReady()
         && QFile::exists(PostgresBackend::binDir() + QStringLiteral("/postgres")))
-        m_sandboxes->keepWarm({kDatabase, QStringLiteral("postgres"), kWarmSize}, count);
+        keepWarm(QStringLiteral("postgres"));
+}
+
+void DatabaseAdapter::keepWarm(const QString &type)
+{
+    const int count = m_sandboxes->config().databasePool.value(type);
+    if (count > 0)
+        m_sandboxes->keepWarm({kDatabase, type, kWarmSize}, count);
 }
 
 DatabaseAdapter::~DatabaseAdapter()
@@ -117,12 +126,7 @@ void DatabaseAdapter::prepareTemplates(QObject *context, std::function<void(Resu
 
 DatabaseSettings DatabaseAdapter::settingsOf(const QString &id) const
 {
-    return DatabaseSettings::load(m_sandboxes->stateDirOf(id));
-}
-
-bool DatabaseAdapter::saveSettings(const QString &id, const DatabaseSettings &settings) const
-{
-    return DatabaseSettings::save(m_sandboxes->stateDirOf(id), settings);
+    return m_settings->get(id);
 }
 
 QJsonObject DatabaseAdapter::decorate(QJsonObject sandbox) const
@@ -154,12 +158,13 @@ void DatabaseAdapter::prepare(SandboxSpec &spec, const SandboxRecord &record)
 }
 
 DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseSettings &s,
-                                              uid_t uid, const ResourceLimits &limits)
+                                              uid_t uid, const ResourceLimits &limits, bool standby)
 {
     DatabaseBackend *backend = nullptr;
     if (fromWire<SandboxType>(s.type) == SandboxType::Postgres) {
         PostgresBackend *pg = makePostgres(id, uid);
         pg->setOwner(s.database, s.username, s.password, !s.initialized);
+        pg->setStandby(standby);
         backend = pg;
     } else {
         DbHostBackend::Settings ds;
@@ -170,6 +175,7 @@ DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseS
         // As many threads as the sandbox has CPUs (more only wait for the quota, and each one
         // costs start-up time).
         ds.threads = qMax(1, int(std::ceil(limits.cpus)));
+        ds.spare = standby;
         backend = new DbHostBackend(ds, this);
         connect(backend, &DatabaseBackend::serverExited, this, [this, id](const QString &why) {
             qCWarning(lcDatabases) << "database" << id << "server exited:" << why;
@@ -189,7 +195,7 @@ PostgresBackend *DatabaseAdapter::makePostgres(const QString &id, uid_t uid)
         DatabaseSettings done = settingsOf(id);
         done.initialized = true;
         done.password.clear();
-        saveSettings(id, done);
+        m_settings->put(id, done);
     };
     connect(pg, &DatabaseBackend::serverExited, this, [this, id](const QString &why) {
         qCWarning(lcDatabases) << "database" << id << "server exited:" << why;
@@ -223,7 +229,7 @@ void DatabaseAdapter::afterStart(const SandboxRecord &record, SupervisorChannel 
 {
     if (DatabaseBackend *old = m_backends.take(record.id))
         old->deleteLater();
-    if (PostgresBackend *warm = m_standby.take(record.id))
+    if (DatabaseBackend *warm = m_standby.take(record.id))
         return handOut(record, warm, std::move(done));
     const DatabaseSettings s = settingsOf(record.id);
     if (!databaseTypes().contains(s.type))
@@ -247,17 +253,21 @@ void DatabaseAdapter::afterStart(const SandboxRecord &record, SupervisorChannel 
 void DatabaseAdapter::warmUp(const SandboxRecord &record, SupervisorChannel *channel,
                              std::function<void(Result<bool>)> done)
 {
-    if (PostgresBackend *old = m_standby.take(record.id))
+    if (DatabaseBackend *old = m_standby.take(record.id))
         old->deleteLater();
-    // The template's own names until a create takes it: nobody's yet.
-    PostgresBackend *pg = makePostgres(record.id, uidOf(record));
-    pg->setOwner(QLatin1String(PostgresBackend::kTemplateDatabase),
-                 QLatin1String(PostgresBackend::kTemplateRole), {}, true);
-    pg->setStandby(true);
-    m_standby.insert(record.id, pg);
+    // The type's defaults until a create takes it (PostgreSQL's: the template's own names):
+    // nobody's yet.
+    DatabaseSettings s = DatabaseSettings::defaults(record.type);
+    if (fromWire<SandboxType>(s.type) == SandboxType::Postgres) {
+        s.database = QLatin1String(PostgresBackend::kTemplateDatabase);
+        s.username = QLatin1String(PostgresBackend::kTemplateRole);
+    }
+    DatabaseBackend *server = makeBackend(record.id, s, uidOf(record),
+                                          SandboxManager::limitsFor(record.size), true);
+    m_standby.insert(record.id, server);
     const QString id = record.id;
-    QPointer<PostgresBackend> guard(pg);
-    pg->start(channel, [this, id, guard, done](Result<bool> r) {
+    QPointer<DatabaseBackend> guard(server);
+    server->start(channel, [this, id, guard, done](Result<bool> r) {
         if (!r && guard && m_standby.value(id) == guard) {
             m_standby.remove(id);
             guard->deleteLater();
@@ -266,12 +276,12 @@ void DatabaseAdapter::warmUp(const SandboxRecord &record, SupervisorChannel *cha
     });
 }
 
-void DatabaseAdapter::handOut(const SandboxRecord &record, PostgresBackend *server,
+void DatabaseAdapter::handOut(const SandboxRecord &record, DatabaseBackend *server,
                               std::function<void(Result<bool>)> done)
 {
     const QString id = record.id;
     const DatabaseSettings s = settingsOf(id);
-    if (fromWire<SandboxType>(s.type) != SandboxType::Postgres) {
+    if (s.type != record.type) {
         server->deleteLater();
         return done(Error{ErrorCode::SandboxError,
                           QStringLiteral("the database's settings are missing"),
@@ -280,7 +290,7 @@ void DatabaseAdapter::handOut(const SandboxRecord &record, PostgresBackend *serv
     m_backends.insert(id, server);
     QElapsedTimer clock;
     clock.start();
-    QPointer<PostgresBackend> guard(server);
+    QPointer<DatabaseBackend> guard(server);
     server->handOut(s.database, s.username, s.password,
                     [this, id, guard, clock, done](Result<bool> r) {
                         if (r && guard)
@@ -310,9 +320,10 @@ void DatabaseAdapter::removed(const SandboxRecord &record)
     m_calls->removed(record.id);
     if (DatabaseBackend *backend = m_backends.take(record.id))
         backend->deleteLater();
-    if (PostgresBackend *warm = m_standby.take(record.id))
+    if (DatabaseBackend *warm = m_standby.take(record.id))
         warm->deleteLater();
     m_startupMs.remove(record.id);
+    m_settings->forget(record.id);
 }
 
 // --- the DatabaseHost of the methods on a server ----------------------------------------------
@@ -485,35 +496,45 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
         return reply(Error{ErrorCode::SandboxError,
                            QStringLiteral("sandbox-dbhost not found in %1").arg(m_dbhostDir),
                            {}});
-    // The settings are written once the sandbox has its id, before its first start reads them.
-    c.created = [this, s](const SandboxRecord &record) { saveSettings(record.id, s); };
-
     QElapsedTimer clock;
     clock.start();
     QPointer<QObject> guard(ctx.guard ? ctx.guard.data() : this);
-    auto launch = [this, c, guard, clock, reply] {
+    launch(std::move(c), s, guard, clock, reply);
+}
+
+void DatabaseAdapter::launch(CreateSandbox c, const DatabaseSettings &s,
+                             const QPointer<QObject> &guard, QElapsedTimer clock,
+                             const Reply &reply)
+{
+    // The settings are written once the sandbox has its id, before its first start reads them.
+    c.created = [this, s](const SandboxRecord &record) { m_settings->put(record.id, s); };
+    auto start = [this, c, guard, clock, reply] {
         if (!guard)
             return;
         m_sandboxes->create(c, guard, [this, clock, reply](Result<QJsonObject> r) {
             if (!r)
                 return reply(r.error());
             QJsonObject out = decorate(*r);
-            // The template is there now: from now on the engine keeps a server ready.
-            if (m_keepReady
-                && fromWire<SandboxType>(out.value(QStringLiteral("type")).toString())
-                       == SandboxType::Postgres)
-                keepServersReady();
+            // From now on the engine keeps a server of the type ready (PostgreSQL's: the
+            // template is there now).
+            if (m_keepReady) {
+                const QString type = out.value(QStringLiteral("type")).toString();
+                if (fromWire<SandboxType>(type) == SandboxType::Postgres)
+                    keepServersReady();
+                else
+                    keepWarm(type);
+            }
             // The original API's getStartupTime(): from the request to a server that answers.
             out.insert(QStringLiteral("startupTimeMs"), double(clock.elapsed()));
             reply(QJsonValue(out));
         });
     };
     if (fromWire<SandboxType>(c.type) != SandboxType::Postgres)
-        return launch();
-    m_template->ensure(guard, [launch, reply](Result<bool> ready) {
+        return start();
+    m_template->ensure(guard, [start, reply](Result<bool> ready) {
         if (!ready)
             return reply(ready.error());
-        launch();
+        start();
     });
 }
 

@@ -7,9 +7,11 @@
 #include "runtime/cgroup.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QHash>
 #include <QJsonObject>
 #include <QObject>
+#include <QPointer>
 #include <QString>
 #include <QTemporaryDir>
 
@@ -22,7 +24,9 @@ class DatabaseMethods;
 class PostgresBackend;
 class PostgresTemplate;
 class SandboxManager;
+class SettingsStore;
 class SupervisorChannel;
+struct CreateSandbox;
 struct SandboxRecord;
 struct SandboxSpec;
 
@@ -46,9 +50,10 @@ public:
     // Builds what new databases start from (the PostgreSQL template cluster) now rather than at
     // the first create: `sandboxd --prepare postgres` in an image.
     void prepareTemplates(QObject *context, std::function<void(Result<bool>)> done);
-    // Keeps PostgreSQL servers started ahead of demand (EngineConfig::postgresPool, warm spares)
-    // once the data dir has the template: at once if it has, else after the first PostgreSQL
-    // create built it (an engine that never had one spends nothing on PostgreSQL).
+    // Keeps database servers started ahead of demand (EngineConfig::databasePool, warm spares):
+    // PostgreSQL's once the data dir has the template (at once if it has, else after the first
+    // PostgreSQL create built it), SQLite's and DuckDB's after the engine's first create of the
+    // type. An engine that never had a database of a type spends nothing on it.
     void keepServersReady();
 
     // DatabaseHost
@@ -63,6 +68,9 @@ private:
 
     void registerMethods();
     void create(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
+    // The rest of a create, once its settings are final; `clock` runs since its request.
+    void launch(CreateSandbox c, const DatabaseSettings &s, const QPointer<QObject> &guard,
+                QElapsedTimer clock, const Reply &reply);
     void lifecycle(const QString &verb, const QJsonObject &params, const CallContext &ctx,
                    const Reply &reply);
     void prepare(SandboxSpec &spec, const SandboxRecord &record);
@@ -70,18 +78,21 @@ private:
                     std::function<void(Result<bool>)> done);
     void beforeStop(const SandboxRecord &record, std::function<void()> done);
     void removed(const SandboxRecord &record);
-    // A warm spare's PostgreSQL server, started from the template with its names, kept idle for
-    // the next create (docs/protocol.md 6.4).
+    // A warm spare's server, started with the type's defaults (PostgreSQL's from the template with
+    // its names), kept idle for the next create (docs/protocol.md 6.4).
     void warmUp(const SandboxRecord &record, SupervisorChannel *channel,
                 std::function<void(Result<bool>)> done);
-    // The create that took a warm spare gets its server, with the create's names and password.
-    void handOut(const SandboxRecord &record, PostgresBackend *server,
+    // The create that took a warm spare gets its server, with the create's settings.
+    void handOut(const SandboxRecord &record, DatabaseBackend *server,
                  std::function<void(Result<bool>)> done);
+    // Keeps EngineConfig::databasePool's count of warm spares of `type`.
+    void keepWarm(const QString &type);
 
     void startBackend(const QString &id, DatabaseBackend *backend, SupervisorChannel *channel,
                       std::function<void(Result<bool>)> done);
+    // `standby`: a warm spare's server, started before it has an owner.
     DatabaseBackend *makeBackend(const QString &id, const DatabaseSettings &settings, uid_t uid,
-                                 const ResourceLimits &limits);
+                                 const ResourceLimits &limits, bool standby = false);
     PostgresBackend *makePostgres(const QString &id, uid_t uid);
     uid_t uidOf(const SandboxRecord &record) const;
     // Keeps database `id` awake until the token ends.
@@ -89,7 +100,6 @@ private:
 
     QJsonObject decorate(QJsonObject sandbox) const;
     DatabaseSettings settingsOf(const QString &id) const;
-    bool saveSettings(const QString &id, const DatabaseSettings &settings) const;
 
     Methods *m_methods;          // not owned
     SandboxManager *m_sandboxes; // not owned
@@ -98,10 +108,11 @@ private:
     QTemporaryDir m_relayDir{QDir::tempPath() + QStringLiteral("/sandboxd-XXXXXX")};
     PostgresTemplate *m_template;                 // owned (child)
     QHash<QString, DatabaseBackend *> m_backends; // owned (children), by sandbox id
-    QHash<QString, PostgresBackend *> m_standby;  // owned (children): warm spares' servers, by id
+    QHash<QString, DatabaseBackend *> m_standby;  // owned (children): warm spares' servers, by id
     bool m_keepReady = false;                     // keepServersReady() was called
     QHash<QString, qint64> m_startupMs;           // by sandbox id: the last start's time to ready
     DatabaseMethods *m_calls;                     // owned (child)
+    SettingsStore *m_settings;                    // owned (child)
 };
 
 } // namespace Sandbox::Engine

@@ -79,6 +79,12 @@ public:
     virtual void stop(std::function<void()> done) = 0;
     virtual bool isAlive() const = 0;
     virtual const SqlDialect &dialect() const = 0;
+    // A server started ahead of its owner (a warm spare's, docs/protocol.md 6.4) becomes the
+    // owner's as a first start would make it: `database`, `username` and `password` as the create
+    // gave them (DatabaseSettings). A server that went away meanwhile is started again.
+    virtual void handOut(const QString &database, const QString &username, const QString &password,
+                         std::function<void(Result<bool>)> done)
+        = 0;
 
     virtual CancelFn query(const SqlRequest &request, PageDone done) = 0;
     virtual CancelFn fetch(const QString &cursor, int pageSize, qint64 pageBytes, PageDone done) = 0;

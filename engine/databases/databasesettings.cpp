@@ -69,18 +69,24 @@ DatabaseSettings DatabaseSettings::fromJson(const QJsonObject &o)
     return s;
 }
 
-DatabaseSettings DatabaseSettings::fromCreateParams(FieldReader &p, const QString &type)
+DatabaseSettings DatabaseSettings::defaults(const QString &type)
 {
     DatabaseSettings s;
     s.type = type;
     const SandboxType server = fromWire<SandboxType>(type);
-    const bool pg = server == SandboxType::Postgres;
-    s.database = p.optionalString(QStringLiteral("database"), pg ? QStringLiteral("postgres")
-                                                              : server == SandboxType::Sqlite
-                                                                  ? QStringLiteral("main.db")
-                                                                  : QStringLiteral("main.duckdb"));
-    s.username = p.optionalString(QStringLiteral("username"),
-                                  pg ? QStringLiteral("sandbox") : QString());
+    s.database = server == SandboxType::Postgres ? QStringLiteral("postgres")
+                 : server == SandboxType::Sqlite ? QStringLiteral("main.db")
+                                                 : QStringLiteral("main.duckdb");
+    if (server == SandboxType::Postgres)
+        s.username = QStringLiteral("sandbox");
+    return s;
+}
+
+DatabaseSettings DatabaseSettings::fromCreateParams(FieldReader &p, const QString &type)
+{
+    DatabaseSettings s = defaults(type);
+    s.database = p.optionalString(QStringLiteral("database"), s.database);
+    s.username = p.optionalString(QStringLiteral("username"), s.username);
     s.password = p.optionalString(QStringLiteral("password"));
     return s;
 }
@@ -124,7 +130,6 @@ DatabaseSettings DatabaseSettings::load(const QString &stateDir)
 
 bool DatabaseSettings::save(const QString &stateDir, const DatabaseSettings &settings)
 {
-    QDir().mkpath(stateDir);
     QSaveFile f(stateDir + kSettingsFile);
     if (!f.open(QIODevice::WriteOnly))
         return false;

@@ -23,12 +23,16 @@ struct DatabaseSettings
     QJsonObject toJson(bool withPassword) const;
     static DatabaseSettings fromJson(const QJsonObject &o);
 
+    // What a create of `type` without database, username or password makes (what a warm spare
+    // starts with).
+    static DatabaseSettings defaults(const QString &type);
     // Reads databases.create's database, username and password for a database of `type` (which
     // the caller checked), with their defaults; then validate() checks them (a bad one fails
     // `params`) and names a SQLite/DuckDB file by its path inside /workspace.
     static DatabaseSettings fromCreateParams(FieldReader &params, const QString &type);
     void validate(FieldReader &params);
-    // The settings in the state dir of a database (empty when there are none) and saving them.
+    // The settings in the state dir of a database (empty when there are none) and saving them
+    // there (the directory exists; fsync'd: milliseconds).
     static DatabaseSettings load(const QString &stateDir);
     static bool save(const QString &stateDir, const DatabaseSettings &settings);
 };

@@ -129,23 +129,58 @@ void DbHostBackend::start(SupervisorChannel *channel, std::function<void(Result<
 {
     m_channel = channel;
     m_stopping = false;
-    const QJsonArray argv{fromWire<SandboxType>(m_settings.engine) == SandboxType::DuckDb
-                              ? QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost-duckdb")
-                              : QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
-                          QStringLiteral("--engine"),
-                          m_settings.engine,
-                          QStringLiteral("--database"),
-                          m_settings.databaseFile,
-                          QStringLiteral("--socket"),
-                          QStringLiteral("/run/db/dbhost.sock"),
-                          QStringLiteral("--memory-limit-mb"),
-                          QString::number(m_settings.memoryLimitMb),
-                          QStringLiteral("--threads"),
-                          QString::number(m_settings.threads)};
+    QJsonArray argv{fromWire<SandboxType>(m_settings.engine) == SandboxType::DuckDb
+                        ? QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost-duckdb")
+                        : QStringLiteral("/run/sandbox/dbhost/sandbox-dbhost"),
+                    QStringLiteral("--engine"),
+                    m_settings.engine,
+                    QStringLiteral("--database"),
+                    m_settings.databaseFile,
+                    QStringLiteral("--socket"),
+                    QStringLiteral("/run/db/dbhost.sock"),
+                    QStringLiteral("--memory-limit-mb"),
+                    QString::number(m_settings.memoryLimitMb),
+                    QStringLiteral("--threads"),
+                    QString::number(m_settings.threads)};
+    if (m_settings.spare)
+        argv.append(QStringLiteral("--spare"));
     m_alive = true;
     m_server->start(channel, {{QStringLiteral("argv"), argv},
                               {QStringLiteral("cwd"), QStringLiteral("/workspace")}});
     connectOnce(QDateTime::currentMSecsSinceEpoch() + kReadyTimeoutMs, std::move(done));
+}
+
+void DbHostBackend::handOut(const QString &database, const QString &, const QString &,
+                            std::function<void(Result<bool>)> done)
+{
+    const QString file = QStringLiteral("/workspace/") + database;
+    const bool spare = std::exchange(m_settings.spare, false);
+    const QString had = std::exchange(m_settings.databaseFile, file);
+    if (!m_alive) {
+        if (!m_channel)
+            return done(Error{ErrorCode::SandboxError,
+                              QStringLiteral("the database's sandbox went away"),
+                              {}});
+        return start(m_channel, std::move(done));
+    }
+    if (file == had)
+        return done(true);
+    if (!spare || !m_control || !m_control->isOpen())
+        return done(Error{ErrorCode::SandboxError,
+                          QStringLiteral("the database host cannot take the file %1").arg(file),
+                          {}});
+    // Its first request: no other connection is open yet (nothing was handed out).
+    QPointer<DbHostBackend> self(this);
+    m_control->send(m_nextId++,
+                    {{QStringLiteral("op"), QStringLiteral("adopt")},
+                     {QStringLiteral("database"), file}},
+                    [self, done](Result<QJsonObject> answer) {
+                        if (!self)
+                            return;
+                        if (answer)
+                            answer = self->answerOf(*answer);
+                        done(answer ? Result<bool>(true) : Result<bool>(answer.error()));
+                    });
 }
 
 void DbHostBackend::connectOnce(qint64 deadline, std::function<void(Result<bool>)> done)

@@ -33,6 +33,9 @@ public:
         qint64 memoryLimitMb = 1024;
         int threads = 1;
         int maxConnections = 6;
+        // Started ahead of its owner (a warm spare, `--spare`) with the type's default file:
+        // handOut() moves it to the owner's.
+        bool spare = false;
     };
 
     explicit DbHostBackend(Settings settings, QObject *parent = nullptr);
@@ -41,6 +44,9 @@ public:
     void start(SupervisorChannel *channel, std::function<void(Result<bool>)> done) override;
     void stop(std::function<void()> done) override;
     bool isAlive() const override { return m_alive; }
+    // The spare's database becomes the file `database` in /workspace (dbhost `adopt`).
+    void handOut(const QString &database, const QString &username, const QString &password,
+                 std::function<void(Result<bool>)> done) override;
     const SqlDialect &dialect() const override { return dialectOf(m_settings.engine); }
     // The dialect of engine sqlite or duckdb.
     static const SqlDialect &dialectOf(const QString &engine);

@@ -55,11 +55,10 @@ public:
     void setOwner(const QString &database, const QString &username, const QString &password,
                   bool initialize);
     void setStandby(bool standby) { m_settings.standby = standby; }
-    // A standby server becomes its owner's as a first start would make it: the template's database
-    // and role get the owner's names and password, then the owner's first connection opens. A
-    // server that went away meanwhile is started again.
+    // A standby server becomes its owner's: the template's database and role get the owner's
+    // names and password, then the owner's first connection opens.
     void handOut(const QString &database, const QString &username, const QString &password,
-                 std::function<void(Result<bool>)> done);
+                 std::function<void(Result<bool>)> done) override;
 
     void start(SupervisorChannel *channel, std::function<void(Result<bool>)> done) override;
     void stop(std::function<void()> done) override;

@@ -202,9 +202,9 @@ int main(int argc, char **argv)
                         QStringLiteral("mib"), QStringLiteral("2048"));
     const QCommandLineOption
         databasePoolOpt(QStringLiteral("database-pool"),
-                        QStringLiteral("PostgreSQL databases kept started ahead of demand, once "
-                                       "the first one was created in the data dir (default 1; "
-                                       "0: none)."),
+                        QStringLiteral("Databases of each type kept started ahead of demand, "
+                                       "once one of the type was created (default 1; 0: none); "
+                                       "or per type, e.g. postgres=2,duckdb=0."),
                         QStringLiteral("n"), QStringLiteral("1"));
     const QCommandLineOption
         sleepAfterOpt(QStringLiteral("sleep-after"),
@@ -349,9 +349,18 @@ int main(int argc, char **argv)
         die(QStringLiteral("--spares wants a number from 0 to 64"));
     if (!sparesMemoryOk || config.sparesMinAvailableMb < 0)
         die(QStringLiteral("--spares-min-available-mb wants a number of MiB"));
-    config.postgresPool = cli.value(databasePoolOpt).toInt(&poolOk);
-    if (!poolOk || config.postgresPool < 0 || config.postgresPool > 16)
-        die(QStringLiteral("--database-pool wants a number from 0 to 16"));
+    for (const QString &part : cli.value(databasePoolOpt).split(u',')) {
+        const qsizetype eq = part.indexOf(u'=');
+        const QString type = eq < 0 ? QString() : part.left(eq);
+        const int count = part.mid(eq + 1).toInt(&poolOk);
+        if (!poolOk || count < 0 || count > 16 || (eq >= 0 && !config.databasePool.contains(type)))
+            die(QStringLiteral("--database-pool wants a number from 0 to 16, for every type or "
+                               "as TYPE=N (postgres, sqlite, duckdb)"));
+        for (auto it = config.databasePool.begin(); it != config.databasePool.end(); ++it) {
+            if (eq < 0 || it.key() == type)
+                it.value() = count;
+        }
+    }
     config.defaultSleepAfterMs = cli.value(sleepAfterOpt).toLongLong();
     if (!QFile::exists(config.supervisorPath))
         die(QStringLiteral("sandbox-supervisor not found at %1 (use --supervisor)")

@@ -76,8 +76,11 @@ struct EngineConfig
     // none while the host's available memory is below sparesMinAvailableMb.
     int spares = 2;
     qint64 sparesMinAvailableMb = 2048;
-    // PostgreSQL databases kept started ahead of demand (warm spares, docs/protocol.md 6.4); 0: none.
-    int postgresPool = 1;
+    // Databases kept started ahead of demand, by type (warm spares, docs/protocol.md 6.4); a type
+    // missing or 0: none.
+    QHash<QString, int> databasePool{{QStringLiteral("postgres"), 1},
+                                     {QStringLiteral("sqlite"), 1},
+                                     {QStringLiteral("duckdb"), 1}};
 };
 
 struct CreateSandbox

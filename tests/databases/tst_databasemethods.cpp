@@ -30,6 +30,11 @@ public:
     void start(SupervisorChannel *, std::function<void(Result<bool>)> done) override { done(true); }
     void stop(std::function<void()> done) override { done(); }
     bool isAlive() const override { return alive; }
+    void handOut(const QString &, const QString &, const QString &,
+                 std::function<void(Result<bool>)> done) override
+    {
+        done(true);
+    }
     const SqlDialect &dialect() const override { return m_dialect; }
 
     CancelFn query(const SqlRequest &request, PageDone done) override

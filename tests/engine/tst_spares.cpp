@@ -5,6 +5,7 @@
 #include "testclient.h"
 
 #include <QDir>
+#include <QDirIterator>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -44,9 +45,9 @@ QString readySpare(RpcTestClient &rpc, const QString &size, const QString &besid
     return ready;
 }
 
-// The id of a warm spare (its server started too, other than `besides`) once it is ready (empty
-// if none comes within 60 s).
-QString readyWarmSpare(RpcTestClient &rpc, const QString &besides = {})
+// The id of a warm spare (its server started too, other than `besides`; of `type` when given)
+// once it is ready (empty if none comes within 60 s).
+QString readyWarmSpare(RpcTestClient &rpc, const QString &besides = {}, const QString &type = {})
 {
     QString ready;
     (void)QTest::qWaitFor(
@@ -55,7 +56,8 @@ QString readyWarmSpare(RpcTestClient &rpc, const QString &besides = {})
                 const QJsonObject s = v.toObject();
                 const QString id = s.value(QStringLiteral("id")).toString();
                 if (s.value(QStringLiteral("warm")).toBool()
-                    && s.value(QStringLiteral("ready")).toBool() && id != besides) {
+                    && s.value(QStringLiteral("ready")).toBool() && id != besides
+                    && (type.isEmpty() || s.value(QStringLiteral("type")).toString() == type)) {
                     ready = id;
                     return true;
                 }
@@ -79,6 +81,36 @@ QJsonArray row(RpcTestClient &rpc, const QString &id, const QString &sql)
         .toArray()
         .at(0)
         .toArray();
+}
+
+// Runs `sql` in database `id`; whether it succeeded (the error in rpc.lastError()).
+bool execute(RpcTestClient &rpc, const QString &id, const QString &sql)
+{
+    return !rpc.result(QStringLiteral("databases.execute"),
+                       {{QStringLiteral("id"), id}, {QStringLiteral("sql"), sql}})
+                .isEmpty();
+}
+
+// A database created with `params`: its id (empty on failure, the error in rpc.lastError()).
+QString createDatabase(RpcTestClient &rpc, const QJsonObject &params)
+{
+    return rpc.result(QStringLiteral("databases.create"), params, 120000)
+        .value(QStringLiteral("id"))
+        .toString();
+}
+
+// The files in a database's /workspace, as the host sees them (sorted).
+QStringList workspaceFiles(const EngineProcess &engine, const QString &id)
+{
+    QStringList files;
+    const QString root = engine.dataDir() + QStringLiteral("/sandboxes/") + id
+                         + QStringLiteral("/volume/workspace");
+    QDirIterator it(root, QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot,
+                    QDirIterator::Subdirectories);
+    while (it.hasNext())
+        files << it.next().mid(root.size() + 1);
+    files.sort();
+    return files;
 }
 
 QString create(RpcTestClient &rpc, const QJsonObject &extra)
@@ -116,6 +148,12 @@ private Q_SLOTS:
     void aDatabaseSpareGetsItsOwnersSettings_data();
     void aDatabaseSpareGetsItsOwnersSettings();
     void aPooledPostgresIsItsOwnersAlone();
+    void aWarmFileDatabaseIsItsOwnersAlone_data();
+    void aWarmFileDatabaseIsItsOwnersAlone();
+    void aWarmFileDatabaseTakesItsOwnersFile_data();
+    void aWarmFileDatabaseTakesItsOwnersFile();
+    void aFileDatabaseCreateWithoutAWarmSpare_data();
+    void aFileDatabaseCreateWithoutAWarmSpare();
     void aPostgresPoolOfNoneStillCreates();
     void thePoolKeepsToItsCap();
     void noSparesWhenMemoryIsShort();
@@ -328,10 +366,7 @@ void tst_Spares::aDatabaseSpareGetsItsOwnersSettings()
                               .value(QStringLiteral("id"))
                               .toString();
     QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
-    QVERIFY(!rpc.result(QStringLiteral("databases.execute"),
-                        {{QStringLiteral("id"), first},
-                         {QStringLiteral("sql"), QStringLiteral("CREATE TABLE mine(x int)")}})
-                 .isEmpty());
+    QVERIFY(execute(rpc, first, QStringLiteral("CREATE TABLE mine(x int)")));
     const QString spare = readySpare(rpc, QStringLiteral("standard-1"));
     QVERIFY(!spare.isEmpty());
     QVERIFY(spare != first);
@@ -366,10 +401,7 @@ void tst_Spares::aPooledPostgresIsItsOwnersAlone()
                               .value(QStringLiteral("id"))
                               .toString();
     QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
-    QVERIFY(!rpc.result(QStringLiteral("databases.execute"),
-                        {{QStringLiteral("id"), first},
-                         {QStringLiteral("sql"), QStringLiteral("CREATE TABLE mine(x int)")}})
-                 .isEmpty());
+    QVERIFY(execute(rpc, first, QStringLiteral("CREATE TABLE mine(x int)")));
     const QString warm = readyWarmSpare(rpc);
     QVERIFY2(!warm.isEmpty(), "no PostgreSQL server was kept ready");
     QVERIFY(warm != first);
@@ -420,11 +452,7 @@ void tst_Spares::aPooledPostgresIsItsOwnersAlone()
     QVERIFY2(!readyWarmSpare(rpc, warm).isEmpty(), "the pool was not refilled");
 
     // It sleeps and wakes as any database: the same names, its data kept.
-    QVERIFY(!rpc.result(QStringLiteral("databases.execute"),
-                        {{QStringLiteral("id"), warm},
-                         {QStringLiteral("sql"),
-                          QStringLiteral("CREATE TABLE t(x int); INSERT INTO t VALUES (7)")}})
-                 .isEmpty());
+    QVERIFY(execute(rpc, warm, QStringLiteral("CREATE TABLE t(x int); INSERT INTO t VALUES (7)")));
     QVERIFY(!rpc.result(QStringLiteral("databases.stop"), {{QStringLiteral("id"), warm}}, 60000)
                  .isEmpty());
     QVERIFY2(!rpc.result(QStringLiteral("databases.start"), {{QStringLiteral("id"), warm}}, 60000)
@@ -433,6 +461,193 @@ void tst_Spares::aPooledPostgresIsItsOwnersAlone()
                         + engine.log().right(4000)));
     QCOMPARE(row(rpc, warm, QStringLiteral("SELECT current_user::text, (SELECT x FROM t)")),
              (QJsonArray{QStringLiteral("ann"), 7}));
+}
+
+namespace {
+
+void fileTypes()
+{
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<QString>("tables"); // how many tables the database has
+    QTest::addColumn<QString>("file");   // the path of the database's file
+    QTest::newRow("sqlite") << QStringLiteral("sqlite")
+                            << QStringLiteral("SELECT count(*) FROM sqlite_schema")
+                            << QStringLiteral(
+                                   "SELECT file FROM pragma_database_list WHERE name = 'main'");
+    QTest::newRow("duckdb") << QStringLiteral(
+        "duckdb") << QStringLiteral("SELECT count(*)::INTEGER FROM information_schema.tables")
+                            << QStringLiteral("SELECT path FROM duckdb_databases() WHERE "
+                                              "database_name = current_database()");
+}
+
+} // namespace
+
+void tst_Spares::aWarmFileDatabaseIsItsOwnersAlone_data()
+{
+    fileTypes();
+}
+
+void tst_Spares::aWarmFileDatabaseIsItsOwnersAlone()
+{
+    QFETCH(QString, type);
+    QFETCH(QString, tables);
+    QFETCH(QString, file);
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    const QString key = rpc.result(QStringLiteral("keys.create"),
+                                   {{QStringLiteral("name"), QStringLiteral("b")}})
+                            .value(QStringLiteral("key"))
+                            .toString();
+    RpcTestClient other;
+    QVERIFY(other.open(engine.wsUrl(), key));
+    // The first database of the type starts as always; from then on the engine keeps one with
+    // its server started (the pool, default 1).
+    const QString first = createDatabase(rpc, {{QStringLiteral("type"), type}});
+    QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
+    QVERIFY(execute(rpc, first,
+                    QStringLiteral("CREATE TABLE mine(x INTEGER); INSERT INTO mine "
+                                   "VALUES (1)")));
+    const QString warm = readyWarmSpare(rpc, {}, type);
+    QVERIFY2(!warm.isEmpty(), "no server of the type was kept ready");
+    QVERIFY(warm != first);
+
+    // Another key's create takes it: running at once, empty, its own file, nothing of the first
+    // database's.
+    const QJsonObject created = other.result(QStringLiteral("databases.create"),
+                                             {{QStringLiteral("type"), type}}, 120000);
+    QCOMPARE(created.value(QStringLiteral("id")).toString(), warm);
+    QCOMPARE(created.value(QStringLiteral("status")).toString(), QStringLiteral("running"));
+    QCOMPARE(row(other, warm, tables), QJsonArray{0});
+    const QString defaultFile = type == QLatin1String("sqlite") ? QStringLiteral("main.db")
+                                                                : QStringLiteral("main.duckdb");
+    QCOMPARE(row(other, warm, file),
+             QJsonArray{QString(QStringLiteral("/workspace/") + defaultFile)});
+    other.result(QStringLiteral("databases.query"),
+                 {{QStringLiteral("id"), warm},
+                  {QStringLiteral("sql"), QStringLiteral("TABLE mine")}});
+    QCOMPARE(other.lastError().value(QStringLiteral("code")).toInt(), -32014);
+    // Its owner's alone: the first key neither sees nor reaches it.
+    QCOMPARE(rpc.call(QStringLiteral("databases.get"), {{QStringLiteral("id"), warm}})
+                 .value(QStringLiteral("error"))
+                 .toObject()
+                 .value(QStringLiteral("code"))
+                 .toInt(),
+             -32002);
+    QCOMPARE(other.result(QStringLiteral("databases.list"), {})
+                 .value(QStringLiteral("databases"))
+                 .toArray()
+                 .size(),
+             1);
+
+    // A second create while the pool makes the next one: it starts as without a pool.
+    const QString second = createDatabase(other, {{QStringLiteral("type"), type}});
+    QVERIFY2(!second.isEmpty(), qPrintable(engine.log()));
+    QVERIFY(second != warm && second != first);
+    QCOMPARE(row(other, second, tables), QJsonArray{0});
+
+    // Usable, and its data stays its own across a restart of its server.
+    QVERIFY(execute(other, warm,
+                    QStringLiteral("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (7)")));
+    QVERIFY(
+        !other.result(QStringLiteral("databases.restart"), {{QStringLiteral("id"), warm}}, 60000)
+             .isEmpty());
+    QCOMPARE(row(other, warm, QStringLiteral("SELECT x FROM t")), QJsonArray{7});
+    QCOMPARE(row(other, second, tables), QJsonArray{0});
+    QCOMPARE(row(rpc, first, QStringLiteral("SELECT x FROM mine")), QJsonArray{1});
+
+    // The pool makes the next one.
+    QVERIFY2(!readyWarmSpare(rpc, warm, type).isEmpty(), "the pool was not refilled");
+}
+
+void tst_Spares::aWarmFileDatabaseTakesItsOwnersFile_data()
+{
+    fileTypes();
+}
+
+void tst_Spares::aWarmFileDatabaseTakesItsOwnersFile()
+{
+    QFETCH(QString, type);
+    QFETCH(QString, tables);
+    QFETCH(QString, file);
+    EngineProcess engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    QVERIFY2(!createDatabase(rpc, {{QStringLiteral("type"), type}}).isEmpty(),
+             qPrintable(engine.log()));
+    const QString warm = readyWarmSpare(rpc, {}, type);
+    QVERIFY2(!warm.isEmpty(), "no server of the type was kept ready");
+
+    // A create with a file of its own takes the warm spare too: the spare's database moves to
+    // that file, and no other file is left in its workspace.
+    const QString name = QStringLiteral("data/b.") + type;
+    QCOMPARE(createDatabase(rpc,
+                            {{QStringLiteral("type"), type}, {QStringLiteral("database"), name}}),
+             warm);
+    QCOMPARE(row(rpc, warm, file), QJsonArray{QString(QStringLiteral("/workspace/") + name)});
+    QCOMPARE(row(rpc, warm, tables), QJsonArray{0});
+    QVERIFY(
+        execute(rpc, warm, QStringLiteral("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (7)")));
+    // Its settings are kept: a stop and a start open the same file.
+    QVERIFY(!rpc.result(QStringLiteral("databases.stop"), {{QStringLiteral("id"), warm}}, 60000)
+                 .isEmpty());
+    // (a -wal beside it: the server's shutdown is immediate)
+    for (const QString &f : workspaceFiles(engine, warm))
+        QVERIFY2(f.startsWith(name), qPrintable(f));
+    QVERIFY(!rpc.result(QStringLiteral("databases.start"), {{QStringLiteral("id"), warm}}, 60000)
+                 .isEmpty());
+    QCOMPARE(row(rpc, warm, QStringLiteral("SELECT x FROM t")), QJsonArray{7});
+    QCOMPARE(row(rpc, warm, file), QJsonArray{QString(QStringLiteral("/workspace/") + name)});
+}
+
+void tst_Spares::aFileDatabaseCreateWithoutAWarmSpare_data()
+{
+    fileTypes();
+}
+
+void tst_Spares::aFileDatabaseCreateWithoutAWarmSpare()
+{
+    QFETCH(QString, type);
+    QFETCH(QString, tables);
+    // The type's pool is off: the spare is a sandbox up to HELLO, and a create starts its server.
+    EngineProcess engine;
+    QVERIFY2(engine.start(
+                 kQuota
+                 + QStringList{QStringLiteral("--database-pool"), type + QStringLiteral("=0")}),
+             qPrintable(engine.log()));
+    RpcTestClient rpc;
+    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    QVERIFY2(!createDatabase(rpc, {{QStringLiteral("type"), type}}).isEmpty(),
+             qPrintable(engine.log()));
+    const QString spare = readySpare(rpc, QStringLiteral("standard-1"));
+    QVERIFY(!spare.isEmpty());
+    for (const QJsonValue &v : spares(rpc))
+        QVERIFY(!v.toObject().value(QStringLiteral("warm")).toBool());
+    QCOMPARE(createDatabase(rpc, {{QStringLiteral("type"), type}}), spare);
+    QCOMPARE(row(rpc, spare, tables), QJsonArray{0});
+
+    // With the pool on, a create of another size than the warm spares' cannot take one: it
+    // starts its own server.
+    EngineProcess pooled;
+    QVERIFY2(pooled.start(kQuota), qPrintable(pooled.log()));
+    RpcTestClient p;
+    QVERIFY(p.open(pooled.wsUrl(), pooled.key()));
+    QVERIFY2(!createDatabase(p, {{QStringLiteral("type"), type}}).isEmpty(),
+             qPrintable(pooled.log()));
+    const QString warm = readyWarmSpare(p, {}, type);
+    QVERIFY(!warm.isEmpty());
+    const QString lite = createDatabase(p, {{QStringLiteral("type"), type},
+                                            {QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY2(!lite.isEmpty(), qPrintable(pooled.log()));
+    QVERIFY(lite != warm);
+    QCOMPARE(row(p, lite, tables), QJsonArray{0});
+    QCOMPARE(p.result(QStringLiteral("databases.get"), {{QStringLiteral("id"), lite}})
+                 .value(QStringLiteral("size"))
+                 .toString(),
+             QStringLiteral("lite"));
+    QCOMPARE(readyWarmSpare(p, {}, type), warm); // still there for the next standard-1
 }
 
 void tst_Spares::aPostgresPoolOfNoneStillCreates()

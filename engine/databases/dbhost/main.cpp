@@ -14,8 +14,10 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <sys/socket.h>
@@ -36,7 +38,7 @@ int usage()
 {
     std::fprintf(stderr,
                  "usage: sandbox-dbhost --engine sqlite|duckdb --database FILE --socket PATH "
-                 "[--memory-limit-mb N] [--threads N] [--allow-remote URL_PREFIX]...\n");
+                 "[--memory-limit-mb N] [--threads N] [--allow-remote URL_PREFIX]... [--spare]\n");
     return 2;
 }
 
@@ -86,6 +88,103 @@ std::string stringField(const json &req, const char *name)
     return it->get<std::string>();
 }
 
+// What the process was started with: how it opens a database.
+struct Options
+{
+    std::string engine;
+    long long memoryMb = 1024;       // DuckDB only
+    int threads = 1;                 // DuckDB only
+    std::vector<std::string> remote; // DuckDB only: URL prefixes it may read
+};
+
+// A database in a subdirectory of /workspace ("data/app.db"): makes the directory.
+void makeParents(const std::string &path)
+{
+    for (size_t slash = path.find('/', 1); slash != std::string::npos;
+         slash = path.find('/', slash + 1))
+        ::mkdir(path.substr(0, slash).c_str(), 0700);
+}
+
+// Opens (creating it if needed) the database at `path`; null and `error` when it cannot.
+std::unique_ptr<Backend> openBackend(const Options &o, const std::string &path, std::string *error)
+{
+    makeParents(path);
+    if (o.engine == "sqlite") {
+        auto b = std::make_unique<SqliteBackend>(path);
+        return b->open(error) ? std::move(b) : nullptr;
+    }
+#ifdef SANDBOX_DBHOST_DUCKDB
+    if (o.engine == "duckdb") {
+        auto b = std::make_unique<DuckdbBackend>(path, std::max(64LL, o.memoryMb),
+                                                 std::max(1, o.threads), o.remote);
+        return b->open(error) ? std::move(b) : nullptr;
+    }
+#endif
+    *error = "engine '" + o.engine + "' is not built in";
+    return nullptr;
+}
+
+// The database this process serves. A spare's (--spare) may still be moved, once, by `adopt`
+// before any other request; from the first other request on it is fixed.
+class Host
+{
+public:
+    Host(Options options, std::unique_ptr<Backend> backend, std::string path, bool spare)
+        : m_options(std::move(options))
+        , m_backend(std::move(backend))
+        , m_path(std::move(path))
+        , m_spare(spare)
+    {}
+
+    // The backend for a request: from now on it never changes.
+    Backend &serving()
+    {
+        std::lock_guard l(m_mutex);
+        m_spare = false;
+        return *m_backend;
+    }
+
+    // The spare's database becomes `path`: closed (everything in its file, no -wal left), its
+    // file moved there and opened again. Nothing else runs meanwhile: no other request came yet,
+    // and those that come now wait for the lock.
+    json adopt(const std::string &path)
+    {
+        std::lock_guard l(m_mutex);
+        if (!std::exchange(m_spare, false))
+            throw DbError{"bad_request", "'adopt' only on a spare, before any other request"};
+        if (path.rfind("/workspace/", 0) != 0 || path.find("/..") != std::string::npos)
+            throw DbError{"bad_request", "'database' must be a file in /workspace"};
+        if (path == m_path)
+            return json{{"database", path}};
+        m_backend.reset();
+        // Through a name of its own: the new path may lie below the old one ("main.db/x.db").
+        const std::string moving = "/workspace/.sandbox-dbhost-adopt";
+        std::string error;
+        if (::rename(m_path.c_str(), moving.c_str()) != 0)
+            error = "cannot move " + m_path + ": " + std::strerror(errno);
+        else if (makeParents(path); ::rename(moving.c_str(), path.c_str()) != 0)
+            error = "cannot move " + m_path + " to " + path + ": " + std::strerror(errno);
+        else
+            m_backend = openBackend(m_options, path, &error);
+        if (!m_backend) {
+            // No database to serve any more: the engine sees the process end.
+            std::fprintf(stderr, "sandbox-dbhost: cannot open %s: %s\n", path.c_str(),
+                         error.c_str());
+            std::fflush(stderr);
+            ::_exit(1);
+        }
+        m_path = path;
+        return json{{"database", path}};
+    }
+
+private:
+    const Options m_options;
+    std::mutex m_mutex;
+    std::unique_ptr<Backend> m_backend;
+    std::string m_path;
+    bool m_spare;
+};
+
 json handle(Backend &backend, const json &req, uint64_t id)
 {
     const std::string op = stringField(req, "op");
@@ -134,7 +233,7 @@ json handle(Backend &backend, const json &req, uint64_t id)
     throw DbError{"bad_request", "unknown op '" + op + "'"};
 }
 
-void serve(Backend *backend, int fd)
+void serve(Host *host, int fd)
 {
     std::string buffer;
     char chunk[65536];
@@ -167,10 +266,12 @@ void serve(Backend *backend, int fd)
             if (!req.is_object() || !req.contains("id") || !req["id"].is_number_unsigned())
                 throw DbError{"bad_request", "a request is an object with a numeric 'id'"};
             id = req["id"];
-            answer = handle(*backend, req, id.get<uint64_t>());
+            answer = req.value("op", json()) == "adopt"
+                         ? host->adopt(stringField(req, "database"))
+                         : handle(host->serving(), req, id.get<uint64_t>());
         } catch (const DbError &e) {
             DbError explained = e;
-            backend->explain(explained);
+            host->serving().explain(explained);
             answer = errorAnswer(explained);
         } catch (const json::exception &e) {
             answer = errorAnswer(DbError{"bad_request", std::string("bad request: ") + e.what()});
@@ -189,66 +290,52 @@ void serve(Backend *backend, int fd)
 
 int main(int argc, char **argv)
 {
-    std::string engine, database, socketPath;
-    [[maybe_unused]] long long memoryMb = 1024;       // DuckDB only
-    [[maybe_unused]] int threads = 1;                 // DuckDB only
-    [[maybe_unused]] std::vector<std::string> remote; // DuckDB only: URL prefixes it may read
+    Options options;
+    std::string database, socketPath;
+    bool spare = false;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
         if (arg == "--engine")
-            engine = next();
+            options.engine = next();
         else if (arg == "--database")
             database = next();
         else if (arg == "--socket")
             socketPath = next();
         else if (arg == "--memory-limit-mb")
-            memoryMb = std::atoll(next().c_str());
+            options.memoryMb = std::atoll(next().c_str());
         else if (arg == "--threads")
-            threads = std::atoi(next().c_str());
+            options.threads = std::atoi(next().c_str());
         else if (arg == "--allow-remote")
-            remote.push_back(next());
+            options.remote.push_back(next());
+        else if (arg == "--spare")
+            spare = true;
         else
             return usage();
     }
-    if (engine.empty() || database.empty() || socketPath.empty())
+    if (options.engine.empty() || database.empty() || socketPath.empty())
         return usage();
-#ifndef SANDBOX_DBHOST_DUCKDB
-    (void)memoryMb, (void)threads, (void)remote; // DuckDB's settings
+    if (options.engine != "sqlite"
+#ifdef SANDBOX_DBHOST_DUCKDB
+        && options.engine != "duckdb"
 #endif
+    ) {
+        std::fprintf(stderr, "sandbox-dbhost: engine '%s' is not built in\n",
+                     options.engine.c_str());
+        return 2;
+    }
     std::signal(SIGPIPE, SIG_IGN);
     ::umask(077);
 
-    // A database in a subdirectory of /workspace ("data/app.db"): make the directory.
-    for (size_t slash = database.find('/', 1); slash != std::string::npos;
-         slash = database.find('/', slash + 1))
-        ::mkdir(database.substr(0, slash).c_str(), 0700);
-
-    std::unique_ptr<Backend> backend;
     std::string error;
-    if (engine == "sqlite") {
-        auto b = std::make_unique<SqliteBackend>(database);
-        if (!b->open(&error)) {
-            std::fprintf(stderr, "sandbox-dbhost: cannot open %s: %s\n", database.c_str(),
-                         error.c_str());
-            return 1;
-        }
-        backend = std::move(b);
-#ifdef SANDBOX_DBHOST_DUCKDB
-    } else if (engine == "duckdb") {
-        auto b = std::make_unique<DuckdbBackend>(database, std::max(64LL, memoryMb),
-                                                 std::max(1, threads), remote);
-        if (!b->open(&error)) {
-            std::fprintf(stderr, "sandbox-dbhost: cannot open %s: %s\n", database.c_str(),
-                         error.c_str());
-            return 1;
-        }
-        backend = std::move(b);
-#endif
-    } else {
-        std::fprintf(stderr, "sandbox-dbhost: engine '%s' is not built in\n", engine.c_str());
-        return 2;
+    std::unique_ptr<Backend> backend = openBackend(options, database, &error);
+    if (!backend) {
+        std::fprintf(stderr, "sandbox-dbhost: cannot open %s: %s\n", database.c_str(),
+                     error.c_str());
+        return 1;
     }
+    const std::string version = backend->version();
+    Host host(options, std::move(backend), database, spare);
 
     const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
@@ -271,8 +358,8 @@ int main(int argc, char **argv)
                      std::strerror(errno));
         return 1;
     }
-    std::fprintf(stderr, "sandbox-dbhost: %s %s ready on %s\n", engine.c_str(),
-                 backend->version().c_str(), socketPath.c_str());
+    std::fprintf(stderr, "sandbox-dbhost: %s %s ready on %s%s\n", options.engine.c_str(),
+                 version.c_str(), socketPath.c_str(), spare ? " (a spare)" : "");
     std::fflush(stderr);
     while (true) {
         const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
@@ -282,6 +369,6 @@ int main(int argc, char **argv)
             std::fprintf(stderr, "sandbox-dbhost: accept: %s\n", std::strerror(errno));
             return 1;
         }
-        std::thread(serve, backend.get(), fd).detach();
+        std::thread(serve, &host, fd).detach();
     }
 }
