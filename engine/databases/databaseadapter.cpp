@@ -8,9 +8,11 @@
 #include "postgrestemplate.h"
 #include "protocol/fieldreader.h"
 #include "protocol/sandboxenums.h"
+#include "runtime/offloop.h"
 #include "runtime/sandboxprocess.h"
 #include "runtime/supervisorchannel.h"
 #include "runtime/workspacevolume.h"
+#include "scramsecret.h"
 #include "service/sandboxmanager.h"
 #include "settingsstore.h"
 
@@ -499,6 +501,20 @@ void DatabaseAdapter::create(const QJsonObject &params, const CallContext &ctx, 
     QElapsedTimer clock;
     clock.start();
     QPointer<QObject> guard(ctx.guard ? ctx.guard.data() : this);
+    if (fromWire<SandboxType>(c.type) == SandboxType::Postgres && !s.password.isEmpty()) {
+        // The server is given the password's SCRAM secret, computed here off the event loop,
+        // rather than hashing the password in its sandbox's share of a CPU (an ASCII one: the
+        // server normalises others first). The settings then hold the secret, not the password.
+        const QString password = s.password;
+        runOffLoop<QByteArray>(
+            this, [password] { return scramSha256Secret(password); },
+            [this, c, s, guard, clock, reply](const QByteArray &secret) mutable {
+                if (!secret.isEmpty())
+                    s.password = QString::fromLatin1(secret);
+                launch(std::move(c), s, guard, clock, reply);
+            });
+        return;
+    }
     launch(std::move(c), s, guard, clock, reply);
 }
 

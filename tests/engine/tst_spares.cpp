@@ -443,10 +443,27 @@ void tst_Spares::aPooledPostgresIsItsOwnersAlone()
                     + QStringLiteral("/volume/run"),
                 QStringLiteral("-U"), QStringLiteral("sandbox_admin"), QStringLiteral("-d"),
                 QStringLiteral("template1"), QStringLiteral("-c"),
-                QStringLiteral("SELECT rolpassword LIKE 'SCRAM-SHA-256$%' FROM pg_authid WHERE "
-                               "rolname = 'ann'")});
+                QStringLiteral("SELECT rolpassword FROM pg_authid WHERE rolname = 'ann'")});
     QVERIFY(psql.waitForFinished(30000));
-    QCOMPARE(psql.readAllStandardOutput().trimmed(), QByteArray("t"));
+    const QByteArray secret = psql.readAllStandardOutput().trimmed();
+    QVERIFY2(secret.startsWith("SCRAM-SHA-256$4096:"), secret.constData());
+    // It is the password's SCRAM secret, as a client that logs in with it checks it (RFC 5802:
+    // StoredKey and ServerKey from the salted password), by Python's own PBKDF2 and HMAC.
+    QProcess check;
+    check.start(QStringLiteral("python3"),
+                {QStringLiteral("-c"),
+                 QStringLiteral("import sys, hashlib, hmac, base64\n"
+                                "_, head, keys = sys.argv[1].split('$')\n"
+                                "n, salt = head.split(':'); stored, server = keys.split(':')\n"
+                                "s = hashlib.pbkdf2_hmac('sha256', sys.argv[2].encode(), "
+                                "base64.b64decode(salt), int(n))\n"
+                                "mac = lambda t: hmac.new(s, t, 'sha256').digest()\n"
+                                "print(hashlib.sha256(mac(b'Client Key')).digest() == "
+                                "base64.b64decode(stored) and mac(b'Server Key') == "
+                                "base64.b64decode(server))"),
+                 QString::fromLatin1(secret), QStringLiteral("an'n's secret")});
+    QVERIFY(check.waitForFinished(30000));
+    QCOMPARE(check.readAllStandardOutput().trimmed(), QByteArray("True"));
 
     // The pool makes the next one.
     QVERIFY2(!readyWarmSpare(rpc, warm).isEmpty(), "the pool was not refilled");
