@@ -2,9 +2,8 @@
 // sandboxd, against the local mock model server (tests/mocks): a prompt that writes a file, a
 // second turn of the same session, an unreachable API, a timeout, a failed file change, a stop
 // mid-run, and an API key that never comes back out.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "mockmodelserver.h"
-#include "testclient.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -82,8 +81,7 @@ private:
                  QJsonArray{QStringLiteral("127.0.0.1:%1").arg(m_mock.port())}}};
     }
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     MockModelServer m_mock;
     QHash<QString, QString> m_ids; // type -> sandbox id
     QHash<QString, QString> m_sessions;
@@ -104,9 +102,8 @@ void tst_Agents::initTestCase()
     QVERIFY(m_mock.listen());
     QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"), agentsDir(),
                              QStringLiteral("--max-memory-mb"), QStringLiteral("65536")}),
-             qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
-    connect(m_rpc.socket(), &QWebSocket::textMessageReceived, this,
+             qPrintable(m_engine.process().log()));
+    connect(m_engine.rpc().socket(), &QWebSocket::textMessageReceived, this,
             [this](const QString &t) { m_allText.append(t); });
 
     const QString base = m_mock.baseUrl().toString();
@@ -118,12 +115,13 @@ void tst_Agents::initTestCase()
                                     : QJsonObject{{QStringLiteral("OPENAI_API_KEY"), kSecret},
                                                   {QStringLiteral("OPENAI_BASE_URL"),
                                                    QString(base + QStringLiteral("/v1"))}};
-        const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                            {{QStringLiteral("type"), type},
-                                             {QStringLiteral("size"), QStringLiteral("standard-3")},
-                                             {QStringLiteral("network"), loopbackMock()},
-                                             {QStringLiteral("env"), env}});
-        QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+        const QJsonObject sb = m_engine.create(QStringLiteral("agents.create"),
+                                               {{QStringLiteral("type"), type},
+                                                {QStringLiteral("size"),
+                                                 QStringLiteral("standard-3")},
+                                                {QStringLiteral("network"), loopbackMock()},
+                                                {QStringLiteral("env"), env}});
+        QVERIFY2(!sb.isEmpty(), dump(m_engine.rpc().lastError()).constData());
         QCOMPARE(sb.value(QStringLiteral("network")).toObject(), loopbackMock());
         QCOMPARE(sb.value(QStringLiteral("gateway")).toBool(), true);
         m_ids.insert(type, sb.value(QStringLiteral("id")).toString());
@@ -132,7 +130,7 @@ void tst_Agents::initTestCase()
 
 void tst_Agents::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 void tst_Agents::addTypes()
@@ -148,12 +146,12 @@ QJsonObject tst_Agents::run(const QString &type, const QString &prompt, QJsonObj
 {
     if (type == QLatin1String("claude-code") && !options.contains(QStringLiteral("model")))
         options.insert(QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5"));
-    m_rpc.notifications.clear();
-    return m_rpc.call(QStringLiteral("agents.run"),
-                      {{QStringLiteral("id"), m_ids.value(type)},
-                       {QStringLiteral("prompt"), prompt},
-                       {QStringLiteral("options"), options}},
-                      timeoutMs);
+    m_engine.rpc().notifications.clear();
+    return m_engine.rpc().call(QStringLiteral("agents.run"),
+                               {{QStringLiteral("id"), m_ids.value(type)},
+                                {QStringLiteral("prompt"), prompt},
+                                {QStringLiteral("options"), options}},
+                               timeoutMs);
 }
 
 QList<QJsonObject> tst_Agents::eventsOf(const QJsonObject &answer) const
@@ -164,7 +162,7 @@ QList<QJsonObject> tst_Agents::eventsOf(const QJsonObject &answer) const
                                  .toString();
     QList<QJsonObject> out;
     qint64 lastSeq = 0;
-    for (const QJsonObject &n : m_rpc.notifications) {
+    for (const QJsonObject &n : m_engine.rpc().notifications) {
         const QJsonObject p = n.value(QStringLiteral("params")).toObject();
         if (p.value(QStringLiteral("streamId")).toString() != streamId)
             continue;
@@ -181,11 +179,12 @@ QList<QJsonObject> tst_Agents::eventsOf(const QJsonObject &answer) const
 bool tst_Agents::cliStillRuns(const QString &type)
 {
     // argv without a shell: pgrep does not match itself.
-    const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
-                                       {{QStringLiteral("id"), m_ids.value(type)},
-                                        {QStringLiteral("command"),
-                                         QJsonArray{QStringLiteral("pgrep"), QStringLiteral("-f"),
-                                                    QStringLiteral("/opt/agent/")}}});
+    const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.exec"),
+                                                {{QStringLiteral("id"), m_ids.value(type)},
+                                                 {QStringLiteral("command"),
+                                                  QJsonArray{QStringLiteral("pgrep"),
+                                                             QStringLiteral("-f"),
+                                                             QStringLiteral("/opt/agent/")}}});
     return r.value(QStringLiteral("exitCode")).toInt() == 0;
 }
 
@@ -222,9 +221,9 @@ void tst_Agents::runWritesAFileAndStreamsTheToolCall()
     m_sessions.insert(type, r.value(QStringLiteral("sessionId")).toString());
 
     // The file is really there, in the sandbox.
-    const QJsonObject file = m_rpc.result(QStringLiteral("agents.readFile"),
-                                          {{QStringLiteral("id"), m_ids.value(type)},
-                                           {QStringLiteral("path"), path}});
+    const QJsonObject file = m_engine.rpc().result(QStringLiteral("agents.readFile"),
+                                                   {{QStringLiteral("id"), m_ids.value(type)},
+                                                    {QStringLiteral("path"), path}});
     // (Codex's apply_patch ends the file with a newline; the others write it as given.)
     QCOMPARE(file.value(QStringLiteral("content")).toString().trimmed(),
              QStringLiteral("Hello from %1\nsecond line").arg(type));
@@ -253,14 +252,14 @@ void tst_Agents::runWritesAFileAndStreamsTheToolCall()
                  .toJson()
                  .constData());
     // The stream ends with the same answer.
-    const QJsonObject end = m_rpc.notifications.last();
+    const QJsonObject end = m_engine.rpc().notifications.last();
     QCOMPARE(end.value(QStringLiteral("method")).toString(), QStringLiteral("stream.end"));
     QCOMPARE(end.value(QStringLiteral("params")).toObject().value(QStringLiteral("result")).toObject(),
              r);
     // Every notification of the stream names the request that started it (docs/protocol.md 2.3).
     const QJsonValue requestId = answer.value(QStringLiteral("id"));
     // (network.denied notifications are about the sandbox, not the request: 4.9.)
-    for (const QJsonObject &n : m_rpc.notifications) {
+    for (const QJsonObject &n : m_engine.rpc().notifications) {
         if (n.value(QStringLiteral("method")).toString().startsWith(QLatin1String("stream.")))
             QCOMPARE(n.value(QStringLiteral("params")).toObject().value(QStringLiteral("requestId")),
                      requestId);
@@ -312,17 +311,17 @@ void tst_Agents::secondTurnContinuesTheSession()
 
 void tst_Agents::conversationRunsPromptsInOrder()
 {
-    m_rpc.notifications.clear();
-    const QJsonObject answer = m_rpc.call(QStringLiteral("agents.runConversation"),
-                                          {{QStringLiteral("id"),
-                                            m_ids.value(QStringLiteral("codex"))},
-                                           {QStringLiteral("prompts"),
-                                            QJsonArray{QStringLiteral("[[remember:otter]] hi"),
-                                                       QStringLiteral("[[remember:lynx]] and"),
-                                                       QStringLiteral("[[recall]]")}},
-                                           {QStringLiteral("options"),
-                                            QJsonObject{{QStringLiteral("newSession"), true}}}},
-                                          180000);
+    m_engine.rpc().notifications.clear();
+    const QJsonObject answer
+        = m_engine.rpc().call(QStringLiteral("agents.runConversation"),
+                              {{QStringLiteral("id"), m_ids.value(QStringLiteral("codex"))},
+                               {QStringLiteral("prompts"),
+                                QJsonArray{QStringLiteral("[[remember:otter]] hi"),
+                                           QStringLiteral("[[remember:lynx]] and"),
+                                           QStringLiteral("[[recall]]")}},
+                               {QStringLiteral("options"),
+                                QJsonObject{{QStringLiteral("newSession"), true}}}},
+                              180000);
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
     QVERIFY2(r.value(QStringLiteral("success")).toBool(),
              QJsonDocument(answer).toJson().constData());
@@ -350,15 +349,15 @@ void tst_Agents::unreachableApiFails()
     QJsonObject policy = loopbackMock();
     policy.insert(QStringLiteral("allow"), QJsonArray{policy.value(QStringLiteral("allow"))[0],
                                                       QStringLiteral("127.0.0.1:%1").arg(port)});
-    QVERIFY(!m_rpc
+    QVERIFY(!m_engine.rpc()
                  .result(QStringLiteral("sandbox.setNetwork"),
                          {{QStringLiteral("id"), m_ids.value(type)},
                           {QStringLiteral("network"), policy}})
                  .isEmpty());
     const auto restore = qScopeGuard([&] {
-        m_rpc.result(QStringLiteral("sandbox.setNetwork"),
-                     {{QStringLiteral("id"), m_ids.value(type)},
-                      {QStringLiteral("network"), loopbackMock()}});
+        m_engine.rpc().result(QStringLiteral("sandbox.setNetwork"),
+                              {{QStringLiteral("id"), m_ids.value(type)},
+                               {QStringLiteral("network"), loopbackMock()}});
     });
     QElapsedTimer clock;
     clock.start();
@@ -462,20 +461,20 @@ void tst_Agents::runOnRepoClonesThenRuns()
     m_mock.setStaticRoot(dir.filePath(QStringLiteral("served")));
 
     const QString url = m_mock.baseUrl().toString() + QStringLiteral("/files/demo.git");
-    m_rpc.notifications.clear();
+    m_engine.rpc().notifications.clear();
     const QJsonObject answer
-        = m_rpc.call(QStringLiteral("agents.runOnRepo"),
-                     {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
-                      {QStringLiteral("url"), url},
-                      {QStringLiteral("prompt"),
-                       QStringLiteral("[[write:/workspace/demo/NOTES.md|notes]]")},
-                      // git's dumb HTTP protocol cannot clone shallow
-                      {QStringLiteral("options"),
-                       QJsonObject{{QStringLiteral("shallow"), false},
-                                   {QStringLiteral("branch"), QStringLiteral("main")},
-                                   {QStringLiteral("model"),
-                                    QStringLiteral("claude-sonnet-4-5")}}}},
-                     180000);
+        = m_engine.rpc().call(QStringLiteral("agents.runOnRepo"),
+                              {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
+                               {QStringLiteral("url"), url},
+                               {QStringLiteral("prompt"),
+                                QStringLiteral("[[write:/workspace/demo/NOTES.md|notes]]")},
+                               // git's dumb HTTP protocol cannot clone shallow
+                               {QStringLiteral("options"),
+                                QJsonObject{{QStringLiteral("shallow"), false},
+                                            {QStringLiteral("branch"), QStringLiteral("main")},
+                                            {QStringLiteral("model"),
+                                             QStringLiteral("claude-sonnet-4-5")}}}},
+                              180000);
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
     QVERIFY2(r.value(QStringLiteral("success")).toBool(),
              QJsonDocument(answer).toJson().constData());
@@ -486,21 +485,22 @@ void tst_Agents::runOnRepoClonesThenRuns()
                 .contains(QLatin1String("\"cwd\":\"/workspace/demo\"")));
     for (const QString &f : {QStringLiteral("/workspace/demo/README.md"),
                              QStringLiteral("/workspace/demo/NOTES.md")}) {
-        const QJsonObject st = m_rpc.result(QStringLiteral("agents.stat"),
-                                            {{QStringLiteral("id"),
-                                              m_ids.value(QStringLiteral("claude-code"))},
-                                             {QStringLiteral("path"), f}});
+        const QJsonObject st = m_engine.rpc().result(QStringLiteral("agents.stat"),
+                                                     {{QStringLiteral("id"),
+                                                       m_ids.value(QStringLiteral("claude-code"))},
+                                                      {QStringLiteral("path"), f}});
         QCOMPARE(st.value(QStringLiteral("type")).toString(), QStringLiteral("file"));
     }
 
     // A clone that fails is a failed run, with git's reason.
     const QJsonObject bad
-        = m_rpc.result(QStringLiteral("agents.runOnRepo"),
-                       {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
-                        {QStringLiteral("url"), QString(m_mock.baseUrl().toString()
-                                                        + QStringLiteral("/files/missing.git"))},
-                        {QStringLiteral("prompt"), QStringLiteral("hi")}},
-                       120000);
+        = m_engine.rpc().result(QStringLiteral("agents.runOnRepo"),
+                                {{QStringLiteral("id"), m_ids.value(QStringLiteral("claude-code"))},
+                                 {QStringLiteral("url"),
+                                  QString(m_mock.baseUrl().toString()
+                                          + QStringLiteral("/files/missing.git"))},
+                                 {QStringLiteral("prompt"), QStringLiteral("hi")}},
+                                120000);
     QCOMPARE(bad.value(QStringLiteral("success")).toBool(), false);
     QVERIFY2(bad.value(QStringLiteral("error"))
                  .toString()
@@ -543,7 +543,8 @@ void tst_Agents::badParamsAreRefused()
          QStringLiteral("options.allowedTools")},
     };
     for (const auto &c : cases) {
-        const QJsonObject error = m_rpc.call(QStringLiteral("agents.run"), c.params)
+        const QJsonObject error = m_engine.rpc()
+                                      .call(QStringLiteral("agents.run"), c.params)
                                       .value(QStringLiteral("error"))
                                       .toObject();
         QCOMPARE(error.value(QStringLiteral("code")).toInt(), -32602);
@@ -553,9 +554,10 @@ void tst_Agents::badParamsAreRefused()
                      .toString(),
                  c.field);
     }
-    const QJsonObject missing = m_rpc.call(QStringLiteral("agents.run"),
-                                           {{QStringLiteral("id"), QStringLiteral("sb_nope")},
-                                            {QStringLiteral("prompt"), QStringLiteral("x")}});
+    const QJsonObject missing
+        = m_engine.rpc().call(QStringLiteral("agents.run"),
+                              {{QStringLiteral("id"), QStringLiteral("sb_nope")},
+                               {QStringLiteral("prompt"), QStringLiteral("x")}});
     QCOMPARE(missing.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              -32002);
 }
@@ -564,25 +566,27 @@ void tst_Agents::noNetworkFailsClearly()
 {
     // The model gateway reaches the provider whatever the policy, but a model server on this
     // computer's loopback needs its allow entry: without it the run fails, and says why.
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                                         {QStringLiteral("size"), QStringLiteral("lite")},
-                                         {QStringLiteral("env"),
-                                          QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"), kSecret},
-                                                      {QStringLiteral("ANTHROPIC_BASE_URL"),
-                                                       m_mock.baseUrl().toString()}}}});
+    const QJsonObject sb
+        = m_engine.create(QStringLiteral("agents.create"),
+                          {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                           {QStringLiteral("size"), QStringLiteral("lite")},
+                           {QStringLiteral("env"),
+                            QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"), kSecret},
+                                        {QStringLiteral("ANTHROPIC_BASE_URL"),
+                                         m_mock.baseUrl().toString()}}}});
     QVERIFY(!sb.isEmpty());
     QCOMPARE(sb.value(QStringLiteral("network")).toBool(true), false);
     const int before = m_mock.modelCallCount();
-    m_rpc.notifications.clear();
+    m_engine.rpc().notifications.clear();
     const QJsonObject answer
-        = m_rpc.call(QStringLiteral("agents.run"),
-                     {{QStringLiteral("id"), sb.value(QStringLiteral("id"))},
-                      {QStringLiteral("prompt"), QStringLiteral("hi")},
-                      {QStringLiteral("options"),
-                       QJsonObject{{QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")},
-                                   {QStringLiteral("timeout"), 120000}}}},
-                     180000);
+        = m_engine.rpc().call(QStringLiteral("agents.run"),
+                              {{QStringLiteral("id"), sb.value(QStringLiteral("id"))},
+                               {QStringLiteral("prompt"), QStringLiteral("hi")},
+                               {QStringLiteral("options"),
+                                QJsonObject{{QStringLiteral("model"),
+                                             QStringLiteral("claude-sonnet-4-5")},
+                                            {QStringLiteral("timeout"), 120000}}}},
+                              180000);
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
     QCOMPARE(r.value(QStringLiteral("success")).toBool(true), false);
     QCOMPARE(m_mock.modelCallCount(), before);
@@ -595,11 +599,12 @@ void tst_Agents::noNetworkFailsClearly()
                        && e.value(QStringLiteral("allowWith")).toString()
                               == QStringLiteral("127.0.0.1:%1").arg(m_mock.port()));
     QVERIFY(streamed);
-    const QJsonObject log = m_rpc.result(QStringLiteral("sandbox.networkLog"),
-                                         {{QStringLiteral("id"), sb.value(QStringLiteral("id"))}});
+    const QJsonObject log = m_engine.rpc().result(QStringLiteral("sandbox.networkLog"),
+                                                  {{QStringLiteral("id"),
+                                                    sb.value(QStringLiteral("id"))}});
     QVERIFY(!log.value(QStringLiteral("denied")).toArray().isEmpty());
-    m_rpc.result(QStringLiteral("agents.delete"),
-                 {{QStringLiteral("id"), sb.value(QStringLiteral("id"))}});
+    m_engine.rpc().result(QStringLiteral("agents.delete"),
+                          {{QStringLiteral("id"), sb.value(QStringLiteral("id"))}});
 }
 
 void tst_Agents::stopMidRunKillsTheCli_data()
@@ -618,7 +623,7 @@ void tst_Agents::stopMidRunKillsTheCli()
 {
     QFETCH(QString, type);
     QFETCH(QString, how);
-    m_rpc.notifications.clear();
+    m_engine.rpc().notifications.clear();
     const int callsBefore = m_mock.modelCallCount();
     const int requestId = 777000 + int(m_ids.value(type).size()) + int(how.size());
     QJsonObject options{{QStringLiteral("newSession"), true}};
@@ -632,7 +637,7 @@ void tst_Agents::stopMidRunKillsTheCli()
                                            {QStringLiteral("prompt"),
                                             QStringLiteral("[[sleep:300000]] slow")},
                                            {QStringLiteral("options"), options}}}};
-    m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
     // Mid-run: the CLI has asked the model and waits for its answer.
     QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > callsBefore && m_mock.openConnections() > 0,
                              120000);
@@ -640,7 +645,7 @@ void tst_Agents::stopMidRunKillsTheCli()
     QElapsedTimer clock;
     clock.start();
     if (how == QLatin1String("rpc.cancel")) {
-        m_rpc.sendText(
+        m_engine.rpc().sendText(
             QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
                                       {QStringLiteral("method"), QStringLiteral("rpc.cancel")},
                                       {QStringLiteral("params"),
@@ -648,27 +653,29 @@ void tst_Agents::stopMidRunKillsTheCli()
                 .toJson(QJsonDocument::Compact));
     } else if (how == QLatin1String("stream.cancel")) {
         QString streamId;
-        for (const QJsonObject &n : m_rpc.notifications) {
+        for (const QJsonObject &n : m_engine.rpc().notifications) {
             const QJsonObject p = n.value(QStringLiteral("params")).toObject();
             if (p.value(QStringLiteral("requestId")).toInt() == requestId)
                 streamId = p.value(QStringLiteral("streamId")).toString();
         }
         QVERIFY2(!streamId.isEmpty(), "no stream notification before the model call");
-        const QJsonObject c = m_rpc.result(QStringLiteral("stream.cancel"),
-                                           {{QStringLiteral("streamId"), streamId}});
+        const QJsonObject c = m_engine.rpc().result(QStringLiteral("stream.cancel"),
+                                                    {{QStringLiteral("streamId"), streamId}});
         QCOMPARE(c.value(QStringLiteral("cancelled")).toBool(), true);
     } else {
-        const QJsonObject stopped = m_rpc.result(QStringLiteral("agents.stop"),
-                                                 {{QStringLiteral("id"), m_ids.value(type)}});
+        const QJsonObject stopped = m_engine.rpc().result(QStringLiteral("agents.stop"),
+                                                          {{QStringLiteral("id"),
+                                                            m_ids.value(type)}});
         QCOMPARE(stopped.value(QStringLiteral("status")).toString(), QStringLiteral("stopped"));
     }
     // The run answers "cancelled" at once, and the CLI is gone (its connection closed).
     QJsonObject answer;
     const bool answered = QTest::qWaitFor(
         [&] {
-            for (qsizetype k = 0; k < m_rpc.messages.size(); ++k) {
-                if (m_rpc.messages[k].toObject().value(QStringLiteral("id")).toInt() == requestId)
-                    answer = m_rpc.messages.takeAt(k).toObject();
+            for (qsizetype k = 0; k < m_engine.rpc().messages.size(); ++k) {
+                if (m_engine.rpc().messages[k].toObject().value(QStringLiteral("id")).toInt()
+                    == requestId)
+                    answer = m_engine.rpc().messages.takeAt(k).toObject();
             }
             return !answer.isEmpty();
         },
@@ -691,16 +698,16 @@ void tst_Agents::keyNeverLeaves()
                      || r.headers.value("authorization").contains(kSecret.toUtf8());
     QVERIFY(mockSawKey);
     // Listing and reading the sandboxes shows env names only.
-    const QJsonObject list = m_rpc.result(QStringLiteral("agents.list"), {});
+    const QJsonObject list = m_engine.rpc().result(QStringLiteral("agents.list"), {});
     QVERIFY(list.value(QStringLiteral("agents")).toArray().size() >= 3);
     QVERIFY(!m_allText.isEmpty());
     for (const QString &text : std::as_const(m_allText))
         QVERIFY2(!text.contains(kSecret), qPrintable(text.left(400)));
-    const QString log = m_engine.log();
+    const QString log = m_engine.process().log();
     QVERIFY2(!log.contains(kSecret), qPrintable(log.right(2000)));
     // Not in the engine's files outside the sandboxes' own homes either (the registry keeps env
     // values for restarts; nothing else may).
-    QDir data(m_engine.dataDir());
+    QDir data(m_engine.process().dataDir());
     for (const QString &name : data.entryList(QDir::Files)) {
         if (name.startsWith(QLatin1String("registry.db")))
             continue;
@@ -726,9 +733,10 @@ void tst_Agents::openCodeProviders()
     QFETCH(QByteArray, endpoint);
     // stopMidRunKillsTheCli may have stopped the OpenCode sandbox: it runs again first.
     const QString id = m_ids.value(QStringLiteral("opencode"));
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}});
+    const QJsonObject sb = m_engine.rpc().result(QStringLiteral("agents.get"),
+                                                 {{QStringLiteral("id"), id}});
     if (sb.value(QStringLiteral("status")).toString() != QLatin1String("running"))
-        m_rpc.result(QStringLiteral("agents.start"), {{QStringLiteral("id"), id}});
+        m_engine.rpc().result(QStringLiteral("agents.start"), {{QStringLiteral("id"), id}});
     m_mock.clear();
     const QString base = m_mock.baseUrl().toString();
     QJsonObject options{{QStringLiteral("provider"), provider},
@@ -750,10 +758,10 @@ void tst_Agents::openCodeProviders()
     for (const auto &req : m_mock.requests())
         used = used || (req.method == "POST" && req.path.startsWith(endpoint));
     QVERIFY2(used, endpoint.constData());
-    const QJsonObject file = m_rpc.result(QStringLiteral("agents.readFile"),
-                                          {{QStringLiteral("id"),
-                                            m_ids.value(QStringLiteral("opencode"))},
-                                           {QStringLiteral("path"), path}});
+    const QJsonObject file = m_engine.rpc().result(QStringLiteral("agents.readFile"),
+                                                   {{QStringLiteral("id"),
+                                                     m_ids.value(QStringLiteral("opencode"))},
+                                                    {QStringLiteral("path"), path}});
     QCOMPARE(file.value(QStringLiteral("content")).toString(),
              QStringLiteral("written through %1").arg(provider));
 }

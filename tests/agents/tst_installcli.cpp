@@ -3,9 +3,8 @@
 // from npm) from the real npm registry with its progress as stream events, then runs it in a
 // real sandbox against the mock model server; with the registry unreachable the install fails
 // with an error that says so, quickly, and leaves nothing behind.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "mockmodelserver.h"
-#include "testclient.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -68,8 +67,7 @@ private Q_SLOTS:
 
 private:
     QTemporaryDir m_emptyAgents; // --agents-dir: nothing there, as in a package
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     MockModelServer m_mock;
 };
 
@@ -78,13 +76,12 @@ void tst_InstallCli::initTestCase()
     QVERIFY(!pinnedSpec(kType).isEmpty());
     QVERIFY(m_mock.listen());
     QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"), m_emptyAgents.path()}),
-             qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+             qPrintable(m_engine.process().log()));
 }
 
 void tst_InstallCli::missingCliSaysHowToInstallIt()
 {
-    const QJsonObject clis = m_rpc.result(QStringLiteral("agents.clis"), {});
+    const QJsonObject clis = m_engine.rpc().result(QStringLiteral("agents.clis"), {});
     const QJsonArray list = clis.value(QStringLiteral("clis")).toArray();
     QCOMPARE(list.size(), 3);
     for (const QJsonValue &v : list) {
@@ -98,13 +95,14 @@ void tst_InstallCli::missingCliSaysHowToInstallIt()
                      pinnedSpec(kType));
     }
     // A run of a sandbox without its CLI: the error names the fix, not scripts/setup.sh.
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), kType}});
-    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    const QJsonObject sb = m_engine.create(QStringLiteral("agents.create"),
+                                           {{QStringLiteral("type"), kType}});
+    QVERIFY2(!sb.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     const QString id = sb.value(QStringLiteral("id")).toString();
-    const QJsonObject answer = m_rpc.call(QStringLiteral("agents.run"),
-                                          {{QStringLiteral("id"), id},
-                                           {QStringLiteral("prompt"), QStringLiteral("hi")}});
+    const QJsonObject answer = m_engine.rpc().call(QStringLiteral("agents.run"),
+                                                   {{QStringLiteral("id"), id},
+                                                    {QStringLiteral("prompt"),
+                                                     QStringLiteral("hi")}});
     const QJsonObject error = answer.value(QStringLiteral("error")).toObject();
     QCOMPARE(error.value(QStringLiteral("code")).toInt(), -32011);
     QCOMPARE(error.value(QStringLiteral("data")).toObject().value(QStringLiteral("reason")),
@@ -113,16 +111,18 @@ void tst_InstallCli::missingCliSaysHowToInstallIt()
     QVERIFY2(message.contains(QLatin1String("sandboxctl agents install-cli opencode")),
              qPrintable(message));
     QVERIFY2(!message.contains(QLatin1String("setup.sh")), qPrintable(message));
-    QVERIFY(!m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}).isEmpty());
+    QVERIFY(!m_engine.rpc()
+                 .result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}})
+                 .isEmpty());
 }
 
 void tst_InstallCli::installsFromNpmWithProgressThenRuns()
 {
-    m_rpc.notifications.clear();
+    m_engine.rpc().notifications.clear();
     QElapsedTimer clock;
     clock.start();
-    const QJsonObject answer = m_rpc.call(QStringLiteral("agents.installCli"),
-                                          {{QStringLiteral("type"), kType}}, 600000);
+    const QJsonObject answer = m_engine.rpc().call(QStringLiteral("agents.installCli"),
+                                                   {{QStringLiteral("type"), kType}}, 600000);
     const qint64 tookMs = clock.elapsed();
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
     QVERIFY2(!r.isEmpty(), QJsonDocument(answer).toJson().constData());
@@ -131,12 +131,12 @@ void tst_InstallCli::installsFromNpmWithProgressThenRuns()
           r.value(QStringLiteral("downloadedBytes")).toDouble() / 1e6,
           r.value(QStringLiteral("installedBytes")).toDouble() / 1e6);
     QCOMPARE(r.value(QStringLiteral("alreadyInstalled")).toBool(), false);
-    const QString dir = m_engine.dataDir() + QStringLiteral("/agents/opencode");
+    const QString dir = m_engine.process().dataDir() + QStringLiteral("/agents/opencode");
     QCOMPARE(r.value(QStringLiteral("dir")).toString(), dir);
     QVERIFY(r.value(QStringLiteral("installedBytes")).toDouble() > 10e6);
 
     // The progress came as stream events while npm worked: sizes that grow, and npm's lines.
-    const QList<QJsonObject> events = streamEvents(m_rpc,
+    const QList<QJsonObject> events = streamEvents(m_engine.rpc(),
                                                    r.value(QStringLiteral("streamId")).toString());
     double lastDownloaded = -1, maxDownloaded = 0;
     int progress = 0, logs = 0;
@@ -162,7 +162,7 @@ void tst_InstallCli::installsFromNpmWithProgressThenRuns()
     QVERIFY(marker.open(QIODevice::ReadOnly));
     QCOMPARE(QString::fromUtf8(marker.readAll()).trimmed(), pinnedSpec(kType));
     QVERIFY(QFileInfo::exists(dir + QStringLiteral("/node_modules/.bin/opencode")));
-    const QStringList left = QDir(m_engine.dataDir() + QStringLiteral("/agents"))
+    const QStringList left = QDir(m_engine.process().dataDir() + QStringLiteral("/agents"))
                                  .entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot);
     QCOMPARE(left, QStringList{kType});
     QDirIterator it(dir, QDir::AllEntries | QDir::Hidden | QDir::System | QDir::NoDotAndDotDot,
@@ -180,7 +180,7 @@ void tst_InstallCli::installsFromNpmWithProgressThenRuns()
     }
     QVERIFY(checked > 3);
 
-    const QJsonObject clis = m_rpc.result(QStringLiteral("agents.clis"), {});
+    const QJsonObject clis = m_engine.rpc().result(QStringLiteral("agents.clis"), {});
     for (const QJsonValue &v : clis.value(QStringLiteral("clis")).toArray()) {
         const QJsonObject c = v.toObject();
         QCOMPARE(c.value(QStringLiteral("installed")).toBool(),
@@ -189,7 +189,7 @@ void tst_InstallCli::installsFromNpmWithProgressThenRuns()
 
     // And it runs: a new sandbox gets it at /opt/agent, against the mock model server.
     const QString base = m_mock.baseUrl().toString();
-    const QJsonObject sb = m_rpc.result(
+    const QJsonObject sb = m_engine.create(
         QStringLiteral("agents.create"),
         {{QStringLiteral("type"), kType},
          {QStringLiteral("size"), QStringLiteral("standard-3")},
@@ -199,21 +199,20 @@ void tst_InstallCli::installsFromNpmWithProgressThenRuns()
          {QStringLiteral("env"),
           QJsonObject{{QStringLiteral("OPENAI_API_KEY"), QStringLiteral("sk-test-install")},
                       {QStringLiteral("OPENAI_BASE_URL"), QString(base + QStringLiteral("/v1"))}}}});
-    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    QVERIFY2(!sb.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     const QString id = sb.value(QStringLiteral("id")).toString();
-    const QJsonObject run
-        = m_rpc.call(QStringLiteral("agents.run"),
-                     {{QStringLiteral("id"), id},
-                      {QStringLiteral("prompt"),
-                       QStringLiteral(
-                           "Please [[write:/workspace/installed.txt|from an installed CLI]]")}},
-                     300000);
+    const QJsonObject run = m_engine.rpc().call(
+        QStringLiteral("agents.run"),
+        {{QStringLiteral("id"), id},
+         {QStringLiteral("prompt"),
+          QStringLiteral("Please [[write:/workspace/installed.txt|from an installed CLI]]")}},
+        300000);
     const QJsonObject rr = run.value(QStringLiteral("result")).toObject();
     QVERIFY2(rr.value(QStringLiteral("success")).toBool(), QJsonDocument(run).toJson().constData());
-    const QJsonObject file = m_rpc.result(QStringLiteral("agents.readFile"),
-                                          {{QStringLiteral("id"), id},
-                                           {QStringLiteral("path"),
-                                            QStringLiteral("/workspace/installed.txt")}});
+    const QJsonObject file = m_engine.rpc().result(QStringLiteral("agents.readFile"),
+                                                   {{QStringLiteral("id"), id},
+                                                    {QStringLiteral("path"),
+                                                     QStringLiteral("/workspace/installed.txt")}});
     QCOMPARE(file.value(QStringLiteral("content")).toString().trimmed(),
              QStringLiteral("from an installed CLI"));
 }
@@ -222,38 +221,39 @@ void tst_InstallCli::secondInstallAnswersAtOnce()
 {
     QElapsedTimer clock;
     clock.start();
-    const QJsonObject r = m_rpc.result(QStringLiteral("agents.installCli"),
-                                       {{QStringLiteral("type"), kType}});
-    QVERIFY2(!r.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.installCli"),
+                                                {{QStringLiteral("type"), kType}});
+    QVERIFY2(!r.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     QCOMPARE(r.value(QStringLiteral("alreadyInstalled")).toBool(), true);
     QVERIFY(clock.elapsed() < 5000);
 }
 
 void tst_InstallCli::nonAdminKeyIsRefused()
 {
-    const QJsonObject key = m_rpc.result(QStringLiteral("keys.create"),
-                                         {{QStringLiteral("name"), QStringLiteral("user")}});
+    const QJsonObject key = m_engine.rpc().result(QStringLiteral("keys.create"),
+                                                  {{QStringLiteral("name"),
+                                                    QStringLiteral("user")}});
     QVERIFY(!key.isEmpty());
     RpcTestClient other;
-    QVERIFY(other.open(m_engine.wsUrl(), key.value(QStringLiteral("key")).toString()));
+    QVERIFY(other.open(m_engine.process().wsUrl(), key.value(QStringLiteral("key")).toString()));
     const QJsonObject answer = other.call(QStringLiteral("agents.installCli"),
                                           {{QStringLiteral("type"), QStringLiteral("codex")}});
     QCOMPARE(answer.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              -32001);
-    QVERIFY(!QFileInfo::exists(m_engine.dataDir() + QStringLiteral("/agents/.install-codex")));
+    QVERIFY(!QFileInfo::exists(m_engine.process().dataDir()
+                               + QStringLiteral("/agents/.install-codex")));
 }
 
 void tst_InstallCli::withoutNetworkTheErrorSaysSo()
 {
     // Nothing listens on port 9: npm's registry cannot be reached.
     QTemporaryDir emptyAgents;
-    EngineProcess offline;
-    offline.setEnvironmentValue(QStringLiteral("npm_config_registry"),
-                                QStringLiteral("http://127.0.0.1:9/"));
+    EngineFixture offline;
+    offline.process().setEnvironmentValue(QStringLiteral("npm_config_registry"),
+                                          QStringLiteral("http://127.0.0.1:9/"));
     QVERIFY2(offline.start({QStringLiteral("--agents-dir"), emptyAgents.path()}),
-             qPrintable(offline.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(offline.wsUrl(), offline.key()));
+             qPrintable(offline.process().log()));
+    RpcTestClient &rpc = offline.rpc();
     QElapsedTimer clock;
     clock.start();
     const QJsonObject answer = rpc.call(QStringLiteral("agents.installCli"),
@@ -275,14 +275,13 @@ void tst_InstallCli::withoutNetworkTheErrorSaysSo()
                                               "to install Claude Code")),
              qPrintable(message));
     // Nothing half-installed stays (the staging tree goes off the event loop: wait for it).
-    const QString agents = offline.dataDir() + QStringLiteral("/agents");
+    const QString agents = offline.process().dataDir() + QStringLiteral("/agents");
     QTRY_COMPARE_WITH_TIMEOUT(QDir(agents).entryList(QDir::AllEntries | QDir::Hidden
                                                      | QDir::NoDotAndDotDot),
                               QStringList(), 10000);
     const QJsonObject clis = rpc.result(QStringLiteral("agents.clis"), {});
     for (const QJsonValue &v : clis.value(QStringLiteral("clis")).toArray())
         QCOMPARE(v.toObject().value(QStringLiteral("installed")).toBool(), false);
-    offline.terminate();
 }
 
 QTEST_GUILESS_MAIN(tst_InstallCli)

@@ -4,9 +4,8 @@
 // kill -9; a run the engine died under is `interrupted`; runs that end on a refused tool call or
 // on a question say that they need the user. A run's changes to /workspace come back as
 // unified diffs (agents.runChanges), after restarts too, and agents.revertFile undoes them.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "mockmodelserver.h"
-#include "testclient.h"
 
 #include <QFile>
 #include <QFileInfo>
@@ -23,11 +22,6 @@ namespace {
 QString claudeBinary()
 {
     return QStringLiteral(SANDBOX_BINARY_DIR "/agents/claude-code/node_modules/.bin/claude");
-}
-
-QString dump(const QJsonObject &o)
-{
-    return QString::fromUtf8(QJsonDocument(o).toJson());
 }
 
 // The events of a running run that the engine's run store has committed to runs.db, read as
@@ -78,11 +72,8 @@ private:
     QList<QJsonObject> streamedEvents(const QString &streamId) const;
     QList<QJsonObject> storedEvents(const QString &runId, int pageSize = 1000);
     QJsonObject changes(const QString &runId);
-    QString readFile(const QString &path);
-    int errorCode(const QString &method, const QJsonObject &params);
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     MockModelServer m_mock;
     QString m_id;
     QString m_dataDir;
@@ -96,8 +87,8 @@ bool tst_RunHistory::startEngine()
                          QStringLiteral(SANDBOX_BINARY_DIR "/agents")},
                         m_dataDir))
         return false;
-    m_dataDir = m_engine.dataDir();
-    return m_rpc.open(m_engine.wsUrl(), m_engine.key());
+    m_dataDir = m_engine.process().dataDir();
+    return true;
 }
 
 void tst_RunHistory::initTestCase()
@@ -105,11 +96,10 @@ void tst_RunHistory::initTestCase()
     if (!QFileInfo::exists(claudeBinary()))
         QFAIL("the Claude Code CLI is not installed: run scripts/setup.sh");
     QVERIFY(m_mock.listen());
-    QVERIFY2(startEngine(), qPrintable(m_engine.log()));
-    const QJsonObject sb = m_rpc.result(
-        QStringLiteral("agents.create"),
-        {{QStringLiteral("type"), QStringLiteral("claude-code")},
-         // The mock model API is on this computer's loopback: only an exact entry
+    QVERIFY2(startEngine(), qPrintable(m_engine.process().log()));
+    m_id = m_engine.createAgent(
+        QStringLiteral("claude-code"), {},
+        {// The mock model API is on this computer's loopback: only an exact entry
          // reaches it (docs/protocol.md 3.5).
          {QStringLiteral("network"),
           QJsonObject{{QStringLiteral("allow"),
@@ -117,30 +107,29 @@ void tst_RunHistory::initTestCase()
          {QStringLiteral("env"),
           QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"), QStringLiteral("sk-test-history")},
                       {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}}}});
-    QVERIFY2(!sb.isEmpty(), qPrintable(dump(m_rpc.lastError())));
-    m_id = sb.value(QStringLiteral("id")).toString();
+    QVERIFY2(!m_id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
 }
 
 void tst_RunHistory::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 QJsonObject tst_RunHistory::run(const QString &prompt, QJsonObject options)
 {
     options.insert(QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5"));
-    m_rpc.notifications.clear();
-    return m_rpc.call(QStringLiteral("agents.run"),
-                      {{QStringLiteral("id"), m_id},
-                       {QStringLiteral("prompt"), prompt},
-                       {QStringLiteral("options"), options}},
-                      180000);
+    m_engine.rpc().notifications.clear();
+    return m_engine.rpc().call(QStringLiteral("agents.run"),
+                               {{QStringLiteral("id"), m_id},
+                                {QStringLiteral("prompt"), prompt},
+                                {QStringLiteral("options"), options}},
+                               180000);
 }
 
 QList<QJsonObject> tst_RunHistory::streamedEvents(const QString &streamId) const
 {
     QList<QJsonObject> out;
-    for (const QJsonObject &n : m_rpc.notifications) {
+    for (const QJsonObject &n : m_engine.rpc().notifications) {
         const QJsonObject p = n.value(QStringLiteral("params")).toObject();
         if (p.value(QStringLiteral("streamId")).toString() == streamId
             && n.value(QStringLiteral("method")).toString() == QLatin1String("stream.event"))
@@ -154,11 +143,11 @@ QList<QJsonObject> tst_RunHistory::storedEvents(const QString &runId, int pageSi
     QList<QJsonObject> out;
     qint64 after = 0;
     for (int page = 0; page < 1000; ++page) {
-        const QJsonObject r = m_rpc.result(QStringLiteral("agents.runEvents"),
-                                           {{QStringLiteral("id"), m_id},
-                                            {QStringLiteral("runId"), runId},
-                                            {QStringLiteral("after"), after},
-                                            {QStringLiteral("limit"), pageSize}});
+        const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.runEvents"),
+                                                    {{QStringLiteral("id"), m_id},
+                                                     {QStringLiteral("runId"), runId},
+                                                     {QStringLiteral("after"), after},
+                                                     {QStringLiteral("limit"), pageSize}});
         if (r.isEmpty())
             return {};
         for (const QJsonValue &v : r.value(QStringLiteral("events")).toArray()) {
@@ -180,12 +169,12 @@ void tst_RunHistory::runIsKeptWithItsEvents()
                                        "Please [[write:/workspace/kept.txt|kept\\nfor later]]"),
                                    {{QStringLiteral("newSession"), true}});
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
-    QVERIFY2(r.value(QStringLiteral("success")).toBool(), qPrintable(dump(answer)));
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(), dump(answer).constData());
     m_streamed = streamedEvents(r.value(QStringLiteral("streamId")).toString());
     QVERIFY(m_streamed.size() >= 4);
 
-    const QJsonObject listed = m_rpc.result(QStringLiteral("agents.runs"),
-                                            {{QStringLiteral("id"), m_id}});
+    const QJsonObject listed = m_engine.rpc().result(QStringLiteral("agents.runs"),
+                                                     {{QStringLiteral("id"), m_id}});
     const QJsonArray runs = listed.value(QStringLiteral("runs")).toArray();
     QCOMPARE(runs.size(), 1);
     const QJsonObject kept = runs.first().toObject();
@@ -231,11 +220,11 @@ void tst_RunHistory::transcriptSurvivesEngineRestart()
     if (m_runId.isEmpty())
         QSKIP("the first run failed");
     if (crash)
-        m_engine.kill9();
+        m_engine.process().kill9();
     else
-        m_engine.terminate();
-    QVERIFY2(startEngine(), qPrintable(m_engine.log()));
-    const QJsonArray runs = m_rpc
+        m_engine.process().terminate();
+    QVERIFY2(startEngine(), qPrintable(m_engine.process().log()));
+    const QJsonArray runs = m_engine.rpc()
                                 .result(QStringLiteral("agents.runs"),
                                         {{QStringLiteral("id"), m_id}})
                                 .value(QStringLiteral("runs"))
@@ -249,26 +238,8 @@ void tst_RunHistory::transcriptSurvivesEngineRestart()
 
 QJsonObject tst_RunHistory::changes(const QString &runId)
 {
-    return m_rpc.result(QStringLiteral("agents.runChanges"),
-                        {{QStringLiteral("id"), m_id}, {QStringLiteral("runId"), runId}});
-}
-
-QString tst_RunHistory::readFile(const QString &path)
-{
-    return m_rpc
-        .result(QStringLiteral("agents.readFile"),
-                {{QStringLiteral("id"), m_id}, {QStringLiteral("path"), path}})
-        .value(QStringLiteral("content"))
-        .toString();
-}
-
-int tst_RunHistory::errorCode(const QString &method, const QJsonObject &params)
-{
-    return m_rpc.call(method, params)
-        .value(QStringLiteral("error"))
-        .toObject()
-        .value(QStringLiteral("code"))
-        .toInt();
+    return m_engine.rpc().result(QStringLiteral("agents.runChanges"),
+                                 {{QStringLiteral("id"), m_id}, {QStringLiteral("runId"), runId}});
 }
 
 void tst_RunHistory::turnChangesAreReviewedAndReverted()
@@ -277,7 +248,8 @@ void tst_RunHistory::turnChangesAreReviewedAndReverted()
         QSKIP("the first run failed");
     // The first run (before two restarts of the engine) made kept.txt: its changes say so.
     const QJsonObject first = changes(m_runId);
-    QVERIFY2(first.value(QStringLiteral("done")).toBool(), qPrintable(dump(m_rpc.lastError())));
+    QVERIFY2(first.value(QStringLiteral("done")).toBool(),
+             dump(m_engine.rpc().lastError()).constData());
     const QJsonArray firstFiles = first.value(QStringLiteral("files")).toArray();
     QCOMPARE(firstFiles.size(), 1);
     const QJsonObject made = firstFiles.first().toObject();
@@ -290,7 +262,7 @@ void tst_RunHistory::turnChangesAreReviewedAndReverted()
     // The next run, in the same conversation (Claude Code's Write overwrites only a file it
     // knows), rewrites kept.txt; another file, written meanwhile, is not the run's change.
     const QString kept = QStringLiteral("/workspace/kept.txt");
-    QVERIFY(!m_rpc
+    QVERIFY(!m_engine.rpc()
                  .result(QStringLiteral("agents.writeFile"),
                          {{QStringLiteral("id"), m_id},
                           {QStringLiteral("path"), QStringLiteral("/workspace/untouched.txt")},
@@ -304,9 +276,9 @@ void tst_RunHistory::turnChangesAreReviewedAndReverted()
                  .toObject()
                  .value(QStringLiteral("success"))
                  .toBool(),
-             qPrintable(dump(answer)));
-    QCOMPARE(readFile(kept), QStringLiteral("kept\nFOR LATER\nand more\n"));
-    const QString runId = m_rpc
+             dump(answer).constData());
+    QCOMPARE(m_engine.readFile(m_id, kept), QStringLiteral("kept\nFOR LATER\nand more\n"));
+    const QString runId = m_engine.rpc()
                               .result(QStringLiteral("agents.runs"),
                                       {{QStringLiteral("id"), m_id}, {QStringLiteral("limit"), 1}})
                               .value(QStringLiteral("runs"))
@@ -317,7 +289,7 @@ void tst_RunHistory::turnChangesAreReviewedAndReverted()
                               .toString();
     const QJsonObject turn = changes(runId);
     const QJsonArray files = turn.value(QStringLiteral("files")).toArray();
-    QVERIFY2(files.size() == 1, qPrintable(dump(turn)));
+    QVERIFY2(files.size() == 1, dump(turn).constData());
     const QJsonObject changed = files.first().toObject();
     QCOMPARE(changed.value(QStringLiteral("path")).toString(), kept);
     QCOMPARE(changed.value(QStringLiteral("kind")).toString(), QStringLiteral("update"));
@@ -330,32 +302,34 @@ void tst_RunHistory::turnChangesAreReviewedAndReverted()
     QVERIFY(turn.value(QStringLiteral("truncated")).isNull());
 
     // Revert: the file is as it was before the run; reverting the first run's new file deletes it.
-    const QJsonObject reverted = m_rpc.result(QStringLiteral("agents.revertFile"),
-                                              {{QStringLiteral("id"), m_id},
-                                               {QStringLiteral("runId"), runId},
-                                               {QStringLiteral("path"), kept}});
+    const QJsonObject reverted = m_engine.rpc().result(QStringLiteral("agents.revertFile"),
+                                                       {{QStringLiteral("id"), m_id},
+                                                        {QStringLiteral("runId"), runId},
+                                                        {QStringLiteral("path"), kept}});
     QCOMPARE(reverted.value(QStringLiteral("reverted")).toString(), QStringLiteral("restored"));
-    QCOMPARE(readFile(kept), QStringLiteral("kept\nfor later"));
-    QCOMPARE(m_rpc
+    QCOMPARE(m_engine.readFile(m_id, kept), QStringLiteral("kept\nfor later"));
+    QCOMPARE(m_engine.rpc()
                  .result(QStringLiteral("agents.revertFile"), {{QStringLiteral("id"), m_id},
                                                                {QStringLiteral("runId"), m_runId},
                                                                {QStringLiteral("path"), kept}})
                  .value(QStringLiteral("reverted"))
                  .toString(),
              QStringLiteral("deleted"));
-    QCOMPARE(errorCode(QStringLiteral("agents.stat"),
-                       {{QStringLiteral("id"), m_id}, {QStringLiteral("path"), kept}}),
+    QCOMPARE(m_engine.errorCode(QStringLiteral("agents.stat"),
+                                {{QStringLiteral("id"), m_id}, {QStringLiteral("path"), kept}}),
              -32002);
 
     // Outside /workspace, or a run that is not this sandbox's: refused.
-    QCOMPARE(errorCode(QStringLiteral("agents.revertFile"),
-                       {{QStringLiteral("id"), m_id},
-                        {QStringLiteral("runId"), runId},
-                        {QStringLiteral("path"), QStringLiteral("/workspace/../etc/passwd")}}),
+    QCOMPARE(m_engine.errorCode(QStringLiteral("agents.revertFile"),
+                                {{QStringLiteral("id"), m_id},
+                                 {QStringLiteral("runId"), runId},
+                                 {QStringLiteral("path"),
+                                  QStringLiteral("/workspace/../etc/passwd")}}),
              -32007);
-    QCOMPARE(errorCode(QStringLiteral("agents.runChanges"),
-                       {{QStringLiteral("id"), m_id},
-                        {QStringLiteral("runId"), QStringLiteral("run_0123456789abcdef")}}),
+    QCOMPARE(m_engine.errorCode(QStringLiteral("agents.runChanges"),
+                                {{QStringLiteral("id"), m_id},
+                                 {QStringLiteral("runId"),
+                                  QStringLiteral("run_0123456789abcdef")}}),
              -32002);
 }
 
@@ -367,19 +341,19 @@ void tst_RunHistory::runTheEngineDiedUnderIsInterrupted()
                        {QStringLiteral("options"),
                         QJsonObject{{QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")},
                                     {QStringLiteral("newSession"), true}}}};
-    m_rpc.notifications.clear();
-    m_rpc.sendText(
+    m_engine.rpc().notifications.clear();
+    m_engine.rpc().sendText(
         QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
                                   {QStringLiteral("id"), 77},
                                   {QStringLiteral("method"), QStringLiteral("agents.run")},
                                   {QStringLiteral("params"), params}})
             .toJson(QJsonDocument::Compact));
-    QTRY_VERIFY_WITH_TIMEOUT(!m_rpc.notifications.isEmpty(), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(!m_engine.rpc().notifications.isEmpty(), 60000);
     // The session event has come; the kill comes once the store has committed it.
     QTRY_VERIFY_WITH_TIMEOUT(committedEventsOfRunningRun(m_dataDir) >= 1, 10000);
-    m_engine.kill9();
-    QVERIFY2(startEngine(), qPrintable(m_engine.log()));
-    const QJsonObject newest = m_rpc
+    m_engine.process().kill9();
+    QVERIFY2(startEngine(), qPrintable(m_engine.process().log()));
+    const QJsonObject newest = m_engine.rpc()
                                    .result(QStringLiteral("agents.runs"),
                                            {{QStringLiteral("id"), m_id}})
                                    .value(QStringLiteral("runs"))
@@ -398,7 +372,7 @@ void tst_RunHistory::refusedToolCallNeedsInput()
                                    {{QStringLiteral("permissionMode"), QStringLiteral("default")},
                                     {QStringLiteral("newSession"), true}});
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
-    QVERIFY2(!r.isEmpty(), qPrintable(dump(answer)));
+    QVERIFY2(!r.isEmpty(), dump(answer).constData());
     const QJsonObject needs = r.value(QStringLiteral("needsInput")).toObject();
     QCOMPARE(needs.value(QStringLiteral("reason")).toString(), QStringLiteral("permission"));
     const QJsonObject tool = needs.value(QStringLiteral("tools")).toArray().first().toObject();
@@ -410,7 +384,7 @@ void tst_RunHistory::refusedToolCallNeedsInput()
     QVERIFY(!events.isEmpty());
     QCOMPARE(events.last().value(QStringLiteral("type")).toString(), QStringLiteral("result"));
     QCOMPARE(events.last().value(QStringLiteral("needsInput")).toObject(), needs);
-    const QJsonObject kept = m_rpc
+    const QJsonObject kept = m_engine.rpc()
                                  .result(QStringLiteral("agents.runs"),
                                          {{QStringLiteral("id"), m_id},
                                           {QStringLiteral("limit"), 1}})
@@ -428,7 +402,7 @@ void tst_RunHistory::questionNeedsInput()
                                    {{QStringLiteral("newSession"), true}});
     m_mock.setFinalText(QStringLiteral("Done: the file is written."));
     const QJsonObject r = answer.value(QStringLiteral("result")).toObject();
-    QVERIFY2(r.value(QStringLiteral("success")).toBool(), qPrintable(dump(answer)));
+    QVERIFY2(r.value(QStringLiteral("success")).toBool(), dump(answer).constData());
     const QJsonObject needs = r.value(QStringLiteral("needsInput")).toObject();
     QCOMPARE(needs.value(QStringLiteral("reason")).toString(), QStringLiteral("question"));
     QCOMPARE(needs.value(QStringLiteral("question")).toString(),
@@ -444,10 +418,11 @@ void tst_RunHistory::questionNeedsInput()
 
 void tst_RunHistory::anotherKeySeesNoRuns()
 {
-    const QJsonObject key = m_rpc.result(QStringLiteral("keys.create"),
-                                         {{QStringLiteral("name"), QStringLiteral("other")}});
+    const QJsonObject key = m_engine.rpc().result(QStringLiteral("keys.create"),
+                                                  {{QStringLiteral("name"),
+                                                    QStringLiteral("other")}});
     RpcTestClient other;
-    QVERIFY(other.open(m_engine.wsUrl(), key.value(QStringLiteral("key")).toString()));
+    QVERIFY(other.open(m_engine.process().wsUrl(), key.value(QStringLiteral("key")).toString()));
     const QJsonObject r = other.call(QStringLiteral("agents.runs"), {{QStringLiteral("id"), m_id}});
     QCOMPARE(r.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              -32002);
@@ -461,7 +436,8 @@ void tst_RunHistory::anotherKeySeesNoRuns()
 void tst_RunHistory::badParamsAreRefused()
 {
     const auto code = [this](const QString &method, const QJsonObject &params) {
-        return m_rpc.call(method, params)
+        return m_engine.rpc()
+            .call(method, params)
             .value(QStringLiteral("error"))
             .toObject()
             .value(QStringLiteral("code"))

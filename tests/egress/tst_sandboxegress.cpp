@@ -4,10 +4,9 @@
 // loopback and the engine's port, private and link-local addresses, by IP and by a name that
 // resolves to them, `--noproxy`, raw TCP, UDP, DNS. The real agent CLIs reach the mock model
 // server through the proxy; with the model gateway their keys never enter the sandbox.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "mockmodelserver.h"
 #include "sandboxprocesses.h"
-#include "testclient.h"
 
 #include <QDeadlineTimer>
 #include <QDir>
@@ -87,8 +86,7 @@ private:
     QJsonObject exec(const QString &id, const QString &shell, int timeoutMs = 60000);
     QString allowLoopback(quint16 port) const { return QStringLiteral("127.0.0.1:%1").arg(port); }
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     MockModelServer m_mock;
     QTcpServer m_hostServer; // on every address of this computer; answers "host-ok"
     QUdpSocket m_hostUdp;    // on every address: no datagram may arrive
@@ -130,24 +128,23 @@ void tst_SandboxEgress::initTestCase()
     QVERIFY2(m_engine.start({QStringLiteral("--agents-dir"), agentsDir(),
                              QStringLiteral("--egress-hosts"), hosts.fileName(),
                              QStringLiteral("--max-memory-mb"), QStringLiteral("65536")}),
-             qPrintable(m_engine.log()));
-    m_enginePort = quint16(m_engine.url().port());
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+             qPrintable(m_engine.process().log()));
+    m_enginePort = quint16(m_engine.process().url().port());
 
     const QJsonObject open = create({{QStringLiteral("network"), true}});
-    QVERIFY2(!open.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    QVERIFY2(!open.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     QCOMPARE(open.value(QStringLiteral("network")).toBool(), true);
     m_open = open.value(QStringLiteral("id")).toString();
     const QJsonObject listed = create(
         {{QStringLiteral("network"),
           QJsonObject{{QStringLiteral("allow"), QJsonArray{allowLoopback(m_mock.port())}}}}});
-    QVERIFY2(!listed.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    QVERIFY2(!listed.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     m_listed = listed.value(QStringLiteral("id")).toString();
 }
 
 void tst_SandboxEgress::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 QJsonObject tst_SandboxEgress::create(const QJsonObject &extra)
@@ -157,17 +154,12 @@ QJsonObject tst_SandboxEgress::create(const QJsonObject &extra)
                        {QStringLiteral("gateway"), false}};
     for (auto it = extra.begin(); it != extra.end(); ++it)
         params.insert(it.key(), it.value());
-    return m_rpc.result(QStringLiteral("agents.create"), params, 120000);
+    return m_engine.create(QStringLiteral("agents.create"), params, 120000);
 }
 
 QJsonObject tst_SandboxEgress::exec(const QString &id, const QString &shell, int timeoutMs)
 {
-    return m_rpc.result(QStringLiteral("agents.exec"),
-                        {{QStringLiteral("id"), id},
-                         {QStringLiteral("command"), shell},
-                         {QStringLiteral("options"),
-                          QJsonObject{{QStringLiteral("timeout"), timeoutMs}}}},
-                        timeoutMs + 30000);
+    return m_engine.exec(id, shell, {{QStringLiteral("timeout"), timeoutMs}}, timeoutMs + 30000);
 }
 
 void tst_SandboxEgress::theOnlyRouteIsTheProxy()
@@ -205,11 +197,12 @@ void tst_SandboxEgress::theOnlyRouteIsTheProxy()
         QStringLiteral("timeout 20 getent hosts mock.test"),
     };
     for (const QString &attempt : bypasses) {
-        r = m_rpc.result(QStringLiteral("agents.exec"),
-                         {{QStringLiteral("id"), m_open},
-                          {QStringLiteral("command"),
-                           QJsonArray{QStringLiteral("bash"), QStringLiteral("-c"), attempt}}},
-                         90000);
+        r = m_engine.rpc().result(QStringLiteral("agents.exec"),
+                                  {{QStringLiteral("id"), m_open},
+                                   {QStringLiteral("command"),
+                                    QJsonArray{QStringLiteral("bash"), QStringLiteral("-c"),
+                                               attempt}}},
+                                  90000);
         QVERIFY2(r.contains(QStringLiteral("exitCode"))
                      && r.value(QStringLiteral("exitCode")).toInt() != 0,
                  qPrintable(attempt + QStringLiteral(" -> ")
@@ -299,7 +292,7 @@ void tst_SandboxEgress::allowedHostReachableDeniedNot()
 void tst_SandboxEgress::denialIsAnEventAndInTheLog()
 {
     const quint16 port = m_hostServer.serverPort();
-    m_rpc.notifications.clear();
+    m_engine.rpc().notifications.clear();
     const QJsonObject r = exec(m_listed,
                                viaProxy(QStringLiteral("http://private.test:%1/x").arg(port)));
     QVERIFY(r.value(QStringLiteral("stdout")).toString().startsWith(QLatin1String("403")));
@@ -311,7 +304,7 @@ void tst_SandboxEgress::denialIsAnEventAndInTheLog()
     QJsonObject event;
     QTRY_VERIFY_WITH_TIMEOUT(
         [&] {
-            for (const QJsonObject &n : std::as_const(m_rpc.notifications)) {
+            for (const QJsonObject &n : std::as_const(m_engine.rpc().notifications)) {
                 const QJsonObject p = n.value(QStringLiteral("params")).toObject();
                 if (n.value(QStringLiteral("method")).toString() == QLatin1String("network.denied")
                     && p.value(QStringLiteral("id")).toString() == m_listed
@@ -328,8 +321,8 @@ void tst_SandboxEgress::denialIsAnEventAndInTheLog()
     QVERIFY(!event.value(QStringLiteral("reason")).toString().isEmpty());
     QVERIFY(!event.value(QStringLiteral("time")).toString().isEmpty());
 
-    const QJsonObject log = m_rpc.result(QStringLiteral("sandbox.networkLog"),
-                                         {{QStringLiteral("id"), m_listed}});
+    const QJsonObject log = m_engine.rpc().result(QStringLiteral("sandbox.networkLog"),
+                                                  {{QStringLiteral("id"), m_listed}});
     bool inLog = false;
     for (const QJsonValue &d : log.value(QStringLiteral("denied")).toArray())
         inLog = inLog || matches(d.toObject());
@@ -379,11 +372,11 @@ void tst_SandboxEgress::connectionsDoNotWaitForTheSupervisor()
                                viaProxy(QStringLiteral("http://mock.test:%1/v1/models").arg(mock)))},
                      {QStringLiteral("options"), QJsonObject{{QStringLiteral("timeout"), 120000},
                                                              {QStringLiteral("stream"), true}}}}}};
-    m_rpc.sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
-    m_rpc.notifications.clear();
+    m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    m_engine.rpc().notifications.clear();
     const auto output = [this] {
         QString out;
-        for (const QJsonObject &n : std::as_const(m_rpc.notifications)) {
+        for (const QJsonObject &n : std::as_const(m_engine.rpc().notifications)) {
             if (n.value(QStringLiteral("method")) == QLatin1String("stream.output"))
                 out += n.value(QStringLiteral("params"))
                            .toObject()
@@ -412,13 +405,14 @@ void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()
     QCOMPARE(exec(m_listed, direct).value(QStringLiteral("exitCode")).toInt(), 7);
 
     QJsonObject s
-        = m_rpc.result(QStringLiteral("sandbox.setNetwork"),
-                       {{QStringLiteral("id"), m_listed},
-                        {QStringLiteral("network"),
-                         QJsonObject{{QStringLiteral("allow"),
-                                      QJsonArray{allowLoopback(m_mock.port()),
-                                                 allowLoopback(m_hostServer.serverPort())}}}}});
-    QVERIFY2(!s.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+        = m_engine.rpc().result(QStringLiteral("sandbox.setNetwork"),
+                                {{QStringLiteral("id"), m_listed},
+                                 {QStringLiteral("network"),
+                                  QJsonObject{
+                                      {QStringLiteral("allow"),
+                                       QJsonArray{allowLoopback(m_mock.port()),
+                                                  allowLoopback(m_hostServer.serverPort())}}}}});
+    QVERIFY2(!s.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     QJsonObject r = exec(m_listed, direct);
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("host-ok"));
     r = exec(m_listed, proxied);
@@ -426,8 +420,9 @@ void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()
              qPrintable(r.value(QStringLiteral("stdout")).toString()));
     QCOMPARE(m_hostConnections, before + 2);
 
-    s = m_rpc.result(QStringLiteral("sandbox.setNetwork"),
-                     {{QStringLiteral("id"), m_listed}, {QStringLiteral("network"), false}});
+    s = m_engine.rpc().result(QStringLiteral("sandbox.setNetwork"),
+                              {{QStringLiteral("id"), m_listed},
+                               {QStringLiteral("network"), false}});
     QCOMPARE(s.value(QStringLiteral("network")).toBool(true), false);
     QCOMPARE(exec(m_listed, direct).value(QStringLiteral("exitCode")).toInt(), 7);
     r = exec(m_listed, proxied);
@@ -435,18 +430,19 @@ void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()
     QCOMPARE(m_hostConnections, before + 2);
 
     // A policy that is none of false, true or {allow, deny} is refused.
-    const QJsonObject bad = m_rpc.call(QStringLiteral("sandbox.setNetwork"),
-                                       {{QStringLiteral("id"), m_listed},
-                                        {QStringLiteral("network"), QStringLiteral("yes")}});
+    const QJsonObject bad = m_engine.rpc().call(QStringLiteral("sandbox.setNetwork"),
+                                                {{QStringLiteral("id"), m_listed},
+                                                 {QStringLiteral("network"),
+                                                  QStringLiteral("yes")}});
     QCOMPARE(bad.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              -32602);
     // Even an exact entry does not open the engine's own port.
-    s = m_rpc.result(QStringLiteral("sandbox.setNetwork"),
-                     {{QStringLiteral("id"), m_listed},
-                      {QStringLiteral("network"),
-                       QJsonObject{
-                           {QStringLiteral("allow"), QJsonArray{allowLoopback(m_enginePort)}}}}});
-    QVERIFY2(!s.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    s = m_engine.rpc().result(QStringLiteral("sandbox.setNetwork"),
+                              {{QStringLiteral("id"), m_listed},
+                               {QStringLiteral("network"),
+                                QJsonObject{{QStringLiteral("allow"),
+                                             QJsonArray{allowLoopback(m_enginePort)}}}}});
+    QVERIFY2(!s.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     r = exec(m_listed,
              QStringLiteral("curl -sS -m 10 http://127.0.0.1:%1/health").arg(m_enginePort));
     QVERIFY2(r.value(QStringLiteral("exitCode")).toInt() != 0,
@@ -455,11 +451,11 @@ void tst_SandboxEgress::setNetworkTakesEffectOnTheNextConnection()
     QVERIFY2(r.value(QStringLiteral("stdout")).toString().startsWith(QLatin1String("403")),
              qPrintable(r.value(QStringLiteral("stdout")).toString()));
     // Back to the mock for later tests.
-    s = m_rpc.result(QStringLiteral("sandbox.setNetwork"),
-                     {{QStringLiteral("id"), m_listed},
-                      {QStringLiteral("network"),
-                       QJsonObject{
-                           {QStringLiteral("allow"), QJsonArray{allowLoopback(m_mock.port())}}}}});
+    s = m_engine.rpc().result(QStringLiteral("sandbox.setNetwork"),
+                              {{QStringLiteral("id"), m_listed},
+                               {QStringLiteral("network"),
+                                QJsonObject{{QStringLiteral("allow"),
+                                             QJsonArray{allowLoopback(m_mock.port())}}}}});
     QVERIFY(!s.isEmpty());
 }
 
@@ -473,14 +469,11 @@ void tst_SandboxEgress::databasesAreCreatedWithAPolicyToo()
                            {QStringLiteral("size"), QStringLiteral("lite")}};
         if (!network.isUndefined())
             params.insert(QStringLiteral("network"), network);
-        return m_rpc.call(QStringLiteral("databases.create"), params, 120000);
+        return m_engine.rpc().call(QStringLiteral("databases.create"), params, 120000);
     };
     const auto curl = [this, &hostPort](const QString &id) {
-        return m_rpc.result(QStringLiteral("sandbox.exec"),
-                            {{QStringLiteral("id"), id},
-                             {QStringLiteral("command"),
-                              QStringLiteral("curl -sS -m 10 http://127.0.0.1:%1/").arg(hostPort)}},
-                            60000);
+        return m_engine.exec(id,
+                             QStringLiteral("curl -sS -m 10 http://127.0.0.1:%1/").arg(hostPort));
     };
     const int before = m_hostConnections;
 
@@ -489,7 +482,7 @@ void tst_SandboxEgress::databasesAreCreatedWithAPolicyToo()
                                 QJsonArray{allowLoopback(m_hostServer.serverPort())}}})
               .value(QStringLiteral("result"))
               .toObject();
-    QVERIFY2(!allowed.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    QVERIFY2(!allowed.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     QCOMPARE(allowed.value(QStringLiteral("network"))
                  .toObject()
                  .value(QStringLiteral("allow"))
@@ -511,7 +504,8 @@ void tst_SandboxEgress::databasesAreCreatedWithAPolicyToo()
 
     // A policy that is none of false, true or {allow, deny} is refused, and nothing is made.
     const auto databases = [this] {
-        return m_rpc.result(QStringLiteral("databases.list"), {})
+        return m_engine.rpc()
+            .result(QStringLiteral("databases.list"), {})
             .value(QStringLiteral("databases"))
             .toArray()
             .size();
@@ -525,32 +519,32 @@ void tst_SandboxEgress::databasesAreCreatedWithAPolicyToo()
 
 void tst_SandboxEgress::gatewayKeepsTheKeyOutOfTheSandbox()
 {
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                                         {QStringLiteral("size"), QStringLiteral("standard-2")},
-                                         {QStringLiteral("network"),
-                                          QJsonObject{{QStringLiteral("allow"),
-                                                       QJsonArray{allowLoopback(m_mock.port())}}}},
-                                         {QStringLiteral("env"),
-                                          QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"), kSecret},
-                                                      {QStringLiteral("ANTHROPIC_BASE_URL"),
-                                                       m_mock.baseUrl().toString()}}}},
-                                        120000);
-    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    const QJsonObject sb = m_engine.create(
+        QStringLiteral("agents.create"),
+        {{QStringLiteral("type"), QStringLiteral("claude-code")},
+         {QStringLiteral("size"), QStringLiteral("standard-2")},
+         {QStringLiteral("network"),
+          QJsonObject{{QStringLiteral("allow"), QJsonArray{allowLoopback(m_mock.port())}}}},
+         {QStringLiteral("env"),
+          QJsonObject{{QStringLiteral("ANTHROPIC_API_KEY"), kSecret},
+                      {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}}}},
+        120000);
+    QVERIFY2(!sb.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     QCOMPARE(sb.value(QStringLiteral("gateway")).toBool(), true);
     const QString id = sb.value(QStringLiteral("id")).toString();
 
     // A real run: Claude Code talks to the gateway, the engine adds the key.
     m_mock.clear();
     const QJsonObject run
-        = m_rpc.result(QStringLiteral("agents.run"),
-                       {{QStringLiteral("id"), id},
-                        {QStringLiteral("prompt"),
-                         QStringLiteral("Please [[write:/workspace/gw.txt|through the gateway]]")},
-                        {QStringLiteral("options"),
-                         QJsonObject{{QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")},
-                                     {QStringLiteral("timeout"), 180000}}}},
-                       240000);
+        = m_engine.rpc()
+              .result(QStringLiteral("agents.run"),
+                      {{QStringLiteral("id"), id},
+                       {QStringLiteral("prompt"),
+                        QStringLiteral("Please [[write:/workspace/gw.txt|through the gateway]]")},
+                       {QStringLiteral("options"),
+                        QJsonObject{{QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5")},
+                                    {QStringLiteral("timeout"), 180000}}}},
+                      240000);
     QVERIFY2(run.value(QStringLiteral("success")).toBool(), QJsonDocument(run).toJson().constData());
     bool sawKey = false, sawPlaceholder = false;
     for (const MockModelServer::Request &q : m_mock.requests()) {
@@ -568,29 +562,30 @@ void tst_SandboxEgress::gatewayKeepsTheKeyOutOfTheSandbox()
     QCOMPARE(r.value(QStringLiteral("stdout")).toString().trimmed(),
              QStringLiteral("sandbox-model-gateway http://127.0.0.1:3129"));
     exec(id, QStringLiteral("nohup sleep 300 >/dev/null 2>&1 &"));
-    r = m_rpc.result(QStringLiteral("agents.exec"),
-                     {{QStringLiteral("id"), id},
-                      {QStringLiteral("command"),
-                       QStringLiteral(
-                           "grep -rlsaF -f - /proc/[0-9]*/environ /proc/[0-9]*/cmdline "
-                           "/home /workspace /tmp /etc /run /opt 2>/dev/null; echo rc=$?")},
-                      {QStringLiteral("options"),
-                       QJsonObject{{QStringLiteral("stdin"), QString(kSecret + u'\n')}}}},
-                     120000);
+    r = m_engine.rpc()
+            .result(QStringLiteral("agents.exec"),
+                    {{QStringLiteral("id"), id},
+                     {QStringLiteral("command"),
+                      QStringLiteral(
+                          "grep -rlsaF -f - /proc/[0-9]*/environ /proc/[0-9]*/cmdline "
+                          "/home /workspace /tmp /etc /run /opt 2>/dev/null; echo rc=$?")},
+                     {QStringLiteral("options"),
+                      QJsonObject{{QStringLiteral("stdin"), QString(kSecret + u'\n')}}}},
+                    120000);
     // grep names every file that holds it (none), and may not read some (the supervisor's).
     const QString found = r.value(QStringLiteral("stdout")).toString().trimmed();
     QVERIFY2(found == QLatin1String("rc=1") || found == QLatin1String("rc=2"), qPrintable(found));
     // The key is not returned either.
-    const QJsonObject info = m_rpc.result(QStringLiteral("agents.get"),
-                                          {{QStringLiteral("id"), id}});
+    const QJsonObject info = m_engine.rpc().result(QStringLiteral("agents.get"),
+                                                   {{QStringLiteral("id"), id}});
     QVERIFY(!QJsonDocument(info).toJson().contains(kSecret.toUtf8()));
-    QVERIFY(!m_engine.log().contains(kSecret));
+    QVERIFY(!m_engine.process().log().contains(kSecret));
 
     // The gateway serves model calls only: anything else is refused.
     r = exec(id, QStringLiteral("curl -s -o /dev/null -w '%{http_code}' "
                                 "http://127.0.0.1:3129/v1/files"));
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("403"));
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 60000);
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 60000);
 }
 
 void tst_SandboxEgress::eachCliThroughTheProxy_data()
@@ -617,16 +612,17 @@ void tst_SandboxEgress::eachCliThroughTheProxy()
                                 : QJsonObject{{QStringLiteral("OPENAI_API_KEY"), kSecret},
                                               {QStringLiteral("OPENAI_BASE_URL"),
                                                QString(base + QStringLiteral("/v1"))}};
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), type},
-                                         {QStringLiteral("size"), QStringLiteral("standard-3")},
-                                         {QStringLiteral("gateway"), false},
-                                         {QStringLiteral("network"),
-                                          QJsonObject{{QStringLiteral("allow"),
-                                                       QJsonArray{allowLoopback(m_mock.port())}}}},
-                                         {QStringLiteral("env"), env}},
-                                        120000);
-    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    const QJsonObject sb
+        = m_engine.create(QStringLiteral("agents.create"),
+                          {{QStringLiteral("type"), type},
+                           {QStringLiteral("size"), QStringLiteral("standard-3")},
+                           {QStringLiteral("gateway"), false},
+                           {QStringLiteral("network"),
+                            QJsonObject{{QStringLiteral("allow"),
+                                         QJsonArray{allowLoopback(m_mock.port())}}}},
+                           {QStringLiteral("env"), env}},
+                          120000);
+    QVERIFY2(!sb.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     const QString id = sb.value(QStringLiteral("id")).toString();
     const int before = m_mock.modelCallCount();
     const QString path = QStringLiteral("/workspace/proxied-%1.txt").arg(type);
@@ -634,20 +630,20 @@ void tst_SandboxEgress::eachCliThroughTheProxy()
     if (type == QLatin1String("claude-code"))
         options.insert(QStringLiteral("model"), QStringLiteral("claude-sonnet-4-5"));
     const QJsonObject run
-        = m_rpc.result(QStringLiteral("agents.run"),
-                       {{QStringLiteral("id"), id},
-                        {QStringLiteral("prompt"),
-                         QStringLiteral("Please [[write:%1|through the proxy]]").arg(path)},
-                        {QStringLiteral("options"), options}},
-                       360000);
+        = m_engine.rpc().result(QStringLiteral("agents.run"),
+                                {{QStringLiteral("id"), id},
+                                 {QStringLiteral("prompt"),
+                                  QStringLiteral("Please [[write:%1|through the proxy]]").arg(path)},
+                                 {QStringLiteral("options"), options}},
+                                360000);
     QVERIFY2(run.value(QStringLiteral("success")).toBool(), QJsonDocument(run).toJson().constData());
     QVERIFY(m_mock.modelCallCount() >= before + 2);
-    const QJsonObject file = m_rpc.result(QStringLiteral("agents.readFile"),
-                                          {{QStringLiteral("id"), id},
-                                           {QStringLiteral("path"), path}});
+    const QJsonObject file = m_engine.rpc().result(QStringLiteral("agents.readFile"),
+                                                   {{QStringLiteral("id"), id},
+                                                    {QStringLiteral("path"), path}});
     QCOMPARE(file.value(QStringLiteral("content")).toString().trimmed(),
              QStringLiteral("through the proxy"));
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 60000);
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}}, 60000);
 }
 
 void tst_SandboxEgress::gitThroughTheProxy()

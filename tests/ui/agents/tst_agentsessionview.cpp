@@ -2,7 +2,6 @@
 // sandbox through a real sandboxd (mock model API): type a prompt, Send, watch the transcript,
 // the totals and the file tree; the turn's changes with their diff, revert and a comment that goes
 // with the next prompt; a follow-up continues the session; Stop kills the run.
-#include "engineprocess.h"
 #include "mockmodelserver.h"
 #include "uitest.h"
 
@@ -155,9 +154,9 @@ private:
     std::optional<ExecResult> exec(const QString &script, const QString &cwd = {},
                                    const QString &id = {});
 
-    EngineProcess m_engine;
+    UiTest::Engine m_engine;
     MockModelServer m_mock;
-    std::unique_ptr<Client> m_client;
+    Client *m_client = nullptr; // not owned: m_engine's
     SandboxInfo m_sandbox;
     std::unique_ptr<AgentSessionView> m_view;
 };
@@ -168,10 +167,9 @@ void tst_AgentSessionView::initTestCase()
     QVERIFY(m_mock.listen());
     QVERIFY2(m_engine.start(
                  {QStringLiteral("--agents-dir"), QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
-             qPrintable(m_engine.log()));
-    m_client = std::make_unique<Client>(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
-    m_client->open();
-    QTRY_COMPARE(m_client->rpc()->state(), RpcClient::State::Connected);
+             qPrintable(m_engine.process().log()));
+    m_client = m_engine.client();
+    QCOMPARE(m_client->rpc()->state(), RpcClient::State::Connected);
     AgentCreateOptions create;
     create.type = QStringLiteral("claude-code");
     create.size = QStringLiteral("standard-2");
@@ -183,7 +181,7 @@ void tst_AgentSessionView::initTestCase()
                   {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
     m_sandbox = createAgent(create);
     QVERIFY(!m_sandbox.id.isEmpty());
-    m_view = std::make_unique<AgentSessionView>(m_client.get(), m_sandbox);
+    m_view = std::make_unique<AgentSessionView>(m_client, m_sandbox);
     m_view->resize(1000, 700);
     m_view->show();
     QVERIFY(QTest::qWaitForWindowExposed(m_view.get()));
@@ -192,9 +190,7 @@ void tst_AgentSessionView::initTestCase()
 
 SandboxInfo tst_AgentSessionView::createAgent(const AgentCreateOptions &create)
 {
-    const auto r = UiTest::call<SandboxInfo>(
-        [&](Callback<SandboxInfo> done) { return m_client->agents().create(create, this, done); },
-        30000);
+    const auto r = m_engine.createAgent(create);
     if (!r)
         qWarning().noquote() << "agents.create:" << r.error().message;
     return r ? r.value() : SandboxInfo{};
@@ -430,7 +426,7 @@ void tst_AgentSessionView::allowAndContinueRunsWithTheToolAllowed()
 void tst_AgentSessionView::reopenedViewShowsPastRuns()
 {
     // As after a restart of the app: a new connection, a new view of the same sandbox.
-    Client client(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    Client client(ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
     client.open();
     QTRY_COMPARE(client.rpc()->state(), RpcClient::State::Connected);
     AgentSessionView reopened(&client, m_sandbox);
@@ -464,7 +460,7 @@ void tst_AgentSessionView::dashboardShowsTheSessions()
     // The desktop's notification server, on the test's own session bus (main() starts it).
     NotificationServer server;
     QVERIFY2(server.start(), qPrintable(server.why));
-    AgentDashboard dashboard(m_client.get());
+    AgentDashboard dashboard(m_client);
     QAbstractItemModelTester tester(dashboard.model(),
                                     QAbstractItemModelTester::FailureReportingMode::QtTest);
     RunNotifier notifier;
@@ -544,7 +540,7 @@ void tst_AgentSessionView::dashboardShowsTheSessions()
 // tokens and its events, while the client that started it keeps getting them too.
 void tst_AgentSessionView::runsStartedElsewhereAreFollowedLive()
 {
-    Client other(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    Client other(ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
     other.open();
     QTRY_COMPARE(other.rpc()->state(), RpcClient::State::Connected);
     AgentRunOptions options;
@@ -561,7 +557,7 @@ void tst_AgentSessionView::runsStartedElsewhereAreFollowedLive()
     QSignalSpy finished(run, &AgentRun::finished);
     QVERIFY(started.wait(30000));
 
-    AgentDashboard dashboard(m_client.get());
+    AgentDashboard dashboard(m_client);
     QAbstractItemModelTester tester(dashboard.model(),
                                     QAbstractItemModelTester::FailureReportingMode::QtTest);
     QSignalSpy refreshed(&dashboard, &AgentDashboard::refreshed);
@@ -584,7 +580,7 @@ void tst_AgentSessionView::runsStartedElsewhereAreFollowedLive()
     QCOMPARE(dashboard.model()->stateAt(row), AgentDashboardModel::State::Running);
 
     // A session view opened now shows the run going on, its events so far and the live ones.
-    AgentSessionView view(m_client.get(), m_sandbox);
+    AgentSessionView view(m_client, m_sandbox);
     QSignalSpy viewFinished(&view, &AgentSessionView::runFinished);
     QTRY_VERIFY_WITH_TIMEOUT(view.isWatchingRun(), 15000);
     QVERIFY(view.isRunning());
@@ -693,7 +689,7 @@ void tst_AgentSessionView::fileModelLoadsLazily()
                [&done](Result<QString>) { done = true; })
         .detach();
     QTRY_VERIFY(done);
-    FileTreeModel model(m_client.get(), m_sandbox.id);
+    FileTreeModel model(m_client, m_sandbox.id);
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     QSignalSpy loaded(&model, &FileTreeModel::directoryLoaded);
     // (The tester itself may already have asked for the root.)
@@ -742,7 +738,7 @@ void tst_AgentSessionView::problemsInTheUsersTermsWithTheirFix()
     create.name = QStringLiteral("offline");
     const SandboxInfo offline = createAgent(create);
     QVERIFY(!offline.id.isEmpty());
-    AgentSessionView view(m_client.get(), offline);
+    AgentSessionView view(m_client, offline);
     view.resize(900, 600);
     view.show();
     QVERIFY(view.send(QStringLiteral("hello")));
@@ -842,7 +838,7 @@ void tst_AgentSessionView::theProblemBarAllowsTheHostAndSetsTheKey()
     QVERIFY(keyless.gateway);
     QTemporaryDir keyring;
     SecretStore secrets(SecretStore::Backend::File, keyring.path() + QStringLiteral("/keys.json"));
-    AgentSessionView view(m_client.get(), keyless);
+    AgentSessionView view(m_client, keyless);
     view.setSecretStore(&secrets);
     view.resize(1000, 700);
     view.show();
@@ -934,7 +930,7 @@ void tst_AgentSessionView::theProblemBarAllowsTheHostAndSetsTheKey()
     QVERIFY(!env->standardOutput.contains(key));
 
     // 5. The page opened again (after a restart of the app) finds the sandbox's key.
-    AgentSessionView again(m_client.get(), keyless);
+    AgentSessionView again(m_client, keyless);
     again.setSecretStore(&secrets);
     QTRY_VERIFY(again.hasModelKey());
 }
@@ -957,7 +953,7 @@ void tst_AgentSessionView::errorCardsSayWhatHappenedWithTheirFix()
     QVERIFY(!sandbox.id.isEmpty());
     QTemporaryDir keyring;
     SecretStore secrets(SecretStore::Backend::File, keyring.path() + QStringLiteral("/keys.json"));
-    AgentSessionView view(m_client.get(), sandbox);
+    AgentSessionView view(m_client, sandbox);
     view.setSecretStore(&secrets);
     view.resize(1000, 700);
     view.show();
@@ -1120,7 +1116,7 @@ void tst_AgentSessionView::headerSaysWhereTheNetworkGoes()
     info.gateway = gateway;
     info.networkPolicy = NetworkPolicy::fromJson(policy).value();
     info.network = policy.toBool();
-    AgentSessionView view(m_client.get(), info);
+    AgentSessionView view(m_client, info);
     const auto *header = view.findChild<QLabel *>(QStringLiteral("sessionHeader"));
     QVERIFY(header);
     QVERIFY2(header->text().contains(says), qPrintable(header->text()));

@@ -1,8 +1,7 @@
 // The network page against a real sandboxd and a real sandbox: the policy is shown, a connection
 // the sandbox was refused appears live (network.denied), and "Allow" adds its entry to the policy
 // on the server, so that the next connection gets through.
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <client/client.h>
 #include <network/networklogmodel.h>
@@ -33,8 +32,7 @@ private Q_SLOTS:
     void refusedConnectionAppearsAndAllowLetsItThrough();
 
 private:
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     std::unique_ptr<Client> m_client;
     QTcpServer m_server; // a service on this host's loopback, answering "ok"
     int m_connections = 0;
@@ -53,9 +51,9 @@ void tst_NetworkView::initTestCase()
             connect(s, &QTcpSocket::disconnected, s, &QObject::deleteLater);
         }
     });
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
-    m_client = std::make_unique<Client>(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    m_client = std::make_unique<Client>(
+        ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
     m_client->open();
     QTRY_COMPARE(m_client->rpc()->state(), RpcClient::State::Connected);
 }
@@ -63,17 +61,17 @@ void tst_NetworkView::initTestCase()
 void tst_NetworkView::cleanupTestCase()
 {
     m_client.reset();
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 void tst_NetworkView::refusedConnectionAppearsAndAllowLetsItThrough()
 {
-    const QJsonObject sb = m_rpc.result(QStringLiteral("agents.create"),
-                                        {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                                         {QStringLiteral("size"), QStringLiteral("lite")},
-                                         {QStringLiteral("gateway"), false}},
-                                        120000);
-    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+    const QJsonObject sb = m_engine.create(QStringLiteral("agents.create"),
+                                           {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                                            {QStringLiteral("size"), QStringLiteral("lite")},
+                                            {QStringLiteral("gateway"), false}},
+                                           120000);
+    QVERIFY2(!sb.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     const auto info = SandboxInfo::fromJson(sb);
     QVERIFY(info);
     QCOMPARE(info->networkPolicy.mode, NetworkPolicy::Mode::Off);
@@ -88,8 +86,9 @@ void tst_NetworkView::refusedConnectionAppearsAndAllowLetsItThrough()
     const QString curl = QStringLiteral("env -u NO_PROXY -u no_proxy curl -s -o /dev/null "
                                         "-w '%{http_code}' http://%1/")
                              .arg(entry);
-    QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"), {{QStringLiteral("id"), info->id},
-                                                                 {QStringLiteral("command"), curl}});
+    QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.exec"),
+                                          {{QStringLiteral("id"), info->id},
+                                           {QStringLiteral("command"), curl}});
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("403"));
     QTRY_COMPARE_WITH_TIMEOUT(view.model()->rowCount(), 1, 10000);
     const QModelIndex row = view.model()->index(0, NetworkLogModel::Destination);
@@ -105,12 +104,12 @@ void tst_NetworkView::refusedConnectionAppearsAndAllowLetsItThrough()
     QTRY_COMPARE_WITH_TIMEOUT(changed.size(), 1, 10000);
     const auto now = changed.first().first().value<SandboxInfo>();
     QCOMPARE(now.networkPolicy.allow, QStringList{entry});
-    const QJsonObject got = m_rpc.result(QStringLiteral("agents.get"),
-                                         {{QStringLiteral("id"), info->id}});
+    const QJsonObject got = m_engine.rpc().result(QStringLiteral("agents.get"),
+                                                  {{QStringLiteral("id"), info->id}});
     QCOMPARE(got.value(QStringLiteral("network")).toObject().value(QStringLiteral("allow")).toArray(),
              QJsonArray{entry});
-    r = m_rpc.result(QStringLiteral("agents.exec"),
-                     {{QStringLiteral("id"), info->id}, {QStringLiteral("command"), curl}});
+    r = m_engine.rpc().result(QStringLiteral("agents.exec"), {{QStringLiteral("id"), info->id},
+                                                              {QStringLiteral("command"), curl}});
     QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("200"));
     QCOMPARE(m_connections, 1);
 }
