@@ -3,6 +3,7 @@
 #include "keystore.h"
 #include "protocol/fieldreader.h"
 #include "protocol/utf8.h"
+#include "runtime/outputpipe.h"
 #include "runtime/supervisorchannel.h"
 #include "service/sandboxmanager.h"
 #include "service/sandboxnetwork.h"
@@ -67,6 +68,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
     , m_sandboxes(sandboxes)
     , m_streams(streams)
     , m_keys(keys)
+    , m_pipedStreams(OutputPipe::readsWithoutWaiting())
 {
     m_terminals = new TerminalHub(sandboxes, streams, this, this); // adds stream.input, .resize
     new WatchHub(sandboxes, streams, this, this);                  // adds sandbox.watch
@@ -471,7 +473,11 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
             // however slowly that reads.
             QJsonObject execRequest = request;
             if (!state->streamId.isEmpty()) {
-                execRequest.insert(QStringLiteral("pipes"), true);
+                // (On a kernel that cannot read a pipe without waiting, through the supervisor,
+                // paced by WINDOW frames.)
+                execRequest.insert(m_pipedStreams ? QStringLiteral("pipes")
+                                                  : QStringLiteral("window"),
+                                   true);
                 m_streams->setWindow(state->streamId, [state](qint64 bytes) {
                     if (state->channel && state->execId)
                         state->channel->acknowledge(state->execId, quint32(bytes));

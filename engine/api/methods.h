@@ -83,6 +83,7 @@ private:
     SandboxManager *m_sandboxes;         // not owned
     StreamHub *m_streams;                // not owned
     KeyStore *m_keys;                    // not owned
+    bool m_pipedStreams;                 // streamed output read from its pipes (OutputPipe)
     TerminalHub *m_terminals = nullptr;  // owned (child): execs with a pty
     SandboxNetwork *m_network = nullptr; // not owned
     QHash<QString, Handler> m_handlers;

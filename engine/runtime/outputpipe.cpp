@@ -2,6 +2,8 @@
 
 #include "egress/fdpoller.h"
 
+#include <QTimer>
+
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -38,6 +40,33 @@ QString OutputPipe::check(int fd, quint64 inode)
     return {};
 }
 
+bool OutputPipe::readsWithoutWaiting()
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+        return false;
+    char byte;
+    iovec iov{&byte, 1};
+    const bool supported = ::preadv2(fds[0], &iov, 1, -1, RWF_NOWAIT) < 0 && errno == EAGAIN;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return supported;
+}
+
+void OutputPipe::discardRest()
+{
+    if (!m_fd.isValid() || m_null.isValid())
+        return;
+    m_null = UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+    if (!m_null.isValid())
+        return; // read and dropped by the owner, as before
+    m_pause = std::make_unique<QTimer>();
+    m_pause->setSingleShot(true);
+    m_pause->setInterval(kDiscardPauseMs);
+    QObject::connect(m_pause.get(), &QTimer::timeout, [this] { setReading(true); });
+    setReading(true); // what is thrown away takes no window
+}
+
 void OutputPipe::setReading(bool on)
 {
     if (on == m_reading || !m_fd.isValid() || !m_poller)
@@ -51,11 +80,27 @@ void OutputPipe::setReading(bool on)
 void OutputPipe::close()
 {
     setReading(false);
+    m_pause.reset();
     m_fd.reset();
+    m_null.reset();
 }
 
 void OutputPipe::onReady()
 {
+    if (m_null.isValid()) {
+        // SPLICE_F_NONBLOCK: the pipe side never waits, whatever its O_NONBLOCK says.
+        const ssize_t n = ::splice(m_fd.get(), nullptr, m_null.get(), nullptr, size_t(kMaxRead),
+                                   SPLICE_F_NONBLOCK);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0) {
+            close();
+            const auto onEnd = m_onEnd; // may destroy this
+            return onEnd();
+        }
+        setReading(false);
+        return m_pause->start();
+    }
     const qsizetype want = qMin(m_room(), kMaxRead);
     if (want <= 0)
         return setReading(false); // the owner turns it on again when it has room

@@ -8,6 +8,9 @@
 #include <QString>
 
 #include <functional>
+#include <memory>
+
+class QTimer;
 
 namespace Sandbox::Engine {
 
@@ -39,8 +42,17 @@ public:
     // A descriptor from the supervisor that may be read as an output pipe: a pipe (FIFO) opened
     // for reading whose inode is `inode`. Empty when acceptable, else what is wrong.
     static QString check(int fd, quint64 inode);
+    // Whether this kernel reads a pipe with RWF_NOWAIT (else streams go through the supervisor:
+    // a plain read could block on a pipe whose O_NONBLOCK the sandbox cleared).
+    static bool readsWithoutWaiting();
 
     bool isOpen() const { return m_fd.isValid(); }
+    // Past what the exec may pass on (its maxOutputBytes): the rest is thrown away, spliced into
+    // /dev/null, at most kMaxRead per kDiscardPause. A command writing without end then writes at
+    // 100 MiB/s at most, and costs the engine a bounded share of a core (a supervisor reading it
+    // used the sandbox's own CPU share; the engine's is everyone's).
+    void discardRest();
+    static constexpr int kDiscardPauseMs = 10;
     // Off: out of the poller (a pipe whose writers are gone would be reported for ever).
     void setReading(bool on);
     void close();
@@ -55,6 +67,8 @@ private:
     std::function<void(QByteArrayView)> m_onData;
     std::function<void()> m_onEnd;
     bool m_reading = false;
+    UniqueFd m_null;                 // /dev/null, once discarding
+    std::unique_ptr<QTimer> m_pause; // between two discards
 };
 
 } // namespace Sandbox::Engine

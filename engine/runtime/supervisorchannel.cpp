@@ -533,6 +533,8 @@ void SupervisorChannel::passOutput(QHash<quint32, Pending>::iterator it, int cha
     if (allowed < bytes.size())
         it->truncated = true; // the engine's count, whatever the supervisor says
     sent += quint64(allowed);
+    if (sent >= it->maxOutput && it->pipes[channel - 1])
+        it->pipes[channel - 1]->discardRest(); // nothing more of it goes anywhere
     // What is dropped (over maxOutputBytes) is never acknowledged, so it takes no window.
     if (it->windowed)
         it->unacknowledged += quint64(allowed);

@@ -127,6 +127,7 @@ private slots:
     void outputIsCountedByTheEngine();
     void windowedOutputIsBoundedByItsWindow();
     void pipedOutputIsReadByTheEngine();
+    void outputPastItsCapIsThrownAwayNotRead();
     void badOutputPipes_data();
     void badOutputPipes();
     void connectAnswerCarriesTheSocket();
@@ -402,6 +403,77 @@ void tst_SupervisorChannel::pipedOutputIsReadByTheEngine()
     QCOMPARE(outcome->err, "done\n"_ba);
     QCOMPARE(outputAtAnswer, data.size() + 5); // the answer after the last of the output
     QVERIFY(failed.isEmpty());
+}
+
+// A command that writes without end past its maxOutputBytes (`cat /dev/zero`) must not have the
+// engine take it as fast as it comes: the supervisor used to drop it inside the sandbox's CPU
+// share; the engine, reading the pipes itself, throws it away at a bounded rate (100 MiB/s), so
+// that its own CPU for it is bounded too. The command still completes, and its answer says
+// "truncated".
+void tst_SupervisorChannel::outputPastItsCapIsThrownAwayNotRead()
+{
+    ::signal(SIGPIPE, SIG_IGN);
+    constexpr qsizetype mib = 1024 * 1024;
+    constexpr qsizetype total = 128 * mib;
+    auto outcome = std::make_shared<Outcome>();
+    const quint32 id = m_channel->request(
+        {{u"op"_s, u"exec"_s},
+         {u"shell"_s, u"cat /dev/zero"_s},
+         {u"maxOutputBytes"_s, 1024},
+         {u"pipes"_s, true}},
+        {},
+        [outcome](Result<SupervisorChannel::Reply> r) {
+            outcome->answered = true;
+            outcome->reply = std::move(r);
+        },
+        [outcome](int channel, QByteArrayView bytes) {
+            (channel == 1 ? outcome->out : outcome->err).append(bytes);
+        });
+    TestPipe out, err;
+    m_peer->send(Event, id, startedEvent(out.inode(), err.inode()), out.fds[0], err.fds[0]);
+    out.closeReadEnd();
+    err.closeReadEnd();
+    std::atomic<bool> exited = false;
+    std::thread command([&] {
+        const QByteArray block(mib, '\0');
+        for (qsizetype at = 0; at < total;) {
+            const ssize_t n = ::write(out.fds[1], block.constData(), size_t(block.size()));
+            if (n <= 0)
+                break;
+            at += n;
+        }
+        out.closeWriteEnd();
+        err.closeWriteEnd();
+        exited = true;
+    });
+    auto joined = qScopeGuard([&] {
+        m_channel.reset();
+        command.join();
+    });
+    // The engine's thread runs its event loop all along (QTRY_* would sleep 10 ms between turns
+    // and pace the pipe itself).
+    QElapsedTimer t;
+    t.start();
+    QEventLoop loop;
+    QTimer poll;
+    QObject::connect(&poll, &QTimer::timeout, &loop, [&] {
+        if (exited || t.elapsed() > 60000)
+            loop.quit();
+    });
+    poll.start(1);
+    loop.exec();
+    QVERIFY(exited);
+    // 128 MiB at 100 MiB/s at most (the pipe, 1 MiB, is the slack): 1.27 s. Without a bound it
+    // drains as fast as the two threads copy.
+    QVERIFY2(t.elapsed() >= 1200,
+             qPrintable(u"128 MiB past the cap went in %1 ms"_s.arg(t.elapsed())));
+    m_peer->send(Response, id,
+                 R"({"exitCode":0,"signal":null,"durationMs":9,"timedOut":false,)"
+                 R"("cancelled":false,"truncated":false})"_ba);
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(outcome->reply.ok());
+    QCOMPARE(outcome->reply->json[u"truncated"].toBool(), true);
+    QCOMPARE(outcome->out.size(), 1024);
 }
 
 void tst_SupervisorChannel::badOutputPipes_data()
