@@ -412,6 +412,14 @@ void Cgroup::killAll() const
 {
     if (!isValid())
         return;
+    // The dying need CPU to exit: a small size's group that used up its quota would keep them
+    // (and itself: rmdir says EBUSY) until its next period, past the rounds below.
+    if (const QString cpu = dirOf(QStringLiteral("cpu")); !cpu.isEmpty()) {
+        if (m_version == Version::V1)
+            writeFile(cpu + QStringLiteral("/cpu.cfs_quota_us"), "-1");
+        else
+            writeFile(cpu + QStringLiteral("/cpu.max"), "max 100000");
+    }
     if (m_version == Version::V2 && QFile::exists(m_dirs[0] + QStringLiteral("/cgroup.kill"))) {
         writeFile(m_dirs[0] + QStringLiteral("/cgroup.kill"), "1");
     } else if (freeze()) {

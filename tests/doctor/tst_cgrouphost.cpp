@@ -93,6 +93,11 @@ void TestCgroupHost::rootOnHybridV1()
     QCOMPARE(contentOf(burst), QByteArray("25000"));
     QVERIFY(group->setCpuLimit(0.0625));
     QCOMPARE(contentOf(burst), QByteArray("6250"));
+    // Killing the group lifts its quota first: the dying get the CPU to exit at once.
+    group->killAll();
+    QCOMPARE(contentOf(
+                 tree.path(QStringLiteral("/sys/fs/cgroup/cpu/sandboxd/sb_1/cpu.cfs_quota_us"))),
+             QByteArray("-1"));
     QCOMPARE(Cgroup::existing(host, QStringLiteral("sb_1")).procsFiles(), group->procsFiles());
 }
 
