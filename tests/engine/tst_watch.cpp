@@ -243,8 +243,8 @@ void tst_Watch::floodBecomesRescan()
           floodMs, qlonglong(during), qlonglong(rescans), qPrintable(probe.summary()),
           qPrintable(idle.summary()));
     QVERIFY2(during < 5000, "the flood must collapse, not come as 100 000 events");
-    QCOMPARE(probe.failures(), 0);
-    QVERIFY2(probe.maxLatencyMs() < 1000, qPrintable(probe.summary()));
+    const QString stall = probe.stall();
+    QVERIFY2(stall.isEmpty(), qPrintable(stall));
     m_engine.rpc().call(QStringLiteral("stream.cancel"), {{QStringLiteral("streamId"), deep}});
 }
 

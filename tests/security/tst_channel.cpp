@@ -18,14 +18,11 @@
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
-#include <QThread>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
-
-constexpr double kHealthBudgetMs = 100;
 
 QByteArray readAll(const QString &path)
 {
@@ -138,28 +135,11 @@ QString tst_Channel::stdoutOf(const QString &id, const QJsonValue &command)
     return r.value(QStringLiteral("result")).toObject().value(QStringLiteral("stdout")).toString();
 }
 
-// Every /health within 100 ms. On a machine whose run queue is longer than its cores (the shared
-// CI box: many builds and suites at once), the scheduler alone delays a sample now and then: there
-// the median must be within 100 ms and no sample over 1 s (an engine that blocks, as the attacks
-// made it, fails either way).
 void tst_Channel::checkHealth(const HealthProbe &probe, const char *what)
 {
-    QFile loadavg(QStringLiteral("/proc/loadavg"));
-    const double load = loadavg.open(QIODevice::ReadOnly)
-                            ? loadavg.readAll().split(' ').value(0).toDouble()
-                            : 0;
-    const bool oversubscribed = load > double(QThread::idealThreadCount());
-    qInfo("GET /health while %s: %s (load %.1f on %d cores)", what, qPrintable(probe.summary()),
-          load, QThread::idealThreadCount());
-    QVERIFY2(probe.samples() > 0, what);
-    const QString why = QStringLiteral("%1: %2").arg(QLatin1String(what), probe.summary());
-    QVERIFY2(probe.failures() == 0, qPrintable(why));
-    if (oversubscribed) {
-        QVERIFY2(probe.medianLatencyMs() < kHealthBudgetMs && probe.maxLatencyMs() < 1000,
-                 qPrintable(why));
-    } else {
-        QVERIFY2(probe.maxLatencyMs() < kHealthBudgetMs, qPrintable(why));
-    }
+    qInfo("GET /health while %s: %s", what, qPrintable(probe.summary()));
+    const QString stall = probe.stall();
+    QVERIFY2(stall.isEmpty(), qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(what), stall)));
 }
 
 // Attack 3: the creation env used to be bubblewrap's own environment, so LD_PRELOAD ran a library

@@ -21,7 +21,6 @@
 
 namespace {
 
-constexpr double kHealthBudgetMs = 100;
 // GET /health answers a probe needs to have seen for its verdict to mean anything.
 constexpr int kMinSamples = 10;
 
@@ -184,9 +183,8 @@ void tst_HostPaths::stopProbe(HealthProbe &probe)
 void tst_HostPaths::checkHealth(const HealthProbe &probe, const char *what)
 {
     qInfo("GET /health while %s: %s", what, qUtf8Printable(probe.summary()));
-    QVERIFY2(probe.samples() > 0, what);
-    QVERIFY2(probe.failures() == 0 && probe.maxLatencyMs() < kHealthBudgetMs,
-             qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(what), probe.summary())));
+    const QString stall = probe.stall();
+    QVERIFY2(stall.isEmpty(), qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(what), stall)));
 }
 
 // Attack 1: lost+found replaced by a link to a host directory, then stop + start. The engine used
