@@ -13,6 +13,7 @@
 #include <QJsonDocument>
 
 #include <cstdio>
+#include <optional>
 #include <unistd.h>
 
 using namespace Sandbox;
@@ -47,6 +48,46 @@ bool parseEnv(const QStringList &pairs, QMap<QString, QString> *env, QString *er
         env->insert(p.left(eq), p.mid(eq + 1));
     }
     return true;
+}
+
+// The options of every command; each command reads those it knows.
+struct OptionSpec
+{
+    const char *name;
+    const char *shortName; // or null
+    const char *valueName; // null for a switch
+};
+constexpr OptionSpec kOptions[] = {
+    {"size", nullptr, "size"},
+    {"env", nullptr, "NAME=VALUE"},
+    {"network", nullptr, nullptr},
+    {"allow", nullptr, "entry"},
+    {"name", nullptr, "name"},
+    {"cwd", nullptr, "dir"},
+    {"timeout", nullptr, "ms"},
+    {"stdin", nullptr, nullptr},
+    {"recursive", "r", nullptr},
+    {"parents", "p", nullptr},
+    {"admin", nullptr, nullptr},
+    {"model", nullptr, "model"},
+    {"permission-mode", nullptr, "mode"},
+    {"new-session", nullptr, nullptr},
+    {"param", nullptr, "value"},
+    {"page-size", nullptr, "rows"},
+    {"base-url", nullptr, "url"},
+    {"database", nullptr, "name"},
+};
+
+// --timeout MS into `ms`, where it is given.
+bool parseTimeout(const QCommandLineParser &parser, std::optional<qint64> *ms, QString *error)
+{
+    if (!parser.isSet(QStringLiteral("timeout")))
+        return true;
+    bool ok = false;
+    *ms = parser.value(QStringLiteral("timeout")).toLongLong(&ok);
+    if (!ok)
+        *error = QStringLiteral("--timeout wants milliseconds");
+    return ok;
 }
 
 // A query's parameters from repeated --param options: JSON values where they parse as JSON
@@ -176,6 +217,54 @@ void Commands::printSandboxes(const QList<SandboxInfo> &list)
     }
 }
 
+void Commands::printRuns(const QList<AgentRunRecord> &runs)
+{
+    printLine(QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
+                  .arg(QStringLiteral("RUN"), -20)
+                  .arg(QStringLiteral("STATUS"), -11)
+                  .arg(QStringLiteral("STARTED"), -19)
+                  .arg(QStringLiteral("SECONDS"), 7)
+                  .arg(QStringLiteral("TOKENS IN/OUT"), 15)
+                  .arg(QStringLiteral("COST"), 8)
+                  .arg(QStringLiteral("PROMPT")));
+    for (const AgentRunRecord &run : runs) {
+        const QString status = run.needsInput.isNeeded() ? QStringLiteral("needs-input")
+                                                         : run.statusName;
+        printLine(
+            QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
+                .arg(run.runId, -20)
+                .arg(status, -11)
+                .arg(run.startedAt.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")),
+                     -19)
+                .arg(run.durationMs ? QString::number(*run.durationMs / 1000.0, 'f', 1)
+                                    : QStringLiteral("-"),
+                     7)
+                .arg(QStringLiteral("%1/%2").arg(run.usage.inputTokens).arg(run.usage.outputTokens),
+                     15)
+                .arg(run.usage.costUsd ? QStringLiteral("$%1").arg(*run.usage.costUsd, 0, 'f', 4)
+                                       : QStringLiteral("-"),
+                     8)
+                .arg(run.prompt.simplified().left(60)));
+    }
+}
+
+void Commands::printListing(const FileListing &listing)
+{
+    for (const FileEntry &e : listing.entries) {
+        const char kind = e.type == FileEntry::Type::Directory ? 'd'
+                          : e.type == FileEntry::Type::Symlink ? 'l'
+                                                               : '-';
+        printLine(
+            QStringLiteral("%1 %2 %3 %4%5")
+                .arg(QChar::fromLatin1(kind))
+                .arg(e.size, 10)
+                .arg(e.mtime.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")))
+                .arg(e.path, e.target.isEmpty() ? QString() : QStringLiteral(" -> ") + e.target));
+    }
+    if (listing.truncated)
+        writeAll(stderr, "sandboxctl: the listing was truncated\n");
+}
+
 void Commands::call(const QString &method, const QJsonObject &params)
 {
     m_call = m_client->rpc()->call(method, params, this, [this](Result<QJsonValue> r) {
@@ -258,7 +347,8 @@ void Commands::installCli(const QString &type)
     });
 }
 
-void Commands::exec(const QString &id, const QStringList &command, const ExecOptions &options)
+void Commands::execStreaming(const QString &id, const QStringList &command,
+                             const ExecOptions &options)
 {
     const Command cmd = command.size() == 1 ? Command(command.first()) : Command(command);
     ExecStream *stream = m_client->sandboxes().execStreaming(id, cmd, options, this);
@@ -281,7 +371,7 @@ void Commands::exec(const QString &id, const QStringList &command, const ExecOpt
     });
 }
 
-void Commands::transcript(const QString &id, const QString &runId, qint64 after)
+void Commands::transcriptFrom(const QString &id, const QString &runId, qint64 after)
 {
     // Page by page, each printed as it comes.
     m_call = m_client->agents().runEvents(id, runId, after, 1000, this,
@@ -301,7 +391,7 @@ void Commands::transcript(const QString &id, const QString &runId, qint64 after)
                                                       printLine(line);
                                               }
                                               if (r->more && !r->seqs.isEmpty())
-                                                  return transcript(id, runId, r->seqs.last());
+                                                  return transcriptFrom(id, runId, r->seqs.last());
                                               Q_EMIT done(0);
                                           });
 }
@@ -318,7 +408,8 @@ void Commands::printRows(const QList<QJsonArray> &rows)
     writeAll(stdout, out);
 }
 
-void Commands::query(const QString &id, const QString &sql, const QJsonArray &params, int pageSize)
+void Commands::queryPaged(const QString &id, const QString &sql, const QJsonArray &params,
+                          int pageSize)
 {
     QueryOptions o;
     o.pageSize = pageSize;
@@ -363,424 +454,395 @@ void Commands::fetchRest(const QString &id, const QString &cursor, int pageSize,
         });
 }
 
+// The parsed command line of one command: its positional arguments (the command first) and the
+// options, read by name.
+struct Commands::Invocation
+{
+    QStringList args;
+    const QCommandLineParser &parser;
+
+    const QString &command() const { return args.first(); }
+    bool isSet(const char *option) const { return parser.isSet(QLatin1String(option)); }
+    QString value(const char *option) const { return parser.value(QLatin1String(option)); }
+    QStringList values(const char *option) const { return parser.values(QLatin1String(option)); }
+};
+
+// A command: its names ("a|b"), the arguments it needs after its name and its usage line when
+// they are missing (0 and null: it checks its arguments itself), and what runs it.
+struct Commands::Spec
+{
+    const char *names;
+    int arguments;
+    const char *usage;
+    Handler handler;
+};
+
+const Commands::Spec Commands::kSpecs[] = {
+    {"session", 0, nullptr, &Commands::session},
+    {"quota", 0, nullptr, &Commands::quota},
+    {"list|ls-sandboxes", 0, nullptr, &Commands::list},
+    {"create", 1, "create TYPE [--size SIZE] [--env NAME=VALUE]... [--network] [--name NAME]",
+     &Commands::create},
+    {"status|stop|start|delete", 1, "status|stop|start|delete ID", &Commands::lifecycle},
+    {"exec", 2,
+     "exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] -- COMMAND [ARGS...]",
+     &Commands::exec},
+    {"query|execute", 2, "query|execute ID SQL [--param VALUE]... [--page-size ROWS]",
+     &Commands::query},
+    {"shell", 1, "shell ID [--cwd DIR] [--env NAME=VALUE]... [-- COMMAND [ARGS...]]",
+     &Commands::shell},
+    {"read|cat", 2, "read ID PATH", &Commands::read},
+    {"write", 2, "write ID PATH [LOCAL_FILE|-]", &Commands::write},
+    {"ls", 1, "ls ID [PATH] [-r]", &Commands::ls},
+    {"mkdir|rm", 2, "mkdir ID PATH [-p] | rm ID PATH [-r]", &Commands::mkdirOrRm},
+    {"runs", 1, "runs ID", &Commands::runs},
+    {"run", 2,
+     "run ID [--model M] [--permission-mode MODE] [--new-session] [--base-url URL] "
+     "[--timeout MS] [--env NAME=VALUE]... PROMPT",
+     &Commands::runAgent},
+    {"transcript", 2, "transcript ID RUN_ID", &Commands::transcript},
+    {"keys", 0, nullptr, &Commands::keys},
+    {"agents", 0, nullptr, &Commands::agents},
+};
+
 bool Commands::run(const QStringList &args, QString *usageError)
 {
-    QCommandLineParser p;
-    const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("size"),
-                                     QStringLiteral("size"));
-    const QCommandLineOption envOpt(QStringLiteral("env"), QStringLiteral("env"),
-                                    QStringLiteral("NAME=VALUE"));
-    const QCommandLineOption networkOpt(QStringLiteral("network"), QStringLiteral("network"));
-    const QCommandLineOption allowOpt(QStringLiteral("allow"), QStringLiteral("allow"),
-                                      QStringLiteral("entry"));
-    const QCommandLineOption nameOpt(QStringLiteral("name"), QStringLiteral("name"),
-                                     QStringLiteral("name"));
-    const QCommandLineOption cwdOpt(QStringLiteral("cwd"), QStringLiteral("cwd"),
-                                    QStringLiteral("dir"));
-    const QCommandLineOption timeoutOpt(QStringLiteral("timeout"), QStringLiteral("timeout"),
-                                        QStringLiteral("ms"));
-    const QCommandLineOption stdinOpt(QStringLiteral("stdin"), QStringLiteral("stdin"));
-    const QCommandLineOption recursiveOpt({QStringLiteral("r"), QStringLiteral("recursive")},
-                                          QStringLiteral("recursive"));
-    const QCommandLineOption parentsOpt({QStringLiteral("p"), QStringLiteral("parents")},
-                                        QStringLiteral("parents"));
-    const QCommandLineOption adminOpt(QStringLiteral("admin"), QStringLiteral("admin"));
-    const QCommandLineOption modelOpt(QStringLiteral("model"), QStringLiteral("model"),
-                                      QStringLiteral("model"));
-    const QCommandLineOption permissionOpt(QStringLiteral("permission-mode"),
-                                           QStringLiteral("permission mode"),
-                                           QStringLiteral("mode"));
-    const QCommandLineOption newSessionOpt(QStringLiteral("new-session"),
-                                           QStringLiteral("new session"));
-    const QCommandLineOption paramOpt(QStringLiteral("param"), QStringLiteral("param"),
-                                      QStringLiteral("value"));
-    const QCommandLineOption pageSizeOpt(QStringLiteral("page-size"), QStringLiteral("page-size"),
-                                         QStringLiteral("rows"));
-    const QCommandLineOption baseUrlOpt(QStringLiteral("base-url"), QStringLiteral("base-url"),
-                                        QStringLiteral("url"));
-    const QCommandLineOption databaseOpt(QStringLiteral("database"), QStringLiteral("database"),
-                                         QStringLiteral("name"));
-    p.addOptions({sizeOpt, envOpt, networkOpt, allowOpt, nameOpt, cwdOpt, timeoutOpt, stdinOpt,
-                  recursiveOpt, parentsOpt, adminOpt, modelOpt, permissionOpt, newSessionOpt,
-                  paramOpt, pageSizeOpt, baseUrlOpt, databaseOpt});
-    if (!p.parse(QStringList{QStringLiteral("sandboxctl")} + args)) {
-        *usageError = p.errorText();
+    QCommandLineParser parser;
+    for (const OptionSpec &o : kOptions) {
+        QStringList names{QLatin1String(o.name)};
+        if (o.shortName)
+            names.prepend(QLatin1String(o.shortName));
+        parser.addOption(o.valueName
+                             ? QCommandLineOption(names, names.last(), QLatin1String(o.valueName))
+                             : QCommandLineOption(names, names.last()));
+    }
+    if (!parser.parse(QStringList{QStringLiteral("sandboxctl")} + args)) {
+        *usageError = parser.errorText();
         return false;
     }
-    const QStringList a = p.positionalArguments();
-    if (a.isEmpty()) {
+    const Invocation in{parser.positionalArguments(), parser};
+    if (in.args.isEmpty()) {
         *usageError = QStringLiteral("no command given");
         return false;
     }
-    const QString cmd = a.first();
-    auto need = [&](int n, const char *usage) {
-        if (a.size() >= n + 1)
-            return true;
-        *usageError = QStringLiteral("usage: sandboxctl %1").arg(QLatin1String(usage));
-        return false;
-    };
-
-    if (cmd == QLatin1String("session")) {
-        call(QStringLiteral("sessions.current"), {});
-        return true;
-    }
-    if (cmd == QLatin1String("quota")) {
-        call(QStringLiteral("sessions.quota"), {});
-        return true;
-    }
-    if (cmd == QLatin1String("list") || cmd == QLatin1String("ls-sandboxes")) {
-        const QString what = a.value(1);
-        const QString method = what.startsWith(QLatin1String("database"))
-                                   ? QStringLiteral("databases.list")
-                                   : QStringLiteral("agents.list");
-        auto print = [this](Result<QList<SandboxInfo>> r) {
-            if (!r)
-                return fail(r.error());
-            printSandboxes(r.value());
-            Q_EMIT done(0);
-        };
-        if (m_options.json) {
-            call(method, {});
-        } else if (method == QLatin1String("databases.list")) {
-            m_call = m_client->databases().list(this, print);
-        } else {
-            m_call = m_client->agents().list(this, print);
-        }
-        return true;
-    }
-    if (cmd == QLatin1String("create")) {
-        if (!need(1, "create TYPE [--size SIZE] [--env NAME=VALUE]... [--network] [--name NAME]"))
-            return false;
-        const QString type = a.at(1);
-        QMap<QString, QString> env;
-        if (!parseEnv(p.values(envOpt), &env, usageError))
-            return false;
-        // The new sandbox's id alone; with --json its whole Sandbox object as the engine said it.
-        const auto printCreated = [this](Result<SandboxInfo> r) {
-            if (!r)
-                return fail(r.error());
-            printLine(r->id);
-            Q_EMIT done(0);
-        };
-        if (kDatabaseTypes.contains(type)) {
-            DatabaseCreateOptions o;
-            o.type = type;
-            o.size = p.value(sizeOpt);
-            o.name = p.value(nameOpt);
-            o.database = p.value(databaseOpt);
-            if (m_options.json)
-                call(QStringLiteral("databases.create"), o.toJson());
-            else
-                m_call = m_client->databases().create(o, this, printCreated);
-            return true;
-        }
-        if (!kAgentTypes.contains(type)) {
-            *usageError = QStringLiteral("TYPE is one of: %1")
-                              .arg((kAgentTypes + kDatabaseTypes).join(QStringLiteral(", ")));
+    for (const Spec &spec : kSpecs) {
+        if (!QString::fromLatin1(spec.names).split(u'|').contains(in.command()))
+            continue;
+        if (in.args.size() < spec.arguments + 1) {
+            *usageError = QStringLiteral("usage: sandboxctl %1").arg(QLatin1String(spec.usage));
             return false;
         }
-        AgentCreateOptions o;
-        o.type = type;
-        o.size = p.value(sizeOpt);
-        o.env = env;
-        o.network = p.isSet(networkOpt);
-        // --allow ENTRY...: only those (docs/protocol.md 3.5); with --network, the internet too.
-        if (p.isSet(allowOpt))
-            o.networkPolicy = NetworkPolicy{o.network ? NetworkPolicy::Mode::Public
-                                                      : NetworkPolicy::Mode::List,
-                                            p.values(allowOpt),
-                                            {}};
-        o.name = p.value(nameOpt);
-        if (m_options.json)
-            call(QStringLiteral("agents.create"), o.toJson());
-        else
-            m_call = m_client->agents().create(o, this, printCreated);
-        return true;
+        return (this->*spec.handler)(in, usageError);
     }
-    if (cmd == QLatin1String("status") || cmd == QLatin1String("stop")
-        || cmd == QLatin1String("start") || cmd == QLatin1String("delete")) {
-        if (!need(1, "status|stop|start|delete ID"))
-            return false;
-        const QString method = cmd == QLatin1String("status") ? QStringLiteral("sandbox.status")
-                                                              : QStringLiteral("sandbox.") + cmd;
-        call(method, {{QStringLiteral("id"), a.at(1)}});
-        return true;
-    }
-    if (cmd == QLatin1String("exec")) {
-        if (!need(2, "exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] -- "
-                     "COMMAND [ARGS...]"))
-            return false;
-        ExecOptions o;
-        o.cwd = p.value(cwdOpt);
-        if (p.isSet(timeoutOpt)) {
-            bool ok = false;
-            o.timeoutMs = p.value(timeoutOpt).toLongLong(&ok);
-            if (!ok) {
-                *usageError = QStringLiteral("--timeout wants milliseconds");
-                return false;
-            }
-        }
-        if (!parseEnv(p.values(envOpt), &o.env, usageError))
-            return false;
-        if (p.isSet(stdinOpt))
-            o.stdinText = QString::fromUtf8(readAllStdin());
-        const QStringList command = a.mid(2);
-        if (command.isEmpty()) {
-            *usageError = QStringLiteral("exec needs a command");
-            return false;
-        }
-        exec(a.at(1), command, o);
-        return true;
-    }
-    if (cmd == QLatin1String("query") || cmd == QLatin1String("execute")) {
-        if (!need(2, "query|execute ID SQL [--param VALUE]... [--page-size ROWS]"))
-            return false;
-        const QJsonArray params = parseParams(p.values(paramOpt));
-        if (cmd == QLatin1String("execute")) {
-            m_call = m_client->databases().executeScript(a.at(1), a.at(2), params, 60000, this,
-                                                         [this](Result<ExecuteResult> r) {
-                                                             if (!r)
-                                                                 return fail(r.error());
-                                                             printLine(QStringLiteral("%1 %2")
-                                                                           .arg(r->command)
-                                                                           .arg(r->rowsAffected));
-                                                             Q_EMIT done(0);
-                                                         });
-            return true;
-        }
-        bool ok = true;
-        const int pageSize = p.isSet(pageSizeOpt) ? p.value(pageSizeOpt).toInt(&ok) : 1000;
-        if (!ok || pageSize < 1 || pageSize > 100000) {
-            *usageError = QStringLiteral("--page-size wants 1 to 100000 rows");
-            return false;
-        }
-        query(a.at(1), a.at(2), params, pageSize);
-        return true;
-    }
-    if (cmd == QLatin1String("shell")) {
-        if (!need(1, "shell ID [--cwd DIR] [--env NAME=VALUE]... [-- COMMAND [ARGS...]]"))
-            return false;
-        TerminalOptions o;
-        Shell::localSize(&o.cols, &o.rows);
-        const QString term = qEnvironmentVariable("TERM");
-        if (!term.isEmpty() && term != QLatin1String("dumb"))
-            o.term = term;
-        o.cwd = p.value(cwdOpt);
-        if (!parseEnv(p.values(envOpt), &o.env, usageError))
-            return false;
-        QStringList command = a.mid(2);
-        // Without a command: the user's login shell of choice, bash where there is one.
-        const Command cmd = command.isEmpty()     ? Command(QStringLiteral(
-                                    "if command -v bash >/dev/null 2>&1; then exec bash -l; "
-                                        "else exec sh -l; fi"))
-                            : command.size() == 1 ? Command(command.first())
-                                                  : Command(command);
-        TerminalSession *session = m_client->sandboxes().openTerminal(a.at(1), cmd, o, this);
-        auto *shell = new Shell(this);
-        shell->attach(session);
-        connect(shell, &Shell::done, this, &Commands::done);
-        return true;
-    }
-    if (cmd == QLatin1String("read") || cmd == QLatin1String("cat")) {
-        if (!need(2, "read ID PATH"))
-            return false;
-        m_call = m_client->sandboxes().readFile(
-            a.at(1), a.at(2), {}, this, [this](Result<FileContent> r) {
-                if (!r)
-                    return fail(r.error());
-                writeAll(stdout, r->content);
-                if (r->truncated)
-                    writeAll(stderr,
-                             "sandboxctl: the file is larger than one read; output truncated\n");
-                Q_EMIT done(0);
-            });
-        return true;
-    }
-    if (cmd == QLatin1String("write")) {
-        if (!need(2, "write ID PATH [LOCAL_FILE|-]"))
-            return false;
-        QByteArray content;
-        const QString source = a.value(3, QStringLiteral("-"));
-        if (source == QLatin1String("-")) {
-            content = readAllStdin();
-        } else {
-            QFile f(source);
-            if (!f.open(QIODevice::ReadOnly)) {
-                *usageError = QStringLiteral("cannot read %1: %2").arg(source, f.errorString());
-                return false;
-            }
-            content = f.readAll();
-        }
-        WriteFileOptions o; // missing folders are made, as over the API (-p changes nothing)
-        m_call
-            = m_client->sandboxes()
-                  .writeFile(a.at(1), a.at(2), content, o, this, [this](Result<WriteFileResult> r) {
-                      if (!r)
-                          return fail(r.error());
-                      printLine(QStringLiteral("%1 (%2 bytes)").arg(r->path).arg(r->size));
-                      Q_EMIT done(0);
-                  });
-        return true;
-    }
-    if (cmd == QLatin1String("ls")) {
-        if (!need(1, "ls ID [PATH] [-r]"))
-            return false;
-        m_call = m_client->sandboxes().listFiles(
-            a.at(1), a.value(2, QStringLiteral("/workspace")), p.isSet(recursiveOpt), this,
-            [this](Result<FileListing> r) {
-                if (!r)
-                    return fail(r.error());
-                for (const FileEntry &e : r->entries) {
-                    const char kind = e.type == FileEntry::Type::Directory ? 'd'
-                                      : e.type == FileEntry::Type::Symlink ? 'l'
-                                                                           : '-';
-                    printLine(
-                        QStringLiteral("%1 %2 %3 %4%5")
-                            .arg(QChar::fromLatin1(kind))
-                            .arg(e.size, 10)
-                            .arg(e.mtime.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")))
-                            .arg(e.path, e.target.isEmpty() ? QString()
-                                                            : QStringLiteral(" -> ") + e.target));
-                }
-                if (r->truncated)
-                    writeAll(stderr, "sandboxctl: the listing was truncated\n");
-                Q_EMIT done(0);
-            });
-        return true;
-    }
-    if (cmd == QLatin1String("mkdir") || cmd == QLatin1String("rm")) {
-        if (!need(2, "mkdir ID PATH [-p] | rm ID PATH [-r]"))
-            return false;
-        auto printPath = [this](Result<QString> r) {
-            if (!r)
-                return fail(r.error());
-            Q_EMIT done(0);
-        };
-        if (cmd == QLatin1String("mkdir"))
-            m_call = m_client->sandboxes().mkdir(a.at(1), a.at(2), p.isSet(parentsOpt), this,
-                                                 printPath);
-        else
-            m_call = m_client->sandboxes().deleteFile(a.at(1), a.at(2), p.isSet(recursiveOpt), this,
-                                                      printPath);
-        return true;
-    }
-    if (cmd == QLatin1String("runs")) {
-        if (!need(1, "runs ID"))
-            return false;
-        if (m_options.json) {
-            call(QStringLiteral("agents.runs"), {{QStringLiteral("id"), a.at(1)}});
-            return true;
-        }
-        m_call = m_client->agents().runs(a.at(1), 0, this, [this](Result<QList<AgentRunRecord>> r) {
-            if (!r)
-                return fail(r.error());
-            printLine(QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
-                          .arg(QStringLiteral("RUN"), -20)
-                          .arg(QStringLiteral("STATUS"), -11)
-                          .arg(QStringLiteral("STARTED"), -19)
-                          .arg(QStringLiteral("SECONDS"), 7)
-                          .arg(QStringLiteral("TOKENS IN/OUT"), 15)
-                          .arg(QStringLiteral("COST"), 8)
-                          .arg(QStringLiteral("PROMPT")));
-            for (const AgentRunRecord &run : r.value()) {
-                QString status = run.statusName;
-                if (run.needsInput.isNeeded())
-                    status = QStringLiteral("needs-input");
-                printLine(QStringLiteral("%1 %2 %3 %4 %5 %6 %7")
-                              .arg(run.runId, -20)
-                              .arg(status, -11)
-                              .arg(run.startedAt.toLocalTime().toString(
-                                       QStringLiteral("yyyy-MM-dd HH:mm:ss")),
-                                   -19)
-                              .arg(run.durationMs ? QString::number(*run.durationMs / 1000.0, 'f', 1)
-                                                  : QStringLiteral("-"),
-                                   7)
-                              .arg(QStringLiteral("%1/%2")
-                                       .arg(run.usage.inputTokens)
-                                       .arg(run.usage.outputTokens),
-                                   15)
-                              .arg(run.usage.costUsd
-                                       ? QStringLiteral("$%1").arg(*run.usage.costUsd, 0, 'f', 4)
-                                       : QStringLiteral("-"),
-                                   8)
-                              .arg(run.prompt.simplified().left(60)));
-            }
-            Q_EMIT done(0);
-        });
-        return true;
-    }
-    if (cmd == QLatin1String("run")) {
-        if (!need(2, "run ID [--model M] [--permission-mode MODE] [--new-session] [--base-url URL] "
-                     "[--timeout MS] [--env NAME=VALUE]... PROMPT"))
-            return false;
-        Sandbox::AgentRunOptions o;
-        o.model = p.value(modelOpt);
-        o.permissionMode = p.value(permissionOpt);
-        o.newSession = p.isSet(newSessionOpt);
-        o.baseUrl = p.value(baseUrlOpt);
-        if (p.isSet(timeoutOpt)) {
-            bool ok = false;
-            o.timeoutMs = p.value(timeoutOpt).toLongLong(&ok);
-            if (!ok) {
-                *usageError = QStringLiteral("--timeout wants milliseconds");
-                return false;
-            }
-        }
-        if (!parseEnv(p.values(envOpt), &o.env, usageError))
-            return false;
-        AgentRun *run = m_client->agents().runStreaming(a.at(1), a.mid(2).join(u' '), o, this);
-        connect(run, &AgentRun::event, this, [this](const AgentEvent &e) {
-            if (m_options.json) {
-                writeAll(stdout, QJsonDocument(e.raw).toJson(QJsonDocument::Compact) + '\n');
-                return;
-            }
-            const QString line = eventLine(e);
-            if (!line.isEmpty())
-                printLine(line);
-        });
-        connect(run, &AgentRun::failed, this, &Commands::fail);
-        connect(run, &AgentRun::finished, this, [this](const AgentRunResult &r) {
-            if (!r.success)
-                writeAll(stderr,
-                         QStringLiteral("sandboxctl: the run failed: %1\n").arg(r.error).toUtf8());
-            Q_EMIT done(r.success ? 0 : 1);
-        });
-        return true;
-    }
-    if (cmd == QLatin1String("transcript")) {
-        if (!need(2, "transcript ID RUN_ID"))
-            return false;
-        transcript(a.at(1), a.at(2), 0);
-        return true;
-    }
-    if (cmd == QLatin1String("keys")) {
-        const QString sub = a.value(1, QStringLiteral("list"));
-        if (sub == QLatin1String("list")) {
-            call(QStringLiteral("keys.list"), {});
-        } else if (sub == QLatin1String("create") && a.size() >= 3) {
-            call(QStringLiteral("keys.create"),
-                 {{QStringLiteral("name"), a.at(2)}, {QStringLiteral("admin"), p.isSet(adminOpt)}});
-        } else if (sub == QLatin1String("revoke") && a.size() >= 3) {
-            call(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), a.at(2)}});
-        } else {
-            *usageError = QStringLiteral(
-                "usage: sandboxctl keys list | keys create NAME [--admin] | keys revoke KEY_ID");
-            return false;
-        }
-        return true;
-    }
-    if (cmd == QLatin1String("agents")) {
-        const QString sub = a.value(1, QStringLiteral("clis"));
-        if (sub == QLatin1String("clis") && a.size() <= 2) {
-            clis();
-        } else if (sub == QLatin1String("install-cli") && a.size() == 3) {
-            installCli(a.at(2));
-        } else {
-            *usageError = QStringLiteral("usage: sandboxctl agents clis | agents install-cli TYPE");
-            return false;
-        }
-        return true;
-    }
-    *usageError = QStringLiteral("unknown command '%1'").arg(cmd);
+    *usageError = QStringLiteral("unknown command '%1'").arg(in.command());
     return false;
+}
+
+bool Commands::session(const Invocation &, QString *)
+{
+    call(QStringLiteral("sessions.current"), {});
+    return true;
+}
+
+bool Commands::quota(const Invocation &, QString *)
+{
+    call(QStringLiteral("sessions.quota"), {});
+    return true;
+}
+
+bool Commands::list(const Invocation &in, QString *)
+{
+    const bool databases = in.args.value(1).startsWith(QLatin1String("database"));
+    auto print = [this](Result<QList<SandboxInfo>> r) {
+        if (!r)
+            return fail(r.error());
+        printSandboxes(r.value());
+        Q_EMIT done(0);
+    };
+    if (m_options.json)
+        call(databases ? QStringLiteral("databases.list") : QStringLiteral("agents.list"), {});
+    else if (databases)
+        m_call = m_client->databases().list(this, print);
+    else
+        m_call = m_client->agents().list(this, print);
+    return true;
+}
+
+bool Commands::create(const Invocation &in, QString *usageError)
+{
+    const QString type = in.args.at(1);
+    QMap<QString, QString> env;
+    if (!parseEnv(in.values("env"), &env, usageError))
+        return false;
+    // The new sandbox's id alone; with --json its whole Sandbox object as the engine said it.
+    const auto printCreated = [this](Result<SandboxInfo> r) {
+        if (!r)
+            return fail(r.error());
+        printLine(r->id);
+        Q_EMIT done(0);
+    };
+    if (kDatabaseTypes.contains(type)) {
+        DatabaseCreateOptions o;
+        o.type = type;
+        o.size = in.value("size");
+        o.name = in.value("name");
+        o.database = in.value("database");
+        if (m_options.json)
+            call(QStringLiteral("databases.create"), o.toJson());
+        else
+            m_call = m_client->databases().create(o, this, printCreated);
+        return true;
+    }
+    if (!kAgentTypes.contains(type)) {
+        *usageError = QStringLiteral("TYPE is one of: %1")
+                          .arg((kAgentTypes + kDatabaseTypes).join(QStringLiteral(", ")));
+        return false;
+    }
+    AgentCreateOptions o;
+    o.type = type;
+    o.size = in.value("size");
+    o.env = env;
+    o.network = in.isSet("network");
+    // --allow ENTRY...: only those (docs/protocol.md 3.5); with --network, the internet too.
+    if (in.isSet("allow"))
+        o.networkPolicy = NetworkPolicy{o.network ? NetworkPolicy::Mode::Public
+                                                  : NetworkPolicy::Mode::List,
+                                        in.values("allow"),
+                                        {}};
+    o.name = in.value("name");
+    if (m_options.json)
+        call(QStringLiteral("agents.create"), o.toJson());
+    else
+        m_call = m_client->agents().create(o, this, printCreated);
+    return true;
+}
+
+bool Commands::lifecycle(const Invocation &in, QString *)
+{
+    call(QStringLiteral("sandbox.") + in.command(), {{QStringLiteral("id"), in.args.at(1)}});
+    return true;
+}
+
+bool Commands::exec(const Invocation &in, QString *usageError)
+{
+    ExecOptions o;
+    o.cwd = in.value("cwd");
+    if (!parseTimeout(in.parser, &o.timeoutMs, usageError)
+        || !parseEnv(in.values("env"), &o.env, usageError))
+        return false;
+    if (in.isSet("stdin"))
+        o.stdinText = QString::fromUtf8(readAllStdin());
+    const QStringList command = in.args.mid(2);
+    if (command.isEmpty()) {
+        *usageError = QStringLiteral("exec needs a command");
+        return false;
+    }
+    execStreaming(in.args.at(1), command, o);
+    return true;
+}
+
+bool Commands::query(const Invocation &in, QString *usageError)
+{
+    const QJsonArray params = parseParams(in.values("param"));
+    if (in.command() == QLatin1String("execute")) {
+        m_call = m_client->databases().executeScript(in.args.at(1), in.args.at(2), params, 60000,
+                                                     this, [this](Result<ExecuteResult> r) {
+                                                         if (!r)
+                                                             return fail(r.error());
+                                                         printLine(QStringLiteral("%1 %2")
+                                                                       .arg(r->command)
+                                                                       .arg(r->rowsAffected));
+                                                         Q_EMIT done(0);
+                                                     });
+        return true;
+    }
+    bool ok = true;
+    const int pageSize = in.isSet("page-size") ? in.value("page-size").toInt(&ok) : 1000;
+    if (!ok || pageSize < 1 || pageSize > 100000) {
+        *usageError = QStringLiteral("--page-size wants 1 to 100000 rows");
+        return false;
+    }
+    queryPaged(in.args.at(1), in.args.at(2), params, pageSize);
+    return true;
+}
+
+bool Commands::shell(const Invocation &in, QString *usageError)
+{
+    TerminalOptions o;
+    Shell::localSize(&o.cols, &o.rows);
+    const QString term = qEnvironmentVariable("TERM");
+    if (!term.isEmpty() && term != QLatin1String("dumb"))
+        o.term = term;
+    o.cwd = in.value("cwd");
+    if (!parseEnv(in.values("env"), &o.env, usageError))
+        return false;
+    const QStringList command = in.args.mid(2);
+    // Without a command: the user's login shell of choice, bash where there is one.
+    const Command cmd = command.isEmpty()
+                            ? Command(QStringLiteral("if command -v bash >/dev/null 2>&1; then "
+                                                     "exec bash -l; else exec sh -l; fi"))
+                        : command.size() == 1 ? Command(command.first())
+                                              : Command(command);
+    TerminalSession *session = m_client->sandboxes().openTerminal(in.args.at(1), cmd, o, this);
+    auto *shell = new Shell(this);
+    shell->attach(session);
+    connect(shell, &Shell::done, this, &Commands::done);
+    return true;
+}
+
+bool Commands::read(const Invocation &in, QString *)
+{
+    m_call
+        = m_client->sandboxes()
+              .readFile(in.args.at(1), in.args.at(2), {}, this, [this](Result<FileContent> r) {
+                  if (!r)
+                      return fail(r.error());
+                  writeAll(stdout, r->content);
+                  if (r->truncated)
+                      writeAll(stderr,
+                               "sandboxctl: the file is larger than one read; output truncated\n");
+                  Q_EMIT done(0);
+              });
+    return true;
+}
+
+bool Commands::write(const Invocation &in, QString *usageError)
+{
+    QByteArray content;
+    const QString source = in.args.value(3, QStringLiteral("-"));
+    if (source == QLatin1String("-")) {
+        content = readAllStdin();
+    } else {
+        QFile f(source);
+        if (!f.open(QIODevice::ReadOnly)) {
+            *usageError = QStringLiteral("cannot read %1: %2").arg(source, f.errorString());
+            return false;
+        }
+        content = f.readAll();
+    }
+    WriteFileOptions o; // missing folders are made, as over the API (-p changes nothing)
+    m_call = m_client->sandboxes()
+                 .writeFile(in.args.at(1), in.args.at(2), content, o, this,
+                            [this](Result<WriteFileResult> r) {
+                                if (!r)
+                                    return fail(r.error());
+                                printLine(QStringLiteral("%1 (%2 bytes)").arg(r->path).arg(r->size));
+                                Q_EMIT done(0);
+                            });
+    return true;
+}
+
+bool Commands::ls(const Invocation &in, QString *)
+{
+    m_call = m_client->sandboxes().listFiles(in.args.at(1),
+                                             in.args.value(2, QStringLiteral("/workspace")),
+                                             in.isSet("recursive"), this,
+                                             [this](Result<FileListing> r) {
+                                                 if (!r)
+                                                     return fail(r.error());
+                                                 printListing(r.value());
+                                                 Q_EMIT done(0);
+                                             });
+    return true;
+}
+
+bool Commands::mkdirOrRm(const Invocation &in, QString *)
+{
+    auto finished = [this](Result<QString> r) {
+        if (!r)
+            return fail(r.error());
+        Q_EMIT done(0);
+    };
+    const QString id = in.args.at(1);
+    const QString path = in.args.at(2);
+    if (in.command() == QLatin1String("mkdir"))
+        m_call = m_client->sandboxes().mkdir(id, path, in.isSet("parents"), this, finished);
+    else
+        m_call = m_client->sandboxes().deleteFile(id, path, in.isSet("recursive"), this, finished);
+    return true;
+}
+
+bool Commands::runs(const Invocation &in, QString *)
+{
+    if (m_options.json) {
+        call(QStringLiteral("agents.runs"), {{QStringLiteral("id"), in.args.at(1)}});
+        return true;
+    }
+    m_call = m_client->agents().runs(in.args.at(1), 0, this,
+                                     [this](Result<QList<AgentRunRecord>> r) {
+                                         if (!r)
+                                             return fail(r.error());
+                                         printRuns(r.value());
+                                         Q_EMIT done(0);
+                                     });
+    return true;
+}
+
+bool Commands::runAgent(const Invocation &in, QString *usageError)
+{
+    Sandbox::AgentRunOptions o;
+    o.model = in.value("model");
+    o.permissionMode = in.value("permission-mode");
+    o.newSession = in.isSet("new-session");
+    o.baseUrl = in.value("base-url");
+    if (!parseTimeout(in.parser, &o.timeoutMs, usageError)
+        || !parseEnv(in.values("env"), &o.env, usageError))
+        return false;
+    AgentRun *run = m_client->agents().runStreaming(in.args.at(1), in.args.mid(2).join(u' '), o,
+                                                    this);
+    connect(run, &AgentRun::event, this, [this](const AgentEvent &e) {
+        if (m_options.json) {
+            writeAll(stdout, QJsonDocument(e.raw).toJson(QJsonDocument::Compact) + '\n');
+            return;
+        }
+        const QString line = eventLine(e);
+        if (!line.isEmpty())
+            printLine(line);
+    });
+    connect(run, &AgentRun::failed, this, &Commands::fail);
+    connect(run, &AgentRun::finished, this, [this](const AgentRunResult &r) {
+        if (!r.success)
+            writeAll(stderr,
+                     QStringLiteral("sandboxctl: the run failed: %1\n").arg(r.error).toUtf8());
+        Q_EMIT done(r.success ? 0 : 1);
+    });
+    return true;
+}
+
+bool Commands::transcript(const Invocation &in, QString *)
+{
+    transcriptFrom(in.args.at(1), in.args.at(2), 0);
+    return true;
+}
+
+bool Commands::keys(const Invocation &in, QString *usageError)
+{
+    const QString sub = in.args.value(1, QStringLiteral("list"));
+    if (sub == QLatin1String("list")) {
+        call(QStringLiteral("keys.list"), {});
+    } else if (sub == QLatin1String("create") && in.args.size() >= 3) {
+        call(QStringLiteral("keys.create"), {{QStringLiteral("name"), in.args.at(2)},
+                                             {QStringLiteral("admin"), in.isSet("admin")}});
+    } else if (sub == QLatin1String("revoke") && in.args.size() >= 3) {
+        call(QStringLiteral("keys.revoke"), {{QStringLiteral("id"), in.args.at(2)}});
+    } else {
+        *usageError = QStringLiteral(
+            "usage: sandboxctl keys list | keys create NAME [--admin] | keys revoke KEY_ID");
+        return false;
+    }
+    return true;
+}
+
+bool Commands::agents(const Invocation &in, QString *usageError)
+{
+    const QString sub = in.args.value(1, QStringLiteral("clis"));
+    if (sub == QLatin1String("clis") && in.args.size() <= 2) {
+        clis();
+    } else if (sub == QLatin1String("install-cli") && in.args.size() == 3) {
+        installCli(in.args.at(2));
+    } else {
+        *usageError = QStringLiteral("usage: sandboxctl agents clis | agents install-cli TYPE");
+        return false;
+    }
+    return true;
 }
