@@ -137,16 +137,19 @@ void bench_Density::idleSandboxes()
              qPrintable(engine.log()));
     RpcTestClient rpc;
     QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
-    const auto create = [&rpc] {
+    const auto create = [&rpc](const QString &size) {
         return rpc
             .result(QStringLiteral("agents.create"),
                     {{QStringLiteral("type"), QStringLiteral("codex")},
-                     {QStringLiteral("size"), QStringLiteral("lite")}},
+                     {QStringLiteral("size"), size}},
                     120000)
             .value(QStringLiteral("id"))
             .toString();
     };
-    const QString busy = create();
+    // The busy sandbox is of a size whose CPU quota (2 CPUs) back-to-back execs do not run out
+    // of: a lite one's (1/16 CPU) made every exec wait for the next 100 ms period, which hid what
+    // the idle sandboxes beside it cost.
+    const QString busy = create(QStringLiteral("standard-3"));
     QVERIFY(!busy.isEmpty());
     execRtt(rpc, busy, 20); // warm
 
@@ -171,7 +174,7 @@ void bench_Density::idleSandboxes()
                          : 200;
     for (const int step : std::as_const(steps)) {
         while (idle.size() < step) {
-            const QString id = create();
+            const QString id = create(QStringLiteral("lite"));
             QVERIFY2(!id.isEmpty(),
                      qPrintable(
                          QStringLiteral("sandbox %1: %2")

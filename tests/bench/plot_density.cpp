@@ -8,6 +8,7 @@
 #include <QPainterPath>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace {
@@ -29,7 +30,15 @@ void drawPanel(QPainter &p, const QRectF &area, const QString &title, const QStr
             maxY = std::max(maxY, pt.y());
         }
     }
-    maxY = maxY <= 0 ? 1 : maxY * 1.15;
+    // Gridlines at a round step (1, 2 or 5 times a power of ten), the top one above every point.
+    const double rough = (maxY <= 0 ? 1 : maxY * 1.1) / 4;
+    const double power = std::pow(10.0, std::floor(std::log10(rough)));
+    const double step = rough <= power       ? power
+                        : rough <= 2 * power ? 2 * power
+                        : rough <= 5 * power ? 5 * power
+                                             : 10 * power;
+    const int lines = int(std::ceil((maxY <= 0 ? 1 : maxY * 1.1) / step));
+    maxY = step * lines;
     const QRectF plot = area.adjusted(70, 40, -20, -50);
     p.setPen(Qt::black);
     QFont bold = p.font();
@@ -42,14 +51,14 @@ void drawPanel(QPainter &p, const QRectF &area, const QString &title, const QStr
         return QPointF(plot.left() + v.x() / maxX * plot.width(),
                        plot.bottom() - v.y() / maxY * plot.height());
     };
-    for (int i = 0; i <= 4; ++i) {
-        const double y = maxY * i / 4;
+    for (int i = 0; i <= lines; ++i) {
+        const double y = step * i;
         const QPointF at = map({0, y});
         p.setPen(QColor(220, 220, 220));
         p.drawLine(QPointF(plot.left(), at.y()), QPointF(plot.right(), at.y()));
         p.setPen(Qt::black);
         p.drawText(QRectF(area.left(), at.y() - 10, 64, 20), Qt::AlignRight | Qt::AlignVCenter,
-                   QString::number(y, 'f', y < 10 ? 2 : 0));
+                   QString::number(y, 'g', 6));
     }
     for (const QPointF &pt : series.value(0).points) {
         const QPointF at = map({pt.x(), 0});
