@@ -60,8 +60,7 @@ void tst_HealthProbe::verdict()
     QTRY_VERIFY(probe.samples() >= before + 10);
     probe.stop();
     const QString stall = probe.stall();
-    qInfo("%s -> %s", qPrintable(probe.summary()),
-          stall.isEmpty() ? "no stall" : qPrintable(stall));
+    qInfo("%s -> %s", qPrintable(probe.summary()), stall.isEmpty() ? "no stall" : qPrintable(stall));
     QCOMPARE(stall.isEmpty(), stopMs == 0);
 }
 
