@@ -422,6 +422,7 @@ private slots:
     void backgroundProcess_data();
     void backgroundProcess();
     void execsTakeAReaperForkedAhead();
+    void aLoneCommandRunsWithoutAForkBesideIt();
     void aSpareThatIsGoneIsReplaced();
     void theFirstExecAfterConfigureTakesASpare();
     void anUnusedSpareGoes();
@@ -1278,6 +1279,27 @@ void TestSupervisor::execsTakeAReaperForkedAhead()
     QVERIFY(next != spare);
     m_client->stop();
     QTRY_VERIFY_WITH_TIMEOUT(processGone(next), 5000);
+}
+
+void TestSupervisor::aLoneCommandRunsWithoutAForkBesideIt()
+{
+    // The next exec's reaper is forked once the running one has answered, not while its command
+    // runs: the fork took the CPU (and the sandbox's CPU quota) from the command.
+    QVERIFY(m_client->call(R"({"op":"configure"})"_ba).received);
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+    const pid_t spare = childrenOf(m_client->pid()).first();
+    const quint32 reader = m_client->request(
+        R"({"op":"exec","argv":["cat"],"stdin":true,"timeoutMs":20000})"_ba);
+    QCOMPARE(m_client->waitEvent(reader)[u"pid"].toInteger(), qint64(spare));
+    // The command's first output shows it runs; beside it is no other child of the supervisor.
+    m_client->send(Stdin, reader, "running"_ba);
+    QVERIFY(m_client->waitForOutput(reader, "running"_ba));
+    QCOMPARE(childrenOf(m_client->pid()), QList<pid_t>{spare});
+    m_client->send(Stdin, reader, {});
+    QVERIFY(m_client->wait(reader).received);
+    // Its answer is out: the next exec's reaper is forked now.
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1
+                && childrenOf(m_client->pid()).first() != spare);
 }
 
 void TestSupervisor::aSpareThatIsGoneIsReplaced()
