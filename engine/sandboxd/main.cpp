@@ -8,7 +8,7 @@
 #include "doctor/hostfacts.h"
 #include "doctorcommand.h"
 #include "egress/egressservice.h"
-#include "protocol/sandboxenums.h"
+#include "engineoptions.h"
 #include "runtime/uniquefd.h"
 #include "runtime/workspacevolume.h"
 #include "service/sandboxmanager.h"
@@ -25,7 +25,6 @@
 #include <QLoggingCategory>
 #include <QSaveFile>
 #include <QSocketNotifier>
-#include <QSslCertificate>
 #include <QStandardPaths>
 #include <QSysInfo>
 
@@ -149,296 +148,108 @@ rlim_t raiseFileLimit()
     return limit.rlim_cur;
 }
 
-} // namespace
-
-int main(int argc, char **argv)
+// The state directory, and sandboxes/ below it.
+void makeDataDir(const QString &dataDir)
 {
-    QCoreApplication app(argc, argv);
-    app.setApplicationName(QStringLiteral("sandboxd"));
-    app.setApplicationVersion(QStringLiteral(SANDBOX_VERSION));
-    if (app.arguments().value(1) == QLatin1String("doctor"))
-        return runDoctorCommand(app.arguments().mid(1), defaultDataDir());
-
-    QCommandLineParser cli;
-    cli.setApplicationDescription(
-        QStringLiteral("The Sandbox Desktop local engine: bubblewrap sandboxes behind "
-                       "a REST and JSON-RPC API (docs/protocol.md)."));
-    cli.addHelpOption();
-    cli.addVersionOption();
-    const QCommandLineOption
-        listenOpt(QStringLiteral("listen"),
-                  QStringLiteral(
-                      "Address to listen on (default 127.0.0.1:7465; port 0 picks one)."),
-                  QStringLiteral("host:port"), QStringLiteral("127.0.0.1:7465"));
-    const QCommandLineOption dataOpt(QStringLiteral("data-dir"),
-                                     QStringLiteral("State directory (default %1).")
-                                         .arg(defaultDataDir()),
-                                     QStringLiteral("dir"), defaultDataDir());
-    const QCommandLineOption supervisorOpt(QStringLiteral("supervisor"),
-                                           QStringLiteral("Path of sandbox-supervisor."),
-                                           QStringLiteral("path"));
-    const QCommandLineOption
-        noCgroupsOpt(QStringLiteral("no-cgroups"),
-                     QStringLiteral("Do not use cgroups (no memory, process or CPU limits)."));
-    const QCommandLineOption maxRunningOpt(QStringLiteral("max-running"),
-                                           QStringLiteral("Running sandboxes per key (default 8)."),
-                                           QStringLiteral("n"), QStringLiteral("8"));
-    const QCommandLineOption maxMemoryOpt(QStringLiteral("max-memory-mb"),
-                                          QStringLiteral(
-                                              "Sandbox memory per key in MiB (default 16384)."),
-                                          QStringLiteral("mib"), QStringLiteral("16384"));
-    const QCommandLineOption maxSandboxesOpt(QStringLiteral("max-sandboxes"),
-                                             QStringLiteral("Sandboxes per key (default 64)."),
-                                             QStringLiteral("n"), QStringLiteral("64"));
-    const QCommandLineOption
-        sparesOpt(QStringLiteral("spares"),
-                  QStringLiteral("Sandboxes started ahead of demand, one per kind, type and size "
-                                 "recently created, at most N in all (default 2; 0: none)."),
-                  QStringLiteral("n"), QStringLiteral("2"));
-    const QCommandLineOption
-        sparesMemoryOpt(QStringLiteral("spares-min-available-mb"),
-                        QStringLiteral("No spares while the host has less memory available, in "
-                                       "MiB (default 2048)."),
-                        QStringLiteral("mib"), QStringLiteral("2048"));
-    const QCommandLineOption
-        databasePoolOpt(QStringLiteral("database-pool"),
-                        QStringLiteral("Databases of each type kept started ahead of demand, "
-                                       "once one of the type was created (default 1; 0: none); "
-                                       "or per type, e.g. postgres=2,duckdb=0."),
-                        QStringLiteral("n"), QStringLiteral("1"));
-    const QCommandLineOption
-        sleepAfterOpt(QStringLiteral("sleep-after"),
-                      QStringLiteral(
-                          "Default idle time before a sandbox sleeps, in ms (default 600000)."),
-                      QStringLiteral("ms"), QStringLiteral("600000"));
-    const QCommandLineOption
-        uidBaseOpt(QStringLiteral("uid-base"),
-                   QStringLiteral(
-                       "When run as root, sandbox N runs as uid BASE+N (default 200000)."),
-                   QStringLiteral("uid"), QStringLiteral("200000"));
-    const QCommandLineOption
-        isolationOpt(QStringLiteral("isolation"),
-                     QStringLiteral(
-                         "bubblewrap (default), or container when the engine runs inside a "
-                         "container that is itself the sandbox boundary."),
-                     QStringLiteral("mode"), QStringLiteral("bubblewrap"));
-    const QCommandLineOption
-        noDiskLimitOpt(QStringLiteral("no-disk-limit"),
-                       QStringLiteral("Plain directories as workspaces, without a size cap."));
-    const QCommandLineOption
-        agentsDirOpt(QStringLiteral("agents-dir"),
-                     QStringLiteral(
-                         "Where the agent CLIs are installed, searched before DATA_DIR/agents "
-                         "(where agents.installCli installs them); default: the build tree's "
-                         "BIN/../agents, then the package's libexec/sandbox-desktop/agents."),
-                     QStringLiteral("dir"));
-    const QCommandLineOption
-        maxConnectionsOpt(QStringLiteral("max-connections"),
-                          QStringLiteral("Open API connections in all, WebSockets included "
-                                         "(default 1024); more are answered 429."),
-                          QStringLiteral("n"), QStringLiteral("1024"));
-    const QCommandLineOption
-        maxPerAddressOpt(QStringLiteral("max-connections-per-address"),
-                         QStringLiteral("Open API connections from one address, an IPv6 /64 "
-                                        "counting as one (default 128)."),
-                         QStringLiteral("n"), QStringLiteral("128"));
-    const QCommandLineOption
-        prepareOpt(QStringLiteral("prepare"),
-                   QStringLiteral("Prepare what sandboxes of TYPE start from (postgres: the "
-                                  "template cluster) in the data dir, then exit; for images."),
-                   QStringLiteral("type"));
-    const QCommandLineOption
-        egressDnsOpt(QStringLiteral("egress-dns"),
-                     QStringLiteral("The DNS server the egress proxy asks (default: the ones in "
-                                    "/etc/resolv.conf)."),
-                     QStringLiteral("host:port"));
-    const QCommandLineOption
-        egressHostsOpt(QStringLiteral("egress-hosts"),
-                       QStringLiteral("More names for the egress proxy's resolver, in /etc/hosts "
-                                      "format, consulted first."),
-                       QStringLiteral("file"));
-    const QCommandLineOption
-        egressCaOpt(QStringLiteral("egress-ca"),
-                    QStringLiteral("More CA certificates (PEM) the model gateway trusts."),
-                    QStringLiteral("file"));
-    const QCommandLineOption verboseOpt(QStringLiteral("verbose"),
-                                        QStringLiteral("Log debug messages."));
-    cli.addOptions({listenOpt,        dataOpt,         supervisorOpt,   noCgroupsOpt,
-                    maxRunningOpt,    maxMemoryOpt,    maxSandboxesOpt, sparesOpt,
-                    sparesMemoryOpt,  databasePoolOpt, sleepAfterOpt,   uidBaseOpt,
-                    isolationOpt,     noDiskLimitOpt,  agentsDirOpt,    maxConnectionsOpt,
-                    maxPerAddressOpt, prepareOpt,      egressDnsOpt,    egressHostsOpt,
-                    egressCaOpt,      verboseOpt});
-    cli.process(app);
-    if (!cli.isSet(verboseOpt))
-        QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
-
-    const QString listen = cli.value(listenOpt);
-    const qsizetype colon = listen.lastIndexOf(u':');
-    bool portOk = false;
-    const uint port = listen.mid(colon + 1).toUInt(&portOk);
-    const QHostAddress address(colon > 0 ? listen.left(colon) : QString());
-    if (colon <= 0 || !portOk || port > 65535 || address.isNull())
-        die(QStringLiteral(
-                "--listen wants HOST:PORT with a numeric address, e.g. 127.0.0.1:7465, not '%1'")
-                .arg(listen));
-
-    const QString dataDir = QDir(cli.value(dataOpt)).absolutePath();
     if (!QDir().mkpath(dataDir + QStringLiteral("/sandboxes")))
         die(QStringLiteral("cannot create %1").arg(dataDir));
     // Sandboxes run as other uids and must reach their workspaces below this directory;
     // 0711 lets them pass through without listing it. The key and registry files are 0600.
     ::chmod(QFile::encodeName(dataDir).constData(), 0711);
     ::chmod(QFile::encodeName(dataDir + QStringLiteral("/sandboxes")).constData(), 0711);
+}
 
-    const UniqueFd lock = lockDataDir(dataDir);
-
-    ::umask(077);
-    auto registry = Registry::open(dataDir + QStringLiteral("/registry.db"));
-    if (!registry)
-        die(registry.error().message);
-
-    const QString isolation = cli.value(isolationOpt);
-    if (isolation != QLatin1String("bubblewrap") && isolation != QLatin1String("container"))
-        die(QStringLiteral("--isolation is bubblewrap or container, not '%1'").arg(isolation));
-    const bool inContainer = isolation == QLatin1String("container");
-    const QString prepare = cli.value(prepareOpt);
-    if (cli.isSet(prepareOpt) && fromWire<SandboxType>(prepare) != SandboxType::Postgres)
-        die(QStringLiteral("--prepare takes postgres (the only type with something to prepare), "
-                           "not '%1'")
-                .arg(prepare));
-
-    KeyStore keys(registry->get());
-    // In a container the key comes from outside (the Worker); on a desktop the first start makes one.
+// In a container the key comes from outside (the Worker); on a desktop the first start makes one.
+void loadKeys(KeyStore &keys, const EngineOptions &options)
+{
     if (const QByteArray envKey = qgetenv("SANDBOXD_API_KEY"); !envKey.isEmpty()) {
         if (const auto imported = keys.import(QStringLiteral("environment"), envKey, true);
             !imported)
             die(imported.error().message);
         qunsetenv("SANDBOXD_API_KEY");
-    } else if (!cli.isSet(prepareOpt)) {
-        ensureKeyFile(keys, dataDir);
+    } else if (!options.prepare) {
+        ensureKeyFile(keys, options.dataDir);
     }
+}
 
-    EngineConfig config;
-    config.dataDir = dataDir;
-    config.supervisorPath = findSupervisor(cli.value(supervisorOpt));
+// The options' configuration of the sandboxes, with what the host has: root or not, cgroups,
+// the supervisor and bubblewrap (their absence ends the engine).
+EngineConfig engineConfig(const EngineOptions &options)
+{
+    EngineConfig config = options.engine;
+    config.dataDir = options.dataDir;
+    config.supervisorPath = findSupervisor(options.supervisor);
     config.dropPrivileges = ::geteuid() == 0;
-    config.uidBase = cli.value(uidBaseOpt).toUInt();
-    if (config.uidBase < 1000)
-        die(QStringLiteral("--uid-base must be 1000 or more"));
     // In a container the cgroup tree is read-only and the container's own limits (its instance
     // type) bound the sandbox: the engine makes no cgroups there.
-    config.useCgroups = !cli.isSet(noCgroupsOpt) && !inContainer;
+    config.useCgroups = !options.noCgroups && !options.inContainer;
     // As root: the top of the hierarchy; as a normal user: the subtree systemd delegates to the
     // engine, if any. Either way every Sandbox object says which limits hold.
     config.cgroups = std::make_shared<const CgroupHost>(
         config.useCgroups ? CgroupHost::prepare(HostRoot(), ::geteuid())
-        : inContainer
+        : options.inContainer
             ? CgroupHost::disabled(
                 QStringLiteral("in a container the container's instance type sets the limits"))
             : CgroupHost::disabled(QStringLiteral("sandboxd was started with --no-cgroups")));
-    config.maxRunningPerKey = cli.value(maxRunningOpt).toInt();
-    config.maxMemoryMbPerKey = cli.value(maxMemoryOpt).toLongLong();
-    bool countsOk = false, sparesOk = false, sparesMemoryOk = false, poolOk = false;
-    config.maxSandboxesPerKey = cli.value(maxSandboxesOpt).toInt(&countsOk);
-    config.spares = cli.value(sparesOpt).toInt(&sparesOk);
-    config.sparesMinAvailableMb = cli.value(sparesMemoryOpt).toLongLong(&sparesMemoryOk);
-    if (!countsOk || config.maxSandboxesPerKey < 1)
-        die(QStringLiteral("--max-sandboxes wants a number of 1 or more"));
-    if (!sparesOk || config.spares < 0 || config.spares > 64)
-        die(QStringLiteral("--spares wants a number from 0 to 64"));
-    if (!sparesMemoryOk || config.sparesMinAvailableMb < 0)
-        die(QStringLiteral("--spares-min-available-mb wants a number of MiB"));
-    for (const QString &part : cli.value(databasePoolOpt).split(u',')) {
-        const qsizetype eq = part.indexOf(u'=');
-        const QString type = eq < 0 ? QString() : part.left(eq);
-        const int count = part.mid(eq + 1).toInt(&poolOk);
-        if (!poolOk || count < 0 || count > 16 || (eq >= 0 && !config.databasePool.contains(type)))
-            die(QStringLiteral("--database-pool wants a number from 0 to 16, for every type or "
-                               "as TYPE=N (postgres, sqlite, duckdb)"));
-        for (auto it = config.databasePool.begin(); it != config.databasePool.end(); ++it) {
-            if (eq < 0 || it.key() == type)
-                it.value() = count;
-        }
-    }
-    config.defaultSleepAfterMs = cli.value(sleepAfterOpt).toLongLong();
     if (!QFile::exists(config.supervisorPath))
         die(QStringLiteral("sandbox-supervisor not found at %1 (use --supervisor)")
                 .arg(config.supervisorPath));
-    config.bubblewrap = !inContainer;
+    config.bubblewrap = !options.inContainer;
     // A container's disk is the cap there (and it has no loop devices for workspace images).
-    config.diskImages = !cli.isSet(noDiskLimitOpt) && !inContainer
+    config.diskImages = !options.noDiskLimit && !options.inContainer
                         && WorkspaceVolume::isSupported();
     if (config.bubblewrap && !QFile::exists(config.bwrapPath))
         die(QStringLiteral("bubblewrap not found at %1: apt-get install bubblewrap")
                 .arg(config.bwrapPath));
+    return config;
+}
 
-    // Open files: half for API connections (below), the rest for the egress proxy, sandboxes
-    // and databases.
-    const rlim_t fileLimit = raiseFileLimit();
-    EgressService::Config egressConfig;
-    egressConfig.dns = DnsResolver::systemConfig(cli.value(egressHostsOpt));
-    if (cli.isSet(egressHostsOpt) && !QFile::exists(cli.value(egressHostsOpt)))
-        die(QStringLiteral("--egress-hosts: no file %1").arg(cli.value(egressHostsOpt)));
-    if (cli.isSet(egressDnsOpt)) {
-        const QString dns = cli.value(egressDnsOpt);
-        const QHostAddress server(dns.section(u':', 0, -2));
-        bool ok = false;
-        const uint dnsPort = dns.section(u':', -1).toUInt(&ok);
-        if (server.isNull() || !ok || dnsPort == 0 || dnsPort > 65535)
-            die(QStringLiteral("--egress-dns wants ADDRESS:PORT, not '%1'").arg(dns));
-        egressConfig.dns.servers = {{server, quint16(dnsPort)}};
-    }
-    if (cli.isSet(egressCaOpt)) {
-        QFile ca(cli.value(egressCaOpt));
-        if (!ca.open(QIODevice::ReadOnly))
-            die(QStringLiteral("--egress-ca: cannot read %1").arg(ca.fileName()));
-        egressConfig.extraCaCertificates = QSslCertificate::fromData(ca.read(4 * 1024 * 1024));
-        if (egressConfig.extraCaCertificates.isEmpty())
-            die(QStringLiteral("--egress-ca: no PEM certificate in %1").arg(ca.fileName()));
-    }
+// Open files: half for API connections (connectionLimits), the rest for the egress proxy,
+// sandboxes and databases.
+EgressService::Config egressConfig(const EngineOptions &options, rlim_t fileLimit)
+{
+    EgressService::Config config;
+    config.dns = DnsResolver::systemConfig(options.egressHosts);
+    if (!options.egressDns.isEmpty())
+        config.dns.servers = options.egressDns;
+    config.extraCaCertificates = options.egressCa;
     // The egress proxy holds two sockets and two pipes per connection (and a few spare).
     const qint64 fdsPerConnection = 6;
     const qint64 egressFiles = qint64(std::min<rlim_t>(fileLimit / 2, 1 << 20));
-    egressConfig.limits.maxConnections = int(qBound(qint64(64),
-                                                    (egressFiles - 512) / fdsPerConnection,
-                                                    qint64(egressConfig.limits.maxConnections)));
-    EgressService egress(egressConfig);
-    SandboxNetwork network(&egress);
+    config.limits.maxConnections = int(qBound(qint64(64), (egressFiles - 512) / fdsPerConnection,
+                                              qint64(config.limits.maxConnections)));
+    return config;
+}
 
-    SandboxManager sandboxes(config, registry->get());
-    // In container mode the container is the network boundary (the Worker's egress settings).
-    if (config.bubblewrap)
-        sandboxes.setNetwork(&network);
-    sandboxes.recover();
-    StreamHub streams;
-    Methods methods(&sandboxes, &streams, &keys);
-    methods.setNetwork(&network);
-    DatabaseAdapter databases(&methods, &sandboxes,
-                              DatabaseAdapter::findDbHost(QCoreApplication::applicationDirPath()));
-    AgentService agents(&sandboxes, &streams, &methods,
-                        AgentClis::searchDirs(QCoreApplication::applicationDirPath(), dataDir,
-                                              cli.isSet(agentsDirOpt)
-                                                  ? QDir(cli.value(agentsDirOpt)).absolutePath()
-                                                  : QString()));
-    if (config.bubblewrap)
-        agents.setNetwork(&network);
-    WorkspaceArchiver archiver(&methods, &sandboxes);
-    if (cli.isSet(prepareOpt)) {
-        int status = 1;
-        databases.prepareTemplates(&app, [&app, &status](Result<bool> ready) {
-            if (!ready)
-                std::fprintf(stderr, "sandboxd: %s\n", qPrintable(ready.error().message));
-            status = ready ? 0 : 1;
-            app.quit();
-        });
-        app.exec();
-        return status;
+ConnectionGate::Limits connectionLimits(const EngineOptions &options, rlim_t fileLimit)
+{
+    ConnectionGate::Limits limits = options.connections;
+    const int fileRoom = int(std::min<rlim_t>(fileLimit / 2, 1 << 20));
+    if (limits.maxConnections > fileRoom) {
+        std::fprintf(stderr, "sandboxd: at most %d connections (half the open-file limit)\n",
+                     fileRoom);
+        limits.maxConnections = fileRoom;
     }
-    databases.keepServersReady();
-    ApiServer server(&methods, &streams, &keys);
-    QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
-    // docs/protocol.md 4.9: every denial goes to the sandbox owner's WebSockets.
+    return limits;
+}
+
+// --prepare: the databases' templates, then the exit status.
+int prepareTemplates(QCoreApplication &app, DatabaseAdapter &databases)
+{
+    int status = 1;
+    databases.prepareTemplates(&app, [&app, &status](Result<bool> ready) {
+        if (!ready)
+            std::fprintf(stderr, "sandboxd: %s\n", qPrintable(ready.error().message));
+        status = ready ? 0 : 1;
+        app.quit();
+    });
+    app.exec();
+    return status;
+}
+
+// docs/protocol.md 4.9: every denial goes to the sandbox owner's WebSockets.
+void sendDenials(SandboxNetwork &network, ApiServer &server, const SandboxManager &sandboxes)
+{
     QObject::connect(&network, &SandboxNetwork::denied, &server,
                      [&server, &sandboxes](const QString &id, const QJsonObject &denial) {
                          const QJsonObject n{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
@@ -450,35 +261,94 @@ int main(int argc, char **argv)
                          server.notifyKey(sandboxes.keyOf(id),
                                           QJsonDocument(n).toJson(QJsonDocument::Compact));
                      });
+}
 
-    ConnectionGate::Limits gateLimits;
-    bool maxOk = false, perAddressOk = false;
-    gateLimits.maxConnections = cli.value(maxConnectionsOpt).toInt(&maxOk);
-    gateLimits.maxConnectionsPerPeer = cli.value(maxPerAddressOpt).toInt(&perAddressOk);
-    if (!maxOk || !perAddressOk || gateLimits.maxConnections < 1
-        || gateLimits.maxConnectionsPerPeer < 1)
-        die(QStringLiteral("--max-connections and --max-connections-per-address want a number "
-                           "of 1 or more"));
-    const int fileRoom = int(std::min<rlim_t>(fileLimit / 2, 1 << 20));
-    if (gateLimits.maxConnections > fileRoom) {
-        std::fprintf(stderr, "sandboxd: at most %d connections (half the open-file limit)\n",
-                     fileRoom);
-        gateLimits.maxConnections = fileRoom;
-    }
-    const auto url = server.listen(address, quint16(port), gateLimits);
-    if (!url)
-        die(url.error().message);
-    egress.setEnginePorts({quint16(url->port())});
-
+// SIGTERM and SIGINT end the event loop, through a pipe (a handler can do little else).
+void quitOnSignals(QCoreApplication &app)
+{
     if (::pipe2(g_signalPipe, O_CLOEXEC) != 0)
         die(QStringLiteral("pipe: %1").arg(QString::fromLocal8Bit(strerror(errno))));
-    QSocketNotifier signalNotifier(g_signalPipe[0], QSocketNotifier::Read);
-    QObject::connect(&signalNotifier, &QSocketNotifier::activated, &app, &QCoreApplication::quit);
+    auto *notifier = new QSocketNotifier(g_signalPipe[0], QSocketNotifier::Read, &app);
+    QObject::connect(notifier, &QSocketNotifier::activated, &app, &QCoreApplication::quit);
     struct sigaction sa = {};
     sa.sa_handler = onSignal;
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
+}
+
+// The command line, read and checked (engineoptions.cpp); --help, --version and a wrong option
+// end the program here.
+EngineOptions readCommandLine(QCoreApplication &app)
+{
+    QCommandLineParser cli;
+    cli.setApplicationDescription(
+        QStringLiteral("The Sandbox Desktop local engine: bubblewrap sandboxes behind "
+                       "a REST and JSON-RPC API (docs/protocol.md)."));
+    cli.addHelpOption();
+    cli.addVersionOption();
+    addEngineOptions(cli, defaultDataDir());
+    cli.process(app);
+    auto options = readEngineOptions(cli);
+    if (!options)
+        die(options.error().message);
+    return std::move(options).value();
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    QCoreApplication app(argc, argv);
+    app.setApplicationName(QStringLiteral("sandboxd"));
+    app.setApplicationVersion(QStringLiteral(SANDBOX_VERSION));
+    if (app.arguments().value(1) == QLatin1String("doctor"))
+        return runDoctorCommand(app.arguments().mid(1), defaultDataDir());
+    const EngineOptions options = readCommandLine(app);
+    if (!options.verbose)
+        QLoggingCategory::setFilterRules(QStringLiteral("sandboxd.*.debug=false"));
+
+    makeDataDir(options.dataDir);
+    const UniqueFd lock = lockDataDir(options.dataDir);
+    ::umask(077);
+    auto registry = Registry::open(options.dataDir + QStringLiteral("/registry.db"));
+    if (!registry)
+        die(registry.error().message);
+    KeyStore keys(registry->get());
+    loadKeys(keys, options);
+    const EngineConfig config = engineConfig(options);
+    const rlim_t fileLimit = raiseFileLimit();
+
+    EgressService egress(egressConfig(options, fileLimit));
+    SandboxNetwork network(&egress);
+    SandboxManager sandboxes(config, registry->get());
+    // In container mode the container is the network boundary (the Worker's egress settings).
+    if (config.bubblewrap)
+        sandboxes.setNetwork(&network);
+    sandboxes.recover();
+    StreamHub streams;
+    Methods methods(&sandboxes, &streams, &keys);
+    methods.setNetwork(&network);
+    const QString binDir = QCoreApplication::applicationDirPath();
+    DatabaseAdapter databases(&methods, &sandboxes, DatabaseAdapter::findDbHost(binDir));
+    AgentService agents(&sandboxes, &streams, &methods,
+                        AgentClis::searchDirs(binDir, options.dataDir, options.agentsDir));
+    if (config.bubblewrap)
+        agents.setNetwork(&network);
+    WorkspaceArchiver archiver(&methods, &sandboxes);
+    if (options.prepare)
+        return prepareTemplates(app, databases);
+
+    databases.keepServersReady();
+    ApiServer server(&methods, &streams, &keys);
+    QObject::connect(&methods, &Methods::keyRevoked, &server, &ApiServer::disconnectKey);
+    sendDenials(network, server, sandboxes);
+    const auto url = server.listen(options.address, options.port,
+                                   connectionLimits(options, fileLimit));
+    if (!url)
+        die(url.error().message);
+    egress.setEnginePorts({quint16(url->port())});
+    quitOnSignals(app);
 
     std::printf("sandboxd listening on %s\n", qPrintable(url->toString()));
     std::fflush(stdout);
