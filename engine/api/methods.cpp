@@ -61,6 +61,25 @@ struct ExecState
     }
 };
 
+// A key as keys.* answer it; its secret only when it was just made.
+QJsonObject keyJson(const NewKey &k)
+{
+    QJsonObject o{{QStringLiteral("id"), k.id},
+                  {QStringLiteral("name"), k.name},
+                  {QStringLiteral("admin"), k.admin},
+                  {QStringLiteral("createdAt"), k.createdAt.toString(Qt::ISODateWithMs)}};
+    if (!k.key.isEmpty())
+        o.insert(QStringLiteral("key"), k.key);
+    return o;
+}
+
+Error notAdmin()
+{
+    return Error{ErrorCode::Unauthorized,
+                 QStringLiteral("only an admin key can manage other keys"),
+                 {}};
+}
+
 } // namespace
 
 Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, QObject *parent)
@@ -72,7 +91,17 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
 {
     m_terminals = new TerminalHub(sandboxes, streams, this, this); // adds stream.input, .resize
     new WatchHub(sandboxes, streams, this, this);                  // adds sandbox.watch
-    // agents.*
+    addAgentMethods();
+    // databases.*: registered by the database adapter (engine/databases/databaseadapter.cpp).
+    addAnySandboxMethods();
+    addSessionMethods();
+    addKeyMethods();
+    addStreamMethods();
+}
+
+// agents.*
+void Methods::addAgentMethods()
+{
     add(QStringLiteral("agents.create"), [this](const QJsonObject &params, const CallContext &ctx,
                                                 const Reply &reply) {
         FieldReader p(params);
@@ -114,10 +143,11 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
             cloneRepo(params, ctx, reply);
         });
     addSandboxMethods(QStringLiteral("agents."), kAgent);
+}
 
-    // databases.*: registered by the database adapter (engine/databases/databaseadapter.cpp).
-
-    // sandbox.*: any sandbox by id.
+// sandbox.*: any sandbox by id.
+void Methods::addAnySandboxMethods()
+{
     addSandboxMethods(QStringLiteral("sandbox."), {});
     add(QStringLiteral("sandbox.setNetwork"),
         [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
@@ -149,8 +179,11 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
                                          {QStringLiteral("denied"),
                                           m_network ? m_network->log(id) : QJsonArray()}}));
         });
+}
 
-    // sessions.*
+// sessions.* and engine.pool: who calls, and what the engine holds for them.
+void Methods::addSessionMethods()
+{
     add(QStringLiteral("sessions.current"),
         [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
             QJsonObject o{{QStringLiteral("id"), ctx.keyId},
@@ -179,25 +212,13 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
                                    {}});
             reply(QJsonValue(m_sandboxes->pool()));
         });
+}
 
-    // keys.*: every key sees itself; only an admin key (the engine's first) manages others.
-    const auto keyJson = [](const NewKey &k) {
-        QJsonObject o{{QStringLiteral("id"), k.id},
-                      {QStringLiteral("name"), k.name},
-                      {QStringLiteral("admin"), k.admin},
-                      {QStringLiteral("createdAt"), k.createdAt.toString(Qt::ISODateWithMs)}};
-        if (!k.key.isEmpty())
-            o.insert(QStringLiteral("key"), k.key);
-        return o;
-    };
-    const auto notAdmin = [] {
-        return Error{ErrorCode::Unauthorized,
-                     QStringLiteral("only an admin key can manage other keys"),
-                     {}};
-    };
+// keys.*: every key sees itself; only an admin key (the engine's first) manages others.
+void Methods::addKeyMethods()
+{
     add(QStringLiteral("keys.create"),
-        [this, keyJson, notAdmin](const QJsonObject &params, const CallContext &ctx,
-                                  const Reply &reply) {
+        [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
             if (!m_keys->isAdmin(ctx.keyId))
                 return reply(notAdmin());
             FieldReader p(params);
@@ -211,7 +232,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
             reply(QJsonValue(keyJson(k.value())));
         });
     add(QStringLiteral("keys.list"),
-        [this, keyJson](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+        [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
             const bool admin = m_keys->isAdmin(ctx.keyId);
             QJsonArray keys;
             for (const NewKey &k : m_keys->list()) {
@@ -221,7 +242,7 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
             reply(QJsonValue(QJsonObject{{QStringLiteral("keys"), keys}}));
         });
     add(QStringLiteral("keys.revoke"),
-        [this, notAdmin](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
+        [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
             FieldReader p(params);
             const QString id = p.requiredString(QStringLiteral("id"));
             if (p.failed())
@@ -247,8 +268,11 @@ Methods::Methods(SandboxManager *sandboxes, StreamHub *streams, KeyStore *keys, 
             reply(QJsonValue(
                 QJsonObject{{QStringLiteral("id"), id}, {QStringLiteral("revoked"), true}}));
         });
+}
 
-    // stream.cancel (stream.resume and rpc.cancel belong to the connection: see RpcSession).
+// stream.cancel (stream.resume and rpc.cancel belong to the connection: see RpcSession).
+void Methods::addStreamMethods()
+{
     add(QStringLiteral("stream.cancel"),
         [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
             FieldReader p(params);
@@ -359,20 +383,19 @@ Result<QJsonObject> Methods::setName(const QString &kind, const QJsonObject &par
     return m_sandboxes->setName(ctx.keyId, id, kind, name);
 }
 
-void Methods::exec(const QString &kind, const QJsonObject &params, const CallContext &ctx,
-                   const Reply &reply)
+namespace {
+
+// `command`: a shell command line or an argv. The kernel's own limits (one argument, the whole
+// argv) are checked here, so that the answer is a clear -32602 rather than E2BIG inside the
+// sandbox.
+void readCommand(FieldReader &p, QJsonObject &request)
 {
-    FieldReader p(params);
-    const QString id = p.requiredString(QStringLiteral("id"));
-    QJsonObject request{{QStringLiteral("op"), QStringLiteral("exec")}};
     const QJsonValue command = p.raw(QStringLiteral("command"));
     const QJsonArray argv = command.toArray();
     const bool argvOk = !argv.isEmpty()
                         && std::all_of(argv.begin(), argv.end(), [](const QJsonValue &v) {
                                return v.isString() && !v.toString().contains(QChar(0));
                            });
-    // The kernel's own limits (one argument, the whole argv), so that the answer is a clear
-    // -32602 here rather than E2BIG inside the sandbox.
     qsizetype argvBytes = 0, longestArgument = 0;
     for (const QJsonValue &v : argv) {
         const qsizetype n = v.toString().toUtf8().size();
@@ -399,8 +422,78 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
     else if (!p.failed())
         p.fail(QStringLiteral("command"),
                QStringLiteral("must be a non-empty string or a non-empty array of strings"));
+}
+
+// A terminal (4.8): always streamed, no output cap (its window bounds it), no timeout unless one
+// is given (an idle terminal is hung up instead).
+void readPty(FieldReader &o, const CallContext &ctx, bool hasStdin, QJsonObject &request)
+{
+    FieldReader pty(o.optionalObject(QStringLiteral("pty")), QStringLiteral("options.pty"));
+    const QString term = pty.optionalString(QStringLiteral("term"),
+                                            QStringLiteral("xterm-256color"));
+    static const QRegularExpression termRe(QStringLiteral("^[A-Za-z0-9._+-]{1,64}$"));
+    if (!termRe.match(term).hasMatch())
+        pty.fail(QStringLiteral("term"),
+                 QStringLiteral("must be a terminal name such as xterm-256color"));
+    request.insert(QStringLiteral("pty"),
+                   QJsonObject{{QStringLiteral("cols"),
+                                double(pty.optionalInteger(QStringLiteral("cols"), 80, 1, 1000))},
+                               {QStringLiteral("rows"),
+                                double(pty.optionalInteger(QStringLiteral("rows"), 24, 1, 500))},
+                               {QStringLiteral("term"), term}});
+    o.merge(pty);
+    if (!o.failed() && hasStdin)
+        o.fail(QStringLiteral("stdin"), QStringLiteral("cannot be given with pty"));
+    if (!o.failed() && !ctx.notify)
+        o.fail(QStringLiteral("pty"),
+               QStringLiteral("needs the WebSocket (/rpc): a terminal is a stream"));
+    if (!o.has(QStringLiteral("timeout")))
+        request.insert(QStringLiteral("timeoutMs"), 0);
+    request.remove(QStringLiteral("maxOutputBytes"));
+}
+
+// A finished command's answer (docs/protocol.md 4.3).
+QJsonObject execResult(const QJsonObject &j, const ExecState &state)
+{
+    QJsonObject result{
+        {QStringLiteral("exitCode"), j.value(QStringLiteral("exitCode"))},
+        {QStringLiteral("signal"), j.value(QStringLiteral("signal"))},
+        {QStringLiteral("stdout"), QString::fromUtf8(state.out)},
+        {QStringLiteral("stderr"), QString::fromUtf8(state.err)},
+        {QStringLiteral("durationMs"), j.value(QStringLiteral("durationMs"))},
+        {QStringLiteral("truncated"), j.value(QStringLiteral("truncated")).toBool()},
+        {QStringLiteral("timedOut"), j.value(QStringLiteral("timedOut")).toBool()},
+        {QStringLiteral("streamId"),
+         state.streamId.isEmpty() ? QJsonValue() : QJsonValue(state.streamId)},
+    };
+    if (result.value(QStringLiteral("signal")).isUndefined())
+        result.insert(QStringLiteral("signal"), QJsonValue());
+    return result;
+}
+
+} // namespace
+
+// An exec's parameters, read: the supervisor's request and how the answer goes back.
+struct Methods::ExecCall
+{
+    QString id;
+    QJsonObject request;
+    bool stream = false; // the output as stream notifications (over /rpc only)
+    bool hasStdin = false;
+    bool hasPty = false; // a terminal: TerminalHub runs it
+    QByteArray stdinBytes;
+};
+
+Result<Methods::ExecCall> Methods::readExec(const QJsonObject &params, const CallContext &ctx)
+{
+    ExecCall call;
+    FieldReader p(params);
+    call.id = p.requiredString(QStringLiteral("id"));
+    call.request = QJsonObject{{QStringLiteral("op"), QStringLiteral("exec")}};
+    readCommand(p, call.request);
 
     FieldReader o(p.optionalObject(QStringLiteral("options")), QStringLiteral("options"));
+    QJsonObject &request = call.request;
     request.insert(QStringLiteral("cwd"),
                    o.optionalPath(QStringLiteral("cwd"), QStringLiteral("/workspace")));
     request.insert(QStringLiteral("timeoutMs"),
@@ -414,133 +507,155 @@ void Methods::exec(const QString &kind, const QJsonObject &params, const CallCon
     request.insert(QStringLiteral("maxOutputBytes"),
                    double(o.optionalInteger(QStringLiteral("maxOutputBytes"), kDefaultMaxOutput, 0,
                                             kMaxOutput)));
-    const bool stream = o.optionalBool(QStringLiteral("stream"), false) && ctx.notify;
-    const bool hasStdin = o.has(QStringLiteral("stdin"));
-    // A terminal (4.8): always streamed, no output cap (its window bounds it), no timeout
-    // unless one is given (an idle terminal is hung up instead).
-    const bool hasPty = o.has(QStringLiteral("pty")) && !o.raw(QStringLiteral("pty")).isNull();
-    if (hasPty) {
-        FieldReader pty(o.optionalObject(QStringLiteral("pty")), QStringLiteral("options.pty"));
-        const QString term = pty.optionalString(QStringLiteral("term"),
-                                                QStringLiteral("xterm-256color"));
-        static const QRegularExpression termRe(QStringLiteral("^[A-Za-z0-9._+-]{1,64}$"));
-        if (!termRe.match(term).hasMatch())
-            pty.fail(QStringLiteral("term"),
-                     QStringLiteral("must be a terminal name such as xterm-256color"));
-        request.insert(QStringLiteral("pty"),
-                       QJsonObject{{QStringLiteral("cols"),
-                                    double(
-                                        pty.optionalInteger(QStringLiteral("cols"), 80, 1, 1000))},
-                                   {QStringLiteral("rows"),
-                                    double(pty.optionalInteger(QStringLiteral("rows"), 24, 1, 500))},
-                                   {QStringLiteral("term"), term}});
-        o.merge(pty);
-        if (!o.failed() && hasStdin)
-            o.fail(QStringLiteral("stdin"), QStringLiteral("cannot be given with pty"));
-        if (!o.failed() && !ctx.notify)
-            o.fail(QStringLiteral("pty"),
-                   QStringLiteral("needs the WebSocket (/rpc): a terminal is a stream"));
-        if (!o.has(QStringLiteral("timeout")))
-            request.insert(QStringLiteral("timeoutMs"), 0);
-        request.remove(QStringLiteral("maxOutputBytes"));
-    }
-    const QByteArray stdinBytes = o.optionalString(QStringLiteral("stdin")).toUtf8();
-    request.insert(QStringLiteral("stdin"), hasStdin);
+    call.stream = o.optionalBool(QStringLiteral("stream"), false) && ctx.notify;
+    call.hasStdin = o.has(QStringLiteral("stdin"));
+    call.hasPty = o.has(QStringLiteral("pty")) && !o.raw(QStringLiteral("pty")).isNull();
+    if (call.hasPty)
+        readPty(o, ctx, call.hasStdin, request);
+    call.stdinBytes = o.optionalString(QStringLiteral("stdin")).toUtf8();
+    request.insert(QStringLiteral("stdin"), call.hasStdin);
     p.merge(o);
     if (p.failed())
-        return reply(p.error());
-    if (hasPty)
-        return m_terminals->start(id, kind, request, ctx, reply);
-
-    QObject *context = ctx.guard ? ctx.guard.data() : this;
-    const CallContext c = ctx;
-    m_sandboxes->withSupervisor(
-        ctx.keyId, id, kind, context,
-        [this, id, request, stream, hasStdin, stdinBytes, c, reply](Result<SupervisorChannel *> r) {
-            if (!r)
-                return reply(r.error());
-            auto state = std::make_shared<ExecState>();
-            state->channel = r.value();
-            if (stream)
-                state->streamId = m_streams->open(c.keyId, c.requestId, c.notify,
-                                                  [state] { state->cancel(); });
-            if (!state->streamId.isEmpty())
-                m_streams->setSinkOwner(state->streamId, c.connection);
-            *c.onCancel = [state] { state->cancel(); };
-            // A stream's output is read by the engine from the command's pipes (PROTOCOL.md,
-            // "Output pipes"), one copy and no hop through the supervisor, and only as fast as
-            // the connection that follows it takes it: the engine holds a bounded amount of it,
-            // however slowly that reads.
-            QJsonObject execRequest = request;
-            if (!state->streamId.isEmpty()) {
-                // (On a kernel that cannot read a pipe without waiting, through the supervisor,
-                // paced by WINDOW frames.)
-                execRequest.insert(m_pipedStreams ? QStringLiteral("pipes")
-                                                  : QStringLiteral("window"),
-                                   true);
-                m_streams->setWindow(state->streamId, [state](qint64 bytes) {
-                    if (state->channel && state->execId)
-                        state->channel->acknowledge(state->execId, quint32(bytes));
-                });
-            }
-
-            const auto onOutput = [this, state](int channel, QByteArrayView bytes) {
-                if (!state->streamId.isEmpty())
-                    m_streams->output(state->streamId, channel, bytes);
-                else
-                    (channel == 2 ? state->err : state->out).append(bytes);
-            };
-            const auto onReply = [this, id, state, reply](Result<SupervisorChannel::Reply> r) {
-                m_sandboxes->endActivity(id);
-                if (!r) {
-                    if (!state->streamId.isEmpty())
-                        m_streams->end(state->streamId,
-                                       {{QStringLiteral("error"), r.error().toJson()}});
-                    return reply(r.error());
-                }
-                const QJsonObject &j = r->json;
-                if (state->cancelled || j.value(QStringLiteral("cancelled")).toBool()) {
-                    const Error e{ErrorCode::Cancelled,
-                                  QStringLiteral("the command was cancelled"),
-                                  {}};
-                    if (!state->streamId.isEmpty())
-                        m_streams->end(state->streamId, {{QStringLiteral("error"), e.toJson()}});
-                    return reply(e);
-                }
-                QJsonObject result{
-                    {QStringLiteral("exitCode"), j.value(QStringLiteral("exitCode"))},
-                    {QStringLiteral("signal"), j.value(QStringLiteral("signal"))},
-                    {QStringLiteral("stdout"), QString::fromUtf8(state->out)},
-                    {QStringLiteral("stderr"), QString::fromUtf8(state->err)},
-                    {QStringLiteral("durationMs"), j.value(QStringLiteral("durationMs"))},
-                    {QStringLiteral("truncated"), j.value(QStringLiteral("truncated")).toBool()},
-                    {QStringLiteral("timedOut"), j.value(QStringLiteral("timedOut")).toBool()},
-                    {QStringLiteral("streamId"),
-                     state->streamId.isEmpty() ? QJsonValue() : QJsonValue(state->streamId)},
-                };
-                if (result.value(QStringLiteral("signal")).isUndefined())
-                    result.insert(QStringLiteral("signal"), QJsonValue());
-                if (!state->streamId.isEmpty())
-                    m_streams->end(state->streamId, {{QStringLiteral("result"), result}});
-                reply(QJsonValue(result));
-            };
-            state->execId = state->channel->request(execRequest, {}, onReply, onOutput);
-            if (hasStdin) {
-                if (!stdinBytes.isEmpty())
-                    state->channel->sendStdin(state->execId, stdinBytes);
-                state->channel->sendStdin(state->execId, {});
-            }
-        });
+        return p.error();
+    return call;
 }
 
-void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &params,
-                     const CallContext &ctx, const Reply &reply)
+void Methods::exec(const QString &kind, const QJsonObject &params, const CallContext &ctx,
+                   const Reply &reply)
 {
-    FieldReader p(params);
-    const QString id = p.requiredString(QStringLiteral("id"));
-    QJsonObject request{{QStringLiteral("op"), op}};
+    const auto read = readExec(params, ctx);
+    if (!read)
+        return reply(read.error());
+    if (read->hasPty)
+        return m_terminals->start(read->id, kind, read->request, ctx, reply);
+
+    QObject *context = ctx.guard ? ctx.guard.data() : this;
+    m_sandboxes->withSupervisor(ctx.keyId, read->id, kind, context,
+                                [this, call = *read, c = ctx, reply](Result<SupervisorChannel *> r) {
+                                    if (!r)
+                                        return reply(r.error());
+                                    runExec(r.value(), call, c, reply);
+                                });
+}
+
+void Methods::runExec(SupervisorChannel *channel, const ExecCall &call, const CallContext &c,
+                      const Reply &reply)
+{
+    auto state = std::make_shared<ExecState>();
+    state->channel = channel;
+    if (call.stream)
+        state->streamId = m_streams->open(c.keyId, c.requestId, c.notify,
+                                          [state] { state->cancel(); });
+    if (!state->streamId.isEmpty())
+        m_streams->setSinkOwner(state->streamId, c.connection);
+    *c.onCancel = [state] { state->cancel(); };
+    // A stream's output is read by the engine from the command's pipes (PROTOCOL.md,
+    // "Output pipes"), one copy and no hop through the supervisor, and only as fast as
+    // the connection that follows it takes it: the engine holds a bounded amount of it,
+    // however slowly that reads.
+    QJsonObject execRequest = call.request;
+    if (!state->streamId.isEmpty()) {
+        // (On a kernel that cannot read a pipe without waiting, through the supervisor,
+        // paced by WINDOW frames.)
+        execRequest.insert(m_pipedStreams ? QStringLiteral("pipes") : QStringLiteral("window"),
+                           true);
+        m_streams->setWindow(state->streamId, [state](qint64 bytes) {
+            if (state->channel && state->execId)
+                state->channel->acknowledge(state->execId, quint32(bytes));
+        });
+    }
+
+    const auto onOutput = [this, state](int channel, QByteArrayView bytes) {
+        if (!state->streamId.isEmpty())
+            m_streams->output(state->streamId, channel, bytes);
+        else
+            (channel == 2 ? state->err : state->out).append(bytes);
+    };
+    const auto onReply = [this, id = call.id, state, reply](Result<SupervisorChannel::Reply> r) {
+        m_sandboxes->endActivity(id);
+        if (!r) {
+            if (!state->streamId.isEmpty())
+                m_streams->end(state->streamId, {{QStringLiteral("error"), r.error().toJson()}});
+            return reply(r.error());
+        }
+        if (state->cancelled || r->json.value(QStringLiteral("cancelled")).toBool()) {
+            const Error e{ErrorCode::Cancelled, QStringLiteral("the command was cancelled"), {}};
+            if (!state->streamId.isEmpty())
+                m_streams->end(state->streamId, {{QStringLiteral("error"), e.toJson()}});
+            return reply(e);
+        }
+        const QJsonObject result = execResult(r->json, *state);
+        if (!state->streamId.isEmpty())
+            m_streams->end(state->streamId, {{QStringLiteral("result"), result}});
+        reply(QJsonValue(result));
+    };
+    state->execId = state->channel->request(execRequest, {}, onReply, onOutput);
+    if (call.hasStdin) {
+        if (!call.stdinBytes.isEmpty())
+            state->channel->sendStdin(state->execId, call.stdinBytes);
+        state->channel->sendStdin(state->execId, {});
+    }
+}
+
+namespace {
+
+bool readsBase64(FieldReader &p)
+{
+    return p.optionalChoice(QStringLiteral("encoding"),
+                            {QStringLiteral("utf8"), QStringLiteral("base64")},
+                            QStringLiteral("utf8"))
+           == QLatin1String("base64");
+}
+
+// writeFile's content (UTF-8 text or base64) and how it is written. An error only when the
+// content is over the limit; the others are p's.
+std::optional<Error> readWriteFile(FieldReader &p, QJsonObject &request, QByteArray &data)
+{
+    const bool base64 = readsBase64(p);
+    const QJsonValue content = p.raw(QStringLiteral("content"));
+    if (!content.isString()) {
+        p.fail(QStringLiteral("content"), QStringLiteral("must be a string"));
+    } else if (base64) {
+        auto decoded = QByteArray::fromBase64Encoding(content.toString().toLatin1(),
+                                                      QByteArray::AbortOnBase64DecodingErrors);
+        if (!decoded)
+            p.fail(QStringLiteral("content"), QStringLiteral("is not valid base64"));
+        data = std::move(decoded.decoded);
+    } else {
+        data = content.toString().toUtf8();
+    }
+    if (data.size() > kMaxFileBytes)
+        return Error{ErrorCode::PayloadTooLarge,
+                     QStringLiteral("a file of %1 bytes is over the limit of %2 bytes per call")
+                         .arg(data.size())
+                         .arg(kMaxFileBytes),
+                     {}};
+    // Missing parent directories are created unless the caller says `parents: false` (as
+    // E2B's files.write does).
+    request.insert(QStringLiteral("parents"), p.optionalBool(QStringLiteral("parents"), true));
+    request.insert(QStringLiteral("append"), p.optionalBool(QStringLiteral("append"), false));
+    if (p.has(QStringLiteral("mode")))
+        request.insert(QStringLiteral("mode"),
+                       double(p.optionalInteger(QStringLiteral("mode"), 0644, 0, 07777)));
+    return std::nullopt;
+}
+
+// A file method's parameters, read: the supervisor's request and the bytes to write.
+struct FileCall
+{
+    QString id;
+    QJsonObject request;
     QByteArray data;
-    bool wantBase64 = false;
+    bool wantBase64 = false; // readFile: base64 even when the content is UTF-8
+};
+
+Result<FileCall> readFileOp(const QString &op, const QJsonObject &params)
+{
+    FileCall call;
+    FieldReader p(params);
+    call.id = p.requiredString(QStringLiteral("id"));
+    QJsonObject &request = call.request;
+    request.insert(QStringLiteral("op"), op);
     if (op == QLatin1String("rename")) {
         request.insert(QStringLiteral("from"), p.requiredPath(QStringLiteral("from")));
         request.insert(QStringLiteral("to"), p.requiredPath(QStringLiteral("to")));
@@ -553,10 +668,7 @@ void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &
         request.insert(QStringLiteral("path"), p.requiredPath(QStringLiteral("path")));
     }
     if (op == QLatin1String("readFile")) {
-        wantBase64 = p.optionalChoice(QStringLiteral("encoding"),
-                                      {QStringLiteral("utf8"), QStringLiteral("base64")},
-                                      QStringLiteral("utf8"))
-                     == QLatin1String("base64");
+        call.wantBase64 = readsBase64(p);
         request.insert(QStringLiteral("offset"),
                        double(p.optionalInteger(QStringLiteral("offset"), 0, 0,
                                                 std::numeric_limits<qint64>::max() / 2)));
@@ -564,36 +676,8 @@ void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &
                        double(p.optionalInteger(QStringLiteral("length"), kMaxFileBytes, 0,
                                                 kMaxFileBytes)));
     } else if (op == QLatin1String("writeFile")) {
-        const bool base64 = p.optionalChoice(QStringLiteral("encoding"),
-                                             {QStringLiteral("utf8"), QStringLiteral("base64")},
-                                             QStringLiteral("utf8"))
-                            == QLatin1String("base64");
-        const QJsonValue content = p.raw(QStringLiteral("content"));
-        if (!content.isString()) {
-            p.fail(QStringLiteral("content"), QStringLiteral("must be a string"));
-        } else if (base64) {
-            auto decoded = QByteArray::fromBase64Encoding(content.toString().toLatin1(),
-                                                          QByteArray::AbortOnBase64DecodingErrors);
-            if (!decoded)
-                p.fail(QStringLiteral("content"), QStringLiteral("is not valid base64"));
-            data = std::move(decoded.decoded);
-        } else {
-            data = content.toString().toUtf8();
-        }
-        if (data.size() > kMaxFileBytes)
-            return reply(
-                Error{ErrorCode::PayloadTooLarge,
-                      QStringLiteral("a file of %1 bytes is over the limit of %2 bytes per call")
-                          .arg(data.size())
-                          .arg(kMaxFileBytes),
-                      {}});
-        // Missing parent directories are created unless the caller says `parents: false` (as
-        // E2B's files.write does).
-        request.insert(QStringLiteral("parents"), p.optionalBool(QStringLiteral("parents"), true));
-        request.insert(QStringLiteral("append"), p.optionalBool(QStringLiteral("append"), false));
-        if (p.has(QStringLiteral("mode")))
-            request.insert(QStringLiteral("mode"),
-                           double(p.optionalInteger(QStringLiteral("mode"), 0644, 0, 07777)));
+        if (auto tooLarge = readWriteFile(p, request, call.data))
+            return *std::move(tooLarge);
     } else if (op == QLatin1String("mkdir")) {
         request.insert(QStringLiteral("parents"), p.optionalBool(QStringLiteral("parents"), false));
     } else if (op == QLatin1String("delete")) {
@@ -601,36 +685,50 @@ void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &
                        p.optionalBool(QStringLiteral("recursive"), false));
     }
     if (p.failed())
-        return reply(p.error());
+        return p.error();
+    return call;
+}
 
+// The supervisor's answer, with readFile's content and encoding, or delete's `deleted`.
+QJsonObject fileResult(const QString &op, bool wantBase64, const SupervisorChannel::Reply &r)
+{
+    QJsonObject result = r.json;
+    if (op == QLatin1String("readFile")) {
+        const bool utf8 = !wantBase64 && Utf8::isValid(r.data);
+        result.insert(QStringLiteral("content"),
+                      utf8 ? QString::fromUtf8(r.data) : QString::fromLatin1(r.data.toBase64()));
+        result.insert(QStringLiteral("encoding"),
+                      utf8 ? QStringLiteral("utf8") : QStringLiteral("base64"));
+    } else if (op == QLatin1String("delete")) {
+        result.insert(QStringLiteral("deleted"), true);
+    }
+    return result;
+}
+
+} // namespace
+
+void Methods::fileOp(const QString &kind, const QString &op, const QJsonObject &params,
+                     const CallContext &ctx, const Reply &reply)
+{
+    const auto read = readFileOp(op, params);
+    if (!read)
+        return reply(read.error());
     QObject *context = ctx.guard ? ctx.guard.data() : this;
-    m_sandboxes->withSupervisor(
-        ctx.keyId, id, kind, context,
-        [this, id, op, request, data, wantBase64, reply](Result<SupervisorChannel *> r) {
-            if (!r)
-                return reply(r.error());
-            r.value()->request(request, data,
-                               [this, id, op, wantBase64,
-                                reply](Result<SupervisorChannel::Reply> r) {
-                                   m_sandboxes->endActivity(id);
-                                   if (!r)
-                                       return reply(r.error());
-                                   QJsonObject result = r->json;
-                                   if (op == QLatin1String("readFile")) {
-                                       const bool utf8 = !wantBase64 && Utf8::isValid(r->data);
-                                       result.insert(QStringLiteral("content"),
-                                                     utf8
-                                                         ? QString::fromUtf8(r->data)
-                                                         : QString::fromLatin1(r->data.toBase64()));
-                                       result.insert(QStringLiteral("encoding"),
-                                                     utf8 ? QStringLiteral("utf8")
-                                                          : QStringLiteral("base64"));
-                                   } else if (op == QLatin1String("delete")) {
-                                       result.insert(QStringLiteral("deleted"), true);
-                                   }
-                                   reply(QJsonValue(result));
-                               });
-        });
+    m_sandboxes->withSupervisor(ctx.keyId, read->id, kind, context,
+                                [this, call = *read, op, reply](Result<SupervisorChannel *> r) {
+                                    if (!r)
+                                        return reply(r.error());
+                                    r.value()->request(call.request, call.data,
+                                                       [this, id = call.id, op,
+                                                        wantBase64 = call.wantBase64,
+                                                        reply](Result<SupervisorChannel::Reply> r) {
+                                                           m_sandboxes->endActivity(id);
+                                                           if (!r)
+                                                               return reply(r.error());
+                                                           reply(QJsonValue(
+                                                               fileResult(op, wantBase64, *r)));
+                                                       });
+                                });
 }
 
 void Methods::cloneRepo(const QJsonObject &params, const CallContext &ctx, const Reply &reply)

@@ -18,6 +18,7 @@ class NetworkPolicy;
 class SandboxManager;
 class SandboxNetwork;
 class StreamHub;
+class SupervisorChannel;
 class TerminalHub;
 
 // Who calls, and how to reach them while the call runs.
@@ -69,13 +70,26 @@ Q_SIGNALS:
     void keyRevoked(const QString &keyId);
 
 private:
+    // The methods of one area each (docs/protocol.md section 4).
+    void addAgentMethods();
+    void addAnySandboxMethods();
+    void addSessionMethods();
+    void addKeyMethods();
+    void addStreamMethods();
+    // get/status, stop, start, delete, setName, exec and the file methods under `prefix`.
     void addSandboxMethods(const QString &prefix, const QString &kind);
     // agents.setName / sandbox.setName (and databases.setName through the adapter).
     Result<QJsonObject> setName(const QString &kind, const QJsonObject &params,
                                 const CallContext &ctx);
 
+    // sandbox.exec / agents.exec (docs/protocol.md 4.3): the parameters read, then the command
+    // run through the sandbox's supervisor (or a terminal's through TerminalHub).
+    struct ExecCall;
+    static Result<ExecCall> readExec(const QJsonObject &params, const CallContext &ctx);
     void exec(const QString &kind, const QJsonObject &params, const CallContext &ctx,
               const Reply &reply);
+    void runExec(SupervisorChannel *channel, const ExecCall &call, const CallContext &ctx,
+                 const Reply &reply);
     void fileOp(const QString &kind, const QString &op, const QJsonObject &params,
                 const CallContext &ctx, const Reply &reply);
     void cloneRepo(const QJsonObject &params, const CallContext &ctx, const Reply &reply);
