@@ -50,6 +50,15 @@ QString rows(qint64 n)
     return n == 1 ? SqlConsole::tr("1 row") : SqlConsole::tr("%1 rows").arg(n);
 }
 
+// "N rows" on the result's line, and whether more come as the view scrolls.
+void showRowCount(ResultView *view)
+{
+    const ResultModel *model = view->model();
+    const QString more = model->canFetchMore({}) ? SqlConsole::tr(", more as you scroll")
+                                                 : QString();
+    view->setStatus(rows(model->rowCount()) + more);
+}
+
 // EXPLAIN output as one readable text: PostgreSQL's "QUERY PLAN" lines, DuckDB's plan boxes,
 // SQLite's EXPLAIN QUERY PLAN rows (id, parent, notused, detail) as an indented tree.
 QString planText(ResultModel *model)
@@ -121,7 +130,33 @@ SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *par
     , m_timer(new QLabel(this))
     , m_tick(new QTimer(this))
 {
-    // Toolbar: run, run selection, cancel, the live timer.
+    QWidget *editorPane = makeEditorPane();
+    QWidget *sidePane = makeSidePane();
+    auto *split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(sidePane);
+    split->addWidget(editorPane);
+    split->setStretchFactor(1, 1);
+    split->setSizes({220, 800});
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(split);
+
+    connect(m_editor, &SqlEditor::runStatementRequested, this, &SqlConsole::runStatementUnderCursor);
+    connect(m_editor, &SqlEditor::runAllRequested, this, &SqlConsole::runAll);
+    connectSchemaView();
+    m_tick->setInterval(100);
+    connect(m_tick, &QTimer::timeout, this, &SqlConsole::updateTimer);
+
+    m_infoCall = m_client->databases().info(m_databaseId, this, [this](Result<DatabaseInfo> info) {
+        if (info)
+            m_editor->setDialect(info->engine);
+    });
+    refreshSchema();
+}
+
+// The toolbar (run, run selection, cancel, the live timer) above the editor and the results.
+QWidget *SqlConsole::makeEditorPane()
+{
     m_runButton->setText(tr("Run"));
     m_runButton->setToolTip(
         tr("Run the statement under the cursor (Ctrl+Enter); Ctrl+Shift+Enter runs all"));
@@ -170,8 +205,12 @@ SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *par
     rightLayout->setContentsMargins(0, 0, 0, 0);
     rightLayout->addLayout(toolbar);
     rightLayout->addWidget(right, 1);
+    return rightPane;
+}
 
-    // Left: the schema tree and the searchable history.
+// The schema tree and the searchable history.
+QWidget *SqlConsole::makeSidePane()
+{
     m_schemaView->setModel(m_schema);
     m_schemaView->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_schemaView->setUniformRowHeights(true);
@@ -192,19 +231,12 @@ SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *par
     auto *left = new QTabWidget(this);
     left->addTab(m_schemaView, tr("Schema"));
     left->addTab(historyPane, tr("History"));
+    return left;
+}
 
-    auto *split = new QSplitter(Qt::Horizontal, this);
-    split->addWidget(left);
-    split->addWidget(rightPane);
-    split->setStretchFactor(1, 1);
-    split->setSizes({220, 800});
-    auto *layout = new QVBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(split);
-
-    connect(m_editor, &SqlEditor::runStatementRequested, this, &SqlConsole::runStatementUnderCursor);
-    connect(m_editor, &SqlEditor::runAllRequested, this, &SqlConsole::runAll);
-    // The schema's tables: open them, count them, describe them.
+// The schema's tables: open them, count them, describe them.
+void SqlConsole::connectSchemaView()
+{
     m_schemaView->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(m_schemaView, &QTreeView::customContextMenuRequested, this, [this](const QPoint &pos) {
         const QModelIndex index = m_schemaView->indexAt(pos).siblingAtColumn(0);
@@ -237,14 +269,6 @@ SqlConsole::SqlConsole(Sandbox::Client *client, QString databaseId, QWidget *par
         m_editor->setSchema(m_schema->columnsByTable());
         m_schemaView->expandToDepth(-1);
     });
-    m_tick->setInterval(100);
-    connect(m_tick, &QTimer::timeout, this, &SqlConsole::updateTimer);
-
-    m_infoCall = m_client->databases().info(m_databaseId, this, [this](Result<DatabaseInfo> info) {
-        if (info)
-            m_editor->setDialect(info->engine);
-    });
-    refreshSchema();
 }
 
 SqlConsole::~SqlConsole() = default;
@@ -358,20 +382,40 @@ void SqlConsole::run(const QList<SqlStatementRange> &statements)
 
 void SqlConsole::runNext()
 {
-    if (m_queue.isEmpty()) {
-        m_tick->stop();
-        updateTimer();
-        m_cancelButton->setEnabled(false);
-        m_runButton->setEnabled(true);
-        if (m_schemaChanged)
-            refreshSchema();
-        Q_EMIT runningChanged(false);
-        Q_EMIT runFinished();
-        return;
-    }
+    if (m_queue.isEmpty())
+        return endRun();
     m_currentStatement = m_queue.takeFirst();
     const QString sql = m_currentStatement.sql;
     const QString verb = firstWord(sql);
+    ResultView *view = addResultTab(sql);
+    m_current = view;
+    m_statementClock.start();
+    view->setStatus(tr("Running…"));
+    auto *feed = new RowFeed(&m_client->databases(), m_databaseId, sentSql(sql), {});
+    feed->setPageSize(kPageSize);
+    if (isQuery(verb))
+        letServerRequery(view, withoutSemicolon(sql));
+    if (verb == QLatin1String("CREATE") || verb == QLatin1String("DROP")
+        || verb == QLatin1String("ALTER"))
+        m_schemaChanged = true;
+    followStatement(view, verb == QLatin1String("EXPLAIN"));
+    view->model()->setFeed(feed);
+}
+
+void SqlConsole::endRun()
+{
+    m_tick->stop();
+    updateTimer();
+    m_cancelButton->setEnabled(false);
+    m_runButton->setEnabled(true);
+    if (m_schemaChanged)
+        refreshSchema();
+    Q_EMIT runningChanged(false);
+    Q_EMIT runFinished();
+}
+
+ResultView *SqlConsole::addResultTab(const QString &sql)
+{
     auto *view = new ResultView(m_results);
     QString title = sql.simplified();
     if (title.size() > 28)
@@ -380,9 +424,6 @@ void SqlConsole::runNext()
         = m_results->addTab(view, QStringLiteral("%1: %2").arg(m_results->count() + 1).arg(title));
     m_results->setTabToolTip(tab, sql);
     m_results->setCurrentIndex(tab);
-    m_current = view;
-    m_statementClock.start();
-    view->setStatus(tr("Running…"));
     // "Copy as SQL INSERT" names the table a simple SELECT reads.
     static const QRegularExpression
         fromTable(QStringLiteral("^\\s*select\\b.*?\\bfrom\\s+([A-Za-z_\"][\\w.\"]*)"),
@@ -390,167 +431,185 @@ void SqlConsole::runNext()
                       | QRegularExpression::DotMatchesEverythingOption);
     if (const auto m = fromTable.match(sql); m.hasMatch())
         view->setTableName(m.captured(1).remove(u'"'));
+    return view;
+}
 
-    // PostgreSQL: a plain EXPLAIN [ANALYZE] is sent as EXPLAIN (FORMAT JSON[, ANALYZE]) so that
-    // the plan can be drawn as a tree; an error's position is moved back by what was inserted.
-    QString sent = sql;
+// PostgreSQL: a plain EXPLAIN [ANALYZE] is sent as EXPLAIN (FORMAT JSON[, ANALYZE]) so that the
+// plan can be drawn as a tree; an error's position is moved back by what was inserted.
+QString SqlConsole::sentSql(const QString &sql)
+{
     m_sentShift = 0;
     m_sentFrom = 0;
     static const QRegularExpression
         plainExplain(QStringLiteral("^(\\s*EXPLAIN)(\\s+ANALY[SZ]E)?(?=\\s+[^\\s(])"),
                      QRegularExpression::CaseInsensitiveOption);
-    if (fromWire<SandboxType>(m_editor->dialect()) == SandboxType::Postgres) {
-        if (const auto m = plainExplain.match(sql); m.hasMatch()) {
-            const QString prefix = m.captured(1) + QStringLiteral(" (FORMAT JSON")
-                                   + (m.captured(2).isEmpty() ? QString()
-                                                              : QStringLiteral(", ANALYZE"))
-                                   + u')';
-            sent = prefix + sql.mid(m.capturedEnd(0));
-            m_sentShift = int(prefix.size()) - m.capturedEnd(0);
-            m_sentFrom = int(prefix.size());
-        }
-    }
-    auto *feed = new RowFeed(&m_client->databases(), m_databaseId, sent, {});
-    feed->setPageSize(kPageSize);
-    ResultModel *model = view->model();
-    if (isQuery(verb)) {
-        // Sorting, filtering and counting run the query again on the server (the result may be
-        // far larger than what was fetched): as a subquery, filtered by the condition typed,
-        // ordered by the column's position, or counted.
-        view->setRequeryable(true);
-        const QString inner = withoutSemicolon(sql);
-        // The query's rows with the view's filter (not its order).
-        const auto filtered = [inner](const ResultView *v) {
-            QString q = QStringLiteral("SELECT * FROM (\n%1\n) AS q").arg(inner);
-            if (!v->filter().isEmpty())
-                q += QStringLiteral("\nWHERE (%1)").arg(v->filter());
-            return q;
-        };
-        connect(view, &ResultView::requeryRequested, this, [this, view, filtered] {
-            QString q = filtered(view);
-            QStringList said;
-            if (!view->filter().isEmpty())
-                said.append(tr("filtered"));
-            if (view->sortColumn() >= 0) {
-                const bool up = view->sortOrder() == Qt::AscendingOrder;
-                q += QStringLiteral("\nORDER BY %1 %2")
-                         .arg(view->sortColumn() + 1)
-                         .arg(up ? QStringLiteral("ASC") : QStringLiteral("DESC"));
-                said.append(
-                    tr("sorted by %1 %2")
-                        .arg(view->model()->headerData(view->sortColumn(), Qt::Horizontal).toString(),
-                             up ? QStringLiteral("↑") : QStringLiteral("↓")));
-            }
-            view->setTotal(tr("Count")); // of the rows as they were
-            view->setRequeryNote(
-                said.isEmpty()
-                    ? QString()
-                    : tr("%1 on the server (the query ran again)").arg(said.join(tr(" and "))));
-            auto *feed = new RowFeed(&m_client->databases(), m_databaseId, q, {});
-            feed->setPageSize(kPageSize);
-            view->model()->setFeed(feed);
-        });
-        connect(view, &ResultView::countRequested, this, [this, view, filtered] {
-            auto *count = new ResultModel(view);
-            connect(count, &ResultModel::finished, view, [view, count] {
-                view->setTotal(tr("%1 rows in all").arg(count->index(0, 0).data().toString()));
-                count->deleteLater();
-            });
-            connect(count, &ResultModel::failed, view, [view, count](const Error &e) {
-                view->setTotal(tr("Count failed: %1").arg(e.message));
-                count->deleteLater();
-            });
-            count->setFeed(new RowFeed(&m_client->databases(), m_databaseId,
-                                       QStringLiteral("SELECT count(*) FROM (\n%1\n) AS counted")
-                                           .arg(filtered(view)),
-                                       {}));
-        });
-    }
-    const bool explain = verb == QLatin1String("EXPLAIN");
-    if (verb == QLatin1String("CREATE") || verb == QLatin1String("DROP")
-        || verb == QLatin1String("ALTER"))
-        m_schemaChanged = true;
-    auto status = [view, model] {
-        const QString more = model->canFetchMore({}) ? tr(", more as you scroll") : QString();
-        view->setStatus(rows(model->rowCount()) + more);
+    if (fromWire<SandboxType>(m_editor->dialect()) != SandboxType::Postgres)
+        return sql;
+    const auto m = plainExplain.match(sql);
+    if (!m.hasMatch())
+        return sql;
+    const QString prefix = m.captured(1) + QStringLiteral(" (FORMAT JSON")
+                           + (m.captured(2).isEmpty() ? QString() : QStringLiteral(", ANALYZE"))
+                           + u')';
+    m_sentShift = int(prefix.size()) - m.capturedEnd(0);
+    m_sentFrom = int(prefix.size());
+    return prefix + sql.mid(m.capturedEnd(0));
+}
+
+// Sorting, filtering and counting run the query again on the server (the result may be far
+// larger than what was fetched): as a subquery, filtered by the condition typed, ordered by the
+// column's position, or counted.
+void SqlConsole::letServerRequery(ResultView *view, const QString &inner)
+{
+    view->setRequeryable(true);
+    // The query's rows with the view's filter (not its order).
+    const auto filtered = [inner](const ResultView *v) {
+        QString q = QStringLiteral("SELECT * FROM (\n%1\n) AS q").arg(inner);
+        if (!v->filter().isEmpty())
+            q += QStringLiteral("\nWHERE (%1)").arg(v->filter());
+        return q;
     };
-    connect(model, &QAbstractItemModel::rowsInserted, view, status);
-    connect(model, &ResultModel::started, view, [this, view, model, explain, status] {
-        if (view != m_current)
-            return;
-        const qint64 ms = m_statementClock.elapsed();
-        RowFeed *f = model->feed();
-        if (model->fields().isEmpty()) {
-            const QString message = tr("%1: %2 affected (%3)")
-                                        .arg(f->command(), rows(f->rowsAffected()),
-                                             Style::formatDuration(ms));
-            view->showText(message);
-            view->setStatus(message);
-        } else if (!explain) {
-            view->showRows();
-            status();
+    connect(view, &ResultView::requeryRequested, this, [this, view, filtered] {
+        QString q = filtered(view);
+        QStringList said;
+        if (!view->filter().isEmpty())
+            said.append(tr("filtered"));
+        if (view->sortColumn() >= 0) {
+            const bool up = view->sortOrder() == Qt::AscendingOrder;
+            q += QStringLiteral("\nORDER BY %1 %2")
+                     .arg(view->sortColumn() + 1)
+                     .arg(up ? QStringLiteral("ASC") : QStringLiteral("DESC"));
+            said.append(
+                tr("sorted by %1 %2")
+                    .arg(view->model()->headerData(view->sortColumn(), Qt::Horizontal).toString(),
+                         up ? QStringLiteral("↑") : QStringLiteral("↓")));
         }
-        if (explain) {
-            // A plan is short: read it whole, then show it as text.
-            model->exportTo(QString(), ResultModel::Format::Csv, view, [](Result<qint64>) {});
-            return;
-        }
-        m_history->add(m_currentStatement.sql, ms, true);
+        view->setTotal(tr("Count")); // of the rows as they were
+        view->setRequeryNote(
+            said.isEmpty()
+                ? QString()
+                : tr("%1 on the server (the query ran again)").arg(said.join(tr(" and "))));
+        auto *feed = new RowFeed(&m_client->databases(), m_databaseId, q, {});
+        feed->setPageSize(kPageSize);
+        view->model()->setFeed(feed);
+    });
+    connect(view, &ResultView::countRequested, this, [this, view, filtered] {
+        auto *count = new ResultModel(view);
+        connect(count, &ResultModel::finished, view, [view, count] {
+            view->setTotal(tr("%1 rows in all").arg(count->index(0, 0).data().toString()));
+            count->deleteLater();
+        });
+        connect(count, &ResultModel::failed, view, [view, count](const Error &e) {
+            view->setTotal(tr("Count failed: %1").arg(e.message));
+            count->deleteLater();
+        });
+        count->setFeed(new RowFeed(&m_client->databases(), m_databaseId,
+                                   QStringLiteral("SELECT count(*) FROM (\n%1\n) AS counted")
+                                       .arg(filtered(view)),
+                                   {}));
+    });
+}
+
+// The statement's result as it comes: its rows (or what it did), a plan, or an error. Signals of
+// a view that is no longer the current statement's are a sort or filter run again.
+void SqlConsole::followStatement(ResultView *view, bool explain)
+{
+    ResultModel *model = view->model();
+    connect(model, &QAbstractItemModel::rowsInserted, view, [view] { showRowCount(view); });
+    connect(model, &ResultModel::started, view, [this, view, explain] {
+        if (view == m_current)
+            statementStarted(view, explain);
+    });
+    connect(model, &ResultModel::finished, view, [this, view, explain] {
+        if (explain)
+            showPlan(view);
+        else
+            showRowCount(view);
+    });
+    connect(model, &ResultModel::failed, view,
+            [this, view](const Error &error) { statementFailed(view, error); });
+}
+
+void SqlConsole::statementStarted(ResultView *view, bool explain)
+{
+    const qint64 ms = m_statementClock.elapsed();
+    ResultModel *model = view->model();
+    RowFeed *f = model->feed();
+    if (model->fields().isEmpty()) {
+        const QString message = tr("%1: %2 affected (%3)")
+                                    .arg(f->command(), rows(f->rowsAffected()),
+                                         Style::formatDuration(ms));
+        view->showText(message);
+        view->setStatus(message);
+    } else if (!explain) {
+        view->showRows();
+        showRowCount(view);
+    }
+    if (explain) {
+        // A plan is short: read it whole, then show it as text.
+        model->exportTo(QString(), ResultModel::Format::Csv, view, [](Result<qint64>) {});
+        return;
+    }
+    m_history->add(m_currentStatement.sql, ms, true);
+    finishCurrent(true, true);
+}
+
+// As a tree when it is a plan the tree knows (PostgreSQL's JSON, SQLite's rows, DuckDB's
+// operators), else as text.
+void SqlConsole::showPlan(ResultView *view)
+{
+    auto *plan = new PlanView(view);
+    if (plan->setPlan(*view->model())) {
+        view->showWidget(plan);
+    } else {
+        delete plan;
+        view->showText(planText(view->model()));
+    }
+    view->setStatus(tr("plan"));
+    if (view == m_current) {
+        m_history->add(m_currentStatement.sql, m_statementClock.elapsed(), true);
         finishCurrent(true, true);
-    });
-    connect(model, &ResultModel::finished, view, [this, view, model, explain, status] {
-        if (explain) {
-            // As a tree when it is a plan the tree knows (PostgreSQL's JSON, SQLite's rows,
-            // DuckDB's operators), else as text.
-            auto *plan = new PlanView(view);
-            if (plan->setPlan(*model)) {
-                view->showWidget(plan);
-            } else {
-                delete plan;
-                view->showText(planText(model));
-            }
-            view->setStatus(tr("plan"));
-            if (view == m_current) {
-                m_history->add(m_currentStatement.sql, m_statementClock.elapsed(), true);
-                finishCurrent(true, true);
-            }
-            return;
-        }
-        status();
-    });
-    connect(model, &ResultModel::failed, view, [this, view](const Error &error) {
-        if (view != m_current) {
-            // A sort or filter run again after the statement: said on the result's own line,
-            // where the filter waits to be corrected.
-            view->setStatus(tr("Error: %1").arg(error.message.section(u'\n', 0, 0)));
-            return;
-        }
-        const SqlErrorLocation at = SqlErrorLocation::fromError(error);
-        QString message = error.message;
-        if (!at.detail.isEmpty())
-            message += QStringLiteral("\n") + tr("Detail: %1").arg(at.detail);
-        if (!at.hint.isEmpty())
-            message += QStringLiteral("\n") + tr("Hint: %1").arg(at.hint);
-        if (at.isValid()) {
-            message += QStringLiteral("\n")
-                       + tr("at line %1, column %2 of the statement").arg(at.line).arg(at.column);
-            const int position = m_sentShift != 0 && at.position > m_sentFrom
-                                     ? at.position - m_sentShift
-                                     : at.position;
-            const int inStatement = utf16Offset(m_currentStatement.sql, position);
-            int length = 1;
-            const QString &s = m_currentStatement.sql;
-            while (inStatement + length < s.size() && !s[inStatement + length].isSpace()
-                   && s[inStatement].isLetterOrNumber())
-                ++length;
-            m_editor->markError(m_currentStatement.offset + inStatement, length, error.message);
-        }
-        view->showText(message, true);
-        view->setStatus(tr("Error (%1)").arg(errorCodeName(error.code)));
-        m_history->add(m_currentStatement.sql, m_statementClock.elapsed(), false);
-        finishCurrent(false, false);
-    });
-    model->setFeed(feed);
+    }
+}
+
+void SqlConsole::statementFailed(ResultView *view, const Error &error)
+{
+    if (view != m_current) {
+        // A sort or filter run again after the statement: said on the result's own line,
+        // where the filter waits to be corrected.
+        view->setStatus(tr("Error: %1").arg(error.message.section(u'\n', 0, 0)));
+        return;
+    }
+    const SqlErrorLocation at = SqlErrorLocation::fromError(error);
+    QString message = error.message;
+    if (!at.detail.isEmpty())
+        message += QStringLiteral("\n") + tr("Detail: %1").arg(at.detail);
+    if (!at.hint.isEmpty())
+        message += QStringLiteral("\n") + tr("Hint: %1").arg(at.hint);
+    if (at.isValid()) {
+        message += QStringLiteral("\n")
+                   + tr("at line %1, column %2 of the statement").arg(at.line).arg(at.column);
+        markError(at, error.message);
+    }
+    view->showText(message, true);
+    view->setStatus(tr("Error (%1)").arg(errorCodeName(error.code)));
+    m_history->add(m_currentStatement.sql, m_statementClock.elapsed(), false);
+    finishCurrent(false, false);
+}
+
+// The error's place in the editor: its position in the statement as sent, moved back by what
+// sentSql() inserted, to the end of the word there.
+void SqlConsole::markError(const SqlErrorLocation &at, const QString &message)
+{
+    const int position = m_sentShift != 0 && at.position > m_sentFrom ? at.position - m_sentShift
+                                                                      : at.position;
+    const int inStatement = utf16Offset(m_currentStatement.sql, position);
+    int length = 1;
+    const QString &s = m_currentStatement.sql;
+    while (inStatement + length < s.size() && !s[inStatement + length].isSpace()
+           && s[inStatement].isLetterOrNumber())
+        ++length;
+    m_editor->markError(m_currentStatement.offset + inStatement, length, message);
 }
 
 void SqlConsole::finishCurrent(bool ok, bool continueRun)

@@ -19,7 +19,9 @@ class QTreeView;
 
 namespace Sandbox {
 class Client;
-}
+struct Error;
+struct SqlErrorLocation;
+} // namespace Sandbox
 
 namespace Sandbox::Ui {
 
@@ -75,8 +77,22 @@ private:
         QString sql;
         int offset = 0; // where it starts in the editor's text (UTF-16)
     };
+    QWidget *makeEditorPane();
+    QWidget *makeSidePane();
+    void connectSchemaView();
+
     void run(const QList<SqlStatementRange> &statements);
+    // A run, statement by statement: the next one's tab and feed, or the run's end.
     void runNext();
+    void endRun();
+    ResultView *addResultTab(const QString &sql);
+    QString sentSql(const QString &sql);
+    void letServerRequery(ResultView *view, const QString &inner);
+    void followStatement(ResultView *view, bool explain);
+    void statementStarted(ResultView *view, bool explain);
+    void showPlan(ResultView *view);
+    void statementFailed(ResultView *view, const Error &error);
+    void markError(const SqlErrorLocation &at, const QString &message);
     void finishCurrent(bool ok, bool continueRun);
     void updateTimer();
 
@@ -93,10 +109,9 @@ private:
     QLabel *m_timer;             // owned (child)
     QTimer *m_tick;              // owned (child)
     QElapsedTimer m_clock;
-    bool m_failed = false;
-    int m_sentShift = 0; // characters the sent statement has more than the editor's (EXPLAIN)
-    int m_sentFrom
-        = 0; // from where, in the sent statement // a statement of the current run failed or was cancelled
+    bool m_failed = false; // a statement of the current run failed or was cancelled
+    int m_sentShift = 0;   // characters the sent statement has more than the editor's (EXPLAIN)
+    int m_sentFrom = 0;    // from where, in the sent statement
     QElapsedTimer m_statementClock;
     QList<Pending> m_queue;
     QPointer<ResultView> m_current;
