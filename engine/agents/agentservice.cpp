@@ -30,6 +30,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <utility>
+
 Q_LOGGING_CATEGORY(lcAgents, "sandboxd.agents")
 
 namespace Sandbox::Engine {
@@ -184,49 +186,32 @@ AgentService::AgentService(SandboxManager *sandboxes, StreamHub *streams, Method
         c.gid = config.dropPrivileges ? gid_t(c.uid) : ::getgid();
         m_installer = new AgentCliInstaller(c, this);
     }
-    m_methods->add(QStringLiteral("agents.installCli"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       installCli(p, c, r);
-                   });
-    m_methods->add(QStringLiteral("agents.clis"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       listClis(p, c, r);
-                   });
     if (auto store = RunStore::open(m_sandboxes->config().dataDir + QStringLiteral("/runs.db")))
         m_runs = std::move(store).value();
     else
         qCWarning(lcAgents).noquote() << "agent runs will not be kept:" << store.error().message;
     installHooks();
-    m_methods->add(QStringLiteral("agents.runs"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       listRuns(p, c, r);
-                   });
-    m_methods->add(QStringLiteral("agents.runEvents"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       runEvents(p, c, r);
-                   });
-    m_methods->add(QStringLiteral("agents.runChanges"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       runChanges(p, c, r);
-                   });
-    m_methods->add(QStringLiteral("agents.revertFile"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       revertFile(p, c, r);
-                   });
-    m_methods->add(QStringLiteral("agents.run"), [this](const QJsonObject &p, const CallContext &c,
-                                                        const Methods::Reply &r) { run(p, c, r); });
-    m_methods->add(QStringLiteral("agents.runConversation"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       runConversation(p, c, r);
-                   });
-    m_methods->add(QStringLiteral("agents.runOnRepo"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       runOnRepo(p, c, r);
-                   });
-    m_methods->add(QStringLiteral("agents.stop"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       stop(p, c, r);
-                   });
+    // The agents.* methods of docs/protocol.md 4.7 that this service answers, each by a member.
+    using Handler = void (AgentService::*)(const QJsonObject &, const CallContext &,
+                                           const Methods::Reply &);
+    const std::pair<const char *, Handler> handlers[] = {
+        {"agents.installCli", &AgentService::installCli},
+        {"agents.clis", &AgentService::listClis},
+        {"agents.runs", &AgentService::listRuns},
+        {"agents.runEvents", &AgentService::runEvents},
+        {"agents.runChanges", &AgentService::runChanges},
+        {"agents.revertFile", &AgentService::revertFile},
+        {"agents.run", &AgentService::run},
+        {"agents.runConversation", &AgentService::runConversation},
+        {"agents.runOnRepo", &AgentService::runOnRepo},
+        {"agents.stop", &AgentService::stop},
+    };
+    for (const auto &method : handlers)
+        m_methods->add(QString::fromLatin1(method.first),
+                       [this, handler = method.second](const QJsonObject &p, const CallContext &c,
+                                                       const Methods::Reply &r) {
+                           (this->*handler)(p, c, r);
+                       });
 }
 
 AgentService::~AgentService()
@@ -910,6 +895,14 @@ int openWorkspace(const QString &volumeDir)
     return HostFs::openBeneath(volume.get(), "workspace", O_RDONLY | O_DIRECTORY);
 }
 
+// Answers a method with an object result, or with its error.
+void answer(const Methods::Reply &reply, Result<QJsonObject> r)
+{
+    if (!r)
+        return reply(r.error());
+    reply(QJsonValue(r.value()));
+}
+
 } // namespace
 
 void AgentService::recordWorkspace(const std::shared_ptr<Job> &job, TurnSnapshots::Phase phase,
@@ -952,11 +945,7 @@ void AgentService::runChanges(const QJsonObject &params, const CallContext &ctx,
     QObject *context = ctx.guard ? ctx.guard.data() : this;
     runOffLoop<Result<QJsonObject>>(
         context, [snapshots, runId] { return snapshots.changes(runId); },
-        [reply](Result<QJsonObject> r) {
-            if (!r)
-                return reply(r.error());
-            reply(QJsonValue(r.value()));
-        });
+        [reply](Result<QJsonObject> r) { answer(reply, std::move(r)); });
 }
 
 void AgentService::revertFile(const QJsonObject &params, const CallContext &ctx,
@@ -1005,9 +994,7 @@ void AgentService::revertFile(const QJsonObject &params, const CallContext &ctx,
                                  [self, id, reply](Result<QJsonObject> r) {
                                      if (self)
                                          self->m_sandboxes->endActivity(id);
-                                     if (!r)
-                                         return reply(r.error());
-                                     reply(QJsonValue(r.value()));
+                                     answer(reply, std::move(r));
                                  });
                          });
 }
@@ -1024,11 +1011,8 @@ void AgentService::stop(const QJsonObject &params, const CallContext &ctx,
     if (const auto job = m_jobs.value(id))
         job->cancel(QStringLiteral("the sandbox was stopped"));
     QObject *context = ctx.guard ? ctx.guard.data() : this;
-    m_sandboxes->stop(ctx.keyId, id, kAgent, context, [reply](Result<QJsonObject> r) {
-        if (!r)
-            return reply(r.error());
-        reply(QJsonValue(r.value()));
-    });
+    m_sandboxes->stop(ctx.keyId, id, kAgent, context,
+                      [reply](Result<QJsonObject> r) { answer(reply, std::move(r)); });
 }
 
 void AgentService::setNetwork(SandboxNetwork *network)

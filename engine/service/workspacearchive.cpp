@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <utility>
 
 Q_LOGGING_CATEGORY(lcArchive, "sandboxd.archive")
 
@@ -48,22 +49,21 @@ WorkspaceArchiver::WorkspaceArchiver(Methods *methods, SandboxManager *sandboxes
     , m_methods(methods)
     , m_sandboxes(sandboxes)
 {
-    m_methods->add(QStringLiteral("sandbox.archive"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       QPointer<QObject> guard(c.guard ? c.guard.data() : this);
-                       archive(p, c.keyId, [guard, r](Result<QJsonValue> v) {
-                           if (guard)
-                               r(std::move(v));
+    using Handler = void (WorkspaceArchiver::*)(const QJsonObject &, const QString &, Done);
+    const std::pair<const char *, Handler> handlers[] = {
+        {"sandbox.archive", &WorkspaceArchiver::archive},
+        {"sandbox.restore", &WorkspaceArchiver::restore},
+    };
+    for (const auto &method : handlers)
+        m_methods->add(QString::fromLatin1(method.first),
+                       [this, handler = method.second](const QJsonObject &p, const CallContext &c,
+                                                       const Methods::Reply &r) {
+                           QPointer<QObject> guard(c.guard ? c.guard.data() : this);
+                           (this->*handler)(p, c.keyId, [guard, r](Result<QJsonValue> v) {
+                               if (guard)
+                                   r(std::move(v));
+                           });
                        });
-                   });
-    m_methods->add(QStringLiteral("sandbox.restore"),
-                   [this](const QJsonObject &p, const CallContext &c, const Methods::Reply &r) {
-                       QPointer<QObject> guard(c.guard ? c.guard.data() : this);
-                       restore(p, c.keyId, [guard, r](Result<QJsonValue> v) {
-                           if (guard)
-                               r(std::move(v));
-                       });
-                   });
 }
 
 WorkspaceArchiver::~WorkspaceArchiver()
@@ -75,8 +75,8 @@ WorkspaceArchiver::~WorkspaceArchiver()
     }
 }
 
-Result<WorkspaceArchiver::Target> WorkspaceArchiver::stoppedSandbox(const QString &keyId,
-                                                                    const QString &id) const
+Result<WorkspaceArchiver::Target> WorkspaceArchiver::idleSandbox(const QString &keyId,
+                                                                 const QString &id) const
 {
     const auto record = m_sandboxes->record(keyId, id);
     if (!record)
@@ -107,6 +107,8 @@ Result<WorkspaceArchiver::Target> WorkspaceArchiver::stoppedSandbox(const QStrin
     t.uid = config.uidBase + uid_t(record->slot);
     t.gid = t.uid;
     t.maxBytes = SandboxManager::limitsFor(record->size).diskMb * 1024 * 1024;
+    if (m_running.contains(id))
+        return busy(id);
     return t;
 }
 
@@ -119,11 +121,9 @@ void WorkspaceArchiver::archive(const QJsonObject &params, const QString &keyId,
     const qint64 length = p.optionalInteger(QStringLiteral("length"), kDefaultChunk, 1, kMaxChunk);
     if (p.failed())
         return done(p.error());
-    const auto target = stoppedSandbox(keyId, id);
+    const auto target = idleSandbox(keyId, id);
     if (!target)
         return done(target.error());
-    if (m_running.contains(id))
-        return done(busy(id));
     const QString file = target->stateDir + kArchiveFile;
     auto answer = [file, offset, length, done] {
         QFile f(file);
@@ -182,11 +182,9 @@ void WorkspaceArchiver::restore(const QJsonObject &params, const QString &keyId,
         p.fail(QStringLiteral("contentBase64"), QStringLiteral("is not valid base64"));
     if (p.failed())
         return done(p.error());
-    const auto target = stoppedSandbox(keyId, id);
+    const auto target = idleSandbox(keyId, id);
     if (!target)
         return done(target.error());
-    if (m_running.contains(id))
-        return done(busy(id));
     const QString file = target->stateDir + kRestoreFile;
     QFile f(file);
     const qint64 have = offset == 0 ? 0 : QFileInfo(file).size();

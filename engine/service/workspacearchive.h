@@ -49,7 +49,9 @@ private:
     };
     using Done = std::function<void(Result<QJsonValue>)>;
 
-    Result<Target> stoppedSandbox(const QString &keyId, const QString &id) const;
+    // The sandbox whose workspace an archive or a restore may start on: stopped, its workspace a
+    // plain directory, and no tar of this service running for it now.
+    Result<Target> idleSandbox(const QString &keyId, const QString &id) const;
     void archive(const QJsonObject &params, const QString &keyId, Done done);
     void restore(const QJsonObject &params, const QString &keyId, Done done);
     // Runs `script` with /bin/sh as the sandbox's uid inside its workspace; stdin from `input`
