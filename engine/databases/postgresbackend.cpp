@@ -239,7 +239,6 @@ void PostgresBackend::waitUntilReady(qint64 deadline, std::function<void(Result<
         if (!self)
             return;
         if (!r) {
-            --self->m_open;
             if (QDateTime::currentMSecsSinceEpoch() > deadline || !self->m_alive) {
                 const QString log = self->m_server->logTail(2);
                 return done(
@@ -260,17 +259,7 @@ void PostgresBackend::waitUntilReady(qint64 deadline, std::function<void(Result<
             // template's role to its database first builds that database's catalog cache file
             // (pg_internal.init, kept by the rename), not the owner's first connection.
             self->m_standbyAdmin = *r;
-            return self->openConnection(false, self->m_settings.database,
-                                        [self, done](Result<PgConnection *> c) {
-                                            if (!self)
-                                                return;
-                                            if (!c) {
-                                                --self->m_open;
-                                                return done(c.error());
-                                            }
-                                            self->drop(*c);
-                                            done(true);
-                                        });
+            return self->openClient(false, done);
         }
         if (admin)
             return self->initialize(*r, done);
@@ -314,17 +303,7 @@ void PostgresBackend::initialize(PgConnection *admin, std::function<void(Result<
         if (self->onInitialized)
             self->onInitialized();
         // The client role's first connection proves the set-up and seeds the pool.
-        self->openConnection(false, self->m_settings.database,
-                             [self, done](Result<PgConnection *> r) {
-                                 if (!self)
-                                     return;
-                                 if (!r) {
-                                     --self->m_open;
-                                     return done(r.error());
-                                 }
-                                 self->release(*r);
-                                 done(true);
-                             });
+        self->openClient(true, done);
     };
     sink.failed = [self, admin, done](const QString &why) {
         admin->deleteLater();
@@ -362,6 +341,8 @@ void PostgresBackend::openConnection(bool admin, const QString &database, ConnDo
     conn->open(params, [self, conn, done](Result<bool> r) {
         if (!r) {
             conn->deleteLater();
+            if (self)
+                --self->m_open;
             return done(r.error());
         }
         if (!self)
@@ -372,6 +353,22 @@ void PostgresBackend::openConnection(bool admin, const QString &database, ConnDo
                 self->drop(conn);
         });
         done(conn);
+    });
+}
+
+void PostgresBackend::openClient(bool keep, std::function<void(Result<bool>)> done)
+{
+    QPointer<PostgresBackend> self(this);
+    openConnection(false, m_settings.database, [self, keep, done](Result<PgConnection *> r) {
+        if (!self)
+            return;
+        if (!r)
+            return done(r.error());
+        if (keep)
+            self->release(*r);
+        else
+            self->drop(*r);
+        done(true);
     });
 }
 
@@ -401,11 +398,7 @@ void PostgresBackend::acquire(ConnDone then)
         return;
     }
     QPointer<PostgresBackend> self(this);
-    openConnection(false, m_settings.database, [self, then](Result<PgConnection *> r) {
-        if (!r && self)
-            --self->m_open;
-        then(r);
-    });
+    openConnection(false, m_settings.database, std::move(then));
 }
 
 void PostgresBackend::release(PgConnection *conn)
@@ -966,9 +959,8 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
     };
 }
 
-void PostgresBackend::stop(std::function<void()> done)
+void PostgresBackend::closeIdle()
 {
-    m_stopping = true;
     for (const QString &c : m_cursors.keys())
         closeCursor(c);
     if (PgConnection *admin = std::exchange(m_standbyAdmin, nullptr))
@@ -976,6 +968,12 @@ void PostgresBackend::stop(std::function<void()> done)
     const auto idle = m_idle;
     for (PgConnection *c : idle)
         drop(c);
+}
+
+void PostgresBackend::stop(std::function<void()> done)
+{
+    m_stopping = true;
+    closeIdle();
     if (!m_alive || !m_channel)
         return done();
     m_onStopped = std::move(done);
@@ -998,13 +996,7 @@ void PostgresBackend::serverGone(const QString &why)
 {
     const bool expected = m_stopping;
     m_alive = false;
-    for (const QString &c : m_cursors.keys())
-        closeCursor(c);
-    if (PgConnection *admin = std::exchange(m_standbyAdmin, nullptr))
-        drop(admin);
-    const auto idle = m_idle;
-    for (PgConnection *c : idle)
-        drop(c);
+    closeIdle();
     const auto waiters = std::exchange(m_waiters, {});
     for (const auto &w : waiters)
         w(Error{ErrorCode::SandboxNotRunning, why, {}});

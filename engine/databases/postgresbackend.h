@@ -79,10 +79,18 @@ private:
 
     void waitUntilReady(qint64 deadline, std::function<void(Result<bool>)> done);
     void initialize(PgConnection *admin, std::function<void(Result<bool>)> done);
+    // Counts the connection in m_open while it opens and lives; one that fails to open is counted
+    // out again.
     void openConnection(bool admin, const QString &database, ConnDone done);
+    // Opens a connection of the client role to its database: the pool keeps it (`keep`) or it
+    // closes again (it only proved the role and built the catalog cache).
+    void openClient(bool keep, std::function<void(Result<bool>)> done);
     void acquire(ConnDone then);
     void release(PgConnection *conn);
     void drop(PgConnection *conn);
+    // Closes every cursor, the standby's admin connection and the idle connections: the server
+    // stops or is gone.
+    void closeIdle();
     void runQuery(const std::shared_ptr<Query> &q, PgConnection *conn, const QByteArray &sql,
                   const QList<QByteArray> &values, const QList<bool> &nulls,
                   const QList<bool> &binary, bool simple);

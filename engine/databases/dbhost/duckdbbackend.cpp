@@ -100,6 +100,13 @@ DbError errorFromMessage(const std::string &message, bool interrupted)
     return e;
 }
 
+// The error of a result whose query failed.
+DbError errorOf(duckdb_result *result)
+{
+    return errorFromMessage(duckdb_result_error(result),
+                            duckdb_result_error_type(result) == DUCKDB_ERROR_INTERRUPT);
+}
+
 struct Prepared
 {
     duckdb_prepared_statement p = nullptr;
@@ -212,8 +219,7 @@ struct DuckdbBackend::Cursor
                 if (!chunk) {
                     const char *err = duckdb_result_error(&result);
                     if (err && *err)
-                        throw errorFromMessage(err, duckdb_result_error_type(&result)
-                                                        == DUCKDB_ERROR_INTERRUPT);
+                        throw errorOf(&result);
                     finished = true;
                     return true;
                 }
@@ -444,17 +450,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
     TransactionUse<duckdb_connection, decltype(endTransaction)> use(m_transactions, transaction,
                                                                     endTransaction);
     bool sawTransaction = false;
-    struct Releaser
-    {
-        DuckdbBackend *b;
-        duckdb_connection c;
-        bool *rollback;
-        ~Releaser()
-        {
-            if (c)
-                b->release(c, *rollback);
-        }
-    } releaser{this, inTransaction ? nullptr : conn, &sawTransaction};
+    Lease lease(this, inTransaction ? nullptr : conn, &sawTransaction);
     Cursors::Running running(m_cursors, requestId, conn);
 
     duckdb_extracted_statements extracted = nullptr;
@@ -494,8 +490,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
             ResultGuard r;
             if (duckdb_execute_prepared(cursor->prepared, &r.r) != DuckDBSuccess) {
                 r.valid = true;
-                throw errorFromMessage(duckdb_result_error(&r.r),
-                                       duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+                throw errorOf(&r.r);
             }
             r.valid = true;
             const long long changed = isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0;
@@ -531,9 +526,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
         duckdb_destroy_pending(&pending);
         cursor->hasResult = true;
         if (st != DuckDBSuccess)
-            throw errorFromMessage(duckdb_result_error(&cursor->result),
-                                   duckdb_result_error_type(&cursor->result)
-                                       == DUCKDB_ERROR_INTERRUPT);
+            throw errorOf(&cursor->result);
         json fields = fieldsOf(&cursor->result);
         for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
             cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
@@ -549,7 +542,7 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
         } else if (!done) {
             cursor->conn = conn;
             const std::string id = m_cursors.add(cursor);
-            releaser.c = nullptr; // the cursor keeps the connection
+            lease.keep(); // the cursor keeps the connection
             answer["cursor"] = id;
         }
         answer["rows"] = rowsText(rows.finish());
@@ -588,21 +581,14 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
 {
     duckdb_connection conn = acquire();
     bool rollback = false;
-    struct Releaser
-    {
-        DuckdbBackend *b;
-        duckdb_connection c;
-        bool *rollback;
-        ~Releaser() { b->release(c, *rollback); }
-    } releaser{this, conn, &rollback};
+    Lease lease(this, conn, &rollback);
     Cursors::Running running(m_cursors, requestId, conn);
     auto run = [&](const char *sql) {
         ResultGuard r;
         const duckdb_state st = duckdb_query(conn, sql, &r.r);
         r.valid = true;
         if (st != DuckDBSuccess)
-            throw errorFromMessage(duckdb_result_error(&r.r),
-                                   duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+            throw errorOf(&r.r);
     };
     run("BEGIN TRANSACTION");
     json results = json::array();
@@ -621,8 +607,7 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
             const duckdb_state st = duckdb_execute_prepared(ps.p, &r.r);
             r.valid = true;
             if (st != DuckDBSuccess)
-                throw errorFromMessage(duckdb_result_error(&r.r),
-                                       duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+                throw errorOf(&r.r);
             json fields = fieldsOf(&r.r);
             json rows = json::array();
             const bool bareCount = isDml(type) && fields.size() == 1
@@ -683,13 +668,7 @@ json DuckdbBackend::exportFile(uint64_t requestId, const std::string &sql,
         throw DbError{"bad_request", "the export path must be inside /workspace"};
     duckdb_connection conn = acquire();
     bool rollback = false;
-    struct Releaser
-    {
-        DuckdbBackend *b;
-        duckdb_connection c;
-        bool *rollback;
-        ~Releaser() { b->release(c, *rollback); }
-    } releaser{this, conn, &rollback};
+    Lease lease(this, conn, &rollback);
     Cursors::Running running(m_cursors, requestId, conn);
     const std::string copy = "COPY (" + sql + ") TO '" + path + "' (FORMAT "
                              + (format == "json" ? "json, ARRAY true" : format) + ")";
@@ -697,8 +676,7 @@ json DuckdbBackend::exportFile(uint64_t requestId, const std::string &sql,
     const duckdb_state st = duckdb_query(conn, copy.c_str(), &r.r);
     r.valid = true;
     if (st != DuckDBSuccess)
-        throw errorFromMessage(duckdb_result_error(&r.r),
-                               duckdb_result_error_type(&r.r) == DUCKDB_ERROR_INTERRUPT);
+        throw errorOf(&r.r);
     return json{{"path", path}, {"rowCount", (long long)duckdb_rows_changed(&r.r)}};
 }
 

@@ -41,6 +41,32 @@ public:
 private:
     struct Cursor;
 
+    // Gives a connection back to the pool when the call that took it ends, with a ROLLBACK first
+    // where `*rollback` says the call may have left a transaction open.
+    class Lease
+    {
+    public:
+        Lease(DuckdbBackend *backend, duckdb_connection conn, const bool *rollback)
+            : m_backend(backend)
+            , m_conn(conn)
+            , m_rollback(rollback)
+        {}
+        Lease(const Lease &) = delete;
+        Lease &operator=(const Lease &) = delete;
+        ~Lease()
+        {
+            if (m_conn)
+                m_backend->release(m_conn, *m_rollback);
+        }
+        // The connection stays taken (a cursor holds it now).
+        void keep() { m_conn = nullptr; }
+
+    private:
+        DuckdbBackend *m_backend;
+        duckdb_connection m_conn;
+        const bool *m_rollback;
+    };
+
     duckdb_connection acquire();
     void release(duckdb_connection c, bool rollback);
     void finishCursor(const std::shared_ptr<Cursor> &cursor);
