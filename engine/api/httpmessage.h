@@ -25,7 +25,6 @@ struct HttpResponse
 
     // {"error":{...}} with the status of its code (docs/protocol.md 2.1), or `status` if given.
     static HttpResponse error(const Error &e, int status = 0);
-    static QByteArray reasonPhrase(int status);
     // The bytes on the wire: status line, headers (with Content-Length) and body.
     QByteArray serialize(bool keepAlive, int keepAliveSeconds) const;
 };

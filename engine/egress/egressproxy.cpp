@@ -235,6 +235,19 @@ bool EgressProxy::lookupSlot(const QString &sandboxId, bool take)
     return true;
 }
 
+void EgressProxy::reportIdentified(const EgressClient &client, DenyRecord record,
+                                   std::function<void()> then)
+{
+    identify(client, [this, id = client.sandboxId, record = std::move(record),
+                      then = std::move(then)](qint64 pid, const QString &process) mutable {
+        record.pid = pid;
+        record.process = process;
+        report(id, record);
+        if (then)
+            then();
+    });
+}
+
 void EgressProxy::report(const QString &sandboxId, const DenyRecord &record)
 {
     DenyLimiter &l = m_limiters[sandboxId];

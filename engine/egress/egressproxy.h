@@ -85,6 +85,10 @@ public:
     // second are folded into one record with `count`; past 20 records per second per sandbox
     // the rest are counted and reported as one.
     void report(const QString &sandboxId, const DenyRecord &record);
+    // report() once identify() knows the process behind `client` (pid and process filled in); then
+    // `then`. Reported even when the caller is gone by then.
+    void reportIdentified(const EgressClient &client, DenyRecord record,
+                          std::function<void()> then = {});
     void release(ProxyConnection *connection);
     bool lookupSlot(const QString &sandboxId, bool take); // false: the sandbox's lookups are capped
 

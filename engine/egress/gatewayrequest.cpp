@@ -20,25 +20,6 @@ namespace Sandbox::Engine {
 namespace {
 constexpr qint64 kSocketBuffer = 256 * 1024;
 
-QByteArray reasonPhrase(int status)
-{
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 413:
-        return "Payload Too Large";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    default:
-        return "Error";
-    }
-}
 } // namespace
 
 GatewayRequest::GatewayRequest(ModelGateway *gateway, int fd, EgressClient client)
@@ -320,7 +301,7 @@ void GatewayRequest::answer(int status, const QString &message)
     const QJsonObject envelope{{QStringLiteral("type"), QStringLiteral("error")},
                                {QStringLiteral("error"), error}};
     const QByteArray body = QJsonDocument(envelope).toJson(QJsonDocument::Compact);
-    m_client->write("HTTP/1.1 " + QByteArray::number(status) + ' ' + reasonPhrase(status)
+    m_client->write("HTTP/1.1 " + QByteArray::number(status) + ' ' + Http::reasonPhrase(status)
                     + "\r\nContent-Type: application/json\r\nContent-Length: "
                     + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
     m_state = State::Closed;
@@ -328,14 +309,7 @@ void GatewayRequest::answer(int status, const QString &message)
         m_upstream->disconnect(this);
         m_upstream->abort();
     }
-    if (m_lookupId) {
-        m_gateway->proxy()->resolver()->cancel(m_lookupId);
-        m_lookupId = 0;
-    }
-    if (m_holdsLookup) {
-        m_gateway->proxy()->lookupSlot(m_info.sandboxId, false);
-        m_holdsLookup = false;
-    }
+    endLookup();
     // Sent, then closed (the socket finishes writing first).
     m_client->disconnect(this);
     connect(m_client, &QTcpSocket::disconnected, this, [this] { m_gateway->release(this); });
@@ -356,13 +330,7 @@ void GatewayRequest::deny(const QString &reason, const QString &address, const Q
     r.reason = reason;
     r.via = QStringLiteral("gateway");
     r.allowWith = remedy;
-    EgressProxy *proxy = m_gateway->proxy();
-    proxy->identify(m_info,
-                    [proxy, id = m_info.sandboxId, r](qint64 pid, const QString &process) mutable {
-                        r.pid = pid;
-                        r.process = process;
-                        proxy->report(id, r);
-                    });
+    m_gateway->proxy()->reportIdentified(m_info, std::move(r));
 }
 
 void GatewayRequest::checkDeadline()
@@ -381,7 +349,7 @@ void GatewayRequest::checkDeadline()
     close(); // an answer that could not be delivered in time
 }
 
-void GatewayRequest::close()
+void GatewayRequest::endLookup()
 {
     if (m_lookupId) {
         m_gateway->proxy()->resolver()->cancel(m_lookupId);
@@ -391,6 +359,11 @@ void GatewayRequest::close()
         m_gateway->proxy()->lookupSlot(m_info.sandboxId, false);
         m_holdsLookup = false;
     }
+}
+
+void GatewayRequest::close()
+{
+    endLookup();
     m_state = State::Closed;
     if (m_upstream) {
         m_upstream->disconnect(this);

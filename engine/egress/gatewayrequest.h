@@ -43,6 +43,8 @@ private:
     void pumpUp();
     void pumpDown();
     void answer(int status, const QString &message);
+    // Cancels a DNS lookup still running and gives back the sandbox's lookup slot.
+    void endLookup();
     void deny(const QString &reason, const QString &address = {}, const QString &remedy = {});
 
     ModelGateway *m_gateway; // not owned (parent)

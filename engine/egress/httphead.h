@@ -15,6 +15,9 @@ namespace Http {
 bool isToken(QByteArrayView s);
 // 5.5 field value: visible characters, spaces, tabs and obs-text; never CR, LF, NUL or DEL.
 bool isFieldValue(QByteArrayView s);
+// 15: the reason phrase of a status line, for the statuses the engine, the egress proxy and the
+// model gateway answer with ("Status" for any other).
+QByteArray reasonPhrase(int status);
 } // namespace Http
 
 // The head of an HTTP/1.x message (request or response) as the egress proxy and the model

@@ -34,30 +34,6 @@ void closeFd(int &fd)
     fd = -1;
 }
 
-QByteArray statusText(int status)
-{
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    default:
-        return "Error";
-    }
-}
-
 // "host:port" or "[v6]:port" (the authority of CONNECT, or of an http:// URL with a default).
 bool splitAuthority(const QByteArray &authority, quint16 defaultPort, QString &host, quint16 &port)
 {
@@ -597,15 +573,7 @@ void ProxyConnection::deny(const QString &reason, const QString &address, const 
                                                   : QStringLiteral("proxy");
     r.allowWith = remedy;
     // Reported even when the connection is gone by the time its process is known.
-    m_proxy->identify(m_client,
-                      [proxy = m_proxy, id = m_client.sandboxId, r,
-                       then = std::move(then)](qint64 pid, const QString &process) mutable {
-                          r.pid = pid;
-                          r.process = process;
-                          proxy->report(id, r);
-                          if (then)
-                              then();
-                      });
+    m_proxy->reportIdentified(m_client, std::move(r), std::move(then));
 }
 
 void ProxyConnection::refuse(int status, const QString &reason, const QString &address,
@@ -632,7 +600,8 @@ void ProxyConnection::fail(int status, const QByteArray &message)
         return close();
     }
     const QByteArray body = message + '\n';
-    QByteArray response = "HTTP/1.1 " + QByteArray::number(status) + ' ' + statusText(status)
+    QByteArray response = "HTTP/1.1 " + QByteArray::number(status) + ' '
+                          + Http::reasonPhrase(status)
                           + "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "
                           + QByteArray::number(body.size()) + "\r\nConnection: close\r\n";
     if (status == 403)
