@@ -1,5 +1,7 @@
 #include "hostfs.h"
 
+#include "supervisor/dirstream.h"
+
 #include <QFile>
 #include <QList>
 #include <QRandomGenerator>
@@ -57,25 +59,6 @@ DIR *openStream(int dirFd)
     const int fd = ::openat(dirFd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return nullptr;
-    DIR *d = ::fdopendir(fd);
-    if (!d)
-        ::close(fd);
-    return d;
-}
-
-// Opens the directory `name` of dirFd without following a link, and only if it is the directory
-// (dev, ino) seen before (it was not swapped meanwhile).
-DIR *openChildStream(int dirFd, const char *name, dev_t dev, ino_t ino)
-{
-    const int fd = ::openat(dirFd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return nullptr;
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino) {
-        ::close(fd);
-        errno = EXDEV;
-        return nullptr;
-    }
     DIR *d = ::fdopendir(fd);
     if (!d)
         ::close(fd);
@@ -342,7 +325,7 @@ int removeTree(int parentFd, const QByteArray &name)
     stack.push_back({name,
                      st.st_dev,
                      st.st_ino,
-                     openChildStream(parentFd, name.constData(), st.st_dev, st.st_ino),
+                     DirStream::openChecked(parentFd, name.constData(), st.st_dev, st.st_ino),
                      {},
                      0});
     if (!stack.back().dir)
@@ -377,7 +360,7 @@ int removeTree(int parentFd, const QByteArray &name)
                 top.skip.insert(QByteArray(e->d_name));
                 continue;
             }
-            DIR *child = openChildStream(fd, e->d_name, cst.st_dev, cst.st_ino);
+            DIR *child = DirStream::openChecked(fd, e->d_name, cst.st_dev, cst.st_ino);
             if (!child) {
                 note(errno);
                 top.skip.insert(QByteArray(e->d_name));
@@ -413,7 +396,7 @@ int removeTree(int parentFd, const QByteArray &name)
         }
         Level &up = stack[stack.size() - 2];
         if (!up.dir) {
-            up.dir = openChildStream(::dirfd(top.dir), "..", up.dev, up.ino);
+            up.dir = DirStream::openChecked(::dirfd(top.dir), "..", up.dev, up.ino);
             if (!up.dir) {
                 // The tree was moved under us: stop rather than guess where we are.
                 note(errno ? errno : EXDEV);

@@ -32,16 +32,6 @@ void closeFd(int &fd)
     fd = -1;
 }
 
-std::string checkedString(const json &value, const std::string &what)
-{
-    if (!value.is_string())
-        throw RequestError("bad_request", what + " must be a string");
-    std::string s = value.get<std::string>();
-    if (s.find('\0') != std::string::npos)
-        throw RequestError("bad_request", what + " must not contain NUL bytes");
-    return s;
-}
-
 } // namespace
 
 ExecRunner::ExecRunner(const Paths &paths, FrameChannel &channel)
@@ -94,16 +84,7 @@ void ExecRunner::start(uint32_t id, const json &req)
         spec.argv = {"/bin/sh", "-c", checkedString(req["shell"], "'shell'")};
     }
     spec.env = m_baseEnv;
-    if (req.contains("env") && !req["env"].is_null()) {
-        if (!req["env"].is_object())
-            throw RequestError("bad_request", "'env' must be an object of strings");
-        for (const auto &[key, value] : req["env"].items()) {
-            if (key.empty() || key.find('=') != std::string::npos
-                || key.find('\0') != std::string::npos)
-                throw RequestError("bad_request", "invalid environment variable name '" + key + "'");
-            spec.env.emplace_back(key, checkedString(value, "env '" + key + "'"));
-        }
-    }
+    appendEnv(req, spec.env);
     const uint64_t timeoutMs = optionalUnsigned(req, "timeoutMs").value_or(0);
     const uint64_t maxOutput = optionalUnsigned(req, "maxOutputBytes").value_or(kDefaultMaxOutput);
     const bool hasPty = req.contains("pty") && !req["pty"].is_null();

@@ -1,5 +1,6 @@
 #include "fileops.h"
 
+#include "dirstream.h"
 #include "paths.h"
 
 #include <algorithm>
@@ -473,21 +474,6 @@ void FileOps::removeTree(int parentFd, const std::string &name, const std::strin
         DIR *dir; // null while closed
         std::set<std::string> skip;
     };
-    auto openLevel = [](int at, const char *n, dev_t dev, ino_t ino) -> DIR * {
-        const int fd = ::openat(at, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0)
-            return nullptr;
-        if (::fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino) {
-            ::close(fd);
-            errno = EXDEV;
-            return nullptr;
-        }
-        DIR *d = ::fdopendir(fd);
-        if (!d)
-            ::close(fd);
-        return d;
-    };
     struct stat top;
     if (::fstatat(parentFd, name.c_str(), &top, AT_SYMLINK_NOFOLLOW) < 0)
         throwErrno(errno, virt);
@@ -495,7 +481,7 @@ void FileOps::removeTree(int parentFd, const std::string &name, const std::strin
     stack.push_back({name,
                      top.st_dev,
                      top.st_ino,
-                     openLevel(parentFd, name.c_str(), top.st_dev, top.st_ino),
+                     DirStream::openChecked(parentFd, name.c_str(), top.st_dev, top.st_ino),
                      {}});
     if (!stack.back().dir)
         throwErrno(errno, virt);
@@ -551,7 +537,7 @@ void FileOps::removeTree(int parentFd, const std::string &name, const std::strin
                 }
                 continue;
             }
-            DIR *sub = openLevel(fd, child.c_str(), st.st_dev, st.st_ino);
+            DIR *sub = DirStream::openChecked(fd, child.c_str(), st.st_dev, st.st_ino);
             if (!sub) {
                 note(errno, pathOf(child));
                 cur.skip.insert(child);
@@ -578,7 +564,7 @@ void FileOps::removeTree(int parentFd, const std::string &name, const std::strin
         }
         Level &up = stack[stack.size() - 2];
         if (!up.dir) {
-            up.dir = openLevel(::dirfd(cur.dir), "..", up.dev, up.ino);
+            up.dir = DirStream::openChecked(::dirfd(cur.dir), "..", up.dev, up.ino);
             if (!up.dir) {
                 // Moved away meanwhile: stop rather than guess where the walk is.
                 note(errno ? errno : EXDEV, pathOf({}));

@@ -63,3 +63,26 @@ std::optional<uint64_t> optionalUnsigned(const nlohmann::json &req, const char *
                            std::string("'") + key + "' must be a non-negative integer");
     return req[key].get<uint64_t>();
 }
+
+std::string checkedString(const nlohmann::json &value, const std::string &what)
+{
+    if (!value.is_string())
+        throw RequestError("bad_request", what + " must be a string");
+    std::string s = value.get<std::string>();
+    if (s.find('\0') != std::string::npos)
+        throw RequestError("bad_request", what + " must not contain NUL bytes");
+    return s;
+}
+
+void appendEnv(const nlohmann::json &req, std::vector<std::pair<std::string, std::string>> &env)
+{
+    if (!req.contains("env") || req["env"].is_null())
+        return;
+    if (!req["env"].is_object())
+        throw RequestError("bad_request", "'env' must be an object of strings");
+    for (const auto &[key, value] : req["env"].items()) {
+        if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos)
+            throw RequestError("bad_request", "invalid environment variable name '" + key + "'");
+        env.emplace_back(key, checkedString(value, "env '" + key + "'"));
+    }
+}

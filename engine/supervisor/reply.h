@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 // One RESPONSE: a JSON object, optionally followed by 0x00 and raw bytes (readFile).
 struct Reply
@@ -45,3 +47,8 @@ std::string signalName(int sig);
 // Optional request members, type-checked (RequestError bad_request on a wrong type).
 bool optionalBool(const nlohmann::json &req, const char *key);
 std::optional<uint64_t> optionalUnsigned(const nlohmann::json &req, const char *key);
+// A string without NUL bytes (RequestError bad_request naming `what` otherwise).
+std::string checkedString(const nlohmann::json &value, const std::string &what);
+// The request's optional "env" object, appended to `env`: names without '=' or NUL, values
+// checked by checkedString (RequestError bad_request otherwise).
+void appendEnv(const nlohmann::json &req, std::vector<std::pair<std::string, std::string>> &env);

@@ -178,18 +178,7 @@ Reply Supervisor::configure(const json &req)
     if (m_configured)
         throw RequestError("bad_request", "the supervisor is configured already");
     std::vector<std::pair<std::string, std::string>> env;
-    if (req.contains("env") && !req["env"].is_null()) {
-        if (!req["env"].is_object())
-            throw RequestError("bad_request", "'env' must be an object of strings");
-        for (const auto &[key, value] : req["env"].items()) {
-            if (key.empty() || key.find('=') != std::string::npos
-                || key.find('\0') != std::string::npos)
-                throw RequestError("bad_request", "invalid environment variable name '" + key + "'");
-            if (!value.is_string() || value.get<std::string>().find('\0') != std::string::npos)
-                throw RequestError("bad_request", "env '" + key + "' must be a string without NUL");
-            env.emplace_back(key, value.get<std::string>());
-        }
-    }
+    appendEnv(req, env);
     std::map<std::string, std::unique_ptr<Paths>> roots;
     if (req.contains("roots") && !req["roots"].is_null()) {
         if (!req["roots"].is_object() || req["roots"].size() > kMaxRoots)
