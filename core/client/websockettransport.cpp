@@ -89,12 +89,9 @@ void WebSocketTransport::open()
 
 void WebSocketTransport::close()
 {
-    if (!m_socket)
+    QWebSocket *socket = takeSocket();
+    if (!socket)
         return;
-    QWebSocket *socket = m_socket;
-    m_socket = nullptr;
-    m_opened = false;
-    socket->disconnect(this);
     // Let the close handshake finish in the background, bounded in time.
     connect(socket, &QWebSocket::disconnected, socket, &QObject::deleteLater);
     QTimer::singleShot(5000, socket, &QObject::deleteLater);
@@ -115,14 +112,21 @@ bool WebSocketTransport::isOpen() const
     return m_socket && m_opened && m_socket->state() == QAbstractSocket::ConnectedState;
 }
 
-void WebSocketTransport::finish(int closeCode, const QString &reason)
+QWebSocket *WebSocketTransport::takeSocket()
 {
-    if (!m_socket)
-        return;
     QWebSocket *socket = m_socket;
     m_socket = nullptr;
     m_opened = false;
-    socket->disconnect(this);
+    if (socket)
+        socket->disconnect(this);
+    return socket;
+}
+
+void WebSocketTransport::finish(int closeCode, const QString &reason)
+{
+    QWebSocket *socket = takeSocket();
+    if (!socket)
+        return;
     socket->deleteLater();
     qCDebug(lcWsTransport) << "closed" << closeCode << reason;
     Q_EMIT closed(closeCode, reason);

@@ -35,6 +35,8 @@ public:
 
 private:
     void finish(int closeCode, const QString &reason);
+    // The socket, no longer this transport's (no signal of it reaches this any more); null if none.
+    QWebSocket *takeSocket();
 
     QUrl m_url;
     QString m_apiKey;
