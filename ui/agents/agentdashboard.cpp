@@ -250,12 +250,7 @@ void AgentDashboard::summarize()
     const AgentDashboardModel::Totals t = m_model->totals();
     QStringList parts;
     parts << tr("%n agent session(s)", nullptr, t.sessions);
-    if (t.running)
-        parts << tr("%1 running").arg(t.running);
-    if (t.needsInput)
-        parts << tr("%1 need(s) input").arg(t.needsInput);
-    if (t.failed)
-        parts << tr("%1 failed").arg(t.failed);
+    parts << AgentDashboardModel::stateCounts(t);
     const QLocale locale;
     parts << tr("tokens %1 in / %2 out")
                  .arg(locale.toString(t.tokensIn), locale.toString(t.tokensOut));

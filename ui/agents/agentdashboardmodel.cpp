@@ -577,24 +577,30 @@ void AgentDashboardModel::runStarted(const QString &id)
     changed(row);
 }
 
+AgentRunRecord AgentDashboardModel::endLocalRun(Row &r, AgentRunRecord::Status status)
+{
+    r.localRunning = false;
+    r.lastActivity = QDateTime::currentDateTimeUtc();
+    AgentRunRecord run;
+    run.options = r.last.options;
+    run.status = status;
+    run.startedAt = r.localStartedAt.isValid() ? r.localStartedAt : r.lastActivity;
+    run.endedAt = r.lastActivity;
+    return run;
+}
+
 void AgentDashboardModel::runFinished(const QString &id, const AgentRunResult &result)
 {
     const int row = rowOf(id);
     if (row < 0)
         return;
     Row &r = m_rows[row];
-    r.localRunning = false;
-    r.lastActivity = QDateTime::currentDateTimeUtc();
     // Until the history says more: this run as the last one.
-    AgentRunRecord run;
+    AgentRunRecord run = endLocalRun(r, result.success ? AgentRunRecord::Status::Succeeded
+                                                       : AgentRunRecord::Status::Failed);
     run.runId = r.last.streamId == result.streamId && !result.streamId.isEmpty()
                     ? r.last.runId
                     : QStringLiteral("local:") + result.streamId;
-    run.options = r.last.options;
-    run.status = result.success ? AgentRunRecord::Status::Succeeded
-                                : AgentRunRecord::Status::Failed;
-    run.startedAt = r.localStartedAt.isValid() ? r.localStartedAt : r.lastActivity;
-    run.endedAt = r.lastActivity;
     run.usage = result.usage;
     run.needsInput = result.needsInput;
     run.answer = result;
@@ -627,17 +633,23 @@ void AgentDashboardModel::runFailed(const QString &id, const QString &why)
     if (row < 0)
         return;
     Row &r = m_rows[row];
-    r.localRunning = false;
-    r.lastActivity = QDateTime::currentDateTimeUtc();
-    AgentRunRecord run;
+    AgentRunRecord run = endLocalRun(r, AgentRunRecord::Status::Failed);
     run.runId = QStringLiteral("local:failed:") + r.lastActivity.toString(Qt::ISODateWithMs);
-    run.options = r.last.options;
-    run.status = AgentRunRecord::Status::Failed;
-    run.startedAt = r.localStartedAt.isValid() ? r.localStartedAt : r.lastActivity;
-    run.endedAt = r.lastActivity;
     run.error = Error{ErrorCode::InternalError, why, {}};
     r.last = run;
     changed(row);
+}
+
+QStringList AgentDashboardModel::stateCounts(const Totals &t)
+{
+    QStringList parts;
+    if (t.running)
+        parts << tr("%1 running").arg(t.running);
+    if (t.needsInput)
+        parts << tr("%1 need(s) input").arg(t.needsInput);
+    if (t.failed)
+        parts << tr("%1 failed").arg(t.failed);
+    return parts;
 }
 
 AgentDashboardModel::Totals AgentDashboardModel::totals() const

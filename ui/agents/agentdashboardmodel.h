@@ -88,6 +88,8 @@ public:
         int runsToday = 0;
         int runs = 0; // runs counted (the history read of each sandbox, and the runs since)
     };
+    // "2 running", "1 need(s) input", "1 failed": the states worth a look, those with sessions.
+    static QStringList stateCounts(const Totals &t);
     // Computed on demand (the dashboard asks once per flush, not per event).
     Totals totals() const;
     // The runs of one day (by their start, local time) added up.
@@ -154,6 +156,9 @@ private:
     QString stateText(const Row &r) const;
     QString nameOf(const Row &r) const;
     static void sum(Row &r);
+    // A run of this desktop's ended now: the row runs no more; the run's record so far (the
+    // options and times this desktop knows; runId and outcome are the caller's).
+    static Sandbox::AgentRunRecord endLocalRun(Row &r, Sandbox::AgentRunRecord::Status status);
     // Row `row` changed in `columns` (bits of Column): said with the next flush().
     void changed(int row, quint32 columns = ~0u);
     // What changed since the last flush, said at once: one dataChanged over the changed rows and

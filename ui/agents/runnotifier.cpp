@@ -208,13 +208,7 @@ void RunNotifier::updateTray()
         return;
     const AgentDashboardModel::Totals t = m_model ? m_model->totals()
                                                   : AgentDashboardModel::Totals{};
-    QStringList parts;
-    if (t.running)
-        parts << tr("%1 running").arg(t.running);
-    if (t.needsInput)
-        parts << tr("%1 need(s) input").arg(t.needsInput);
-    if (t.failed)
-        parts << tr("%1 failed").arg(t.failed);
+    const QStringList parts = AgentDashboardModel::stateCounts(t);
     m_tray->setToolTip(
         parts.isEmpty() ? tr("Sandbox Desktop")
                         : tr("Sandbox Desktop — agents: %1").arg(parts.join(QStringLiteral(", "))));

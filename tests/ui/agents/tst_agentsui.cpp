@@ -532,6 +532,16 @@ void tst_AgentsUi::dashboardMergesAndCounts()
              AgentDashboardModel::State::Done);
     QCOMPARE(ended.at(1).at(3).toString(), QStringLiteral("All done."));
 
+    // A run that could not even start (the engine refused it): failed, with the reason.
+    const int failedBefore = model.totals().failed;
+    model.runStarted(QStringLiteral("sb_a"));
+    model.runFailed(QStringLiteral("sb_a"), QStringLiteral("the engine is not reachable"));
+    QCOMPARE(cell("sb_a", AgentDashboardModel::Status),
+             QStringLiteral("failed: the engine is not reachable"));
+    QCOMPARE(model.totals().failed, failedBefore + 1);
+    QVERIFY(AgentDashboardModel::stateCounts(model.totals())
+                .contains(QStringLiteral("%1 failed").arg(failedBefore + 1)));
+
     // Sortable: by cost, sb_b (1.75) above sb_a (0.125) in descending order.
     QSortFilterProxyModel proxy;
     proxy.setSourceModel(&model);
