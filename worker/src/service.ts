@@ -734,10 +734,7 @@ export class SandboxService {
       return answer;
     }
     // Not in memory (the registry object was restarted): the engine still holds the backlog.
-    const route = this.registry.stream(c.keyId, streamId);
-    if (route === null) throw new NotFoundError(`stream ${streamId}`);
-    const row = this.registry.sandbox(c.keyId, route.sandboxId);
-    if (row === null) throw new NotFoundError(`stream ${streamId}`);
+    const { route, row } = this.streamTarget(c.keyId, streamId);
     const target = this.hooks.target(row);
     const conn = this.pool.get(target);
     const stream = new Stream(streamId, c.keyId, row.id, route.engineStreamId, null, how === 'watch' ? null : sub);
@@ -750,14 +747,7 @@ export class SandboxService {
   }
 
   private async cancelStream(c: CallContext, p: Params): Promise<unknown> {
-    const streamId = v.str(p, 'streamId');
-    const s = this.streams.find(c.keyId, streamId);
-    const route = s ?? this.registry.stream(c.keyId, streamId);
-    if (route === null) throw new NotFoundError(`stream ${streamId}`);
-    const row = this.registry.sandbox(c.keyId, route.sandboxId);
-    if (row === null) throw new NotFoundError(`stream ${streamId}`);
-    const r = (await this.engine(row).request('stream.cancel', { streamId: route.engineStreamId })) as Params;
-    return typeof r === 'object' && r !== null ? { ...r, streamId } : r;
+    return this.toStreamEngine(c.keyId, v.str(p, 'streamId'), 'stream.cancel', {});
   }
 
   /**
@@ -765,12 +755,21 @@ export class SandboxService {
    * the engine says whether the stream is a terminal and checks the bytes and the size.
    */
   private async terminalControl(c: CallContext, method: string, p: Params): Promise<unknown> {
-    const streamId = v.str(p, 'streamId');
-    const s = this.streams.find(c.keyId, streamId);
-    const route = s ?? this.registry.stream(c.keyId, streamId);
+    return this.toStreamEngine(c.keyId, v.str(p, 'streamId'), method, p);
+  }
+
+  /** Where a stream runs: its route (in memory, else the registry's) and its sandbox's row. */
+  private streamTarget(keyId: string, streamId: string): { route: { sandboxId: string; engineStreamId: string }; row: SandboxRow } {
+    const route = this.streams.find(keyId, streamId) ?? this.registry.stream(keyId, streamId);
     if (route === null) throw new NotFoundError(`stream ${streamId}`);
-    const row = this.registry.sandbox(c.keyId, route.sandboxId);
+    const row = this.registry.sandbox(keyId, route.sandboxId);
     if (row === null) throw new NotFoundError(`stream ${streamId}`);
+    return { route, row };
+  }
+
+  /** A call about a stream, to the engine that runs it under its own stream id; the answer under the caller's. */
+  private async toStreamEngine(keyId: string, streamId: string, method: string, p: Params): Promise<unknown> {
+    const { route, row } = this.streamTarget(keyId, streamId);
     const r = (await this.engine(row).request(method, { ...p, streamId: route.engineStreamId })) as Params;
     return typeof r === 'object' && r !== null ? { ...r, streamId } : r;
   }

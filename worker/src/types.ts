@@ -51,3 +51,15 @@ export interface SandboxBackend {
   /** Frees what the handle holds (connections); the sandbox itself lives on. */
   close?(): void | Promise<void>;
 }
+
+/** The token use of an agent run, as agents.run answers it (docs/protocol.md 4.7). */
+export interface RunUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
+  /** The model's context on the run's latest call, and its window; null where the CLI does not say. */
+  contextTokens?: number | null;
+  contextWindow?: number | null;
+}

@@ -6,7 +6,7 @@
 
 import type { AgentType } from '../config';
 import { InvalidParamsError, SandboxError } from '../errors';
-import type { ExecOptions, ExecResult, FileEntry, SandboxBackend } from '../types';
+import type { ExecOptions, ExecResult, FileEntry, RunUsage, SandboxBackend } from '../types';
 
 export interface AgentRunOptions {
   /** ms; default the class's `commandTimeout` (300 000). */
@@ -24,16 +24,8 @@ export interface AgentRunOptions {
   env?: Record<string, string>;
 }
 
-export interface AgentUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  reasoningTokens: number;
-  /** The model's context on the run's latest call, and its window; null where the CLI does not say. */
-  contextTokens?: number | null;
-  contextWindow?: number | null;
-}
+/** The token use of an agent's run. */
+export type AgentUsage = RunUsage;
 
 /** The engine's answer to agents.run (4.7). */
 export interface AgentRunResult {

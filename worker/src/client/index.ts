@@ -1,7 +1,7 @@
 // The client of the original design: `createSandboxClient` for everything a key may do, and
 // `connectSandbox` for one sandbox by id. JSON-RPC over a WebSocket (browser, Node, Workers).
 
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxBackend } from '../types';
+import type { ExecOptions, ExecResult, FileEntry, RunUsage, Sandbox, SandboxBackend } from '../types';
 import { RpcConnection, type StreamHandlers, type WebSocketFactory } from './connection';
 
 export { RpcConnection, SandboxRpcError, SUBPROTOCOL } from './connection';
@@ -70,16 +70,7 @@ export interface RunOptions {
   env?: Record<string, string>;
 }
 
-export interface RunUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  reasoningTokens: number;
-  /** The model's context on the run's latest call, and its window; null where the CLI does not say. */
-  contextTokens?: number | null;
-  contextWindow?: number | null;
-}
+export type { RunUsage } from '../types';
 
 export interface RunResult {
   success: boolean;
