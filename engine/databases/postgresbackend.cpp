@@ -397,7 +397,6 @@ void PostgresBackend::acquire(ConnDone then)
         m_waiters.append(std::move(then));
         return;
     }
-    QPointer<PostgresBackend> self(this);
     openConnection(false, m_settings.database, std::move(then));
 }
 
