@@ -1,7 +1,7 @@
 // The core client's AgentRun against a real sandboxd running the real Claude Code CLI (the
 // fastest of the three to start) on the mock model server: typed signals in order, the answer,
 // and cancel.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "mockmodelserver.h"
 
 #include <client/client.h>
@@ -18,6 +18,7 @@ class tst_AgentRun : public QObject
 
 private Q_SLOTS:
     void initTestCase();
+    void cleanupTestCase();
     void runEmitsTypedEventsAndFinishes();
     void cancelKillsTheRun();
     void failureIsAResultNotAnError();
@@ -32,7 +33,7 @@ private:
         return o;
     }
 
-    EngineProcess m_engine;
+    EngineFixture m_engine;
     MockModelServer m_mock;
     std::unique_ptr<Client> m_client;
     QString m_id;
@@ -43,8 +44,9 @@ void tst_AgentRun::initTestCase()
     QVERIFY(m_mock.listen());
     QVERIFY2(m_engine.start(
                  {QStringLiteral("--agents-dir"), QStringLiteral(SANDBOX_BINARY_DIR "/agents")}),
-             qPrintable(m_engine.log()));
-    m_client = std::make_unique<Client>(ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+             qPrintable(m_engine.process().log()));
+    m_client = std::make_unique<Client>(
+        ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
     m_client->open();
     QTRY_COMPARE(m_client->rpc()->state(), RpcClient::State::Connected);
 
@@ -57,19 +59,16 @@ void tst_AgentRun::initTestCase()
     create.env = {{QStringLiteral("ANTHROPIC_API_KEY"),
                    QStringLiteral("sk-ant-test-agentrun-1234")},
                   {QStringLiteral("ANTHROPIC_BASE_URL"), m_mock.baseUrl().toString()}};
-    bool done = false;
-    m_client->agents()
-        .create(create, this,
-                [this, &done](Result<SandboxInfo> r) {
-                    done = true;
-                    if (r)
-                        m_id = r->id;
-                    else
-                        qWarning() << r.error().message;
-                })
-        .detach();
-    QTRY_VERIFY_WITH_TIMEOUT(done, 30000);
-    QVERIFY(!m_id.isEmpty());
+    m_id = m_engine.create(QStringLiteral("agents.create"), create.toJson(), 30000)
+               .value(QStringLiteral("id"))
+               .toString();
+    QVERIFY2(!m_id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
+}
+
+void tst_AgentRun::cleanupTestCase()
+{
+    m_client.reset();
+    m_engine.cleanup();
 }
 
 void tst_AgentRun::runEmitsTypedEventsAndFinishes()
@@ -163,8 +162,8 @@ void tst_AgentRun::engineStopsCleanlyMidRun()
     QSignalSpy failed(run, &AgentRun::failed);
     QTRY_VERIFY_WITH_TIMEOUT(m_mock.modelCallCount() > before && m_mock.openConnections() > 0,
                              60000);
-    m_engine.terminate();
-    QVERIFY2(m_engine.exitedCleanly(), qPrintable(m_engine.log().right(2000)));
+    m_engine.process().terminate();
+    QVERIFY2(m_engine.process().exitedCleanly(), qPrintable(m_engine.process().log().right(2000)));
     // The CLI died with its sandbox, and the client was told.
     QTRY_COMPARE_WITH_TIMEOUT(m_mock.openConnections(), 0, 10000);
     m_client->close();

@@ -1,5 +1,5 @@
 // End to end: the sandboxctl binary against a real sandboxd.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "mockmodelserver.h"
 
 #include <QJsonDocument>
@@ -40,7 +40,7 @@ private Q_SLOTS:
 private:
     Run ctl(const QStringList &args, const QByteArray &stdinData = {}, const QString &key = {});
 
-    EngineProcess m_engine;
+    EngineFixture m_engine; // only its engine: the suite talks to it through sandboxctl
     QString m_id;
     Sandbox::Mocks::MockModelServer m_mock;
 };
@@ -49,8 +49,9 @@ Run tst_Sandboxctl::ctl(const QStringList &args, const QByteArray &stdinData, co
 {
     QProcess p;
     p.setProgram(QStringLiteral(SANDBOXCTL_BIN));
-    p.setArguments(QStringList{QStringLiteral("--url"), m_engine.url().toString(),
-                               QStringLiteral("--key"), key.isEmpty() ? m_engine.key() : key}
+    p.setArguments(QStringList{QStringLiteral("--url"), m_engine.process().url().toString(),
+                               QStringLiteral("--key"),
+                               key.isEmpty() ? m_engine.process().key() : key}
                    + args);
     p.start();
     p.write(stdinData);
@@ -65,7 +66,7 @@ Run tst_Sandboxctl::ctl(const QStringList &args, const QByteArray &stdinData, co
 
 void tst_Sandboxctl::initTestCase()
 {
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
 }
 
 void tst_Sandboxctl::lifecycle()
@@ -204,8 +205,8 @@ void tst_Sandboxctl::environmentVariablesSelectTheEngine()
 {
     QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert(QStringLiteral("SANDBOX_URL"), m_engine.url().toString());
-    env.insert(QStringLiteral("SANDBOX_API_KEY"), m_engine.key());
+    env.insert(QStringLiteral("SANDBOX_URL"), m_engine.process().url().toString());
+    env.insert(QStringLiteral("SANDBOX_API_KEY"), m_engine.process().key());
     p.setProcessEnvironment(env);
     p.start(QStringLiteral(SANDBOXCTL_BIN), {QStringLiteral("session")});
     QVERIFY(p.waitForFinished(30000));

@@ -1,8 +1,7 @@
 // Runs tests/conformance/cases.json (the machine-readable half of docs/protocol.md) against a
 // real sandboxd. The Worker runs the same file: worker/test/conformance.test.ts.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "protocol/error.h"
-#include "testclient.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -190,25 +189,30 @@ class tst_Conformance : public QObject
 
 private Q_SLOTS:
     void initTestCase();
+    void cleanupTestCase();
     void cases_data();
     void cases();
     void routes_data();
     void routes();
 
 private:
-    EngineProcess m_engine;
+    EngineFixture m_engine;
     QString m_otherKey;
 };
 
 void tst_Conformance::initTestCase()
 {
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    RpcTestClient c;
-    QVERIFY(c.open(m_engine.wsUrl(), m_engine.key()));
-    const QJsonObject k = c.result(QStringLiteral("keys.create"),
-                                   {{QStringLiteral("name"), QStringLiteral("other")}});
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    const QJsonObject k = m_engine.rpc().result(QStringLiteral("keys.create"),
+                                                {{QStringLiteral("name"),
+                                                  QStringLiteral("other")}});
     m_otherKey = k.value(QStringLiteral("key")).toString();
     QVERIFY(!m_otherKey.isEmpty());
+}
+
+void tst_Conformance::cleanupTestCase()
+{
+    m_engine.cleanup();
 }
 
 void tst_Conformance::cases_data()
@@ -241,7 +245,7 @@ void tst_Conformance::cases()
         if (s.contains(QStringLiteral("http"))) {
             const QJsonObject h = m.substitute(s.value(QStringLiteral("http"))).toObject();
             const QString auth = h.value(QStringLiteral("auth")).toString(QStringLiteral("key"));
-            QString bearer = m_engine.key();
+            QString bearer = m_engine.process().key();
             if (auth == QLatin1String("none"))
                 bearer.clear();
             else if (auth == QLatin1String("bad"))
@@ -254,7 +258,7 @@ void tst_Conformance::cases()
             else if (h.contains(QStringLiteral("body")))
                 body = QJsonDocument(h.value(QStringLiteral("body")).toObject())
                            .toJson(QJsonDocument::Compact);
-            QUrl url = m_engine.url();
+            QUrl url = m_engine.process().url();
             const QString pathAndQuery = h.value(QStringLiteral("path")).toString();
             url = url.resolved(QUrl(pathAndQuery));
             const HttpAnswer a = httpRequest(h.value(QStringLiteral("method")).toString().toLatin1(),
@@ -275,19 +279,19 @@ void tst_Conformance::cases()
             const QString auth
                 = s.value(QStringLiteral("ws")).toObject().value(QStringLiteral("auth")).toString();
             RpcTestClient probe;
-            QUrl url = m_engine.wsUrl();
+            QUrl url = m_engine.process().wsUrl();
             bool open = false;
             if (auth == QLatin1String("none")) {
                 open = probe.open(url, {});
             } else if (auth == QLatin1String("bad")) {
                 open = probe.open(url, QStringLiteral("sk_wrong"));
             } else if (auth == QLatin1String("query")) {
-                url.setQuery(QStringLiteral("key=") + m_engine.key());
+                url.setQuery(QStringLiteral("key=") + m_engine.process().key());
                 open = probe.open(url, {});
             } else if (auth == QLatin1String("subprotocol")) {
                 open = probe.open(url, {},
                                   {QStringLiteral("sandbox.v1"),
-                                   QStringLiteral("bearer.") + m_engine.key()});
+                                   QStringLiteral("bearer.") + m_engine.process().key()});
                 if (open)
                     QCOMPARE(probe.socket()->subprotocol(), QStringLiteral("sandbox.v1"));
             }
@@ -304,8 +308,8 @@ void tst_Conformance::cases()
                               : on == QLatin1String("other") ? other
                                                              : rpc;
         if (!conn.isOpen())
-            QVERIFY(conn.open(m_engine.wsUrl(),
-                              on == QLatin1String("other") ? m_otherKey : m_engine.key()));
+            QVERIFY(conn.open(m_engine.process().wsUrl(),
+                              on == QLatin1String("other") ? m_otherKey : m_engine.process().key()));
         QJsonValue sentId;
         if (r.contains(QStringLiteral("raw"))) {
             conn.sendText(r.value(QStringLiteral("raw")).toString().toUtf8());
@@ -393,7 +397,8 @@ void tst_Conformance::routes()
                                : body == QLatin1String("raw") ? QByteArray("x")
                                                               : QByteArray();
     const HttpAnswer a = httpRequest(route.value(QStringLiteral("verb")).toString().toLatin1(),
-                                     m_engine.url().resolved(QUrl(path)), m_engine.key(), payload);
+                                     m_engine.process().url().resolved(QUrl(path)),
+                                     m_engine.process().key(), payload);
     const int code = a.json()
                          .toObject()
                          .value(QStringLiteral("error"))

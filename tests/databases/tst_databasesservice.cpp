@@ -1,5 +1,5 @@
 // core's DatabasesService and RowFeed against a real sandboxd: typed calls, paging, errors.
-#include "engineprocess.h"
+#include "enginefixture.h"
 
 #include <client/client.h>
 #include <client/rowfeed.h>
@@ -42,15 +42,17 @@ private Q_SLOTS:
     void valuesConvert();
 
 private:
-    EngineProcess m_engine;
+    EngineFixture m_engine;
     Client *m_client = nullptr;
     QString m_id;
 };
 
 void tst_DatabasesService::initTestCase()
 {
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    m_client = new Client(ConnectionProfile::remote(m_engine.url(), m_engine.key()), this);
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    m_client = new Client(ConnectionProfile::remote(m_engine.process().url(),
+                                                    m_engine.process().key()),
+                          this);
     m_client->open();
     DatabaseCreateOptions options;
     options.type = QStringLiteral("sqlite");
@@ -61,12 +63,13 @@ void tst_DatabasesService::initTestCase()
     QCOMPARE(created->engine, QStringLiteral("sqlite"));
     QVERIFY(created->startupTimeMs > 0);
     m_id = created->sandbox.id;
+    m_engine.deleteAtCleanup(m_id);
 }
 
 void tst_DatabasesService::cleanupTestCase()
 {
     delete m_client;
-    m_engine.terminate();
+    m_engine.cleanup();
 }
 
 void tst_DatabasesService::typedCalls()

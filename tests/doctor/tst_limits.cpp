@@ -2,12 +2,10 @@
 // Sandbox object still showed `limits`. Now every Sandbox object says which limits hold
 // (`limits.enforced`, `limits.enforcement`), checked here on real engines: one run as a normal
 // user (through setpriv, as the README's normal user would), one as root, one with --no-cgroups.
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <QFile>
 #include <QJsonArray>
-#include <QJsonDocument>
 #include <QJsonObject>
 #include <QTest>
 
@@ -17,12 +15,11 @@ namespace {
 
 constexpr uid_t kTestUid = 54329; // no account needed: setpriv runs the engine as this uid
 
-QJsonObject createAgent(RpcTestClient &rpc)
+QJsonObject createAgent(EngineFixture &engine)
 {
-    return rpc.result(QStringLiteral("agents.create"),
-                      {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                       {QStringLiteral("size"), QStringLiteral("basic")}},
-                      120000);
+    return engine.create(QStringLiteral("agents.create"),
+                         {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                          {QStringLiteral("size"), QStringLiteral("basic")}});
 }
 
 } // namespace
@@ -39,16 +36,15 @@ private Q_SLOTS:
 
 void TestLimits::nonRootEngineSaysLimitsDoNotHold()
 {
-    EngineProcess engine;
+    EngineFixture engine;
     if (::geteuid() == 0)
-        engine.setRunAsUid(kTestUid);
+        engine.process().setRunAsUid(kTestUid);
     QVERIFY2(engine.start({QStringLiteral("--sleep-after"), QStringLiteral("600000")}),
-             qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
-    const QJsonObject sandbox = createAgent(rpc);
+             qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
+    const QJsonObject sandbox = createAgent(engine);
     const QString id = sandbox.value(QStringLiteral("id")).toString();
-    QVERIFY2(!id.isEmpty(), QJsonDocument(rpc.lastError()).toJson().constData());
+    QVERIFY2(!id.isEmpty(), dump(rpc.lastError()).constData());
 
     // It really runs as that user (no uid drop without root)...
     const QJsonObject idu = rpc.result(QStringLiteral("agents.exec"),
@@ -72,8 +68,7 @@ void TestLimits::nonRootEngineSaysLimitsDoNotHold()
               .toObject()}) {
         const QJsonObject limits = object.value(QStringLiteral("limits")).toObject();
         QCOMPARE(limits.value(QStringLiteral("memoryMb")).toInt(), 1024); // the size's figures stay
-        QVERIFY2(limits.contains(QStringLiteral("enforced")),
-                 QJsonDocument(limits).toJson().constData());
+        QVERIFY2(limits.contains(QStringLiteral("enforced")), dump(limits).constData());
         QCOMPARE(limits.value(QStringLiteral("enforced")), QJsonValue(false)); // disk at least
         const QJsonObject detail = limits.value(QStringLiteral("enforcement")).toObject();
         for (const QString &limit : {QStringLiteral("memory"), QStringLiteral("pids"),
@@ -92,18 +87,16 @@ void TestLimits::nonRootEngineSaysLimitsDoNotHold()
                          qPrintable(reason));
         }
     }
-    QVERIFY(engine.log().contains(QLatin1String("sandboxd")));
+    QVERIFY(engine.process().log().contains(QLatin1String("sandboxd")));
 }
 
 void TestLimits::rootEngineSaysWhatHolds()
 {
     if (::geteuid() != 0)
         QSKIP("needs root: a root engine makes the cgroups itself");
-    EngineProcess engine;
-    QVERIFY2(engine.start(), qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
-    const QJsonObject sandbox = createAgent(rpc);
+    EngineFixture engine;
+    QVERIFY2(engine.start(), qPrintable(engine.process().log()));
+    const QJsonObject sandbox = createAgent(engine);
     const QString id = sandbox.value(QStringLiteral("id")).toString();
     QVERIFY(!id.isEmpty());
     const QJsonObject limits = sandbox.value(QStringLiteral("limits")).toObject();
@@ -133,21 +126,18 @@ void TestLimits::rootEngineSaysWhatHolds()
                      && disk.value(QStringLiteral("by"))
                             .toString()
                             .contains(QLatin1String("ext4 image")),
-                 QJsonDocument(disk).toJson().constData());
+                 dump(disk).constData());
     else
-        QVERIFY2(!disk.value(QStringLiteral("reason")).toString().isEmpty(),
-                 QJsonDocument(disk).toJson().constData());
+        QVERIFY2(!disk.value(QStringLiteral("reason")).toString().isEmpty(), dump(disk).constData());
     QCOMPARE(limits.value(QStringLiteral("enforced")).toBool(),
              disk.value(QStringLiteral("enforced")).toBool());
 }
 
 void TestLimits::noCgroupsSaysSo()
 {
-    EngineProcess engine;
-    QVERIFY2(engine.start({QStringLiteral("--no-cgroups")}), qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
-    const QJsonObject sandbox = createAgent(rpc);
+    EngineFixture engine;
+    QVERIFY2(engine.start({QStringLiteral("--no-cgroups")}), qPrintable(engine.process().log()));
+    const QJsonObject sandbox = createAgent(engine);
     const QJsonObject memory = sandbox.value(QStringLiteral("limits"))
                                    .toObject()
                                    .value(QStringLiteral("enforcement"))
@@ -158,7 +148,7 @@ void TestLimits::noCgroupsSaysSo()
     QVERIFY2(memory.value(QStringLiteral("reason"))
                  .toString()
                  .contains(QLatin1String("--no-cgroups")),
-             QJsonDocument(memory).toJson().constData());
+             dump(memory).constData());
 }
 
 QTEST_GUILESS_MAIN(TestLimits)

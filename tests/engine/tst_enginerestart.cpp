@@ -1,7 +1,6 @@
 // A kill -9 of sandboxd loses nothing: the registry stays consistent, no sandbox process is left
 // behind, and every sandbox comes back (asleep) with its /workspace intact.
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -61,54 +60,44 @@ void tst_EngineRestart::kill9LosesNothing()
 {
     QFETCH(bool, crash);
     QTemporaryDir dir;
-    EngineProcess engine;
+    EngineFixture engine;
     // Its own uid range, so that sandboxes of engines in other tests are not counted.
     const QStringList args{QStringLiteral("--uid-base"), QStringLiteral("450000")};
-    QVERIFY2(engine.start(args, dir.path()), qPrintable(engine.log()));
-    const QString key = engine.key();
+    QVERIFY2(engine.start(args, dir.path()), qPrintable(engine.process().log()));
+    const QString key = engine.process().key();
 
-    QString id;
-    uint uid = 0;
-    {
-        RpcTestClient rpc;
-        QVERIFY(rpc.open(engine.wsUrl(), key));
-        id = rpc.result(QStringLiteral("agents.create"),
-                        {{QStringLiteral("type"), QStringLiteral("opencode")}})
-                 .value(QStringLiteral("id"))
-                 .toString();
-        QVERIFY(!id.isEmpty());
-        const QJsonObject r
-            = rpc.result(QStringLiteral("agents.exec"),
-                         {{QStringLiteral("id"), id},
-                          {QStringLiteral("command"),
-                           QStringLiteral(
-                               "echo precious > data.txt; sleep 1000 > /dev/null 2>&1 & id -u")}});
-        uid = r.value(QStringLiteral("stdout")).toString().trimmed().toUInt();
-        QVERIFY(uid > 0);
-        if (::geteuid() == 0)
-            QVERIFY(processesOfUid(uid) > 0);
-    }
+    const QString id = engine.createAgent(QStringLiteral("opencode"), {});
+    QVERIFY(!id.isEmpty());
+    const QJsonObject r = engine.rpc().result(
+        QStringLiteral("agents.exec"),
+        {{QStringLiteral("id"), id},
+         {QStringLiteral("command"),
+          QStringLiteral("echo precious > data.txt; sleep 1000 > /dev/null 2>&1 & id -u")}});
+    const uint uid = r.value(QStringLiteral("stdout")).toString().trimmed().toUInt();
+    QVERIFY(uid > 0);
+    if (::geteuid() == 0)
+        QVERIFY(processesOfUid(uid) > 0);
 
     if (crash)
-        engine.kill9();
+        engine.process().kill9();
     else
-        engine.terminate();
+        engine.process().terminate();
 
     // Nothing of the sandbox outlives its engine.
     if (::geteuid() == 0)
         QTRY_COMPARE_WITH_TIMEOUT(processesOfUid(uid), 0, 10000);
 
-    EngineProcess again;
-    QVERIFY2(again.start(args, dir.path()), qPrintable(again.log()));
-    QCOMPARE(again.key(), key); // the key file and the key registry survived
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(again.wsUrl(), key));
+    EngineFixture again;
+    QVERIFY2(again.start(args, dir.path()), qPrintable(again.process().log()));
+    QCOMPARE(again.process().key(), key); // the key file and the key registry survived
+    RpcTestClient &rpc = again.rpc();
     const QJsonObject info = rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}});
     QCOMPARE(info.value(QStringLiteral("status")).toString(), QStringLiteral("sleeping"));
-    const QJsonObject r = rpc.result(QStringLiteral("agents.exec"),
-                                     {{QStringLiteral("id"), id},
-                                      {QStringLiteral("command"), QStringLiteral("cat data.txt")}});
-    QCOMPARE(r.value(QStringLiteral("stdout")).toString(), QStringLiteral("precious\n"));
+    const QJsonObject cat = rpc.result(QStringLiteral("agents.exec"),
+                                       {{QStringLiteral("id"), id},
+                                        {QStringLiteral("command"),
+                                         QStringLiteral("cat data.txt")}});
+    QCOMPARE(cat.value(QStringLiteral("stdout")).toString(), QStringLiteral("precious\n"));
     QCOMPARE(rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}})
                  .value(QStringLiteral("status"))
                  .toString(),
@@ -124,16 +113,15 @@ void tst_EngineRestart::kill9LosesNothing()
 void tst_EngineRestart::oneEnginePerDataDir()
 {
     QTemporaryDir dir;
-    EngineProcess first;
-    QVERIFY2(first.start({}, dir.path()), qPrintable(first.log()));
-    EngineProcess second;
+    EngineFixture first;
+    QVERIFY2(first.start({}, dir.path()), qPrintable(first.process().log()));
+    EngineFixture second;
     QVERIFY(!second.start({}, dir.path()));
-    QVERIFY2(second.log().contains(QStringLiteral("another sandboxd is using")),
-             qPrintable(second.log()));
+    QVERIFY2(second.process().log().contains(QStringLiteral("another sandboxd is using")),
+             qPrintable(second.process().log()));
     // The first one still serves.
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(first.wsUrl(), first.key()));
-    QVERIFY(rpc.result(QStringLiteral("agents.list"), {}).contains(QStringLiteral("agents")));
+    QVERIFY(
+        first.rpc().result(QStringLiteral("agents.list"), {}).contains(QStringLiteral("agents")));
 }
 
 // A container restarted after a kill -9 of its engine: the lock file left behind names a pid
@@ -141,31 +129,29 @@ void tst_EngineRestart::oneEnginePerDataDir()
 void tst_EngineRestart::aDeadEnginesLockNamingALiveSandboxdDoesNotStopTheNext()
 {
     QTemporaryDir dir, otherDir;
-    EngineProcess dead;
-    QVERIFY2(dead.start({}, dir.path()), qPrintable(dead.log()));
-    dead.kill9();
-    EngineProcess alive; // a live sandboxd, on another data dir
-    QVERIFY2(alive.start({}, otherDir.path()), qPrintable(alive.log()));
+    EngineFixture dead;
+    QVERIFY2(dead.start({}, dir.path()), qPrintable(dead.process().log()));
+    dead.process().kill9();
+    EngineFixture alive; // a live sandboxd, on another data dir
+    QVERIFY2(alive.start({}, otherDir.path()), qPrintable(alive.process().log()));
 
     QFile lock(dir.filePath(QStringLiteral("sandboxd.lock")));
     QVERIFY(lock.open(QIODevice::ReadWrite));
     QList<QByteArray> lines = lock.readAll().split('\n');
     QVERIFY(lines.size() >= 3);
     QCOMPARE(lines.at(1), QByteArray("sandboxd"));
-    lines[0] = QByteArray::number(alive.pid());
+    lines[0] = QByteArray::number(alive.process().pid());
     QVERIFY(lock.resize(0));
     QVERIFY(lock.seek(0));
     lock.write(lines.join('\n'));
     lock.close();
 
-    EngineProcess next;
-    QVERIFY2(next.start({}, dir.path()), qPrintable(next.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(next.wsUrl(), next.key()));
-    QVERIFY(rpc.result(QStringLiteral("agents.list"), {}).contains(QStringLiteral("agents")));
+    EngineFixture next;
+    QVERIFY2(next.start({}, dir.path()), qPrintable(next.process().log()));
+    QVERIFY(next.rpc().result(QStringLiteral("agents.list"), {}).contains(QStringLiteral("agents")));
     // The file now names the engine that holds it.
     QVERIFY(lock.open(QIODevice::ReadOnly));
-    QCOMPARE(lock.readLine().trimmed(), QByteArray::number(next.pid()));
+    QCOMPARE(lock.readLine().trimmed(), QByteArray::number(next.process().pid()));
 }
 
 QTEST_GUILESS_MAIN(tst_EngineRestart)

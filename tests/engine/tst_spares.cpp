@@ -1,17 +1,17 @@
 // Spare sandboxes (docs/protocol.md 6): started ahead of demand, each becomes exactly one owner's
 // sandbox with that owner's environment, limits and network, never another's; the pool keeps to
 // its cap and stays empty when memory is short; a crash leaves none behind.
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <QDir>
 #include <QDirIterator>
 #include <QFileInfo>
 #include <QJsonArray>
-#include <QJsonDocument>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <functional>
 
 namespace {
 
@@ -23,49 +23,52 @@ QJsonArray spares(RpcTestClient &rpc)
     return rpc.result(QStringLiteral("engine.pool"), {}).value(QStringLiteral("spares")).toArray();
 }
 
-// The id of the engine's spare of this size (other than `besides`) once it is up (empty if none
-// comes within 30 s).
-QString readySpare(RpcTestClient &rpc, const QString &size, const QString &besides = {})
+// The id of the engine's first spare that is ready and `fits` once there is one (empty if none
+// comes within `timeoutMs`).
+QString readySpareWhere(RpcTestClient &rpc, const std::function<bool(const QJsonObject &)> &fits,
+                        int timeoutMs)
 {
     QString ready;
     (void)QTest::qWaitFor(
         [&] {
             for (const QJsonValue &v : spares(rpc)) {
                 const QJsonObject s = v.toObject();
-                const QString id = s.value(QStringLiteral("id")).toString();
-                if (s.value(QStringLiteral("size")).toString() == size
-                    && s.value(QStringLiteral("ready")).toBool() && id != besides) {
-                    ready = id;
+                if (s.value(QStringLiteral("ready")).toBool() && fits(s)) {
+                    ready = s.value(QStringLiteral("id")).toString();
                     return true;
                 }
             }
             return false;
         },
-        30000);
+        timeoutMs);
     return ready;
+}
+
+// The id of the engine's spare of this size (other than `besides`) once it is up (empty if none
+// comes within 30 s).
+QString readySpare(RpcTestClient &rpc, const QString &size, const QString &besides = {})
+{
+    return readySpareWhere(
+        rpc,
+        [&](const QJsonObject &s) {
+            return s.value(QStringLiteral("size")).toString() == size
+                   && s.value(QStringLiteral("id")).toString() != besides;
+        },
+        30000);
 }
 
 // The id of a warm spare (its server started too, other than `besides`; of `type` when given)
 // once it is ready (empty if none comes within 60 s).
 QString readyWarmSpare(RpcTestClient &rpc, const QString &besides = {}, const QString &type = {})
 {
-    QString ready;
-    (void)QTest::qWaitFor(
-        [&] {
-            for (const QJsonValue &v : spares(rpc)) {
-                const QJsonObject s = v.toObject();
-                const QString id = s.value(QStringLiteral("id")).toString();
-                if (s.value(QStringLiteral("warm")).toBool()
-                    && s.value(QStringLiteral("ready")).toBool() && id != besides
-                    && (type.isEmpty() || s.value(QStringLiteral("type")).toString() == type)) {
-                    ready = id;
-                    return true;
-                }
-            }
-            return false;
+    return readySpareWhere(
+        rpc,
+        [&](const QJsonObject &s) {
+            return s.value(QStringLiteral("warm")).toBool()
+                   && s.value(QStringLiteral("id")).toString() != besides
+                   && (type.isEmpty() || s.value(QStringLiteral("type")).toString() == type);
         },
         60000);
-    return ready;
 }
 
 // One row of a query through the engine, as an array.
@@ -120,9 +123,7 @@ QString create(RpcTestClient &rpc, const QJsonObject &extra)
         params.insert(it.key(), it.value());
     const QJsonObject answer = rpc.call(QStringLiteral("agents.create"), params);
     if (answer.contains(QStringLiteral("error")))
-        qWarning().noquote() << "agents.create:"
-                             << QJsonDocument(answer.value(QStringLiteral("error")).toObject())
-                                    .toJson(QJsonDocument::Compact);
+        qWarning().noquote() << "agents.create:" << dump(answer.value(QStringLiteral("error")));
     return answer.value(QStringLiteral("result")).toObject().value(QStringLiteral("id")).toString();
 }
 
@@ -170,11 +171,10 @@ void tst_Spares::aSpareMadeBeforeItsCliIsReplaced()
     QFile::setPermissions(agents.path(), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner
                                              | QFile::ReadGroup | QFile::ExeGroup | QFile::ReadOther
                                              | QFile::ExeOther);
-    EngineProcess engine;
+    EngineFixture engine;
     QVERIFY2(engine.start(kQuota + QStringList{QStringLiteral("--agents-dir"), agents.path()}),
-             qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+             qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     const QJsonObject lite{{QStringLiteral("size"), QStringLiteral("lite")}};
     const QString first = create(rpc, lite);
     QVERIFY(!first.isEmpty());
@@ -217,17 +217,16 @@ void tst_Spares::aSpareMadeBeforeItsCliIsReplaced()
 
 void tst_Spares::aSpareBecomesOneOwnersSandbox()
 {
-    EngineProcess engine;
-    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
-    RpcTestClient admin;
-    QVERIFY(admin.open(engine.wsUrl(), engine.key()));
+    EngineFixture engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.process().log()));
+    RpcTestClient &admin = engine.rpc();
     const QString key = admin
                             .result(QStringLiteral("keys.create"),
                                     {{QStringLiteral("name"), QStringLiteral("b")}})
                             .value(QStringLiteral("key"))
                             .toString();
     RpcTestClient other;
-    QVERIFY(other.open(engine.wsUrl(), key));
+    QVERIFY(other.open(engine.process().wsUrl(), key));
     // Only an admin key sees the pool.
     QCOMPARE(other.call(QStringLiteral("engine.pool"), {})
                  .value(QStringLiteral("error"))
@@ -283,10 +282,9 @@ void tst_Spares::aSpareBecomesOneOwnersSandbox()
 
 void tst_Spares::aSpareGetsItsOwnersSizeAndNetwork()
 {
-    EngineProcess engine;
-    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    EngineFixture engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     // A spare of standard-2 (a 512 MiB /tmp) is never handed to a lite create (64 MiB).
     QVERIFY(!create(rpc, {{QStringLiteral("size"), QStringLiteral("standard-2")}}).isEmpty());
     const QString big = readySpare(rpc, QStringLiteral("standard-2"));
@@ -355,17 +353,13 @@ void tst_Spares::aDatabaseSpareGetsItsOwnersSettings()
     QFETCH(QJsonObject, settings);
     QFETCH(QString, sql);
     QFETCH(QJsonArray, row);
-    EngineProcess engine;
-    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    EngineFixture engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     // The first database of a type starts a spare of it: a sandbox without a server (PostgreSQL's
     // is warm, its server started with the template's names).
-    const QString first = rpc.result(QStringLiteral("databases.create"),
-                                     {{QStringLiteral("type"), type}}, 120000)
-                              .value(QStringLiteral("id"))
-                              .toString();
-    QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
+    const QString first = createDatabase(rpc, {{QStringLiteral("type"), type}});
+    QVERIFY2(!first.isEmpty(), qPrintable(engine.process().log()));
     QVERIFY(execute(rpc, first, QStringLiteral("CREATE TABLE mine(x int)")));
     const QString spare = readySpare(rpc, QStringLiteral("standard-1"));
     QVERIFY(!spare.isEmpty());
@@ -390,17 +384,14 @@ void tst_Spares::aDatabaseSpareGetsItsOwnersSettings()
 
 void tst_Spares::aPooledPostgresIsItsOwnersAlone()
 {
-    EngineProcess engine;
-    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    EngineFixture engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     // The first PostgreSQL database of a data dir builds the template; from then on the engine
     // keeps a server started (the pool, default 1).
-    const QString first = rpc.result(QStringLiteral("databases.create"),
-                                     {{QStringLiteral("type"), QStringLiteral("postgres")}}, 120000)
-                              .value(QStringLiteral("id"))
-                              .toString();
-    QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
+    const QString first = createDatabase(rpc,
+                                         {{QStringLiteral("type"), QStringLiteral("postgres")}});
+    QVERIFY2(!first.isEmpty(), qPrintable(engine.process().log()));
     QVERIFY(execute(rpc, first, QStringLiteral("CREATE TABLE mine(x int)")));
     const QString warm = readyWarmSpare(rpc);
     QVERIFY2(!warm.isEmpty(), "no PostgreSQL server was kept ready");
@@ -439,7 +430,7 @@ void tst_Spares::aPooledPostgresIsItsOwnersAlone()
     psql.start(QStringLiteral("psql"),
                {QStringLiteral("-X"), QStringLiteral("-A"), QStringLiteral("-t"),
                 QStringLiteral("-h"),
-                engine.dataDir() + QStringLiteral("/sandboxes/") + warm
+                engine.process().dataDir() + QStringLiteral("/sandboxes/") + warm
                     + QStringLiteral("/volume/run"),
                 QStringLiteral("-U"), QStringLiteral("sandbox_admin"), QStringLiteral("-d"),
                 QStringLiteral("template1"), QStringLiteral("-c"),
@@ -474,8 +465,8 @@ void tst_Spares::aPooledPostgresIsItsOwnersAlone()
                  .isEmpty());
     QVERIFY2(!rpc.result(QStringLiteral("databases.start"), {{QStringLiteral("id"), warm}}, 60000)
                   .isEmpty(),
-             qPrintable(QString::fromUtf8(QJsonDocument(rpc.lastError()).toJson())
-                        + engine.log().right(4000)));
+             qPrintable(QString::fromUtf8(dump(rpc.lastError()))
+                        + engine.process().log().right(4000)));
     QCOMPARE(row(rpc, warm, QStringLiteral("SELECT current_user::text, (SELECT x FROM t)")),
              (QJsonArray{QStringLiteral("ann"), 7}));
 }
@@ -509,20 +500,19 @@ void tst_Spares::aWarmFileDatabaseIsItsOwnersAlone()
     QFETCH(QString, type);
     QFETCH(QString, tables);
     QFETCH(QString, file);
-    EngineProcess engine;
-    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    EngineFixture engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     const QString key = rpc.result(QStringLiteral("keys.create"),
                                    {{QStringLiteral("name"), QStringLiteral("b")}})
                             .value(QStringLiteral("key"))
                             .toString();
     RpcTestClient other;
-    QVERIFY(other.open(engine.wsUrl(), key));
+    QVERIFY(other.open(engine.process().wsUrl(), key));
     // The first database of the type starts as always; from then on the engine keeps one with
     // its server started (the pool, default 1).
     const QString first = createDatabase(rpc, {{QStringLiteral("type"), type}});
-    QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
+    QVERIFY2(!first.isEmpty(), qPrintable(engine.process().log()));
     QVERIFY(execute(rpc, first,
                     QStringLiteral("CREATE TABLE mine(x INTEGER); INSERT INTO mine "
                                    "VALUES (1)")));
@@ -546,11 +536,7 @@ void tst_Spares::aWarmFileDatabaseIsItsOwnersAlone()
                   {QStringLiteral("sql"), QStringLiteral("TABLE mine")}});
     QCOMPARE(other.lastError().value(QStringLiteral("code")).toInt(), -32014);
     // Its owner's alone: the first key neither sees nor reaches it.
-    QCOMPARE(rpc.call(QStringLiteral("databases.get"), {{QStringLiteral("id"), warm}})
-                 .value(QStringLiteral("error"))
-                 .toObject()
-                 .value(QStringLiteral("code"))
-                 .toInt(),
+    QCOMPARE(engine.errorCode(QStringLiteral("databases.get"), {{QStringLiteral("id"), warm}}),
              -32002);
     QCOMPARE(other.result(QStringLiteral("databases.list"), {})
                  .value(QStringLiteral("databases"))
@@ -560,7 +546,7 @@ void tst_Spares::aWarmFileDatabaseIsItsOwnersAlone()
 
     // A second create while the pool makes the next one: it starts as without a pool.
     const QString second = createDatabase(other, {{QStringLiteral("type"), type}});
-    QVERIFY2(!second.isEmpty(), qPrintable(engine.log()));
+    QVERIFY2(!second.isEmpty(), qPrintable(engine.process().log()));
     QVERIFY(second != warm && second != first);
     QCOMPARE(row(other, second, tables), QJsonArray{0});
 
@@ -588,12 +574,11 @@ void tst_Spares::aWarmFileDatabaseTakesItsOwnersFile()
     QFETCH(QString, type);
     QFETCH(QString, tables);
     QFETCH(QString, file);
-    EngineProcess engine;
-    QVERIFY2(engine.start(kQuota), qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+    EngineFixture engine;
+    QVERIFY2(engine.start(kQuota), qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     QVERIFY2(!createDatabase(rpc, {{QStringLiteral("type"), type}}).isEmpty(),
-             qPrintable(engine.log()));
+             qPrintable(engine.process().log()));
     const QString warm = readyWarmSpare(rpc, {}, type);
     QVERIFY2(!warm.isEmpty(), "no server of the type was kept ready");
 
@@ -611,7 +596,7 @@ void tst_Spares::aWarmFileDatabaseTakesItsOwnersFile()
     QVERIFY(!rpc.result(QStringLiteral("databases.stop"), {{QStringLiteral("id"), warm}}, 60000)
                  .isEmpty());
     // (a -wal beside it: the server's shutdown is immediate)
-    for (const QString &f : workspaceFiles(engine, warm))
+    for (const QString &f : workspaceFiles(engine.process(), warm))
         QVERIFY2(f.startsWith(name), qPrintable(f));
     QVERIFY(!rpc.result(QStringLiteral("databases.start"), {{QStringLiteral("id"), warm}}, 60000)
                  .isEmpty());
@@ -629,15 +614,14 @@ void tst_Spares::aFileDatabaseCreateWithoutAWarmSpare()
     QFETCH(QString, type);
     QFETCH(QString, tables);
     // The type's pool is off: the spare is a sandbox up to HELLO, and a create starts its server.
-    EngineProcess engine;
+    EngineFixture engine;
     QVERIFY2(engine.start(
                  kQuota
                  + QStringList{QStringLiteral("--database-pool"), type + QStringLiteral("=0")}),
-             qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+             qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     QVERIFY2(!createDatabase(rpc, {{QStringLiteral("type"), type}}).isEmpty(),
-             qPrintable(engine.log()));
+             qPrintable(engine.process().log()));
     const QString spare = readySpare(rpc, QStringLiteral("standard-1"));
     QVERIFY(!spare.isEmpty());
     for (const QJsonValue &v : spares(rpc))
@@ -647,17 +631,16 @@ void tst_Spares::aFileDatabaseCreateWithoutAWarmSpare()
 
     // With the pool on, a create of another size than the warm spares' cannot take one: it
     // starts its own server.
-    EngineProcess pooled;
-    QVERIFY2(pooled.start(kQuota), qPrintable(pooled.log()));
-    RpcTestClient p;
-    QVERIFY(p.open(pooled.wsUrl(), pooled.key()));
+    EngineFixture pooled;
+    QVERIFY2(pooled.start(kQuota), qPrintable(pooled.process().log()));
+    RpcTestClient &p = pooled.rpc();
     QVERIFY2(!createDatabase(p, {{QStringLiteral("type"), type}}).isEmpty(),
-             qPrintable(pooled.log()));
+             qPrintable(pooled.process().log()));
     const QString warm = readyWarmSpare(p, {}, type);
     QVERIFY(!warm.isEmpty());
     const QString lite = createDatabase(p, {{QStringLiteral("type"), type},
                                             {QStringLiteral("size"), QStringLiteral("lite")}});
-    QVERIFY2(!lite.isEmpty(), qPrintable(pooled.log()));
+    QVERIFY2(!lite.isEmpty(), qPrintable(pooled.process().log()));
     QVERIFY(lite != warm);
     QCOMPARE(row(p, lite, tables), QJsonArray{0});
     QCOMPARE(p.result(QStringLiteral("databases.get"), {{QStringLiteral("id"), lite}})
@@ -669,19 +652,14 @@ void tst_Spares::aFileDatabaseCreateWithoutAWarmSpare()
 
 void tst_Spares::aPostgresPoolOfNoneStillCreates()
 {
-    EngineProcess engine;
+    EngineFixture engine;
     QVERIFY2(engine.start(kQuota
                           + QStringList{QStringLiteral("--database-pool"), QStringLiteral("0")}),
-             qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
-    const QString first = rpc.result(QStringLiteral("databases.create"),
-                                     {{QStringLiteral("type"), QStringLiteral("postgres")},
-                                      {QStringLiteral("database"), QStringLiteral("a")}},
-                                     120000)
-                              .value(QStringLiteral("id"))
-                              .toString();
-    QVERIFY2(!first.isEmpty(), qPrintable(engine.log()));
+             qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
+    const QString first = createDatabase(rpc, {{QStringLiteral("type"), QStringLiteral("postgres")},
+                                               {QStringLiteral("database"), QStringLiteral("a")}});
+    QVERIFY2(!first.isEmpty(), qPrintable(engine.process().log()));
     QCOMPARE(row(rpc, first, QStringLiteral("SELECT current_database()::text")),
              QJsonArray{QStringLiteral("a")});
     // No server kept ready: the spare is a sandbox up to HELLO, and the next create starts its
@@ -690,12 +668,9 @@ void tst_Spares::aPostgresPoolOfNoneStillCreates()
     QVERIFY(!spare.isEmpty());
     for (const QJsonValue &v : spares(rpc))
         QVERIFY(!v.toObject().value(QStringLiteral("warm")).toBool());
-    const QString second = rpc.result(QStringLiteral("databases.create"),
-                                      {{QStringLiteral("type"), QStringLiteral("postgres")},
-                                       {QStringLiteral("database"), QStringLiteral("b")}},
-                                      120000)
-                               .value(QStringLiteral("id"))
-                               .toString();
+    const QString second = createDatabase(rpc,
+                                          {{QStringLiteral("type"), QStringLiteral("postgres")},
+                                           {QStringLiteral("database"), QStringLiteral("b")}});
     QCOMPARE(second, spare);
     QCOMPARE(row(rpc, second, QStringLiteral("SELECT current_database()::text")),
              QJsonArray{QStringLiteral("b")});
@@ -703,11 +678,10 @@ void tst_Spares::aPostgresPoolOfNoneStillCreates()
 
 void tst_Spares::thePoolKeepsToItsCap()
 {
-    EngineProcess engine;
+    EngineFixture engine;
     QVERIFY2(engine.start(kQuota + QStringList{QStringLiteral("--spares"), QStringLiteral("1")}),
-             qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+             qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     QCOMPARE(rpc.result(QStringLiteral("engine.pool"), {}).value(QStringLiteral("capacity")).toInt(),
              1);
     QVERIFY(!create(rpc, {{QStringLiteral("size"), QStringLiteral("lite")}}).isEmpty());
@@ -720,7 +694,7 @@ void tst_Spares::thePoolKeepsToItsCap()
     QCOMPARE(now.first().toObject().value(QStringLiteral("size")).toString(),
              QStringLiteral("basic"));
     // Its files went with it: one directory per sandbox and one for the spare.
-    QTRY_COMPARE(QDir(engine.dataDir() + QStringLiteral("/sandboxes"))
+    QTRY_COMPARE(QDir(engine.process().dataDir() + QStringLiteral("/sandboxes"))
                      .entryList(QDir::Dirs | QDir::NoDotAndDotDot)
                      .size(),
                  3);
@@ -728,13 +702,12 @@ void tst_Spares::thePoolKeepsToItsCap()
 
 void tst_Spares::noSparesWhenMemoryIsShort()
 {
-    EngineProcess engine;
+    EngineFixture engine;
     QVERIFY2(engine.start(kQuota
                           + QStringList{QStringLiteral("--spares-min-available-mb"),
                                         QStringLiteral("100000000")}),
-             qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+             qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     QVERIFY(!create(rpc, {{QStringLiteral("size"), QStringLiteral("lite")}}).isEmpty());
     QTest::qWait(500); // on purpose: a refill would have started by now
     const QJsonObject pool = rpc.result(QStringLiteral("engine.pool"), {});
@@ -745,21 +718,16 @@ void tst_Spares::noSparesWhenMemoryIsShort()
 void tst_Spares::aCrashLeavesNoSpareBehind()
 {
     QTemporaryDir dir;
-    EngineProcess engine;
-    QVERIFY2(engine.start(kQuota, dir.path()), qPrintable(engine.log()));
-    QString id;
-    {
-        RpcTestClient rpc;
-        QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
-        id = create(rpc, {{QStringLiteral("size"), QStringLiteral("lite")}});
-        QVERIFY(!id.isEmpty());
-        QVERIFY(!readySpare(rpc, QStringLiteral("lite")).isEmpty());
-    }
+    EngineFixture engine;
+    QVERIFY2(engine.start(kQuota, dir.path()), qPrintable(engine.process().log()));
+    const QString id = create(engine.rpc(), {{QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!id.isEmpty());
+    QVERIFY(!readySpare(engine.rpc(), QStringLiteral("lite")).isEmpty());
     const QDir sandboxes(dir.path() + QStringLiteral("/sandboxes"));
     QCOMPARE(sandboxes.entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(), 2);
-    engine.kill9();
-    EngineProcess again;
-    QVERIFY2(again.start(kQuota, dir.path()), qPrintable(again.log()));
+    engine.process().kill9();
+    EngineFixture again;
+    QVERIFY2(again.start(kQuota, dir.path()), qPrintable(again.process().log()));
     QCOMPARE(sandboxes.entryList(QDir::Dirs | QDir::NoDotAndDotDot), QStringList{id});
     QFile mounts(QStringLiteral("/proc/self/mountinfo"));
     QVERIFY(mounts.open(QIODevice::ReadOnly));

@@ -24,6 +24,7 @@ public:
     void cleanup();
 
     EngineProcess &process() { return m_engine; }
+    const EngineProcess &process() const { return m_engine; }
     RpcTestClient &rpc() { return m_rpc; }
     const RpcTestClient &rpc() const { return m_rpc; }
 
@@ -40,6 +41,8 @@ public:
     QString readFile(const QString &id, const QString &path);
     // The code of the error `method` answers with; 0 when it succeeds.
     int errorCode(const QString &method, const QJsonObject &params);
+    // cleanup() deletes sandbox `id` too: one made another way (e.g. through a core Client).
+    void deleteAtCleanup(const QString &id) { m_created.append(id); }
 
 private:
     EngineProcess m_engine;
