@@ -106,8 +106,9 @@ private Q_SLOTS:
         QCOMPARE(console->statusText(), frozen);
 
         // It comes back, restarted on the same data dir (another port, behind the same proxy).
-        QVERIFY2(m_second.start({}, m_engine.process().dataDir()), qPrintable(m_second.log()));
-        m_proxy->setTarget(m_second.url());
+        QVERIFY2(m_second.start({}, m_engine.process().dataDir()),
+                 qPrintable(m_second.process().log()));
+        m_proxy->setTarget(m_second.process().url());
         QTRY_COMPARE_WITH_TIMEOUT(connection.state(), ConnectionManager::State::Connected, 15000);
         // No raw "[error: stream … not found]" afterwards; the console is ready again.
         QTRY_VERIFY_WITH_TIMEOUT(!console->isRunning(), 15000);
@@ -121,12 +122,12 @@ private Q_SLOTS:
     {
         // The background tab's sandbox sleeps since the restart (the front one's pages, shown,
         // may have woken it).
-        Client client(ConnectionProfile::remote(m_second.url(), m_key));
-        client.open();
-        const auto statusOf = [&](const QString &id) {
-            const auto r = UiTest::call<SandboxInfo>(
-                [&](Callback<SandboxInfo> cb) { return client.sandboxes().status(id, this, cb); });
-            return r ? r->status : r.error().message;
+        const auto statusOf = [this](const QString &id) {
+            const QJsonObject r = m_second.rpc().result(QStringLiteral("sandbox.status"),
+                                                        {{QStringLiteral("id"), id}});
+            return (r.isEmpty() ? m_second.rpc().lastError().value(QStringLiteral("message"))
+                                : r.value(QStringLiteral("status")))
+                .toString();
         };
         QCOMPARE(statusOf(m_b), QStringLiteral("sleeping"));
 
@@ -155,7 +156,7 @@ private Q_SLOTS:
 
 private:
     UiTest::Engine m_engine;
-    EngineProcess m_second;
+    EngineFixture m_second; // the engine restarted on the first one's data dir
     std::unique_ptr<TcpProxy> m_proxy;
     SandboxPageRegistry m_registry;
     QString m_key;

@@ -59,6 +59,12 @@ void TcpProxy::onNewConnection()
                 [client, upstream] { client->write(upstream->readAll()); });
         connect(client, &QTcpSocket::disconnected, upstream, [upstream] { upstream->abort(); });
         connect(upstream, &QTcpSocket::disconnected, client, [client] { client->abort(); });
+        // A server that is not there (refused) closes the client's connection, as it would without
+        // the proxy; else the client would wait on a connection that goes nowhere.
+        connect(upstream, &QTcpSocket::errorOccurred, client, [client, upstream] {
+            if (upstream->state() != QAbstractSocket::ConnectedState)
+                client->abort();
+        });
         connect(client, &QTcpSocket::disconnected, client, &QObject::deleteLater);
         // Bytes that arrive before the upstream is connected are written once it is (QTcpSocket buffers).
         upstream->connectToHost(QHostAddress(m_target.host()), quint16(m_target.port()));

@@ -92,24 +92,25 @@ Engine::~Engine()
     if (m_client)
         m_client->close();
     m_owner.reset();
-    m_process.terminate();
+    m_fixture.cleanup();
 }
 
 bool Engine::start(const QStringList &extraArgs)
 {
-    return m_process.start(extraArgs);
+    return m_fixture.start(extraArgs);
 }
 
 ConnectionProfile Engine::localProfile() const
 {
-    ConnectionProfile p = ConnectionProfile::local(m_process.dataDir());
-    p.url = m_process.url();
+    const EngineProcess &proc = m_fixture.process();
+    ConnectionProfile p = ConnectionProfile::local(proc.dataDir());
+    p.url = proc.url();
     return p;
 }
 
 ConnectionProfile Engine::remoteProfile() const
 {
-    const auto &proc = m_process;
+    const EngineProcess &proc = m_fixture.process();
     return ConnectionProfile::remote(proc.url(), proc.key());
 }
 
@@ -135,16 +136,24 @@ Result<SandboxInfo> Engine::createAgent(const QString &name, const QString &type
 Result<SandboxInfo> Engine::createAgent(const AgentCreateOptions &options)
 {
     Client *c = client();
-    return call<SandboxInfo>(
-        [&](Callback<SandboxInfo> cb) { return c->agents().create(options, m_owner.get(), cb); });
+    return deletedAtCleanup(call<SandboxInfo>(
+        [&](Callback<SandboxInfo> cb) { return c->agents().create(options, m_owner.get(), cb); }));
 }
 
 Result<SandboxInfo> Engine::createDatabase(const DatabaseCreateOptions &options)
 {
     Client *c = client();
-    return call<SandboxInfo>(
-        [&](Callback<SandboxInfo> cb) { return c->databases().create(options, m_owner.get(), cb); },
-        120000);
+    return deletedAtCleanup(
+        call<SandboxInfo>([&](Callback<SandboxInfo>
+                                  cb) { return c->databases().create(options, m_owner.get(), cb); },
+                          120000));
+}
+
+Result<SandboxInfo> Engine::deletedAtCleanup(Result<SandboxInfo> r)
+{
+    if (r)
+        m_fixture.deleteAtCleanup(r->id);
+    return r;
 }
 
 Result<ExecResult> Engine::exec(const QString &id, const QString &command)

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <engineprocess.h>
+#include <enginefixture.h>
 
 #include <client/client.h>
 
@@ -42,7 +42,8 @@ Sandbox::Result<T> call(const std::function<Sandbox::RpcCall(Sandbox::Callback<T
     return std::move(*out);
 }
 
-// A real sandboxd on an ephemeral port with its own data dir, and a Client connected to it.
+// A real sandboxd on an ephemeral port with its own data dir (an EngineFixture, with its /rpc
+// client), and a Client connected to it. The sandboxes made through it are deleted at the end.
 class Engine final
 {
 public:
@@ -50,7 +51,7 @@ public:
     ~Engine();
 
     bool start(const QStringList &extraArgs = {});
-    EngineProcess &process() { return m_process; }
+    EngineProcess &process() { return m_fixture.process(); }
     // Connected (waits until it is).
     Sandbox::Client *client();
     // The profile sandbox-desktop would use for this engine.
@@ -67,7 +68,9 @@ public:
     bool writeFile(const QString &id, const QString &path, const QByteArray &content);
 
 private:
-    EngineProcess m_process;
+    Sandbox::Result<Sandbox::SandboxInfo> deletedAtCleanup(Sandbox::Result<Sandbox::SandboxInfo> r);
+
+    EngineFixture m_fixture;
     std::unique_ptr<QObject> m_owner;
     Sandbox::Client *m_client = nullptr;
 };
