@@ -2,9 +2,8 @@
 // around the CLI, against the same CLI with the same command line run directly on the host on the
 // same mock model server (the baseline, measured in the same run).
 #include "agents/agentadapter.h"
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "mockmodelserver.h"
-#include "testclient.h"
 
 #include <QElapsedTimer>
 #include <QJsonArray>
@@ -49,8 +48,7 @@ private:
     QJsonObject envFor(const QString &type) const;
     QString createSandbox(const QString &type);
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     MockModelServer m_mock;
 };
 
@@ -61,8 +59,7 @@ void bench_Agents::initTestCase()
                              QStringLiteral(SANDBOX_BINARY_DIR "/agents"),
                              QStringLiteral("--max-memory-mb"), QStringLiteral("1000000"),
                              QStringLiteral("--max-running"), QStringLiteral("64")}),
-             qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+             qPrintable(m_engine.process().log()));
 }
 
 QJsonObject bench_Agents::envFor(const QString &type) const
@@ -77,18 +74,13 @@ QJsonObject bench_Agents::envFor(const QString &type) const
 
 QString bench_Agents::createSandbox(const QString &type)
 {
-    const QJsonObject sb
-        = m_rpc.result(QStringLiteral("agents.create"),
-                       {{QStringLiteral("type"), type},
-                        {QStringLiteral("size"), QStringLiteral("standard-3")},
-                        // The mock model API is on this computer's loopback: only an exact entry
-                        // reaches it (docs/protocol.md 3.5).
-                        {QStringLiteral("network"),
-                         QJsonObject{
-                             {QStringLiteral("allow"),
-                              QJsonArray{QStringLiteral("127.0.0.1:%1").arg(m_mock.port())}}}},
-                        {QStringLiteral("env"), envFor(type)}});
-    return sb.value(QStringLiteral("id")).toString();
+    // The mock model API is on this computer's loopback: only an exact entry reaches it
+    // (docs/protocol.md 3.5).
+    const QJsonObject network{
+        {QStringLiteral("allow"), QJsonArray{QStringLiteral("127.0.0.1:%1").arg(m_mock.port())}}};
+    return m_engine.createAgent(type, QStringLiteral("standard-3"),
+                                {{QStringLiteral("network"), network},
+                                 {QStringLiteral("env"), envFor(type)}});
 }
 
 void bench_Agents::createToCliReady_data()
@@ -115,7 +107,7 @@ void bench_Agents::createToCliReady()
         const QString id = createSandbox(type);
         QVERIFY(!id.isEmpty());
         create.append(t.nsecsElapsed() / 1e6);
-        const QJsonObject r = m_rpc.result(
+        const QJsonObject r = m_engine.rpc().result(
             QStringLiteral("agents.exec"),
             {{QStringLiteral("id"), id},
              {QStringLiteral("command"), QJsonArray{exe, QStringLiteral("--version")}},
@@ -126,7 +118,7 @@ void bench_Agents::createToCliReady()
         QVERIFY2(r.value(QStringLiteral("exitCode")).toInt() == 0,
                  QJsonDocument(r).toJson().constData());
         ready.append(t.nsecsElapsed() / 1e6);
-        m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+        m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 
         // Baseline: the same `--version` on the host, no sandbox.
         QTemporaryDir home;
@@ -181,12 +173,12 @@ void bench_Agents::runOverhead()
         QElapsedTimer t;
         t.start();
         const QJsonObject r
-            = m_rpc.result(QStringLiteral("agents.run"),
-                           {{QStringLiteral("id"), id},
-                            {QStringLiteral("prompt"),
-                             prompt.arg(QStringLiteral("/workspace/e%1.txt").arg(i))},
-                            {QStringLiteral("options"), runOptions}},
-                           180000);
+            = m_engine.rpc().result(QStringLiteral("agents.run"),
+                                    {{QStringLiteral("id"), id},
+                                     {QStringLiteral("prompt"),
+                                      prompt.arg(QStringLiteral("/workspace/e%1.txt").arg(i))},
+                                     {QStringLiteral("options"), runOptions}},
+                                    180000);
         const double ms = t.nsecsElapsed() / 1e6;
         QVERIFY2(r.value(QStringLiteral("success")).toBool(), QJsonDocument(r).toJson().constData());
         if (i > 0)
@@ -249,7 +241,7 @@ void bench_Agents::runOverhead()
                .arg(e - d, 0, 'f', 1)
                .arg(e / d, 0, 'f', 2)
                .arg(rounds);
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 QTEST_GUILESS_MAIN(bench_Agents)

@@ -2,8 +2,7 @@
 // (the next request as soon as the answer comes), for a few seconds. Throughput against one
 // client's in the same run, and each run's p50/p99 round trip. The clients run in this process,
 // on the same cores as the engine and the sandboxes.
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <QElapsedTimer>
 #include <QJsonArray>
@@ -49,8 +48,7 @@ private Q_SLOTS:
 private:
     Run loop(int clients, int seconds);
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QStringList m_ids;
 };
 
@@ -58,10 +56,9 @@ void bench_Clients::initTestCase()
 {
     QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("64"),
                              QStringLiteral("--max-memory-mb"), QStringLiteral("100000000")}),
-             qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+             qPrintable(m_engine.process().log()));
     for (int i = 0; i < 32; ++i) {
-        const QString id = m_rpc
+        const QString id = m_engine.rpc()
                                .result(QStringLiteral("agents.create"),
                                        {{QStringLiteral("type"), QStringLiteral("codex")},
                                         {QStringLiteral("size"), QStringLiteral("standard-2")}},
@@ -108,15 +105,15 @@ Run bench_Clients::loop(int clients, int seconds)
                     raw->sent.start();
                     raw->socket->sendTextMessage(QString::fromUtf8(raw->request));
                 });
-        QNetworkRequest request(m_engine.wsUrl());
-        request.setRawHeader("Authorization", "Bearer " + m_engine.key().toUtf8());
+        QNetworkRequest request(m_engine.process().wsUrl());
+        request.setRawHeader("Authorization", "Bearer " + m_engine.process().key().toUtf8());
         raw->socket->open(request);
         loopers.push_back(std::move(l));
     }
     if (!QTest::qWaitFor([&] { return open == clients; }, 20000))
         return {};
     running = true;
-    const double cpuBefore = m_engine.cpuMs();
+    const double cpuBefore = m_engine.process().cpuMs();
     QElapsedTimer total;
     total.start();
     for (auto &l : loopers) {
@@ -126,7 +123,7 @@ Run bench_Clients::loop(int clients, int seconds)
     QTest::qWait(seconds * 1000); // on purpose: the clients run for the span that is measured
     running = false;
     const double elapsed = double(total.nsecsElapsed()) / 1e9;
-    const double cpu = m_engine.cpuMs() - cpuBefore;
+    const double cpu = m_engine.process().cpuMs() - cpuBefore;
     const qsizetype done = rtts.size();
     QTest::qWait(500); // on purpose: the answers still in flight land before the sockets close
     for (auto &l : loopers)

@@ -9,8 +9,7 @@
 // For a profile: SANDBOX_DENSITY_STEPS (e.g. "0,200") and SANDBOX_DENSITY_RUNS (execs per step,
 // 200) make the steps fewer and the measurements longer; "measuring N idle" goes to stderr as
 // each step's execs begin (attach perf then).
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -128,15 +127,14 @@ private Q_SLOTS:
 
 void bench_Density::idleSandboxes()
 {
-    EngineProcess engine;
+    EngineFixture engine;
     // No spares: every sandbox counted here is one a user asked for.
     QVERIFY2(engine.start({QStringLiteral("--max-running"), QStringLiteral("400"),
                            QStringLiteral("--max-sandboxes"), QStringLiteral("400"),
                            QStringLiteral("--max-memory-mb"), QStringLiteral("100000000"),
                            QStringLiteral("--spares"), QStringLiteral("0")}),
-             qPrintable(engine.log()));
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(engine.wsUrl(), engine.key()));
+             qPrintable(engine.process().log()));
+    RpcTestClient &rpc = engine.rpc();
     const auto create = [&rpc](const QString &size) {
         return rpc
             .result(QStringLiteral("agents.create"),
@@ -185,17 +183,17 @@ void bench_Density::idleSandboxes()
         }
         QTest::qWait(1000); // the starts' threads and buffers settle
         std::fprintf(stderr, "measuring %d idle\n", step);
-        const double cpuBefore = engine.cpuMs();
+        const double cpuBefore = engine.process().cpuMs();
         const Rtt rtt = execRtt(rpc, busy, runs);
-        const double cpuPerExecUs = (engine.cpuMs() - cpuBefore) * 1000.0 / runs;
+        const double cpuPerExecUs = (engine.process().cpuMs() - cpuBefore) * 1000.0 / runs;
         QVERIFY(rtt.median > 0);
-        const qint64 rss = statusKb(engine.pid(), "VmRSS");
-        const qint64 threads = statusKb(engine.pid(), "Threads");
-        const qint64 fds = QDir(QStringLiteral("/proc/%1/fd").arg(engine.pid()))
+        const qint64 rss = statusKb(engine.process().pid(), "VmRSS");
+        const qint64 threads = statusKb(engine.process().pid(), "Threads");
+        const qint64 fds = QDir(QStringLiteral("/proc/%1/fd").arg(engine.process().pid()))
                                .entryList(QDir::NoDotAndDotDot | QDir::System)
                                .size();
         qint64 pss = 0;
-        for (const qint64 pid : descendants(engine.pid()))
+        for (const qint64 pid : descendants(engine.process().pid()))
             pss += pssKb(pid);
         const qint64 cgroup = cgroupBytes(idle + QStringList{busy});
         if (step == 0) {

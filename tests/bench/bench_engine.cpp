@@ -8,9 +8,8 @@
 //                                          sandbox
 // Prints figures; asserts only that they were measured (timings are not pass/fail here).
 #include "doctor/bubblewrap.h"
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "procstat.h"
-#include "testclient.h"
 
 #include <client/client.h>
 #include <client/execstream.h>
@@ -130,8 +129,7 @@ private Q_SLOTS:
     void terminalThroughput();
 
 private:
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
 };
 
 void bench_Engine::initTestCase()
@@ -142,8 +140,7 @@ void bench_Engine::initTestCase()
     QVERIFY2(m_engine.start(QStringList{QStringLiteral("--max-running"), QStringLiteral("64"),
                                         QStringLiteral("--max-memory-mb"), QStringLiteral("1000000")}
                             + extra),
-             qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+             qPrintable(m_engine.process().log()));
 }
 
 namespace {
@@ -197,13 +194,12 @@ void bench_Engine::createToFirstOutput()
     QStringList ids;
     // Without spares: everything a start does, from the cgroup to HELLO, in the request.
     {
-        EngineProcess noSpares;
+        EngineFixture noSpares;
         QVERIFY2(noSpares.start({QStringLiteral("--spares"), QStringLiteral("0"),
                                  QStringLiteral("--max-running"), QStringLiteral("64"),
                                  QStringLiteral("--max-memory-mb"), QStringLiteral("1000000")}),
-                 qPrintable(noSpares.log()));
-        RpcTestClient rpc;
-        QVERIFY(rpc.open(noSpares.wsUrl(), noSpares.key()));
+                 qPrintable(noSpares.process().log()));
+        RpcTestClient &rpc = noSpares.rpc();
         QStringList coldIds;
         for (int i = 0; i < runs; ++i) {
             const double ms = createAndEcho(rpc, coldIds);
@@ -215,10 +211,10 @@ void bench_Engine::createToFirstOutput()
     }
     // With the default spares: the first create starts one for its shape; each later one takes
     // it once it is up (not timed) and the engine starts the next.
-    QVERIFY(createAndEcho(m_rpc, ids) > 0);
+    QVERIFY(createAndEcho(m_engine.rpc(), ids) > 0);
     for (int i = 0; i < runs; ++i) {
-        QVERIFY(spareReady(m_rpc));
-        const double ms = createAndEcho(m_rpc, ids);
+        QVERIFY(spareReady(m_engine.rpc()));
+        const double ms = createAndEcho(m_engine.rpc(), ids);
         QVERIFY(ms > 0);
         engine.append(ms);
     }
@@ -250,12 +246,12 @@ void bench_Engine::createToFirstOutput()
     report("create->first output", stats(engine), "bwrap ... true", stats(baseline), "ms");
     report("create->first output, no spare", stats(cold), "bwrap ... true", stats(baseline), "ms");
     for (const QString &id : ids)
-        m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+        m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 void bench_Engine::execRoundTrip()
 {
-    const QString id = m_rpc
+    const QString id = m_engine.rpc()
                            .result(QStringLiteral("agents.create"),
                                    {{QStringLiteral("type"), QStringLiteral("codex")}})
                            .value(QStringLiteral("id"))
@@ -268,7 +264,7 @@ void bench_Engine::execRoundTrip()
     for (int i = 0; i < runs; ++i) {
         QElapsedTimer t;
         t.start();
-        const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"), params);
+        const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.exec"), params);
         engine.append(msSince(t));
         QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(-1), 0);
     }
@@ -279,7 +275,7 @@ void bench_Engine::execRoundTrip()
         QTest::qWait(20); // on purpose: the pause between two commands
         QElapsedTimer t;
         t.start();
-        const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"), params);
+        const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.exec"), params);
         paced.append(msSince(t));
         QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(-1), 0);
     }
@@ -296,12 +292,12 @@ void bench_Engine::execRoundTrip()
     }
     report("exec round trip /rpc", stats(engine), "local fork+exec", stats(baseline), "ms");
     report("exec round trip /rpc, paced", stats(paced), "local fork+exec", stats(baseline), "ms");
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 void bench_Engine::streamThroughput()
 {
-    const QString id = m_rpc
+    const QString id = m_engine.rpc()
                            .result(QStringLiteral("agents.create"),
                                    {{QStringLiteral("type"), QStringLiteral("codex")},
                                     {QStringLiteral("size"), QStringLiteral("standard-2")}})
@@ -311,7 +307,7 @@ void bench_Engine::streamThroughput()
     constexpr qint64 bytes = 64 * 1024 * 1024;
     // Printable data (base64 of random bytes), made inside the sandbox's private /tmp... which is
     // a capped tmpfs, so in /workspace instead.
-    const QJsonObject made = m_rpc.result(
+    const QJsonObject made = m_engine.rpc().result(
         QStringLiteral("agents.exec"),
         {{QStringLiteral("id"), id},
          {QStringLiteral("command"),
@@ -327,16 +323,17 @@ void bench_Engine::streamThroughput()
     // And the whole path's (the engine, this process's client, the sandbox's supervisor: what
     // the command's bytes pass through), which bounds the rate on a machine whose cores are busy.
     QList<double> engine, baseline, engineCpu, pathCpu;
-    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    Sandbox::Client client(
+        Sandbox::ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
     client.open();
     const auto clientCpuMs = [] {
         return ProcStat::cpuSeconds(ProcStat::statPath(QStringLiteral("self"))) * 1000;
     };
     const auto supervisorCpuMs = [this] {
-        return descendantsCpuMs(m_engine.pid(), QByteArrayLiteral("sandbox-supervi"));
+        return descendantsCpuMs(m_engine.process().pid(), QByteArrayLiteral("sandbox-supervi"));
     };
     for (int run = 0; run < 3; ++run) {
-        const double cpuBefore = m_engine.cpuMs();
+        const double cpuBefore = m_engine.process().cpuMs();
         const double othersBefore = clientCpuMs() + supervisorCpuMs();
         Sandbox::ExecOptions options;
         options.maxOutputBytes = bytes;
@@ -362,13 +359,13 @@ void bench_Engine::streamThroughput()
         const double seconds = msSince(t) / 1000.0;
         QCOMPARE(received, bytes);
         engine.append(double(bytes) / (1024 * 1024) / seconds);
-        const double engineMs = m_engine.cpuMs() - cpuBefore;
+        const double engineMs = m_engine.process().cpuMs() - cpuBefore;
         engineCpu.append(engineMs / (double(bytes) / (1024 * 1024)));
         pathCpu.append((engineMs + clientCpuMs() + supervisorCpuMs() - othersBefore)
                        / (double(bytes) / (1024 * 1024)));
         delete stream;
     }
-    const QString hostFile = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id
+    const QString hostFile = m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + id
                              + QStringLiteral("/volume/workspace/data.txt");
     for (int run = 0; run < 3; ++run) {
         QElapsedTimer t;
@@ -387,7 +384,7 @@ void bench_Engine::streamThroughput()
     std::printf("BENCH %-28s median %8.3f ms CPU per MiB (%.0f MB/s of one core)\n",
                 "streamed output, whole path", path.median, 1000.0 / path.median);
     std::fflush(stdout);
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 // `cat` of 100 MiB on a terminal (what `sandboxctl shell` and the Terminal page receive, through
@@ -395,7 +392,7 @@ void bench_Engine::streamThroughput()
 // against the same bytes on the console's stream and against `cat > /dev/null` in the sandbox.
 void bench_Engine::terminalThroughput()
 {
-    const QString id = m_rpc
+    const QString id = m_engine.rpc()
                            .result(QStringLiteral("agents.create"),
                                    {{QStringLiteral("type"), QStringLiteral("codex")},
                                     {QStringLiteral("size"), QStringLiteral("standard-2")}})
@@ -403,18 +400,18 @@ void bench_Engine::terminalThroughput()
                            .toString();
     QVERIFY(!id.isEmpty());
     constexpr qint64 bytes = 100 * 1024 * 1024;
-    const QJsonObject made
-        = m_rpc.result(QStringLiteral("agents.exec"),
-                       {{QStringLiteral("id"), id},
-                        {QStringLiteral("command"),
-                         QStringLiteral(
-                             "head -c %1 /dev/urandom | base64 -w 100 | head -c %2 > data.txt; "
-                             "wc -c < data.txt")
-                             .arg(bytes)
-                             .arg(bytes)}});
+    const QJsonObject made = m_engine.rpc().result(
+        QStringLiteral("agents.exec"),
+        {{QStringLiteral("id"), id},
+         {QStringLiteral("command"),
+          QStringLiteral("head -c %1 /dev/urandom | base64 -w 100 | head -c %2 > data.txt; "
+                         "wc -c < data.txt")
+              .arg(bytes)
+              .arg(bytes)}});
     QCOMPARE(made.value(QStringLiteral("stdout")).toString().trimmed().toLongLong(), bytes);
 
-    Sandbox::Client client(Sandbox::ConnectionProfile::remote(m_engine.url(), m_engine.key()));
+    Sandbox::Client client(
+        Sandbox::ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
     client.open();
     const auto mbps = [](qint64 n, double ms) { return double(n) / (1024 * 1024) / (ms / 1000.0); };
     QList<double> terminal, console, devNull;
@@ -480,17 +477,17 @@ void bench_Engine::terminalThroughput()
             delete stream;
         }
         // The file read in the sandbox, nothing sent: the engine's own measure of the exec.
-        const QJsonObject r = m_rpc.result(QStringLiteral("agents.exec"),
-                                           {{QStringLiteral("id"), id},
-                                            {QStringLiteral("command"),
-                                             QStringLiteral("cat data.txt > /dev/null")}});
+        const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.exec"),
+                                                    {{QStringLiteral("id"), id},
+                                                     {QStringLiteral("command"),
+                                                      QStringLiteral("cat data.txt > /dev/null")}});
         const double ms = qMax(1.0, r.value(QStringLiteral("durationMs")).toDouble());
         devNull.append(mbps(bytes, ms));
     }
     report("terminal output (100 MiB)", stats(terminal), "console stream", stats(console), "MB/s");
     report("terminal output (100 MiB)", stats(terminal), "cat > /dev/null (sbx)", stats(devNull),
            "MB/s");
-    m_rpc.result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), id}});
 }
 
 QTEST_GUILESS_MAIN(bench_Engine)

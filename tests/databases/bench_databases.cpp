@@ -2,9 +2,8 @@
 // round trip through the engine against psql / sqlite3 / libduckdb driven directly on the same
 // data, and rows per second streamed for a 1,000,000-row result against the same clients. Prints
 // figures and ratios against baselines measured in the same run.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "sandboxprocesses.h"
-#include "testclient.h"
 
 #include <QElapsedTimer>
 #include <QFile>
@@ -116,11 +115,11 @@ private Q_SLOTS:
 private:
     QJsonObject call(const QString &method, const QJsonObject &params)
     {
-        return m_rpc.result(method, params, 120000);
+        return m_engine.rpc().result(method, params, 120000);
     }
     QString create(const QString &type, double *createMs, double *firstResultMs)
     {
-        return create(m_rpc, type, createMs, firstResultMs);
+        return create(m_engine.rpc(), type, createMs, firstResultMs);
     }
     static QString create(RpcTestClient &rpc, const QString &type, double *createMs,
                           double *firstResultMs);
@@ -128,11 +127,9 @@ private:
     QString readySpare(RpcTestClient &rpc, const QString &type, bool *warm);
     void engines();
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     // PostgreSQL's baseline without the pool: an engine that keeps no server ready.
-    EngineProcess m_noPool;
-    RpcTestClient m_noPoolRpc;
+    EngineFixture m_noPool;
     QHash<QString, QString> m_ids;
 };
 
@@ -147,8 +144,7 @@ void bench_Databases::initTestCase()
 {
     QVERIFY2(m_engine.start({QStringLiteral("--max-running"), QStringLiteral("32"),
                              QStringLiteral("--max-memory-mb"), QStringLiteral("65536")}),
-             qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+             qPrintable(m_engine.process().log()));
     // The PostgreSQL template is built once per data dir: not part of a create.
     double a, b;
     QVERIFY(!create(QStringLiteral("postgres"), &a, &b).isEmpty());
@@ -157,15 +153,14 @@ void bench_Databases::initTestCase()
                              QStringLiteral("--max-memory-mb"), QStringLiteral("65536"),
                              QStringLiteral("--database-pool"), QStringLiteral("0"),
                              QStringLiteral("--uid-base"), QStringLiteral("300000")}),
-             qPrintable(m_noPool.log()));
-    QVERIFY(m_noPoolRpc.open(m_noPool.wsUrl(), m_noPool.key()));
-    QVERIFY(!create(m_noPoolRpc, QStringLiteral("postgres"), &a, &b).isEmpty());
+             qPrintable(m_noPool.process().log()));
+    QVERIFY(!create(m_noPool.rpc(), QStringLiteral("postgres"), &a, &b).isEmpty());
 }
 
 void bench_Databases::cleanupTestCase()
 {
-    m_noPool.terminate();
-    m_engine.terminate();
+    m_noPool.cleanup();
+    m_engine.cleanup();
 }
 
 QString bench_Databases::readySpare(RpcTestClient &rpc, const QString &type, bool *warm)
@@ -220,22 +215,23 @@ void bench_Databases::createToFirstResult()
         // Each create finds the engine as a user would between two creates: its spare ready
         // (there is none before the first database of a type).
         bool warm = false;
-        QVERIFY(i == 0 || !readySpare(m_rpc, type, &warm).isEmpty());
+        QVERIFY(i == 0 || !readySpare(m_engine.rpc(), type, &warm).isEmpty());
         double c = 0, f = 0;
         const QString id = create(type, &c, &f);
-        QVERIFY2(!id.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+        QVERIFY2(!id.isEmpty(), QJsonDocument(m_engine.rpc().lastError()).toJson().constData());
         creates << c;
         firsts << f;
         call(QStringLiteral("databases.delete"), {{QStringLiteral("id"), id}});
-        QVERIFY(!readySpare(m_rpc, type, &warm).isEmpty());
+        QVERIFY(!readySpare(m_engine.rpc(), type, &warm).isEmpty());
         if (pg) {
-            QVERIFY(!readySpare(m_noPoolRpc, type, &warm).isEmpty());
+            QVERIFY(!readySpare(m_noPool.rpc(), type, &warm).isEmpty());
             // The same create on the engine without the pool (its spare has no server).
-            const QString cold = create(m_noPoolRpc, type, &c, &f);
-            QVERIFY2(!cold.isEmpty(), QJsonDocument(m_noPoolRpc.lastError()).toJson().constData());
+            const QString cold = create(m_noPool.rpc(), type, &c, &f);
+            QVERIFY2(!cold.isEmpty(),
+                     QJsonDocument(m_noPool.rpc().lastError()).toJson().constData());
             noPool << f;
-            m_noPoolRpc.result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), cold}},
-                               120000);
+            m_noPool.rpc().result(QStringLiteral("databases.delete"),
+                                  {{QStringLiteral("id"), cold}}, 120000);
         }
         // Baseline: a bare sandbox of the same size (bubblewrap + cgroups + supervisor), no server.
         QElapsedTimer clock;
@@ -249,7 +245,7 @@ void bench_Databases::createToFirstResult()
     // The cost of the spare a create takes (docs/protocol.md 6.4): its processes (PostgreSQL's:
     // a warm one, its server started too).
     bool warm = false;
-    const QString spare = readySpare(m_rpc, type, &warm);
+    const QString spare = readySpare(m_engine.rpc(), type, &warm);
     qint64 spareKb = 0;
     const QList<int> pids = spare.isEmpty() ? QList<int>() : sandboxProcesses(spare);
     for (int pid : pids)
@@ -317,7 +313,7 @@ void bench_Databases::pointSelectRoundTrip()
                  QStringLiteral("value %1").arg(key));
     }
     // The direct path on the same data: a long-lived psql / sqlite3 on the host.
-    const QString state = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id;
+    const QString state = m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + id;
     QList<double> direct;
     LineClient cli;
     if (pg)
@@ -386,7 +382,7 @@ void bench_Databases::streamAMillionRows()
     const double total = ms(clock);
     QCOMPARE(rows, 1000000);
     // Baseline: the same rows read directly by the engine's own kind of client on the host.
-    const QString state = m_engine.dataDir() + QStringLiteral("/sandboxes/") + id;
+    const QString state = m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + id;
     QProcess p;
     QElapsedTimer d;
     d.start();

@@ -5,13 +5,11 @@
 //   relay  — libpq connects to the engine-private socket, relayed to the server (the new path).
 #include "databases/pgconnection.h"
 #include "databases/pgrelay.h"
-#include "engineprocess.h"
-#include "testclient.h"
+#include "enginefixture.h"
 
 #include <QElapsedTimer>
 #include <QEventLoop>
 #include <QJsonArray>
-#include <QJsonDocument>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -50,23 +48,21 @@ private:
     // One point select; its time in ms, or -1.
     double select(PgConnection *c, int key);
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QString m_id;
     uid_t m_uid = 0;
 };
 
 void bench_PgRelay::initTestCase()
 {
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
-    m_id = m_rpc
-               .result(QStringLiteral("databases.create"),
-                       {{QStringLiteral("type"), QStringLiteral("postgres")}}, 120000)
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
+    m_id = m_engine
+               .create(QStringLiteral("databases.create"),
+                       {{QStringLiteral("type"), QStringLiteral("postgres")}})
                .value(QStringLiteral("id"))
                .toString();
-    QVERIFY2(!m_id.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
-    QVERIFY(!m_rpc
+    QVERIFY2(!m_id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
+    QVERIFY(!m_engine.rpc()
                  .result(QStringLiteral("databases.execute"),
                          {{QStringLiteral("id"), m_id},
                           {QStringLiteral("sql"),
@@ -75,7 +71,7 @@ void bench_PgRelay::initTestCase()
                                           "generate_series(1, 100000) g")}},
                          120000)
                  .isEmpty());
-    m_uid = m_rpc
+    m_uid = m_engine.rpc()
                 .result(QStringLiteral("sandbox.exec"),
                         {{QStringLiteral("id"), m_id},
                          {QStringLiteral("command"), QStringLiteral("id -u")}})
@@ -143,7 +139,7 @@ double bench_PgRelay::select(PgConnection *c, int key)
 
 void bench_PgRelay::pointSelect()
 {
-    const QString volume = m_engine.dataDir() + QStringLiteral("/sandboxes/") + m_id
+    const QString volume = m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + m_id
                            + QStringLiteral("/volume");
     QTemporaryDir relayRoot(QDir::tempPath() + QStringLiteral("/bench-relay-XXXXXX"));
     PgRelay relay({volume, m_uid});

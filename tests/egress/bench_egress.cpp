@@ -10,9 +10,8 @@
 // So the bulk rounds run twice: unpaced (loopback's own speed, as fast as two cores copy) and
 // paced by the server at the rates of real links (SO_MAX_PACING_RATE, 1 and 2.5 Gbit/s), where
 // the question is whether the relay keeps up with the network an agent's traffic comes from.
-#include "engineprocess.h"
+#include "enginefixture.h"
 #include "procstat.h"
-#include "testclient.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -214,8 +213,7 @@ private:
     Figures inSandbox(const QString &mode, const QString &host, const Load &load);
     Figures onHost(const Load &load);
 
-    EngineProcess m_engine;
-    RpcTestClient m_rpc;
+    EngineFixture m_engine;
     QProcess m_server;
     quint16 m_port = 0;
     QString m_id;
@@ -230,44 +228,43 @@ void bench_Egress::initTestCase()
     QVERIFY(m_server.waitForReadyRead(10000));
     m_port = quint16(m_server.readLine().trimmed().toUInt());
     QVERIFY(m_port != 0);
-    QVERIFY2(m_engine.start(), qPrintable(m_engine.log()));
-    QVERIFY(m_rpc.open(m_engine.wsUrl(), m_engine.key()));
+    QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
     const QJsonObject sb
-        = m_rpc.result(QStringLiteral("agents.create"),
-                       {{QStringLiteral("type"), QStringLiteral("claude-code")},
-                        {QStringLiteral("size"), QStringLiteral("standard-2")},
-                        {QStringLiteral("gateway"), false},
-                        {QStringLiteral("network"),
-                         QJsonObject{{QStringLiteral("allow"),
-                                      QJsonArray{QStringLiteral("127.0.0.1:%1").arg(m_port)}}}}},
-                       120000);
-    QVERIFY2(!sb.isEmpty(), QJsonDocument(m_rpc.lastError()).toJson().constData());
+        = m_engine.create(QStringLiteral("agents.create"),
+                          {{QStringLiteral("type"), QStringLiteral("claude-code")},
+                           {QStringLiteral("size"), QStringLiteral("standard-2")},
+                           {QStringLiteral("gateway"), false},
+                           {QStringLiteral("network"),
+                            QJsonObject{{QStringLiteral("allow"),
+                                         QJsonArray{QStringLiteral("127.0.0.1:%1").arg(m_port)}}}}},
+                          120000);
+    QVERIFY2(!sb.isEmpty(), dump(m_engine.rpc().lastError()).constData());
     m_id = sb.value(QStringLiteral("id")).toString();
 }
 
 void bench_Egress::cleanupTestCase()
 {
-    m_engine.terminate();
+    m_engine.cleanup();
     m_server.kill();
     m_server.waitForFinished(5000);
 }
 
 Figures bench_Egress::inSandbox(const QString &mode, const QString &host, const Load &load)
 {
-    const double cpuBefore = cpuSeconds(m_engine.pid(), QStringLiteral("egress"));
-    const QJsonObject r
-        = m_rpc.result(QStringLiteral("agents.exec"),
-                       {{QStringLiteral("id"), m_id},
-                        {QStringLiteral("command"),
-                         QJsonArray::fromStringList(QStringList{QStringLiteral("python3")}
-                                                    + clientArguments(mode, host, m_port, load))},
-                        {QStringLiteral("options"),
-                         QJsonObject{{QStringLiteral("timeout"), 600000}}}},
-                       660000);
+    const double cpuBefore = cpuSeconds(m_engine.process().pid(), QStringLiteral("egress"));
+    const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.exec"),
+                                                {{QStringLiteral("id"), m_id},
+                                                 {QStringLiteral("command"),
+                                                  QJsonArray::fromStringList(
+                                                      QStringList{QStringLiteral("python3")}
+                                                      + clientArguments(mode, host, m_port, load))},
+                                                 {QStringLiteral("options"),
+                                                  QJsonObject{{QStringLiteral("timeout"), 600000}}}},
+                                                660000);
     if (r.value(QStringLiteral("exitCode")).toInt() != 0)
         qWarning().noquote() << r.value(QStringLiteral("stderr")).toString();
     Figures f = parse(r.value(QStringLiteral("stdout")).toString().toUtf8());
-    f.cpuSeconds = cpuSeconds(m_engine.pid(), QStringLiteral("egress")) - cpuBefore;
+    f.cpuSeconds = cpuSeconds(m_engine.process().pid(), QStringLiteral("egress")) - cpuBefore;
     return f;
 }
 
