@@ -82,7 +82,21 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     setWindowTitle(tr("Sandbox Desktop"));
     resize(1280, 800);
 
-    // Sidebar.
+    makeSidebar();
+    makeSidebarFilter();
+    makeSidebarDock();
+    makeCentre();
+    createActions();
+    createMenus();
+    connectSidebar();
+    connectTabs();
+    connectConnection();
+    onClientChanged(m_connection->client());
+    updateActions();
+}
+
+void MainWindow::makeSidebar()
+{
     m_sidebar->setModel(m_model);
     m_sidebar->setObjectName(QString::fromLatin1(kSidebarId));
     m_sidebar->setUniformRowHeights(true);
@@ -103,7 +117,11 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         if (parent.isValid())
             m_sidebar->expand(parent);
     });
-    // Above the list: a filter on names, ids, types and statuses (every word must match).
+}
+
+// Above the list: a filter on names, ids, types and statuses (every word must match).
+void MainWindow::makeSidebarFilter()
+{
     m_filter->setObjectName(QStringLiteral("sandboxFilter"));
     m_filter->setPlaceholderText(tr("Filter (Ctrl+Shift+F)"));
     m_filter->setClearButtonEnabled(true);
@@ -134,6 +152,10 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         m_sidebar->setFocus();
     });
     m_filter->addAction(clearFilter);
+}
+
+void MainWindow::makeSidebarDock()
+{
     auto *sidebarPane = new QWidget(this);
     auto *sidebarLayout = new QVBoxLayout(sidebarPane);
     sidebarLayout->setContentsMargins(0, 0, 0, 0);
@@ -149,8 +171,12 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
     // is kept with the window's state.
     m_sidebar->setMinimumWidth(120);
     resizeDocks({m_sidebarDock}, {220}, Qt::Horizontal);
+}
 
-    // Centre: a welcome text until a sandbox is opened, then one tab per sandbox.
+// Centre: a welcome text until a sandbox is opened, then one tab per sandbox; below it the
+// status bar.
+void MainWindow::makeCentre()
+{
     m_welcome->setObjectName(QStringLiteral("welcome"));
     m_welcome->setAlignment(Qt::AlignCenter);
     m_welcome->setWordWrap(true);
@@ -165,10 +191,11 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
 
     statusBar()->addPermanentWidget(m_status, 1);
     statusBar()->setSizeGripEnabled(true);
+}
 
-    createActions();
-    createMenus();
-
+// The sidebar: a row opens its sandbox, the actions follow the current row, and a context menu.
+void MainWindow::connectSidebar()
+{
     connect(m_sidebar, &QTreeView::activated, this, [this](const QModelIndex &index) {
         if (const auto s = m_model->sandboxAt(index))
             openSandbox(s->id);
@@ -195,6 +222,10 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         menu.addAction(action(QStringLiteral("refreshSandboxes")));
         menu.exec(m_sidebar->viewport()->mapToGlobal(pos));
     });
+}
+
+void MainWindow::connectTabs()
+{
     connect(m_tabs, &QTabWidget::tabCloseRequested, this, &MainWindow::closeSandboxTab);
     connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
         updateTitle();
@@ -202,7 +233,12 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         if (auto *ws = currentWorkspace())
             selectSandbox(ws->sandboxId());
     });
+}
 
+// The connection's state reaches the poller, the workspaces and the actions; the poller's list
+// the sidebar; a run's notification opens its sandbox.
+void MainWindow::connectConnection()
+{
     connect(m_connection, &ConnectionManager::clientChanged, this, &MainWindow::onClientChanged);
     connect(m_connection, &ConnectionManager::connected, this, [this] {
         m_poller->start();
@@ -232,8 +268,6 @@ MainWindow::MainWindow(ConnectionManager *connection, const SandboxPageRegistry 
         raise();
         activateWindow();
     });
-    onClientChanged(m_connection->client());
-    updateActions();
 }
 
 MainWindow::~MainWindow() = default;
@@ -256,49 +290,69 @@ QAction *MainWindow::action(const QString &name) const
     return findChild<QAction *>(name, Qt::FindDirectChildrenOnly);
 }
 
+QAction *MainWindow::makeAction(const char *name, const QString &text, const QKeySequence &key,
+                                const std::function<void()> &slot, const QIcon &icon)
+{
+    auto *a = new QAction(icon, text, this);
+    a->setObjectName(QString::fromLatin1(name));
+    if (!key.isEmpty()) {
+        a->setShortcut(key);
+        a->setToolTip(
+            QStringLiteral("%1 (%2)").arg(QString(text).remove(u'&').remove(QStringLiteral("…")),
+                                          key.toString(QKeySequence::NativeText)));
+    }
+    connect(a, &QAction::triggered, this, slot);
+    addAction(a);
+    return a;
+}
+
+// The keys of these actions belong to the widget that owns what they act on: the sandbox
+// list, the console. Elsewhere (the SQL editor, the agent's prompt) the focused page keeps
+// Ctrl+Enter and Ctrl+Shift+Enter for itself.
+void MainWindow::scopeAction(QAction *a, QWidget *owner)
+{
+    a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    removeAction(a);
+    if (owner)
+        owner->addAction(a);
+}
+
 void MainWindow::createActions()
 {
-    const auto make = [this](const char *name, const QString &text, const QKeySequence &key,
-                             auto slot, const QIcon &icon = {}) {
-        auto *a = new QAction(icon, text, this);
-        a->setObjectName(QString::fromLatin1(name));
-        if (!key.isEmpty()) {
-            a->setShortcut(key);
-            a->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove(u'&').remove(
-                                                            QStringLiteral("…")),
-                                                        key.toString(QKeySequence::NativeText)));
-        }
-        connect(a, &QAction::triggered, this, slot);
-        addAction(a);
-        return a;
-    };
-    make(
+    createSandboxActions();
+    createViewActions();
+    makeAction("quit", tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+    makeAction("systemCheck", tr("&System Check…"), {}, [this] { showSystemCheck(); });
+    makeAction("agentDashboard", tr("&Agent Dashboard"),
+               QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D), [this] { showAgentDashboard(); });
+    makeAction(
+        "preferences", tr("&Preferences…"), QKeySequence::Preferences,
+        [this] { showPreferences(); },
+        Style::icon("preferences-system", QStyle::SP_FileDialogDetailedView, this));
+    createEditActions();
+}
+
+// Connect, and what acts on the selected sandbox or its console.
+void MainWindow::createSandboxActions()
+{
+    makeAction(
         "connect", tr("&Connect…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O),
         [this] { showConnectionDialog(); },
         Style::icon("network-connect", QStyle::SP_DriveNetIcon, this));
-    make(
+    makeAction(
         "newSandbox", tr("&New Sandbox…"), QKeySequence::New, [this] { newSandbox(); },
         Style::icon("list-add", QStyle::SP_FileDialogNewFolder, this));
-    // The keys of these actions belong to the widget that owns what they act on: the sandbox
-    // list, the console. Elsewhere (the SQL editor, the agent's prompt) the focused page keeps
-    // Ctrl+Enter and Ctrl+Shift+Enter for itself.
-    const auto scopeTo = [this](QAction *a, QWidget *owner) {
-        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-        removeAction(a);
-        if (owner)
-            owner->addAction(a);
-    };
-    scopeTo(make(
-                "startSandbox", tr("&Start Sandbox"),
-                QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return), [this] { startSelected(); },
-                Style::icon("media-playback-start", QStyle::SP_MediaPlay, this)),
-            m_sidebar);
-    scopeTo(make(
-                "stopSandbox", tr("S&top Sandbox"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X),
-                [this] { stopSelected(); },
-                Style::icon("media-playback-stop", QStyle::SP_MediaStop, this)),
-            m_sidebar);
-    QAction *del = make(
+    scopeAction(makeAction(
+                    "startSandbox", tr("&Start Sandbox"),
+                    QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return), [this] { startSelected(); },
+                    Style::icon("media-playback-start", QStyle::SP_MediaPlay, this)),
+                m_sidebar);
+    scopeAction(makeAction(
+                    "stopSandbox", tr("S&top Sandbox"),
+                    QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X), [this] { stopSelected(); },
+                    Style::icon("media-playback-stop", QStyle::SP_MediaStop, this)),
+                m_sidebar);
+    QAction *del = makeAction(
         "deleteSandbox", tr("&Delete Sandbox…"), QKeySequence(), [this] { deleteSelected(true); },
         Style::icon("edit-delete", QStyle::SP_TrashIcon, this));
     // Delete only from the sidebar, so that it never competes with the editor's or the file tree's.
@@ -307,15 +361,15 @@ void MainWindow::createActions()
     sidebarDelete->setShortcutContext(Qt::WidgetShortcut);
     connect(sidebarDelete, &QAction::triggered, del, &QAction::trigger);
     m_sidebar->addAction(sidebarDelete);
-    QAction *rename = make("renameSandbox", tr("Re&name Sandbox…"), QKeySequence(),
-                           [this] { renameSelected(); });
+    QAction *rename = makeAction("renameSandbox", tr("Re&name Sandbox…"), QKeySequence(),
+                                 [this] { renameSelected(); });
     // F2 only in the sidebar: in the file tree it renames a file.
     auto *sidebarRename = new QAction(m_sidebar);
     sidebarRename->setShortcut(QKeySequence(Qt::Key_F2));
     sidebarRename->setShortcutContext(Qt::WidgetShortcut);
     connect(sidebarRename, &QAction::triggered, rename, &QAction::trigger);
     m_sidebar->addAction(sidebarRename);
-    make(
+    makeAction(
         "refreshSandboxes", tr("&Refresh"), QKeySequence(Qt::CTRL | Qt::Key_R),
         [this] {
             m_poller->refresh();
@@ -323,79 +377,85 @@ void MainWindow::createActions()
         },
         Style::icon("view-refresh", QStyle::SP_BrowserReload, this));
     // Added to every console as it opens (openSandbox()).
-    scopeTo(make(
-                "runCommand", tr("&Run Command"), QKeySequence(Qt::CTRL | Qt::Key_Return),
-                [this] { runCommand(); }, Style::icon("system-run", QStyle::SP_CommandLink, this)),
-            nullptr);
-    scopeTo(make(
-                "stopCommand", tr("Stop C&ommand"), QKeySequence(Qt::CTRL | Qt::Key_Period),
-                [this] { stopCommand(); },
-                Style::icon("process-stop", QStyle::SP_BrowserStop, this)),
-            nullptr);
-    make("nextTab", tr("&Next Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageDown),
-         [this] { nextTab(); });
-    make("previousTab", tr("&Previous Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageUp),
-         [this] { previousTab(); });
-    make("nextPage", tr("Next &File Tab"), QKeySequence(Qt::CTRL | Qt::Key_Tab), [this] {
+    scopeAction(makeAction(
+                    "runCommand", tr("&Run Command"), QKeySequence(Qt::CTRL | Qt::Key_Return),
+                    [this] { runCommand(); },
+                    Style::icon("system-run", QStyle::SP_CommandLink, this)),
+                nullptr);
+    scopeAction(makeAction(
+                    "stopCommand", tr("Stop C&ommand"), QKeySequence(Qt::CTRL | Qt::Key_Period),
+                    [this] { stopCommand(); },
+                    Style::icon("process-stop", QStyle::SP_BrowserStop, this)),
+                nullptr);
+}
+
+// Moving between tabs and panes, showing and hiding them, closing them.
+void MainWindow::createViewActions()
+{
+    makeAction("nextTab", tr("&Next Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageDown),
+               [this] { nextTab(); });
+    makeAction("previousTab", tr("&Previous Sandbox Tab"), QKeySequence(Qt::CTRL | Qt::Key_PageUp),
+               [this] { previousTab(); });
+    makeAction("nextPage", tr("Next &File Tab"), QKeySequence(Qt::CTRL | Qt::Key_Tab), [this] {
         if (auto *ws = currentWorkspace())
             ws->cycleDocuments(+1);
     });
-    make("previousPage", tr("Previous F&ile Tab"),
-         QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab), [this] {
-             if (auto *ws = currentWorkspace())
-                 ws->cycleDocuments(-1);
-         });
-    make("focusConsole", tr("Focus &Console"), QKeySequence(Qt::CTRL | Qt::Key_QuoteLeft), [this] {
-        if (auto *ws = currentWorkspace())
-            if (auto *c = ws->page<ConsolePage>(QStringLiteral("console")))
-                c->focusCommandLine();
-    });
-    make("focusFiles", tr("Focus &Files"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), [this] {
-        if (auto *ws = currentWorkspace())
-            if (auto *f = ws->page<FilesPage>(QStringLiteral("files")))
-                f->view()->setFocus();
-    });
-    make("focusSidebar", tr("Focus &Sandbox List"), QKeySequence(Qt::CTRL | Qt::Key_0), [this] {
-        m_sidebarDock->show();
-        m_sidebar->setFocus();
-    });
-    make("filterSandboxes", tr("F&ilter Sandboxes"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F),
-         [this] {
-             m_sidebarDock->show();
-             m_filter->setFocus();
-             m_filter->selectAll();
-         });
-    make("toggleFiles", tr("Show/Hide the &File Pane"), QKeySequence(Qt::CTRL | Qt::Key_B), [this] {
-        if (auto *ws = currentWorkspace())
-            ws->togglePane(Qt::Horizontal);
-    });
-    make("toggleConsole", tr("Show/Hide the Co&nsole"), QKeySequence(Qt::CTRL | Qt::Key_J), [this] {
-        if (auto *ws = currentWorkspace())
-            ws->togglePane(Qt::Vertical);
-    });
-    make("closeFile", tr("Close File"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] {
+    makeAction("previousPage", tr("Previous F&ile Tab"),
+               QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab), [this] {
+                   if (auto *ws = currentWorkspace())
+                       ws->cycleDocuments(-1);
+               });
+    makeAction("focusConsole", tr("Focus &Console"), QKeySequence(Qt::CTRL | Qt::Key_QuoteLeft),
+               [this] {
+                   if (auto *ws = currentWorkspace())
+                       if (auto *c = ws->page<ConsolePage>(QStringLiteral("console")))
+                           c->focusCommandLine();
+               });
+    makeAction("focusFiles", tr("Focus &Files"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
+               [this] {
+                   if (auto *ws = currentWorkspace())
+                       if (auto *f = ws->page<FilesPage>(QStringLiteral("files")))
+                           f->view()->setFocus();
+               });
+    makeAction("focusSidebar", tr("Focus &Sandbox List"), QKeySequence(Qt::CTRL | Qt::Key_0),
+               [this] {
+                   m_sidebarDock->show();
+                   m_sidebar->setFocus();
+               });
+    makeAction("filterSandboxes", tr("F&ilter Sandboxes"),
+               QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F), [this] {
+                   m_sidebarDock->show();
+                   m_filter->setFocus();
+                   m_filter->selectAll();
+               });
+    makeAction("toggleFiles", tr("Show/Hide the &File Pane"), QKeySequence(Qt::CTRL | Qt::Key_B),
+               [this] {
+                   if (auto *ws = currentWorkspace())
+                       ws->togglePane(Qt::Horizontal);
+               });
+    makeAction("toggleConsole", tr("Show/Hide the Co&nsole"), QKeySequence(Qt::CTRL | Qt::Key_J),
+               [this] {
+                   if (auto *ws = currentWorkspace())
+                       ws->togglePane(Qt::Vertical);
+               });
+    makeAction("closeFile", tr("Close File"), QKeySequence(Qt::CTRL | Qt::Key_W), [this] {
         if (auto *ws = currentWorkspace())
             ws->closeCurrentEditor();
     });
-    make("closeSandboxTab", tr("Close Sandbox &Tab"),
-         QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W),
-         [this] { closeSandboxTab(m_tabs->currentIndex()); });
-    make("quit", tr("&Quit"), QKeySequence::Quit, [this] { close(); });
-    make("systemCheck", tr("&System Check…"), {}, [this] { showSystemCheck(); });
-    make("agentDashboard", tr("&Agent Dashboard"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D),
-         [this] { showAgentDashboard(); });
-    make(
-        "preferences", tr("&Preferences…"), QKeySequence::Preferences,
-        [this] { showPreferences(); },
-        Style::icon("preferences-system", QStyle::SP_FileDialogDetailedView, this));
+    makeAction("closeSandboxTab", tr("Close Sandbox &Tab"),
+               QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W),
+               [this] { closeSandboxTab(m_tabs->currentIndex()); });
+}
 
-    // These act on the focused widget, which handles their keys itself: the menu only shows
-    // them (a window-wide shortcut would take Ctrl+C from a table or Ctrl+S from an editor).
+// These act on the focused widget, which handles their keys itself: the menu only shows
+// them (a window-wide shortcut would take Ctrl+C from a table or Ctrl+S from an editor).
+void MainWindow::createEditActions()
+{
     const auto shown = [](QAction *a) {
         a->setShortcutContext(Qt::WidgetShortcut);
         return a;
     };
-    shown(make(
+    shown(makeAction(
         "save", tr("&Save"), QKeySequence::Save,
         [this] {
             if (auto *ws = currentWorkspace())
@@ -419,7 +479,7 @@ void MainWindow::createActions()
     };
     for (const auto &e : edits) {
         const QByteArray slot(e.slot);
-        shown(make(e.name, tr(e.text), e.key, [slot] {
+        shown(makeAction(e.name, tr(e.text), e.key, [slot] {
             // Line edits, text edits and QScintilla editors all have these slots.
             if (QWidget *focus = QApplication::focusWidget())
                 QMetaObject::invokeMethod(focus, slot.constData());
@@ -470,6 +530,23 @@ void MainWindow::createMenus()
     console->addAction(action(QStringLiteral("runCommand")));
     console->addAction(action(QStringLiteral("stopCommand")));
 
+    createViewMenu();
+
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(action(QStringLiteral("systemCheck")));
+    help->addAction(tr("&About Sandbox Desktop"), this, [this] {
+        QMessageBox::about(
+            this, tr("About Sandbox Desktop"),
+            tr("<h3>Sandbox Desktop %1</h3><p>Coding agents and throw-away databases in isolated "
+               "sandboxes, on this computer (sandboxd, bubblewrap) or on a remote endpoint.</p>")
+                .arg(QApplication::applicationVersion()));
+    });
+
+    createToolBar();
+}
+
+void MainWindow::createViewMenu()
+{
     QMenu *view = menuBar()->addMenu(tr("&View"));
     for (const char *name : {"nextTab", "previousTab", "nextPage", "previousPage"})
         view->addAction(action(QString::fromLatin1(name)));
@@ -497,17 +574,10 @@ void MainWindow::createMenus()
     QAction *toggle = m_sidebarDock->toggleViewAction();
     toggle->setText(tr("Sandbox &List"));
     view->addAction(toggle);
+}
 
-    QMenu *help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(action(QStringLiteral("systemCheck")));
-    help->addAction(tr("&About Sandbox Desktop"), this, [this] {
-        QMessageBox::about(
-            this, tr("About Sandbox Desktop"),
-            tr("<h3>Sandbox Desktop %1</h3><p>Coding agents and throw-away databases in isolated "
-               "sandboxes, on this computer (sandboxd, bubblewrap) or on a remote endpoint.</p>")
-                .arg(QApplication::applicationVersion()));
-    });
-
+void MainWindow::createToolBar()
+{
     QToolBar *tools = addToolBar(tr("Main"));
     tools->setObjectName(QStringLiteral("mainToolBar"));
     tools->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);

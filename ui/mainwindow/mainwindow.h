@@ -7,6 +7,8 @@
 #include <QMainWindow>
 #include <QPointer>
 
+#include <functional>
+
 class QDockWidget;
 class QLabel;
 class QStackedWidget;
@@ -113,8 +115,24 @@ protected:
     void closeEvent(QCloseEvent *event) override;
 
 private:
+    void makeSidebar();
+    void makeSidebarFilter();
+    void makeSidebarDock();
+    void makeCentre();
+    // An action of the window, named, with its key in its tooltip; triggered calls slot.
+    QAction *makeAction(const char *name, const QString &text, const QKeySequence &key,
+                        const std::function<void()> &slot, const QIcon &icon = {});
+    void scopeAction(QAction *a, QWidget *owner);
     void createActions();
+    void createSandboxActions();
+    void createViewActions();
+    void createEditActions();
     void createMenus();
+    void createViewMenu();
+    void createToolBar();
+    void connectSidebar();
+    void connectTabs();
+    void connectConnection();
     void onClientChanged(Client *client);
     void onListed(const QList<SandboxInfo> &sandboxes, const QStringList &failedKinds);
     void restoreTabs();
