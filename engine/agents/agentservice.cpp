@@ -453,12 +453,19 @@ QJsonObject AgentService::lastSession(const QString &sandboxId) const
     return QJsonDocument::fromJson(in.readAll()).object();
 }
 
-void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions options, int turn,
-                           Done done)
+// What a turn's CLI wrote that its answer keeps: the head of stdout, the tail of stderr.
+struct AgentService::TurnOutput
 {
-    if (job->cancelled)
-        return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
-    job->turn = turn;
+    QByteArray out;
+    QByteArray err;
+    bool outTruncated = false;
+    bool aborted = false;
+    QElapsedTimer clock;
+};
+
+QMap<QString, QString> AgentService::runEnvironment(const std::shared_ptr<Job> &job,
+                                                    AgentRunOptions &options)
+{
     // The run sees the sandbox's environment; its own `env` goes on top (and is never stored).
     QMap<QString, QString> runEnv = options.env;
     QMap<QString, QString> env = job->record.env;
@@ -475,6 +482,16 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
         options.baseUrl = endpoint.baseUrl;
         job->gatewayRun = true;
     }
+    return runEnv;
+}
+
+void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions options, int turn,
+                           Done done)
+{
+    if (job->cancelled)
+        return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+    job->turn = turn;
+    const QMap<QString, QString> runEnv = runEnvironment(job, options);
 
     std::shared_ptr<AgentAdapter> adapter = AgentAdapter::create(job->type);
     const AgentInvocation inv = adapter->invocation(options);
@@ -498,129 +515,147 @@ void AgentService::runTurn(const std::shared_ptr<Job> &job, AgentRunOptions opti
 
     const QString id = job->sandboxId;
     const QString cwd = options.cwd;
-    m_sandboxes->withSupervisor(
-        job->keyId, id, kAgent, job->context.data() ? job->context.data() : this,
-        [this, job, adapter, inv, request, turn, id, cwd, done](Result<SupervisorChannel *> r) {
-            if (!r) {
-                if (job->gatewayRun && m_network)
-                    m_network->endRun(job->record);
-                return done(r.error());
-            }
-            if (job->cancelled) {
-                m_sandboxes->endActivity(id);
-                if (job->gatewayRun && m_network)
-                    m_network->endRun(job->record);
-                return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
-            }
-            // Now that the sandbox runs: its home lives on its disk image, mounted only then.
-            if (const auto prepared = prepareHome(job->record, *adapter, inv); !prepared) {
-                m_sandboxes->endActivity(id);
-                if (job->gatewayRun && m_network)
-                    m_network->endRun(job->record);
-                return done(prepared.error());
-            }
-            struct Output
-            {
-                QByteArray out;
-                QByteArray err;
-                bool outTruncated = false;
-                bool aborted = false;
-                QElapsedTimer clock;
-            };
-            auto output = std::make_shared<Output>();
-            output->clock.start();
-            job->channel = r.value();
-            const auto flush = [this, guard = QPointer<AgentService>(this), job, adapter, turn] {
-                if (!guard)
-                    return;
-                for (QJsonObject e : adapter->takeEvents()) {
-                    e.insert(QStringLiteral("turn"), turn);
-                    const QJsonObject clean = job->redactor.apply(e).toObject();
-                    if (m_runs && !job->runId.isEmpty())
-                        m_runs->event(job->runId, clean);
-                    if (!job->streamId.isEmpty())
-                        m_streams->event(job->streamId, clean);
-                }
-            };
-            const auto onOutput = [job, adapter, output, flush](int channel, QByteArrayView bytes) {
-                if (channel == 2) {
-                    adapter->feedStderr(bytes);
-                    output->err.append(bytes);
-                    if (output->err.size() > 2 * kKeptStderr)
-                        output->err = output->err.right(kKeptStderr);
-                } else {
-                    adapter->feedStdout(bytes);
-                    if (output->out.size() < kKeptStdout)
-                        output->out.append(
-                            bytes.first(qMin(bytes.size(), kKeptStdout - output->out.size())));
-                    else
-                        output->outTruncated = true;
-                }
-                flush();
-                if (!adapter->abortReason().isEmpty() && !output->aborted && job->channel
-                    && job->execId) {
-                    output->aborted = true;
-                    qCInfo(lcAgents).noquote()
-                        << "stopping the run in" << job->sandboxId << ":" << adapter->abortReason();
-                    job->channel->cancel(job->execId);
-                }
-            };
-            // The channel may answer while the engine shuts down, after this service is gone.
-            QPointer<AgentService> self(this);
-            const auto finishTurn = [this, self, job, adapter, output, flush, id, cwd, request,
-                                     done](Result<SupervisorChannel::Reply> r) {
-                if (!self)
-                    return;
-                m_sandboxes->endActivity(id);
-                if (job->gatewayRun && m_network)
-                    m_network->endRun(job->record);
-                job->channel = nullptr;
-                job->execId = 0;
-                if (!r) {
-                    flush();
-                    return done(r.error());
-                }
-                const QJsonObject &j = r->json;
-                AgentAdapter::Exit exit;
-                exit.exitCode = j.value(QStringLiteral("exitCode")).toInt();
-                exit.timedOut = j.value(QStringLiteral("timedOut")).toBool();
-                exit.timeoutMs = qint64(request.value(QStringLiteral("timeoutMs")).toDouble());
-                exit.durationMs = output->clock.elapsed();
-                exit.stderrTail = QString::fromUtf8(output->err.right(kKeptStderr));
-                QJsonObject result = adapter->finish(exit);
-                flush();
-                result.insert(QStringLiteral("stdout"), QString::fromUtf8(output->out));
-                if (output->outTruncated)
-                    result.insert(QStringLiteral("stdoutTruncated"), true);
-                rememberSession(id, adapter->sessionId(), cwd);
-                if (job->cancelled)
-                    return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
-                done(result);
-            };
-            // The workspace as the turn left it, recorded before the sandbox may sleep.
-            const auto onReply = [this, self, job, cwd,
-                                  finishTurn](Result<SupervisorChannel::Reply> r) {
-                if (!self)
-                    return;
-                recordWorkspace(job, TurnSnapshots::Phase::After, cwd,
-                                [finishTurn, r = std::move(r)]() mutable {
-                                    finishTurn(std::move(r));
+    m_sandboxes->withSupervisor(job->keyId, id, kAgent,
+                                job->context.data() ? job->context.data() : this,
+                                [this, job, adapter, inv, request, turn, cwd,
+                                 done](Result<SupervisorChannel *> r) {
+                                    startTurn(job, adapter, inv, request, turn, cwd, done,
+                                              std::move(r));
                                 });
-            };
-            const auto start = [job, request, onReply, onOutput] {
-                if (job->cancelled)
-                    return onReply(Error{ErrorCode::Cancelled, job->cancelReason, {}});
-                if (!job->channel)
-                    return onReply(Error{ErrorCode::SandboxNotRunning,
-                                         QStringLiteral("the sandbox stopped before the run began"),
-                                         {}});
-                job->execId = job->channel->request(request, {}, onReply, onOutput);
-            };
-            if (turn == 0)
-                recordWorkspace(job, TurnSnapshots::Phase::Before, cwd, start);
-            else
-                start();
-        });
+}
+
+void AgentService::startTurn(const std::shared_ptr<Job> &job,
+                             const std::shared_ptr<AgentAdapter> &adapter,
+                             const AgentInvocation &inv, const QJsonObject &request, int turn,
+                             const QString &cwd, const Done &done, Result<SupervisorChannel *> r)
+{
+    const QString &id = job->sandboxId;
+    if (!r) {
+        if (job->gatewayRun && m_network)
+            m_network->endRun(job->record);
+        return done(r.error());
+    }
+    if (job->cancelled) {
+        m_sandboxes->endActivity(id);
+        if (job->gatewayRun && m_network)
+            m_network->endRun(job->record);
+        return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+    }
+    // Now that the sandbox runs: its home lives on its disk image, mounted only then.
+    if (const auto prepared = prepareHome(job->record, *adapter, inv); !prepared) {
+        m_sandboxes->endActivity(id);
+        if (job->gatewayRun && m_network)
+            m_network->endRun(job->record);
+        return done(prepared.error());
+    }
+    auto output = std::make_shared<TurnOutput>();
+    output->clock.start();
+    job->channel = r.value();
+    const auto flush = [this, guard = QPointer<AgentService>(this), job, adapter, turn] {
+        if (guard)
+            publishEvents(job, *adapter, turn);
+    };
+    const auto onOutput = [job, adapter, output, flush](int channel, QByteArrayView bytes) {
+        keepOutput(*output, *adapter, channel, bytes);
+        flush();
+        if (!adapter->abortReason().isEmpty() && !output->aborted && job->channel && job->execId) {
+            output->aborted = true;
+            qCInfo(lcAgents).noquote()
+                << "stopping the run in" << job->sandboxId << ":" << adapter->abortReason();
+            job->channel->cancel(job->execId);
+        }
+    };
+    // The channel may answer while the engine shuts down, after this service is gone.
+    QPointer<AgentService> self(this);
+    // The workspace as the turn left it, recorded before the sandbox may sleep.
+    const auto onReply = [this, self, job, adapter, output, flush, cwd, request,
+                          done](Result<SupervisorChannel::Reply> r) {
+        if (!self)
+            return;
+        recordWorkspace(job, TurnSnapshots::Phase::After, cwd,
+                        [this, self, job, adapter, output, flush, cwd, request, done,
+                         r = std::move(r)]() mutable {
+                            if (self)
+                                finishTurn(job, adapter, *output, flush, cwd, request, done,
+                                           std::move(r));
+                        });
+    };
+    const auto start = [job, request, onReply, onOutput] {
+        if (job->cancelled)
+            return onReply(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+        if (!job->channel)
+            return onReply(Error{ErrorCode::SandboxNotRunning,
+                                 QStringLiteral("the sandbox stopped before the run began"),
+                                 {}});
+        job->execId = job->channel->request(request, {}, onReply, onOutput);
+    };
+    if (turn == 0)
+        recordWorkspace(job, TurnSnapshots::Phase::Before, cwd, start);
+    else
+        start();
+}
+
+void AgentService::publishEvents(const std::shared_ptr<Job> &job, AgentAdapter &adapter, int turn)
+{
+    for (QJsonObject e : adapter.takeEvents()) {
+        e.insert(QStringLiteral("turn"), turn);
+        const QJsonObject clean = job->redactor.apply(e).toObject();
+        if (m_runs && !job->runId.isEmpty())
+            m_runs->event(job->runId, clean);
+        if (!job->streamId.isEmpty())
+            m_streams->event(job->streamId, clean);
+    }
+}
+
+void AgentService::keepOutput(TurnOutput &output, AgentAdapter &adapter, int channel,
+                              QByteArrayView bytes)
+{
+    if (channel == 2) {
+        adapter.feedStderr(bytes);
+        output.err.append(bytes);
+        if (output.err.size() > 2 * kKeptStderr)
+            output.err = output.err.right(kKeptStderr);
+    } else {
+        adapter.feedStdout(bytes);
+        if (output.out.size() < kKeptStdout)
+            output.out.append(bytes.first(qMin(bytes.size(), kKeptStdout - output.out.size())));
+        else
+            output.outTruncated = true;
+    }
+}
+
+void AgentService::finishTurn(const std::shared_ptr<Job> &job,
+                              const std::shared_ptr<AgentAdapter> &adapter,
+                              const TurnOutput &output, const std::function<void()> &flush,
+                              const QString &cwd, const QJsonObject &request, const Done &done,
+                              Result<SupervisorChannel::Reply> r)
+{
+    const QString &id = job->sandboxId;
+    m_sandboxes->endActivity(id);
+    if (job->gatewayRun && m_network)
+        m_network->endRun(job->record);
+    job->channel = nullptr;
+    job->execId = 0;
+    if (!r) {
+        flush();
+        return done(r.error());
+    }
+    const QJsonObject &j = r->json;
+    AgentAdapter::Exit exit;
+    exit.exitCode = j.value(QStringLiteral("exitCode")).toInt();
+    exit.timedOut = j.value(QStringLiteral("timedOut")).toBool();
+    exit.timeoutMs = qint64(request.value(QStringLiteral("timeoutMs")).toDouble());
+    exit.durationMs = output.clock.elapsed();
+    exit.stderrTail = QString::fromUtf8(output.err.right(kKeptStderr));
+    QJsonObject result = adapter->finish(exit);
+    flush();
+    result.insert(QStringLiteral("stdout"), QString::fromUtf8(output.out));
+    if (output.outTruncated)
+        result.insert(QStringLiteral("stdoutTruncated"), true);
+    rememberSession(id, adapter->sessionId(), cwd);
+    if (job->cancelled)
+        return done(Error{ErrorCode::Cancelled, job->cancelReason, {}});
+    done(result);
 }
 
 void AgentService::resumeSession(const QString &id, AgentRunOptions &options, bool newSession,

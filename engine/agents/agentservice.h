@@ -2,9 +2,11 @@
 
 #include "agentadapter.h"
 #include "api/methods.h"
+#include "runtime/supervisorchannel.h"
 #include "turnsnapshots.h"
 
 #include <QHash>
+#include <QMap>
 #include <QObject>
 #include <QSet>
 #include <QString>
@@ -54,6 +56,7 @@ public:
 
 private:
     struct Job;
+    struct TurnOutput;
     using Done = std::function<void(Result<QJsonObject>)>;
 
     void installHooks();
@@ -82,6 +85,23 @@ private:
                 const Methods::Reply &reply);
     // One CLI run; `done` gets the run's answer (or an Error when the run could not be made).
     void runTurn(const std::shared_ptr<Job> &job, AgentRunOptions options, int turn, Done done);
+    // The turn's environment (the sandbox's, the run's on top; through the model gateway if the
+    // sandbox has one); `options.env` becomes the merged one, `options.baseUrl` the gateway's.
+    QMap<QString, QString> runEnvironment(const std::shared_ptr<Job> &job, AgentRunOptions &options);
+    // The turn once its sandbox's supervisor answers: the home prepared, the CLI run, its output
+    // read as it comes, and the workspace recorded around it.
+    void startTurn(const std::shared_ptr<Job> &job, const std::shared_ptr<AgentAdapter> &adapter,
+                   const AgentInvocation &inv, const QJsonObject &request, int turn,
+                   const QString &cwd, const Done &done, Result<SupervisorChannel *> r);
+    // The adapter's events so far, with their turn, redacted, to the run's record and stream.
+    void publishEvents(const std::shared_ptr<Job> &job, AgentAdapter &adapter, int turn);
+    static void keepOutput(TurnOutput &output, AgentAdapter &adapter, int channel,
+                           QByteArrayView bytes);
+    // The turn's answer from the CLI's exit and output; the sandbox's activity ends.
+    void finishTurn(const std::shared_ptr<Job> &job, const std::shared_ptr<AgentAdapter> &adapter,
+                    const TurnOutput &output, const std::function<void()> &flush,
+                    const QString &cwd, const QJsonObject &request, const Done &done,
+                    Result<SupervisorChannel::Reply> r);
     // Makes the adapter's directories and files in the sandbox's /home/agent (fd-relative, as the
     // sandbox's uid, never through a link); the sandbox must be running (its disk is mounted).
     Result<bool> prepareHome(const SandboxRecord &record, const AgentAdapter &adapter,
