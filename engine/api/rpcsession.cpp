@@ -262,8 +262,24 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
         return;
     }
     const bool notification = m.isNotification();
-    auto reply = [this, id = m.id, notification, batch, key = inFlightKey(m.id),
-                  guard = QPointer<RpcSession>(this)](Result<QJsonValue> r) {
+    const Methods::Reply reply = replyTo(m, batch);
+    if (m.error) { // params that are not a named object
+        if (!notification)
+            answer(JsonRpc::errorObject(m.id, *m.error), batch);
+        return;
+    }
+    const QString key = inFlightKey(m.id);
+    if (!notification && !admit(m, key, batch))
+        return;
+    const CallContext ctx = callContext(m, key, batch);
+    if (!callConnectionMethod(m, key, ctx, reply))
+        m_methods->call(m.method, m.params, ctx, reply);
+}
+
+Methods::Reply RpcSession::replyTo(const JsonRpc::Message &m, const std::shared_ptr<Batch> &batch)
+{
+    return [this, id = m.id, notification = m.isNotification(), batch, key = inFlightKey(m.id),
+            guard = QPointer<RpcSession>(this)](Result<QJsonValue> r) {
         if (!guard)
             return;
         if (notification)
@@ -274,33 +290,36 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
         answer(r ? JsonRpc::resultObject(id, r.value()) : JsonRpc::errorObject(id, r.error()),
                batch);
     };
-    if (m.error) { // params that are not a named object
-        if (!notification)
-            answer(JsonRpc::errorObject(m.id, *m.error), batch);
-        return;
-    }
-    const QString key = inFlightKey(m.id);
-    if (!notification) {
-        if (m_inFlight.contains(key)) {
-            answer(JsonRpc::errorObject(m.id, Error{ErrorCode::InvalidRequest,
-                                                    QStringLiteral(
-                                                        "Invalid Request: id %1 is already in use")
-                                                        .arg(key),
-                                                    {}}),
-                   batch);
-            return;
-        }
-        if (m_inFlight.size() >= MaxInFlight) {
-            answer(JsonRpc::errorObject(m.id, Error{ErrorCode::PayloadTooLarge,
-                                                    QStringLiteral(
-                                                        "too many requests in flight (limit %1)")
-                                                        .arg(MaxInFlight),
-                                                    {}}),
-                   batch);
-            return;
-        }
-    }
+}
 
+bool RpcSession::admit(const JsonRpc::Message &m, const QString &key,
+                       const std::shared_ptr<Batch> &batch)
+{
+    if (m_inFlight.contains(key)) {
+        answer(JsonRpc::errorObject(m.id,
+                                    Error{ErrorCode::InvalidRequest,
+                                          QStringLiteral("Invalid Request: id %1 is already in use")
+                                              .arg(key),
+                                          {}}),
+               batch);
+        return false;
+    }
+    if (m_inFlight.size() >= MaxInFlight) {
+        answer(JsonRpc::errorObject(m.id,
+                                    Error{ErrorCode::PayloadTooLarge,
+                                          QStringLiteral("too many requests in flight (limit %1)")
+                                              .arg(MaxInFlight),
+                                          {}}),
+               batch);
+        return false;
+    }
+    return true;
+}
+
+CallContext RpcSession::callContext(const JsonRpc::Message &m, const QString &key,
+                                    const std::shared_ptr<Batch> &batch)
+{
+    const bool notification = m.isNotification();
     CallContext ctx;
     ctx.keyId = m_keyId;
     ctx.requestId = m.id;
@@ -325,74 +344,94 @@ void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> 
             send(text);
         };
     }
+    return ctx;
+}
 
-    // Methods that belong to the connection itself.
-    if (m.method == QLatin1String("rpc.cancel")) {
-        FieldReader p(m.params);
-        const QJsonValue target = p.raw(QStringLiteral("id"));
-        const QString targetKey = inFlightKey(target);
-        const auto cancel = m_inFlight.take(targetKey);
-        if (cancel && targetKey != key) {
-            if (*cancel)
-                (*cancel)();
-            answer(JsonRpc::errorObject(target, Error{ErrorCode::Cancelled,
-                                                      QStringLiteral("cancelled by the client"),
-                                                      {}}),
-                   {});
-            reply(QJsonValue(QJsonObject{{QStringLiteral("cancelled"), true}}));
-        } else {
-            reply(Error::notFound(QStringLiteral("request %1").arg(targetKey)));
-        }
-        return;
+bool RpcSession::callConnectionMethod(const JsonRpc::Message &m, const QString &key,
+                                      const CallContext &ctx, const Methods::Reply &reply)
+{
+    if (m.method == QLatin1String("rpc.cancel"))
+        cancelRequest(m.params, key, reply);
+    else if (m.method == QLatin1String("rpc.streamEncoding"))
+        setStreamEncoding(m.params, reply);
+    else if (m.method == QLatin1String("stream.resume"))
+        resumeStream(m.params, ctx, reply);
+    else if (m.method == QLatin1String("stream.watch"))
+        watchStream(m.params, ctx, reply);
+    else
+        return false;
+    return true;
+}
+
+void RpcSession::cancelRequest(const QJsonObject &params, const QString &ownKey,
+                               const Methods::Reply &reply)
+{
+    FieldReader p(params);
+    const QJsonValue target = p.raw(QStringLiteral("id"));
+    const QString targetKey = inFlightKey(target);
+    const auto cancel = m_inFlight.take(targetKey);
+    if (cancel && targetKey != ownKey) {
+        if (*cancel)
+            (*cancel)();
+        answer(JsonRpc::errorObject(target, Error{ErrorCode::Cancelled,
+                                                  QStringLiteral("cancelled by the client"),
+                                                  {}}),
+               {});
+        reply(QJsonValue(QJsonObject{{QStringLiteral("cancelled"), true}}));
+    } else {
+        reply(Error::notFound(QStringLiteral("request %1").arg(targetKey)));
     }
-    if (m.method == QLatin1String("rpc.streamEncoding")) {
-        // docs/protocol.md 2.6: output of the streams this connection follows, from now on, as
-        // binary frames ("binary") or as stream.output notifications ("json", the default).
-        FieldReader p(m.params);
-        const QString encoding = p.optionalChoice(QStringLiteral("encoding"),
-                                                  {QStringLiteral("json"),
-                                                   QStringLiteral("binary")},
-                                                  QStringLiteral("json"));
-        if (p.failed())
-            return reply(p.error());
-        if (encoding == QLatin1String("binary")) {
-            m_streams->setBinarySink(this,
-                                     [guard = QPointer<RpcSession>(this)](const QByteArray &frame) {
-                                         if (guard)
-                                             guard->sendBinary(frame);
-                                     });
-        } else {
-            m_streams->setBinarySink(this, nullptr);
-        }
-        reply(QJsonValue(QJsonObject{{QStringLiteral("encoding"), encoding}}));
-        return;
+}
+
+// docs/protocol.md 2.6: output of the streams this connection follows, from now on, as
+// binary frames ("binary") or as stream.output notifications ("json", the default).
+void RpcSession::setStreamEncoding(const QJsonObject &params, const Methods::Reply &reply)
+{
+    FieldReader p(params);
+    const QString encoding = p.optionalChoice(QStringLiteral("encoding"),
+                                              {QStringLiteral("json"), QStringLiteral("binary")},
+                                              QStringLiteral("json"));
+    if (p.failed())
+        return reply(p.error());
+    if (encoding == QLatin1String("binary")) {
+        m_streams->setBinarySink(this,
+                                 [guard = QPointer<RpcSession>(this)](const QByteArray &frame) {
+                                     if (guard)
+                                         guard->sendBinary(frame);
+                                 });
+    } else {
+        m_streams->setBinarySink(this, nullptr);
     }
-    if (m.method == QLatin1String("stream.resume")) {
-        const auto at = streamPosition(m.params);
-        if (!at)
-            return reply(at.error());
-        auto r = m_streams->resume(m_keyId, at->streamId, at->after, ctx.notify);
-        if (!r)
-            return reply(r.error());
-        m_streams->setSinkOwner(at->streamId, this);
-        reply(QJsonValue(r->answer));
-        r->replay();
-        return;
-    }
-    if (m.method == QLatin1String("stream.watch")) {
-        // docs/protocol.md 2.3: follow a stream of this key that another connection started,
-        // without taking it from that connection.
-        const auto at = streamPosition(m.params);
-        if (!at)
-            return reply(at.error());
-        auto r = m_streams->watch(m_keyId, at->streamId, at->after, this, ctx.notify);
-        if (!r)
-            return reply(r.error());
-        reply(QJsonValue(r->answer));
-        r->replay();
-        return;
-    }
-    m_methods->call(m.method, m.params, ctx, reply);
+    reply(QJsonValue(QJsonObject{{QStringLiteral("encoding"), encoding}}));
+}
+
+void RpcSession::resumeStream(const QJsonObject &params, const CallContext &ctx,
+                              const Methods::Reply &reply)
+{
+    const auto at = streamPosition(params);
+    if (!at)
+        return reply(at.error());
+    auto r = m_streams->resume(m_keyId, at->streamId, at->after, ctx.notify);
+    if (!r)
+        return reply(r.error());
+    m_streams->setSinkOwner(at->streamId, this);
+    reply(QJsonValue(r->answer));
+    r->replay();
+}
+
+// docs/protocol.md 2.3: follow a stream of this key that another connection started, without
+// taking it from that connection.
+void RpcSession::watchStream(const QJsonObject &params, const CallContext &ctx,
+                             const Methods::Reply &reply)
+{
+    const auto at = streamPosition(params);
+    if (!at)
+        return reply(at.error());
+    auto r = m_streams->watch(m_keyId, at->streamId, at->after, this, ctx.notify);
+    if (!r)
+        return reply(r.error());
+    reply(QJsonValue(r->answer));
+    r->replay();
 }
 
 } // namespace Sandbox::Engine

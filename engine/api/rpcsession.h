@@ -4,6 +4,7 @@
 
 #include "bytebudget.h"
 #include "logthrottle.h"
+#include "methods.h"
 
 #include <QElapsedTimer>
 #include <QHash>
@@ -19,7 +20,6 @@ class QWebSocket;
 
 namespace Sandbox::Engine {
 
-class Methods;
 class StreamHub;
 
 // One authenticated WebSocket at /rpc: JSON-RPC 2.0 per docs/protocol.md section 2, including
@@ -71,6 +71,22 @@ private:
     int process(const QByteArray &text); // answers what it cost, in messages
     void refuseAndClose(const QString &why);
     void handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> &batch);
+    // The function that answers request `m` (nothing for a notification, once for a request).
+    Methods::Reply replyTo(const JsonRpc::Message &m, const std::shared_ptr<Batch> &batch);
+    // A request's id is free and the connection has room for one more in flight; else answered.
+    bool admit(const JsonRpc::Message &m, const QString &key, const std::shared_ptr<Batch> &batch);
+    // The request's context; a request (not a notification) is in flight from here.
+    CallContext callContext(const JsonRpc::Message &m, const QString &key,
+                            const std::shared_ptr<Batch> &batch);
+    // The methods of the connection itself (rpc.*, stream.resume, stream.watch): false for others.
+    bool callConnectionMethod(const JsonRpc::Message &m, const QString &key, const CallContext &ctx,
+                              const Methods::Reply &reply);
+    void cancelRequest(const QJsonObject &params, const QString &ownKey,
+                       const Methods::Reply &reply);
+    void setStreamEncoding(const QJsonObject &params, const Methods::Reply &reply);
+    void resumeStream(const QJsonObject &params, const CallContext &ctx,
+                      const Methods::Reply &reply);
+    void watchStream(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch);
     void send(const QByteArray &text);
     void sendBinary(const QByteArray &frame); // a binary output frame (docs/protocol.md 2.6)
