@@ -493,7 +493,9 @@ bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
     };
     release(e);
     m_channel.send(FrameType::Response, e.id, {body.dump()});
-    m_spare.refill();
+    // The spare's idle time counts from here: counted from the exec's start, a spare forked after
+    // a command that ran longer than that time was dropped at the next tick.
+    prepareNext();
     return true;
 }
 
