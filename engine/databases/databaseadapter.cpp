@@ -190,7 +190,7 @@ DatabaseBackend *DatabaseAdapter::makeBackend(const QString &id, const DatabaseS
 PostgresBackend *DatabaseAdapter::makePostgres(const QString &id, uid_t uid)
 {
     PostgresBackend::Settings ps;
-    ps.relayDir = m_relayDir.path() + u'/' + id;
+    ps.socketDir = m_socketDir.path() + u'/' + id;
     ps.server = {m_sandboxes->volumeDirOf(id), uid};
     auto *pg = new PostgresBackend(ps, this);
     pg->onInitialized = [this, id] {

@@ -104,8 +104,9 @@ private:
     Methods *m_methods;          // not owned
     SandboxManager *m_sandboxes; // not owned
     QString m_dbhostDir;
-    // The engine's private directory (0700, short path) of the sockets libpq connects to (PgRelay).
-    QTemporaryDir m_relayDir{QDir::tempPath() + QStringLiteral("/sandboxd-XXXXXX")};
+    // The engine's private directory (0700, short path) of the socket links libpq connects to
+    // (PgSocketLink).
+    QTemporaryDir m_socketDir{QDir::tempPath() + QStringLiteral("/sandboxd-XXXXXX")};
     PostgresTemplate *m_template;                 // owned (child)
     QHash<QString, DatabaseBackend *> m_backends; // owned (children), by sandbox id
     QHash<QString, DatabaseBackend *> m_standby;  // owned (children): warm spares' servers, by id

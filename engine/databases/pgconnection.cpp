@@ -3,10 +3,11 @@
 #include <QLoggingCategory>
 #include <QPointer>
 #include <QSocketNotifier>
-#include <QThreadPool>
 #include <QTimer>
 
 #include <libpq-fe.h>
+
+#include <thread>
 
 Q_LOGGING_CATEGORY(lcPg, "sandboxd.databases.pg")
 
@@ -249,16 +250,35 @@ void PgConnection::cancel()
 {
     if (!m_conn || !m_busy)
         return;
-    PGcancel *c = PQgetCancel(m_conn);
-    if (!c)
+    // PQcancel blocks until the server has read the request and closed the cancel's connection
+    // (a new one to the server's socket). The server is the sandbox's: a hostile one may never
+    // close it, and then holds that thread until the sandbox stops. So each cancel has a thread
+    // of its own, and a database at most kMaxCancelling of them at a time (the call answers
+    // anyway, kCancelGraceMs after its cancel): never a thread of the engine's event loop or of
+    // another database's cancels.
+    if (m_cancelling->fetch_add(1) >= kMaxCancelling) {
+        m_cancelling->fetch_sub(1);
+        qCWarning(lcPg) << "cancel not sent: the database has" << kMaxCancelling
+                        << "cancels waiting for its server";
         return;
-    // Blocking, but only towards the engine's own PgRelay, which answers at once.
-    QThreadPool::globalInstance()->start([c] {
+    }
+    PGcancel *c = PQgetCancel(m_conn);
+    if (!c) {
+        m_cancelling->fetch_sub(1);
+        return;
+    }
+    std::thread([c, cancelling = m_cancelling] {
         char err[256];
         if (!PQcancel(c, err, sizeof err))
             qCWarning(lcPg) << "cancel failed:" << err;
         PQfreeCancel(c);
-    });
+        cancelling->fetch_sub(1);
+    }).detach();
+}
+
+void PgConnection::setCancelCount(std::shared_ptr<std::atomic_int> cancelling)
+{
+    m_cancelling = std::move(cancelling);
 }
 
 } // namespace Sandbox::Engine

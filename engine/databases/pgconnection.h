@@ -7,7 +7,9 @@
 #include <QObject>
 #include <QPair>
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <sys/types.h>
 
 struct pg_conn;
@@ -50,8 +52,12 @@ public:
     // Pauses or resumes delivery of results (back-pressure for cursors).
     void setReading(bool on);
     bool isReading() const { return m_reading; }
-    // Asks the server to cancel the running query (PQcancel runs on a pool thread).
+    // Asks the server to cancel the running query (PQcancel runs on a thread of its own).
     void cancel();
+    // The count of cancels waiting for this connection's server, shared by the connections of
+    // one database (at most kMaxCancelling at a time).
+    void setCancelCount(std::shared_ptr<std::atomic_int> cancelling);
+    static constexpr int kMaxCancelling = 4;
 
     bool isOpen() const;
     bool isBusy() const { return m_busy; }
@@ -79,6 +85,7 @@ private:
     bool m_busy = false;
     bool m_reading = true;
     Sink m_sink;
+    std::shared_ptr<std::atomic_int> m_cancelling = std::make_shared<std::atomic_int>(0);
 };
 
 } // namespace Sandbox::Engine

@@ -2,7 +2,7 @@
 
 #include "pagetext.h"
 #include "pgconnection.h"
-#include "pgrelay.h"
+#include "pgsocketlink.h"
 #include "pgvalues.h"
 #include "runtime/supervisorchannel.h"
 #include "serverprocess.h"
@@ -191,13 +191,11 @@ void PostgresBackend::start(SupervisorChannel *channel, std::function<void(Resul
 {
     m_channel = channel;
     m_stopping = false;
-    if (!m_relay) {
-        m_relay = new PgRelay(m_settings.server, this);
-        if (const auto listening = m_relay->listen(m_settings.relayDir); !listening) {
-            delete m_relay;
-            m_relay = nullptr;
-            return done(listening.error());
-        }
+    if (!m_link) {
+        auto link = std::make_unique<PgSocketLink>(m_settings.server);
+        if (const auto created = link->create(m_settings.socketDir); !created)
+            return done(created.error());
+        m_link = std::move(link);
     }
     // The template's contents ("/."): in a container /run/sandbox/pg-template is a link, and
     // cp -a would copy the link, chmod then following it to the engine's template.
@@ -325,9 +323,20 @@ void PostgresBackend::initialize(PgConnection *admin, std::function<void(Result<
 void PostgresBackend::openConnection(bool admin, const QString &database, ConnDone done)
 {
     ++m_open;
+    QPointer<PostgresBackend> self(this);
+    // The server's socket as it is now (a restarted server has a new one).
+    if (const auto pinned = m_link->pin(); !pinned) {
+        QTimer::singleShot(0, this, [self, done, e = pinned.error()] {
+            if (self)
+                --self->m_open;
+            done(e);
+        });
+        return;
+    }
     auto *conn = new PgConnection(this);
+    conn->setCancelCount(m_cancelling);
     PgConnection::Params params{
-        {"host", QFile::encodeName(m_relay->directory())},
+        {"host", QFile::encodeName(m_link->directory())},
         {"port", "5432"},
         {"dbname", database.toUtf8()},
         {"user", admin ? QByteArray(kAdminRole) : m_settings.username.toUtf8()},
@@ -337,7 +346,6 @@ void PostgresBackend::openConnection(bool admin, const QString &database, ConnDo
         {"gssencmode", "disable"},
         {"options", "-c DateStyle=ISO,YMD -c IntervalStyle=iso_8601 -c TimeZone=UTC"},
     };
-    QPointer<PostgresBackend> self(this);
     conn->open(params, [self, conn, done](Result<bool> r) {
         if (!r) {
             conn->deleteLater();

@@ -8,18 +8,19 @@
 #include <QPointer>
 #include <QSet>
 
+#include <atomic>
 #include <memory>
 #include <sys/types.h>
 
 namespace Sandbox::Engine {
 
 class PgConnection;
-class PgRelay;
+class PgSocketLink;
 class ServerProcess;
 
 // A PostgreSQL server in a database sandbox: Debian's `postgres`, started from a copy of the
 // engine's template cluster, listening only on a unix socket in the sandbox's /run/db; the engine
-// talks to it with libpq (a small pool of async connections) through a PgRelay.
+// talks to it with libpq (a small pool of async connections) through a PgSocketLink.
 class PostgresBackend final : public DatabaseBackend
 {
     Q_OBJECT
@@ -27,7 +28,7 @@ class PostgresBackend final : public DatabaseBackend
 public:
     struct Settings
     {
-        QString relayDir;             // the engine's private directory libpq connects in
+        QString socketDir;            // the engine's private directory libpq connects in
         SandboxSocket::Target server; // the sandbox whose /run/db/.s.PGSQL.5432 it reaches
         QString database;             // the client role's database
         QString username;             // the client role (not a superuser)
@@ -99,7 +100,9 @@ private:
 
     Settings m_settings;
     QPointer<SupervisorChannel> m_channel;
-    PgRelay *m_relay = nullptr; // owned (child)
+    std::unique_ptr<PgSocketLink> m_link;
+    // Cancels on their way to the server, of all its connections (PgConnection::cancel()).
+    std::shared_ptr<std::atomic_int> m_cancelling = std::make_shared<std::atomic_int>(0);
     bool m_alive = false;
     bool m_stopping = false;
     ServerProcess *m_server; // owned (child): the server's exec and its log

@@ -59,7 +59,7 @@ bool retryable(const Error &e)
 
 } // namespace
 
-Result<int> SandboxSocket::connect(const Target &target, const QByteArray &name)
+Result<int> SandboxSocket::open(const Target &target, const QByteArray &name)
 {
     if (name.isEmpty() || name.contains('/'))
         return socketError(name, EINVAL);
@@ -84,13 +84,27 @@ Result<int> SandboxSocket::connect(const Target &target, const QByteArray &name)
         return socketError(name, ENOTSOCK, QStringLiteral("not a socket"));
     if (::geteuid() == 0 && st.st_uid != target.uid)
         return socketError(name, EPERM, QStringLiteral("the socket is not the sandbox's"));
+    return inode.release();
+}
 
+QByteArray SandboxSocket::procPath(int inode)
+{
+    return "/proc/self/fd/" + QByteArray::number(inode);
+}
+
+Result<int> SandboxSocket::connect(const Target &target, const QByteArray &name)
+{
+    const Result<int> opened = open(target, name);
+    if (!opened)
+        return opened.error();
+    HostFs::Fd inode(*opened);
+    FsUidGuard guard(target.uid);
     HostFs::Fd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!sock.isValid())
         return socketError(name, errno);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    const QByteArray path = "/proc/self/fd/" + QByteArray::number(inode.get());
+    const QByteArray path = procPath(inode.get());
     memcpy(addr.sun_path, path.constData(), size_t(path.size()) + 1);
     // A unix stream connect never waits when non-blocking: it is made, or EAGAIN (backlog full).
     if (::connect(sock.get(), reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0)

@@ -26,6 +26,11 @@ public:
         uid_t uid = 0;     // the sandbox's uid: the socket must be its
     };
 
+    // The socket `name` in the sandbox's /run/db, picked as above: an O_PATH, close-on-exec fd of
+    // its inode (connect through procPath() of it), or an Error as connect() gives.
+    static Result<int> open(const Target &target, const QByteArray &name);
+    // "/proc/self/fd/N": connecting to it reaches the inode of fd N, whatever its name is now.
+    static QByteArray procPath(int inode);
     // One attempt: a connected, non-blocking, close-on-exec fd, or an Error whose data has
     // {"errno": "EAGAIN"} and the like (EAGAIN: the listener's backlog is full; ENOENT or
     // ECONNREFUSED: nobody listens yet).

@@ -13,10 +13,13 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRandomGenerator>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace {
@@ -88,6 +91,8 @@ private Q_SLOTS:
     void agentHomeLinksAreNotFollowed();
     void swappedDatabaseSocketDoesNotFreezeTheEngine_data();
     void swappedDatabaseSocketDoesNotFreezeTheEngine();
+    void databaseSocketLinkIsNotFollowed_data();
+    void databaseSocketLinkIsNotFollowed();
     void everythingWritableCountsAgainstTheDiskLimit();
     void deletingAHugeTreeNeverStallsTheEngine();
     void deletedWhileBusyCleansUpFully();
@@ -385,6 +390,84 @@ void tst_HostPaths::swappedDatabaseSocketDoesNotFreezeTheEngine()
     qInfo("%d of %d queries answered in %lld ms, %d failed%s", answered, calls, clock.elapsed(),
           failed, failed ? qPrintable(QStringLiteral(" (e.g. ") + lastError + u')') : "");
     checkHealth(probe, "queries meet a swapped database socket");
+    remove(id);
+}
+
+void tst_HostPaths::databaseSocketLinkIsNotFollowed_data()
+{
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<QString>("socket");
+    QTest::addColumn<QString>("slowQuery");
+    QTest::newRow("postgres: .s.PGSQL.5432")
+        << QStringLiteral("postgres") << QStringLiteral(".s.PGSQL.5432")
+        << QStringLiteral("SELECT pg_sleep(0.2)");
+    QTest::newRow("sqlite: dbhost.sock")
+        << QStringLiteral("sqlite") << QStringLiteral("dbhost.sock")
+        << QStringLiteral("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x "
+                          "< 300000) SELECT count(*) FROM c");
+}
+
+// Attack 5b: the database's socket replaced by a symbolic link to a socket of the host. The engine
+// (root) connects to the server anew for concurrent calls (libpq through the engine's own link to
+// the socket's inode, PgSocketLink; the dbhost directly): it must refuse the link, never reach the
+// host's socket through it.
+void tst_HostPaths::databaseSocketLinkIsNotFollowed()
+{
+    QFETCH(QString, type);
+    QFETCH(QString, socket);
+    QFETCH(QString, slowQuery);
+    // A host socket only root may reach (the sandbox cannot even see it): nothing reaches it but
+    // the engine following the link.
+    const QByteArray hostSocket = QFile::encodeName(m_host.path() + QStringLiteral("/host-") + type
+                                                    + QStringLiteral(".sock"));
+    const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    QVERIFY(listener >= 0);
+    const auto closeListener = qScopeGuard([listener] { ::close(listener); });
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    QVERIFY(size_t(hostSocket.size()) < sizeof addr.sun_path);
+    memcpy(addr.sun_path, hostSocket.constData(), size_t(hostSocket.size()) + 1);
+    ::unlink(hostSocket.constData());
+    QVERIFY(::bind(listener, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0);
+    QVERIFY(::listen(listener, 64) == 0);
+
+    const QString id = create(QStringLiteral("databases"),
+                              {{QStringLiteral("type"), type},
+                               {QStringLiteral("size"), QStringLiteral("lite")}});
+    QVERIFY(!id.isEmpty());
+    QCOMPARE(exec(id, QStringLiteral("mv /run/db/%1 /run/db/moved.sock && ln -s %2 /run/db/%1 && "
+                                     "echo planted")
+                          .arg(socket, QFile::decodeName(hostSocket)))
+                 .value(QStringLiteral("stdout"))
+                 .toString(),
+             QStringLiteral("planted\n"));
+
+    // More concurrent calls than the engine keeps connections: it must open new ones.
+    const int calls = 12;
+    for (int i = 0; i < calls; ++i) {
+        const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                  {QStringLiteral("id"), 9500 + i},
+                                  {QStringLiteral("method"), QStringLiteral("databases.query")},
+                                  {QStringLiteral("params"),
+                                   QJsonObject{{QStringLiteral("id"), id},
+                                               {QStringLiteral("sql"), slowQuery}}}};
+        m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    }
+    int refused = 0;
+    for (int i = 0; i < calls; ++i) {
+        const QJsonObject m = answerTo(9500 + i, 60000);
+        QVERIFY2(!m.isEmpty(), "a query got no answer");
+        if (text(m.value(QStringLiteral("error")).toObject())
+                .contains(QLatin1String("a symbolic link is in its place")))
+            ++refused;
+    }
+    int reached = 0;
+    for (int c; (c = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0; ::close(c))
+        ++reached;
+    qInfo("%d of %d queries refused the link; the host socket was reached %d times", refused, calls,
+          reached);
+    QCOMPARE(reached, 0);
+    QVERIFY2(refused > 0, "no query needed a new connection: the attack was not met");
     remove(id);
 }
 

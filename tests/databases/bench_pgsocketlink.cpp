@@ -1,10 +1,10 @@
-// Benchmark (label bench): what the engine's PgRelay costs a point select. The engine's own libpq
-// connection (PgConnection, non-blocking on one event loop, as in sandboxd) runs the same
+// Benchmark (label bench): what the engine's PgSocketLink costs a point select. The engine's own
+// libpq connection (PgConnection, non-blocking on one event loop, as in sandboxd) runs the same
 // point selects on the same server in the same run, over the two paths in turn:
-//   direct — libpq connects to the server's socket in the sandbox's /run/db (the engine's old path)
-//   relay  — libpq connects to the engine-private socket, relayed to the server (the new path).
+//   direct — libpq connects to the server's socket in the sandbox's /run/db by its name
+//   link   — libpq connects to the engine-private link to the socket's inode (the engine's path).
 #include "databases/pgconnection.h"
-#include "databases/pgrelay.h"
+#include "databases/pgsocketlink.h"
 #include "enginefixture.h"
 
 #include <QElapsedTimer>
@@ -34,7 +34,7 @@ double percentile(QList<double> v, double p)
 
 } // namespace
 
-class bench_PgRelay : public QObject
+class bench_PgSocketLink : public QObject
 {
     Q_OBJECT
 
@@ -53,7 +53,7 @@ private:
     uid_t m_uid = 0;
 };
 
-void bench_PgRelay::initTestCase()
+void bench_PgSocketLink::initTestCase()
 {
     QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
     m_id = m_engine
@@ -82,7 +82,7 @@ void bench_PgRelay::initTestCase()
     QVERIFY(m_uid > 0 || ::geteuid() != 0);
 }
 
-PgConnection *bench_PgRelay::open(const QString &dir)
+PgConnection *bench_PgSocketLink::open(const QString &dir)
 {
     auto *c = new PgConnection(this);
     bool done = false, ok = false;
@@ -109,7 +109,7 @@ PgConnection *bench_PgRelay::open(const QString &dir)
     return c;
 }
 
-double bench_PgRelay::select(PgConnection *c, int key)
+double bench_PgSocketLink::select(PgConnection *c, int key)
 {
     QElapsedTimer clock;
     clock.start();
@@ -137,36 +137,38 @@ double bench_PgRelay::select(PgConnection *c, int key)
     return finished && right ? double(clock.nsecsElapsed()) / 1e6 : -1;
 }
 
-void bench_PgRelay::pointSelect()
+void bench_PgSocketLink::pointSelect()
 {
     const QString volume = m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + m_id
                            + QStringLiteral("/volume");
-    QTemporaryDir relayRoot(QDir::tempPath() + QStringLiteral("/bench-relay-XXXXXX"));
-    PgRelay relay({volume, m_uid});
-    QVERIFY(relay.listen(relayRoot.path() + QStringLiteral("/pg")));
+    QTemporaryDir linkRoot(QDir::tempPath() + QStringLiteral("/bench-link-XXXXXX"));
+    PgSocketLink link({volume, m_uid});
+    QVERIFY(link.create(linkRoot.path() + QStringLiteral("/pg")));
+    QVERIFY(link.pin());
     std::unique_ptr<PgConnection> direct(open(volume + QStringLiteral("/run")));
-    std::unique_ptr<PgConnection> relayed(open(relay.directory()));
-    QVERIFY(direct && relayed);
+    std::unique_ptr<PgConnection> linked(open(link.directory()));
+    QVERIFY(direct && linked);
     for (int i = 0; i < 200; ++i) { // warm both up
         QVERIFY(select(direct.get(), 1 + i) >= 0);
-        QVERIFY(select(relayed.get(), 1 + i) >= 0);
+        QVERIFY(select(linked.get(), 1 + i) >= 0);
     }
     // Interleaved, so that both paths see the same machine.
     QList<double> a, b;
     for (int i = 0; i < 3000; ++i) {
         const int key = 1 + (i * 7919) % 100000;
         const double d = select(direct.get(), key);
-        const double r = select(relayed.get(), key);
+        const double r = select(linked.get(), key);
         QVERIFY(d >= 0 && r >= 0);
         a << d;
         b << r;
     }
-    qInfo("BENCH postgres point select on the engine's libpq connection: direct to the sandbox's "
-          "socket (old path) median %.3f ms (p95 %.3f); through PgRelay (new path) median %.3f ms "
-          "(p95 %.3f); +%.0f us per query, ratio %.2fx",
-          median(a), percentile(a, 0.95), median(b), percentile(b, 0.95),
-          (median(b) - median(a)) * 1000, median(b) / median(a));
+    qInfo(
+        "BENCH postgres point select on the engine's libpq connection: to the sandbox's socket by "
+        "its name median %.3f ms (p95 %.3f); through the engine's PgSocketLink median %.3f ms "
+        "(p95 %.3f); %+.0f us per query, ratio %.2fx",
+        median(a), percentile(a, 0.95), median(b), percentile(b, 0.95),
+        (median(b) - median(a)) * 1000, median(b) / median(a));
 }
 
-QTEST_GUILESS_MAIN(bench_PgRelay)
-#include "bench_pgrelay.moc"
+QTEST_GUILESS_MAIN(bench_PgSocketLink)
+#include "bench_pgsocketlink.moc"
