@@ -38,7 +38,8 @@ private:
     SandboxSocket::Target m_server;
     QString m_dir;
     // The fd the link names (/proc/self/fd/m_fd): the same number for the link's life, dup3()ed
-    // over by each pin(); between two pins, when the server cannot be reached, /dev/null's.
+    // over by each pin(); when the server cannot be reached, the link's own directory's (not a
+    // socket: a connection is refused).
     int m_fd = -1;
 };
 
