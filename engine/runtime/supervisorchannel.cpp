@@ -293,7 +293,7 @@ void SupervisorChannel::failAll(const Error &error)
     const auto pending = std::exchange(m_pending, {});
     m_deadlineTimer->stop();
     for (auto it = pending.cbegin(); it != pending.cend(); ++it) {
-        if (it->exec)
+        if (it->exec && !it->held) // a held one ended when its answer came
             Q_EMIT execEnded(it.key());
         if (it->onReply)
             it->onReply(error);
@@ -619,7 +619,6 @@ void SupervisorChannel::checkDrain(quint32 id)
     Result<Reply> result = std::move(*p.held);
     if (result && p.truncated) // output read after the answer came may have been cut
         result.value().json.insert(QStringLiteral("truncated"), true);
-    Q_EMIT execEnded(id);
     if (!anyPiped)
         m_pipeChunk = QByteArray(); // an idle sandbox keeps no read buffer
     if (p.onReply)
@@ -747,6 +746,8 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
         p.heldFor.start();
         p.deadline = QDeadlineTimer(QDeadlineTimer::Forever);
         m_pending.emplace(id, std::move(p));
+        // Its tree ends now: the supervisor may hand its reaper the next exec.
+        Q_EMIT execEnded(id);
         return checkDrain(id);
     }
     finish(std::move(reply));

@@ -111,6 +111,8 @@ Q_SIGNALS:
     // An exec's process tree (its first EVENT): the reaper's pid inside the sandbox and the
     // inodes of its output pipes; `timeoutMs` 0 means none.
     void execStarted(quint32 id, qint64 reaperPid, const QList<quint64> &pipes, qint64 timeoutMs);
+    // An exec's answer came (its main process exited: its reaper may serve another exec now,
+    // even while the answer waits for the last of its piped output), or it failed.
     void execEnded(quint32 id);
     void cancelRequested(quint32 id);
 

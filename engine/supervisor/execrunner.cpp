@@ -154,13 +154,17 @@ void ExecRunner::start(uint32_t id, const json &req)
     ::fstat(out[0], &outStat);
     ::fstat(err[0], &errStat);
 
-    // The reaper forked ahead takes the exec; without one (the first exec, a spec too big to
-    // hand over, a spare that is gone) the reaper is forked here.
-    pid_t pid = m_spare.take(spec);
+    // The spare takes the exec (a reaper forked ahead, or the last exec's come back); without one
+    // (the first exec, a spec too big to hand over, a spare that is gone) the reaper is forked
+    // here, for this exec only.
+    int reaperSock = -1;
+    pid_t pid = m_spare.take(spec, &reaperSock);
     if (pid < 0) {
         pid = ::fork();
-        if (pid == 0)
-            Reaper::run(spec);
+        if (pid == 0) {
+            Reaper::run(spec, -1);
+            ::_exit(0); // not reached: without a socket the reaper exits when its tree is gone
+        }
     }
     if (pid < 0) {
         const int e = errno;
@@ -183,6 +187,7 @@ void ExecRunner::start(uint32_t id, const json &req)
     Exec &e = m_execs[id];
     e.id = id;
     e.reaper = pid;
+    e.reaperSock = reaperSock;
     e.out = out[0];
     e.err = err[0];
     e.in = in[1];
@@ -207,9 +212,9 @@ void ExecRunner::start(uint32_t id, const json &req)
     } else {
         m_channel.send(FrameType::Event, id, {started.dump()});
     }
-    // The next exec's reaper is forked once this one has answered (finishIfDone), while the
-    // answer travels to the client and the next request back: forked here, it took the CPU from
-    // this exec's command (a fork costs this VM 1-3 ms). Here only when execs run side by side.
+    // The next exec's reaper is this one, come back once its tree is gone (release), or one
+    // forked once this one has answered (finishIfDone): forked here, it took the CPU from this
+    // exec's command (a fork costs this VM 1-3 ms). Here only when execs run side by side.
     m_lastStart = Clock::now();
     if (m_execs.size() > 1)
         m_spare.refill();
@@ -401,12 +406,13 @@ void ExecRunner::readOutput(Exec &e, bool isStderr)
 
 void ExecRunner::readStatus(Exec &e)
 {
-    int status = 0;
+    ReaperStatus status;
     const ssize_t n = ::read(e.status, &status, sizeof status);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n == ssize_t(sizeof status)) {
-        e.waitStatus = status;
+        e.waitStatus = status.waitStatus;
+        e.treeGone = status.treeGone == 1;
         e.exited = Clock::now();
     } else {
         e.reaperLost = true; // EOF without a status: the reaper died
@@ -493,8 +499,9 @@ bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
     };
     release(e);
     m_channel.send(FrameType::Response, e.id, {body.dump()});
-    // The spare's idle time counts from here: counted from the exec's start, a spare forked after
-    // a command that ran longer than that time was dropped at the next tick.
+    // A fork only when this exec's reaper did not come back as the spare (release). The spare's
+    // idle time counts from here: counted from the exec's start, a spare forked after a command
+    // that ran longer than that time was dropped at the next tick.
     prepareNext();
     return true;
 }
@@ -505,6 +512,15 @@ void ExecRunner::release(Exec &e)
     closeFd(e.err);
     closeFd(e.in);
     closeFd(e.status);
+    // A reaper whose tree was gone when its command's status came waits for the next exec: it is
+    // the spare now, and no fork follows this answer (unless there is a spare already: closing
+    // its socket ends it).
+    if (e.reaperSock >= 0 && e.treeGone && e.reaperAlive && m_spare.adopt(e.reaper, e.reaperSock)) {
+        e.reaperSock = -1;
+        closeFd(e.control); // its next exec brings its own
+        return;
+    }
+    closeFd(e.reaperSock);
     if (e.control >= 0 && e.reaperAlive)
         m_lingering[e.reaper] = e.control; // background processes live on under the reaper
     else

@@ -44,8 +44,8 @@ public:
 
     bool init(); // the SIGCHLD signalfd (SIGCHLD must be blocked)
 
-    // A reaper forked ahead for the next exec (SpareReaper), kept until no exec started for
-    // `idle`: a sandbox that runs no command holds no extra process.
+    // A reaper ready for the next exec (SpareReaper: the last exec's, or one forked now), kept
+    // until no exec started for `idle`: a sandbox that runs no command holds no extra process.
     void prepareNext();
     void setSpareIdle(std::chrono::milliseconds idle) { m_spareIdle = idle; }
     static constexpr std::chrono::milliseconds kSpareIdle{60000};
@@ -82,6 +82,8 @@ private:
         uint32_t id = 0;
         pid_t reaper = -1;
         bool reaperAlive = true;
+        int reaperSock = -1;   // the spare's socket, while its reaper runs this exec
+        bool treeGone = false; // the reaper reported the status with nothing of the tree left
         int out = -1, err = -1, in = -1, status = -1, control = -1;
         uint64_t maxOutput = kDefaultMaxOutput;
         uint64_t sent[2] = {0, 0};
@@ -132,7 +134,7 @@ private:
     std::vector<char> m_readBuffer = std::vector<char>(SupervisorWire::MaxChunk); // one read
     std::map<uint32_t, Exec> m_execs;
     std::map<pid_t, int> m_lingering; // answered execs whose reaper still runs: pid -> control fd
-    SpareReaper m_spare;              // the next exec's reaper, forked ahead
+    SpareReaper m_spare;              // the next exec's reaper, ready ahead
     std::chrono::milliseconds m_spareIdle = kSpareIdle;
     Clock::time_point m_lastStart; // of an exec, or prepareNext()
     std::vector<PollSlot> m_slots;

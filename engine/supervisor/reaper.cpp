@@ -107,29 +107,31 @@ pid_t Reaper::spawn(Launch &launch)
     return pid;
 }
 
-void Reaper::run(const ReaperSpec &spec)
+void Reaper::run(const ReaperSpec &spec, int sock)
 {
+    char **const baseEnv = environ; // prepare() points it at the command's: restored for the next
     // Move everything we keep to fixed numbers (via copies above 10, so they cannot collide),
     // then drop every other descriptor the supervisor had: engine pipes, other execs' pipes.
     const int stdinFd = spec.stdinFd >= 0 ? spec.stdinFd
                                           : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     const int sources[] = {stdinFd,       spec.stdoutFd, spec.stderrFd, spec.controlFd,
-                           spec.statusFd, spec.cwdFd,    STDERR_FILENO};
-    int copies[7];
-    for (int i = 0; i < 7; ++i)
+                           spec.statusFd, spec.cwdFd,    STDERR_FILENO, sock};
+    constexpr int kKept = SockFd + 1;
+    int copies[kKept];
+    for (int i = 0; i < kKept; ++i)
         copies[i] = sources[i] >= 0 ? ::fcntl(sources[i], F_DUPFD_CLOEXEC, 10) : -1;
-    for (int i = 0; i < 7; ++i) {
+    for (int i = 0; i < kKept; ++i) {
         if (copies[i] >= 0)
             ::dup2(copies[i], i);
         else
             ::close(i);
     }
-    closeFrom(LogFd + 1);
-    for (int fd = ControlFd; fd <= LogFd; ++fd)
+    closeFrom(kKept);
+    for (int fd = ControlFd; fd < kKept; ++fd)
         ::fcntl(fd, F_SETFD, FD_CLOEXEC);
 
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    ::setsid();
+    ::setsid(); // a reaper serving again leads its session already (EPERM)
 
     sigset_t chld;
     sigemptyset(&chld);
@@ -137,28 +139,40 @@ void Reaper::run(const ReaperSpec &spec)
     ::sigprocmask(SIG_BLOCK, &chld, nullptr); // already blocked by the supervisor; be explicit
     const int signalFd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 
-    Launch launch = prepare(spec);
-    const pid_t command = spawn(launch);
-    Reaper reaper(command);
-    if (command < 0) {
-        dprintf(ErrFd, "sandbox-supervisor: clone: %s\n", std::strerror(errno));
-        reaper.m_status = W_EXITCODE(127, 0);
-        reaper.report();
+    bool gone = false;
+    {
+        Launch launch = prepare(spec);
+        const pid_t command = spawn(launch);
+        Reaper reaper(command);
+        if (command < 0) {
+            dprintf(ErrFd, "sandbox-supervisor: clone: %s\n", std::strerror(errno));
+            reaper.m_status = W_EXITCODE(127, 0);
+            reaper.report(false);
+            ::_exit(0);
+        }
+        // The command owns the pipes now: the reaper must not keep them open.
+        const int devNull = ::open("/dev/null", O_RDWR);
+        for (int fd = InFd; fd <= ErrFd; ++fd)
+            ::dup2(devNull, fd);
+        if (devNull > ErrFd)
+            ::close(devNull);
+        ::close(CwdFd);
+        if (signalFd < 0) {
+            dprintf(LogFd, "sandbox-supervisor: reaper: signalfd: %s\n", std::strerror(errno));
+            reaper.killTree();
+            reaper.report(false);
+            ::_exit(1);
+        }
+        gone = reaper.loop(signalFd);
+    }
+    environ = baseEnv;
+    if (!gone || sock < 0)
         ::_exit(0);
-    }
-    // The command owns the pipes now: the reaper must not keep them open.
-    const int devNull = ::open("/dev/null", O_RDWR);
-    for (int fd = InFd; fd <= ErrFd; ++fd)
-        ::dup2(devNull, fd);
-    if (devNull > ErrFd)
-        ::close(devNull);
-    ::close(CwdFd);
-    if (signalFd < 0) {
-        dprintf(LogFd, "sandbox-supervisor: reaper: signalfd: %s\n", std::strerror(errno));
-        reaper.killTree();
-        ::_exit(1);
-    }
-    reaper.loop(signalFd);
+    // Nothing of this exec is left: back to a waiting spare's descriptors, in no directory of it.
+    ::dup2(LogFd, STDERR_FILENO);
+    ::dup2(SockFd, 3);
+    closeFrom(4);
+    [[maybe_unused]] const int rc = ::chdir("/");
 }
 
 // Runs in the command before it execs, in the reaper's memory (see spawn()): system calls only,
@@ -196,7 +210,7 @@ void Reaper::execCommand(const Launch &l)
     ::_exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
 }
 
-void Reaper::loop(int signalFd)
+bool Reaper::loop(int signalFd)
 {
     pollfd fds[2] = {{ControlFd, POLLIN, 0}, {signalFd, POLLIN, 0}};
     for (;;) {
@@ -210,15 +224,16 @@ void Reaper::loop(int signalFd)
             while (::read(signalFd, &info, sizeof info) > 0) {
             }
             const bool none = reap(false);
-            report();
+            report(none);
             if (none && m_reported)
-                ::_exit(0); // the command and every background descendant are gone
+                return m_reportedGone; // the command and every background descendant are gone
         }
         if (fds[0].revents)
             break; // a kill request, or the supervisor is gone
     }
     killTree();
-    ::_exit(0);
+    report(true);
+    return m_reportedGone;
 }
 
 bool Reaper::reap(bool block)
@@ -239,12 +254,13 @@ bool Reaper::reap(bool block)
     }
 }
 
-void Reaper::report()
+void Reaper::report(bool treeGone)
 {
     if (m_reported || !m_status)
         return;
     m_reported = true;
-    const int status = *m_status;
+    m_reportedGone = treeGone;
+    const ReaperStatus status{*m_status, treeGone ? 1 : 0};
     while (::write(StatusFd, &status, sizeof status) < 0 && errno == EINTR) {
     }
 }
@@ -254,7 +270,7 @@ void Reaper::killTree()
     // Everything below us stays below us (we are a subreaper), so kill until a scan finds
     // nothing alive: a process forking while we kill shows up in the next round.
     // The command goes first, so that it dies of SIGKILL rather than seeing a child die.
-    // Its status is reported only once the whole tree is gone.
+    // Its status is reported (by the caller) only once the whole tree is gone.
     if (!m_status)
         ::kill(m_command, SIGKILL);
     long pauseNs = 1000000;
@@ -270,7 +286,6 @@ void Reaper::killTree()
         pauseNs = std::min(pauseNs * 2, 20000000L);
     }
     reap(true); // only zombies are left, all of them our children by now
-    report();
 }
 
 std::vector<pid_t> Reaper::liveDescendants(pid_t root)

@@ -25,6 +25,14 @@ struct ReaperSpec
     bool pty = false;
 };
 
+// What a reaper writes to its status pipe, once: the command's wait status, and whether its
+// whole tree was gone by then (a reaper with a socket then serves the next exec).
+struct ReaperStatus
+{
+    int waitStatus = 0;
+    int treeGone = 0; // 1: no descendant was left
+};
+
 // The process between the supervisor and one exec's command: a child subreaper in its own
 // session, so every descendant of the command (also one that calls setsid or is orphaned) stays
 // below it. It reports the command's exit, keeps reaping background descendants until none is
@@ -32,12 +40,25 @@ struct ReaperSpec
 class Reaper
 {
 public:
-    [[noreturn]] static void run(const ReaperSpec &spec);
+    // Runs `spec`'s command and reaps its tree. A reaper with a socket to the supervisor
+    // (`sock`, a spare's) returns once the command's status is reported and its tree is gone,
+    // with its descriptors as a waiting spare's (the log on 2, the socket on 3); it exits instead
+    // when background descendants outlived the command (they keep it), and so does one without.
+    static void run(const ReaperSpec &spec, int sock);
     // Closes every descriptor from `first` up.
     static void closeFrom(int first);
 
 private:
-    enum Fds { InFd = 0, OutFd = 1, ErrFd = 2, ControlFd = 3, StatusFd = 4, CwdFd = 5, LogFd = 6 };
+    enum Fds {
+        InFd = 0,
+        OutFd = 1,
+        ErrFd = 2,
+        ControlFd = 3,
+        StatusFd = 4,
+        CwdFd = 5,
+        LogFd = 6,
+        SockFd = 7
+    };
 
     explicit Reaper(pid_t command)
         : m_command(command)
@@ -46,13 +67,15 @@ private:
     static Launch prepare(const ReaperSpec &spec);
     static pid_t spawn(Launch &launch);
     [[noreturn]] static void execCommand(const Launch &launch);
-    [[noreturn]] void loop(int signalFd);
-    bool reap(bool block); // true when no child is left
+    bool loop(int signalFd); // returns once the tree is gone: true when reported so
+    bool reap(bool block);   // true when no child is left
     void killTree();
-    void report(); // sends the command's wait status once it is known
+    // Sends the command's wait status once it is known, saying whether the tree is gone.
+    void report(bool treeGone);
     static std::vector<pid_t> liveDescendants(pid_t root);
 
     pid_t m_command;
     std::optional<int> m_status; // the command's wait status, once reaped
     bool m_reported = false;
+    bool m_reportedGone = false; // reported with its tree gone: the reaper may serve again
 };

@@ -162,8 +162,9 @@ bool SpareReaper::refill()
     return true;
 }
 
-pid_t SpareReaper::take(const ReaperSpec &spec)
+pid_t SpareReaper::take(const ReaperSpec &spec, int *sock)
 {
+    *sock = -1;
     if (m_pid <= 0)
         return -1;
     const std::array<int, kFdCount> all = specFds(spec);
@@ -197,11 +198,26 @@ pid_t SpareReaper::take(const ReaperSpec &spec)
     do
         sent = ::sendmsg(m_sock, &msg, MSG_NOSIGNAL);
     while (sent < 0 && errno == EINTR);
-    // Handed off or not, this spare is used up: a failed send means it is gone (its exit is
-    // reaped with the other children), and closing the socket ends one that is not.
+    // Handed off or not, this spare is taken: a failed send means it is gone (its exit is
+    // reaped with the other children), and closing the socket ends one that is not. A reaper
+    // that took the exec keeps its socket with the exec, to come back as the spare (adopt()).
     const pid_t pid = std::exchange(m_pid, -1);
-    ::close(std::exchange(m_sock, -1));
-    return sent == ssize_t(bytes.size()) ? pid : -1;
+    const int taken = std::exchange(m_sock, -1);
+    if (sent != ssize_t(bytes.size())) {
+        ::close(taken);
+        return -1;
+    }
+    *sock = taken;
+    return pid;
+}
+
+bool SpareReaper::adopt(pid_t pid, int sock)
+{
+    if (m_pid > 0)
+        return false;
+    m_pid = pid;
+    m_sock = sock;
+    return true;
 }
 
 void SpareReaper::waitForWork(int sock)
@@ -216,8 +232,20 @@ void SpareReaper::waitForWork(int sock)
     // Not zero-filled: a waiting spare touches no page it does not need (its memory is shared
     // with the supervisor until written).
     const std::unique_ptr<char[]> data(new char[SpareReaper::kMaxSpecBytes + 1]);
+    // One exec after another, as long as each one's tree is gone when its command has exited
+    // (Reaper::run returns then, with the socket on 3 again).
+    for (;;) {
+        ReaperSpec spec;
+        if (!receive(sock, data.get(), spec))
+            ::_exit(0); // the supervisor let it go (or is gone): not needed
+        Reaper::run(spec, sock);
+    }
+}
+
+bool SpareReaper::receive(int sock, char *data, ReaperSpec &spec)
+{
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kFdCount)];
-    iovec iov{data.get(), SpareReaper::kMaxSpecBytes + 1};
+    iovec iov{data, SpareReaper::kMaxSpecBytes + 1};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -228,7 +256,7 @@ void SpareReaper::waitForWork(int sock)
         n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
     if (n <= 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-        ::_exit(0); // the supervisor closed it (or is gone): not needed
+        return false;
 
     int fds[kFdCount];
     int received = 0;
@@ -239,15 +267,13 @@ void SpareReaper::waitForWork(int sock)
         received = int(std::min<size_t>(bytes / sizeof(int), kFdCount));
         std::memcpy(fds, CMSG_DATA(c), sizeof(int) * size_t(received));
     }
-    ReaperSpec spec;
     uint32_t mask = 0;
-    if (!decode(data.get(), size_t(n), spec, mask) || __builtin_popcount(mask) != received)
+    if (!decode(data, size_t(n), spec, mask) || __builtin_popcount(mask) != received)
         ::_exit(1); // the exec's status pipe closes unwritten: the supervisor answers an error
     int next = 0;
     int *targets[kFdCount] = {&spec.stdinFd,   &spec.stdoutFd, &spec.stderrFd,
                               &spec.controlFd, &spec.statusFd, &spec.cwdFd};
     for (int i = 0; i < kFdCount; ++i)
         *targets[i] = (mask & (1u << i)) ? fds[next++] : -1;
-    ::close(sock);
-    Reaper::run(spec);
+    return true;
 }

@@ -5,11 +5,12 @@
 #include <cstddef>
 #include <sys/types.h>
 
-// One exec reaper forked ahead of the next exec (PROTOCOL.md, "Process trees"). The supervisor
-// forks it once configured and while an exec's command runs, when nothing waits for it; the next
-// exec hands it its spec and descriptors over a socket instead of forking on the request's path. The spare keeps only
-// the log (fd 2) and its socket: never a copy of another exec's pipes. A spec bigger than one
-// message, or a spare that is gone, falls back to forking as before.
+// One exec reaper ready for the next exec (PROTOCOL.md, "Process trees"): forked ahead (once
+// configured, and after an exec answered when its reaper did not come back), or the reaper of an
+// exec that answered with nothing of its tree left, which serves again. The next exec hands it
+// its spec and descriptors over a socket instead of forking on the request's path. The spare
+// keeps only the log (fd 2) and its socket: never a copy of another exec's pipes. A spec bigger
+// than one message, or a spare that is gone, falls back to forking as before.
 class SpareReaper
 {
 public:
@@ -23,16 +24,23 @@ public:
 
     // Forks a spare unless there is one. false: the fork failed (execs fork their own).
     bool refill();
-    // Hands `spec` to the spare, which becomes that exec's reaper: its pid, or -1 when there is
-    // no spare or it cannot take this spec (the caller forks). Either way the spec's descriptors
-    // stay the caller's to close.
-    pid_t take(const ReaperSpec &spec);
+    // Hands `spec` to the spare, which becomes that exec's reaper: its pid, with its socket in
+    // `sock` (the caller's, for adopt() once the exec answered), or -1 when there is no spare or
+    // it cannot take this spec (the caller forks). Either way the spec's descriptors stay the
+    // caller's to close.
+    pid_t take(const ReaperSpec &spec, int *sock);
+    // Takes back the reaper `pid` (its socket `sock`) as the spare: it reported its tree gone and
+    // waits for the next exec. false when there is a spare already (the caller closes `sock`,
+    // and that reaper exits).
+    bool adopt(pid_t pid, int sock);
     // Lets the spare go (it sees its socket close and exits).
     void release();
     pid_t pid() const { return m_pid; }
 
 private:
     [[noreturn]] static void waitForWork(int sock);
+    // The next exec's spec and descriptors; false when the socket closed.
+    static bool receive(int sock, char *data, ReaperSpec &spec);
 
     pid_t m_pid = -1;
     int m_sock = -1;

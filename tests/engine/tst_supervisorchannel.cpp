@@ -134,6 +134,7 @@ private slots:
     void badDescriptors_data();
     void badDescriptors();
     void execReportsItsTree();
+    void aHeldAnswerEndsTheExecsTreeAtOnce();
     void watchEventsArePassedOnChecked();
     void hostileWatchEvents_data();
     void hostileWatchEvents();
@@ -750,6 +751,34 @@ void tst_SupervisorChannel::execReportsItsTree()
     QTRY_VERIFY(outcome->answered);
     QCOMPARE(ended.size(), 1);
     QCOMPARE(outcome->reply->json[u"timedOut"].toBool(), true); // the engine's word
+}
+
+// The supervisor's answer says the exec's main process has exited, and its reaper may serve the
+// next exec at once: the exec's tree ends there (its timeout then kills only what holds its
+// pipes), not when the engine passes the answer on after the last of the output.
+void tst_SupervisorChannel::aHeldAnswerEndsTheExecsTreeAtOnce()
+{
+    auto outcome = std::make_shared<Outcome>();
+    QSignalSpy ended(m_channel.get(), &SupervisorChannel::execEnded);
+    const quint32 id = send({{u"op"_s, u"exec"_s},
+                             {u"shell"_s, u"sleep 1 & true"_s},
+                             {u"timeoutMs"_s, 60000},
+                             {u"pipes"_s, true}},
+                            outcome);
+    TestPipe out, err;
+    m_peer->send(Event, id, startedEvent(out.inode(), err.inode()), out.fds[0], err.fds[0]);
+    out.closeReadEnd();
+    err.closeReadEnd();
+    // A background process holds the pipes: the answer waits for them to go quiet.
+    m_peer->send(Response, id,
+                 R"({"exitCode":0,"signal":null,"durationMs":1,"timedOut":false,)"
+                 R"("cancelled":false,"truncated":false})"_ba);
+    QVERIFY(ended.wait(5000));
+    QCOMPARE(ended.first().first().toUInt(), id);
+    QVERIFY(!outcome->answered);
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(outcome->reply.ok());
+    QCOMPARE(ended.size(), 1);
 }
 
 void tst_SupervisorChannel::deadlineEndsTheChannel()

@@ -423,6 +423,9 @@ private slots:
     void backgroundProcess();
     void execsTakeAReaperForkedAhead();
     void aLoneCommandRunsWithoutAForkBesideIt();
+    void aReaperWhoseTreeIsGoneServesTheNextExec();
+    void aReaperWithBackgroundProcessesIsNotReused();
+    void aReaperServingAgainKillsItsWholeTree();
     void aSpareThatIsGoneIsReplaced();
     void theFirstExecAfterConfigureTakesASpare();
     void anUnusedSpareGoes();
@@ -1273,12 +1276,10 @@ void TestSupervisor::execsTakeAReaperForkedAhead()
     QCOMPARE(r.json[u"exitCode"].toInt(), 0);
     QCOMPARE(r.out, "hello from sub\n"_ba);
 
-    // A spare goes with its supervisor.
-    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
-    const pid_t next = childrenOf(m_client->pid()).first();
-    QVERIFY(next != spare);
+    // Its tree gone, that reaper is the spare again; a spare goes with its supervisor.
+    QCOMPARE(childrenOf(m_client->pid()), QList<pid_t>{spare});
     m_client->stop();
-    QTRY_VERIFY_WITH_TIMEOUT(processGone(next), 5000);
+    QTRY_VERIFY_WITH_TIMEOUT(processGone(spare), 5000);
 }
 
 void TestSupervisor::aLoneCommandRunsWithoutAForkBesideIt()
@@ -1297,9 +1298,90 @@ void TestSupervisor::aLoneCommandRunsWithoutAForkBesideIt()
     QCOMPARE(childrenOf(m_client->pid()), QList<pid_t>{spare});
     m_client->send(Stdin, reader, {});
     QVERIFY(m_client->wait(reader).received);
-    // Its answer is out: the next exec's reaper is forked now.
-    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1
-                && childrenOf(m_client->pid()).first() != spare);
+    // Its answer is out and its tree gone: its reaper waits for the next exec, no fork follows.
+    QCOMPARE(childrenOf(m_client->pid()), QList<pid_t>{spare});
+}
+
+void TestSupervisor::aReaperWhoseTreeIsGoneServesTheNextExec()
+{
+    // Nothing is forked, and nothing exits, per exec: a reaper whose command left nothing behind
+    // serves the next exec. Each command starts afresh: its own environment and directory, none
+    // of the last one's.
+    QVERIFY(m_client->call(R"({"op":"configure"})"_ba).received);
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+    const pid_t spare = childrenOf(m_client->pid()).first();
+    QVERIFY(QDir(m_dir->path()).mkdir(u"sub"_s));
+    const QJsonObject inSub{{u"op"_s, u"exec"_s},
+                            {u"shell"_s, u"echo \"$GREETING from ${PWD##*/}\""_s},
+                            {u"cwd"_s, u"sub"_s},
+                            {u"env"_s, QJsonObject{{u"GREETING"_s, u"hello"_s}}}};
+    const QJsonObject plain{{u"op"_s, u"exec"_s},
+                            {u"shell"_s, u"echo \"${GREETING-none} from ${PWD##*/}\""_s}};
+    const QByteArray workspace = QFileInfo(m_dir->path()).fileName().toUtf8();
+    for (int i = 0; i < 2; ++i) {
+        const quint32 first = m_client->request(compact(inSub));
+        QCOMPARE(m_client->waitEvent(first)[u"pid"].toInteger(), qint64(spare));
+        const Result r = m_client->wait(first);
+        QVERIFY(r.received);
+        QCOMPARE(r.out, "hello from sub\n"_ba);
+        const quint32 second = m_client->request(compact(plain));
+        QCOMPARE(m_client->waitEvent(second)[u"pid"].toInteger(), qint64(spare));
+        const Result next = m_client->wait(second);
+        QVERIFY(next.received);
+        QCOMPARE(next.out, "none from " + workspace + '\n');
+    }
+    QCOMPARE(childrenOf(m_client->pid()), QList<pid_t>{spare});
+    // Back to waiting (its answer may come first), it holds the log and its socket only (and
+    // /dev/null), none of its execs' pipes.
+    QTRY_COMPARE(QDir(u"/proc/%1/fd"_s.arg(spare))
+                     .entryList(QDir::NoDotAndDotDot | QDir::System)
+                     .size(),
+                 4);
+}
+
+void TestSupervisor::aReaperWithBackgroundProcessesIsNotReused()
+{
+    // A background process keeps its exec's reaper (a timeout or the stop kills that tree): the
+    // next exec gets another one.
+    const quint32 server = m_client->request(
+        R"({"op":"exec","shell":"sleep 30 >/dev/null 2>&1 & echo $! > bg.pid"})"_ba);
+    const qint64 first = m_client->waitEvent(server)[u"pid"].toInteger();
+    QVERIFY(m_client->wait(server).received);
+    const pid_t bg = readPid(u"bg.pid"_s);
+    QVERIFY(bg > 0);
+    const quint32 next = m_client->request(R"({"op":"exec","argv":["true"]})"_ba);
+    const qint64 second = m_client->waitEvent(next)[u"pid"].toInteger();
+    QVERIFY(m_client->wait(next).received);
+    QVERIFY(second > 0 && second != first);
+    QCOMPARE(::kill(bg, 0), 0);
+    QCOMPARE(::kill(pid_t(first), 0), 0); // still the background process's reaper
+    m_client->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(processGone(bg), 5000);
+}
+
+void TestSupervisor::aReaperServingAgainKillsItsWholeTree()
+{
+    QVERIFY(m_client->call(R"({"op":"configure"})"_ba).received);
+    QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+    const pid_t spare = childrenOf(m_client->pid()).first();
+    QVERIFY(m_client->call(R"({"op":"exec","argv":["true"]})"_ba).received);
+    // The same reaper, serving again, kills the whole tree of a cancelled exec (a child in its
+    // own session too), and then serves the next.
+    const quint32 id = m_client->request(
+        R"({"op":"exec","shell":"setsid sleep 60 & echo $! > bg.pid; echo ready; sleep 60"})"_ba);
+    QCOMPARE(m_client->waitEvent(id)[u"pid"].toInteger(), qint64(spare));
+    QVERIFY(m_client->waitForOutput(id, "ready\n"));
+    const pid_t bg = readPid(u"bg.pid"_s);
+    QVERIFY(bg > 0);
+    m_client->send(Cancel, id, {});
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"cancelled"].toBool(), true);
+    QCOMPARE(r.json[u"exitCode"].toInt(), 137);
+    QVERIFY(processGone(bg));
+    const quint32 next = m_client->request(R"({"op":"exec","argv":["true"]})"_ba);
+    QCOMPARE(m_client->waitEvent(next)[u"pid"].toInteger(), qint64(spare));
+    QVERIFY(m_client->wait(next).received);
 }
 
 void TestSupervisor::aSpareThatIsGoneIsReplaced()
