@@ -1,5 +1,7 @@
 #include "sparereaper.h"
 
+#include "guard.h"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -147,9 +149,10 @@ bool SpareReaper::refill()
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return false;
+    const pid_t supervisor = ::getpid();
     const pid_t pid = ::fork();
     if (pid == 0)
-        waitForWork(sv[1]);
+        waitForWork(sv[1], supervisor);
     ::close(sv[1]);
     if (pid < 0) {
         ::close(sv[0]);
@@ -220,7 +223,7 @@ bool SpareReaper::adopt(pid_t pid, int sock)
     return true;
 }
 
-void SpareReaper::waitForWork(int sock)
+void SpareReaper::waitForWork(int sock, pid_t supervisor)
 {
     // Only the supervisor's stdio (2 is the log the reaper keeps) and the socket: whatever else
     // the supervisor had open at the fork (other execs' pipes) is not the spare's.
@@ -232,12 +235,18 @@ void SpareReaper::waitForWork(int sock)
     // Not zero-filled: a waiting spare touches no page it does not need (its memory is shared
     // with the supervisor until written).
     const std::unique_ptr<char[]> data(new char[SpareReaper::kMaxSpecBytes + 1]);
+    // The commands' guard (PROTOCOL.md, "Process trees") on the reaper itself, now, off any
+    // exec's path: its commands inherit it instead of each installing (and the kernel compiling)
+    // its own. The reaper aims no signal at the supervisor. Should it fail, each command tries.
+    const bool guarded = Guard::installFilter(Guard::childFilter(supervisor));
     // One exec after another, as long as each one's tree is gone when its command has exited
     // (Reaper::run returns then, with the socket on 3 again).
     for (;;) {
         ReaperSpec spec;
         if (!receive(sock, data.get(), spec))
             ::_exit(0); // the supervisor let it go (or is gone): not needed
+        if (guarded)
+            spec.supervisor = 0; // its command is guarded already
         Reaper::run(spec, sock);
     }
 }

@@ -38,7 +38,7 @@ public:
     pid_t pid() const { return m_pid; }
 
 private:
-    [[noreturn]] static void waitForWork(int sock);
+    [[noreturn]] static void waitForWork(int sock, pid_t supervisor);
     // The next exec's spec and descriptors; false when the socket closed.
     static bool receive(int sock, char *data, ReaperSpec &spec);
 

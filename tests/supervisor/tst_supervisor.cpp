@@ -813,27 +813,44 @@ void TestSupervisor::connectFullBacklogTimesOut()
 void TestSupervisor::commandsCannotSignalTheSupervisor_data()
 {
     QTest::addColumn<QString>("shell");
-    QTest::newRow("kill -STOP") << u"kill -STOP $SUP"_s;
-    QTest::newRow("kill -KILL") << u"kill -KILL $SUP"_s;
-    QTest::newRow("kill -0") << u"kill -0 $SUP"_s;
-    QTest::newRow("kill -STOP -1 (everyone)") << u"kill -STOP -1"_s;
-    QTest::newRow("kill its process group") << u"kill -STOP -- -$SUP"_s;
-    QTest::newRow("pidfd_open")
-        << u"python3 -c 'import os; os.pidfd_open(int(os.environ[\"SUP\"]))'"_s;
-    QTest::newRow("pidfd_send_signal through /proc/PID")
-        << u"python3 -c 'import os,signal; fd=os.open(\"/proc/\"+os.environ[\"SUP\"], "
-           u"os.O_RDONLY); "
-           "signal.pidfd_send_signal(fd, signal.SIGSTOP)'"_s;
+    QTest::addColumn<bool>(
+        "onASpare"); // the guard is the spare reaper's, which its commands inherit
+    const std::pair<const char *, QString> attacks[] = {
+        {"kill -STOP", u"kill -STOP $SUP"_s},
+        {"kill -KILL", u"kill -KILL $SUP"_s},
+        {"kill -0", u"kill -0 $SUP"_s},
+        {"kill -STOP -1 (everyone)", u"kill -STOP -1"_s},
+        {"kill its process group", u"kill -STOP -- -$SUP"_s},
+        {"pidfd_open", u"python3 -c 'import os; os.pidfd_open(int(os.environ[\"SUP\"]))'"_s},
+        {"pidfd_send_signal through /proc/PID",
+         u"python3 -c 'import os,signal; fd=os.open(\"/proc/\"+os.environ[\"SUP\"], "
+         u"os.O_RDONLY); "
+         "signal.pidfd_send_signal(fd, signal.SIGSTOP)'"_s},
+    };
+    for (const bool onASpare : {false, true}) {
+        for (const auto &[name, shell] : attacks)
+            QTest::addRow("%s%s", name, onASpare ? ", on a spare reaper" : "") << shell << onASpare;
+    }
 }
 
 void TestSupervisor::commandsCannotSignalTheSupervisor()
 {
     QFETCH(QString, shell);
+    QFETCH(bool, onASpare);
+    pid_t spare = 0;
+    if (onASpare) {
+        QVERIFY(m_client->call(R"({"op":"configure"})"_ba).received);
+        QTRY_VERIFY(childrenOf(m_client->pid()).size() == 1);
+        spare = childrenOf(m_client->pid()).first();
+    }
     const QString sup = QString::number(m_client->pid());
-    const Result r = m_client->call(QJsonObject{{u"op"_s, u"exec"_s},
-                                                {u"shell"_s, shell},
-                                                {u"env"_s, QJsonObject{{u"SUP"_s, sup}}},
-                                                {u"timeoutMs"_s, 10000}});
+    const quint32 id = m_client->request(compact({{u"op"_s, u"exec"_s},
+                                                  {u"shell"_s, shell},
+                                                  {u"env"_s, QJsonObject{{u"SUP"_s, sup}}},
+                                                  {u"timeoutMs"_s, 10000}}));
+    const qint64 reaper = m_client->waitEvent(id)[u"pid"].toInteger();
+    QVERIFY(onASpare ? reaper == spare : reaper > 0);
+    const Result r = m_client->wait(id);
     QVERIFY(r.received);
     QVERIFY2(r.json[u"exitCode"].toInt() != 0, r.err.constData());
     // Still running, not stopped, and answering.
