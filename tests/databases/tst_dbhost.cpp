@@ -80,6 +80,7 @@ class tst_DbHost : public QObject
 
 private Q_SLOTS:
     void theConnectionOfARefusedCursorSeesNewRows();
+    void aRepeatedQuerySeesItsTableAsItIsNow();
 };
 
 void tst_DbHost::theConnectionOfARefusedCursorSeesNewRows()
@@ -117,6 +118,67 @@ void tst_DbHost::theConnectionOfARefusedCursorSeesNewRows()
         {{QStringLiteral("op"), QStringLiteral("query")},
          {QStringLiteral("sql"), QStringLiteral("SELECT max(n) FROM t")}});
     QCOMPARE(r.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(), 4);
+}
+
+// DuckDB keeps a connection's SELECTs prepared (the same SQL text runs again without parse, bind
+// and plan): a repeated query must still see its table as it is now, whatever changed it.
+void tst_DbHost::aRepeatedQuerySeesItsTableAsItIsNow()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    DbHost host;
+    QVERIFY(host.start(QStringLiteral("duckdb"), dir.path()));
+    auto query = [&host](const QJsonArray &params) {
+        return host.ask({{QStringLiteral("op"), QStringLiteral("query")},
+                         {QStringLiteral("sql"), QStringLiteral("SELECT * FROM t WHERE id = $1")},
+                         {QStringLiteral("params"), params}});
+    };
+    auto names = [](const QJsonObject &answer) {
+        QStringList out;
+        for (const QJsonValue &f : answer.value(QStringLiteral("fields")).toArray())
+            out << f[QStringLiteral("name")].toString() + u':'
+                       + f[QStringLiteral("type")].toString();
+        return out.join(u',');
+    };
+    auto rows = [](const QJsonObject &answer) {
+        return QJsonDocument(answer.value(QStringLiteral("rows")).toArray())
+            .toJson(QJsonDocument::Compact);
+    };
+    QVERIFY(!host.execute(QStringLiteral("CREATE TABLE t(id INTEGER, v VARCHAR); INSERT INTO t "
+                                         "VALUES (1, 'a'), (2, 'b')"))
+                 .contains(QStringLiteral("error")));
+    for (int key : {1, 2, 1}) {
+        const QJsonObject r = query({key});
+        QCOMPARE(names(r), QStringLiteral("id:INTEGER,v:VARCHAR"));
+        QCOMPARE(rows(r), QByteArray("[[%1,\"%2\"]]")
+                              .replace("%1", QByteArray::number(key))
+                              .replace("%2", key == 1 ? "a" : "b"));
+    }
+    // A column more.
+    QVERIFY(!host.execute(QStringLiteral("ALTER TABLE t ADD COLUMN w INTEGER DEFAULT 7"))
+                 .contains(QStringLiteral("error")));
+    QJsonObject r = query({2});
+    QCOMPARE(names(r), QStringLiteral("id:INTEGER,v:VARCHAR,w:INTEGER"));
+    QCOMPARE(rows(r), QByteArray("[[2,\"b\",7]]"));
+    // Another table of the same name, its column of another type.
+    QVERIFY(!host.execute(QStringLiteral("DROP TABLE t; CREATE TABLE t(id INTEGER, v DOUBLE); "
+                                         "INSERT INTO t VALUES (1, 0.5)"))
+                 .contains(QStringLiteral("error")));
+    r = query({1});
+    QCOMPARE(names(r), QStringLiteral("id:INTEGER,v:DOUBLE"));
+    QCOMPARE(rows(r), QByteArray("[[1,0.5]]"));
+    // The wrong number of parameters, then no table at all: the database's errors, as for a new
+    // statement.
+    r = query({1, 2});
+    QCOMPARE(r.value(QStringLiteral("error"))[QStringLiteral("code")].toString(),
+             QStringLiteral("bad_request"));
+    QVERIFY(!host.execute(QStringLiteral("DROP TABLE t")).contains(QStringLiteral("error")));
+    r = query({1});
+    QCOMPARE(r.value(QStringLiteral("error"))[QStringLiteral("code")].toString(),
+             QStringLiteral("sql"));
+    QVERIFY2(r.value(QStringLiteral("error"))[QStringLiteral("message")].toString().contains(
+                 QLatin1String("does not exist")),
+             QJsonDocument(r).toJson().constData());
 }
 
 QTEST_GUILESS_MAIN(tst_DbHost)

@@ -11,6 +11,9 @@ namespace DbHost {
 namespace {
 
 constexpr size_t kMaxIdle = 4;
+// Prepared statements kept per connection, and the longest SQL text kept.
+constexpr size_t kCachedStatements = 16;
+constexpr size_t kMaxCachedSql = 4096;
 
 std::string commandOf(duckdb_statement_type t, const std::string &sql)
 {
@@ -185,6 +188,7 @@ struct DuckdbBackend::Cursor
     std::mutex lock;
     duckdb_connection conn = nullptr;
     duckdb_prepared_statement prepared = nullptr;
+    bool ownsPrepared = true; // false: the connection's statement cache keeps it
     duckdb_result result{};
     bool hasResult = false;
     std::vector<duckdb_logical_type> types;
@@ -203,8 +207,9 @@ struct DuckdbBackend::Cursor
         if (hasResult)
             duckdb_destroy_result(&result);
         hasResult = false;
-        if (prepared)
+        if (prepared && ownsPrepared)
             duckdb_destroy_prepare(&prepared);
+        prepared = nullptr;
     }
 
     // Reads rows up to the limits. Returns true when the result is exhausted.
@@ -291,8 +296,12 @@ void DuckdbBackend::explain(DbError &error) const
 DuckdbBackend::~DuckdbBackend()
 {
     m_cursors.takeAll();
+    std::lock_guard l(m_mutex);
     for (auto &c : m_idle)
-        duckdb_disconnect(&c);
+        disconnect(c);
+    for (auto &[c, statements] : m_statements)
+        for (auto &[sql, prepared] : statements)
+            duckdb_destroy_prepare(&prepared);
     if (m_db)
         duckdb_close(&m_db);
 }
@@ -403,7 +412,69 @@ void DuckdbBackend::release(duckdb_connection c, bool rollback)
     if (m_idle.size() < kMaxIdle)
         m_idle.push_back(c);
     else
-        duckdb_disconnect(&c);
+        disconnect(c);
+}
+
+void DuckdbBackend::disconnect(duckdb_connection c)
+{
+    destroyStatements(c);
+    duckdb_disconnect(&c);
+}
+
+void DuckdbBackend::destroyStatements(duckdb_connection c)
+{
+    if (const auto it = m_statements.find(c); it != m_statements.end()) {
+        for (auto &[sql, prepared] : it->second)
+            duckdb_destroy_prepare(&prepared);
+        m_statements.erase(it);
+    }
+}
+
+duckdb_prepared_statement DuckdbBackend::cachedStatement(duckdb_connection c, const std::string &sql)
+{
+    std::lock_guard l(m_mutex);
+    const auto it = m_statements.find(c);
+    if (it == m_statements.end())
+        return nullptr;
+    Statements &kept = it->second;
+    for (auto s = kept.begin(); s != kept.end(); ++s) {
+        if (s->first == sql) {
+            kept.splice(kept.begin(), kept, s);
+            return s->second;
+        }
+    }
+    return nullptr;
+}
+
+void DuckdbBackend::cacheStatement(duckdb_connection c, const std::string &sql,
+                                   duckdb_prepared_statement prepared)
+{
+    std::lock_guard l(m_mutex);
+    Statements &kept = m_statements[c];
+    kept.emplace_front(sql, prepared);
+    while (kept.size() > kCachedStatements) {
+        duckdb_destroy_prepare(&kept.back().second);
+        kept.pop_back();
+    }
+}
+
+void DuckdbBackend::forgetStatements(duckdb_connection c)
+{
+    std::lock_guard l(m_mutex);
+    destroyStatements(c);
+}
+
+void DuckdbBackend::dropStatement(duckdb_connection c, const std::string &sql)
+{
+    std::lock_guard l(m_mutex);
+    Statements &kept = m_statements[c];
+    for (auto s = kept.begin(); s != kept.end(); ++s) {
+        if (s->first == sql) {
+            duckdb_destroy_prepare(&s->second);
+            kept.erase(s);
+            return;
+        }
+    }
 }
 
 json DuckdbBackend::begin(const std::string &name)
@@ -453,6 +524,54 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
     Lease lease(this, inTransaction ? nullptr : conn, &sawTransaction);
     Cursors::Running running(m_cursors, requestId, conn);
 
+    // The first page of a SELECT's streaming result; the rest stays with a cursor.
+    auto streamed = [&](const std::shared_ptr<Cursor> &cursor, duckdb_pending_result pending,
+                        const std::string &command) {
+        const duckdb_state st = duckdb_execute_pending(pending, &cursor->result);
+        duckdb_destroy_pending(&pending);
+        cursor->hasResult = true;
+        if (st != DuckDBSuccess)
+            throw errorOf(&cursor->result);
+        json fields = fieldsOf(&cursor->result);
+        for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
+            cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
+        RowWriter rows;
+        const bool done = cursor->readPage(limits, rows);
+        json answer{{"fields", std::move(fields)},
+                    {"command", command},
+                    {"rowsAffected", 0},
+                    {"cursor", nullptr}};
+        if (!done && inTransaction) {
+            // No cursor outlives a call in a transaction: the first page is all there is.
+            answer["truncated"] = true;
+        } else if (!done) {
+            cursor->conn = conn;
+            const std::string id = m_cursors.add(cursor);
+            lease.keep(); // the cursor keeps the connection
+            answer["cursor"] = id;
+        }
+        answer["rows"] = rowsText(rows.finish());
+        return answer;
+    };
+
+    // A SELECT this connection ran before runs again as it was prepared then (DuckDB binds it
+    // again by itself where the tables it reads changed since).
+    const bool cacheable = !execute && sql.size() <= kMaxCachedSql;
+    if (duckdb_prepared_statement cached = cacheable ? cachedStatement(conn, sql) : nullptr) {
+        auto cursor = std::make_shared<Cursor>();
+        cursor->prepared = cached;
+        cursor->ownsPrepared = false;
+        duckdb_clear_bindings(cached);
+        bindParams(cached, params);
+        duckdb_pending_result pending = nullptr;
+        if (duckdb_pending_prepared_streaming(cached, &pending) == DuckDBSuccess)
+            return streamed(cursor, pending, "SELECT");
+        // It no longer binds as it was (nothing ran): prepared afresh below, with its error.
+        duckdb_destroy_pending(&pending);
+        cursor->prepared = nullptr;
+        dropStatement(conn, sql);
+    }
+
     duckdb_extracted_statements extracted = nullptr;
     const idx_t count = duckdb_extract_statements(conn, sql.c_str(), &extracted);
     struct ExtractedGuard
@@ -486,6 +605,10 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
             throw DbError{"bad_request",
                           "this statement would end the transaction: use commit or rollback"};
         command = commandOf(type, count == 1 ? sql : std::string());
+        // Anything but a SELECT may change what the connection's SELECTs bind to without
+        // changing the catalog (USE, SET search_path): they are prepared afresh after it.
+        if (type != DUCKDB_STATEMENT_TYPE_SELECT && !isDml(type))
+            forgetStatements(conn);
         if (execute || isDml(type)) {
             ResultGuard r;
             if (duckdb_execute_prepared(cursor->prepared, &r.r) != DuckDBSuccess) {
@@ -522,31 +645,11 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
             duckdb_destroy_pending(&pending);
             throw errorFromMessage(err, false);
         }
-        const duckdb_state st = duckdb_execute_pending(pending, &cursor->result);
-        duckdb_destroy_pending(&pending);
-        cursor->hasResult = true;
-        if (st != DuckDBSuccess)
-            throw errorOf(&cursor->result);
-        json fields = fieldsOf(&cursor->result);
-        for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
-            cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
-        RowWriter rows;
-        const bool done = cursor->readPage(limits, rows);
-        json answer{{"fields", std::move(fields)},
-                    {"command", command},
-                    {"rowsAffected", 0},
-                    {"cursor", nullptr}};
-        if (!done && inTransaction) {
-            // No cursor outlives a call in a transaction: the first page is all there is.
-            answer["truncated"] = true;
-        } else if (!done) {
-            cursor->conn = conn;
-            const std::string id = m_cursors.add(cursor);
-            lease.keep(); // the cursor keeps the connection
-            answer["cursor"] = id;
+        if (cacheable && count == 1 && type == DUCKDB_STATEMENT_TYPE_SELECT) {
+            cacheStatement(conn, sql, cursor->prepared);
+            cursor->ownsPrepared = false;
         }
-        answer["rows"] = rowsText(rows.finish());
-        return answer;
+        return streamed(cursor, pending, command);
     }
     return json{{"command", command}, {"rowsAffected", rowsAffected}};
 }
@@ -580,6 +683,7 @@ bool DuckdbBackend::closeCursor(const std::string &id)
 json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size_t maxRows)
 {
     duckdb_connection conn = acquire();
+    forgetStatements(conn); // its statements may be anything (see query())
     bool rollback = false;
     Lease lease(this, conn, &rollback);
     Cursors::Running running(m_cursors, requestId, conn);

@@ -2,9 +2,12 @@
 
 #include "backend.h"
 
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <duckdb.h>
@@ -70,6 +73,20 @@ private:
     duckdb_connection acquire();
     void release(duckdb_connection c, bool rollback);
     void finishCursor(const std::shared_ptr<Cursor> &cursor);
+    // Closes a connection and its statements (m_mutex held).
+    void disconnect(duckdb_connection c);
+    // Destroys a connection's statements (m_mutex held).
+    void destroyStatements(duckdb_connection c);
+    // A query run before on this connection, prepared; null when none is kept. The statement
+    // stays the connection's: the call holding the connection uses it, nothing else does.
+    duckdb_prepared_statement cachedStatement(duckdb_connection c, const std::string &sql);
+    // Keeps `prepared` for `sql` (the connection owns it from now on; the least recently used
+    // beyond kCachedStatements goes).
+    void cacheStatement(duckdb_connection c, const std::string &sql,
+                        duckdb_prepared_statement prepared);
+    void dropStatement(duckdb_connection c, const std::string &sql);
+    // Destroys a connection's statements: what they bind to may have changed.
+    void forgetStatements(duckdb_connection c);
 
     std::string m_path;
     long long m_memoryLimitMb;
@@ -79,6 +96,10 @@ private:
     duckdb_database m_db = nullptr;
     std::mutex m_mutex;
     std::vector<duckdb_connection> m_idle;
+    // Each connection's prepared SELECTs by their SQL text, most recently used first: a repeated
+    // query (a point select) skips DuckDB's parse, bind and plan.
+    using Statements = std::list<std::pair<std::string, duckdb_prepared_statement>>;
+    std::map<duckdb_connection, Statements> m_statements; // guarded by m_mutex
     using Cursors = CursorTable<duckdb_connection, Cursor>;
     Cursors m_cursors;
     TransactionTable<duckdb_connection> m_transactions;
