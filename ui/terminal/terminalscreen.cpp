@@ -2,6 +2,8 @@
 
 #include <QLoggingCategory>
 
+#include <cstring>
+
 extern "C" {
 #include <vterm.h>
 }
@@ -99,27 +101,18 @@ struct TerminalScreen::Callbacks
         auto *self = static_cast<TerminalScreen *>(user);
         if (self->m_reflowing)
             return 1;
-        Line line;
-        line.reserve(cols);
-        for (int c = 0; c < cols; ++c)
-            line.append(self->convert(&cells[c]));
-        // Trailing blanks with the default background are not kept.
-        while (!line.isEmpty() && line.last().text == QLatin1String(" ")
-               && line.last().bg == self->m_bg && !line.last().reverse)
-            line.removeLast();
-        self->m_scrollback.push_back(std::move(line));
-        while (int(self->m_scrollback.size()) > self->m_scrollbackLimit)
-            self->m_scrollback.pop_front();
-        Q_EMIT self->scrollbackChanged();
+        self->pushCells(cols, cells);
         return 1;
     }
     static int popLine(int cols, VTermScreenCell *cells, void *user)
     {
         auto *self = static_cast<TerminalScreen *>(user);
-        if (self->m_reflowing || self->m_scrollback.empty())
+        if (self->m_reflowing || self->m_scrollback.size() == 0)
             return 0;
-        const Line line = std::move(self->m_scrollback.back());
-        self->m_scrollback.pop_back();
+        const Line line = self->m_scrollback.line(self->m_scrollback.size() - 1, self->m_fg,
+                                                  self->m_bg);
+        self->m_scrollback.removeNewest();
+        self->m_scrollbackChanged = true;
         for (int c = 0; c < cols; ++c) {
             VTermScreenCell &cell = cells[c];
             cell = {};
@@ -141,7 +134,6 @@ struct TerminalScreen::Callbacks
                 cell.attrs.reverse = from.reverse;
             }
         }
-        Q_EMIT self->scrollbackChanged();
         return 1;
     }
     static void output(const char *s, size_t len, void *user)
@@ -182,36 +174,201 @@ TerminalScreen::~TerminalScreen()
 
 void TerminalScreen::setDefaultColors(const QColor &fg, const QColor &bg)
 {
-    const QColor oldBg = m_bg;
+    // The scrollback keeps default colours as such: it follows.
     m_fg = fg;
     m_bg = bg;
     VTermColor vfg = toVTerm(fg);
     VTermColor vbg = toVTerm(bg);
     vterm_state_set_default_colors(vterm_obtain_state(m_vt), &vfg, &vbg);
-    for (Line &line : m_scrollback) {
-        for (Cell &cell : line) {
-            if (cell.bg == oldBg)
-                cell.bg = bg;
-        }
-    }
     Q_EMIT damaged(0, m_rows - 1);
 }
 
 void TerminalScreen::setScrollbackLimit(int lines)
 {
-    m_scrollbackLimit = qMax(0, lines);
-    while (int(m_scrollback.size()) > m_scrollbackLimit)
-        m_scrollback.pop_front();
+    m_scrollback.setLimit(lines);
+    Q_EMIT scrollbackChanged();
 }
 
 void TerminalScreen::feed(QByteArrayView bytes)
 {
-    if (bytes.isEmpty())
-        return;
-    vterm_input_write(m_vt, bytes.data(), size_t(bytes.size()));
+    qsizetype pos = 0;
+    while (pos < bytes.size()) {
+        // Up to the next line feed as it comes; then, where a long run of plain lines follows, a
+        // jump over it (jumpScroll()).
+        const void *lf = std::memchr(bytes.data() + pos, '\n', size_t(bytes.size() - pos));
+        const qsizetype end = lf ? static_cast<const char *>(lf) - bytes.data() + 1 : bytes.size();
+        write(bytes.sliced(pos, end - pos));
+        pos = end;
+        if (lf)
+            pos = jumpScroll(bytes, pos);
+    }
     vterm_screen_flush_damage(m_screen);
+    if (std::exchange(m_scrollbackChanged, false))
+        Q_EMIT scrollbackChanged();
     // Answers to the program's queries (cursor position, device attributes).
     flushInput();
+}
+
+void TerminalScreen::write(QByteArrayView bytes)
+{
+    if (bytes.isEmpty())
+        return;
+    m_syntax.scan(bytes);
+    vterm_input_write(m_vt, bytes.data(), size_t(bytes.size()));
+}
+
+qsizetype TerminalScreen::jumpScroll(QByteArrayView bytes, qsizetype pos)
+{
+    // The plain lines from `pos` ("printable ASCII\r\n"), as the rows they take.
+    struct Row
+    {
+        qsizetype start;
+        qsizetype length;
+    };
+    std::vector<Row> rows;
+    qsizetype end = pos;
+    qsizetype firstLineEnd = -1;
+    const char *d = bytes.data();
+    for (qsizetype i = pos, lineStart = pos; i < bytes.size();) {
+        const auto c = uchar(d[i]);
+        if (c >= 0x20 && c < 0x7f) {
+            ++i;
+            continue;
+        }
+        if (c != '\r' || i + 1 >= bytes.size() || d[i + 1] != '\n')
+            break;
+        const qsizetype length = i - lineStart;
+        rows.push_back({lineStart, qMin<qsizetype>(length, m_cols)});
+        for (qsizetype s = m_cols; s < length; s += m_cols)
+            rows.push_back({lineStart + s, qMin<qsizetype>(length - s, m_cols)});
+        i += 2;
+        lineStart = end = i;
+        if (firstLineEnd < 0)
+            firstLineEnd = end;
+    }
+    qsizetype first = 0; // the rows of the first line
+    while (first < qsizetype(rows.size()) && rows[size_t(first)].start < firstLineEnd)
+        ++first;
+    // Worth it when the run scrolls the screen away twice; and only where the plain lines scroll
+    // as they would with no other state in play.
+    if (qsizetype(rows.size()) - first < 2 * m_rows || !canJump()) {
+        write(bytes.sliced(pos, end - pos));
+        return end;
+    }
+    // The first line as it comes: it scrolls, so that the bottom row is blank in the pen the
+    // run is written with.
+    write(bytes.sliced(pos, firstLineEnd - pos));
+    VTermScreenCell blank;
+    vterm_screen_get_cell(m_screen, VTermPos{m_rows - 1, 0}, &blank);
+    const TerminalScrollback::Pen pen = penOf(&blank);
+
+    // What scrolling through the run would do: the screen's rows above the cursor, then all but
+    // the last rows of the run go to the scrollback; those last rows stay on the screen, with the
+    // cursor on a blank row below them.
+    std::vector<VTermScreenCell> cells(static_cast<size_t>(m_cols));
+    for (int r = 0; r < m_rows - 1; ++r) {
+        for (int c = 0; c < m_cols; ++c)
+            vterm_screen_get_cell(m_screen, VTermPos{r, c}, &cells[size_t(c)]);
+        pushCells(m_cols, cells.data());
+    }
+    const qsizetype onScreen = qsizetype(rows.size()) - (m_rows - 1);
+    for (qsizetype r = first; r < onScreen; ++r) {
+        const Row &row = rows[size_t(r)];
+        TerminalScrollback::Writer w = m_scrollback.append();
+        w.appendLatin1(d + row.start, row.length, pen);
+        w.appendBlanks(m_cols - row.length, pen);
+    }
+    m_scrollbackChanged = true;
+    QByteArray screen("\x1b[H\x1b[2J"); // erased in the same pen, as a scroll erases
+    for (qsizetype r = onScreen; r < qsizetype(rows.size()); ++r) {
+        const Row &row = rows[size_t(r)];
+        screen += "\x1b[" + QByteArray::number(r - onScreen + 1) + ";1H";
+        screen.append(d + row.start, row.length);
+    }
+    screen += "\x1b[" + QByteArray::number(m_rows) + ";1H";
+    vterm_input_write(m_vt, screen.constData(), size_t(screen.size()));
+    return end;
+}
+
+bool TerminalScreen::canJump()
+{
+    if (m_altScreen || m_cols < 2 || !m_syntax.plain() || m_cursor != QPoint(0, m_rows - 1))
+        return false;
+    // The modes that change where plain text goes: autowrap on, no left/right margins, the
+    // scrolling region the whole screen. libvterm answers the queries at once; the answers are
+    // not the program's.
+    const QByteArray programs = std::exchange(m_pendingInput, {});
+    static constexpr char query[] = "\x1b[?7$p\x1b[?69$p\x1bP$qr\x1b\\";
+    vterm_input_write(m_vt, query, sizeof query - 1);
+    const QByteArray answer = std::exchange(m_pendingInput, programs);
+    return answer == "\x1b[?7;1$y\x1b[?69;2$y\x1bP1$r1;" + QByteArray::number(m_rows) + "r\x1b\\";
+}
+
+TerminalScrollback::Pen TerminalScreen::penOf(const void *vtermCell) const
+{
+    const auto &cell = *static_cast<const VTermScreenCell *>(vtermCell);
+    TerminalScrollback::Pen pen;
+    pen.flags = 0;
+    const auto rgb = [this](VTermColor c) {
+        vterm_screen_convert_color_to_rgb(m_screen, &c);
+        return qRgb(c.rgb.red, c.rgb.green, c.rgb.blue);
+    };
+    if (VTERM_COLOR_IS_DEFAULT_FG(&cell.fg))
+        pen.flags |= TerminalScrollback::Pen::DefaultFg;
+    else
+        pen.fg = rgb(cell.fg);
+    if (VTERM_COLOR_IS_DEFAULT_BG(&cell.bg))
+        pen.flags |= TerminalScrollback::Pen::DefaultBg;
+    else
+        pen.bg = rgb(cell.bg);
+    if (cell.attrs.bold)
+        pen.flags |= TerminalScrollback::Pen::Bold;
+    if (cell.attrs.italic)
+        pen.flags |= TerminalScrollback::Pen::Italic;
+    if (cell.attrs.underline)
+        pen.flags |= TerminalScrollback::Pen::Underline;
+    if (cell.attrs.strike)
+        pen.flags |= TerminalScrollback::Pen::Strike;
+    if (cell.attrs.reverse)
+        pen.flags |= TerminalScrollback::Pen::Reverse;
+    return pen;
+}
+
+void TerminalScreen::pushCells(int cols, const void *vtermCells)
+{
+    const auto *cells = static_cast<const VTermScreenCell *>(vtermCells);
+    TerminalScrollback::Writer w = m_scrollback.append();
+    TerminalScrollback::Pen pen;
+    const VTermScreenCell *previous = nullptr;
+    for (int c = 0; c < cols; ++c) {
+        const VTermScreenCell &cell = cells[c];
+        // Neighbours mostly share a look: converted once.
+        if (!previous || std::memcmp(&previous->fg, &cell.fg, sizeof cell.fg) != 0
+            || std::memcmp(&previous->bg, &cell.bg, sizeof cell.bg) != 0
+            || previous->attrs.bold != cell.attrs.bold
+            || previous->attrs.italic != cell.attrs.italic
+            || previous->attrs.underline != cell.attrs.underline
+            || previous->attrs.strike != cell.attrs.strike
+            || previous->attrs.reverse != cell.attrs.reverse)
+            pen = penOf(&cell);
+        previous = &cell;
+        const uint32_t first = cell.chars[0];
+        if (first == uint32_t(-1)) { // the right half of a wide character
+            w.append({}, 0, pen);
+        } else if (first == 0) {
+            w.append(u" ", 1, pen);
+        } else if (first < 0xd800 && cell.chars[1] == 0) {
+            const QChar ch{char16_t(first)};
+            w.append(QStringView(&ch, 1), qMax(1, int(cell.width)), pen);
+        } else {
+            char32_t chars[VTERM_MAX_CHARS_PER_CELL];
+            int n = 0;
+            while (n < VTERM_MAX_CHARS_PER_CELL && cell.chars[n])
+                chars[n] = char32_t(cell.chars[n]), ++n;
+            w.append(QString::fromUcs4(chars, n), qMax(1, int(cell.width)), pen);
+        }
+    }
+    m_scrollbackChanged = true;
 }
 
 void TerminalScreen::resize(int cols, int rows)
@@ -228,7 +385,119 @@ void TerminalScreen::resize(int cols, int rows)
     m_rows = rows;
     vterm_set_size(m_vt, rows, cols);
     vterm_screen_flush_damage(m_screen);
+    if (std::exchange(m_scrollbackChanged, false))
+        Q_EMIT scrollbackChanged();
     Q_EMIT damaged(0, m_rows - 1);
+}
+
+void TerminalScreen::appendToScrollback(const Line &line)
+{
+    TerminalScrollback::Writer w = m_scrollback.append();
+    for (const Cell &cell : line) {
+        TerminalScrollback::Pen pen;
+        pen.flags = 0;
+        if (cell.fg == m_fg)
+            pen.flags |= TerminalScrollback::Pen::DefaultFg;
+        else
+            pen.fg = cell.fg.rgb();
+        if (cell.bg == m_bg)
+            pen.flags |= TerminalScrollback::Pen::DefaultBg;
+        else
+            pen.bg = cell.bg.rgb();
+        if (cell.bold)
+            pen.flags |= TerminalScrollback::Pen::Bold;
+        if (cell.italic)
+            pen.flags |= TerminalScrollback::Pen::Italic;
+        if (cell.underline)
+            pen.flags |= TerminalScrollback::Pen::Underline;
+        if (cell.strike)
+            pen.flags |= TerminalScrollback::Pen::Strike;
+        if (cell.reverse)
+            pen.flags |= TerminalScrollback::Pen::Reverse;
+        w.append(cell.text, cell.width, pen);
+    }
+}
+
+void TerminalScreen::SyntaxTracker::scan(QByteArrayView bytes)
+{
+    for (const char byte : bytes) {
+        const auto c = uchar(byte);
+        if (state == State::Ground && c >= 0x20) {
+            if (singleShift && c < 0x7f)
+                singleShift = false; // it applied to this character
+            continue;
+        }
+        if (c == 0x18 || c == 0x1a) { // CAN, SUB: the sequence is abandoned
+            state = State::Ground;
+            continue;
+        }
+        switch (state) {
+        case State::Ground:
+            if (c == 0x1b)
+                state = State::Escape;
+            else if (c == 0x0e) // SO
+                gl = 1;
+            else if (c == 0x0f) // SI
+                gl = 0;
+            break;
+        case State::StringEscape:
+            if (c == '\\') {
+                state = State::Ground;
+                break;
+            }
+            state = State::Escape;
+            [[fallthrough]];
+        case State::Escape:
+            if (c < 0x20) // ESC again, or a control done meanwhile
+                break;
+            state = State::Ground;
+            if (c == '[') {
+                state = State::Csi;
+            } else if (c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_') {
+                state = State::String;
+            } else if (c >= '(' && c <= '/' && c != ',') { // G0-G3 designated
+                designating = quint8(c >= '-' ? c - '-' + 1 : c - '(');
+                state = State::Designate;
+            } else if (c >= 0x20 && c < 0x30) {
+                state = State::Intermediate;
+            } else if (c == 'n' || c == 'o') { // LS2, LS3
+                gl = quint8(c == 'n' ? 2 : 3);
+            } else if (c == 'N' || c == 'O') { // SS2, SS3
+                singleShift = true;
+            } else if (c == 'c') { // RIS
+                *this = {};
+            }
+            break;
+        case State::Designate:
+            if (c >= 0x20 && c < 0x30) {
+                ascii[designating & 3] = false; // a set of more than one byte
+            } else if (c == 0x1b) {
+                state = State::Escape;
+            } else if (c >= 0x30) {
+                ascii[designating & 3] = c == 'B';
+                state = State::Ground;
+            }
+            break;
+        case State::Intermediate:
+            if (c == 0x1b)
+                state = State::Escape;
+            else if (c >= 0x30)
+                state = State::Ground;
+            break;
+        case State::Csi:
+            if (c == 0x1b)
+                state = State::Escape;
+            else if (c >= 0x40 && c <= 0x7e)
+                state = State::Ground;
+            break;
+        case State::String:
+            if (c == 0x1b)
+                state = State::StringEscape;
+            else if (c == 0x07)
+                state = State::Ground;
+            break;
+        }
+    }
 }
 
 void TerminalScreen::reflow(int cols, int rows)
@@ -251,8 +520,8 @@ void TerminalScreen::reflow(int cols, int rows)
             current = Line();
         }
     };
-    for (const Line &l : m_scrollback)
-        take(l, false);
+    for (int i = 0; i < m_scrollback.size(); ++i)
+        take(m_scrollback.line(i, m_fg, m_bg), false);
     int lastRow = m_cursor.y();
     for (int r = m_rows - 1; r > lastRow; --r) {
         if (!trimmed(line(r)).isEmpty()) {
@@ -313,10 +582,8 @@ void TerminalScreen::reflow(int cols, int rows)
     if (cursorRow < top)
         top = cursorRow;
     m_scrollback.clear();
-    for (int r = 0; r < top; ++r)
-        m_scrollback.push_back(trimmed(rowsOut.at(r)));
-    while (int(m_scrollback.size()) > m_scrollbackLimit)
-        m_scrollback.pop_front();
+    for (int r = qMax(0, top - m_scrollback.limit()); r < top; ++r)
+        appendToScrollback(rowsOut.at(r));
     m_cols = cols;
     m_rows = rows;
     m_reflowing = true;
@@ -329,7 +596,7 @@ void TerminalScreen::reflow(int cols, int rows)
         for (const Cell &cell : rowsOut.at(r)) {
             if (cell.text.isEmpty())
                 continue; // the right half of a wide character
-            const QByteArray p = penOf(cell);
+            const QByteArray p = sgrOf(cell);
             if (p != pen) {
                 out += p;
                 pen = p;
@@ -342,11 +609,12 @@ void TerminalScreen::reflow(int cols, int rows)
            + 'H';
     vterm_input_write(m_vt, out.constData(), size_t(out.size()));
     vterm_screen_flush_damage(m_screen);
+    m_scrollbackChanged = false;
     Q_EMIT scrollbackChanged();
     Q_EMIT damaged(0, m_rows - 1);
 }
 
-QByteArray TerminalScreen::penOf(const Cell &cell) const
+QByteArray TerminalScreen::sgrOf(const Cell &cell) const
 {
     QByteArray p("[0");
     if (cell.bold)
@@ -373,6 +641,8 @@ QByteArray TerminalScreen::penOf(const Cell &cell) const
 void TerminalScreen::reset()
 {
     m_scrollback.clear();
+    m_scrollbackChanged = false;
+    m_syntax = {};
     vterm_screen_reset(m_screen, 1);
     m_title.clear();
     m_altScreen = false;
@@ -415,10 +685,10 @@ TerminalScreen::Line TerminalScreen::line(int row) const
 {
     Line result;
     if (row < 0) {
-        const int index = int(m_scrollback.size()) + row;
+        const int index = m_scrollback.size() + row;
         if (index < 0)
             return result;
-        result = m_scrollback.at(size_t(index));
+        result = m_scrollback.line(index, m_fg, m_bg);
         Cell blank;
         blank.text = QStringLiteral(" ");
         blank.fg = m_fg;

@@ -1,15 +1,10 @@
 #pragma once
 
+#include "terminalscrollback.h"
+
 #include <QByteArray>
-#include <QColor>
-#include <QList>
 #include <QObject>
 #include <QPoint>
-#include <QRect>
-#include <QString>
-
-#include <deque>
-#include <memory>
 
 struct VTerm;
 struct VTermScreen;
@@ -25,19 +20,8 @@ class TerminalScreen final : public QObject
     Q_OBJECT
 
 public:
-    struct Cell
-    {
-        QString text; // empty for the right half of a wide character; " " for a blank
-        QColor fg;
-        QColor bg;
-        bool bold = false;
-        bool italic = false;
-        bool underline = false;
-        bool strike = false;
-        bool reverse = false;
-        int width = 1;
-    };
-    using Line = QList<Cell>;
+    using Cell = TerminalCell;
+    using Line = TerminalLine;
 
     enum class MouseMode { None, Click, Drag, Move };
     enum class Key {
@@ -96,7 +80,7 @@ public:
     QString lineText(int row) const;
     // The whole visible screen as text, one line per row.
     QString screenText() const;
-    int scrollbackLines() const { return int(m_scrollback.size()); }
+    int scrollbackLines() const { return m_scrollback.size(); }
     QPoint cursor() const { return m_cursor; }
     bool cursorVisible() const { return m_cursorVisible; }
     bool altScreen() const { return m_altScreen; }
@@ -136,15 +120,50 @@ private:
     // (the scrollback too), the cursor stays on its character.
     void reflow(int cols, int rows);
     // The SGR sequence that sets `cell`'s colours and attributes (default colours as defaults).
-    QByteArray penOf(const Cell &cell) const;
+    QByteArray sgrOf(const Cell &cell) const;
+    TerminalScrollback::Pen penOf(const void *vtermCell) const;
+    // A row that scrolled off the top, as libvterm gives it (VTermScreenCell[cols]).
+    void pushCells(int cols, const void *vtermCells);
+    void appendToScrollback(const Line &line);
+    // Output into libvterm, followed by m_syntax.
+    void write(QByteArrayView bytes);
+    // At `pos` (after a line feed): a long run of plain lines ("printable ASCII\r\n") is not
+    // scrolled through line by line (libvterm moves its whole screen for each) but put where
+    // scrolling would leave it: its rows in the scrollback, its last rows on the screen. The
+    // result is the same, cell for cell. Returns where the output goes on.
+    qsizetype jumpScroll(QByteArrayView bytes, qsizetype pos);
+    // Whether plain text at the cursor now scrolls the whole screen, line by line, in ASCII.
+    bool canJump();
+
+    // Follows the escape sequences of the output far enough to tell when plain text is printed
+    // as it is (no sequence under way, ASCII the character set in use).
+    struct SyntaxTracker
+    {
+        enum class State : quint8 {
+            Ground,
+            Escape,
+            Intermediate,
+            Designate,
+            Csi,
+            String,
+            StringEscape
+        };
+        State state = State::Ground;
+        quint8 designating = 0; // the G set being designated
+        quint8 gl = 0;          // the G set in use
+        bool ascii[4] = {true, true, true, true};
+        bool singleShift = false;
+        void scan(QByteArrayView bytes);
+        bool plain() const { return state == State::Ground && ascii[gl & 3] && !singleShift; }
+    };
 
     VTerm *m_vt = nullptr;           // owned
     VTermScreen *m_screen = nullptr; // owned by m_vt
     int m_cols;
     int m_rows;
-    std::deque<Line> m_scrollback; // oldest first
-    int m_scrollbackLimit = kDefaultScrollback;
-    QPoint m_cursor; // x = col, y = row
+    TerminalScrollback m_scrollback{kDefaultScrollback};
+    bool m_scrollbackChanged = false; // signalled once per feed
+    QPoint m_cursor;                  // x = col, y = row
     bool m_cursorVisible = true;
     bool m_altScreen = false;
     MouseMode m_mouseMode = MouseMode::None;
@@ -152,6 +171,7 @@ private:
     QColor m_fg;
     QColor m_bg;
     QByteArray m_pendingInput;
+    SyntaxTracker m_syntax;
     bool m_reflowing = false; // libvterm's own resize must not touch the scrollback meanwhile
 };
 

@@ -17,6 +17,7 @@ namespace Sandbox::Ui {
 namespace {
 
 constexpr int kRepaintMs = 16;
+constexpr qsizetype kMaxPendingOutput = 1024 * 1024;
 constexpr int kResizeSettleMs = 60;
 constexpr int kMargin = 2;
 
@@ -125,11 +126,27 @@ void TerminalView::updateColors()
 
 void TerminalView::feed(QByteArrayView bytes)
 {
-    m_screen.feed(bytes);
+    // The screen takes a batch at once (a long run of lines jumps instead of scrolling line by
+    // line): what arrives until the event loop comes round goes in together.
+    m_pendingOutput.append(bytes.data(), bytes.size());
+    if (m_pendingOutput.size() >= kMaxPendingOutput) {
+        flushOutput();
+    } else if (!m_flushQueued) {
+        m_flushQueued = true;
+        QMetaObject::invokeMethod(this, &TerminalView::flushOutput, Qt::QueuedConnection);
+    }
+}
+
+void TerminalView::flushOutput()
+{
+    m_flushQueued = false;
+    if (!m_pendingOutput.isEmpty())
+        m_screen.feed(std::exchange(m_pendingOutput, {}));
 }
 
 void TerminalView::reset(const QByteArray &modes)
 {
+    m_pendingOutput.clear(); // before the loss
     m_screen.reset();
     m_selStart = m_selEnd = {};
     m_selecting = false;
@@ -176,6 +193,7 @@ void TerminalView::resizeEvent(QResizeEvent *event)
 
 void TerminalView::applySize()
 {
+    flushOutput();
     const int cols = qMax(2, (viewport()->width() - 2 * kMargin) / m_cell.width());
     const int rows = qMax(1, (viewport()->height() - 2 * kMargin) / m_cell.height());
     if (cols == m_screen.cols() && rows == m_screen.rows())
@@ -259,6 +277,7 @@ void TerminalView::copy()
 
 void TerminalView::paste()
 {
+    flushOutput();
     const QString text = QGuiApplication::clipboard()->text();
     if (text.isEmpty())
         return;
@@ -268,6 +287,7 @@ void TerminalView::paste()
 
 void TerminalView::paintEvent(QPaintEvent *)
 {
+    flushOutput();
     QPainter p(viewport());
     const QColor defaultBg = m_screen.defaultBackground();
     p.fillRect(viewport()->rect(), defaultBg);
@@ -365,6 +385,7 @@ int TerminalView::modifiersOf(Qt::KeyboardModifiers modifiers) const
 
 void TerminalView::keyPressEvent(QKeyEvent *event)
 {
+    flushOutput();
     const Qt::KeyboardModifiers mods = event->modifiers() & ~Qt::KeypadModifier;
     const int key = event->key();
     if (mods == (Qt::ControlModifier | Qt::ShiftModifier) && key == Qt::Key_C)
@@ -404,6 +425,7 @@ void TerminalView::keyPressEvent(QKeyEvent *event)
 
 void TerminalView::inputMethodEvent(QInputMethodEvent *event)
 {
+    flushOutput();
     if (!event->commitString().isEmpty())
         m_screen.typeText(event->commitString());
     event->accept();
@@ -431,6 +453,7 @@ int TerminalView::mouseButtonOf(Qt::MouseButton button) const
 
 void TerminalView::mousePressEvent(QMouseEvent *event)
 {
+    flushOutput();
     if (programTakesMouse(event)) {
         const QPoint c = cellAt(event->position().toPoint());
         if (const int b = mouseButtonOf(event->button())) {
@@ -510,6 +533,7 @@ void TerminalView::mouseDoubleClickEvent(QMouseEvent *event)
 
 void TerminalView::wheelEvent(QWheelEvent *event)
 {
+    flushOutput();
     const int steps = event->angleDelta().y() / 120;
     if (steps == 0)
         return;

@@ -11,8 +11,9 @@ namespace Sandbox::Ui {
 // cursor), keeps its scrollback behind the scroll bar, turns keys, pastes, the mouse and its size
 // into input() and sizeChanged() for the program. Selection with the mouse (with Shift while the
 // program takes the mouse), Ctrl+Shift+C / Ctrl+Shift+V (and Shift+Insert) copy and paste;
-// pastes are bracketed when the program asked for it. Repaints at most every 16 ms however fast
-// output comes.
+// pastes are bracketed when the program asked for it. However fast output comes, it is taken in
+// batches (what arrived by the time the event loop comes round, at most 1 MiB) and painted at
+// most every 16 ms: rows that scrolled past in between are never laid out or painted.
 class TerminalView final : public QAbstractScrollArea
 {
     Q_OBJECT
@@ -21,11 +22,17 @@ public:
     explicit TerminalView(QWidget *parent = nullptr);
     ~TerminalView() override;
 
-    TerminalScreen &screen() { return m_screen; }
+    TerminalScreen &screen()
+    {
+        flushOutput();
+        return m_screen;
+    }
     const TerminalScreen &screen() const { return m_screen; }
 
-    // The program's output.
+    // The program's output; on the screen once the event loop comes round (or now, with
+    // flushOutput()).
     void feed(QByteArrayView bytes);
+    void flushOutput();
     // The output was lost: start over in the given modes (escape sequences).
     void reset(const QByteArray &modes = {});
 
@@ -79,8 +86,10 @@ private:
     QFont m_font;
     QSize m_cell{8, 16};
     int m_ascent = 12;
-    QTimer m_repaint; // coalesces repaints
-    QTimer m_resize;  // sizeChanged once the size settled
+    QTimer m_repaint;           // coalesces repaints
+    QTimer m_resize;            // sizeChanged once the size settled
+    QByteArray m_pendingOutput; // fed, not yet on the screen
+    bool m_flushQueued = false;
     bool m_dirty = false;
     bool m_focused = false;
     int m_lastScrollback = 0;

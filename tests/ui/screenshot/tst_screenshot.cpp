@@ -477,6 +477,62 @@ private Q_SLOTS:
         page.hangUp();
     }
 
+    // The terminal after a flood of output (20 MB of base64 lines, then a coloured line and the
+    // prompt), light and dark, small and large: build/artefacts/terminal-flood-THEME-WxH.png. The
+    // screen shows the end of the output with its colours and the prompt under it, and the
+    // scrollback is full.
+    void terminalAfterBigOutput_data()
+    {
+        QTest::addColumn<bool>("dark");
+        QTest::addColumn<QSize>("size");
+        QTest::newRow("light 720x520") << false << QSize(720, 520);
+        QTest::newRow("dark 720x520") << true << QSize(720, 520);
+        QTest::newRow("light 1600x1000") << false << QSize(1600, 1000);
+        QTest::newRow("dark 1600x1000") << true << QSize(1600, 1000);
+    }
+    void terminalAfterBigOutput()
+    {
+        QFETCH(bool, dark);
+        QFETCH(QSize, size);
+        const auto s = m_engine.createAgent(QStringLiteral("terminal-flood"));
+        QVERIFY(s);
+        QApplication::setPalette(dark ? Style::darkPalette() : m_light);
+        TerminalPage page(SandboxPageContext{m_engine.client(), s.value(), nullptr});
+        page.resize(size);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        QVERIFY(
+            UiTest::waitFor([&] { return !page.view()->screen().screenText().trimmed().isEmpty(); },
+                            15000));
+        page.view()->setFocus();
+        QTest::keyClicks(page.view(),
+                         QStringLiteral("head -c 15000000 /dev/urandom | base64 -w 100; printf "
+                                        "'\\033[1;32mflood %s\\033[0m \\033[44m blue \\033[0m\\n' "
+                                        "done"));
+        QTest::keyClick(page.view(), Qt::Key_Return);
+        QVERIFY(UiTest::waitFor(
+            [&] {
+                // The marker, then the prompt again on the cursor's line.
+                const TerminalScreen &screen = page.view()->screen();
+                const QString prompt = screen.lineText(screen.cursor().y());
+                return screen.screenText().contains(QLatin1String("flood done"))
+                       && !prompt.isEmpty() && !prompt.contains(QLatin1String("flood"));
+            },
+            120000));
+        QTest::qWait(100); // a repaint after the last output
+        const TerminalScreen &screen = page.view()->screen();
+        QCOMPARE(screen.scrollbackLines(), TerminalScreen::kDefaultScrollback);
+        QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
+        const QImage shot = page.grab().toImage();
+        QVERIFY(shot.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/terminal-flood-%1-%2x%3.png")
+                              .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))
+                              .arg(size.width())
+                              .arg(size.height())));
+        QVERIFY(colours(shot, shot.rect()) > 4);
+        page.hangUp();
+        QApplication::setPalette(m_light);
+    }
+
     // The agent dashboard as a main view (View ▸ Agent Dashboard) with real runs: one done, one
     // failed, one running; light and dark at 720x520, 1024x700, 1600x1000 and 1920x1080 (with
     // "By day" open; the totals line and the Refresh button whole at every size):

@@ -204,6 +204,79 @@ private Q_SLOTS:
         QCOMPARE(s.lineText(2), QStringLiteral("b"));
     }
 
+    // A long run of plain lines in one feed is put where scrolling would leave it instead of
+    // being scrolled through line by line: the screen, the scrollback (text, colours,
+    // attributes) and the cursor are the same as when the output comes a byte at a time.
+    void bigFeedIsTheSameAsByteByByte_data()
+    {
+        QTest::addColumn<QByteArray>("before");
+        QTest::addColumn<int>("scrollback");
+        QByteArray lines;
+        for (int i = 0; i < 400; ++i)
+            lines += QByteArray(i % 53, char('a' + i % 26)) + QByteArray::number(i) + "\r\n";
+        QTest::newRow("lines of every length, some wrapped") << QByteArray() << 1000;
+        QTest::newRow("in a pen") << QByteArray("\x1b[1;4;31;44m") << 1000;
+        QTest::newRow("after a screen of text") << QByteArray("$ ls\r\n" + lines.left(900)) << 1000;
+        QTest::newRow("after a clear") << QByteArray("x\r\ny\x1b[H\x1b[2Jtop\r\n") << 1000;
+        QTest::newRow("bottom row written before") << QByteArray("\x1b[8;1Hleft\x1b[7;1H") << 1000;
+        QTest::newRow("a scrollback shorter than the run") << QByteArray() << 50;
+        QTest::newRow("no scrollback") << QByteArray() << 0;
+        QTest::newRow("a scrolling region") << QByteArray("\x1b[2;5r") << 1000;
+        QTest::newRow("no autowrap") << QByteArray("\x1b[?7l") << 1000;
+        QTest::newRow("insert and newline modes") << QByteArray("\x1b[4h\x1b[20h") << 1000;
+        QTest::newRow("line drawing characters") << QByteArray("\x1b(0") << 1000;
+        QTest::newRow("line drawing and back") << QByteArray("\x1b(0qq\x1b(B") << 1000;
+        QTest::newRow("shifted out") << QByteArray("\x1b)0\x0e") << 1000;
+        QTest::newRow("a sequence cut at the line feed") << QByteArray("\x1b[?25") << 1000;
+        QTest::newRow("a title under way") << QByteArray("\x1b]0;ti") << 1000;
+        QTest::newRow("the alternate screen") << QByteArray("\x1b[?1049h") << 1000;
+        QTest::newRow("a wide character before") << QByteArray("\xe4\xb8\xad") << 1000;
+    }
+
+    void bigFeedIsTheSameAsByteByByte()
+    {
+        QFETCH(QByteArray, before);
+        QFETCH(int, scrollback);
+        QByteArray output = before + "\r\n";
+        for (int i = 0; i < 400; ++i)
+            output += QByteArray(i % 53, char('a' + i % 26)) + QByteArray::number(i) + "\r\n";
+        output += "\x1b[0mnot plain: \xc3\xa9\r\n";
+        for (int i = 0; i < 100; ++i)
+            output += "more " + QByteArray::number(i) + "\r\n";
+        output += "$ ";
+
+        TerminalScreen whole(20, 8);
+        TerminalScreen bytewise(20, 8);
+        for (TerminalScreen *s : {&whole, &bytewise})
+            s->setScrollbackLimit(scrollback);
+        QSignalSpy scrolled(&whole, &TerminalScreen::scrollbackChanged);
+        whole.feed(output);
+        for (const char c : std::as_const(output))
+            bytewise.feed(QByteArrayView(&c, 1));
+
+        QCOMPARE(whole.scrollbackLines(), bytewise.scrollbackLines());
+        QCOMPARE(whole.scrollbackLines(), qMin(scrollback, bytewise.scrollbackLines()));
+        QCOMPARE(whole.cursor(), bytewise.cursor());
+        QCOMPARE(whole.screenText(), bytewise.screenText());
+        for (int row = -whole.scrollbackLines(); row < whole.rows(); ++row) {
+            const TerminalScreen::Line a = whole.line(row);
+            const TerminalScreen::Line b = bytewise.line(row);
+            QCOMPARE(a.size(), b.size());
+            for (int col = 0; col < a.size(); ++col) {
+                const auto &x = a.at(col);
+                const auto &y = b.at(col);
+                const QString where = QStringLiteral("row %1 col %2").arg(row).arg(col);
+                QVERIFY2(x.text == y.text && x.fg == y.fg && x.bg == y.bg && x.bold == y.bold
+                             && x.italic == y.italic && x.underline == y.underline
+                             && x.strike == y.strike && x.reverse == y.reverse
+                             && x.width == y.width,
+                         qPrintable(where + u": " + x.text + u" / " + y.text));
+            }
+        }
+        // The view hears of the scrollback once for the whole feed.
+        QVERIFY(scrolled.count() <= 1);
+    }
+
     // The alternate screen (vim, htop) is not reflowed: its program redraws at the new size.
     void alternateScreenIsNotReflowed()
     {
