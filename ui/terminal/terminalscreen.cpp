@@ -164,6 +164,15 @@ TerminalScreen::TerminalScreen(int cols, int rows, QObject *parent)
     vterm_screen_set_damage_merge(m_screen, VTERM_DAMAGE_SCROLL);
     vterm_screen_enable_altscreen(m_screen, 1);
     setDefaultColors(m_fg, m_bg);
+    resetEmulation();
+}
+
+void TerminalScreen::resetEmulation()
+{
+    // libvterm 0.1 loops for ever on REP (CSI b) before it has printed any character, and
+    // repeats one from before a reset: a blank printed and reset away is the one it repeats.
+    vterm_screen_reset(m_screen, 1);
+    vterm_input_write(m_vt, " ", 1);
     vterm_screen_reset(m_screen, 1);
 }
 
@@ -643,7 +652,7 @@ void TerminalScreen::reset()
     m_scrollback.clear();
     m_scrollbackChanged = false;
     m_syntax = {};
-    vterm_screen_reset(m_screen, 1);
+    resetEmulation();
     m_title.clear();
     m_altScreen = false;
     m_mouseMode = MouseMode::None;

@@ -115,6 +115,8 @@ Q_SIGNALS:
 private:
     struct Callbacks;
     Cell convert(const void *vtermCell) const;
+    // libvterm's hard reset (RIS), with nothing for a REP to repeat but a blank.
+    void resetEmulation();
     void flushInput();
     // A new width on the main screen: lines that wrapped are joined and wrapped again at `cols`
     // (the scrollback too), the cursor stays on its character.

@@ -75,6 +75,18 @@ private Q_SLOTS:
         QCOMPARE(s.lineText(0), QStringLiteral("shell$"));
     }
 
+    // A program's REP (repeat the last character) before anything was printed does not hang
+    // the terminal (libvterm 0.1 loops for ever on it): it repeats blanks.
+    void repeatBeforeAnyCharacterIsHarmless()
+    {
+        TerminalScreen s(20, 3);
+        s.feed("\x1b[5bok");
+        QCOMPARE(s.lineText(0), QStringLiteral("     ok"));
+        s.reset();
+        s.feed("\x1b[2bok");
+        QCOMPARE(s.lineText(0), QStringLiteral("  ok"));
+    }
+
     void keysFollowTheCursorKeyMode()
     {
         TerminalScreen s(10, 3);
