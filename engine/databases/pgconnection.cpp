@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 
+#include <system_error>
 #include <thread>
 
 Q_LOGGING_CATEGORY(lcPg, "sandboxd.databases.pg")
@@ -267,13 +268,20 @@ void PgConnection::cancel()
         m_cancelling->fetch_sub(1);
         return;
     }
-    std::thread([c, cancelling = m_cancelling] {
-        char err[256];
-        if (!PQcancel(c, err, sizeof err))
-            qCWarning(lcPg) << "cancel failed:" << err;
+    try {
+        std::thread([c, cancelling = m_cancelling] {
+            char err[256];
+            if (!PQcancel(c, err, sizeof err))
+                qCWarning(lcPg) << "cancel failed:" << err;
+            PQfreeCancel(c);
+            cancelling->fetch_sub(1);
+        }).detach();
+    } catch (const std::system_error &e) {
+        // No thread to be had (the host's limit): the call still answers after its grace time.
+        qCWarning(lcPg) << "cancel not sent:" << e.what();
         PQfreeCancel(c);
-        cancelling->fetch_sub(1);
-    }).detach();
+        m_cancelling->fetch_sub(1);
+    }
 }
 
 void PgConnection::setCancelCount(std::shared_ptr<std::atomic_int> cancelling)
