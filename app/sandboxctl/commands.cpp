@@ -396,13 +396,13 @@ void Commands::transcriptFrom(const QString &id, const QString &runId, qint64 af
                                           });
 }
 
-void Commands::printRows(const QList<QJsonArray> &rows)
+void Commands::printRows(const SqlRows &rows)
 {
     QByteArray out;
-    for (const QJsonArray &row : rows) {
+    for (qsizetype r = 0; r < rows.size(); ++r) {
         QStringList cells;
-        for (const QJsonValue &v : row)
-            cells.append(cellText(v).replace(u'\t', u' ').replace(u'\n', u' '));
+        for (qsizetype c = 0; c < rows.columnCount(r); ++c)
+            cells.append(cellText(rows.value(r, c)).replace(u'\t', u' ').replace(u'\n', u' '));
         out += cells.join(u'\t').toUtf8() + '\n';
     }
     writeAll(stdout, out);

@@ -2,6 +2,7 @@
 
 #include <client/client.h>
 #include <client/rpccall.h>
+#include <client/sqlrows.h>
 
 #include <QObject>
 #include <QStringList>
@@ -65,7 +66,7 @@ private:
     void transcriptFrom(const QString &id, const QString &runId, qint64 after);
     void queryPaged(const QString &id, const QString &sql, const QJsonArray &params, int pageSize);
     void fetchRest(const QString &id, const QString &cursor, int pageSize, qint64 rows, int pages);
-    void printRows(const QList<QJsonArray> &rows);
+    void printRows(const Sandbox::SqlRows &rows);
 
     Sandbox::Client *m_client; // not owned
     Options m_options;

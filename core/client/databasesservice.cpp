@@ -30,6 +30,14 @@ CallOptions waitFor(int statementTimeoutMs)
     return o;
 }
 
+// As waitFor(), for a call that answers a page of rows: QueryPage decodes its text (SqlRows).
+CallOptions pageWaitFor(int statementTimeoutMs)
+{
+    CallOptions o = waitFor(statementTimeoutMs);
+    o.rowsAsText = true;
+    return o;
+}
+
 template<typename T, typename Parse>
 JsonCallback typed(Callback<T> callback, Parse parse)
 {
@@ -140,7 +148,7 @@ RpcCall DatabasesService::queryPage(const QString &id, const QString &sql, const
     p.insert(QStringLiteral("timeout"), options.timeoutMs);
     return m_caller->call(QStringLiteral("databases.queryWithMetadata"), p, context,
                           typed<QueryPage>(std::move(callback), &QueryPage::fromJson),
-                          waitFor(options.timeoutMs));
+                          pageWaitFor(options.timeoutMs));
 }
 
 RpcCall DatabasesService::fetch(const QString &id, const QString &cursor, int pageSize,
@@ -152,7 +160,7 @@ RpcCall DatabasesService::fetch(const QString &id, const QString &cursor, int pa
                         {QStringLiteral("timeout"), timeoutMs}};
     return m_caller->call(QStringLiteral("databases.fetch"), p, context,
                           typed<QueryPage>(std::move(callback), &QueryPage::fromJson),
-                          waitFor(timeoutMs));
+                          pageWaitFor(timeoutMs));
 }
 
 RpcCall DatabasesService::closeCursor(const QString &id, const QString &cursor, QObject *context,

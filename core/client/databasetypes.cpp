@@ -1,6 +1,7 @@
 #include "databasetypes.h"
 
 #include "protocol/fieldreader.h"
+#include "protocol/pagetext.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -24,6 +25,15 @@ bool tagged(const QJsonValue &v, const QString &tag, QString *payload)
     return true;
 }
 constexpr qint64 kMaxSafe = 9007199254740991LL;
+
+// The number as a 64-bit integer when it is one (the smallest one too, which toInteger() also
+// answers for a number that is not).
+bool integerOf(const QJsonValue &v, qint64 *out)
+{
+    constexpr qint64 kMin = std::numeric_limits<qint64>::min();
+    *out = v.toInteger(kMin);
+    return *out != kMin || v.toInteger(0) == kMin;
+}
 } // namespace
 
 bool isNull(const QJsonValue &value)
@@ -43,8 +53,8 @@ QVariant toVariant(const QJsonValue &value)
     case QJsonValue::String:
         return value.toString();
     case QJsonValue::Double: {
-        const qint64 i = value.toInteger(std::numeric_limits<qint64>::min());
-        if (i != std::numeric_limits<qint64>::min())
+        qint64 i = 0;
+        if (integerOf(value, &i))
             return qlonglong(i);
         return value.toDouble();
     }
@@ -87,9 +97,9 @@ QString toText(const QJsonValue &value, bool bytesAsHex)
     case QJsonValue::String:
         return value.toString();
     case QJsonValue::Double: {
-        const qint64 i = value.toInteger(std::numeric_limits<qint64>::min());
-        return i != std::numeric_limits<qint64>::min() ? QString::number(i)
-                                                       : QString::number(value.toDouble(), 'g', 17);
+        qint64 i = 0;
+        return integerOf(value, &i) ? QString::number(i)
+                                    : QString::number(value.toDouble(), 'g', 17);
     }
     case QJsonValue::Array:
         return QString::fromUtf8(QJsonDocument(value.toArray()).toJson(QJsonDocument::Compact));
@@ -181,21 +191,21 @@ Result<QueryPage> QueryPage::fromJson(const QJsonValue &value)
 {
     FieldReader r = FieldReader::answer(value, QStringLiteral("QueryPage"));
     QueryPage p;
-    const QJsonArray rows = r.array(QStringLiteral("rows"));
     const QJsonObject o = r.object();
     for (const QJsonValue &f : o.value(QStringLiteral("fields")).toArray()) {
         const QJsonObject fo = f.toObject();
         p.fields.append({fo.value(QStringLiteral("name")).toString(),
                          fo.value(QStringLiteral("type")).toString()});
     }
-    p.rows.reserve(rows.size());
-    for (const QJsonValue &row : rows) {
-        if (!row.isArray()) {
-            r.fail(QStringLiteral("rows"), QStringLiteral("must hold arrays (rowMode array)"));
-            break;
-        }
-        p.rows.append(row.toArray());
-    }
+    const auto text = o.constFind(PageText::kText);
+    Result<SqlRows> rows = text != o.constEnd()
+                               ? SqlRows::fromJson(text->toString().toUtf8())
+                               : SqlRows::fromArray(r.array(QStringLiteral("rows")));
+    if (rows)
+        p.rows = *rows;
+    else if (r.ok())
+        r.fail(QStringLiteral("rows"),
+               QStringLiteral("must hold arrays (rowMode array): ") + rows.error().message);
     p.command = r.optionalString(QStringLiteral("command"));
     p.rowsAffected = r.optionalInteger(QStringLiteral("rowsAffected"));
     p.cursor = r.optionalString(QStringLiteral("cursor"));

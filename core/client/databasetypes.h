@@ -1,5 +1,6 @@
 #pragma once
 
+#include "sqlrows.h"
 #include "types.h"
 
 #include <protocol/result.h>
@@ -64,12 +65,14 @@ struct QueryOptions
 struct QueryPage
 {
     QList<SqlField> fields; // empty for a fetch
-    QList<QJsonArray> rows;
+    SqlRows rows;
     QString command; // SELECT, INSERT, ...
     qint64 rowsAffected = 0;
     QString cursor; // empty when no rows follow
     bool done = true;
 
+    // The rows come as "rows" (an array of arrays), or as the text under PageText::kText when
+    // the call asked for them so (CallOptions::rowsAsText).
     static Result<QueryPage> fromJson(const QJsonValue &value);
 };
 

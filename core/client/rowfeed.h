@@ -49,7 +49,7 @@ public:
 Q_SIGNALS:
     // The first page arrived: fields(), command() and rowsAffected() are known.
     void started();
-    void rowsArrived(const QList<QJsonArray> &rows);
+    void rowsArrived(const Sandbox::SqlRows &rows);
     // No more rows will come.
     void finished();
     void failed(const Sandbox::Error &error);

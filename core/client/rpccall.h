@@ -25,6 +25,10 @@ struct CallOptions
     // -1: the client's default timeout; 0: no timeout; > 0: fail with ErrorCode::Timeout after
     // this many milliseconds (and ask the server to cancel the request).
     int timeoutMs = -1;
+    // A result's "rows" that is an array of arrays (a page of rows, docs/protocol.md 4.3.3) comes
+    // as its text under PageText::kText (and its count under PageText::kCount) instead of a tree
+    // of values, for a reader made for it (SqlRows). Callers that cannot take it leave it off.
+    bool rowsAsText = false;
 };
 
 using JsonCallback = std::function<void(Result<QJsonValue>)>;

@@ -2,6 +2,8 @@
 
 #include "transport.h"
 
+#include <protocol/json.h>
+#include <protocol/pagetext.h>
 #include <protocol/streamframe.h>
 
 #include <QJsonArray>
@@ -248,6 +250,7 @@ RpcCall RpcClient::call(const QString &method, const QJsonObject &params, QObjec
     auto state = std::make_shared<Internal::CallState>();
     const int timeoutMs = options.timeoutMs < 0 ? m_defaultTimeoutMs : options.timeoutMs;
     const qint64 id = enqueue(method, params, context, std::move(callback), timeoutMs, state);
+    m_pending[id].rowsAsText = options.rowsAsText;
     state->cancel = [guard = QPointer<RpcClient>(this), id] {
         if (guard)
             guard->cancelRequest(id);
@@ -434,8 +437,49 @@ void RpcClient::reportProtocolError(const Error &error)
     Q_EMIT protocolError(error);
 }
 
+std::optional<JsonRpc::Message> RpcClient::pageResponse(const QByteArray &text) const
+{
+    // Only worth a look while a call that takes rows as text waits; any other message goes the
+    // usual way (a page for a call that did not ask gets its rows as a tree again).
+    if (std::none_of(m_pending.begin(), m_pending.end(),
+                     [](const auto &p) { return p.second.rowsAsText; })
+        || !text.contains("\"rows\"") || Json::validate(text))
+        return std::nullopt;
+    const auto result = PageText::splitMember(text, "\"result\"");
+    const auto page = result ? PageText::split(result->rows) : std::nullopt;
+    if (!page)
+        return std::nullopt;
+    // The message without its rows: small, read the usual way.
+    QByteArray rest = result->members;
+    rest.chop(1);
+    rest += rest.size() > 1 ? ",\"result\":" : "\"result\":";
+    rest += page->members;
+    rest += '}';
+    JsonRpc::Incoming in = JsonRpc::parse(rest);
+    if (in.error || in.messages.size() != 1
+        || in.messages.front().kind != JsonRpc::Message::Kind::Response
+        || !in.messages.front().result.isObject())
+        return std::nullopt;
+    JsonRpc::Message m = std::move(in.messages.front());
+    QJsonObject members = m.result.toObject();
+    const auto pending = m_pending.find(positiveInteger(m.id));
+    if (pending != m_pending.end() && pending->second.rowsAsText) {
+        members.insert(PageText::kText, QString::fromUtf8(page->rows));
+        members.insert(PageText::kCount, page->rowCount);
+    } else {
+        members.insert(QStringLiteral("rows"), Json::parse(page->rows).value);
+    }
+    m.result = members;
+    return m;
+}
+
 void RpcClient::onText(const QByteArray &text)
 {
+    if (const std::optional<JsonRpc::Message> page = pageResponse(text)) {
+        m_gotMessage = true;
+        handleMessage(*page);
+        return;
+    }
     const JsonRpc::Incoming in = JsonRpc::parse(text);
     if (in.error) {
         reportProtocolError(*in.error);

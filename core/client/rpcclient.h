@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace Sandbox {
 
@@ -149,6 +150,7 @@ private:
         qint64 deadline = -1; // on m_clock, -1 for none
         bool sent = false;
         QPointer<ExecStream> stream; // set for the request that starts a stream
+        bool rowsAsText = false;     // CallOptions::rowsAsText
     };
     enum class TellServer { No, Yes };
 
@@ -168,6 +170,9 @@ private:
     void onOpened();
     void onClosed(int closeCode, const QString &reason);
     void onText(const QByteArray &text);
+    // A response whose result holds a page of rows, with the rows as CallOptions::rowsAsText
+    // says for its call; nothing for any other message.
+    std::optional<JsonRpc::Message> pageResponse(const QByteArray &text) const;
     void onBinary(const QByteArray &message);
     void handleMessage(const JsonRpc::Message &message);
     void reportProtocolError(const Error &error);

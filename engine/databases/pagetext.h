@@ -4,27 +4,17 @@
 #include <QJsonArray>
 #include <QJsonObject>
 
-#include <optional>
+#include <protocol/pagetext.h>
 
 namespace Sandbox::Engine::PageText {
 
 // A page of rows as JSON text, from a server that writes its own (sandbox-dbhost): checked once
-// by the engine and passed to the client as it is, not parsed and written again.
-
-// The page's members that hold it: the rows' text (an array of arrays) and their count.
-inline constexpr QLatin1StringView kText("$rowsText");
-inline constexpr QLatin1StringView kCount("$rowCount");
-
-struct Split
-{
-    QByteArray members; // the other members, as an object's text
-    QByteArray rows;    // the "rows" member's text: an array of arrays
-    qsizetype rowCount = 0;
-};
-
-// Splits the text of a JSON object — valid JSON, as Json::validate() says — into its "rows"
-// member and the others. Nothing when it has no "rows", or when that is not an array of arrays.
-std::optional<Split> split(QByteArrayView object);
+// by the engine and passed to the client as it is, not parsed and written again. The members that
+// hold it, and its split from an answer, are the protocol's (protocol/pagetext.h).
+using Sandbox::PageText::kCount;
+using Sandbox::PageText::kText;
+using Sandbox::PageText::split;
+using Sandbox::PageText::Split;
 
 // A page's rows whichever way it holds them: "rows", or the text under kText (parsed here).
 QJsonArray rowsOf(const QJsonObject &page);

@@ -87,6 +87,64 @@ private Q_SLOTS:
         QVERIFY(!server.url().toString().contains(kKey));
     }
 
+    void pageRowsComeAsTextWhenAsked_data()
+    {
+        QTest::addColumn<QByteArray>("result"); // the answer's result, as the server writes it
+        QTest::addColumn<bool>("asked");        // the call set CallOptions::rowsAsText
+        QTest::addColumn<bool>("asText");       // the rows came as PageText::kText
+
+        const QByteArray page = "{\"rowCount\":2,\"rows\":[[1,\"a\\\"]\"],[2,null]],"
+                                "\"cursor\":\"c\"}";
+        QTest::newRow("a page, asked") << page << true << true;
+        QTest::newRow("a page, not asked") << page << false << false;
+        QTest::newRow("rows that are not arrays")
+            << QByteArray("{\"rows\":[1,2],\"cursor\":\"c\"}") << true << false;
+        QTest::newRow("a result without rows")
+            << QByteArray("{\"cursor\":\"c\",\"n\":{\"rows\":[[1]]}}") << true << false;
+    }
+
+    // A page of rows is handed over as its text (for SqlRows) only to a call that asked for it;
+    // everything else about the message is read as usual.
+    void pageRowsComeAsTextWhenAsked()
+    {
+        QFETCH(QByteArray, result);
+        QFETCH(bool, asked);
+        QFETCH(bool, asText);
+        RpcTestServer server;
+        QVERIFY(server.listen());
+        server.handler = [&](QWebSocket *socket, const QJsonObject &message) {
+            RpcTestServer::sendRaw(socket, "{\"jsonrpc\":\"2.0\",\"id\":"
+                                               + QByteArray::number(
+                                                   message.value(QStringLiteral("id")).toInteger())
+                                               + ",\"result\":" + result + "}");
+        };
+        auto client = makeClient(server.url());
+        QVERIFY(connectClient(client.get()));
+        QSignalSpy protocolErrors(client.get(), &RpcClient::protocolError);
+        Answer a;
+        CallOptions options;
+        options.rowsAsText = asked;
+        RpcCall call = client->call(QStringLiteral("test.page"), {}, nullptr, a.callback(), options);
+        QTRY_COMPARE(a.count, 1);
+        QVERIFY(a.result->ok());
+        const QJsonObject got = a.result->value().toObject();
+        QJsonObject expected = QJsonDocument::fromJson(result).object();
+        QCOMPARE(got.contains(QStringLiteral("$rowsText")), asText);
+        if (asText) {
+            QCOMPARE(got.value(QStringLiteral("$rowsText")).toString(),
+                     QStringLiteral("[[1,\"a\\\"]\"],[2,null]]"));
+            QCOMPARE(got.value(QStringLiteral("$rowCount")).toInteger(), 2);
+            expected.remove(QStringLiteral("rows"));
+            QJsonObject rest = got;
+            rest.remove(QStringLiteral("$rowsText"));
+            rest.remove(QStringLiteral("$rowCount"));
+            QCOMPARE(rest, expected);
+        } else {
+            QCOMPARE(got, expected);
+        }
+        QCOMPARE(protocolErrors.size(), 0);
+    }
+
     void malformedServerInput_data()
     {
         QTest::addColumn<QByteArray>("payload"); // "$ID" is replaced by the request's id

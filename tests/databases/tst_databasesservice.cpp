@@ -103,8 +103,8 @@ void tst_DatabasesService::typedCalls()
     QCOMPARE(page->fields.size(), 3);
     QCOMPARE(page->fields.at(1).name, QStringLiteral("name"));
     QCOMPARE(page->rows.size(), 2);
-    QCOMPARE(SqlValue::toVariant(page->rows.at(0).at(2)).toByteArray(), QByteArray("\x00\x01", 2));
-    QVERIFY(SqlValue::isNull(page->rows.at(1).at(2)));
+    QCOMPARE(page->rows.variant(0, 2).toByteArray(), QByteArray("\x00\x01", 2));
+    QVERIFY(page->rows.isNull(1, 2));
     QVERIFY(page->done);
 
     const auto tables = wait<QList<TableInfo>>(
@@ -143,11 +143,11 @@ void tst_DatabasesService::rowFeedPagesThroughAResult()
     QSignalSpy finished(&feed, &RowFeed::finished);
     qint64 sum = 0, rows = 0;
     int pages = 0;
-    connect(&feed, &RowFeed::rowsArrived, this, [&](const QList<QJsonArray> &page) {
+    connect(&feed, &RowFeed::rowsArrived, this, [&](const SqlRows &page) {
         ++pages;
         QVERIFY(page.size() <= 1000);
-        for (const QJsonArray &r : page) {
-            sum += r.at(0).toInteger();
+        for (qsizetype r = 0; r < page.size(); ++r) {
+            sum += page.variant(r, 0).toLongLong();
             ++rows;
         }
     });

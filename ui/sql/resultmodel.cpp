@@ -90,7 +90,7 @@ void ResultModel::setFeed(RowFeed *feed)
         endResetModel();
         Q_EMIT started();
     });
-    connect(feed, &RowFeed::rowsArrived, this, [this, generation](const QList<QJsonArray> &rows) {
+    connect(feed, &RowFeed::rowsArrived, this, [this, generation](const SqlRows &rows) {
         if (generation == m_generation) // a page for a result that is gone is dropped
             append(rows);
     });
@@ -115,17 +115,15 @@ void ResultModel::setFeed(RowFeed *feed)
     feed->start();
 }
 
-void ResultModel::append(const QList<QJsonArray> &rows)
+void ResultModel::append(const SqlRows &rows)
 {
     if (!m_spill) {
         m_spill = new QTemporaryFile(this);
         if (!m_spill->open())
             qCWarning(lcResultModel) << "cannot open a spill file:" << m_spill->errorString();
     }
-    QJsonArray page;
-    for (const QJsonArray &r : rows)
-        page.append(r);
-    const QByteArray bytes = QJsonDocument(page).toJson(QJsonDocument::Compact);
+    // The page's text as it came: nothing to write anew.
+    const QByteArray &bytes = rows.toJson();
     Page p;
     p.offset = m_spillBytes;
     p.bytes = bytes.size();
@@ -156,7 +154,7 @@ int ResultModel::pageOf(int row) const
     return int(it - m_pages.cbegin()) - 1;
 }
 
-const QList<QJsonArray> *ResultModel::loadPage(int page) const
+const SqlRows *ResultModel::loadPage(int page) const
 {
     if (page < 0 || page >= m_pages.size())
         return nullptr;
@@ -164,16 +162,17 @@ const QList<QJsonArray> *ResultModel::loadPage(int page) const
     if (it == m_cache.end()) {
         const Page &p = m_pages[page];
         m_spill->seek(p.offset);
-        const QJsonArray rows = QJsonDocument::fromJson(m_spill->read(p.bytes)).array();
-        QList<QJsonArray> decoded;
-        decoded.reserve(rows.size());
-        for (const QJsonValue &r : rows)
-            decoded.append(r.toArray());
+        Result<SqlRows> decoded = SqlRows::fromJson(m_spill->read(p.bytes));
+        if (!decoded) {
+            qCWarning(lcResultModel)
+                << "cannot read a page back from the spill file:" << decoded.error().message;
+            decoded = SqlRows();
+        }
         // Room first, then the page: QHash may move its entries when one is removed, so no
         // iterator is kept across a remove() (it pointed at another page now and then).
         while (!m_lru.isEmpty() && m_lru.size() >= m_maxCachedPages)
             m_cache.remove(m_lru.takeFirst());
-        it = m_cache.insert(page, decoded);
+        it = m_cache.insert(page, *decoded);
         m_lru.append(page);
     } else {
         m_lru.removeOne(page);
@@ -185,10 +184,19 @@ const QList<QJsonArray> *ResultModel::loadPage(int page) const
 QJsonArray ResultModel::rowAt(int row) const
 {
     const int page = pageOf(row);
-    const QList<QJsonArray> *rows = loadPage(page);
+    const SqlRows *rows = loadPage(page);
     if (!rows)
         return {};
-    return rows->value(row - m_pages[page].firstRow);
+    return rows->row(row - m_pages[page].firstRow);
+}
+
+QJsonValue ResultModel::valueAt(int row, int column) const
+{
+    const int page = pageOf(row);
+    const SqlRows *rows = loadPage(page);
+    if (!rows)
+        return QJsonValue(QJsonValue::Undefined);
+    return rows->value(row - m_pages[page].firstRow, column);
 }
 
 int ResultModel::rowCount(const QModelIndex &parent) const
@@ -205,7 +213,7 @@ QVariant ResultModel::data(const QModelIndex &index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
         return {};
-    const QJsonValue v = rowAt(index.row()).at(index.column());
+    const QJsonValue v = valueAt(index.row(), index.column());
     const bool null = SqlValue::isNull(v);
     switch (role) {
     case Qt::DisplayRole: {
@@ -282,7 +290,7 @@ QString ResultModel::copyText(const QModelIndexList &indexes, bool withHeader) c
     QMap<int, QMap<int, QString>> cells;
     int minColumn = INT_MAX, maxColumn = -1;
     for (const QModelIndex &i : indexes) {
-        const QJsonValue v = rowAt(i.row()).at(i.column());
+        const QJsonValue v = valueAt(i.row(), i.column());
         cells[i.row()][i.column()] = SqlValue::isNull(v) ? QString() : SqlValue::toText(v);
         minColumn = qMin(minColumn, i.column());
         maxColumn = qMax(maxColumn, i.column());
@@ -420,7 +428,7 @@ QString ResultModel::copyAs(const QModelIndexList &indexes, CopyFormat format,
 
 QString ResultModel::fullText(const QModelIndex &index, int maxBytes) const
 {
-    const QJsonValue v = rowAt(index.row()).at(index.column());
+    const QJsonValue v = valueAt(index.row(), index.column());
     if (SqlValue::isNull(v))
         return QStringLiteral("NULL");
     if (v.isObject() && v.toObject().contains(QStringLiteral("$bytes"))) {

@@ -50,6 +50,8 @@ public:
     bool isComplete() const;
     bool isFetching() const;
     QJsonArray rowAt(int row) const;
+    // One value of rowAt(), without the rest of its row.
+    QJsonValue valueAt(int row, int column) const;
     // Tab-separated text of the given cells (rows in order, a row per line), for the clipboard.
     QString copyText(const QModelIndexList &indexes, bool withHeader = false) const;
 
@@ -86,9 +88,9 @@ private:
         int rows = 0;
     };
 
-    void append(const QList<QJsonArray> &rows);
+    void append(const SqlRows &rows);
     int pageOf(int row) const;
-    const QList<QJsonArray> *loadPage(int page) const;
+    const SqlRows *loadPage(int page) const;
     void continueExport();
 
     QPointer<RowFeed> m_feed; // owned (child)
@@ -99,7 +101,7 @@ private:
     QTemporaryFile *m_spill = nullptr; // owned (child)
     qint64 m_spillBytes = 0;
     int m_maxCachedPages = 8;
-    mutable QHash<int, QList<QJsonArray>> m_cache;
+    mutable QHash<int, SqlRows> m_cache;
     mutable QList<int> m_lru; // most recently used last
 
     struct Export

@@ -220,7 +220,13 @@ bool endsTransaction(const std::string &command, std::string text)
 SqliteBackend::SqliteBackend(std::string path)
     : m_path(std::move(path))
     , m_cursors(sqlite3_interrupt)
-{}
+{
+    // No count of SQLite's memory in use (nothing here asks for it): counting takes a mutex
+    // around every allocation, and a page's rows allocate per value. Only possible before SQLite
+    // initialises; a second backend (adopt) finds it done.
+    static const int noMemoryStatus = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    (void)noMemoryStatus;
+}
 
 SqliteBackend::Cursor::~Cursor()
 {
