@@ -63,6 +63,8 @@
 #include <QToolButton>
 #include <QTreeView>
 
+#include <optional>
+
 using namespace Sandbox;
 using namespace Sandbox::Ui;
 
@@ -494,10 +496,15 @@ private Q_SLOTS:
     {
         QFETCH(bool, dark);
         QFETCH(QSize, size);
-        const auto s = m_engine.createAgent(QStringLiteral("terminal-flood"));
-        QVERIFY(s);
+        // One sandbox for every row (a new shell in it each time): the suite's key may run at
+        // most 8 sandboxes at once, and the dashboard's agents come after this.
+        if (!m_floodSandbox) {
+            const auto s = m_engine.createAgent(QStringLiteral("terminal-flood"));
+            QVERIFY(s);
+            m_floodSandbox = s.value();
+        }
         QApplication::setPalette(dark ? Style::darkPalette() : m_light);
-        TerminalPage page(SandboxPageContext{m_engine.client(), s.value(), nullptr});
+        TerminalPage page(SandboxPageContext{m_engine.client(), *m_floodSandbox, nullptr});
         page.resize(size);
         page.show();
         QVERIFY(QTest::qWaitForWindowExposed(&page));
@@ -679,6 +686,7 @@ private:
     QPalette m_light;
     QString m_agent;
     QString m_database;
+    std::optional<Sandbox::SandboxInfo> m_floodSandbox;
 };
 
 QTEST_MAIN(TestScreenshot)
