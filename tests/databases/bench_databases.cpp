@@ -3,6 +3,7 @@
 // data, and rows per second streamed for a 1,000,000-row result against the same clients. Prints
 // figures and ratios against baselines measured in the same run.
 #include "enginefixture.h"
+#include "samplestats.h"
 #include "sandboxprocesses.h"
 
 #include <client/client.h>
@@ -22,17 +23,8 @@ using namespace Sandbox;
 
 namespace {
 
-double median(QList<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v.isEmpty() ? 0 : v[v.size() / 2];
-}
-
-double percentile(QList<double> v, double p)
-{
-    std::sort(v.begin(), v.end());
-    return v.isEmpty() ? 0 : v[qMin<qsizetype>(v.size() - 1, qsizetype(v.size() * p))];
-}
+using SampleStats::median;
+using SampleStats::percentile;
 
 // The host's load average over the last minute, printed with each figure.
 QByteArray loadAverage()

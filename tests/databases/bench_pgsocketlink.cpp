@@ -6,6 +6,7 @@
 #include "databases/pgconnection.h"
 #include "databases/pgsocketlink.h"
 #include "enginefixture.h"
+#include "samplestats.h"
 
 #include <QElapsedTimer>
 #include <QEventLoop>
@@ -20,17 +21,8 @@ using namespace Sandbox::Engine;
 
 namespace {
 
-double median(QList<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v.isEmpty() ? 0 : v[v.size() / 2];
-}
-
-double percentile(QList<double> v, double p)
-{
-    std::sort(v.begin(), v.end());
-    return v.isEmpty() ? 0 : v[qMin<qsizetype>(v.size() - 1, qsizetype(v.size() * p))];
-}
+using SampleStats::median;
+using SampleStats::percentile;
 
 } // namespace
 

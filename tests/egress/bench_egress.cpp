@@ -12,6 +12,7 @@
 // the question is whether the relay keeps up with the network an agent's traffic comes from.
 #include "enginefixture.h"
 #include "procstat.h"
+#include "samplestats.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -123,11 +124,7 @@ constexpr Load paced(qint64 bitsPerSecond)
     return {0, bitsPerSecond / 8 * 2, 3, bitsPerSecond};
 }
 
-double median(QList<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v.isEmpty() ? 0 : v[v.size() / 2];
-}
+using SampleStats::median;
 
 double p90(QList<double> v)
 {
