@@ -9,6 +9,7 @@
 // Prints figures; asserts only that they were measured (timings are not pass/fail here).
 #include "doctor/bubblewrap.h"
 #include "enginefixture.h"
+#include "eventwait.h"
 #include "procstat.h"
 
 #include <client/client.h>
@@ -17,7 +18,6 @@
 
 #include <QDir>
 #include <QElapsedTimer>
-#include <QEventLoop>
 #include <QFile>
 #include <QHash>
 #include <QJsonArray>
@@ -25,7 +25,6 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
-#include <QTimer>
 
 #include <algorithm>
 #include <spawn.h>
@@ -62,25 +61,7 @@ double msSince(const QElapsedTimer &t)
     return double(t.nsecsElapsed()) / 1e6;
 }
 
-// Runs a real event loop, as the desktop's, until `done` (checked whenever `sender` emits one
-// of its signals) or the timeout: the client reads its socket as soon as bytes come. QTRY_*
-// processes events only every 10 ms (QTest::qWait sleeps between its rounds), which paced the
-// very stream it measured.
-template<typename Sender, typename... Signals>
-bool runUntil(const bool &done, int timeoutMs, Sender *sender, Signals... endings)
-{
-    QEventLoop loop;
-    QTimer::singleShot(timeoutMs, &loop, &QEventLoop::quit);
-    (QObject::connect(sender, endings, &loop,
-                      [&] {
-                          if (done)
-                              loop.quit();
-                      }),
-     ...);
-    if (!done)
-        loop.exec();
-    return done;
-}
+using EventWait::runUntil;
 
 // CPU milliseconds of the descendants of `root` whose name is `comm` (each sandbox's supervisor
 // below the engine), found through /proc's parent links.

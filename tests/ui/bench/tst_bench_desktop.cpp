@@ -10,6 +10,7 @@
 //    alone (what the path delivers without a widget; "keeps up" is >= 0.8x of it) and against
 //    `cat > /dev/null` of the same file in the sandbox; with the longest stall of the event loop
 //    and the repaints a second while the output floods.
+#include <eventwait.h>
 #include <uitest.h>
 
 #include <console/consolebuffer.h>
@@ -375,7 +376,8 @@ private Q_SLOTS:
             });
             connect(session, &TerminalSession::finished, this, [&] { done = true; });
             connect(session, &TerminalSession::failed, this, [&] { done = true; });
-            if (!QTest::qWaitFor([&] { return done; }, 300000))
+            if (!EventWait::runUntil(done, 300000, session, &TerminalSession::finished,
+                                     &TerminalSession::failed))
                 return -1;
             if (view)
                 view->flushOutput();
@@ -423,7 +425,8 @@ private Q_SLOTS:
                         [&](const QString &, const QByteArray &data) { received += data.size(); });
                 connect(stream, &ExecStream::finished, this, [&] { done = true; });
                 connect(stream, &ExecStream::failed, this, [&] { done = true; });
-                QTRY_VERIFY_WITH_TIMEOUT(done, 300000);
+                QVERIFY(EventWait::runUntil(done, 300000, stream, &ExecStream::finished,
+                                            &ExecStream::failed));
                 execBare.append(mbps(consoleBytes, double(t.nsecsElapsed()) / 1e6));
                 cpuExec.append(cpuPerMiB(consoleBytes));
                 QCOMPARE(received, consoleBytes);
