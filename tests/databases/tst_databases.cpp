@@ -5,10 +5,15 @@
 #include "procstat.h"
 #include "sandboxprocesses.h"
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonDocument>
+#include <QScopeGuard>
 #include <QTest>
+
+#include <csignal>
+#include <unistd.h>
 
 namespace {
 
@@ -38,6 +43,34 @@ int activeSleeps(const DbCall &d)
         .toArray()
         .at(0)
         .toInt();
+}
+
+// The threads of process `pid` now.
+int threadCount(qint64 pid)
+{
+    return int(QDir(QStringLiteral("/proc/%1/task").arg(pid))
+                   .entryList(QDir::Dirs | QDir::NoDotAndDotDot)
+                   .size());
+}
+
+// The host pid of the PostgreSQL server's postmaster in sandbox `id` (the postgres process whose
+// parent is not one), or 0.
+int postmasterPid(const QString &id)
+{
+    const auto statOf = [](int pid) {
+        QFile f(QStringLiteral("/proc/%1/stat").arg(pid));
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    };
+    for (const int pid : sandboxProcesses(id)) {
+        const QByteArray stat = statOf(pid);
+        const qsizetype close = stat.lastIndexOf(')');
+        if (!stat.contains("(postgres)") || close < 0)
+            continue;
+        const int parent = stat.mid(close + 2).split(' ').value(1).toInt();
+        if (!statOf(parent).contains("(postgres)"))
+            return pid;
+    }
+    return 0;
 }
 
 qint64 rssHighWaterKb(qint64 pid)
@@ -78,6 +111,7 @@ private Q_SLOTS:
     void pagingAMillionRows();
     void cancelStopsTheQuery_data();
     void cancelStopsTheQuery();
+    void aServerThatNeverTakesItsCancelsHoldsFewThreads();
     void statementTimeout_data();
     void statementTimeout();
     void badSqlSaysWhere_data();
@@ -707,6 +741,89 @@ void tst_Databases::cancelStopsTheQuery()
         // ...and the server let go of it (its backend leaves the state 'active').
         QTRY_COMPARE_WITH_TIMEOUT(activeSleeps(d), 0, 3000);
     }
+}
+
+void tst_Databases::aServerThatNeverTakesItsCancelsHoldsFewThreads()
+{
+    // A PostgreSQL server that never reads the cancels sent to it (a hostile one; here a stopped
+    // postmaster) holds the engine's thread of each cancel until it does. The engine sends at most
+    // 4 at a time per database, answers every call after its grace time, and serves others meanwhile.
+    if (::geteuid() != 0)
+        QSKIP("stopping the sandbox's server (another uid) takes root");
+    const QJsonObject created = m_engine.create(QStringLiteral("databases.create"),
+                                                {{QStringLiteral("type"),
+                                                  QStringLiteral("postgres")},
+                                                 {QStringLiteral("size"), QStringLiteral("basic")}},
+                                                120000);
+    QVERIFY2(!created.isEmpty(), dump(m_engine.rpc().lastError()).constData());
+    const DbCall d{&m_engine.rpc(), created.value(QStringLiteral("id")).toString()};
+    constexpr int calls = 8; // the database's connections (maxConnections)
+    const auto sendAll = [&](int firstId, const QString &sql, int timeoutMs) {
+        for (int i = 0; i < calls; ++i) {
+            const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                      {QStringLiteral("id"), firstId + i},
+                                      {QStringLiteral("method"), QStringLiteral("databases.query")},
+                                      {QStringLiteral("params"),
+                                       QJsonObject{{QStringLiteral("id"), d.id},
+                                                   {QStringLiteral("sql"), sql},
+                                                   {QStringLiteral("timeout"), timeoutMs}}}};
+            m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+        }
+    };
+    const auto answers = [&](int firstId, int timeoutMs) {
+        QList<QJsonObject> got;
+        QElapsedTimer clock;
+        clock.start();
+        while (got.size() < calls && clock.elapsed() < timeoutMs) {
+            const QJsonObject m = m_engine.rpc().nextMessage(timeoutMs).toObject();
+            const int id = m.value(QStringLiteral("id")).toInt();
+            if (id >= firstId && id < firstId + calls)
+                got.append(m);
+        }
+        return got;
+    };
+    // Each call on a connection of its own, opened while the server still takes connections
+    // (its backends keep serving them once the postmaster stops).
+    sendAll(100, QStringLiteral("SELECT pg_sleep(0.5)"), 30000);
+    const QList<QJsonObject> warm = answers(100, 30000);
+    QCOMPARE(warm.size(), calls);
+    for (const QJsonObject &m : warm)
+        QVERIFY2(m.contains(QStringLiteral("result")), QJsonDocument(m).toJson().constData());
+
+    const int postmaster = postmasterPid(d.id);
+    QVERIFY(postmaster > 0);
+    const qint64 engine = m_engine.process().pid();
+    const int threadsBefore = threadCount(engine);
+    QCOMPARE(::kill(postmaster, SIGSTOP), 0);
+    auto resume = qScopeGuard([postmaster] { ::kill(postmaster, SIGCONT); });
+
+    sendAll(200, QStringLiteral("SELECT pg_sleep(60)"), 300);
+    // Each answers with its timeout once the grace time after its cancel has passed.
+    const QList<QJsonObject> timedOut = answers(200, 30000);
+    QCOMPARE(timedOut.size(), calls);
+    for (const QJsonObject &m : timedOut)
+        QCOMPARE(m.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
+                 -32004);
+    // The cancels wait for the stopped server: a few threads, not one per call.
+    const int held = threadCount(engine) - threadsBefore;
+    QVERIFY2(held >= 1 && held <= 4, qPrintable(QStringLiteral("%1 threads held").arg(held)));
+    // The engine serves other calls meanwhile.
+    RpcTestClient other;
+    QVERIFY(other.open(m_engine.process().wsUrl(), m_engine.process().key()));
+    QElapsedTimer clock;
+    clock.start();
+    QVERIFY(!other.result(QStringLiteral("databases.list"), {}).isEmpty());
+    QVERIFY2(clock.elapsed() < 2000, qPrintable(QString::number(clock.elapsed())));
+
+    // Once the server reads its cancels, their threads end.
+    resume.dismiss();
+    QCOMPARE(::kill(postmaster, SIGCONT), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(threadCount(engine) <= threadsBefore, 15000);
+    QTRY_COMPARE_WITH_TIMEOUT(d.query(QStringLiteral("SELECT 5"))
+                                  .value(QStringLiteral("rows"))
+                                  .toArray(),
+                              (QJsonArray{QJsonArray{5}}), 15000);
+    m_engine.rpc().result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), d.id}});
 }
 
 void tst_Databases::statementTimeout_data()
