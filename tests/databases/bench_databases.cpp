@@ -391,55 +391,77 @@ void bench_Databases::streamAMillionRows()
             loop.exec(); // the callback quits it: no polling
         return std::move(*got);
     };
-    QElapsedTimer clock;
-    clock.start();
-    Result<QueryPage> r = page(sql, {});
-    const double firstPage = ms(clock);
-    qint64 rows = 0, sum = 0;
-    for (;;) {
-        QVERIFY2(r, qPrintable(r ? QString() : r.error().message));
-        for (qsizetype i = 0; i < r->rows.size(); ++i)
-            sum += r->rows.variant(i, 0).toLongLong();
-        rows += r->rows.size();
-        if (!r->rows.isEmpty())
-            QCOMPARE(r->rows.text(r->rows.size() - 1, 1), QStringLiteral("row %1").arg(rows));
-        if (r->cursor.isEmpty())
-            break;
-        r = page(sql, r->cursor);
-    }
-    const double total = ms(clock);
-    QCOMPARE(rows, 1000000);
-    QCOMPARE(sum, qint64(1000000) * 1000001 / 2);
+    // One read through the engine: every page decoded, counted and checked.
+    QList<double> firstPages, totals, directs;
+    const auto throughEngine = [&] {
+        QElapsedTimer clock;
+        clock.start();
+        Result<QueryPage> r = page(sql, {});
+        firstPages.append(ms(clock));
+        qint64 rows = 0, sum = 0;
+        for (;;) {
+            QVERIFY2(r, qPrintable(r ? QString() : r.error().message));
+            for (qsizetype i = 0; i < r->rows.size(); ++i)
+                sum += r->rows.variant(i, 0).toLongLong();
+            rows += r->rows.size();
+            if (!r->rows.isEmpty())
+                QCOMPARE(r->rows.text(r->rows.size() - 1, 1), QStringLiteral("row %1").arg(rows));
+            if (r->cursor.isEmpty())
+                break;
+            r = page(sql, r->cursor);
+        }
+        totals.append(ms(clock));
+        QCOMPARE(rows, 1000000);
+        QCOMPARE(sum, qint64(1000000) * 1000001 / 2);
+    };
     // Baseline: the same rows read directly by the engine's own kind of client on the host.
     const QString state = m_engine.process().dataDir() + QStringLiteral("/sandboxes/") + id;
-    QProcess p;
-    QElapsedTimer d;
-    d.start();
-    if (type == QLatin1String("postgres"))
-        p.start(QStringLiteral("psql"),
-                {QStringLiteral("-X"), QStringLiteral("-A"), QStringLiteral("-t"),
-                 QStringLiteral("-h"), state + QStringLiteral("/volume/run"), QStringLiteral("-U"),
-                 QStringLiteral("sandbox"), QStringLiteral("-d"), QStringLiteral("postgres"),
-                 QStringLiteral("-c"), sql});
-    else if (type == QLatin1String("sqlite"))
-        p.start(QStringLiteral("sqlite3"),
-                {QStringLiteral("-batch"), QStringLiteral("-readonly"),
-                 state + QStringLiteral("/volume/workspace/main.db"), sql});
-    else
-        p.start(kDuckdbDirect, {QStringLiteral("-c"), sql});
-    qint64 lines = 0;
-    while (p.state() != QProcess::NotRunning || p.bytesAvailable()) {
-        p.waitForReadyRead(1000);
-        lines += p.readAll().count('\n');
+    const auto directly = [&] {
+        QProcess p;
+        QElapsedTimer d;
+        d.start();
+        if (type == QLatin1String("postgres"))
+            p.start(QStringLiteral("psql"),
+                    {QStringLiteral("-X"), QStringLiteral("-A"), QStringLiteral("-t"),
+                     QStringLiteral("-h"), state + QStringLiteral("/volume/run"),
+                     QStringLiteral("-U"), QStringLiteral("sandbox"), QStringLiteral("-d"),
+                     QStringLiteral("postgres"), QStringLiteral("-c"), sql});
+        else if (type == QLatin1String("sqlite"))
+            p.start(QStringLiteral("sqlite3"),
+                    {QStringLiteral("-batch"), QStringLiteral("-readonly"),
+                     state + QStringLiteral("/volume/workspace/main.db"), sql});
+        else
+            p.start(kDuckdbDirect, {QStringLiteral("-c"), sql});
+        qint64 lines = 0;
+        while (p.state() != QProcess::NotRunning || p.bytesAvailable()) {
+            p.waitForReadyRead(1000);
+            lines += p.readAll().count('\n');
+        }
+        directs.append(ms(d));
+        QCOMPARE(lines, 1000000);
+    };
+    // Alternated, three of each: one read takes half a second, and a single pair swung with
+    // whatever else the two cores ran in that second.
+    for (int round = 0; round < 3; ++round) {
+        throughEngine();
+        if (QTest::currentTestFailed())
+            return;
+        directly();
+        if (QTest::currentTestFailed())
+            return;
     }
-    const double direct = ms(d);
-    QCOMPARE(lines, 1000000);
     // The ratio of rows per second: through the engine over directly (target >= 0.8).
+    const double total = median(totals), direct = median(directs);
     const double ratio = direct / total;
     qInfo("BENCH %s 1,000,000 rows streamed in pages of 10,000: first page %.1f ms, total %.0f ms, "
-          "%.0f rows/s; %s directly %.0f ms, %.0f rows/s; ratio %.2fx; target >= 0.8x: %s",
-          qPrintable(type), firstPage, total, rows * 1000.0 / total, qPrintable(directName(type)),
-          direct, rows * 1000.0 / direct, ratio, ratio >= 0.8 ? "met" : "NOT met");
+          "%.0f rows/s; %s directly %.0f ms, %.0f rows/s; ratio %.2fx (medians of 3, alternated; "
+          "totals %.0f-%.0f ms, directly %.0f-%.0f ms); target >= 0.8x: %s (load average %s)",
+          qPrintable(type), median(firstPages), total, 1e9 / total, qPrintable(directName(type)),
+          direct, 1e9 / direct, ratio, *std::min_element(totals.cbegin(), totals.cend()),
+          *std::max_element(totals.cbegin(), totals.cend()),
+          *std::min_element(directs.cbegin(), directs.cend()),
+          *std::max_element(directs.cbegin(), directs.cend()), ratio >= 0.8 ? "met" : "NOT met",
+          loadAverage().constData());
 }
 
 QTEST_GUILESS_MAIN(bench_Databases)
