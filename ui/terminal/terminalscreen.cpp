@@ -511,26 +511,15 @@ void TerminalScreen::SyntaxTracker::scan(QByteArrayView bytes)
 
 void TerminalScreen::reflow(int cols, int rows)
 {
-    // The logical lines: scrollback and screen rows joined where a row was full (wrapped).
+    // The screen's rows (down to the cursor or the last one with text) join the scrollback, all
+    // of it is wrapped again at the new width on its stored form, and the last rows (with the
+    // cursor) come back to the screen. The scrollback may hold a bigger screenful meanwhile.
     const auto trimmed = [this](Line l) {
         while (!l.isEmpty() && l.last().text == QLatin1String(" ") && l.last().bg == m_bg
                && !l.last().reverse)
             l.removeLast();
         return l;
     };
-    QList<Line> logical;
-    Line current;
-    int cursorLine = -1;
-    qsizetype cursorOffset = 0;
-    const auto take = [&](const Line &row, bool last) {
-        current += row;
-        if (row.size() < m_cols || last) {
-            logical.append(std::move(current));
-            current = Line();
-        }
-    };
-    for (int i = 0; i < m_scrollback.size(); ++i)
-        take(m_scrollback.line(i, m_fg, m_bg), false);
     int lastRow = m_cursor.y();
     for (int r = m_rows - 1; r > lastRow; --r) {
         if (!trimmed(line(r)).isEmpty()) {
@@ -538,71 +527,37 @@ void TerminalScreen::reflow(int cols, int rows)
             break;
         }
     }
-    for (int r = 0; r <= lastRow && r < m_rows; ++r) {
-        if (r == m_cursor.y()) {
-            cursorLine = int(logical.size());
-            cursorOffset = current.size() + m_cursor.x();
-        }
-        take(trimmed(line(r)), r == lastRow);
-    }
-
-    // Wrapped again at the new width (a wide character does not straddle two rows).
-    Cell blank;
-    blank.text = QStringLiteral(" ");
-    blank.fg = m_fg;
-    blank.bg = m_bg;
-    QList<Line> rowsOut;
-    int cursorRow = 0;
-    int cursorCol = 0;
-    for (int i = 0; i < logical.size(); ++i) {
-        const Line &l = logical.at(i);
-        const int first = int(rowsOut.size());
-        Line row;
-        QList<qsizetype> rowStarts{0};
-        for (qsizetype c = 0; c < l.size(); ++c) {
-            const Cell &cell = l.at(c);
-            if (cell.width == 2 && row.size() == cols - 1)
-                row.append(blank);
-            if (row.size() >= cols) {
-                rowsOut.append(std::move(row));
-                row = Line();
-                rowStarts.append(c);
-            }
-            row.append(cell);
-        }
-        rowsOut.append(std::move(row));
-        if (i == cursorLine) {
-            int k = int(rowStarts.size()) - 1;
-            while (k > 0 && rowStarts.at(k) > cursorOffset)
-                --k;
-            cursorRow = first + k;
-            cursorCol = int(cursorOffset - rowStarts.at(k));
-            if (cursorCol >= cols) { // past the end of a full row: the next one
-                cursorRow += cursorCol / cols;
-                cursorCol %= cols;
-                while (rowsOut.size() <= cursorRow)
-                    rowsOut.append(Line());
-            }
-        }
-    }
+    const int limit = m_scrollback.limit();
+    // Room for every cell of the screen on a row of its own (a width of 1), and a pad each.
+    m_scrollback.setLimit(limit + (lastRow + 1) * (m_cols + 1) * 2);
+    TerminalScrollback::Place cursor{m_scrollback.size() + m_cursor.y(), m_cursor.x()};
+    for (int r = 0; r <= lastRow && r < m_rows; ++r)
+        appendToScrollback(line(r));
+    m_scrollback.rewrap(m_cols, cols, &cursor);
 
     // The last rows (with the cursor) on the screen, the rest in the scrollback.
-    int top = qMax(0, int(rowsOut.size()) - rows);
-    if (cursorRow < top)
-        top = cursorRow;
-    m_scrollback.clear();
-    for (int r = qMax(0, top - m_scrollback.limit()); r < top; ++r)
-        appendToScrollback(rowsOut.at(r));
+    const int made = m_scrollback.size();
+    int top = qMax(0, made - rows);
+    if (cursor.line < top)
+        top = int(cursor.line);
+    QList<Line> onScreen;
+    for (int r = top; r < made && r - top < rows; ++r)
+        onScreen.append(m_scrollback.line(r, m_fg, m_bg));
+    for (int r = top; r < made; ++r)
+        m_scrollback.removeNewest();
+    m_scrollback.setLimit(limit);
+    const int cursorRow = int(cursor.line) - top;
+    const int cursorCol = int(cursor.cell);
     m_cols = cols;
     m_rows = rows;
     m_reflowing = true;
     vterm_set_size(m_vt, rows, cols);
     m_reflowing = false;
     QByteArray out("[0m[H[2J");
-    for (int r = top; r < rowsOut.size() && r - top < rows; ++r) {
-        out += "[" + QByteArray::number(r - top + 1) + ";1H";
+    for (int r = 0; r < onScreen.size(); ++r) {
+        out += "[" + QByteArray::number(r + 1) + ";1H";
         QByteArray pen;
-        for (const Cell &cell : rowsOut.at(r)) {
+        for (const Cell &cell : std::as_const(onScreen.at(r))) {
             if (cell.text.isEmpty())
                 continue; // the right half of a wide character
             const QByteArray p = sgrOf(cell);
@@ -614,8 +569,7 @@ void TerminalScreen::reflow(int cols, int rows)
         }
         out += "[0m";
     }
-    out += "[" + QByteArray::number(cursorRow - top + 1) + ';' + QByteArray::number(cursorCol + 1)
-           + 'H';
+    out += "[" + QByteArray::number(cursorRow + 1) + ';' + QByteArray::number(cursorCol + 1) + 'H';
     vterm_input_write(m_vt, out.constData(), size_t(out.size()));
     vterm_screen_flush_damage(m_screen);
     m_scrollbackChanged = false;

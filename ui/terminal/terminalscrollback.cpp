@@ -58,6 +58,18 @@ void TerminalScrollback::Writer::appendBlanks(qsizetype n, const Pen &pen)
     addCells(n, pen);
 }
 
+void TerminalScrollback::Writer::appendNarrow(QStringView text, const Pen &pen)
+{
+    if (text.isEmpty())
+        return;
+    if (m_line.complex) {
+        for (qsizetype i = 0; i < text.size(); ++i)
+            m_line.layout.append(quint32(m_line.text.size() + i) << kStartShift | 1);
+    }
+    m_line.text.append(text);
+    addCells(text.size(), pen);
+}
+
 TerminalScrollback::Writer::~Writer()
 {
     // Trailing blanks on the default background (not reversed) are not kept.
@@ -185,6 +197,138 @@ void TerminalScrollback::removeNewest()
 {
     if (m_count > 0)
         --m_count;
+}
+
+void TerminalScrollback::join(StoredLine &into, const StoredLine &line)
+{
+    if (line.complex && !into.complex) {
+        into.complex = true;
+        into.layout.reserve(into.cells + line.cells);
+        for (qsizetype i = 0; i < into.cells; ++i)
+            into.layout.append(quint32(i) << kStartShift | 1);
+    }
+    const auto base = quint32(into.text.size());
+    if (into.complex) {
+        for (qsizetype i = 0; i < line.cells; ++i)
+            into.layout.append(line.complex ? line.layout.at(i) + (base << kStartShift)
+                                            : (base + quint32(i)) << kStartShift | 1);
+    }
+    into.text.append(line.text);
+    for (const Run &run : line.runs) {
+        if (!into.runs.isEmpty() && into.runs.last().pen == run.pen)
+            into.runs.last().cells += run.cells;
+        else
+            into.runs.append(run);
+    }
+    into.cells += line.cells;
+}
+
+QList<qsizetype> TerminalScrollback::cut(const StoredLine &line, int cols)
+{
+    QList<qsizetype> starts{0};
+    if (!line.complex) {
+        // One UTF-16 unit per cell: rows are slices of the text, each run's part of it at once.
+        qsizetype cell = 0;
+        qsizetype run = 0;
+        qint32 usedOfRun = 0;
+        do {
+            Writer w = append();
+            const qsizetype end = qMin(line.cells, cell + cols);
+            while (cell < end) {
+                const Run &r = line.runs.at(run);
+                const qsizetype n = qMin<qsizetype>(end - cell, r.cells - usedOfRun);
+                w.appendNarrow(QStringView(line.text).mid(cell, n), r.pen);
+                cell += n;
+                usedOfRun += qint32(n);
+                if (usedOfRun == r.cells)
+                    ++run, usedOfRun = 0;
+            }
+            if (cell < line.cells)
+                starts.append(cell);
+        } while (cell < line.cells);
+        return starts;
+    }
+    qsizetype cell = 0;
+    qsizetype run = 0;
+    qint32 usedOfRun = 0;
+    do {
+        Writer w = append();
+        qsizetype inRow = 0;
+        bool carried = cell > 0; // the cell that did not fit the row before starts this one
+        while (cell < line.cells) {
+            const quint32 width = line.layout.at(cell) & kWidthMask;
+            if (!carried) {
+                if (width == 2 && inRow == cols - 1) {
+                    w.appendBlanks(1, Pen{});
+                    ++inRow;
+                }
+                if (inRow >= cols)
+                    break;
+            }
+            carried = false;
+            const qsizetype start = line.layout.at(cell) >> kStartShift;
+            const qsizetype end = cell + 1 < line.cells ? line.layout.at(cell + 1) >> kStartShift
+                                                        : line.text.size();
+            w.append(QStringView(line.text).mid(start, end - start), int(width),
+                     line.runs.at(run).pen);
+            ++inRow;
+            ++cell;
+            if (++usedOfRun == line.runs.at(run).cells)
+                ++run, usedOfRun = 0;
+        }
+        if (cell < line.cells)
+            starts.append(cell);
+    } while (cell < line.cells);
+    return starts;
+}
+
+void TerminalScrollback::rewrap(int oldCols, int cols, Place *place)
+{
+    cols = qMax(1, cols);
+    linearize();
+    std::vector<StoredLine> old = std::move(m_lines);
+    const qsizetype count = m_count;
+    m_lines = {};
+    m_first = 0;
+    m_count = 0;
+    qsizetype rowsMade = 0; // including those the limit dropped since
+    qsizetype placeOffset = -1;
+    StoredLine logical;
+    for (qsizetype i = 0; i < count; ++i) {
+        StoredLine &line = old[size_t(i)];
+        if (place && i == place->line)
+            placeOffset = logical.cells + place->cell;
+        const bool full = line.cells >= oldCols;
+        join(logical, line);
+        line = {}; // its memory goes as the new rows come
+        if (full && i + 1 < count)
+            continue;
+        const QList<qsizetype> starts = cut(logical, cols);
+        if (placeOffset >= 0) {
+            qsizetype k = starts.size() - 1;
+            while (k > 0 && starts.at(k) > placeOffset)
+                --k;
+            qsizetype row = rowsMade + k;
+            qsizetype cell = placeOffset - starts.at(k);
+            if (cell >= cols) { // past the end of a full row: the next one
+                row += cell / cols;
+                cell %= cols;
+            }
+            for (qsizetype extra = rowsMade + starts.size(); extra <= row; ++extra) {
+                Writer empty = append();
+            }
+            rowsMade = qMax(rowsMade + starts.size(), row + 1);
+            place->line = row;
+            place->cell = cell;
+            placeOffset = -1;
+        } else {
+            rowsMade += starts.size();
+        }
+        logical = {};
+    }
+    // Rows are counted from the oldest kept.
+    if (place)
+        place->line -= rowsMade - m_count;
 }
 
 void TerminalScrollback::linearize()

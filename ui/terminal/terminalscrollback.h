@@ -65,6 +65,8 @@ public:
         // `n` cells of one Latin-1 character each, of width 1 (e.g. printable ASCII).
         void appendLatin1(const char *chars, qsizetype n, const Pen &pen);
         void appendBlanks(qsizetype n, const Pen &pen);
+        // `text.size()` cells of one UTF-16 unit each, of width 1.
+        void appendNarrow(QStringView text, const Pen &pen);
 
     private:
         friend class TerminalScrollback;
@@ -88,8 +90,26 @@ public:
     TerminalLine line(int index, const QColor &defaultFg, const QColor &defaultBg) const;
     void removeNewest();
 
+    // A cell's place: a line (0 is the oldest) and a cell in it, possibly past its end (a cursor
+    // after a prompt).
+    struct Place
+    {
+        qsizetype line = 0;
+        qsizetype cell = 0;
+    };
+    // Wraps the lines again at `cols` columns, on the stored form (a resize after a flood of
+    // output must not stall the window): lines of exactly `oldCols` cells continue on the next
+    // one (a line that ends exactly at the edge is taken as wrapped), the newest ends its
+    // logical line; each logical line is cut every `cols` cells, and a wide character that would
+    // straddle two rows starts the next one (a blank of the default look before it). `place`
+    // moves with the cell it names. The newest `limit()` rows are kept.
+    void rewrap(int oldCols, int cols, Place *place);
+
 private:
     const StoredLine &at(int index) const;
+    static void join(StoredLine &into, const StoredLine &line);
+    // Appends `line` cut into rows of `cols` cells; the cell where each row starts.
+    QList<qsizetype> cut(const StoredLine &line, int cols);
     void linearize(); // the oldest line first in m_lines
 
     std::vector<StoredLine> m_lines; // a ring: m_count lines from m_first

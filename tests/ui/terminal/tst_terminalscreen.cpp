@@ -12,6 +12,40 @@ class tst_TerminalScreen final : public QObject
 {
     Q_OBJECT
 
+private:
+    // Same scrollback, screen and cursor, cell by cell: text, colours, attributes and width. With
+    // `asSeen`, a blank's foreground, bold and italic (nothing shows them) may differ.
+    static void compareScreens(const TerminalScreen &a, const TerminalScreen &b, bool asSeen = false)
+    {
+        QCOMPARE(a.scrollbackLines(), b.scrollbackLines());
+        QCOMPARE(a.cursor(), b.cursor());
+        QCOMPARE(a.screenText(), b.screenText());
+        for (int row = -a.scrollbackLines(); row < a.rows(); ++row) {
+            const TerminalScreen::Line x = a.line(row);
+            const TerminalScreen::Line y = b.line(row);
+            QVERIFY2(x.size() == y.size(),
+                     qPrintable(QStringLiteral("row %1: %2 / %3 cells: %4 / %5")
+                                    .arg(row)
+                                    .arg(x.size())
+                                    .arg(y.size())
+                                    .arg(a.lineText(row), b.lineText(row))));
+            for (int col = 0; col < x.size(); ++col) {
+                const auto &p = x.at(col);
+                const auto &q = y.at(col);
+                const QString where = QStringLiteral("row %1 col %2").arg(row).arg(col);
+                const bool unseen = asSeen && p.text == QLatin1String(" ");
+                QVERIFY2(p.text == q.text && (unseen || p.fg == q.fg) && p.bg == q.bg
+                             && (unseen || (p.bold == q.bold && p.italic == q.italic))
+                             && p.underline == q.underline && p.strike == q.strike
+                             && p.reverse == q.reverse && p.width == q.width,
+                         qPrintable(where + u": " + p.text + u" / " + q.text + u' ' + p.fg.name()
+                                    + u'/' + q.fg.name() + u' ' + p.bg.name() + u'/' + q.bg.name()
+                                    + u' ' + QString::number(p.width) + u'/'
+                                    + QString::number(q.width)));
+            }
+        }
+    }
+
 private Q_SLOTS:
     void printsWhereTheProgramAsks()
     {
@@ -266,27 +300,80 @@ private Q_SLOTS:
         for (const char c : std::as_const(output))
             bytewise.feed(QByteArrayView(&c, 1));
 
-        QCOMPARE(whole.scrollbackLines(), bytewise.scrollbackLines());
         QCOMPARE(whole.scrollbackLines(), qMin(scrollback, bytewise.scrollbackLines()));
-        QCOMPARE(whole.cursor(), bytewise.cursor());
-        QCOMPARE(whole.screenText(), bytewise.screenText());
-        for (int row = -whole.scrollbackLines(); row < whole.rows(); ++row) {
-            const TerminalScreen::Line a = whole.line(row);
-            const TerminalScreen::Line b = bytewise.line(row);
-            QCOMPARE(a.size(), b.size());
-            for (int col = 0; col < a.size(); ++col) {
-                const auto &x = a.at(col);
-                const auto &y = b.at(col);
-                const QString where = QStringLiteral("row %1 col %2").arg(row).arg(col);
-                QVERIFY2(x.text == y.text && x.fg == y.fg && x.bg == y.bg && x.bold == y.bold
-                             && x.italic == y.italic && x.underline == y.underline
-                             && x.strike == y.strike && x.reverse == y.reverse
-                             && x.width == y.width,
-                         qPrintable(where + u": " + x.text + u" / " + y.text));
-            }
-        }
+        compareScreens(whole, bytewise);
         // The view hears of the scrollback once for the whole feed.
         QVERIFY(scrolled.count() <= 1);
+    }
+
+    // After a resize the terminal shows what it would have shown had the output come at the new
+    // width: long lines wrapped again with their colours, wide characters never cut, the cursor
+    // after the prompt; done on the stored scrollback, as fast after a flood as before it.
+    void resizeIsTheSameAsOutputAtTheNewWidth_data()
+    {
+        QTest::addColumn<QSize>("from");
+        QTest::addColumn<QSize>("to");
+        QTest::newRow("narrower") << QSize(80, 8) << QSize(40, 8);
+        QTest::newRow("wider") << QSize(40, 8) << QSize(80, 8);
+        QTest::newRow("wider, uneven") << QSize(80, 8) << QSize(123, 8);
+        QTest::newRow("much narrower") << QSize(123, 8) << QSize(37, 8);
+        QTest::newRow("three columns") << QSize(50, 8) << QSize(3, 8);
+        QTest::newRow("narrower and taller") << QSize(80, 8) << QSize(40, 20);
+        QTest::newRow("wider and shorter") << QSize(37, 20) << QSize(80, 5);
+    }
+
+    void resizeIsTheSameAsOutputAtTheNewWidth()
+    {
+        QFETCH(QSize, from);
+        QFETCH(QSize, to);
+        // Lines of many lengths, none ending exactly at the first width (such a line cannot be
+        // told from a wrapped one), a colour changing in the middle of each, wide characters.
+        // Foreground colours only: a background set where a line wraps colours the rest of the
+        // new row (the terminal erases with it), which depends on where it wrapped.
+        QByteArray output;
+        for (int i = 0; i < 300; ++i) {
+            QByteArray text = QByteArray::number(i) + ':'
+                              + QByteArray((i * 37) % 290, char('a' + i % 26));
+            if (text.size() % from.width() == 0)
+                text += '.';
+            text.insert(text.size() / 2,
+                        "\x1b[" + QByteArray::number(31 + i % 6) + (i % 4 ? "m" : ";1m"));
+            output += text + "\x1b[0m\r\n";
+            if (i % 50 == 0)
+                output += "\xe6\xbc\xa2\xe5\xad\x97 w\x1b[35mide\x1b[0m\r\n";
+        }
+        output += "$ ";
+        TerminalScreen resized(from.width(), from.height());
+        TerminalScreen fed(to.width(), to.height());
+        for (TerminalScreen *s : {&resized, &fed}) {
+            s->setScrollbackLimit(100000);
+            s->feed(output);
+        }
+        resized.resize(to.width(), to.height());
+        compareScreens(resized, fed, true);
+        if (QTest::currentTestFailed())
+            return;
+        // What the program writes next goes where the cursor is.
+        resized.feed("ls");
+        fed.feed("ls");
+        compareScreens(resized, fed, true);
+    }
+
+    // The scrollback stays within its limit when narrowing makes more rows of it.
+    void resizeKeepsTheScrollbackBounded()
+    {
+        TerminalScreen s(80, 5);
+        s.setScrollbackLimit(100);
+        for (int i = 0; i < 300; ++i)
+            s.feed(QByteArray(QByteArray::number(i) + ':' + QByteArray(70, 'x') + "\r\n"));
+        QCOMPARE(s.scrollbackLines(), 100);
+        s.resize(20, 5);
+        QCOMPARE(s.scrollbackLines(), 100);
+        // "299:" and 70 x on four rows of 20, the cursor on the row below.
+        QVERIFY(s.lineText(0).startsWith(QLatin1String("299:")));
+        QCOMPARE(s.lineText(3), QString(14, u'x'));
+        QCOMPARE(s.lineText(4), QString());
+        QVERIFY(s.lineText(-4).startsWith(QLatin1String("298:")));
     }
 
     // The alternate screen (vim, htop) is not reflowed: its program redraws at the new size.
