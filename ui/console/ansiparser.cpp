@@ -10,6 +10,12 @@ constexpr qsizetype kMaxCsi = 64;
 constexpr qsizetype kMaxOsc = 4096;
 constexpr char16_t kEsc = 0x1b;
 
+// Printable characters and TAB: what a text run is made of.
+bool isRunCharacter(char16_t c)
+{
+    return (c >= 0x20 && c != 0x7f) || c == u'\t';
+}
+
 quint32 rgb(int r, int g, int b)
 {
     return 0xff000000u | (quint32(r) << 16) | (quint32(g) << 8) | quint32(b);
@@ -63,14 +69,12 @@ void AnsiParser::feed(QStringView input, QList<Token> &out)
         const char16_t c = input[i].unicode();
         switch (m_state) {
         case State::Text:
-            if (c >= 0x20 && c != 0x7f) {
+            if (isRunCharacter(c)) {
                 if (runStart < 0)
                     runStart = i;
-                continue;
-            }
-            if (c == u'\t') {
-                if (runStart < 0)
-                    runStart = i;
+                // The rest of the run at once: most output is plain text.
+                while (i + 1 < n && isRunCharacter(input[i + 1].unicode()))
+                    ++i;
                 continue;
             }
             flushRun(i);

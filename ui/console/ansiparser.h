@@ -50,6 +50,8 @@ public:
     void feed(QStringView input, QList<Token> &out);
     void reset();
     const TextFormat &currentFormat() const { return m_format; }
+    // No escape sequence is being read: what comes next is text or a control character.
+    bool isIdle() const { return m_state == State::Text; }
 
     // The 16 basic colours (0-7 normal, 8-15 bright) and the xterm 256-colour table.
     static quint32 paletteColor(int index);

@@ -1,10 +1,41 @@
 #include "consolebuffer.h"
 
+#include <cstring>
+
 namespace Sandbox::Ui {
 
 namespace {
 constexpr int kMaxFormats = 4096; // beyond that, new formats fall back to the default
 constexpr int kTabWidth = 8;
+constexpr qsizetype kBlockChars = 64 * 1024;
+constexpr qsizetype kKeptScratch = 1024 * 1024; // scratch strings above this are not kept
+
+// Where the run of printable ASCII (0x20-0x7e) that starts at `p` ends: eight bytes at a time.
+const char *plainRunEnd(const char *p, const char *end)
+{
+    constexpr quint64 ones = 0x0101010101010101ULL;
+    constexpr quint64 highs = 0x8080808080808080ULL;
+    while (end - p >= 8) {
+        quint64 w = 0;
+        std::memcpy(&w, p, sizeof w);
+        const quint64 below = (w - ones * 0x20) & ~w & highs; // a byte < 0x20
+        const quint64 above = ((w + ones) | w) & highs;       // a byte > 0x7e
+        if ((below | above) != 0)
+            break;
+        p += 8;
+    }
+    while (p < end && uchar(*p) >= 0x20 && uchar(*p) < 0x7f)
+        ++p;
+    return p;
+}
+
+void releaseIfLarge(QString &s)
+{
+    if (s.capacity() > kKeptScratch)
+        s = QString();
+    else
+        s.resize(0); // keeps its capacity
+}
 } // namespace
 
 ConsoleBuffer::ConsoleBuffer(int maxLines, qint64 maxChars)
@@ -14,6 +45,8 @@ ConsoleBuffer::ConsoleBuffer(int maxLines, qint64 maxChars)
     m_formatIndex.insert(TextFormat{}, 0);
 }
 
+ConsoleBuffer::~ConsoleBuffer() = default;
+
 void ConsoleBuffer::setLimits(int maxLines, qint64 maxChars)
 {
     m_maxLines = qMax(1, maxLines);
@@ -22,12 +55,57 @@ void ConsoleBuffer::setLimits(int maxLines, qint64 maxChars)
     ++m_revision;
 }
 
+ConsoleBuffer::LineKind ConsoleBuffer::kindOf(Channel channel)
+{
+    return channel == Channel::Stderr ? LineKind::Stderr : LineKind::Stdout;
+}
+
 void ConsoleBuffer::appendOutput(Channel channel, QByteArrayView bytes)
 {
     if (bytes.isEmpty())
         return;
-    const QString text = state(channel).decoder.decode(bytes);
-    feed(channel, text);
+    ChannelState &s = state(channel);
+    const char *p = bytes.data();
+    const char *const end = p + bytes.size();
+    while (p < end) {
+        if (s.openLine < 0 && s.decoderIdle && s.parser.isIdle()) {
+            // Most output: a whole line of printable ASCII, which needs no decoding or parsing.
+            const char *const q = plainRunEnd(p, end);
+            if (q < end && *q == '\n' && q - p <= m_maxLineLength) {
+                // In the colours an earlier line may have left on.
+                const TextFormat &format = s.parser.currentFormat();
+                const Span span{0, qint32(q - p),
+                                format.isDefault() ? quint16(0) : formatIndex(format)};
+                Record r;
+                r.kind = kindOf(channel);
+                store(r, QLatin1StringView(p, q - p),
+                      std::span<const Span>(&span, span.format != 0 && span.length > 0 ? 1 : 0));
+                m_chars += r.length;
+                m_widest = qMax(m_widest, r.length);
+                m_lines.push_back(r);
+                p = q + 1;
+                continue;
+            }
+        }
+        // Anything else, up to the end of its line, through the decoder and the parser.
+        const auto *nl = static_cast<const char *>(std::memchr(p, '\n', size_t(end - p)));
+        const char *const stop = nl ? nl + 1 : end;
+        decodeAndFeed(channel, QByteArrayView(p, stop - p));
+        // A line feed completes whatever sequence the decoder held.
+        s.decoderIdle = nl != nullptr;
+        p = stop;
+    }
+    ++m_revision;
+    trim();
+}
+
+void ConsoleBuffer::decodeAndFeed(Channel channel, QByteArrayView bytes)
+{
+    ChannelState &s = state(channel);
+    m_decoded.resize(s.decoder.requiredSpace(bytes.size()));
+    const QChar *const end = s.decoder.appendToBuffer(m_decoded.data(), bytes);
+    feed(channel, QStringView(m_decoded.constData(), end));
+    releaseIfLarge(m_decoded);
 }
 
 void ConsoleBuffer::feed(Channel channel, QStringView text)
@@ -36,37 +114,30 @@ void ConsoleBuffer::feed(Channel channel, QStringView text)
     m_tokens.clear();
     s.parser.feed(text, m_tokens);
     for (const AnsiParser::Token &t : std::as_const(m_tokens)) {
-        if (s.pendingCr && t.type != AnsiParser::Token::Type::LineFeed) {
-            // A lone CR: what follows overwrites the line from its start.
-            if (Line *l = openLine(channel, false)) {
-                m_chars -= l->text.size();
-                l->text.clear();
-                l->spans.clear();
-            }
-        }
+        if (s.pendingCr && t.type != AnsiParser::Token::Type::LineFeed)
+            clearOpenLine(s); // a lone CR: what follows overwrites the line from its start
         s.pendingCr = false;
         switch (t.type) {
         case AnsiParser::Token::Type::Text:
             appendText(channel, t.text, t.format);
             break;
         case AnsiParser::Token::Type::LineFeed:
-            if (!openLine(channel, false))
-                openLine(channel, true); // an empty line
+            openLine(channel); // an empty line when none is open
             endLine(channel);
             break;
         case AnsiParser::Token::Type::CarriageReturn:
             s.pendingCr = true;
             break;
         case AnsiParser::Token::Type::Backspace:
-            if (Line *l = openLine(channel, false); l && !l->text.isEmpty()) {
-                l->text.chop(1);
+            if (s.openLine >= 0 && !s.text.isEmpty()) {
+                s.text.chop(1);
                 --m_chars;
-                if (!l->spans.isEmpty()) {
-                    Span &last = l->spans.last();
-                    if (last.start + last.length > l->text.size()) {
-                        last.length = qint32(l->text.size()) - last.start;
+                if (!s.spans.empty()) {
+                    Span &last = s.spans.back();
+                    if (last.start + last.length > s.text.size()) {
+                        last.length = qint32(s.text.size()) - last.start;
                         if (last.length <= 0)
-                            l->spans.removeLast();
+                            s.spans.pop_back();
                     }
                 }
             }
@@ -74,32 +145,37 @@ void ConsoleBuffer::feed(Channel channel, QStringView text)
         }
     }
     m_tokens.clear();
-    ++m_revision;
-    trim();
 }
 
-ConsoleBuffer::Line *ConsoleBuffer::openLine(Channel channel, bool create)
+void ConsoleBuffer::openLine(Channel channel)
 {
     ChannelState &s = state(channel);
-    if (s.openLine >= m_firstLine && s.openLine < endLineNumber())
-        return &m_lines[size_t(s.openLine - m_firstLine)];
-    s.openLine = -1;
-    if (!create)
-        return nullptr;
-    Line line;
-    line.kind = channel == Channel::Stderr ? LineKind::Stderr : LineKind::Stdout;
-    pushLine(std::move(line));
+    if (s.openLine >= 0)
+        return;
+    Record r;
+    r.kind = kindOf(channel);
+    r.open = qint8(channel);
+    m_lines.push_back(r);
     s.openLine = endLineNumber() - 1;
-    return &m_lines.back();
+}
+
+void ConsoleBuffer::clearOpenLine(ChannelState &s)
+{
+    if (s.openLine < 0)
+        return;
+    m_chars -= s.text.size();
+    s.text.resize(0);
+    s.spans.clear();
 }
 
 void ConsoleBuffer::appendText(Channel channel, QStringView text, const TextFormat &format)
 {
+    ChannelState &s = state(channel);
     const quint16 fmt = format.isDefault() ? 0 : formatIndex(format);
     qsizetype pos = 0;
     while (pos < text.size()) {
-        Line *l = openLine(channel, true);
-        const int room = m_maxLineLength - int(l->text.size());
+        openLine(channel);
+        const int room = m_maxLineLength - int(s.text.size());
         if (room <= 0) {
             endLine(channel); // break an overlong line
             continue;
@@ -109,31 +185,76 @@ void ConsoleBuffer::appendText(Channel channel, QStringView text, const TextForm
         if (end < 0)
             end = text.size();
         const qsizetype take = qMin<qsizetype>(end - pos, room);
-        const qint32 start = qint32(l->text.size());
+        const auto start = qint32(s.text.size());
         if (take > 0) {
-            l->text.append(text.mid(pos, take));
+            s.text.append(text.mid(pos, take));
             pos += take;
         } else if (end == pos) { // a TAB
-            const int width = kTabWidth - int(l->text.size() % kTabWidth);
-            l->text.append(QString(qMin(width, room), u' '));
+            const int width = kTabWidth - int(s.text.size() % kTabWidth);
+            s.text.resize(s.text.size() + qMin(width, room), u' ');
             ++pos;
         }
-        const qint32 added = qint32(l->text.size()) - start;
+        const qint32 added = qint32(s.text.size()) - start;
         m_chars += added;
         if (fmt != 0 && added > 0) {
-            if (!l->spans.isEmpty() && l->spans.last().format == fmt
-                && l->spans.last().start + l->spans.last().length == start)
-                l->spans.last().length += added;
+            if (!s.spans.empty() && s.spans.back().format == fmt
+                && s.spans.back().start + s.spans.back().length == start)
+                s.spans.back().length += added;
             else
-                l->spans.append(Span{start, added, fmt});
+                s.spans.push_back(Span{start, added, fmt});
         }
-        m_widest = qMax(m_widest, int(l->text.size()));
+        m_widest = qMax(m_widest, int(s.text.size()));
     }
 }
 
 void ConsoleBuffer::endLine(Channel channel)
 {
-    state(channel).openLine = -1;
+    ChannelState &s = state(channel);
+    if (s.openLine < 0)
+        return;
+    Record &r = m_lines[size_t(s.openLine - m_firstLine)];
+    r.open = -1;
+    store(r, QStringView(s.text), s.spans);
+    releaseIfLarge(s.text);
+    s.spans.clear();
+    s.openLine = -1;
+}
+
+ConsoleBuffer::Block &ConsoleBuffer::blockFor(qsizetype chars)
+{
+    if (!m_blocks.empty()) {
+        Block &last = *m_blocks.back();
+        if (last.text.capacity() - last.text.size() >= chars)
+            return last;
+    }
+    std::unique_ptr<Block> block;
+    if (!m_spareBlocks.empty() && m_spareBlocks.back()->text.capacity() >= chars) {
+        block = std::move(m_spareBlocks.back());
+        m_spareBlocks.pop_back();
+    } else {
+        block = std::make_unique<Block>();
+        block->text.reserve(qMax(kBlockChars, chars));
+    }
+    if (m_blocks.empty())
+        m_firstBlock = 0;
+    m_blocks.push_back(std::move(block));
+    return *m_blocks.back();
+}
+
+template<typename Text>
+void ConsoleBuffer::store(Record &record, Text text, std::span<const Span> spans)
+{
+    record.length = qint32(text.size());
+    if (text.isEmpty())
+        return;
+    Block &b = blockFor(text.size());
+    record.block = m_firstBlock + qint64(m_blocks.size()) - 1;
+    record.offset = qint32(b.text.size());
+    record.spanOffset = qint32(b.spans.size());
+    record.spanCount = qint32(spans.size());
+    b.text.append(text);
+    b.spans.insert(b.spans.end(), spans.begin(), spans.end());
+    ++b.lines;
 }
 
 void ConsoleBuffer::finishOutput()
@@ -142,6 +263,7 @@ void ConsoleBuffer::finishOutput()
         const auto channel = Channel(c);
         ChannelState &s = state(channel);
         s.decoder.resetState(); // drops an incomplete UTF-8 sequence at the very end
+        s.decoderIdle = true;
         s.parser.reset();
         s.pendingCr = false;
         endLine(channel);
@@ -154,12 +276,12 @@ void ConsoleBuffer::appendLine(LineKind kind, const QString &text)
 {
     for (int c = 0; c < 2; ++c)
         endLine(Channel(c)); // our line comes after whatever was unfinished
-    Line line;
-    line.kind = kind;
-    line.text = text.left(m_maxLineLength);
-    m_chars += line.text.size();
-    m_widest = qMax(m_widest, int(line.text.size()));
-    pushLine(std::move(line));
+    Record r;
+    r.kind = kind;
+    store(r, QStringView(text).left(m_maxLineLength), {});
+    m_chars += r.length;
+    m_widest = qMax(m_widest, r.length);
+    m_lines.push_back(r);
     ++m_revision;
     trim();
 }
@@ -168,11 +290,32 @@ void ConsoleBuffer::clear()
 {
     m_firstLine = endLineNumber();
     m_lines.clear();
+    m_blocks.clear();
     m_chars = 0;
     m_widest = 0;
-    for (int c = 0; c < 2; ++c)
-        state(Channel(c)).openLine = -1;
+    for (ChannelState &s : m_channels) {
+        releaseIfLarge(s.text);
+        s.spans.clear();
+        s.openLine = -1;
+    }
     ++m_revision;
+}
+
+ConsoleBuffer::Line ConsoleBuffer::line(qint64 index) const
+{
+    const Record &r = m_lines[size_t(index)];
+    Line l;
+    l.kind = r.kind;
+    if (r.open >= 0) {
+        const ChannelState &s = m_channels[r.open];
+        l.text = s.text;
+        l.spans = s.spans;
+    } else if (r.block >= 0) {
+        const Block &b = *m_blocks[size_t(r.block - m_firstBlock)];
+        l.text = QStringView(b.text).mid(r.offset, r.length);
+        l.spans = std::span<const Span>(b.spans).subspan(size_t(r.spanOffset), size_t(r.spanCount));
+    }
+    return l;
 }
 
 quint16 ConsoleBuffer::formatIndex(const TextFormat &format)
@@ -188,17 +331,38 @@ quint16 ConsoleBuffer::formatIndex(const TextFormat &format)
     return index;
 }
 
-void ConsoleBuffer::pushLine(Line &&line)
-{
-    m_lines.push_back(std::move(line));
-}
-
 void ConsoleBuffer::trim()
 {
     while (m_lines.size() > 1 && (qint64(m_lines.size()) > m_maxLines || m_chars > m_maxChars)) {
-        m_chars -= m_lines.front().text.size();
+        const Record &r = m_lines.front();
+        if (r.open >= 0) {
+            ChannelState &s = m_channels[r.open];
+            clearOpenLine(s); // what the channel writes next starts a new line
+            s.openLine = -1;
+        } else {
+            m_chars -= r.length;
+            if (r.block >= 0)
+                --m_blocks[size_t(r.block - m_firstBlock)]->lines;
+        }
         m_lines.pop_front();
         ++m_firstLine;
+    }
+    releaseBlocks();
+}
+
+void ConsoleBuffer::releaseBlocks()
+{
+    // Blocks whose lines are all gone, oldest first (a line finished late may keep one a while);
+    // a few are kept for the lines to come, so that a flood reuses memory it already touched.
+    constexpr size_t kSpares = 8;
+    while (m_blocks.size() > 1 && m_blocks.front()->lines == 0) {
+        if (m_spareBlocks.size() < kSpares && m_blocks.front()->text.capacity() <= 2 * kBlockChars) {
+            m_blocks.front()->text.resize(0); // keeps its capacity
+            m_blocks.front()->spans.clear();
+            m_spareBlocks.push_back(std::move(m_blocks.front()));
+        }
+        m_blocks.pop_front();
+        ++m_firstBlock;
     }
 }
 
@@ -210,7 +374,7 @@ QString ConsoleBuffer::text(qint64 from, qint64 to) const
     for (qint64 i = from; i < to; ++i) {
         if (i > from)
             out += u'\n';
-        out += m_lines[size_t(i)].text;
+        out += line(i).text;
     }
     return out;
 }

@@ -9,6 +9,9 @@
 #include <QStringDecoder>
 
 #include <deque>
+#include <memory>
+#include <span>
+#include <vector>
 
 namespace Sandbox::Ui {
 
@@ -21,6 +24,10 @@ namespace Sandbox::Ui {
 // ANSI parser and open line, so that a line cut between chunks is continued in place and the two
 // channels never mix within a line. CR LF ends a line; a lone CR starts the line again (progress
 // bars); TAB is expanded to the next multiple of 8; a line longer than maxLineLength() is broken.
+//
+// Built for floods: a whole line of printable ASCII is stored as it comes, without decoding or
+// parsing, and finished lines keep their characters and formats in large blocks that many lines
+// share (reused once all their lines are dropped), so that a line costs no allocation.
 class ConsoleBuffer final
 {
 public:
@@ -32,11 +39,13 @@ public:
         qint32 start = 0;
         qint32 length = 0;
         quint16 format = 0; // index into format(); 0 is the line's default
+        bool operator==(const Span &other) const = default;
     };
+    // A line as the buffer holds it: views, valid until the buffer next changes.
     struct Line
     {
-        QString text;
-        QList<Span> spans; // only the runs with a non-default format, in order
+        QStringView text;
+        std::span<const Span> spans; // only the runs with a non-default format, in order
         LineKind kind = LineKind::Stdout;
     };
 
@@ -45,6 +54,7 @@ public:
     static constexpr int DefaultMaxLineLength = 16384;
 
     explicit ConsoleBuffer(int maxLines = DefaultMaxLines, qint64 maxChars = DefaultMaxChars);
+    ~ConsoleBuffer();
 
     void setLimits(int maxLines, qint64 maxChars);
     int maxLines() const { return m_maxLines; }
@@ -68,7 +78,7 @@ public:
     qint64 charCount() const { return m_chars; }
     // The longest line seen since the last clear() (for the horizontal scroll range).
     int widestLine() const { return m_widest; }
-    const Line &line(qint64 index) const { return m_lines[size_t(index)]; }
+    Line line(qint64 index) const;
     const TextFormat &format(quint16 index) const { return m_formats[index]; }
     // Bumped by every change (for views that repaint lazily).
     quint64 revision() const { return m_revision; }
@@ -81,20 +91,50 @@ private:
     {
         QStringDecoder decoder{QStringDecoder::Utf8};
         AnsiParser parser;
-        qint64 openLine = -1; // line number of this channel's unfinished line, -1 for none
+        QString text;            // the open line's characters
+        std::vector<Span> spans; // and its formats
+        qint64 openLine = -1;    // line number of this channel's unfinished line, -1 for none
         bool pendingCr = false;
+        bool decoderIdle = true; // the decoder holds no part of a UTF-8 sequence
+    };
+    // Characters and spans of finished lines, filled in order.
+    struct Block
+    {
+        QString text; // reserved at its size: appending never moves it
+        std::vector<Span> spans;
+        qint64 lines = 0; // lines kept here that are still in the buffer
+    };
+    struct Record
+    {
+        qint64 block = -1; // the block (its number) holding a finished line's text; -1 for none
+        qint32 offset = 0;
+        qint32 length = 0;
+        qint32 spanOffset = 0;
+        qint32 spanCount = 0;
+        LineKind kind = LineKind::Stdout;
+        qint8 open = -1; // the channel whose open line this is (its text is there), -1 for none
     };
 
     ChannelState &state(Channel channel) { return m_channels[int(channel)]; }
+    static LineKind kindOf(Channel channel);
+    void decodeAndFeed(Channel channel, QByteArrayView bytes);
     void feed(Channel channel, QStringView text);
-    Line *openLine(Channel channel, bool create);
+    void openLine(Channel channel);
     void appendText(Channel channel, QStringView text, const TextFormat &format);
+    void clearOpenLine(ChannelState &s);
     void endLine(Channel channel);
+    // Puts a finished line's text (QStringView or QLatin1StringView) and spans in a block.
+    template<typename Text>
+    void store(Record &record, Text text, std::span<const Span> spans);
+    void releaseBlocks();
+    Block &blockFor(qsizetype chars);
     quint16 formatIndex(const TextFormat &format);
-    void pushLine(Line &&line);
     void trim();
 
-    std::deque<Line> m_lines;
+    std::deque<Record> m_lines;
+    std::deque<std::unique_ptr<Block>> m_blocks; // the newest last; m_firstBlock is the front's
+    std::vector<std::unique_ptr<Block>> m_spareBlocks; // freed, for the next ones
+    qint64 m_firstBlock = 0;
     qint64 m_firstLine = 0;
     qint64 m_chars = 0;
     int m_maxLines;
@@ -106,6 +146,7 @@ private:
     QList<TextFormat> m_formats{TextFormat{}};
     QHash<TextFormat, quint16> m_formatIndex;
     QList<AnsiParser::Token> m_tokens; // reused between feeds
+    QString m_decoded;                 // reused between feeds
 };
 
 } // namespace Sandbox::Ui

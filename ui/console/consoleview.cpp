@@ -203,6 +203,7 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
     const int x0 = m_margin - horizontalScrollBar()->value();
     const QColor base = kindColor(line.kind);
     const QFontMetrics fm(p.font());
+    const QString text = line.text.toString();
 
     // A thin marker on the left tells stderr and our own lines apart even without colour.
     if (line.kind != ConsoleBuffer::LineKind::Stdout) {
@@ -217,24 +218,22 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
         const Pos b = qMax(m_anchor, m_cursor);
         if (number >= a.line && number <= b.line) {
             const int from = number == a.line ? a.column : 0;
-            const int to = number == b.line ? b.column : int(line.text.size()) + 1;
-            const int xa = x0 + fm.horizontalAdvance(line.text.left(from));
-            const int xb = x0
-                           + fm.horizontalAdvance(
-                               line.text.left(qMin<qsizetype>(to, line.text.size())))
-                           + (to > line.text.size() ? m_charWidth / 2 : 0);
+            const int to = number == b.line ? b.column : int(text.size()) + 1;
+            const int xa = x0 + fm.horizontalAdvance(text.left(from));
+            const int xb = x0 + fm.horizontalAdvance(text.left(qMin<qsizetype>(to, text.size())))
+                           + (to > text.size() ? m_charWidth / 2 : 0);
             p.fillRect(QRect(xa, y, qMax(1, xb - xa), m_lineHeight), kSelection);
         }
     }
 
-    if (line.text.isEmpty())
+    if (text.isEmpty())
         return;
     const bool bold = line.kind == ConsoleBuffer::LineKind::Command;
     QFont f = p.font();
     const auto drawRun = [&](int start, int length, const TextFormat &fmt, int &x) {
         if (length <= 0)
             return;
-        const QString run = line.text.mid(start, length);
+        const QString run = text.mid(start, length);
         QColor fg = fmt.foreground ? QColor::fromRgba(fmt.foreground) : base;
         QColor bg = fmt.background ? QColor::fromRgba(fmt.background) : QColor();
         if (fmt.flags & TextFormat::Inverse) {
@@ -269,7 +268,7 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
             break;
     }
     if (x <= viewport()->width())
-        drawRun(pos, int(line.text.size()) - pos, plain, x);
+        drawRun(pos, int(text.size()) - pos, plain, x);
     p.setFont(f);
 }
 
@@ -293,7 +292,7 @@ ConsoleView::Pos ConsoleView::posAt(const QPoint &point) const
                                         firstVisibleLine()
                                             + (point.y() - m_margin / 2) / m_lineHeight,
                                         m_buffer.lineCount() - 1);
-    const QString &text = m_buffer.line(index).text;
+    const QString text = m_buffer.line(index).text.toString();
     const int x = point.x() - m_margin + horizontalScrollBar()->value();
     return Pos{m_buffer.firstLineNumber() + index, columnAt(text, x)};
 }
@@ -334,7 +333,7 @@ void ConsoleView::mouseDoubleClickEvent(QMouseEvent *event)
     const Pos p = posAt(event->position().toPoint());
     if (p.line < m_buffer.firstLineNumber())
         return;
-    const QString &text = m_buffer.line(p.line - m_buffer.firstLineNumber()).text;
+    const QStringView text = m_buffer.line(p.line - m_buffer.firstLineNumber()).text;
     const auto isWord = [](QChar c) {
         return c.isLetterOrNumber() || c == u'_' || c == u'-' || c == u'.' || c == u'/';
     };
@@ -368,10 +367,10 @@ QString ConsoleView::selectedText() const
         a = Pos{first, 0};
     QString out;
     for (qint64 n = a.line; n <= b.line && n < m_buffer.endLineNumber(); ++n) {
-        const QString &text = m_buffer.line(n - first).text;
+        const QStringView text = m_buffer.line(n - first).text;
         const int from = n == a.line ? qMin(a.column, int(text.size())) : 0;
         const int to = n == b.line ? qMin(b.column, int(text.size())) : int(text.size());
-        out += QStringView(text).mid(from, to - from);
+        out += text.mid(from, to - from);
         if (n != b.line)
             out += u'\n';
     }

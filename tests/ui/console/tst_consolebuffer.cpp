@@ -14,7 +14,72 @@ QStringList lines(const ConsoleBuffer &b)
 {
     QStringList out;
     for (qint64 i = 0; i < b.lineCount(); ++i)
-        out << b.line(i).text;
+        out << b.line(i).text.toString();
+    return out;
+}
+
+// Every line as the view sees it: its kind, text and runs with their formats; then the counts.
+QStringList described(const ConsoleBuffer &b)
+{
+    QStringList out;
+    for (qint64 i = 0; i < b.lineCount(); ++i) {
+        const ConsoleBuffer::Line line = b.line(i);
+        QString d = QString::number(int(line.kind)) + u'|' + line.text.toString();
+        for (const ConsoleBuffer::Span &s : line.spans) {
+            const TextFormat &f = b.format(s.format);
+            d += QStringLiteral("|%1+%2:%3/%4/%5")
+                     .arg(s.start)
+                     .arg(s.length)
+                     .arg(f.foreground, 0, 16)
+                     .arg(f.background, 0, 16)
+                     .arg(f.flags);
+        }
+        out << d;
+    }
+    out << QStringLiteral("total %1, first %2, chars %3, widest %4")
+               .arg(b.totalLines())
+               .arg(b.firstLineNumber())
+               .arg(b.charCount())
+               .arg(b.widestLine());
+    return out;
+}
+
+// Output with everything the plain-line path must hand over: colours left on across lines, an
+// open stderr line while stdout goes on, CR progress bars, CR LF, tabs, backspaces, UTF-8 (wide
+// characters, invalid bytes, a sequence cut between chunks), an overlong line, an OSC string and
+// a CSI cut short by a line feed, control characters, many plain lines, no final line feed.
+QList<QPair<Channel, QByteArray>> mixedOutput()
+{
+    QList<QPair<Channel, QByteArray>> out{
+        {Channel::Stdout, "plain line 1\nplain line 2\n"},
+        {Channel::Stdout, "\x1b[31mred starts and stays\nstill red, in plain bytes\n"},
+        {Channel::Stdout, "\x1b[0mback to normal\n"},
+        {Channel::Stderr, "error: partial"},
+        {Channel::Stdout, "stdout while stderr is open\nand one more\n"},
+        {Channel::Stderr, " line, ended\n"},
+        {Channel::Stdout, "progress 10%\rprogress 50%\rprogress 100%\r\nafter progress\n"},
+        {Channel::Stdout, "tab\there\tand\tthere\nabc\bd\n"},
+        {Channel::Stdout, "gr\xc3\xbc\xc3\x9f"
+                          "e \xe2\x82\xac \xe6\xbc\xa2\xe5\xad\x97 wide\n"},
+        {Channel::Stdout, QByteArray(300, 'x') + "\n"},
+        {Channel::Stdout, "\x1b]0;a title with\na line feed\x07"
+                          "after the osc\n"},
+        {Channel::Stdout, "before \x1b[3\nafter a csi that took the line feed\n"},
+        {Channel::Stdout, "\x1b]0;a title\n"},
+        {Channel::Stdout, "still the title\n\x07shown\nline\n\x1b[3"},
+        {Channel::Stdout, "1mred after an escape cut between chunks\n\x1b[0mline\n\xe2\x82"},
+        {Channel::Stdout, "plain after a cut UTF-8 sequence\n"},
+        {Channel::Stdout, "\x1b[1;4;38;5;208mbold orange\x1b[22m not bold\x1b[0m\n\x1b[44m"},
+        {Channel::Stdout, "on blue\n\x1b[49m\r\n\n\n"},
+        {Channel::Stderr, "\x1b[33mwarning\x1b[0m\n"},
+        {Channel::Stdout, "\xff\xfe invalid\ncut \xe2\x82"},
+        {Channel::Stdout, "\xac euro\n\x7f del and \x07 bell\n"},
+    };
+    QByteArray many;
+    for (int i = 0; i < 500; ++i)
+        many += "line " + QByteArray::number(i) + '\n';
+    out.append({Channel::Stdout, many});
+    out.append({Channel::Stderr, "no final line feed"});
     return out;
 }
 } // namespace
@@ -146,6 +211,85 @@ private Q_SLOTS:
         QVERIFY(b.charCount() <= ConsoleBuffer::DefaultMaxChars);
         qInfo("1,000,000 lines appended in %lld ms", static_cast<long long>(ms));
         QVERIFY2(ms < 20000, "appending a million lines took far too long");
+    }
+
+    // Whole lines in one chunk take the plain-line path; the same bytes in small pieces go through
+    // the decoder and the parser: what the buffer holds must not depend on it.
+    void chunkingDoesNotChangeTheLines_data()
+    {
+        QTest::addColumn<int>("piece");
+        QTest::addColumn<int>("maxLines");
+        QTest::newRow("bytes one by one") << 1 << 100000;
+        QTest::newRow("pieces of 7 bytes") << 7 << 100000;
+        QTest::newRow("pieces of 64 bytes") << 64 << 100000;
+        QTest::newRow("pieces of 7 bytes, 40 lines kept") << 7 << 40;
+        QTest::newRow("pieces of 4096 bytes, 40 lines kept") << 4096 << 40;
+    }
+    void chunkingDoesNotChangeTheLines()
+    {
+        QFETCH(int, piece);
+        QFETCH(int, maxLines);
+        ConsoleBuffer whole(maxLines, 1 << 30);
+        ConsoleBuffer pieces(maxLines, 1 << 30);
+        whole.setMaxLineLength(100);
+        pieces.setMaxLineLength(100);
+        for (const auto &[channel, bytes] : mixedOutput()) {
+            whole.appendOutput(channel, bytes);
+            for (qsizetype at = 0; at < bytes.size(); at += piece)
+                pieces.appendOutput(channel, bytes.mid(at, piece));
+        }
+        QCOMPARE(described(whole), described(pieces));
+        whole.finishOutput();
+        pieces.finishOutput();
+        QCOMPARE(described(whole), described(pieces));
+        // And what the user sees: a few lines spelled out.
+        const QStringList shown = lines(whole);
+        if (maxLines > 1000) {
+            QCOMPARE(shown.mid(0, 3),
+                     (QStringList{QStringLiteral("plain line 1"), QStringLiteral("plain line 2"),
+                                  QStringLiteral("red starts and stays")}));
+            QCOMPARE(whole.line(3).text, QStringLiteral("still red, in plain bytes"));
+            QCOMPARE(whole.line(3).spans.size(), 1);
+            QCOMPARE(whole.format(whole.line(3).spans[0].format).foreground,
+                     AnsiParser::paletteColor(1));
+            QVERIFY(shown.contains(QStringLiteral("error: partial line, ended")));
+            QVERIFY(shown.contains(QStringLiteral("progress 100%")));
+            QVERIFY(shown.contains(QStringLiteral("grüße € 漢字 wide")));
+            QVERIFY(shown.contains(QStringLiteral("on blue")));
+            QVERIFY(shown.contains(QStringLiteral("cut € euro")));
+            QVERIFY(shown.contains(QStringLiteral("before after a csi that took the line feed")));
+            QVERIFY(shown.contains(QStringLiteral("shown")));
+            QVERIFY(!shown.contains(QStringLiteral("still the title")));
+            QVERIFY(shown.contains(QStringLiteral("red after an escape cut between chunks")));
+            // The broken sequence shows as a replacement character, on the line that follows it.
+            const QStringList cut = shown.filter(QStringLiteral("after a cut UTF-8 sequence"));
+            QCOMPARE(cut.size(), 1);
+            QVERIFY(cut.first().startsWith(u'\ufffd'));
+        }
+        QCOMPARE(shown.last(), QStringLiteral("no final line feed"));
+        QCOMPARE(shown.at(shown.size() - 2), QStringLiteral("line 499"));
+    }
+
+    // Lines in blocks: a stderr line finished long after the stdout lines around it, dropped
+    // lines and clear() leave the right text in every line.
+    void linesFinishedLateKeepTheirText()
+    {
+        ConsoleBuffer b(30000, 1 << 30);
+        b.appendOutput(Channel::Stderr, "slow ");
+        QByteArray chunk;
+        for (int i = 0; i < 20000; ++i)
+            chunk += "stdout line " + QByteArray::number(i) + '\n';
+        b.appendOutput(Channel::Stdout, chunk);
+        b.appendOutput(Channel::Stderr, "stderr line\n");
+        QCOMPARE(b.line(0).text, QStringLiteral("slow stderr line"));
+        QCOMPARE(b.line(0).kind, Kind::Stderr);
+        b.appendOutput(Channel::Stdout, chunk); // the first 10 000 lines go
+        QCOMPARE(b.firstLineNumber(), 10001);
+        QCOMPARE(b.line(0).text, QStringLiteral("stdout line 10000"));
+        QCOMPARE(b.line(b.lineCount() - 1).text, QStringLiteral("stdout line 19999"));
+        b.clear();
+        b.appendOutput(Channel::Stdout, "after clear\n");
+        QCOMPARE(lines(b), QStringList{QStringLiteral("after clear")});
     }
 
     void clearKeepsNumbering()

@@ -540,6 +540,60 @@ private Q_SLOTS:
         QApplication::setPalette(m_light);
     }
 
+    // The console after a flood of output (15 MB of base64 lines, then a coloured line and a line
+    // on stderr), light and dark, small and large: build/artefacts/console-flood-THEME-WxH.png.
+    // The console shows the end of the output with its colours, stderr marked, the exit line
+    // under it, and keeps as many lines as its cap.
+    void consoleAfterBigOutput_data()
+    {
+        QTest::addColumn<bool>("dark");
+        QTest::addColumn<QSize>("size");
+        QTest::newRow("light 720x520") << false << QSize(720, 520);
+        QTest::newRow("dark 720x520") << true << QSize(720, 520);
+        QTest::newRow("light 1600x1000") << false << QSize(1600, 1000);
+        QTest::newRow("dark 1600x1000") << true << QSize(1600, 1000);
+    }
+    void consoleAfterBigOutput()
+    {
+        QFETCH(bool, dark);
+        QFETCH(QSize, size);
+        if (!m_floodSandbox) { // shared with the terminal's rows (the key's limit of sandboxes)
+            const auto s = m_engine.createAgent(QStringLiteral("terminal-flood"));
+            QVERIFY(s);
+            m_floodSandbox = s.value();
+        }
+        QApplication::setPalette(dark ? Style::darkPalette() : m_light);
+        ConsolePage page(SandboxPageContext{m_engine.client(), *m_floodSandbox, nullptr});
+        page.resize(size);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        QSignalSpy finished(&page, &ConsolePage::commandFinished);
+        page.run(QStringLiteral("head -c 15000000 /dev/urandom | base64 -w 100; printf "
+                                "'\\033[1;32mflood %s\\033[0m \\033[44m blue \\033[0m\\n' done; "
+                                "echo 'an error line' >&2"));
+        QVERIFY(finished.wait(120000));
+        page.view()->flushPendingUpdate();
+        const ConsoleBuffer &b = page.view()->buffer();
+        QCOMPARE(b.lineCount(), ConsoleBuffer::DefaultMaxLines);
+        QVERIFY(b.droppedLines() > 0);
+        QVERIFY(page.view()->isFollowing());
+        // The last lines are in view: the coloured one, stderr's, the exit line.
+        const qint64 end = page.view()->firstVisibleLine() + page.view()->visibleLineCount();
+        QCOMPARE(end, b.lineCount());
+        QCOMPARE(b.line(b.lineCount() - 3).text, QStringLiteral("flood done  blue "));
+        QCOMPARE(b.line(b.lineCount() - 3).spans.size(), 2);
+        QCOMPARE(b.line(b.lineCount() - 2).kind, ConsoleBuffer::LineKind::Stderr);
+        QVERIFY(b.line(b.lineCount() - 1).text.startsWith(QStringLiteral("[exit 0 · ")));
+        QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
+        const QImage shot = page.grab().toImage();
+        QVERIFY(shot.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/console-flood-%1-%2x%3.png")
+                              .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))
+                              .arg(size.width())
+                              .arg(size.height())));
+        QVERIFY(colours(shot, rectIn(&page, page.view())) > 4);
+        QApplication::setPalette(m_light);
+    }
+
     // The agent dashboard as a main view (View ▸ Agent Dashboard) with real runs: one done, one
     // failed, one running; light and dark at 720x520, 1024x700, 1600x1000 and 1920x1080 (with
     // "By day" open; the totals line and the Refresh button whole at every size):
