@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 
+class QTcpSocket;
 class QWebSocket;
 
 namespace Sandbox::Engine {
@@ -26,7 +27,8 @@ class StreamHub;
 // batches, limits, rpc.cancel and stream.resume. Deletes itself when the socket closes.
 // Messages wait in a bounded queue and are taken at a bounded rate, a few at a time, so that one
 // client cannot hold the event loop; a client that sends faster than that, or reads nothing of
-// its answers, is closed (1008) rather than buffered without end.
+// its answers, is closed (1008) rather than buffered without end. The messages a read brought are
+// taken at the end of that read, in the same turn of the event loop, as far as the rate allows.
 class RpcSession final : public QObject
 {
     Q_OBJECT
@@ -45,10 +47,13 @@ public:
     // binary prefix, docs/protocol.md 2.6) in one.
     static constexpr qsizetype kOutgoingFrameBytes = 2 * 1024 * 1024;
 
-    // `queueBudget` bounds the bytes waiting in every session's queue together; `log` is shared
-    // by every session too.
-    RpcSession(QWebSocket *socket, QString keyId, Methods *methods, StreamHub *streams,
-               ByteBudget *queueBudget, LogThrottle *log, QObject *parent = nullptr);
+    // `device` is the socket `socket` was upgraded from (QWebSocketServer::handleConnection), not
+    // owned: the messages its reads bring are taken at the end of each read (without it, on the
+    // next turn of the event loop). `queueBudget` bounds the bytes waiting in every session's
+    // queue together; `log` is shared by every session too.
+    RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, Methods *methods,
+               StreamHub *streams, ByteBudget *queueBudget, LogThrottle *log,
+               QObject *parent = nullptr);
     ~RpcSession() override;
 
     const QString &keyId() const { return m_keyId; }

@@ -1,15 +1,20 @@
 // One /rpc connection (RpcSession) over a real loopback WebSocket, against a real StreamHub: a
 // connection that falls over its limit of unsent bytes while the hub is delivering to it (a
-// replay) is dropped after the hub is done, and then follows no stream any more.
+// replay) is dropped after the hub is done, and then follows no stream any more. Upgraded from a
+// TCP connection of its own as the engine does it: a request is handled in the turn of the event
+// loop that read it, and a flood is still taken at the connection's rate.
 #include "api/bytebudget.h"
 #include "api/logthrottle.h"
 #include "api/rpcsession.h"
 #include "service/streamhub.h"
 
+#include <QElapsedTimer>
 #include <QHostAddress>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPointer>
+#include <QTcpServer>
+#include <QTcpSocket>
 #include <QTest>
 #include <QWebSocket>
 #include <QWebSocketServer>
@@ -26,7 +31,51 @@ class tst_RpcSession : public QObject
 private Q_SLOTS:
     void aReaderDroppedDuringAReplayFollowsNothing_data();
     void aReaderDroppedDuringAReplayFollowsNothing();
+    void aRequestIsHandledInTheTurnThatReadIt();
+    void aFloodIsStillTakenAtTheConnectionsRate();
 };
+
+namespace {
+
+// A WebSocket server as the engine's: the TCP connection accepted first, then upgraded, and the
+// session given both.
+class UpgradingServer final : public QObject
+{
+public:
+    UpgradingServer(StreamHub *hub, const QString &key)
+    {
+        m_tcp.listen(QHostAddress::LocalHost, 0);
+        connect(&m_tcp, &QTcpServer::newConnection, this, [this] {
+            connection = m_tcp.nextPendingConnection();
+            m_ws.handleConnection(connection);
+        });
+        connect(&m_ws, &QWebSocketServer::newConnection, this, [this, hub, key] {
+            session = new RpcSession(m_ws.nextPendingConnection(), connection, key, nullptr, hub,
+                                     &m_budget, &m_log);
+        });
+    }
+    QUrl url() const { return QUrl(QStringLiteral("ws://127.0.0.1:%1").arg(m_tcp.serverPort())); }
+
+    QPointer<QTcpSocket> connection; // the upgraded connection under the session
+    QPointer<RpcSession> session;
+
+private:
+    QTcpServer m_tcp;
+    QWebSocketServer m_ws{QStringLiteral("tst"), QWebSocketServer::NonSecureMode};
+    ByteBudget m_budget{64 * 1024 * 1024};
+    LogThrottle m_log{1000};
+};
+
+QByteArray request(int id, const QString &method, const QJsonObject &params)
+{
+    return QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                     {QStringLiteral("id"), id},
+                                     {QStringLiteral("method"), method},
+                                     {QStringLiteral("params"), params}})
+        .toJson(QJsonDocument::Compact);
+}
+
+} // namespace
 
 void tst_RpcSession::aReaderDroppedDuringAReplayFollowsNothing_data()
 {
@@ -57,7 +106,8 @@ void tst_RpcSession::aReaderDroppedDuringAReplayFollowsNothing()
     QVERIFY(server.listen(QHostAddress::LocalHost, 0));
     QPointer<RpcSession> session;
     connect(&server, &QWebSocketServer::newConnection, this, [&] {
-        session = new RpcSession(server.nextPendingConnection(), key, nullptr, &hub, &budget, &log);
+        session = new RpcSession(server.nextPendingConnection(), nullptr, key, nullptr, &hub,
+                                 &budget, &log);
     });
 
     QWebSocket client;
@@ -85,6 +135,78 @@ void tst_RpcSession::aReaderDroppedDuringAReplayFollowsNothing()
     QCOMPARE(hub.sinkBacklog(streamId), -1);
     hub.output(streamId, 1, "after the drop");
     QCOMPARE(hub.sinkBacklog(streamId), -1);
+}
+
+// The request is handled by the end of the read that brought it: not one turn of the event loop
+// later, from a timer (a wake-up and its system calls more for every request).
+void tst_RpcSession::aRequestIsHandledInTheTurnThatReadIt()
+{
+    StreamHub hub;
+    const QString key = QStringLiteral("key");
+    UpgradingServer server(&hub, key);
+    QWebSocket client;
+    client.open(server.url());
+    QTRY_VERIFY(client.state() == QAbstractSocket::ConnectedState);
+    QTRY_VERIFY(server.session && server.connection);
+
+    // stream.resume makes the connection the stream's reader: the hub says so at once.
+    const QString streamId = hub.open(key, 7, {}, {});
+    hub.output(streamId, 1, "output");
+    QCOMPARE(hub.sinkBacklog(streamId), -1);
+    int reads = 0;
+    bool followedAtEndOfFirstRead = false;
+    // Connected after the session's own: runs at the end of each read, in the same turn.
+    connect(server.connection, &QIODevice::readyRead, this, [&] {
+        if (reads++ == 0)
+            followedAtEndOfFirstRead = hub.sinkBacklog(streamId) != -1;
+    });
+    QList<QJsonObject> answers;
+    connect(&client, &QWebSocket::textMessageReceived, this, [&](const QString &text) {
+        answers.append(QJsonDocument::fromJson(text.toUtf8()).object());
+    });
+    client.sendTextMessage(QString::fromUtf8(
+        request(1, QStringLiteral("stream.resume"),
+                {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), 0}})));
+    QTRY_VERIFY(reads > 0);
+    QVERIFY2(followedAtEndOfFirstRead, "the request waited for another turn of the event loop");
+    QTRY_VERIFY(!answers.isEmpty());
+    QCOMPARE(answers.first().value(QStringLiteral("id")).toInt(), 1);
+    QVERIFY(answers.first().contains(QStringLiteral("result")));
+}
+
+// More requests at once than a burst may take: the rest are answered at the sustained rate, also
+// when they come in the reads that would take them at once.
+void tst_RpcSession::aFloodIsStillTakenAtTheConnectionsRate()
+{
+    StreamHub hub;
+    UpgradingServer server(&hub, QStringLiteral("key"));
+    QWebSocket client;
+    client.open(server.url());
+    QTRY_VERIFY(client.state() == QAbstractSocket::ConnectedState);
+    QTRY_VERIFY(server.session);
+    const int beyond = 500;
+    const int flood = RpcSession::MessageBurst + beyond;
+    int answered = 0;
+    QElapsedTimer sinceSent;
+    qint64 lastAnswerMs = 0;
+    connect(&client, &QWebSocket::textMessageReceived, this, [&](const QString &text) {
+        // rpc.cancel of a request that is not running: answered -32002 without a method behind.
+        if (QJsonDocument::fromJson(text.toUtf8()).object().contains(QStringLiteral("error")))
+            ++answered;
+        lastAnswerMs = sinceSent.elapsed();
+    });
+    sinceSent.start();
+    for (int i = 0; i < flood; ++i)
+        client.sendTextMessage(QString::fromUtf8(
+            request(i, QStringLiteral("rpc.cancel"), {{QStringLiteral("id"), 1000000 + i}})));
+    QTRY_COMPARE_WITH_TIMEOUT(answered, flood, 30000);
+    QVERIFY(server.session);
+    // The burst at once, then MessagesPerSecond: the last `beyond` need that long at least (less
+    // what the tokens regained while the burst was taken; the flood counts from its first send).
+    const qint64 atLeastMs = qint64(beyond) * 1000 / RpcSession::MessagesPerSecond;
+    QVERIFY2(lastAnswerMs >= atLeastMs * 8 / 10,
+             qPrintable(
+                 QStringLiteral("%1 requests answered within %2 ms").arg(flood).arg(lastAnswerMs)));
 }
 
 QTEST_GUILESS_MAIN(tst_RpcSession)
