@@ -86,11 +86,12 @@ QJsonArray indexesOf(const QJsonArray &rows)
     return indexes;
 }
 
-void createDatabase(DatabaseHost *host, QObject *owner, const QString &id, const QString &name,
-                    const CallContext &ctx, const Reply &reply)
+void createDatabase(DatabaseHost *host, CallDeadlines *deadlines, const QString &id,
+                    const QString &name, const CallContext &ctx, const Reply &reply)
 {
     host->withBackend(
-        ctx, id, [owner, name, c = ctx, reply](Result<DatabaseBackend *> b, ActivityToken token) {
+        ctx, id,
+        [deadlines, name, c = ctx, reply](Result<DatabaseBackend *> b, ActivityToken token) {
             if (!b)
                 return reply(b.error());
             SqlRequest req;
@@ -98,7 +99,7 @@ void createDatabase(DatabaseHost *host, QObject *owner, const QString &id, const
             req.execute = true;
             QPointer<DatabaseBackend> backend = *b;
             runTimed(
-                owner, kDefaultTimeoutMs, kCancelGraceMs, c,
+                deadlines, kDefaultTimeoutMs, kCancelGraceMs, c,
                 [backend, req](PageDone d) { return backend->query(req, std::move(d)); },
                 [name, reply, activity = share(std::move(token))](Result<QJsonObject> r) {
                     activity->end();
@@ -115,8 +116,8 @@ void createDatabase(DatabaseHost *host, QObject *owner, const QString &id, const
         });
 }
 
-void describeTable(DatabaseHost *host, QObject *owner, const QString &id, const SqlDialect &d,
-                   FieldReader &p, const CallContext &ctx, const Reply &reply)
+void describeTable(DatabaseHost *host, CallDeadlines *deadlines, const QString &id,
+                   const SqlDialect &d, FieldReader &p, const CallContext &ctx, const Reply &reply)
 {
     const QString table = p.requiredString(QStringLiteral("table"));
     const QString schema = p.optionalString(QStringLiteral("schema"), d.defaultSchema);
@@ -124,8 +125,8 @@ void describeTable(DatabaseHost *host, QObject *owner, const QString &id, const 
         return reply(p.error());
     const QJsonArray args{schema, table};
     const QString indexesSql = d.indexes;
-    internalQuery(host, owner, ctx, id, d.columns, args,
-                  [host, owner, c = ctx, id, indexesSql, args, table, schema,
+    internalQuery(host, deadlines, ctx, id, d.columns, args,
+                  [host, deadlines, c = ctx, id, indexesSql, args, table, schema,
                    reply](Result<QJsonObject> r) {
                       if (!r)
                           return reply(r.error());
@@ -133,7 +134,7 @@ void describeTable(DatabaseHost *host, QObject *owner, const QString &id, const 
                       if (columns.isEmpty())
                           return reply(
                               Error::notFound(QStringLiteral("table %1.%2").arg(schema, table)));
-                      internalQuery(host, owner, c, id, indexesSql, args,
+                      internalQuery(host, deadlines, c, id, indexesSql, args,
                                     [reply, columns, table, schema](Result<QJsonObject> r) {
                                         reply(QJsonValue(
                                             QJsonObject{{QStringLiteral("schema"), schema},
@@ -147,13 +148,13 @@ void describeTable(DatabaseHost *host, QObject *owner, const QString &id, const 
 
 } // namespace
 
-void internalQuery(DatabaseHost *host, QObject *owner, const CallContext &ctx, const QString &id,
-                   const QString &sql, const QJsonArray &params,
+void internalQuery(DatabaseHost *host, CallDeadlines *deadlines, const CallContext &ctx,
+                   const QString &id, const QString &sql, const QJsonArray &params,
                    std::function<void(Result<QJsonObject>)> done)
 {
     host->withBackend(
         ctx, id,
-        [owner, sql, params, c = ctx, done](Result<DatabaseBackend *> b, ActivityToken token) {
+        [deadlines, sql, params, c = ctx, done](Result<DatabaseBackend *> b, ActivityToken token) {
             if (!b)
                 return done(b.error());
             SqlRequest req;
@@ -162,7 +163,7 @@ void internalQuery(DatabaseHost *host, QObject *owner, const CallContext &ctx, c
             req.pageSize = PageLimits::kMaxRows;
             QPointer<DatabaseBackend> backend = *b;
             runTimed(
-                owner, kDefaultTimeoutMs, kCancelGraceMs, c,
+                deadlines, kDefaultTimeoutMs, kCancelGraceMs, c,
                 [backend, req](PageDone d) { return backend->query(req, std::move(d)); },
                 [backend, done, activity = share(std::move(token))](Result<QJsonObject> r) {
                     activity->end();
@@ -174,7 +175,7 @@ void internalQuery(DatabaseHost *host, QObject *owner, const CallContext &ctx, c
         });
 }
 
-void catalogCall(DatabaseHost *host, QObject *owner, const QString &method,
+void catalogCall(DatabaseHost *host, CallDeadlines *deadlines, const QString &method,
                  const QJsonObject &params, const CallContext &ctx, const Reply &reply)
 {
     FieldReader p(params);
@@ -187,7 +188,7 @@ void catalogCall(DatabaseHost *host, QObject *owner, const QString &method,
     const SqlDialect &d = **dialect;
 
     if (method == QLatin1String("version"))
-        return internalQuery(host, owner, ctx, id, d.version, {},
+        return internalQuery(host, deadlines, ctx, id, d.version, {},
                              [reply, type = d.type](Result<QJsonObject> r) {
                                  if (!r)
                                      return reply(r.error());
@@ -199,7 +200,7 @@ void catalogCall(DatabaseHost *host, QObject *owner, const QString &method,
     if (method == QLatin1String("ping")) {
         QElapsedTimer clock;
         clock.start();
-        return internalQuery(host, owner, ctx, id, QStringLiteral("SELECT 1"), {},
+        return internalQuery(host, deadlines, ctx, id, QStringLiteral("SELECT 1"), {},
                              [reply, clock](Result<QJsonObject> r) {
                                  reply(QJsonValue(QJsonObject{{QStringLiteral("ok"), bool(r)},
                                                               {QStringLiteral("latencyMs"),
@@ -210,13 +211,14 @@ void catalogCall(DatabaseHost *host, QObject *owner, const QString &method,
                              });
     }
     if (method == QLatin1String("listTables"))
-        return internalQuery(host, owner, ctx, id, d.listTables, {}, [reply](Result<QJsonObject> r) {
-            if (!r)
-                return reply(r.error());
-            reply(QJsonValue(QJsonObject{{QStringLiteral("tables"), tablesOf(rowsOf(r))}}));
-        });
+        return internalQuery(
+            host, deadlines, ctx, id, d.listTables, {}, [reply](Result<QJsonObject> r) {
+                if (!r)
+                    return reply(r.error());
+                reply(QJsonValue(QJsonObject{{QStringLiteral("tables"), tablesOf(rowsOf(r))}}));
+            });
     if (method == QLatin1String("listDatabases"))
-        return internalQuery(host, owner, ctx, id, d.listDatabases, {},
+        return internalQuery(host, deadlines, ctx, id, d.listDatabases, {},
                              [reply, owners = d.databasesHaveOwners](Result<QJsonObject> r) {
                                  if (!r)
                                      return reply(r.error());
@@ -236,9 +238,9 @@ void catalogCall(DatabaseHost *host, QObject *owner, const QString &method,
                                               "one file (ATTACH another file instead)")
                                    .arg(d.type),
                                {}});
-        return createDatabase(host, owner, id, name, ctx, reply);
+        return createDatabase(host, deadlines, id, name, ctx, reply);
     }
-    describeTable(host, owner, id, d, p, ctx, reply);
+    describeTable(host, deadlines, id, d, p, ctx, reply);
 }
 
 } // namespace Sandbox::Engine

@@ -197,11 +197,11 @@ QList<std::pair<QString, Methods::Handler>> DatabaseMethods::handlers()
                              QStringLiteral("listTables"), QStringLiteral("describeTable"),
                              QStringLiteral("listDatabases"), QStringLiteral("createDatabase")})
         add(m, [this, m](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
-            catalogCall(m_host, this, m, p, ctx, reply);
+            catalogCall(m_host, &m_deadlines, m, p, ctx, reply);
         });
     add(QStringLiteral("exportData"),
         [this](const QJsonObject &p, const CallContext &ctx, const Reply &reply) {
-            exportTable(m_host, this, p, ctx, reply);
+            exportTable(m_host, &m_deadlines, p, ctx, reply);
         });
     return out;
 }
@@ -294,7 +294,7 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
             QPointer<DatabaseBackend> backend = *b;
             const SharedActivity activity = share(std::move(token));
             runTimed(
-                this, call.timeoutMs, m_limits.cancelGraceMs, c,
+                &m_deadlines, call.timeoutMs, m_limits.cancelGraceMs, c,
                 [backend, req](PageDone done) { return backend->query(req, std::move(done)); },
                 [this, call, c, backend, activity,
                  answer = ending(activity, reply)](Result<QJsonObject> r) {
@@ -400,7 +400,7 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
     c->pageSize = pageSize;
     m_cursors.touch(c);
     runTimed(
-        this, timeoutMs, m_limits.cancelGraceMs, ctx,
+        &m_deadlines, timeoutMs, m_limits.cancelGraceMs, ctx,
         [this, cursorId, pageSize](PageDone done) {
             return nextPage(cursorId, pageSize, std::move(done));
         },
@@ -586,7 +586,7 @@ void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &
                 return reply(b.error());
             QPointer<DatabaseBackend> backend = *b;
             runTimed(
-                this, timeoutMs, m_limits.cancelGraceMs, c,
+                &m_deadlines, timeoutMs, m_limits.cancelGraceMs, c,
                 [backend, statements](PageDone done) {
                     return backend->transaction(statements, std::move(done));
                 },

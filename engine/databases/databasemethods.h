@@ -1,6 +1,7 @@
 #pragma once
 
 #include "api/methods.h"
+#include "calldeadlines.h"
 #include "cursorregistry.h"
 
 #include <QHash>
@@ -79,6 +80,7 @@ private:
     CursorRegistry m_cursors;
     QHash<QString, std::shared_ptr<OpenTransaction>> m_transactions; // by transaction id
     QTimer *m_sweep;                                                 // owned (child)
+    CallDeadlines m_deadlines; // the statement timeouts of the calls in flight
 };
 
 } // namespace Sandbox::Engine

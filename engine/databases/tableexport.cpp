@@ -1,5 +1,6 @@
 #include "tableexport.h"
 
+#include "calldeadlines.h"
 #include "databasebackend.h"
 #include "databasehost.h"
 #include "databasesettings.h"
@@ -36,8 +37,8 @@ struct ExportCall
 
 // The server writes the file (COPY ... TO) inside the sandbox; without a path the bytes come back
 // through sandbox.readFile and the file is removed.
-void exportFile(DatabaseHost *host, QObject *owner, const ExportCall &call, const CallContext &ctx,
-                const Reply &reply)
+void exportFile(DatabaseHost *host, CallDeadlines *deadlines, const ExportCall &call,
+                const CallContext &ctx, const Reply &reply)
 {
     QString target = call.path;
     if (!target.isEmpty() && !target.startsWith(QLatin1String("/workspace/")))
@@ -54,13 +55,13 @@ void exportFile(DatabaseHost *host, QObject *owner, const ExportCall &call, cons
     const QString id = call.id, format = call.format, select = call.select;
     host->withBackend(
         ctx, id,
-        [host, owner, id, select, format, target, temporary, c = ctx,
+        [host, deadlines, id, select, format, target, temporary, c = ctx,
          reply](Result<DatabaseBackend *> b, ActivityToken token) {
             if (!b)
                 return reply(b.error());
             QPointer<DatabaseBackend> backend = *b;
             runTimed(
-                owner, kFileExportTimeoutMs, kCancelGraceMs, c,
+                deadlines, kFileExportTimeoutMs, kCancelGraceMs, c,
                 [backend, select, format, target](PageDone d) {
                     return backend->exportFile(select, format, target, std::move(d));
                 },
@@ -168,22 +169,22 @@ private:
 };
 
 // The engine pages through the table and formats as it goes, within kMaxExportBytes.
-void exportText(DatabaseHost *host, QObject *owner, const ExportCall &call, const CallContext &ctx,
-                const Reply &reply)
+void exportText(DatabaseHost *host, CallDeadlines *deadlines, const ExportCall &call,
+                const CallContext &ctx, const Reply &reply)
 {
     auto ex = std::make_shared<TextExport>(call.format == QLatin1String("csv"));
     const QString select = call.select, format = call.format;
     host->withBackend(
         ctx, call.id,
-        [owner, select, ex, format, reply](Result<DatabaseBackend *> b, ActivityToken token) {
+        [deadlines, select, ex, format, reply](Result<DatabaseBackend *> b, ActivityToken token) {
             if (!b)
                 return reply(b.error());
             QPointer<DatabaseBackend> backend = *b;
             auto step = std::make_shared<std::function<void(const QString &)>>();
-            auto finish = [owner, ex, format, reply, step,
+            auto finish = [deadlines, ex, format, reply, step,
                            activity = share(std::move(token))](Result<bool> r) {
                 // step -> step: broken once the call that finishes has returned.
-                QTimer::singleShot(0, owner, [step] { *step = nullptr; });
+                QTimer::singleShot(0, deadlines, [step] { *step = nullptr; });
                 activity->end();
                 if (!r)
                     return reply(r.error());
@@ -273,7 +274,7 @@ QString csvCell(const QJsonValue &v)
     return s;
 }
 
-void exportTable(DatabaseHost *host, QObject *owner, const QJsonObject &params,
+void exportTable(DatabaseHost *host, CallDeadlines *deadlines, const QJsonObject &params,
                  const CallContext &ctx, const Reply &reply)
 {
     FieldReader p(params);
@@ -301,8 +302,8 @@ void exportTable(DatabaseHost *host, QObject *owner, const QJsonObject &params,
     call.select = QStringLiteral("SELECT * FROM ")
                   + (schema.isEmpty() ? QString() : quoteIdent(schema) + u'.') + quoteIdent(table);
     if (toFile)
-        return exportFile(host, owner, call, ctx, reply);
-    exportText(host, owner, call, ctx, reply);
+        return exportFile(host, deadlines, call, ctx, reply);
+    exportText(host, deadlines, call, ctx, reply);
 }
 
 } // namespace Sandbox::Engine

@@ -4,15 +4,14 @@
 
 #include <QJsonObject>
 
-class QObject;
-
 namespace Sandbox::Engine {
 
+class CallDeadlines;
 class DatabaseHost;
 
 // databases.exportData: CSV or JSON paged through by the engine (within a bound), or a file the
 // server writes itself (parquet, or any format to a path) where its dialect can.
-void exportTable(DatabaseHost *host, QObject *owner, const QJsonObject &params,
+void exportTable(DatabaseHost *host, CallDeadlines *deadlines, const QJsonObject &params,
                  const CallContext &ctx, const Methods::Reply &reply);
 
 // One CSV cell (RFC 4180): null is empty; {$int|$float|$bytes} their text; objects and arrays

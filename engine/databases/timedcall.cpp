@@ -1,9 +1,9 @@
 #include "timedcall.h"
 
 #include "api/methods.h"
+#include "calldeadlines.h"
 
 #include <QPointer>
-#include <QTimer>
 
 #include <memory>
 
@@ -16,12 +16,13 @@ struct Timed
     bool answered = false;
     bool timedOut = false;
     CancelFn cancel;
-    QPointer<QTimer> timer;
+    QPointer<CallDeadlines> deadlines;
+    CallDeadlines::Key deadline;
 };
 
 } // namespace
 
-void runTimed(QObject *owner, qint64 timeoutMs, qint64 graceMs, const CallContext &ctx,
+void runTimed(CallDeadlines *deadlines, qint64 timeoutMs, qint64 graceMs, const CallContext &ctx,
               const std::function<CancelFn(PageDone)> &start, PageDone done)
 {
     auto st = std::make_shared<Timed>();
@@ -29,8 +30,8 @@ void runTimed(QObject *owner, qint64 timeoutMs, qint64 graceMs, const CallContex
         if (st->answered)
             return;
         st->answered = true;
-        if (st->timer)
-            st->timer->deleteLater();
+        if (st->deadlines)
+            st->deadlines->remove(st->deadline);
         // A backend's cancel function may hold this very callback (PostgreSQL's query does):
         // dropped here, or the call's state would keep itself alive. Whoever runs it holds a copy.
         st->cancel = {};
@@ -46,22 +47,21 @@ void runTimed(QObject *owner, qint64 timeoutMs, qint64 graceMs, const CallContex
     if (st->answered)
         return; // answered at once (the server is gone): nothing to time, nothing to cancel
     st->cancel = std::move(cancel);
-    auto *timer = new QTimer(owner);
-    st->timer = timer;
-    timer->setSingleShot(true);
-    QObject::connect(timer, &QTimer::timeout, owner, [st, finish, timer, graceMs] {
+    st->deadlines = deadlines;
+    // The deadlines keep the call's state until it answers or times out.
+    st->deadline = deadlines->add(timeoutMs, [st, finish, graceMs] {
         if (st->answered)
             return;
-        if (!st->timedOut) {
-            st->timedOut = true;
-            if (const CancelFn cancel = st->cancel)
-                cancel();
-            timer->start(int(graceMs)); // the server's time to give up; then the call answers
-            return;
-        }
-        finish(Error{ErrorCode::Timeout, {}, {}});
+        st->timedOut = true;
+        if (const CancelFn cancel = st->cancel)
+            cancel();
+        if (st->answered || !st->deadlines)
+            return; // the cancel answered at once
+        // The server's time to give up; then the call answers.
+        st->deadline = st->deadlines->add(graceMs, [finish] {
+            finish(Error{ErrorCode::Timeout, {}, {}});
+        });
     });
-    timer->start(int(timeoutMs));
     // The connection keeps this until the call answers; it must not keep the call's state.
     *ctx.onCancel = [weak = std::weak_ptr<Timed>(st)] {
         const auto st = weak.lock();

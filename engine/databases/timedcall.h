@@ -2,12 +2,11 @@
 
 #include "databasebackend.h"
 
-#include <QObject>
-
 #include <functional>
 
 namespace Sandbox::Engine {
 
+class CallDeadlines;
 struct CallContext;
 
 // The statement timeouts of the databases.* methods (the caller's `timeout`, in ms).
@@ -18,8 +17,9 @@ constexpr qint64 kCancelGraceMs = 5000;
 
 // A backend call with the statement timeout and rpc.cancel wired in: at `timeoutMs` the call is
 // cancelled and answers Timeout once the backend gives up, or after `graceMs` whatever the
-// backend does. rpc.cancel (ctx.onCancel) cancels it the same way. `done` runs once.
-void runTimed(QObject *owner, qint64 timeoutMs, qint64 graceMs, const CallContext &ctx,
+// backend does. rpc.cancel (ctx.onCancel) cancels it the same way. `done` runs once. Its deadline
+// is one of `deadlines` (no timer per call); a call still running when they go is not timed.
+void runTimed(CallDeadlines *deadlines, qint64 timeoutMs, qint64 graceMs, const CallContext &ctx,
               const std::function<CancelFn(PageDone)> &start, PageDone done);
 
 } // namespace Sandbox::Engine

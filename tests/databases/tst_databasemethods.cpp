@@ -5,6 +5,7 @@
 #include "databases/databasehost.h"
 #include "databases/databasemethods.h"
 
+#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QTest>
 #include <QTimer>
@@ -178,6 +179,8 @@ private Q_SLOTS:
     void fetchesOfAnySizeGetEveryRowInOrder();
     void aStatementPastItsTimeoutIsCancelled();
     void aServerThatIgnoresTheCancelStillAnswersTimeout();
+    void aShortTimeoutAfterALongOneComesFirst();
+    void callsInFlightHoldNoTimerEach();
     void rpcCancelCancelsTheStatement();
     void anAnsweredCallKeepsNothingAlive();
     void errorPositionsAreCharactersLinesAndColumns();
@@ -409,6 +412,49 @@ void tst_DatabaseMethods::aServerThatIgnoresTheCancelStillAnswersTimeout()
     QCOMPARE(r.error().code, ErrorCode::Timeout);
     QCOMPARE(m_host->backend.cancels, 1);
     QCOMPARE(m_host->awake, 0);
+}
+
+// The deadlines share one timer: one that comes due before those already waiting is kept too.
+void tst_DatabaseMethods::aShortTimeoutAfterALongOneComesFirst()
+{
+    m_host->backend.hang = true;
+    std::optional<Result<QJsonValue>> longCall;
+    CallContext c;
+    c.keyId = kKey;
+    m_handlers.value(QStringLiteral(
+        "databases.query"))({{QStringLiteral("id"), kDb},
+                             {QStringLiteral("sql"), QStringLiteral("SELECT 1")},
+                             {QStringLiteral("timeout"), 60000}},
+                            c, [&longCall](Result<QJsonValue> r) { longCall = std::move(r); });
+    QElapsedTimer t;
+    t.start();
+    const auto r = call(QStringLiteral("query"),
+                        {{QStringLiteral("sql"), QStringLiteral("SELECT 2")},
+                         {QStringLiteral("timeout"), 20}});
+    QVERIFY(!r);
+    QCOMPARE(r.error().code, ErrorCode::Timeout);
+    QVERIFY2(t.elapsed() < 4000, qPrintable(QString::number(t.elapsed())));
+    QVERIFY(!longCall);
+    QCOMPARE(m_host->backend.cancels, 1);
+}
+
+// A call in flight costs no timer of its own (one QTimer made, started, stopped and deleted per
+// call, with a wake-up of the event loop for its deletion): all of them wait on one.
+void tst_DatabaseMethods::callsInFlightHoldNoTimerEach()
+{
+    m_host->backend.hang = true;
+    const int before = int(m_methods->findChildren<QTimer *>().size());
+    CallContext c;
+    c.keyId = kKey;
+    int answered = 0;
+    for (int i = 0; i < 50; ++i)
+        m_handlers.value(
+            QStringLiteral("databases.query"))({{QStringLiteral("id"), kDb},
+                                                {QStringLiteral("sql"), QStringLiteral("SELECT 1")},
+                                                {QStringLiteral("timeout"), 60000}},
+                                               c, [&answered](Result<QJsonValue>) { ++answered; });
+    QCOMPARE(answered, 0);
+    QCOMPARE(int(m_methods->findChildren<QTimer *>().size()), before);
 }
 
 void tst_DatabaseMethods::rpcCancelCancelsTheStatement()
