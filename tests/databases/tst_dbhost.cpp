@@ -80,6 +80,7 @@ class tst_DbHost : public QObject
 
 private Q_SLOTS:
     void theConnectionOfARefusedCursorSeesNewRows();
+    void aRepeatedQuerySeesItsTableAsItIsNow_data();
     void aRepeatedQuerySeesItsTableAsItIsNow();
 };
 
@@ -120,14 +121,25 @@ void tst_DbHost::theConnectionOfARefusedCursorSeesNewRows()
     QCOMPARE(r.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toInt(), 4);
 }
 
+void tst_DbHost::aRepeatedQuerySeesItsTableAsItIsNow_data()
+{
+    QTest::addColumn<QString>("engine");
+    QTest::addColumn<QString>("noTable"); // what the engine says of a table that is not there
+    QTest::newRow("duckdb") << QStringLiteral("duckdb") << QStringLiteral("does not exist");
+    QTest::newRow("sqlite") << QStringLiteral("sqlite") << QStringLiteral("no such table");
+}
+
 // DuckDB keeps a connection's SELECTs prepared (the same SQL text runs again without parse, bind
-// and plan): a repeated query must still see its table as it is now, whatever changed it.
+// and plan), SQLite its statements: a repeated query must still see its table as it is now,
+// whatever changed it.
 void tst_DbHost::aRepeatedQuerySeesItsTableAsItIsNow()
 {
+    QFETCH(QString, engine);
+    QFETCH(QString, noTable);
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     DbHost host;
-    QVERIFY(host.start(QStringLiteral("duckdb"), dir.path()));
+    QVERIFY(host.start(engine, dir.path()));
     auto query = [&host](const QJsonArray &params) {
         return host.ask({{QStringLiteral("op"), QStringLiteral("query")},
                          {QStringLiteral("sql"), QStringLiteral("SELECT * FROM t WHERE id = $1")},
@@ -167,6 +179,18 @@ void tst_DbHost::aRepeatedQuerySeesItsTableAsItIsNow()
     r = query({1});
     QCOMPARE(names(r), QStringLiteral("id:INTEGER,v:DOUBLE"));
     QCOMPARE(rows(r), QByteArray("[[1,0.5]]"));
+    if (engine == QLatin1String("sqlite")) {
+        // Changed by another program of the sandbox, behind the host's back.
+        QProcess other;
+        other.start(QStringLiteral("sqlite3"),
+                    {dir.path() + QStringLiteral("/main.db"),
+                     QStringLiteral("ALTER TABLE t ADD COLUMN x TEXT DEFAULT 'new'")});
+        QVERIFY(other.waitForFinished(10000));
+        QCOMPARE(other.exitCode(), 0);
+        r = query({1});
+        QCOMPARE(names(r), QStringLiteral("id:INTEGER,v:DOUBLE,x:TEXT"));
+        QCOMPARE(rows(r), QByteArray("[[1,0.5,\"new\"]]"));
+    }
     // The wrong number of parameters, then no table at all: the database's errors, as for a new
     // statement.
     r = query({1, 2});
@@ -177,7 +201,7 @@ void tst_DbHost::aRepeatedQuerySeesItsTableAsItIsNow()
     QCOMPARE(r.value(QStringLiteral("error"))[QStringLiteral("code")].toString(),
              QStringLiteral("sql"));
     QVERIFY2(r.value(QStringLiteral("error"))[QStringLiteral("message")].toString().contains(
-                 QLatin1String("does not exist")),
+                 noTable),
              QJsonDocument(r).toJson().constData());
 }
 

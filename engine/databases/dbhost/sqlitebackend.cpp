@@ -14,6 +14,9 @@ namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
 constexpr size_t kMaxIdle = 4;
+// Statements kept per connection, and the longest SQL text kept.
+constexpr size_t kKeptStatements = 16;
+constexpr size_t kMaxKeptSql = 4096;
 
 // ATTACH only of files inside /workspace (relative paths are relative to /workspace, the
 // working directory), of a temporary or in-memory database; never through a URI.
@@ -235,12 +238,55 @@ SqliteBackend::Cursor::~Cursor()
 
 SqliteBackend::~SqliteBackend()
 {
+    std::lock_guard l(m_mutex);
     for (const auto &c : m_cursors.takeAll()) {
         sqlite3_finalize(std::exchange(c->stmt, nullptr));
-        sqlite3_close_v2(c->conn);
+        closeConnection(c->conn);
     }
     for (sqlite3 *db : m_idle)
-        sqlite3_close_v2(db);
+        closeConnection(db);
+}
+
+void SqliteBackend::closeConnection(sqlite3 *db)
+{
+    if (const auto it = m_statements.find(db); it != m_statements.end()) {
+        for (auto &[sql, st] : it->second)
+            sqlite3_finalize(st);
+        m_statements.erase(it);
+    }
+    sqlite3_close_v2(db);
+}
+
+sqlite3_stmt *SqliteBackend::takeStatement(sqlite3 *db, const std::string &sql)
+{
+    std::lock_guard l(m_mutex);
+    const auto it = m_statements.find(db);
+    if (it == m_statements.end())
+        return nullptr;
+    Statements &kept = it->second;
+    for (auto s = kept.begin(); s != kept.end(); ++s) {
+        if (s->first == sql) {
+            sqlite3_stmt *st = s->second;
+            kept.erase(s);
+            return st;
+        }
+    }
+    return nullptr;
+}
+
+void SqliteBackend::keepStatement(sqlite3 *db, const std::string &sql, sqlite3_stmt *st)
+{
+    // Reset, it holds no read transaction open (the connection would see no newer data); its
+    // parameters' copies go.
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    std::lock_guard l(m_mutex);
+    Statements &kept = m_statements[db];
+    kept.emplace_front(sql, st);
+    while (kept.size() > kKeptStatements) {
+        sqlite3_finalize(kept.back().second);
+        kept.pop_back();
+    }
 }
 
 sqlite3 *SqliteBackend::openConnection(std::string *error)
@@ -313,7 +359,7 @@ void SqliteBackend::release(sqlite3 *db)
     if (m_idle.size() < kMaxIdle)
         m_idle.push_back(db);
     else
-        sqlite3_close_v2(db);
+        closeConnection(db);
 }
 
 json SqliteBackend::begin(const std::string &name)
@@ -379,18 +425,29 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
     long long rowsAffected = 0;
     std::string command;
     int statements = 0;
+    // A statement this connection ran before is run again as it was prepared (one statement).
+    const bool keepable = sql.size() <= kMaxKeptSql;
     while (tail && *tail && !isBlankSql(tail)) {
         StmtGuard st;
         const char *next = nullptr;
-        const int rc = sqlite3_prepare_v3(db, tail, -1, 0, &st.st, &next);
-        if (rc != SQLITE_OK)
-            throw errorOf(db, rc, tail - start);
+        st.st = keepable && tail == start ? takeStatement(db, sql) : nullptr;
+        if (st.st) {
+            next = start + sql.size();
+        } else {
+            const int rc = sqlite3_prepare_v3(db, tail, -1,
+                                              keepable ? SQLITE_PREPARE_PERSISTENT : 0, &st.st,
+                                              &next);
+            if (rc != SQLITE_OK)
+                throw errorOf(db, rc, tail - start);
+        }
         if (!st.st) { // only a comment
             tail = next;
             continue;
         }
         ++statements;
         const bool more = next && !isBlankSql(next);
+        // The whole text is this one statement: kept for the next call when it went well.
+        const bool keep = keepable && statements == 1 && !more;
         if (!execute && more)
             throw DbError{"bad_request", "a query takes one statement; use execute for a script",
                           next - start};
@@ -411,6 +468,8 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
                 throw errorOf(db, step, tail - start);
             if (isDml(command))
                 rowsAffected += sqlite3_changes64(db);
+            if (keep)
+                keepStatement(db, sql, st.release());
             tail = next;
             continue;
         }
@@ -440,6 +499,8 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
             answer["cursor"] = id;
             answer["rowsAffected"] = 0;
         }
+        if (keep && st.st)
+            keepStatement(db, sql, st.release());
         answer["rows"] = rowsText(rows.finish());
         return answer;
     }

@@ -2,9 +2,12 @@
 
 #include "backend.h"
 
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 struct sqlite3;
@@ -49,11 +52,24 @@ private:
     sqlite3 *openConnection(std::string *error);
     sqlite3 *acquire();
     void release(sqlite3 *db);
+    // Closes a connection, its kept statements first (m_mutex held).
+    void closeConnection(sqlite3 *db);
     void finishCursor(const std::shared_ptr<Cursor> &cursor);
+    // The statement of `sql` this connection ran before, taken from its statements (the call
+    // keeps it, or gives it back); null when none is kept.
+    sqlite3_stmt *takeStatement(sqlite3 *db, const std::string &sql);
+    // Keeps `st`, reset, for the next call of the same SQL text on this connection (the least
+    // recently used beyond the cap is finalized).
+    void keepStatement(sqlite3 *db, const std::string &sql, sqlite3_stmt *st);
 
     std::string m_path;
     std::mutex m_mutex;
     std::vector<sqlite3 *> m_idle;
+    // Each connection's statements by their SQL text, most recently used first: a repeated query
+    // (a point select) skips SQLite's parse and code generation. A statement prepared with
+    // sqlite3_prepare_v3 prepares itself again when the schema changed, whoever changed it.
+    using Statements = std::list<std::pair<std::string, sqlite3_stmt *>>;
+    std::map<sqlite3 *, Statements> m_statements; // guarded by m_mutex
     using Cursors = CursorTable<sqlite3 *, Cursor>;
     Cursors m_cursors;
     TransactionTable<sqlite3 *> m_transactions;
