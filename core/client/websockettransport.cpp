@@ -104,6 +104,10 @@ bool WebSocketTransport::sendText(const QByteArray &message)
     if (!isOpen())
         return false;
     m_socket->sendTextMessage(QString::fromUtf8(message));
+    // On its way now: through QTcpSocket's buffer it would wait for the next turn of the event
+    // loop, a wake-up and its system calls more per request (QWebSocket writes a message's frames
+    // to the socket whole and in order, so flushing keeps the order).
+    m_socket->flush();
     return true;
 }
 

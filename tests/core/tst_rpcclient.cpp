@@ -14,6 +14,7 @@
 #include <QTcpSocket>
 #include <QTest>
 #include <QWebSocket>
+#include <QWebSocketServer>
 
 #include <optional>
 
@@ -85,6 +86,31 @@ private Q_SLOTS:
         QCOMPARE(client->pendingCount(), 0);
         // The key travels in the header only, never in the URL.
         QVERIFY(!server.url().toString().contains(kKey));
+    }
+
+    // A request is on the wire when sendText returns: not in the socket's buffer until the event
+    // loop's next turn (a wake-up and its system calls more per call, and no earlier answer).
+    void aRequestIsOnTheWireWhenSent()
+    {
+        QTcpServer tcp;
+        QVERIFY(tcp.listen(QHostAddress::LocalHost, 0));
+        QWebSocketServer ws(QStringLiteral("tst"), QWebSocketServer::NonSecureMode);
+        QPointer<QTcpSocket> serverSide;
+        connect(&tcp, &QTcpServer::newConnection, this, [&] {
+            serverSide = tcp.nextPendingConnection();
+            ws.handleConnection(serverSide);
+        });
+        WebSocketTransport transport(QUrl(QStringLiteral("ws://127.0.0.1:%1").arg(tcp.serverPort())),
+                                     kKey);
+        QSignalSpy opened(&transport, &Transport::opened);
+        transport.open();
+        QVERIFY(opened.wait(5000));
+        QTRY_VERIFY(serverSide && ws.hasPendingConnections());
+        std::unique_ptr<QWebSocket> upgraded(ws.nextPendingConnection());
+        serverSide->readAll();
+        QVERIFY(transport.sendText(R"({"jsonrpc":"2.0","id":1,"method":"test.echo","params":{}})"));
+        // Without running this thread's event loop: only what the client wrote already arrives.
+        QVERIFY(serverSide->waitForReadyRead(2000));
     }
 
     void pageRowsComeAsTextWhenAsked_data()
