@@ -483,26 +483,12 @@ private Q_SLOTS:
     // prompt), light and dark, small and large: build/artefacts/terminal-flood-THEME-WxH.png. The
     // screen shows the end of the output with its colours and the prompt under it, and the
     // scrollback is full.
-    void terminalAfterBigOutput_data()
-    {
-        QTest::addColumn<bool>("dark");
-        QTest::addColumn<QSize>("size");
-        QTest::newRow("light 720x520") << false << QSize(720, 520);
-        QTest::newRow("dark 720x520") << true << QSize(720, 520);
-        QTest::newRow("light 1600x1000") << false << QSize(1600, 1000);
-        QTest::newRow("dark 1600x1000") << true << QSize(1600, 1000);
-    }
+    void terminalAfterBigOutput_data() { addFloodRows(); }
     void terminalAfterBigOutput()
     {
         QFETCH(bool, dark);
         QFETCH(QSize, size);
-        // One sandbox for every row (a new shell in it each time): the suite's key may run at
-        // most 8 sandboxes at once, and the dashboard's agents come after this.
-        if (!m_floodSandbox) {
-            const auto s = m_engine.createAgent(QStringLiteral("terminal-flood"));
-            QVERIFY(s);
-            m_floodSandbox = s.value();
-        }
+        QVERIFY(makeFloodSandbox());
         QApplication::setPalette(dark ? Style::darkPalette() : m_light);
         TerminalPage page(SandboxPageContext{m_engine.client(), *m_floodSandbox, nullptr});
         page.resize(size);
@@ -529,12 +515,8 @@ private Q_SLOTS:
         QTest::qWait(100); // a repaint after the last output
         const TerminalScreen &screen = page.view()->screen();
         QCOMPARE(screen.scrollbackLines(), TerminalScreen::kDefaultScrollback);
-        QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
         const QImage shot = page.grab().toImage();
-        QVERIFY(shot.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/terminal-flood-%1-%2x%3.png")
-                              .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))
-                              .arg(size.width())
-                              .arg(size.height())));
+        QVERIFY(saveFloodShot(shot, "terminal", dark, size));
         QVERIFY(colours(shot, shot.rect()) > 4);
         page.hangUp();
         QApplication::setPalette(m_light);
@@ -544,24 +526,12 @@ private Q_SLOTS:
     // on stderr), light and dark, small and large: build/artefacts/console-flood-THEME-WxH.png.
     // The console shows the end of the output with its colours, stderr marked, the exit line
     // under it, and keeps as many lines as its cap.
-    void consoleAfterBigOutput_data()
-    {
-        QTest::addColumn<bool>("dark");
-        QTest::addColumn<QSize>("size");
-        QTest::newRow("light 720x520") << false << QSize(720, 520);
-        QTest::newRow("dark 720x520") << true << QSize(720, 520);
-        QTest::newRow("light 1600x1000") << false << QSize(1600, 1000);
-        QTest::newRow("dark 1600x1000") << true << QSize(1600, 1000);
-    }
+    void consoleAfterBigOutput_data() { addFloodRows(); }
     void consoleAfterBigOutput()
     {
         QFETCH(bool, dark);
         QFETCH(QSize, size);
-        if (!m_floodSandbox) { // shared with the terminal's rows (the key's limit of sandboxes)
-            const auto s = m_engine.createAgent(QStringLiteral("terminal-flood"));
-            QVERIFY(s);
-            m_floodSandbox = s.value();
-        }
+        QVERIFY(makeFloodSandbox());
         QApplication::setPalette(dark ? Style::darkPalette() : m_light);
         ConsolePage page(SandboxPageContext{m_engine.client(), *m_floodSandbox, nullptr});
         page.resize(size);
@@ -584,12 +554,8 @@ private Q_SLOTS:
         QCOMPARE(b.line(b.lineCount() - 3).spans.size(), 2);
         QCOMPARE(b.line(b.lineCount() - 2).kind, ConsoleBuffer::LineKind::Stderr);
         QVERIFY(b.line(b.lineCount() - 1).text.startsWith(QStringLiteral("[exit 0 · ")));
-        QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
         const QImage shot = page.grab().toImage();
-        QVERIFY(shot.save(QStringLiteral(SANDBOX_ARTEFACT_DIR "/console-flood-%1-%2x%3.png")
-                              .arg(dark ? QStringLiteral("dark") : QStringLiteral("light"))
-                              .arg(size.width())
-                              .arg(size.height())));
+        QVERIFY(saveFloodShot(shot, "console", dark, size));
         QVERIFY(colours(shot, rectIn(&page, page.view())) > 4);
         QApplication::setPalette(m_light);
     }
@@ -733,6 +699,39 @@ private Q_SLOTS:
     }
 
 private:
+    // The rows of the pictures after a flood: light and dark, small and large.
+    static void addFloodRows()
+    {
+        QTest::addColumn<bool>("dark");
+        QTest::addColumn<QSize>("size");
+        QTest::newRow("light 720x520") << false << QSize(720, 520);
+        QTest::newRow("dark 720x520") << true << QSize(720, 520);
+        QTest::newRow("light 1600x1000") << false << QSize(1600, 1000);
+        QTest::newRow("dark 1600x1000") << true << QSize(1600, 1000);
+    }
+    // build/artefacts/WHAT-flood-THEME-WxH.png
+    static bool saveFloodShot(const QImage &shot, const char *what, bool dark, QSize size)
+    {
+        QDir().mkpath(QStringLiteral(SANDBOX_ARTEFACT_DIR));
+        return shot.save(
+            QStringLiteral(SANDBOX_ARTEFACT_DIR "/%1-flood-%2-%3x%4.png")
+                .arg(QLatin1String(what), dark ? QStringLiteral("dark") : QStringLiteral("light"))
+                .arg(size.width())
+                .arg(size.height()));
+    }
+    // One sandbox for every flood row (a new shell or command in it each time): the suite's key
+    // may run at most 8 sandboxes at once, and the dashboard's agents come after these rows.
+    bool makeFloodSandbox()
+    {
+        if (!m_floodSandbox) {
+            const auto s = m_engine.createAgent(QStringLiteral("terminal-flood"));
+            if (!s)
+                return false;
+            m_floodSandbox = s.value();
+        }
+        return true;
+    }
+
     UiTest::Engine m_engine;
     Sandbox::Mocks::MockModelServer m_mock;
     QStringList m_agents;
