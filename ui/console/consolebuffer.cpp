@@ -7,7 +7,7 @@ namespace Sandbox::Ui {
 namespace {
 constexpr int kMaxFormats = 4096; // beyond that, new formats fall back to the default
 constexpr int kTabWidth = 8;
-constexpr qsizetype kBlockChars = 64 * 1024;
+constexpr qsizetype kBlockBytes = 128 * 1024;
 constexpr qsizetype kKeptScratch = 1024 * 1024; // scratch strings above this are not kept
 
 // Where the run of printable ASCII (0x20-0x7e) that starts at `p` ends: eight bytes at a time.
@@ -78,8 +78,9 @@ void ConsoleBuffer::appendOutput(Channel channel, QByteArrayView bytes)
                                 format.isDefault() ? quint16(0) : formatIndex(format)};
                 Record r;
                 r.kind = kindOf(channel);
-                store(r, QLatin1StringView(p, q - p),
-                      std::span<const Span>(&span, span.format != 0 && span.length > 0 ? 1 : 0));
+                storeAscii(r, QByteArrayView(p, q - p),
+                           std::span<const Span>(&span,
+                                                 span.format != 0 && span.length > 0 ? 1 : 0));
                 m_chars += r.length;
                 m_widest = qMax(m_widest, r.length);
                 m_lines.push_back(r);
@@ -220,20 +221,20 @@ void ConsoleBuffer::endLine(Channel channel)
     s.openLine = -1;
 }
 
-ConsoleBuffer::Block &ConsoleBuffer::blockFor(qsizetype chars)
+ConsoleBuffer::Block &ConsoleBuffer::blockFor(qsizetype bytes)
 {
     if (!m_blocks.empty()) {
         Block &last = *m_blocks.back();
-        if (last.text.capacity() - last.text.size() >= chars)
+        if (last.text.capacity() - last.text.size() >= bytes)
             return last;
     }
     std::unique_ptr<Block> block;
-    if (!m_spareBlocks.empty() && m_spareBlocks.back()->text.capacity() >= chars) {
+    if (!m_spareBlocks.empty() && m_spareBlocks.back()->text.capacity() >= bytes) {
         block = std::move(m_spareBlocks.back());
         m_spareBlocks.pop_back();
     } else {
         block = std::make_unique<Block>();
-        block->text.reserve(qMax(kBlockChars, chars));
+        block->text.reserve(qMax(kBlockBytes, bytes));
     }
     if (m_blocks.empty())
         m_firstBlock = 0;
@@ -241,20 +242,39 @@ ConsoleBuffer::Block &ConsoleBuffer::blockFor(qsizetype chars)
     return *m_blocks.back();
 }
 
-template<typename Text>
-void ConsoleBuffer::store(Record &record, Text text, std::span<const Span> spans)
+void ConsoleBuffer::storeSpans(Record &record, Block &block, std::span<const Span> spans)
+{
+    record.block = m_firstBlock + qint64(m_blocks.size()) - 1;
+    record.spanOffset = qint32(block.spans.size());
+    record.spanCount = qint32(spans.size());
+    block.spans.insert(block.spans.end(), spans.begin(), spans.end());
+    ++block.lines;
+}
+
+void ConsoleBuffer::storeAscii(Record &record, QByteArrayView text, std::span<const Span> spans)
+{
+    record.length = record.bytes = qint32(text.size());
+    if (text.isEmpty())
+        return;
+    Block &b = blockFor(text.size());
+    record.offset = qint32(b.text.size());
+    b.text.append(text);
+    storeSpans(record, b, spans);
+}
+
+void ConsoleBuffer::store(Record &record, QStringView text, std::span<const Span> spans)
 {
     record.length = qint32(text.size());
     if (text.isEmpty())
         return;
-    Block &b = blockFor(text.size());
-    record.block = m_firstBlock + qint64(m_blocks.size()) - 1;
+    const qsizetype most = m_encoder.requiredSpace(text.size());
+    Block &b = blockFor(most);
     record.offset = qint32(b.text.size());
-    record.spanOffset = qint32(b.spans.size());
-    record.spanCount = qint32(spans.size());
-    b.text.append(text);
-    b.spans.insert(b.spans.end(), spans.begin(), spans.end());
-    ++b.lines;
+    b.text.resize(record.offset + most); // within its capacity
+    const char *const end = m_encoder.appendToBuffer(b.text.data() + record.offset, text);
+    b.text.resize(end - b.text.constData());
+    record.bytes = qint32(b.text.size()) - record.offset;
+    storeSpans(record, b, spans);
 }
 
 void ConsoleBuffer::finishOutput()
@@ -312,7 +332,7 @@ ConsoleBuffer::Line ConsoleBuffer::line(qint64 index) const
         l.spans = s.spans;
     } else if (r.block >= 0) {
         const Block &b = *m_blocks[size_t(r.block - m_firstBlock)];
-        l.text = QStringView(b.text).mid(r.offset, r.length);
+        l.text = QString::fromUtf8(b.text.constData() + r.offset, r.bytes);
         l.spans = std::span<const Span>(b.spans).subspan(size_t(r.spanOffset), size_t(r.spanCount));
     }
     return l;
@@ -356,7 +376,7 @@ void ConsoleBuffer::releaseBlocks()
     // a few are kept for the lines to come, so that a flood reuses memory it already touched.
     constexpr size_t kSpares = 8;
     while (m_blocks.size() > 1 && m_blocks.front()->lines == 0) {
-        if (m_spareBlocks.size() < kSpares && m_blocks.front()->text.capacity() <= 2 * kBlockChars) {
+        if (m_spareBlocks.size() < kSpares && m_blocks.front()->text.capacity() <= 2 * kBlockBytes) {
             m_blocks.front()->text.resize(0); // keeps its capacity
             m_blocks.front()->spans.clear();
             m_spareBlocks.push_back(std::move(m_blocks.front()));

@@ -26,8 +26,9 @@ namespace Sandbox::Ui {
 // bars); TAB is expanded to the next multiple of 8; a line longer than maxLineLength() is broken.
 //
 // Built for floods: a whole line of printable ASCII is stored as it comes, without decoding or
-// parsing, and finished lines keep their characters and formats in large blocks that many lines
-// share (reused once all their lines are dropped), so that a line costs no allocation.
+// parsing, and finished lines keep their characters (as UTF-8: one byte a character for ASCII) and
+// formats in large blocks that many lines share (reused once all their lines are dropped), so that
+// a line costs no allocation and the lines kept touch as little memory as they can.
 class ConsoleBuffer final
 {
 public:
@@ -41,11 +42,12 @@ public:
         quint16 format = 0; // index into format(); 0 is the line's default
         bool operator==(const Span &other) const = default;
     };
-    // A line as the buffer holds it: views, valid until the buffer next changes.
+    // A line as the buffer holds it.
     struct Line
     {
-        QStringView text;
-        std::span<const Span> spans; // only the runs with a non-default format, in order
+        QString text;
+        // Only the runs with a non-default format, in order; valid until the buffer next changes.
+        std::span<const Span> spans;
         LineKind kind = LineKind::Stdout;
     };
 
@@ -100,15 +102,16 @@ private:
     // Characters and spans of finished lines, filled in order.
     struct Block
     {
-        QString text; // reserved at its size: appending never moves it
+        QByteArray text; // UTF-8, reserved at its size: appending never moves it
         std::vector<Span> spans;
         qint64 lines = 0; // lines kept here that are still in the buffer
     };
     struct Record
     {
         qint64 block = -1; // the block (its number) holding a finished line's text; -1 for none
-        qint32 offset = 0;
-        qint32 length = 0;
+        qint32 offset = 0; // in the block's bytes
+        qint32 bytes = 0;
+        qint32 length = 0; // in UTF-16 units, as the caps count
         qint32 spanOffset = 0;
         qint32 spanCount = 0;
         LineKind kind = LineKind::Stdout;
@@ -123,11 +126,12 @@ private:
     void appendText(Channel channel, QStringView text, const TextFormat &format);
     void clearOpenLine(ChannelState &s);
     void endLine(Channel channel);
-    // Puts a finished line's text (QStringView or QLatin1StringView) and spans in a block.
-    template<typename Text>
-    void store(Record &record, Text text, std::span<const Span> spans);
+    // Put a finished line's text and spans in a block.
+    void store(Record &record, QStringView text, std::span<const Span> spans);
+    void storeAscii(Record &record, QByteArrayView text, std::span<const Span> spans);
+    void storeSpans(Record &record, Block &block, std::span<const Span> spans);
     void releaseBlocks();
-    Block &blockFor(qsizetype chars);
+    Block &blockFor(qsizetype bytes);
     quint16 formatIndex(const TextFormat &format);
     void trim();
 
@@ -147,6 +151,7 @@ private:
     QHash<TextFormat, quint16> m_formatIndex;
     QList<AnsiParser::Token> m_tokens; // reused between feeds
     QString m_decoded;                 // reused between feeds
+    QStringEncoder m_encoder{QStringEncoder::Utf8, QStringEncoder::Flag::Stateless};
 };
 
 } // namespace Sandbox::Ui

@@ -203,7 +203,7 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
     const int x0 = m_margin - horizontalScrollBar()->value();
     const QColor base = kindColor(line.kind);
     const QFontMetrics fm(p.font());
-    const QString text = line.text.toString();
+    const QString &text = line.text;
 
     // A thin marker on the left tells stderr and our own lines apart even without colour.
     if (line.kind != ConsoleBuffer::LineKind::Stdout) {
@@ -292,7 +292,7 @@ ConsoleView::Pos ConsoleView::posAt(const QPoint &point) const
                                         firstVisibleLine()
                                             + (point.y() - m_margin / 2) / m_lineHeight,
                                         m_buffer.lineCount() - 1);
-    const QString text = m_buffer.line(index).text.toString();
+    const QString text = m_buffer.line(index).text;
     const int x = point.x() - m_margin + horizontalScrollBar()->value();
     return Pos{m_buffer.firstLineNumber() + index, columnAt(text, x)};
 }
@@ -333,7 +333,7 @@ void ConsoleView::mouseDoubleClickEvent(QMouseEvent *event)
     const Pos p = posAt(event->position().toPoint());
     if (p.line < m_buffer.firstLineNumber())
         return;
-    const QStringView text = m_buffer.line(p.line - m_buffer.firstLineNumber()).text;
+    const QString text = m_buffer.line(p.line - m_buffer.firstLineNumber()).text;
     const auto isWord = [](QChar c) {
         return c.isLetterOrNumber() || c == u'_' || c == u'-' || c == u'.' || c == u'/';
     };
@@ -367,10 +367,10 @@ QString ConsoleView::selectedText() const
         a = Pos{first, 0};
     QString out;
     for (qint64 n = a.line; n <= b.line && n < m_buffer.endLineNumber(); ++n) {
-        const QStringView text = m_buffer.line(n - first).text;
+        const QString text = m_buffer.line(n - first).text;
         const int from = n == a.line ? qMin(a.column, int(text.size())) : 0;
         const int to = n == b.line ? qMin(b.column, int(text.size())) : int(text.size());
-        out += text.mid(from, to - from);
+        out += QStringView(text).mid(from, to - from);
         if (n != b.line)
             out += u'\n';
     }

@@ -21,7 +21,7 @@ QList<QPair<Kind, QString>> linesOf(const ConsoleBuffer &b)
 {
     QList<QPair<Kind, QString>> out;
     for (qint64 i = 0; i < b.lineCount(); ++i)
-        out.append({b.line(i).kind, b.line(i).text.toString()});
+        out.append({b.line(i).kind, b.line(i).text});
     return out;
 }
 
@@ -36,7 +36,7 @@ bool contains(const ConsoleBuffer &b, Kind kind, const QString &text)
 
 QString lastLine(const ConsoleBuffer &b)
 {
-    return b.lineCount() ? b.line(b.lineCount() - 1).text.toString() : QString();
+    return b.lineCount() ? b.line(b.lineCount() - 1).text : QString();
 }
 } // namespace
 

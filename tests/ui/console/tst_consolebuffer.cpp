@@ -14,7 +14,7 @@ QStringList lines(const ConsoleBuffer &b)
 {
     QStringList out;
     for (qint64 i = 0; i < b.lineCount(); ++i)
-        out << b.line(i).text.toString();
+        out << b.line(i).text;
     return out;
 }
 
@@ -24,7 +24,7 @@ QStringList described(const ConsoleBuffer &b)
     QStringList out;
     for (qint64 i = 0; i < b.lineCount(); ++i) {
         const ConsoleBuffer::Line line = b.line(i);
-        QString d = QString::number(int(line.kind)) + u'|' + line.text.toString();
+        QString d = QString::number(int(line.kind)) + u'|' + line.text;
         for (const ConsoleBuffer::Span &s : line.spans) {
             const TextFormat &f = b.format(s.format);
             d += QStringLiteral("|%1+%2:%3/%4/%5")
