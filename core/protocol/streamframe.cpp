@@ -36,6 +36,26 @@ QByteArray encodeOutput(QByteArrayView streamId, QByteArrayView requestIdJson, q
     return frame;
 }
 
+qsizetype webSocketHeaderBytes(qsizetype payload)
+{
+    return payload < 126 ? 2 : payload <= 0xffff ? 4 : 10;
+}
+
+void writeWebSocketHeader(char *out, qsizetype payload)
+{
+    uchar *p = reinterpret_cast<uchar *>(out);
+    p[0] = 0x82; // FIN, opcode 2 (binary)
+    if (payload < 126) {
+        p[1] = uchar(payload); // mask bit 0: a server's frames are not masked
+    } else if (payload <= 0xffff) {
+        p[1] = 126;
+        qToBigEndian<quint16>(quint16(payload), p + 2);
+    } else {
+        p[1] = 127;
+        qToBigEndian<quint64>(quint64(payload), p + 2);
+    }
+}
+
 std::optional<Output> decode(const QByteArray &message, QString *why)
 {
     const auto fail = [why](const QString &reason) -> std::optional<Output> {

@@ -180,7 +180,7 @@ void ApiServer::onWebSocket()
         if (upgrade.socket)
             connect(ws, &QObject::destroyed, upgrade.socket, &QObject::deleteLater);
         const QString key = upgrade.keyId;
-        if (key.isEmpty()) {
+        if (key.isEmpty() || !upgrade.socket) {
             ws->close(QWebSocketProtocol::CloseCode(4401), QStringLiteral("unauthorized"));
             ws->deleteLater();
             continue;

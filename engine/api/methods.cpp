@@ -565,11 +565,11 @@ void Methods::runExec(SupervisorChannel *channel, const ExecCall &call, const Ca
         });
     }
 
-    const auto onOutput = [this, state](int channel, QByteArrayView bytes) {
+    const auto onOutput = [this, state](int channel, OutputBytes bytes) {
         if (!state->streamId.isEmpty())
             m_streams->output(state->streamId, channel, bytes);
         else
-            (channel == 2 ? state->err : state->out).append(bytes);
+            (channel == 2 ? state->err : state->out).append(bytes.view());
     };
     const auto onReply = [this, id = call.id, state, reply](Result<SupervisorChannel::Reply> r) {
         m_sandboxes->endActivity(id);

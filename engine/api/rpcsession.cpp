@@ -50,6 +50,7 @@ RpcSession::RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, Me
                        QObject *parent)
     : QObject(parent)
     , m_socket(socket)
+    , m_device(device)
     , m_keyId(std::move(keyId))
     , m_methods(methods)
     , m_streams(streams)
@@ -65,6 +66,7 @@ RpcSession::RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, Me
     // QWebSocket joins the frames of a message by copying them, and a stream's output messages
     // are up to a pipe's read (1 MiB) and its prefix.
     m_socket->setOutgoingFrameSize(quint64(kOutgoingFrameBytes));
+    connect(m_socket, &QWebSocket::aboutToClose, this, [this] { m_closeSent = true; });
     connect(m_socket, &QWebSocket::textMessageReceived, this, &RpcSession::onText);
     connect(m_socket, &QWebSocket::binaryMessageReceived, this, &RpcSession::onBinary);
     m_clock.start();
@@ -116,11 +118,21 @@ void RpcSession::send(const QByteArray &text)
     dropIfNotReading();
 }
 
-void RpcSession::sendBinary(const QByteArray &frame)
+void RpcSession::sendBinary(const QByteArray &message)
 {
-    if (m_closing || m_socket->state() != QAbstractSocket::ConnectedState)
+    if (m_closing || m_closeSent || m_socket->state() != QAbstractSocket::ConnectedState)
         return;
-    m_socket->sendBinaryMessage(frame);
+    if (m_device) {
+        // Straight to the socket under the WebSocket: QWebSocket writes each of its own frames
+        // (answers, pongs, the close) to it at once, whole, so the order of messages holds; and
+        // the message is queued there as the array it is, shared with the stream's backlog,
+        // instead of copied twice (QWebSocket copies a message to frame it, the socket copies it
+        // to queue it).
+        m_device->write(message);
+    } else {
+        const uchar length = uchar(message.at(1));
+        m_socket->sendBinaryMessage(message.sliced(length < 126 ? 2 : length == 126 ? 4 : 10));
+    }
     dropIfNotReading();
 }
 

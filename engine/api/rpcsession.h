@@ -10,6 +10,7 @@
 #include <QHash>
 #include <QJsonArray>
 #include <QObject>
+#include <QPointer>
 #include <QQueue>
 #include <QTimer>
 
@@ -49,8 +50,9 @@ public:
 
     // `device` is the socket `socket` was upgraded from (QWebSocketServer::handleConnection), not
     // owned: the messages its reads bring are taken at the end of each read (without it, on the
-    // next turn of the event loop). `queueBudget` bounds the bytes waiting in every session's
-    // queue together; `log` is shared by every session too.
+    // next turn of the event loop), and binary output messages are written to it under the
+    // WebSocket (without it, through the WebSocket, copied). `queueBudget` bounds the bytes
+    // waiting in every session's queue together; `log` is shared by every session too.
     RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, Methods *methods,
                StreamHub *streams, ByteBudget *queueBudget, LogThrottle *log,
                QObject *parent = nullptr);
@@ -94,11 +96,13 @@ private:
     void watchStream(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch);
     void send(const QByteArray &text);
-    void sendBinary(const QByteArray &frame); // a binary output frame (docs/protocol.md 2.6)
+    // A binary output frame's WebSocket message, header included (StreamHub::setBinarySink).
+    void sendBinary(const QByteArray &message);
     void dropIfNotReading();
     QString inFlightKey(const QJsonValue &id) const;
 
-    QWebSocket *m_socket; // owned
+    QWebSocket *m_socket;          // owned
+    QPointer<QTcpSocket> m_device; // not owned: m_socket's
     QString m_keyId;
     Methods *m_methods;        // not owned
     StreamHub *m_streams;      // not owned
@@ -113,6 +117,7 @@ private:
     QTimer m_drainTimer;
     bool m_waitingForWrites = false;
     bool m_closing = false;
+    bool m_closeSent = false; // the WebSocket's close frame: no message may follow it
 };
 
 } // namespace Sandbox::Engine

@@ -7,13 +7,14 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
 namespace Sandbox::Engine {
 
 OutputPipe::OutputPipe(UniqueFd fd, FdPoller *poller, QByteArray *buffer,
-                       std::function<qsizetype()> room, std::function<void(QByteArrayView)> onData,
+                       std::function<qsizetype()> room, std::function<void(OutputBytes)> onData,
                        std::function<void()> onEnd)
     : m_fd(std::move(fd))
     , m_poller(poller)
@@ -101,12 +102,17 @@ void OutputPipe::onReady()
         setReading(false);
         return m_pause->start();
     }
-    const qsizetype want = qMin(m_room(), kMaxRead);
+    qsizetype want = qMin(m_room(), kMaxRead);
     if (want <= 0)
         return setReading(false); // the owner turns it on again when it has room
-    if (m_buffer->size() < want)
-        m_buffer->resize(want);
-    iovec iov{m_buffer->data(), size_t(want)};
+    // What the pipe holds, so that an array the owner takes holds no more than it needs (what
+    // comes meanwhile waits for the next read).
+    int queued = 0;
+    if (::ioctl(m_fd.get(), FIONREAD, &queued) == 0)
+        want = qMin<qsizetype>(want, qMax(queued, 4096));
+    if (m_buffer->size() < OutputBytes::kRoom + want)
+        *m_buffer = QByteArray(OutputBytes::kRoom + want, Qt::Uninitialized);
+    iovec iov{m_buffer->data() + OutputBytes::kRoom, size_t(want)};
     // Never blocks, whatever O_NONBLOCK says: the sandbox may share this open file and clear it.
     const ssize_t n = ::preadv2(m_fd.get(), &iov, 1, -1, RWF_NOWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -117,7 +123,7 @@ void OutputPipe::onReady()
         return onEnd();
     }
     const auto onData = m_onData; // may destroy this
-    onData(QByteArrayView(m_buffer->constData(), n));
+    onData(OutputBytes(m_buffer, n));
 }
 
 } // namespace Sandbox::Engine

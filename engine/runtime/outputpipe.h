@@ -1,5 +1,6 @@
 #pragma once
 
+#include "outputbytes.h"
 #include "uniquefd.h"
 
 #include <QByteArray>
@@ -29,12 +30,13 @@ public:
     static constexpr qsizetype kMaxRead = 1024 * 1024;
 
     // `room` says how many bytes may be read now (0: stop reading until setReading(true));
-    // `onData` gets each read's bytes (valid during the call), `onEnd` the end of the pipe (its
-    // writers are gone, or it failed); the pipe is closed before onEnd. Both may destroy this.
-    // `buffer` is the owner's, shared by its pipes (none of them reads while another's handler
-    // runs).
+    // `onData` gets each read's bytes (valid during the call; the array they were read into may
+    // be taken), `onEnd` the end of the pipe (its writers are gone, or it failed); the pipe is
+    // closed before onEnd. Both may destroy this. `buffer` is the owner's, shared by its pipes
+    // (none of them reads while another's handler runs); a read goes OutputBytes::kRoom bytes
+    // into it, and into a new one when the last was taken.
     OutputPipe(UniqueFd fd, FdPoller *poller, QByteArray *buffer, std::function<qsizetype()> room,
-               std::function<void(QByteArrayView)> onData, std::function<void()> onEnd);
+               std::function<void(OutputBytes)> onData, std::function<void()> onEnd);
     ~OutputPipe();
     OutputPipe(const OutputPipe &) = delete;
     OutputPipe &operator=(const OutputPipe &) = delete;
@@ -64,7 +66,7 @@ private:
     QPointer<FdPoller> m_poller; // not owned
     QByteArray *m_buffer;        // not owned
     std::function<qsizetype()> m_room;
-    std::function<void(QByteArrayView)> m_onData;
+    std::function<void(OutputBytes)> m_onData;
     std::function<void()> m_onEnd;
     bool m_reading = false;
     UniqueFd m_null;                 // /dev/null, once discarding

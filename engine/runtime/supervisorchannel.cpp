@@ -525,7 +525,7 @@ void SupervisorChannel::dispatch(FrameType type, quint32 id, QByteArrayView payl
 }
 
 void SupervisorChannel::passOutput(QHash<quint32, Pending>::iterator it, int channel,
-                                   QByteArrayView bytes)
+                                   OutputBytes bytes)
 {
     quint64 &sent = it->sent[channel - 1];
     const quint64 room = it->maxOutput - qMin(sent, it->maxOutput);
@@ -569,7 +569,7 @@ QString SupervisorChannel::takePipes(quint32 id, Pending &p, const QList<quint64
             return qsizetype(SupervisorWire::PtyWindowBytes
                              - qMin<quint64>(it->unacknowledged, SupervisorWire::PtyWindowBytes));
         };
-        const auto onData = [this, id, channel](QByteArrayView bytes) {
+        const auto onData = [this, id, channel](OutputBytes bytes) {
             const auto it = m_pending.find(id);
             if (it != m_pending.end())
                 passOutput(it, channel, bytes);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "frameparser.h"
+#include "outputbytes.h"
 #include "outputpipe.h"
 #include "protocol/result.h"
 #include "supervisor/wire.h"
@@ -44,7 +45,8 @@ public:
         std::shared_ptr<UniqueFd> fd; // the descriptor that came with it (connect)
     };
     using ReplyHandler = std::function<void(Result<Reply>)>;
-    using OutputHandler = std::function<void(int channel, QByteArrayView bytes)>; // 1 out, 2 err
+    // 1 out, 2 err; output read from an exec's pipes may be taken (OutputBytes).
+    using OutputHandler = std::function<void(int channel, OutputBytes bytes)>;
     // One EVENT of a long-lived request (watch, listen), with its descriptor if it carried one.
     using EventHandler = std::function<void(const QJsonObject &event, std::shared_ptr<UniqueFd> fd)>;
 
@@ -177,7 +179,7 @@ private:
     void dispatchResponse(quint32 id, QByteArrayView payload, std::shared_ptr<UniqueFd> fd);
     void dispatchEvent(quint32 id, QByteArrayView payload, QList<std::shared_ptr<UniqueFd>> fds);
     // Output of exec `it` (a frame's, or a read of its pipes): counted, capped, passed on.
-    void passOutput(QHash<quint32, Pending>::iterator it, int channel, QByteArrayView bytes);
+    void passOutput(QHash<quint32, Pending>::iterator it, int channel, OutputBytes bytes);
     // `pipes`: reads the exec's two output pipes from now on; empty when they are acceptable.
     QString takePipes(quint32 id, Pending &p, const QList<quint64> &inodes,
                       const QList<std::shared_ptr<UniqueFd>> &fds);

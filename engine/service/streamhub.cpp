@@ -19,10 +19,10 @@ namespace Sandbox::Engine {
 struct StreamHub::Entry
 {
     quint8 channel = 0; // 1 stdout, 2 stderr: raw output; 0: a JSON notification
-    // Output is kept as its binary frame (docs/protocol.md 2.6), made once as the bytes come in:
-    // a binary connection is sent `bytes` as they are (shared, no copy), a JSON one the data
-    // behind the frame's prefix. A stream with a long request id keeps the bytes alone
-    // (dataOffset 0). The backlog's limit counts the data only, as before.
+    // Output is kept as the WebSocket message of its binary frame (docs/protocol.md 2.6), made
+    // once as the bytes come in: a binary connection writes `bytes` to its socket as they are
+    // (shared, no copy), a JSON one takes the data behind the headers. A stream with a long
+    // request id keeps the bytes alone (dataOffset 0). The backlog's limit counts the data only.
     QByteArray bytes;
     qsizetype dataOffset = 0;
 
@@ -130,8 +130,12 @@ void StreamHub::deliver(const Stream &s, qint64 seq, const Entry &entry, const S
             return;
         }
         if (s.requestIdJson.size() <= StreamFrame::MaxIdBytes) {
-            (*binary)(StreamFrame::encodeOutput(s.idLatin1, s.requestIdJson, seq,
-                                                StreamFrame::Channel(entry.channel), entry.data()));
+            const qsizetype room = StreamFrame::MaxWebSocketHeaderBytes
+                                   + StreamFrame::prefixBytes(s.idLatin1, s.requestIdJson);
+            const QByteArrayView data = entry.data();
+            QByteArray message(room + data.size(), Qt::Uninitialized);
+            memcpy(message.data() + room, data.data(), size_t(data.size()));
+            (*binary)(webSocketMessage(s, seq, entry.channel, std::move(message), room));
             return;
         }
     }
@@ -158,10 +162,10 @@ void StreamHub::deliver(const Stream &s, qint64 seq, const Entry &entry, const S
     sink(n);
 }
 
-void StreamHub::output(const QString &streamId, int channel, QByteArrayView bytes)
+void StreamHub::output(const QString &streamId, int channel, OutputBytes bytes)
 {
     const auto it = m_streams.find(streamId);
-    if (it == m_streams.end() || it->second->done || bytes.isEmpty())
+    if (it == m_streams.end() || it->second->done || bytes.size() == 0)
         return;
     Stream &s = *it->second;
     if (s.acknowledge)
@@ -170,14 +174,23 @@ void StreamHub::output(const QString &streamId, int channel, QByteArrayView byte
     // binary, sees the same chunks under the same seq.
     const quint8 ch = channel == 2 ? 2 : 1;
     QByteArray &carry = s.carry[ch];
-    // The bytes go straight behind room for their frame's prefix: the one copy they get here.
-    const qsizetype prefix = framePrefix(s);
-    QByteArray chunk(prefix + carry.size() + bytes.size(), Qt::Uninitialized);
-    memcpy(chunk.data() + prefix, carry.constData(), size_t(carry.size()));
-    memcpy(chunk.data() + prefix + carry.size(), bytes.data(), size_t(bytes.size()));
-    const qsizetype complete = Utf8::completePrefixLength(QByteArrayView(chunk).sliced(prefix));
-    carry = chunk.mid(prefix + complete);
-    chunk.truncate(prefix + complete);
+    // The chunk: the carried bytes and the new ones from `begin` on, room for their message's
+    // headers before. The bytes stay in the array they were read into where they can (the carry
+    // goes in front of them), else this is the one copy they get here.
+    const qsizetype room = headerRoom(s);
+    qsizetype begin = room;
+    QByteArray chunk;
+    if (room > 0 && bytes.canTake() && room + carry.size() <= OutputBytes::kRoom) {
+        begin = OutputBytes::kRoom - carry.size();
+        chunk = bytes.take();
+    } else {
+        chunk = QByteArray(room + carry.size() + bytes.size(), Qt::Uninitialized);
+        memcpy(chunk.data() + room + carry.size(), bytes.view().data(), size_t(bytes.size()));
+    }
+    memcpy(chunk.data() + begin, carry.constData(), size_t(carry.size()));
+    const qsizetype complete = Utf8::completePrefixLength(QByteArrayView(chunk).sliced(begin));
+    carry = chunk.mid(begin + complete);
+    chunk.truncate(begin + complete);
     if (!carry.isEmpty()) {
         // Each new chunk that ends inside a character restarts its wait: only a pause sends it.
         s.carriedAt[ch] = m_clock.elapsed();
@@ -187,7 +200,7 @@ void StreamHub::output(const QString &streamId, int channel, QByteArrayView byte
     }
     if (complete > 0) {
         ++s.lastSeq;
-        publish(s, outputEntry(s, ch, std::move(chunk), prefix));
+        publish(s, outputEntry(s, ch, std::move(chunk), begin));
     }
     acknowledgeIfRoom(s);
 }
@@ -230,24 +243,48 @@ void StreamHub::drained(const void *owner)
     }
 }
 
-qsizetype StreamHub::framePrefix(const Stream &s)
+qsizetype StreamHub::headerRoom(const Stream &s)
 {
     // A long request id is not repeated in every chunk of the backlog (it may take 64 KiB): its
-    // frames are made as they are sent.
+    // messages are made as they are sent.
     constexpr qsizetype kPrebuiltIdBytes = 256;
     return s.requestIdJson.size() <= kPrebuiltIdBytes
-               ? StreamFrame::prefixBytes(s.idLatin1, s.requestIdJson)
+               ? StreamFrame::MaxWebSocketHeaderBytes
+                     + StreamFrame::prefixBytes(s.idLatin1, s.requestIdJson)
                : 0;
 }
 
-// `bytes` holds `prefix` bytes of room, then the data of notification s.lastSeq.
-StreamHub::Entry StreamHub::outputEntry(const Stream &s, quint8 channel, QByteArray bytes,
-                                        qsizetype prefix)
+QByteArray StreamHub::webSocketMessage(const Stream &s, qint64 seq, quint8 channel,
+                                       QByteArray bytes, qsizetype begin)
 {
-    if (prefix > 0)
-        StreamFrame::writePrefix(bytes.data(), s.idLatin1, s.requestIdJson, s.lastSeq,
-                                 StreamFrame::Channel(channel));
-    return Entry{channel, std::move(bytes), prefix};
+    const qsizetype prefix = StreamFrame::prefixBytes(s.idLatin1, s.requestIdJson);
+    const qsizetype payload = prefix + bytes.size() - begin;
+    const qsizetype start = begin - prefix - StreamFrame::webSocketHeaderBytes(payload);
+    Q_ASSERT(start >= 0);
+    StreamFrame::writeWebSocketHeader(bytes.data() + start, payload);
+    StreamFrame::writePrefix(bytes.data() + begin - prefix, s.idLatin1, s.requestIdJson, seq,
+                             StreamFrame::Channel(channel));
+    // An array read into that holds much less than it could (a pipe's read that got less than
+    // it asked for) gives the rest back, in place, before its start moves (after that it would
+    // be copied): a backlog of small chunks holds no more than them.
+    if (bytes.capacity() - bytes.size() > bytes.size() / 4 + 4096)
+        bytes.squeeze();
+    // The message starts at its header: on an array of its own, remove() at the front moves its
+    // start and copies nothing.
+    bytes.remove(0, start);
+    return bytes;
+}
+
+// `bytes` holds the data of notification s.lastSeq from `begin` on (0: no room for headers).
+StreamHub::Entry StreamHub::outputEntry(const Stream &s, quint8 channel, QByteArray bytes,
+                                        qsizetype begin)
+{
+    if (begin == 0)
+        return Entry{channel, std::move(bytes), 0};
+    const qsizetype size = bytes.size() - begin;
+    Entry e{channel, webSocketMessage(s, s.lastSeq, channel, std::move(bytes), begin), 0};
+    e.dataOffset = e.bytes.size() - size;
+    return e;
 }
 
 void StreamHub::flushStaleCarries()
@@ -284,10 +321,10 @@ void StreamHub::flushCarry(Stream &s, int channel)
         return;
     // Bytes that never completed a character: sent as they are (base64 in JSON).
     ++s.lastSeq;
-    const qsizetype prefix = framePrefix(s);
-    QByteArray chunk(prefix + rest.size(), Qt::Uninitialized);
-    memcpy(chunk.data() + prefix, rest.constData(), size_t(rest.size()));
-    publish(s, outputEntry(s, quint8(channel), std::move(chunk), prefix));
+    const qsizetype room = headerRoom(s);
+    QByteArray chunk(room + rest.size(), Qt::Uninitialized);
+    memcpy(chunk.data() + room, rest.constData(), size_t(rest.size()));
+    publish(s, outputEntry(s, quint8(channel), std::move(chunk), room));
 }
 
 void StreamHub::event(const QString &streamId, const QJsonObject &event)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/result.h"
+#include "runtime/outputbytes.h"
 
 #include <QByteArray>
 #include <QDateTime>
@@ -50,8 +51,9 @@ public:
     QString open(const QString &keyId, const QJsonValue &requestId, Sink sink,
                  std::function<void()> cancel);
     // Output bytes; split at UTF-8 boundaries, sent as `data` or, if not UTF-8, `dataBase64` —
-    // or as a binary frame (2.6) to a connection that asked for them (setBinarySink()).
-    void output(const QString &streamId, int channel, QByteArrayView bytes);
+    // or as a binary frame (2.6) to a connection that asked for them (setBinarySink()). Bytes
+    // that can be taken are kept in the array they were read into.
+    void output(const QString &streamId, int channel, OutputBytes bytes);
     // A typed event (`stream.event {streamId, seq, requestId, event}`), e.g. an agent run's
     // normalised events (docs/protocol.md, 4.7). Shares the stream's seq and backlog.
     void event(const QString &streamId, const QJsonObject &event);
@@ -81,8 +83,10 @@ public:
     // waits for its reader (a terminal, docs/protocol.md 4.8). Removed by detach(owner).
     void setBacklogProbe(const void *owner, std::function<qint64()> probe);
     // A connection (a sink owner) that takes output as binary frames (docs/protocol.md 2.6):
-    // from now on, output of the streams it follows goes to `binary`, replays included. Removed
-    // by detach(owner), or by an empty `binary` (JSON again).
+    // from now on, output of the streams it follows goes to `binary`, replays included, each as
+    // the WebSocket message that carries its frame, header included (one frame, a server's: not
+    // masked), for the connection to write to its socket as it is. Removed by detach(owner), or
+    // by an empty `binary` (JSON again).
     void setBinarySink(const void *owner, Sink binary);
     // The unsent bytes of the connection the stream goes to; -1 when no connection follows it.
     qint64 sinkBacklog(const QString &streamId) const;
@@ -111,8 +115,14 @@ private:
                  const void *owner) const;
     Result<QJsonObject> resumeAnswer(const QString &keyId, const QString &streamId,
                                      qint64 after) const;
-    static qsizetype framePrefix(const Stream &s);
-    static Entry outputEntry(const Stream &s, quint8 channel, QByteArray bytes, qsizetype prefix);
+    // The room output takes before its data for the headers of its WebSocket message: a
+    // WebSocket header's at most, then its binary frame's prefix (0: made as it is sent).
+    static qsizetype headerRoom(const Stream &s);
+    // `bytes` (the data from `begin` on, at least headerRoom() bytes of room before it) as the
+    // WebSocket message of notification `seq`'s binary frame, the data where it lies.
+    static QByteArray webSocketMessage(const Stream &s, qint64 seq, quint8 channel,
+                                       QByteArray bytes, qsizetype begin);
+    static Entry outputEntry(const Stream &s, quint8 channel, QByteArray bytes, qsizetype begin);
     void flushCarry(Stream &s, int channel);
     void acknowledgeIfRoom(Stream &s);
     void flushStaleCarries();

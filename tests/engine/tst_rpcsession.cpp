@@ -2,10 +2,12 @@
 // connection that falls over its limit of unsent bytes while the hub is delivering to it (a
 // replay) is dropped after the hub is done, and then follows no stream any more. Upgraded from a
 // TCP connection of its own as the engine does it: a request is handled in the turn of the event
-// loop that read it, and a flood is still taken at the connection's rate.
+// loop that read it, and a flood is still taken at the connection's rate. Output written to that
+// connection under the WebSocket and answers written through it arrive whole and in order.
 #include "api/bytebudget.h"
 #include "api/logthrottle.h"
 #include "api/rpcsession.h"
+#include "protocol/streamframe.h"
 #include "service/streamhub.h"
 
 #include <QElapsedTimer>
@@ -18,6 +20,8 @@
 #include <QTest>
 #include <QWebSocket>
 #include <QWebSocketServer>
+
+#include <algorithm>
 
 using Sandbox::Engine::ByteBudget;
 using Sandbox::Engine::LogThrottle;
@@ -33,6 +37,7 @@ private Q_SLOTS:
     void aReaderDroppedDuringAReplayFollowsNothing();
     void aRequestIsHandledInTheTurnThatReadIt();
     void aFloodIsStillTakenAtTheConnectionsRate();
+    void outputAndAnswersArriveWholeAndInOrder();
 };
 
 namespace {
@@ -54,6 +59,7 @@ public:
                                      &m_budget, &m_log);
         });
     }
+    ~UpgradingServer() override { delete session.data(); } // before the budget it uses
     QUrl url() const { return QUrl(QStringLiteral("ws://127.0.0.1:%1").arg(m_tcp.serverPort())); }
 
     QPointer<QTcpSocket> connection; // the upgraded connection under the session
@@ -92,8 +98,6 @@ void tst_RpcSession::aReaderDroppedDuringAReplayFollowsNothing()
     StreamHub::Limits limits;
     limits.backlogBytes = RpcSession::MaxUnsentBytes * 2;
     StreamHub hub(limits);
-    ByteBudget budget(64 * 1024 * 1024);
-    LogThrottle log(1000);
     const QString key = QStringLiteral("key");
     const QString streamId = hub.open(key, 7, {}, {});
     const QByteArray chunk(1024 * 1024, 'x');
@@ -102,18 +106,13 @@ void tst_RpcSession::aReaderDroppedDuringAReplayFollowsNothing()
         hub.output(streamId, 1, chunk);
     QCOMPARE(hub.sinkBacklog(streamId), -1);
 
-    QWebSocketServer server(QStringLiteral("tst"), QWebSocketServer::NonSecureMode);
-    QVERIFY(server.listen(QHostAddress::LocalHost, 0));
-    QPointer<RpcSession> session;
-    connect(&server, &QWebSocketServer::newConnection, this, [&] {
-        session = new RpcSession(server.nextPendingConnection(), nullptr, key, nullptr, &hub,
-                                 &budget, &log);
-    });
+    UpgradingServer server(&hub, key);
+    QPointer<RpcSession> &session = server.session;
 
     QWebSocket client;
     bool disconnected = false;
     connect(&client, &QWebSocket::disconnected, this, [&] { disconnected = true; });
-    client.open(QUrl(QStringLiteral("ws://127.0.0.1:%1").arg(server.serverPort())));
+    client.open(server.url());
     QTRY_VERIFY(client.state() == QAbstractSocket::ConnectedState);
     const auto send = [&](const QJsonObject &m) {
         client.sendTextMessage(QString::fromUtf8(QJsonDocument(m).toJson(QJsonDocument::Compact)));
@@ -207,6 +206,100 @@ void tst_RpcSession::aFloodIsStillTakenAtTheConnectionsRate()
     QVERIFY2(lastAnswerMs >= atLeastMs * 8 / 10,
              qPrintable(
                  QStringLiteral("%1 requests answered within %2 ms").arg(flood).arg(lastAnswerMs)));
+}
+
+// Output goes to the socket under the WebSocket (as binary messages made once for every
+// connection), answers through the WebSocket: a client still gets every message whole, output in
+// its order, the answer to stream.resume before the replay, and the answer to a request after
+// the output the engine had sent before it read the request. Output of sizes around the steps of
+// the WebSocket header (2, 4 or 10 bytes), and of a MiB, more than the socket takes at once.
+void tst_RpcSession::outputAndAnswersArriveWholeAndInOrder()
+{
+    StreamHub hub;
+    const QString key = QStringLiteral("key");
+    const QString streamId = hub.open(key, 7, {}, {});
+    QList<QByteArray> written;
+    const auto output = [&](qsizetype n) {
+        written.append(QByteArray(n, char('a' + written.size() % 26)));
+        hub.output(streamId, 1, written.last());
+    };
+    // The stream's frames have 52 bytes before the data: 16, its id (35), the request id (1).
+    const QList<qsizetype> sizes{1, 73, 74, 0xffff - 52, 0x10000 - 52, 1024 * 1024};
+    for (const qsizetype n : sizes)
+        output(n); // the backlog, replayed
+
+    UpgradingServer server(&hub, key);
+    QWebSocket client;
+    struct Message
+    {
+        bool binary;
+        QByteArray bytes;
+    };
+    QList<Message> got;
+    connect(&client, &QWebSocket::binaryMessageReceived, this, [&](const QByteArray &m) {
+        got.append({true, m});
+    });
+    connect(&client, &QWebSocket::textMessageReceived, this, [&](const QString &t) {
+        got.append({false, t.toUtf8()});
+    });
+    bool disconnected = false;
+    connect(&client, &QWebSocket::disconnected, this, [&] { disconnected = true; });
+    client.open(server.url());
+    QTRY_VERIFY(client.state() == QAbstractSocket::ConnectedState);
+    const auto answerAt = [&](int id) {
+        for (int i = 0; i < got.size(); ++i) {
+            if (!got[i].binary
+                && QJsonDocument::fromJson(got[i].bytes).object().value(QStringLiteral("id"))
+                       == QJsonValue(id))
+                return i;
+        }
+        return -1;
+    };
+    const auto outputs = [&] {
+        return std::count_if(got.cbegin(), got.cend(), [](const Message &m) { return m.binary; });
+    };
+    client.sendTextMessage(
+        QString::fromUtf8(request(1, QStringLiteral("rpc.streamEncoding"),
+                                  {{QStringLiteral("encoding"), QStringLiteral("binary")}})));
+    client.sendTextMessage(QString::fromUtf8(
+        request(2, QStringLiteral("stream.resume"),
+                {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), 0}})));
+    QTRY_COMPARE(outputs(), sizes.size());
+    const int resumed = answerAt(2);
+    QVERIFY(resumed >= 0);
+    QVERIFY(std::none_of(got.cbegin(), got.cbegin() + resumed,
+                         [](const Message &m) { return m.binary; }));
+
+    // Live output, each followed by a request (rpc.cancel of a request that is not there).
+    for (int i = 0; i < 12; ++i) {
+        output(sizes[i % sizes.size()] + i % 2);
+        const int id = 100 + i;
+        client.sendTextMessage(
+            QString::fromUtf8(request(id, QStringLiteral("rpc.cancel"),
+                                      {{QStringLiteral("id"), QStringLiteral("none")}})));
+        QTRY_VERIFY(answerAt(id) >= 0);
+        // Output number sizes.size() + i came before the answer.
+        int before = 0;
+        for (int k = 0; k < answerAt(id); ++k)
+            before += got[k].binary ? 1 : 0;
+        QCOMPARE(before, sizes.size() + i + 1);
+    }
+    qint64 seq = 0;
+    int next = 0;
+    for (const Message &m : std::as_const(got)) {
+        if (!m.binary) {
+            QVERIFY2(QJsonDocument::fromJson(m.bytes).isObject(), m.bytes.constData());
+            continue;
+        }
+        QString why;
+        const auto frame = Sandbox::StreamFrame::decode(m.bytes, &why);
+        QVERIFY2(frame, qPrintable(why));
+        QCOMPARE(frame->streamId, streamId);
+        QCOMPARE(frame->seq, ++seq);
+        QCOMPARE(frame->data, written.value(next++));
+    }
+    QCOMPARE(next, written.size());
+    QVERIFY(!disconnected);
 }
 
 QTEST_GUILESS_MAIN(tst_RpcSession)

@@ -9,6 +9,7 @@
 #include <QJsonObject>
 #include <QTest>
 
+using Sandbox::Engine::OutputBytes;
 using Sandbox::Engine::StreamHub;
 
 namespace {
@@ -26,6 +27,34 @@ QByteArray bytesOf(const QByteArray &notification)
     return p.value(QStringLiteral("data")).toString().toUtf8();
 }
 
+// The stream frame inside a binary output message, checked against RFC 6455 as a client reads
+// it: one final binary frame, not masked (a server's), its length in the fewest bytes that hold
+// it, and exactly the bytes that follow. Empty when the header is wrong.
+QByteArray frameOf(const QByteArray &message)
+{
+    if (message.size() < 2 || uchar(message[0]) != 0x82 || (uchar(message[1]) & 0x80) != 0)
+        return {};
+    const auto *p = reinterpret_cast<const uchar *>(message.constData());
+    qsizetype header = 2;
+    quint64 length = p[1];
+    if (length == 126) {
+        header = 4;
+        length = message.size() >= 4 ? quint64(p[2]) << 8 | p[3] : 0;
+        if (length < 126)
+            return {};
+    } else if (length == 127) {
+        header = 10;
+        length = 0;
+        for (int i = 2; i < 10 && i < message.size(); ++i)
+            length = length << 8 | p[i];
+        if (length <= 0xffff)
+            return {};
+    }
+    if (quint64(message.size() - header) != length)
+        return {};
+    return message.mid(header);
+}
+
 } // namespace
 
 class tst_StreamHub : public QObject
@@ -38,6 +67,9 @@ private Q_SLOTS:
     void steadyOutputKeepsHoldingOnlyTheLastPartialCharacter();
     void binaryAndJsonConnectionsGetTheSameChunks_data();
     void binaryAndJsonConnectionsGetTheSameChunks();
+    void aBinaryMessageIsOneWebSocketFrameOfItsLength_data();
+    void aBinaryMessageIsOneWebSocketFrameOfItsLength();
+    void outputStaysInTheArrayItWasReadInto();
     void aWatcherFollowsBesideTheConnectionThatStartedIt();
     void aWatcherIsStoppedByItsConnectionGoingAway();
 };
@@ -136,7 +168,7 @@ void tst_StreamHub::binaryAndJsonConnectionsGetTheSameChunks()
     const QByteArray idJson = QJsonDocument(QJsonArray{requestId}).toJson(QJsonDocument::Compact);
     for (int i = 0; i < 3; ++i) {
         QString why;
-        const auto f = Sandbox::StreamFrame::decode(frames[i], &why);
+        const auto f = Sandbox::StreamFrame::decode(frameOf(frames[i]), &why);
         QVERIFY2(f, qPrintable(why));
         QCOMPARE(f->streamId, id);
         QCOMPARE(f->seq, i + 1);
@@ -157,6 +189,99 @@ void tst_StreamHub::binaryAndJsonConnectionsGetTheSameChunks()
         QCOMPARE(paramsOf(json[i]).value(QStringLiteral("requestId")), requestId);
         QCOMPARE(bytesOf(json[i]), want[i]);
     }
+}
+
+void tst_StreamHub::aBinaryMessageIsOneWebSocketFrameOfItsLength_data()
+{
+    QTest::addColumn<QJsonValue>("requestId");
+    QTest::addColumn<qsizetype>("payload"); // the stream frame's bytes: its prefix and the data
+    // The WebSocket header takes 2 bytes up to 125, 4 up to 65 535, then 10.
+    for (const qsizetype payload : {125, 126, 0xffff, 0x10000, 1024 * 1024 + 100}) {
+        QTest::addRow("request id 7, %lld bytes", qlonglong(payload)) << QJsonValue(7) << payload;
+        // Its messages are made as they are sent, not kept in the backlog (its prefix alone is
+        // over 125 bytes).
+        if (payload > 0xffff)
+            QTest::addRow("a long request id, %lld bytes", qlonglong(payload))
+                << QJsonValue(QString(300, u'r')) << payload;
+    }
+}
+
+// A connection writes a binary output message to its socket as it is (docs/protocol.md 2.6),
+// live and replayed: a header a WebSocket client reads as one frame of exactly that frame.
+void tst_StreamHub::aBinaryMessageIsOneWebSocketFrameOfItsLength()
+{
+    QFETCH(QJsonValue, requestId);
+    QFETCH(qsizetype, payload);
+    StreamHub hub;
+    QList<QByteArray> messages;
+    const int owner = 0;
+    hub.setBinarySink(&owner, [&](const QByteArray &m) { messages.append(m); });
+    const QString id = hub.open(QStringLiteral("key"), requestId, [](const QByteArray &) {}, {});
+    hub.setSinkOwner(id, &owner);
+    const QByteArray idJson = QJsonDocument(QJsonArray{requestId}).toJson(QJsonDocument::Compact);
+    const qsizetype prefix = Sandbox::StreamFrame::HeaderBytes + id.size() + idJson.size() - 2;
+    QVERIFY(payload > prefix);
+    const QByteArray data(payload - prefix, 'x');
+    hub.output(id, 1, data);
+    hub.output(id, 2, "after");
+    auto r = hub.resume(QStringLiteral("key"), id, 0, [](const QByteArray &) {});
+    QVERIFY(r);
+    hub.setSinkOwner(id, &owner);
+    r->replay();
+    QCOMPARE(messages.size(), 4);
+    for (int i = 0; i < 4; ++i) {
+        const QByteArray frame = frameOf(messages[i]);
+        QVERIFY2(!frame.isEmpty(), qPrintable(QStringLiteral("message %1").arg(i)));
+        QString why;
+        const auto f = Sandbox::StreamFrame::decode(frame, &why);
+        QVERIFY2(f, qPrintable(why));
+        QCOMPARE(f->seq, i % 2 + 1);
+        QCOMPARE(f->data, i % 2 == 0 ? data : QByteArray("after"));
+        if (i % 2 == 0)
+            QCOMPARE(frame.size(), payload);
+    }
+    QCOMPARE(messages[2], messages[0]); // replayed exactly as first sent
+}
+
+// Output read from a pipe (OutputPipe) stays in the array it was read into: its binary message
+// is that array, the data where the read put it, the unfinished character of the chunk before
+// put in front of it; and a read that filled little of its array does not keep the rest.
+void tst_StreamHub::outputStaysInTheArrayItWasReadInto()
+{
+    StreamHub hub;
+    QList<QByteArray> messages;
+    const int owner = 0;
+    hub.setBinarySink(&owner, [&](const QByteArray &m) { messages.append(m); });
+    const QString id = hub.open(QStringLiteral("key"), 7, [](const QByteArray &) {}, {});
+    hub.setSinkOwner(id, &owner);
+
+    QByteArray small(OutputBytes::kRoom + 256 * 1024, Qt::Uninitialized);
+    memcpy(small.data() + OutputBytes::kRoom, "caf\xc3", 4);
+    hub.output(id, 1, OutputBytes(&small, 4));
+    QVERIFY(small.isNull()); // taken: the reader reads into a new array next time
+    QCOMPARE(messages.size(), 1);
+    QVERIFY2(messages[0].capacity() < 4096, qPrintable(QString::number(messages[0].capacity())));
+    QCOMPARE(Sandbox::StreamFrame::decode(frameOf(messages[0]), nullptr)->data, "caf");
+
+    const qsizetype size = 1024 * 1024;
+    QByteArray big(OutputBytes::kRoom + size, Qt::Uninitialized);
+    big[OutputBytes::kRoom] = '\xa9';
+    memset(big.data() + OutputBytes::kRoom + 1, 'x', size_t(size - 1));
+    const char *read = big.constData() + OutputBytes::kRoom;
+    hub.output(id, 1, OutputBytes(&big, size));
+    QVERIFY(big.isNull());
+    QCOMPARE(messages.size(), 2);
+    const auto frame = Sandbox::StreamFrame::decode(frameOf(messages[1]), nullptr);
+    QVERIFY(frame);
+    QCOMPARE(frame->seq, 2);
+    QCOMPARE(frame->data, "\xc3\xa9" + QByteArray(size - 1, 'x'));
+    QCOMPARE(messages[1].constData() + messages[1].size() - frame->data.size(), read - 1);
+
+    // Output that cannot be taken (a frame's, a terminal's) is copied, as before.
+    const QByteArray frameOutput("from a frame");
+    hub.output(id, 2, frameOutput);
+    QCOMPARE(messages.size(), 3);
+    QCOMPARE(Sandbox::StreamFrame::decode(frameOf(messages[2]), nullptr)->data, frameOutput);
 }
 
 // stream.watch (docs/protocol.md 2.3): another connection of the key gets the backlog after
