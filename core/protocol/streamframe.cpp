@@ -86,8 +86,13 @@ std::optional<Output> decode(const QByteArray &message, QString *why)
     o.requestIdJson = message.mid(HeaderBytes + idBytes, requestBytes);
     o.seq = qint64(seq);
     o.channel = Channel(p[1]);
-    const qsizetype dataStart = HeaderBytes + idBytes + requestBytes;
-    o.data = message.sliced(dataStart);
+    // The data is the message from dataStart on, sharing its memory instead of a copy of it (as
+    // remove(0, dataStart) would leave an array of its own): the array's start moves into its
+    // allocation, its end and terminating zero stay the message's.
+    o.data = message;
+    QByteArray::DataPointer &data = o.data.data_ptr();
+    data.ptr += HeaderBytes + idBytes + requestBytes;
+    data.size -= HeaderBytes + idBytes + requestBytes;
     return o;
 }
 

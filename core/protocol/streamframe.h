@@ -38,7 +38,7 @@ struct Output
     QByteArray requestIdJson; // as sent: JSON text (a number, a string or null)
     qint64 seq = 0;
     Channel channel = Channel::Stdout;
-    QByteArray data;
+    QByteArray data; // the end of the message itself, not a copy (as any QByteArray, shared)
 };
 
 // The RFC 6455 header a server puts before a message of `payload` bytes sent as one frame (FIN,
