@@ -12,7 +12,7 @@
 namespace Sandbox::Ui {
 
 namespace {
-constexpr int kRefreshMs = 33;
+constexpr int kRefreshMs = 16; // a frame at 60 Hz
 const QColor kBackground(0x1e, 0x1f, 0x22);
 const QColor kSelection(0x26, 0x4f, 0x78);
 } // namespace

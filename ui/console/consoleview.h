@@ -8,7 +8,7 @@
 namespace Sandbox::Ui {
 
 // Shows a ConsoleBuffer: paints only the visible lines, so that its cost does not depend on how
-// much output there is; repaints at most every 33 ms however fast output comes; follows the end
+// much output there is; repaints at most every 16 ms however fast output comes; follows the end
 // while the view is scrolled to the bottom and keeps the lines in view still otherwise (also
 // while old lines are dropped from the top). Mouse selection, Ctrl+C, Ctrl+A.
 class ConsoleView final : public QAbstractScrollArea
