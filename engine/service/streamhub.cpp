@@ -180,7 +180,10 @@ void StreamHub::output(const QString &streamId, int channel, OutputBytes bytes)
     const qsizetype room = headerRoom(s);
     qsizetype begin = room;
     QByteArray chunk;
-    if (room > 0 && bytes.canTake() && room + carry.size() <= OutputBytes::kRoom) {
+    // (A small read is copied: kept as it was read, each would hold its array's room.)
+    constexpr qsizetype kSmallestTaken = 16 * 1024;
+    if (room > 0 && bytes.canTake() && bytes.size() >= kSmallestTaken
+        && room + carry.size() <= OutputBytes::kRoom) {
         begin = OutputBytes::kRoom - carry.size();
         chunk = bytes.take();
     } else {
@@ -264,10 +267,10 @@ QByteArray StreamHub::webSocketMessage(const Stream &s, qint64 seq, quint8 chann
     StreamFrame::writeWebSocketHeader(bytes.data() + start, payload);
     StreamFrame::writePrefix(bytes.data() + begin - prefix, s.idLatin1, s.requestIdJson, seq,
                              StreamFrame::Channel(channel));
-    // An array read into that holds much less than it could (a pipe's read that got less than
-    // it asked for) gives the rest back, in place, before its start moves (after that it would
-    // be copied): a backlog of small chunks holds no more than them.
-    if (bytes.capacity() - bytes.size() > bytes.size() / 4 + 4096)
+    // An array read into that holds less than it could (a pipe's read that got less than it
+    // asked for) gives the rest back, in place, before its start moves (after that it would be
+    // copied): the backlog holds what it keeps and little more.
+    if (bytes.capacity() - bytes.size() > 1024)
         bytes.squeeze();
     // The message starts at its header: on an array of its own, remove() at the front moves its
     // start and copies nothing.

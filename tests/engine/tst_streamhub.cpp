@@ -255,13 +255,17 @@ void tst_StreamHub::outputStaysInTheArrayItWasReadInto()
     const QString id = hub.open(QStringLiteral("key"), 7, [](const QByteArray &) {}, {});
     hub.setSinkOwner(id, &owner);
 
-    QByteArray small(OutputBytes::kRoom + 256 * 1024, Qt::Uninitialized);
-    memcpy(small.data() + OutputBytes::kRoom, "caf\xc3", 4);
-    hub.output(id, 1, OutputBytes(&small, 4));
-    QVERIFY(small.isNull()); // taken: the reader reads into a new array next time
+    // A read of 20 KiB into an array of 256 KiB (the pipe held less than it said): taken, and
+    // what it did not fill is given back.
+    QByteArray first(OutputBytes::kRoom + 256 * 1024, Qt::Uninitialized);
+    const QByteArray text = QByteArray(20 * 1024 - 1, 'c') + "\xc3";
+    memcpy(first.data() + OutputBytes::kRoom, text.constData(), size_t(text.size()));
+    hub.output(id, 1, OutputBytes(&first, text.size()));
+    QVERIFY(first.isNull()); // taken: the reader reads into a new array next time
     QCOMPARE(messages.size(), 1);
-    QVERIFY2(messages[0].capacity() < 4096, qPrintable(QString::number(messages[0].capacity())));
-    QCOMPARE(Sandbox::StreamFrame::decode(frameOf(messages[0]), nullptr)->data, "caf");
+    QVERIFY2(messages[0].capacity() < text.size() + 2048,
+             qPrintable(QString::number(messages[0].capacity())));
+    QCOMPARE(Sandbox::StreamFrame::decode(frameOf(messages[0]), nullptr)->data, text.chopped(1));
 
     const qsizetype size = 1024 * 1024;
     QByteArray big(OutputBytes::kRoom + size, Qt::Uninitialized);
@@ -277,11 +281,18 @@ void tst_StreamHub::outputStaysInTheArrayItWasReadInto()
     QCOMPARE(frame->data, "\xc3\xa9" + QByteArray(size - 1, 'x'));
     QCOMPARE(messages[1].constData() + messages[1].size() - frame->data.size(), read - 1);
 
-    // Output that cannot be taken (a frame's, a terminal's) is copied, as before.
+    // Output that cannot be taken (a frame's, a terminal's) is copied, as before; so is a small
+    // read, whose array the reader keeps using (kept, each would hold the room in front of it).
     const QByteArray frameOutput("from a frame");
     hub.output(id, 2, frameOutput);
-    QCOMPARE(messages.size(), 3);
+    QByteArray small(OutputBytes::kRoom + 4096, Qt::Uninitialized);
+    memcpy(small.data() + OutputBytes::kRoom, "small", 5);
+    hub.output(id, 2, OutputBytes(&small, 5));
+    QVERIFY(!small.isNull());
+    QCOMPARE(messages.size(), 4);
     QCOMPARE(Sandbox::StreamFrame::decode(frameOf(messages[2]), nullptr)->data, frameOutput);
+    QCOMPARE(Sandbox::StreamFrame::decode(frameOf(messages[3]), nullptr)->data, "small");
+    QVERIFY(messages[3].capacity() < 256);
 }
 
 // stream.watch (docs/protocol.md 2.3): another connection of the key gets the backlog after
