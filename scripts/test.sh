@@ -44,7 +44,8 @@ if ((has_worker)); then
 fi
 
 phase "C++ tests (ctest; clang-tidy, the fuzz build and the Worker's npm ci beside it)"
-ctest --test-dir "$build_dir" --output-on-failure -j2 -LE bench || status=1
+ctest_failed=0
+ctest --test-dir "$build_dir" --output-on-failure -j2 -LE bench || { status=1; ctest_failed=1; }
 # The longest suites of this run (the cost data ctest keeps for its scheduling).
 cost="$build_dir/Testing/Temporary/CTestCostData.txt"
 if [ -f "$cost" ]; then
@@ -63,6 +64,22 @@ if ((has_worker)); then
   phase "Worker tests (vitest in workerd)"
   report_beside worker-deps
   (cd "$here/worker" && SANDBOXD_BIN="$build_dir/bin/sandboxd" ROUTES_JSON="$build_dir/conformance/routes.json" npm test && SANDBOXD_BIN="$build_dir/bin/sandboxd" SANDBOXCTL_BIN="$build_dir/bin/sandboxctl" npm run test:e2e && npm run build:dry-run -- --env="" >/dev/null 2>&1) || status=1
+fi
+# CI keeps the start and the end of what a run printed: each failed suite's last lines once more,
+# here at the end, so that the function it failed or hung in is always seen.
+failed_list="$build_dir/Testing/Temporary/LastTestsFailed.log"
+if ((ctest_failed)) && [ -s "$failed_list" ]; then
+  phase "Failed suites, the last lines of each"
+  while IFS=: read -r _ name; do
+    echo "-- $name"
+    awk -v name="$name" '
+      $0 ~ "^[0-9]+/[0-9]+ Test: " name "$" { inside = 1; next }
+      inside && /^Output:/ { out = 1; n = 0; next }
+      out && /^<end of output>/ { exit }
+      out { lines[n++ % 40] = $0 }
+      END { for (i = (n > 40 ? n - 40 : 0); i < n; ++i) print lines[i % 40] }
+    ' "$build_dir/Testing/Temporary/LastTest.log" | cut -c1-300
+  done <"$failed_list"
 fi
 phase "Done (exit $status)"
 exit $status
