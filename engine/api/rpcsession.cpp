@@ -11,6 +11,8 @@
 
 #include <cmath>
 
+#include <sys/socket.h>
+
 Q_LOGGING_CATEGORY(lcRpcSession, "sandboxd.rpc")
 
 namespace Sandbox::Engine {
@@ -165,9 +167,50 @@ void RpcSession::refuseAndClose(const QString &why)
     if (const int n = m_log->pass())
         qCInfo(lcRpcSession).noquote()
             << "closed" << n << "connection(s) of key" << m_keyId << ":" << why;
-    m_socket->close(QWebSocketProtocol::CloseCodePolicyViolated, why);
-    // A client that does not answer the close frame is cut off.
+    if (m_device)
+        closeLingering(QWebSocketProtocol::CloseCodePolicyViolated, why);
+    else
+        m_socket->close(QWebSocketProtocol::CloseCodePolicyViolated, why);
+    // A client that does not close in time is cut off.
     QTimer::singleShot(2000, m_socket, [socket = m_socket] { socket->abort(); });
+}
+
+void RpcSession::closeLingering(QWebSocketProtocol::CloseCode code, const QString &reason)
+{
+    // QWebSocket::close() closes the socket at once. A client refused while it is still sending
+    // then has its next bytes answered by a reset, and a reset throws away what it had not read
+    // yet: the close frame that says why, with the last answers. So the close frame is written
+    // here, the sending side shut once it is out, and what the client still sends is read and
+    // dropped, unparsed, until it closes too.
+    m_closeSent = true;
+    QByteArray reasonUtf8 = reason.toUtf8();
+    if (reasonUtf8.size() > 123) { // a control frame's payload is at most 125 bytes
+        qsizetype cut = 123;
+        while (cut > 0 && (uchar(reasonUtf8.at(cut)) & 0xC0) == 0x80) // not inside a character
+            --cut;
+        reasonUtf8.truncate(cut);
+    }
+    QByteArray frame;
+    frame.reserve(4 + reasonUtf8.size());
+    frame.append(char(0x88)); // FIN, close
+    frame.append(char(2 + reasonUtf8.size()));
+    frame.append(char(quint16(code) >> 8));
+    frame.append(char(quint16(code) & 0xFF));
+    frame.append(reasonUtf8);
+    QTcpSocket *device = m_device;
+    disconnect(device, &QIODevice::readyRead, m_socket, nullptr); // QWebSocket's reader
+    disconnect(device, &QIODevice::readyRead, this, nullptr);
+    connect(device, &QIODevice::readyRead, this,
+            [device] { device->skip(device->bytesAvailable()); });
+    device->skip(device->bytesAvailable());
+    const auto shutWhenWritten = [device] {
+        if (device->bytesToWrite() == 0 && device->state() == QAbstractSocket::ConnectedState)
+            ::shutdown(int(device->socketDescriptor()), SHUT_WR);
+    };
+    connect(device, &QIODevice::bytesWritten, this, shutWhenWritten);
+    device->write(frame);
+    device->flush();
+    shutWhenWritten();
 }
 
 QString RpcSession::inFlightKey(const QJsonValue &id) const

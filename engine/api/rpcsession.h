@@ -13,6 +13,7 @@
 #include <QPointer>
 #include <QQueue>
 #include <QTimer>
+#include <QWebSocketProtocol>
 
 #include <functional>
 #include <memory>
@@ -99,6 +100,9 @@ private:
     // A binary output frame's WebSocket message, header included (StreamHub::setBinarySink).
     void sendBinary(const QByteArray &message);
     void dropIfNotReading();
+    // Sends the close frame itself and half-closes the connection once it is written; what the
+    // client still sends is read and dropped until it closes (or the refusal's time runs out).
+    void closeLingering(QWebSocketProtocol::CloseCode code, const QString &reason);
     QString inFlightKey(const QJsonValue &id) const;
 
     QWebSocket *m_socket;          // owned
