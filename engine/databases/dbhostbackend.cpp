@@ -217,6 +217,14 @@ void DbHostBackend::connectOnce(qint64 deadline, std::function<void(Result<bool>
     }
     delete m_control;
     m_control = new Connection(*fd, this);
+    // The first call's connection, opened now: the host's thread for it is waiting when the first
+    // query comes (a create's first result), instead of being connected and started then.
+    if (m_idle.isEmpty() && m_open < m_settings.maxConnections) {
+        if (const Result<int> query = SandboxSocket::connect(m_settings.socket, kSocketName)) {
+            ++m_open;
+            m_idle.append(new Connection(*query, this));
+        }
+    }
     done(true);
 }
 
