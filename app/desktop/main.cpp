@@ -1,4 +1,5 @@
 // sandbox-desktop: the desktop app. Everything but the wiring lives in ui/.
+#include <common/allocatortuning.h>
 #include <connection/connectionmanager.h>
 #include <connection/profilestore.h>
 #include <connection/secretstore.h>
@@ -109,6 +110,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    tuneAllocatorForStreams(); // before the first allocation it is meant for
     QApplication app(argc, argv);
     setIdentity(app);
     app.setDesktopFileName(QStringLiteral("dev.sandboxdesktop.SandboxDesktop"));

@@ -13,6 +13,7 @@
 #include <eventwait.h>
 #include <uitest.h>
 
+#include <common/allocatortuning.h>
 #include <console/consolebuffer.h>
 #include <console/consolepage.h>
 #include <console/consoleview.h>
@@ -34,6 +35,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <sys/resource.h>
 #include <unistd.h>
 
 using namespace Sandbox;
@@ -94,6 +96,24 @@ double cpuMs()
     return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
 }
 
+// Minor page faults of this process so far: memory touched for the first time (costly here: the
+// test machines are virtual, a fault costs microseconds).
+qint64 pageFaults()
+{
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+}
+
+// CLOCK_MONOTONIC in seconds, as `perf record -k CLOCK_MONOTONIC` stamps its samples: printed
+// around the console page's runs, for `perf report --time FROM,TO`.
+double monotonicSeconds()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+}
+
 qint64 median(QList<qint64> v)
 {
     std::sort(v.begin(), v.end());
@@ -118,6 +138,9 @@ class BenchDesktop final : public QObject
 private Q_SLOTS:
     void initTestCase()
     {
+        // The widgets measured here run in this process: with the allocator as the desktop's
+        // main() sets it.
+        tuneAllocatorForStreams();
         UiTest::isolateSettings();
         QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
         const auto s = m_engine.createAgent(QStringLiteral("bench"), QStringLiteral("claude-code"));
@@ -346,9 +369,15 @@ private Q_SLOTS:
         QList<double> consolePaints, terminalPaints;
         // The client's CPU per MiB of output, by run: console page, bare exec, terminal, bare pty.
         QList<double> cpuConsole, cpuExec, cpuTerminal, cpuPty;
+        // And its page faults per MiB: console page, bare exec.
+        QList<double> faultsConsole, faultsExec;
         double cpuStart = 0;
+        qint64 faultsStart = 0;
         const auto cpuPerMiB = [&](qint64 bytes) {
             return (cpuMs() - cpuStart) / (double(bytes) / (1024 * 1024));
+        };
+        const auto faultsPerMiB = [&](qint64 bytes) {
+            return double(pageFaults() - faultsStart) / (double(bytes) / (1024 * 1024));
         };
         // The same terminal session as the Terminal page opens, its output counted (and fed to
         // `view` when given); at the view's size.
@@ -386,6 +415,9 @@ private Q_SLOTS:
             delete session;
             return received >= terminalBytes ? rate : -1; // a terminal sends \r\n for \n
         };
+        // SANDBOX_BENCH_CONSOLE_ONLY=1 leaves the terminal out: the console's rows alone, e.g. to
+        // profile them or to run them often beside an older build.
+        const bool withTerminal = qEnvironmentVariableIntValue("SANDBOX_BENCH_CONSOLE_ONLY") == 0;
         for (int run = 0; run < 3; ++run) {
             // The console page, as the user runs `cat` in it.
             {
@@ -397,10 +429,16 @@ private Q_SLOTS:
                 QElapsedTimer t;
                 t.start();
                 cpuStart = cpuMs();
+                faultsStart = pageFaults();
+                const double from = monotonicSeconds();
                 page.run(QStringLiteral("cat out64.txt"));
                 QVERIFY(finished.wait(300000));
+                if (!withTerminal)
+                    std::printf("PERF console page run %d: --time %.6f,%.6f\n", run, from,
+                                monotonicSeconds());
                 console.append(mbps(consoleBytes, double(t.nsecsElapsed()) / 1e6));
                 cpuConsole.append(cpuPerMiB(consoleBytes));
+                faultsConsole.append(faultsPerMiB(consoleBytes));
                 consoleStall.append(gui.longestStallMs());
                 consolePaints.append(gui.paintsPerSecond());
                 QVERIFY(page.view()->buffer().totalLines() >= consoleBytes / 101);
@@ -415,6 +453,7 @@ private Q_SLOTS:
                 QElapsedTimer t;
                 t.start();
                 cpuStart = cpuMs();
+                faultsStart = pageFaults();
                 ExecStream *stream
                     = m_engine.client()->sandboxes().execStreaming(m_sandbox.id,
                                                                    Command(QStringLiteral(
@@ -429,11 +468,12 @@ private Q_SLOTS:
                                             &ExecStream::failed));
                 execBare.append(mbps(consoleBytes, double(t.nsecsElapsed()) / 1e6));
                 cpuExec.append(cpuPerMiB(consoleBytes));
+                faultsExec.append(faultsPerMiB(consoleBytes));
                 QCOMPARE(received, consoleBytes);
                 delete stream;
             }
             // The terminal widget fed by a terminal session, as the Terminal page wires it.
-            {
+            if (withTerminal) {
                 TerminalView view;
                 QSignalSpy sized(&view, &TerminalView::sizeChanged);
                 view.resize(1000, 600);
@@ -450,7 +490,7 @@ private Q_SLOTS:
                 QVERIFY(view.screen().scrollbackLines() == TerminalScreen::kDefaultScrollback);
             }
             // Its baseline: the same PTY session, its output counted by the core client alone.
-            {
+            if (withTerminal) {
                 const double rate = runTerminal(nullptr);
                 QVERIFY(rate > 0);
                 terminalBare.append(rate);
@@ -470,19 +510,28 @@ private Q_SLOTS:
                         what, rate, baseline, base, rate / base);
         };
         row("console page output", med(console), "exec stream, no page", med(execBare));
-        row("terminal widget output", med(terminal), "pty session, no widget", med(terminalBare));
         row("console page output", med(console), "cat > /dev/null (sbx)", med(devNull));
-        row("terminal widget output", med(terminal), "cat > /dev/null (sbx)", med(devNull));
         std::printf("BENCH %-28s client CPU %6.2f ms/MiB | without the page %6.2f ms/MiB\n",
                     "console page output", med(cpuConsole), med(cpuExec));
-        std::printf("BENCH %-28s client CPU %6.2f ms/MiB | without the widget %6.2f ms/MiB\n",
-                    "terminal widget output", med(cpuTerminal), med(cpuPty));
+        std::printf("BENCH %-28s page faults %6.0f /MiB | without the page %6.0f /MiB | by run "
+                    "%.0f %.0f %.0f\n",
+                    "console page output", med(faultsConsole), med(faultsExec), faultsConsole[0],
+                    faultsConsole[1], faultsConsole[2]);
+        std::printf("BENCH %-28s RSS %lld MiB after the runs, their pages closed\n",
+                    "console page output", static_cast<long long>(rssKiB() / 1024));
         std::printf("BENCH %-28s longest event-loop stall %lld ms, %.0f repaints/s\n",
                     "console page while output", static_cast<long long>(median(consoleStall)),
                     med(consolePaints));
-        std::printf("BENCH %-28s longest event-loop stall %lld ms, %.0f repaints/s\n",
-                    "terminal widget while output", static_cast<long long>(median(terminalStall)),
-                    med(terminalPaints));
+        if (withTerminal) {
+            row("terminal widget output", med(terminal), "pty session, no widget",
+                med(terminalBare));
+            row("terminal widget output", med(terminal), "cat > /dev/null (sbx)", med(devNull));
+            std::printf("BENCH %-28s client CPU %6.2f ms/MiB | without the widget %6.2f ms/MiB\n",
+                        "terminal widget output", med(cpuTerminal), med(cpuPty));
+            std::printf("BENCH %-28s longest event-loop stall %lld ms, %.0f repaints/s\n",
+                        "terminal widget while output",
+                        static_cast<long long>(median(terminalStall)), med(terminalPaints));
+        }
         std::fflush(stdout);
     }
 

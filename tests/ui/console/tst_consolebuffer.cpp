@@ -1,15 +1,26 @@
 // The console's scrollback: line splitting per channel, carriage returns, tabs, formats, and the
 // caps that keep a million lines from growing memory without bound.
+#include <common/allocatortuning.h>
 #include <console/consolebuffer.h>
 
 #include <QElapsedTimer>
 #include <QTest>
+
+#include <sys/resource.h>
 
 using namespace Sandbox::Ui;
 using Channel = ConsoleBuffer::Channel;
 using Kind = ConsoleBuffer::LineKind;
 
 namespace {
+// Minor page faults of this process so far: pages touched for the first time.
+qint64 pageFaults()
+{
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+}
+
 QStringList lines(const ConsoleBuffer &b)
 {
     QStringList out;
@@ -290,6 +301,38 @@ private Q_SLOTS:
         b.clear();
         b.appendOutput(Channel::Stdout, "after clear\n");
         QCOMPARE(lines(b), QStringList{QStringLiteral("after clear")});
+    }
+
+    // With the allocator as the desktop sets it, a flood into a console opened after another's
+    // reuses the memory that one gave back instead of touching fresh pages (a page fault each
+    // 4 KiB: on a virtual machine the costliest part of a flood). Each chunk comes in an array of
+    // its own, as messages come off the socket.
+    void secondFloodReusesMemory()
+    {
+        QVERIFY(tuneAllocatorForStreams());
+        QByteArray lines;
+        for (int i = 0; lines.size() < 64 * 1024; ++i)
+            lines += QByteArray(90, 'x') + ' ' + QByteArray::number(i).rightJustified(8, '0')
+                     + '\n';
+        qint64 faults[2] = {0, 0};
+        qint64 held = 0; // bytes of text the buffer holds at the end of a flood
+        for (qint64 &f : faults) {
+            const qint64 before = pageFaults();
+            {
+                ConsoleBuffer b; // default caps: ~10 MiB of these lines
+                for (qint64 n = 0; n < 24 * 1024 * 1024; n += lines.size()) {
+                    const QByteArray chunk(lines.constData(), lines.size()); // a fresh array
+                    b.appendOutput(Channel::Stdout, chunk);
+                }
+                QCOMPARE(b.lineCount(), ConsoleBuffer::DefaultMaxLines);
+                held = b.charCount();
+            }
+            f = pageFaults() - before;
+        }
+        qInfo("page faults: first flood %lld, second %lld (%lld pages of text held)",
+              static_cast<long long>(faults[0]), static_cast<long long>(faults[1]),
+              static_cast<long long>(held / 4096));
+        QVERIFY2(faults[1] < held / 4096 / 10, "the second flood touched fresh memory again");
     }
 
     void clearKeepsNumbering()
