@@ -44,9 +44,15 @@ public:
     // (`sock`, a spare's) returns once the command's status is reported and its tree is gone,
     // with its descriptors as a waiting spare's (the log on 2, the socket on 3); it exits instead
     // when background descendants outlived the command (they keep it), and so does one without.
-    static void run(const ReaperSpec &spec, int sock);
+    // `stack` (mapCommandStack()): the command's stack until it execs, kept by a reaper that
+    // serves exec after exec; null: one mapped for this command only.
+    static void run(const ReaperSpec &spec, int sock, char *stack = nullptr);
     // Closes every descriptor from `first` up.
     static void closeFrom(int first);
+    // The stack a command runs on while it shares its reaper's memory, mapped once: a reaper
+    // that serves exec after exec keeps it, so that no exec maps, faults in and unmaps one.
+    static constexpr size_t kCommandStack = 256 * 1024;
+    static char *mapCommandStack();
 
 private:
     enum Fds {
@@ -65,7 +71,7 @@ private:
     {}
     struct Launch;
     static Launch prepare(const ReaperSpec &spec);
-    static pid_t spawn(Launch &launch);
+    static pid_t spawn(Launch &launch, char *stack);
     [[noreturn]] static void execCommand(const Launch &launch);
     bool loop(int signalFd); // returns once the tree is gone: true when reported so
     bool reap(bool block);   // true when no child is left

@@ -239,6 +239,8 @@ void SpareReaper::waitForWork(int sock, pid_t supervisor)
     // exec's path: its commands inherit it instead of each installing (and the kernel compiling)
     // its own. The reaper aims no signal at the supervisor. Should it fail, each command tries.
     const bool guarded = Guard::installFilter(Guard::childFilter(supervisor));
+    // The commands' stack until they exec, the same for each (null: each maps its own).
+    char *const stack = Reaper::mapCommandStack();
     // One exec after another, as long as each one's tree is gone when its command has exited
     // (Reaper::run returns then, with the socket on 3 again).
     for (;;) {
@@ -247,7 +249,7 @@ void SpareReaper::waitForWork(int sock, pid_t supervisor)
             ::_exit(0); // the supervisor let it go (or is gone): not needed
         if (guarded)
             spec.supervisor = 0; // its command is guarded already
-        Reaper::run(spec, sock);
+        Reaper::run(spec, sock, stack);
     }
 }
 
