@@ -25,10 +25,11 @@ namespace Sandbox::Ui {
 // channels never mix within a line. CR LF ends a line; a lone CR starts the line again (progress
 // bars); TAB is expanded to the next multiple of 8; a line longer than maxLineLength() is broken.
 //
-// Built for floods: a whole line of printable ASCII is stored as it comes, without decoding or
-// parsing, and finished lines keep their characters (as UTF-8: one byte a character for ASCII) and
-// formats in large blocks that many lines share (reused once all their lines are dropped), so that
-// a line costs no allocation and the lines kept touch as little memory as they can.
+// Built for floods: whole lines of printable ASCII are stored as they come, without decoding or
+// parsing (a chunk's run of them copied into a block in one piece), and finished lines keep their
+// characters (as UTF-8: one byte a character for ASCII) and formats in large blocks that many
+// lines share (reused once all their lines are dropped), so that a line costs no allocation and
+// the lines kept touch as little memory as they can.
 class ConsoleBuffer final
 {
 public:
@@ -128,7 +129,8 @@ private:
     void endLine(Channel channel);
     // Put a finished line's text and spans in a block.
     void store(Record &record, QStringView text, std::span<const Span> spans);
-    void storeAscii(Record &record, QByteArrayView text, std::span<const Span> spans);
+    // Stores the whole lines of printable ASCII that start at `p`; returns where they stop.
+    const char *appendPlainLines(Channel channel, const char *p, const char *end);
     void storeSpans(Record &record, Block &block, std::span<const Span> spans);
     void releaseBlocks();
     Block &blockFor(qsizetype bytes);

@@ -281,6 +281,37 @@ private Q_SLOTS:
         QCOMPARE(shown.at(shown.size() - 2), QStringLiteral("line 499"));
     }
 
+    // A chunk of plain lines bigger than several of the blocks lines are kept in (each block's
+    // lines are copied in one piece): every line has its own text, as when the same bytes come
+    // in pieces that cut lines.
+    void plainLinesAcrossBlocks()
+    {
+        QByteArray bytes;
+        QStringList expected;
+        for (int i = 0; bytes.size() < 600 * 1024; ++i) {
+            const QByteArray line = "line " + QByteArray::number(i) + ' '
+                                    + QByteArray(i % 300, char('a' + i % 26));
+            bytes += line + '\n';
+            expected << QString::fromLatin1(line);
+            if (i % 97 == 0) {
+                bytes += '\n';
+                expected << QString();
+            }
+        }
+        ConsoleBuffer whole(1 << 20, 1 << 30);
+        ConsoleBuffer pieces(1 << 20, 1 << 30);
+        whole.appendOutput(Channel::Stdout, "\x1b[33m"); // the lines after it are yellow
+        pieces.appendOutput(Channel::Stdout, "\x1b[33m");
+        whole.appendOutput(Channel::Stdout, bytes);
+        for (qsizetype at = 0; at < bytes.size(); at += 1000)
+            pieces.appendOutput(Channel::Stdout, bytes.mid(at, 1000));
+        QCOMPARE(lines(whole), expected);
+        QCOMPARE(described(whole), described(pieces));
+        QCOMPARE(whole.line(5).spans.size(), 1);
+        QCOMPARE(whole.format(whole.line(5).spans[0].format).foreground,
+                 AnsiParser::paletteColor(3));
+    }
+
     // Lines in blocks: a stderr line finished long after the stdout lines around it, dropped
     // lines and clear() leave the right text in every line.
     void linesFinishedLateKeepTheirText()
