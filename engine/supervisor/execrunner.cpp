@@ -153,6 +153,18 @@ void ExecRunner::start(uint32_t id, const json &req)
     struct stat outStat = {}, errStat = {};
     ::fstat(out[0], &outStat);
     ::fstat(err[0], &errStat);
+    // Our ends are set up before the reaper has the exec: woken by the hand-off, it waits for
+    // the CPU until we are done (on a busy machine the two share one), and its command with it.
+    // Only O_NONBLOCK: a new pipe's end (and a terminal's master) has no other status flag.
+    for (int fd : {out[0], err[0], status[0], in[1]})
+        if (fd >= 0)
+            ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    // Output pipes of a megabyte (the unprivileged maximum; the kernel's 64 KiB otherwise): a
+    // command that writes fast fills them while the supervisor is busy, and each read then
+    // takes up to a whole frame, so that big output costs few frames and wake-ups.
+    if (!hasPty)
+        for (int fd : {out[0], err[0]})
+            ::fcntl(fd, F_SETPIPE_SZ, int(kPipeBytes));
 
     // The spare takes the exec (a reaper forked ahead, or the last exec's come back); without one
     // (the first exec, a spec too big to hand over, a spare that is gone) the reaper is forked
@@ -174,15 +186,6 @@ void ExecRunner::start(uint32_t id, const json &req)
     for (int fd : {out[1], err[1], in[0], status[1], control[0], spec.cwdFd})
         if (fd >= 0)
             ::close(fd);
-    for (int fd : {out[0], err[0], status[0], in[1]})
-        if (fd >= 0)
-            ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    // Output pipes of a megabyte (the unprivileged maximum; the kernel's 64 KiB otherwise): a
-    // command that writes fast fills them while the supervisor is busy, and each read then
-    // takes up to a whole frame, so that big output costs few frames and wake-ups.
-    if (!hasPty)
-        for (int fd : {out[0], err[0]})
-            ::fcntl(fd, F_SETPIPE_SZ, int(kPipeBytes));
 
     Exec &e = m_execs[id];
     e.id = id;
