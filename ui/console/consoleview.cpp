@@ -230,7 +230,9 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
         return;
     const bool bold = line.kind == ConsoleBuffer::LineKind::Command;
     QFont f = p.font();
-    const auto drawRun = [&](int start, int length, const TextFormat &fmt, int &x) {
+    // `last`: nothing is drawn after this run, so that its width is needed only for a background
+    // (measuring is shaping the text a second time: a third of painting a flood).
+    const auto drawRun = [&](int start, int length, const TextFormat &fmt, int &x, bool last) {
         if (length <= 0)
             return;
         const QString run = text.mid(start, length);
@@ -248,7 +250,7 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
         runFont.setItalic(fmt.flags & TextFormat::Italic);
         runFont.setUnderline(fmt.flags & TextFormat::Underline);
         runFont.setStrikeOut(fmt.flags & TextFormat::Strike);
-        const int width = fm.horizontalAdvance(run);
+        const int width = last && !bg.isValid() ? 0 : fm.horizontalAdvance(run);
         if (bg.isValid())
             p.fillRect(QRect(x, y, width, m_lineHeight), bg);
         p.setFont(runFont);
@@ -261,14 +263,14 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
     int pos = 0;
     const TextFormat plain;
     for (const ConsoleBuffer::Span &s : line.spans) {
-        drawRun(pos, s.start - pos, plain, x);
-        drawRun(s.start, s.length, m_buffer.format(s.format), x);
+        drawRun(pos, s.start - pos, plain, x, false);
         pos = s.start + s.length;
+        drawRun(s.start, s.length, m_buffer.format(s.format), x, pos >= text.size());
         if (x > viewport()->width())
             break;
     }
     if (x <= viewport()->width())
-        drawRun(pos, int(text.size()) - pos, plain, x);
+        drawRun(pos, int(text.size()) - pos, plain, x, true);
     p.setFont(f);
 }
 
