@@ -11,7 +11,7 @@ namespace Sandbox::Ui {
 bool tuneAllocatorForStreams()
 {
 #if defined(__GLIBC__)
-    constexpr int kMmapThreshold = 4 * 1024 * 1024;
+    constexpr int kMmapThreshold = 16 * 1024 * 1024;
     constexpr int kTrimThreshold = 64 * 1024 * 1024;
     // Setting either turns off glibc's own adjustment of both, so both are set.
     return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1

@@ -56,6 +56,15 @@ void releaseIfLarge(QString &s)
 }
 } // namespace
 
+void ConsoleBuffer::Records::grow()
+{
+    std::vector<Record> ring(qMax<size_t>(1024, 2 * m_ring.size()));
+    for (size_t i = 0; i < m_count; ++i)
+        ring[i] = (*this)[i];
+    m_ring.swap(ring);
+    m_head = 0;
+}
+
 ConsoleBuffer::ConsoleBuffer(int maxLines, qint64 maxChars)
     : m_maxLines(qMax(1, maxLines))
     , m_maxChars(qMax<qint64>(1024, maxChars))

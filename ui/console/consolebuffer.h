@@ -119,6 +119,44 @@ private:
         qint8 open = -1; // the channel whose open line this is (its text is there), -1 for none
     };
 
+    // The lines' records, oldest first: a ring that grows by doubling and never shrinks until
+    // clear(), so that a flood that adds lines at one end and drops them at the other allocates
+    // nothing (a std::deque allocates and frees a node every dozen lines: a tenth of a flood).
+    class Records final
+    {
+    public:
+        size_t size() const { return m_count; }
+        Record &operator[](size_t i) { return m_ring[(m_head + i) & (m_ring.size() - 1)]; }
+        const Record &operator[](size_t i) const
+        {
+            return m_ring[(m_head + i) & (m_ring.size() - 1)];
+        }
+        const Record &front() const { return m_ring[m_head]; }
+        void push_back(const Record &r)
+        {
+            if (m_count == m_ring.size())
+                grow();
+            m_ring[(m_head + m_count) & (m_ring.size() - 1)] = r;
+            ++m_count;
+        }
+        void pop_front()
+        {
+            m_head = (m_head + 1) & (m_ring.size() - 1);
+            --m_count;
+        }
+        void clear()
+        {
+            m_ring = std::vector<Record>();
+            m_head = m_count = 0;
+        }
+
+    private:
+        void grow();
+        std::vector<Record> m_ring; // its size a power of two (or 0)
+        size_t m_head = 0;
+        size_t m_count = 0;
+    };
+
     ChannelState &state(Channel channel) { return m_channels[int(channel)]; }
     static LineKind kindOf(Channel channel);
     void decodeAndFeed(Channel channel, QByteArrayView bytes);
@@ -137,7 +175,7 @@ private:
     quint16 formatIndex(const TextFormat &format);
     void trim();
 
-    std::deque<Record> m_lines;
+    Records m_lines;
     std::deque<std::unique_ptr<Block>> m_blocks; // the newest last; m_firstBlock is the front's
     std::vector<std::unique_ptr<Block>> m_spareBlocks; // freed, for the next ones
     qint64 m_firstBlock = 0;

@@ -193,6 +193,33 @@ private Q_SLOTS:
         QCOMPARE(b.droppedLines(), 4000);
         QCOMPARE(b.line(0).text, QStringLiteral("line 4000"));
         QCOMPARE(b.line(999).text, QStringLiteral("line 4999"));
+        // Lines dropped one chunk at a time, many times over the records' ring, a line open at
+        // the end: every line kept is the right one.
+        for (int i = 5000; i < 20000; i += 7) {
+            QByteArray more;
+            for (int j = i; j < qMin(i + 7, 20000); ++j)
+                more += "line " + QByteArray::number(j) + (j == 19999 ? "" : "\n");
+            b.appendOutput(Channel::Stdout, more);
+        }
+        QCOMPARE(b.totalLines(), 20000);
+        for (qint64 i = 0; i < b.lineCount(); ++i)
+            QCOMPARE(b.line(i).text, QStringLiteral("line %1").arg(b.firstLineNumber() + i));
+        // And when the cap is raised after lines went round: more are kept, still in order.
+        ConsoleBuffer c(1000, 1 << 30);
+        const auto appendNumbered = [&c](int from, int to) {
+            for (int i = from; i < to; i += 7) {
+                QByteArray more;
+                for (int j = i; j < qMin(i + 7, to); ++j)
+                    more += "line " + QByteArray::number(j) + '\n';
+                c.appendOutput(Channel::Stdout, more);
+            }
+        };
+        appendNumbered(0, 3000);
+        c.setLimits(3000, 1 << 30);
+        appendNumbered(3000, 6000);
+        QCOMPARE(c.lineCount(), 3000);
+        for (qint64 i = 0; i < c.lineCount(); ++i)
+            QCOMPARE(c.line(i).text, QStringLiteral("line %1").arg(c.firstLineNumber() + i));
     }
 
     void capsCharacters()
