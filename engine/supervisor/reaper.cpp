@@ -121,15 +121,15 @@ void Reaper::run(const ReaperSpec &spec, int sock, char *stack)
     int copies[kKept];
     for (int i = 0; i < kKept; ++i)
         copies[i] = sources[i] >= 0 ? ::fcntl(sources[i], F_DUPFD_CLOEXEC, 10) : -1;
+    // The reaper's own (3 and up) close on exec, set as they are placed: a system call each fewer
+    // on the way to the command than setting it afterwards.
     for (int i = 0; i < kKept; ++i) {
         if (copies[i] >= 0)
-            ::dup2(copies[i], i);
+            ::dup3(copies[i], i, i >= ControlFd ? O_CLOEXEC : 0);
         else
             ::close(i);
     }
     closeFrom(kKept);
-    for (int fd = ControlFd; fd < kKept; ++fd)
-        ::fcntl(fd, F_SETFD, FD_CLOEXEC);
 
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     ::setsid(); // a reaper serving again leads its session already (EPERM)
