@@ -111,8 +111,9 @@ pid_t Reaper::spawn(Launch &launch, char *stack)
 void Reaper::run(const ReaperSpec &spec, int sock, char *stack)
 {
     char **const baseEnv = environ; // prepare() points it at the command's: restored for the next
-    // Move everything we keep to fixed numbers (via copies above 10, so they cannot collide),
-    // then drop every other descriptor the supervisor had: engine pipes, other execs' pipes.
+    // Move everything we keep to fixed numbers (those below them via copies above 10, so they
+    // cannot collide: one at kKept or above is never a target), then drop every other
+    // descriptor the supervisor had: engine pipes, other execs' pipes.
     const int stdinFd = spec.stdinFd >= 0 ? spec.stdinFd
                                           : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     const int sources[] = {stdinFd,       spec.stdoutFd, spec.stderrFd, spec.controlFd,
@@ -120,7 +121,9 @@ void Reaper::run(const ReaperSpec &spec, int sock, char *stack)
     constexpr int kKept = SockFd + 1;
     int copies[kKept];
     for (int i = 0; i < kKept; ++i)
-        copies[i] = sources[i] >= 0 ? ::fcntl(sources[i], F_DUPFD_CLOEXEC, 10) : -1;
+        copies[i] = sources[i] < 0        ? -1
+                    : sources[i] >= kKept ? sources[i]
+                                          : ::fcntl(sources[i], F_DUPFD_CLOEXEC, 10);
     // The reaper's own (3 and up) close on exec, set as they are placed: a system call each fewer
     // on the way to the command than setting it afterwards.
     for (int i = 0; i < kKept; ++i) {
