@@ -100,6 +100,8 @@ qint64 ConsoleView::firstVisibleLine() const
 
 void ConsoleView::updateMetrics()
 {
+    for (QRawFont &raw : m_rawFonts)
+        raw = QRawFont();
     const QFontMetrics fm(font());
     m_lineHeight = qMax(1, fm.height());
     m_ascent = fm.ascent();
@@ -250,12 +252,22 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
         runFont.setItalic(fmt.flags & TextFormat::Italic);
         runFont.setUnderline(fmt.flags & TextFormat::Underline);
         runFont.setStrikeOut(fmt.flags & TextFormat::Strike);
-        const int width = last && !bg.isValid() ? 0 : fm.horizontalAdvance(run);
+        // Most runs are plain ASCII: drawn as glyphs, without shaping them (most of painting).
+        QGlyphRun glyphs;
+        qreal advance = 0;
+        const bool ascii = asciiGlyphs(runFont, run, glyphs, advance);
+        const int width = ascii                   ? qRound(advance)
+                          : last && !bg.isValid() ? 0 // not needed: nothing comes after it
+                                                  : fm.horizontalAdvance(run);
         if (bg.isValid())
             p.fillRect(QRect(x, y, width, m_lineHeight), bg);
-        p.setFont(runFont);
         p.setPen(fg);
-        p.drawText(x, y + m_ascent, run);
+        if (ascii) {
+            p.drawGlyphRun(QPointF(x, y + m_ascent), glyphs);
+        } else {
+            p.setFont(runFont);
+            p.drawText(x, y + m_ascent, run);
+        }
         x += width;
     };
 
@@ -272,6 +284,37 @@ void ConsoleView::drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 
     if (x <= viewport()->width())
         drawRun(pos, int(text.size()) - pos, plain, x, true);
     p.setFont(f);
+}
+
+bool ConsoleView::asciiGlyphs(const QFont &font, const QString &text, QGlyphRun &glyphs,
+                              qreal &width) const
+{
+    for (const QChar c : text) {
+        if (c.unicode() < 0x20 || c.unicode() > 0x7e)
+            return false;
+    }
+    QRawFont &raw = m_rawFonts[(font.bold() ? 1 : 0) | (font.italic() ? 2 : 0)];
+    if (!raw.isValid())
+        raw = QRawFont::fromFont(font);
+    if (!raw.isValid())
+        return false;
+    const QList<quint32> indexes = raw.glyphIndexesForString(text);
+    if (indexes.size() != text.size() || indexes.contains(0))
+        return false; // a character the font lacks: drawText() finds a fallback
+    const QList<QPointF> advances = raw.advancesForGlyphIndexes(indexes);
+    QList<QPointF> positions(indexes.size());
+    qreal x = 0;
+    for (qsizetype i = 0; i < indexes.size(); ++i) {
+        positions[i] = QPointF(x, 0);
+        x += advances[i].x();
+    }
+    glyphs.setRawFont(raw);
+    glyphs.setGlyphIndexes(indexes);
+    glyphs.setPositions(positions);
+    glyphs.setUnderline(font.underline());
+    glyphs.setStrikeOut(font.strikeOut());
+    width = x;
+    return true;
 }
 
 int ConsoleView::columnAt(const QString &text, int x) const

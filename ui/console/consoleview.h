@@ -3,6 +3,8 @@
 #include "consolebuffer.h"
 
 #include <QAbstractScrollArea>
+#include <QGlyphRun>
+#include <QRawFont>
 #include <QTimer>
 
 namespace Sandbox::Ui {
@@ -77,8 +79,12 @@ private:
     int columnAt(const QString &text, int x) const;
     QColor kindColor(ConsoleBuffer::LineKind kind) const;
     void drawLine(QPainter &p, const ConsoleBuffer::Line &line, qint64 number, int y) const;
+    // The glyphs of a run of printable ASCII in `font`, placed by their advances, without
+    // shaping (none is needed: each character is one glyph); false if the font lacks one.
+    bool asciiGlyphs(const QFont &font, const QString &text, QGlyphRun &glyphs, qreal &width) const;
 
     ConsoleBuffer m_buffer;
+    mutable QRawFont m_rawFonts[4]; // by bold | italic << 1, made when first drawn in
     QTimer m_refreshTimer;
     quint64 m_paintedRevision = 0;
     qint64 m_topLine = 0; // line number of the first visible line

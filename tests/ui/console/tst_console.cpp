@@ -9,6 +9,7 @@
 #include <console/consolepage.h>
 #include <console/consoleview.h>
 
+#include <QPainter>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -52,6 +53,54 @@ private Q_SLOTS:
         const auto sandbox = m_engine.createAgent(QStringLiteral("console-test"));
         QVERIFY2(sandbox, qPrintable(sandbox ? QString() : sandbox.error().message));
         m_sandbox = sandbox.value();
+    }
+
+    // Plain ASCII is drawn as glyphs placed by their advances (no shaping): the line spans the
+    // width the same text takes drawn as text, where selection and clicks place its columns; and
+    // a line with other characters looks the same way.
+    void asciiLinesSpanTheirText_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::newRow("plain ASCII") << QStringLiteral("MMMMMMMMMMiiiiiiiiii|W");
+        QTest::newRow("not ASCII") << QStringLiteral("MMMMMMMMMMiiiiiiiiii|\u00e9");
+    }
+    void asciiLinesSpanTheirText()
+    {
+        QFETCH(QString, text);
+        ConsoleView view;
+        view.resize(600, 200);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.appendOutput(ConsoleBuffer::Channel::Stdout, QByteArray(text.toUtf8() + '\n'));
+        view.flushPendingUpdate();
+        const QImage shown = view.viewport()->grab().toImage();
+        const QRgb background = shown.pixel(shown.width() - 2, shown.height() - 2);
+        // The columns with ink in them.
+        const auto ink = [](const QImage &image, QRgb background) {
+            int left = image.width();
+            int right = -1;
+            for (int y = 0; y < image.height(); ++y) {
+                for (int x = 0; x < image.width(); ++x) {
+                    if (image.pixel(x, y) != background) {
+                        left = qMin(left, x);
+                        right = qMax(right, x);
+                    }
+                }
+            }
+            return right - left + 1;
+        };
+        QImage drawn(shown.size(), QImage::Format_RGB32);
+        drawn.fill(background);
+        {
+            QPainter p(&drawn);
+            p.setFont(view.font());
+            p.setPen(Qt::white);
+            p.drawText(10, 40, text);
+        }
+        const int expected = ink(drawn, background);
+        QVERIFY(expected > QFontMetrics(view.font()).horizontalAdvance(text) / 2);
+        QVERIFY2(qAbs(ink(shown, background) - expected) <= 1,
+                 qPrintable(QStringLiteral("%1 vs %2").arg(ink(shown, background)).arg(expected)));
     }
 
     void streamsOutputLive()
