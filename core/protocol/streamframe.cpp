@@ -41,10 +41,10 @@ qsizetype webSocketHeaderBytes(qsizetype payload)
     return payload < 126 ? 2 : payload <= 0xffff ? 4 : 10;
 }
 
-void writeWebSocketHeader(char *out, qsizetype payload)
+void writeWebSocketHeader(char *out, qsizetype payload, WebSocketOpcode opcode)
 {
     uchar *p = reinterpret_cast<uchar *>(out);
-    p[0] = 0x82; // FIN, opcode 2 (binary)
+    p[0] = 0x80 | uchar(opcode); // FIN
     if (payload < 126) {
         p[1] = uchar(payload); // mask bit 0: a server's frames are not masked
     } else if (payload <= 0xffff) {

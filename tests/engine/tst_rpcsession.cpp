@@ -3,7 +3,8 @@
 // replay) is dropped after the hub is done, and then follows no stream any more. Upgraded from a
 // TCP connection of its own as the engine does it: a request is handled in the turn of the event
 // loop that read it, and a flood is still taken at the connection's rate. Output written to that
-// connection under the WebSocket and answers written through it arrive whole and in order.
+// connection under the WebSocket and answers written through it arrive whole and in order, and
+// so do answers written as frames of their own, of every size around the header's length steps.
 #include "api/bytebudget.h"
 #include "api/logthrottle.h"
 #include "api/rpcsession.h"
@@ -15,6 +16,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPointer>
+#include <QSet>
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QTest>
@@ -38,6 +40,7 @@ private Q_SLOTS:
     void aRequestIsHandledInTheTurnThatReadIt();
     void aFloodIsStillTakenAtTheConnectionsRate();
     void outputAndAnswersArriveWholeAndInOrder();
+    void answersOfEverySizeArriveWhole();
 };
 
 namespace {
@@ -299,6 +302,53 @@ void tst_RpcSession::outputAndAnswersArriveWholeAndInOrder()
         QCOMPARE(frame->data, written.value(next++));
     }
     QCOMPARE(next, written.size());
+    QVERIFY(!disconnected);
+}
+
+// Answers go to the socket as frames the session writes itself (a header of 2, 4 or 10 bytes by
+// their length): every length around the steps arrives whole, as the text it was, ASCII or not.
+void tst_RpcSession::answersOfEverySizeArriveWhole()
+{
+    StreamHub hub;
+    UpgradingServer server(&hub, QStringLiteral("key"));
+    QWebSocket client;
+    QList<QByteArray> got;
+    connect(&client, &QWebSocket::textMessageReceived, this,
+            [&](const QString &t) { got.append(t.toUtf8()); });
+    bool disconnected = false;
+    connect(&client, &QWebSocket::disconnected, this, [&] { disconnected = true; });
+    client.open(server.url());
+    QTRY_VERIFY(client.state() == QAbstractSocket::ConnectedState);
+    // The answer to rpc.cancel echoes the request's id: the id's length sets the answer's.
+    QList<QString> ids;
+    const QString wide = QStringLiteral("\u00e9\U0001F600"); // 2 and 4 bytes of UTF-8
+    for (int n = 20; n < 60; ++n)
+        ids.append(QString(n, QLatin1Char('a')));
+    for (int n = 65420; n < 65480; ++n)
+        ids.append(QString(n, QLatin1Char('b')));
+    for (int n = 20; n < 40; ++n)
+        ids.append(QString(n, QLatin1Char('c')) + wide.repeated(n % 5 + 1));
+    QSet<qsizetype> sizes;
+    for (const QString &id : std::as_const(ids)) {
+        got.clear();
+        const QByteArray text
+            = QJsonDocument(
+                  QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                              {QStringLiteral("id"), id},
+                              {QStringLiteral("method"), QStringLiteral("rpc.cancel")},
+                              {QStringLiteral("params"),
+                               QJsonObject{{QStringLiteral("id"), QStringLiteral("none")}}}})
+                  .toJson(QJsonDocument::Compact);
+        client.sendTextMessage(QString::fromUtf8(text));
+        QTRY_COMPARE(got.size(), 1);
+        const QJsonDocument answer = QJsonDocument::fromJson(got.first());
+        QVERIFY2(answer.isObject(), got.first().left(200).constData());
+        QCOMPARE(answer.object().value(QStringLiteral("id")).toString(), id);
+        sizes.insert(got.first().size());
+    }
+    // The steps were crossed: 125 | 126 and 65535 | 65536 bytes.
+    QVERIFY(sizes.contains(125) && sizes.contains(126));
+    QVERIFY(sizes.contains(65535) && sizes.contains(65536));
     QVERIFY(!disconnected);
 }
 
