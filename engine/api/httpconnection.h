@@ -75,6 +75,7 @@ private:
     void readHead();
     void readBody();
     bool readChunked();
+    void keepBody(QByteArray data); // a piece of a chunked body's data
     void dispatch();
     void respond(HttpResponse response);
     void refuse(HttpResponse response);

@@ -173,6 +173,7 @@ private Q_SLOTS:
     void unauthenticatedBodiesAreNeverRead();
     void unauthenticatedChunkedFloodOf300MiB();
     void oversizeChunkedBodyIsRefusedAsItArrives();
+    void aTrickledChunkedBodyHoldsItsSize();
     void ambiguousHeadsAreRefused_data();
     void ambiguousHeadsAreRefused();
     void stalledAndSlowConnectionsAreClosed();
@@ -438,6 +439,50 @@ void tst_Gate::oversizeChunkedBodyIsRefusedAsItArrives()
                                                    QStringLiteral("big.bin")}});
     QCOMPARE(stat.value(QStringLiteral("error")).toObject().value(QStringLiteral("code")).toInt(),
              -32002);
+}
+
+void tst_Gate::aTrickledChunkedBodyHoldsItsSize()
+{
+    // A keyed client sends a chunked body a KiB at a time, each piece read on its own: what the
+    // engine holds of it must be about its size, not a read buffer's worth per piece (64 KiB for a
+    // KiB: 4 MiB of body held 250 MiB of reads, a page of each resident).
+    const QByteArray head = "PUT /api/agents/" + m_id.toLatin1()
+                            + "/files/content?path=trickled.bin HTTP/1.1\r\nHost: x\r\n"
+                              "Authorization: Bearer "
+                            + m_engine.process().key().toLatin1()
+                            + "\r\nTransfer-Encoding: chunked\r\n\r\n";
+    constexpr qint64 kPiece = 1024;
+    constexpr qint64 kSent = 4 * 1024 * 1024;
+    auto s = connectFrom(m_engine.process().url(), 12);
+    QVERIFY(s);
+    s->write(head + QByteArray::number(2 * kSent, 16) + "\r\n"); // a chunk larger than what comes
+    const qint64 before = HealthProbe::rssKb(m_engine.process().pid());
+    const QByteArray piece(kPiece, 'x');
+    for (qint64 sent = 0; sent < kSent; sent += kPiece) {
+        s->write(piece);
+        s->waitForBytesWritten(1000);
+        pump();
+        QTest::qSleep(1); // on purpose: the engine reads each piece before the next comes
+        QVERIFY2(s->state() == QAbstractSocket::ConnectedState, "the engine closed the upload");
+    }
+    // Until it holds what came: it reads on its own time.
+    qint64 grownKb = 0;
+    QDeadlineTimer deadline(5000);
+    do {
+        pump();
+        grownKb = HealthProbe::rssKb(m_engine.process().pid()) - before;
+    } while (grownKb < kSent / 1024 && !deadline.hasExpired() && (QTest::qSleep(50), true));
+    QTest::qSleep(200); // on purpose: and whatever more it would take for it
+    grownKb = HealthProbe::rssKb(m_engine.process().pid()) - before;
+    std::printf(
+        "GATE   a chunked body of %lld KiB sent a KiB at a time: the engine grew by %lld KiB\n",
+        kSent / 1024, grownKb);
+    m_probe->stop();
+    checkHealth("a chunked body trickled a KiB at a time", *m_probe);
+    QVERIFY2(grownKb < 2 * kSent / 1024,
+             qPrintable(QStringLiteral("the engine grew by %1 KiB for %2 KiB of body")
+                            .arg(grownKb)
+                            .arg(kSent / 1024)));
 }
 
 void tst_Gate::ambiguousHeadsAreRefused_data()
