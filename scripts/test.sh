@@ -65,19 +65,24 @@ if ((has_worker)); then
   report_beside worker-deps
   (cd "$here/worker" && SANDBOXD_BIN="$build_dir/bin/sandboxd" ROUTES_JSON="$build_dir/conformance/routes.json" npm test && SANDBOXD_BIN="$build_dir/bin/sandboxd" SANDBOXCTL_BIN="$build_dir/bin/sandboxctl" npm run test:e2e && npm run build:dry-run -- --env="" >/dev/null 2>&1) || status=1
 fi
-# CI keeps the start and the end of what a run printed: each failed suite's last lines once more,
-# here at the end, so that the function it failed or hung in is always seen.
+# CI keeps the start and the end of what a run printed: each failed suite's failures and last
+# lines once more, here at the end, so that the function it failed or hung in is always seen.
 failed_list="$build_dir/Testing/Temporary/LastTestsFailed.log"
 if ((ctest_failed)) && [ -s "$failed_list" ]; then
-  phase "Failed suites, the last lines of each"
+  phase "Failed suites: their failures and last lines"
   while IFS=: read -r _ name; do
     echo "-- $name"
+    # Its failures (QTest's FAIL!, Loc, QFATAL, a signal) wherever they are, then its last lines.
     awk -v name="$name" '
       $0 ~ "^[0-9]+/[0-9]+ Test: " name "$" { inside = 1; next }
       inside && /^Output:/ { out = 1; n = 0; next }
       out && /^<end of output>/ { exit }
-      out { lines[n++ % 40] = $0 }
-      END { for (i = (n > 40 ? n - 40 : 0); i < n; ++i) print lines[i % 40] }
+      out && /^(FAIL!|   Loc:|QFATAL|Received signal)/ && failures < 20 { print; ++failures }
+      out { lines[n++ % 25] = $0 }
+      END {
+        print "   [the last lines]"
+        for (i = (n > 25 ? n - 25 : 0); i < n; ++i) print lines[i % 25]
+      }
     ' "$build_dir/Testing/Temporary/LastTest.log" | cut -c1-300
   done <"$failed_list"
 fi
