@@ -472,7 +472,9 @@ void tst_Gate::aTrickledChunkedBodyHoldsItsSize()
         pump();
         grownKb = HealthProbe::rssKb(m_engine.process().pid()) - before;
     } while (grownKb < kSent / 1024 && !deadline.hasExpired() && (QTest::qSleep(50), true));
-    QTest::qSleep(200); // on purpose: and whatever more it would take for it
+    // On purpose: and whatever more it would take for it.
+    for (QDeadlineTimer more(200); !more.hasExpired(); QThread::msleep(5))
+        pump();
     grownKb = HealthProbe::rssKb(m_engine.process().pid()) - before;
     std::printf(
         "GATE   a chunked body of %lld KiB sent a KiB at a time: the engine grew by %lld KiB\n",
@@ -913,7 +915,11 @@ void tst_Gate::aRefusedClientStillSendingLearnsWhy()
         burst += clientFrame(0x1, R"({"jsonrpc":"2.0","id":)" + QByteArray::number(i)
                                       + R"(,"method":"sessions.current","params":{}})");
     const QByteArray more = clientFrame(0x1, R"({"jsonrpc":"2.0","method":"sessions.current"})");
-    for (int round = 0; round < 5; ++round) {
+    QElapsedTimer t;
+    t.start();
+    int rounds = 0;
+    for (; rounds < 5 || t.elapsed() < kFloodMs; ++rounds) { // long enough for the probe, too
+        const int round = rounds;
         auto s = connectFrom(m_engine.process().url(), 61);
         QVERIFY(s);
         s->write(upgradeHead("Bearer " + m_engine.process().key().toLatin1()));
@@ -922,7 +928,8 @@ void tst_Gate::aRefusedClientStillSendingLearnsWhy()
         s->write(burst);
         QVERIFY(s->waitForBytesWritten(5000));
         // Past the refusal, the client goes on sending for a while without reading, as a client
-        // busy writing does; the engine has refused it by now (a few hundred messages are taken).
+        // busy writing does (so no events are processed meanwhile: they would read what came);
+        // the engine has refused it by now (a few thousand messages are taken).
         QElapsedTimer sending;
         sending.start();
         while (sending.elapsed() < 500 && s->state() == QAbstractSocket::ConnectedState) {
@@ -949,6 +956,7 @@ void tst_Gate::aRefusedClientStillSendingLearnsWhy()
     }
     m_probe->stop();
     checkHealth("refused clients still sending", *m_probe);
+    std::printf("GATE   %d refused clients went on sending: each read the 1008 close\n", rounds);
 }
 
 void tst_Gate::refusedEnvNames_data()
