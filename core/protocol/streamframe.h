@@ -42,11 +42,11 @@ struct Output
 };
 
 // The RFC 6455 header a server puts before a message of `payload` bytes sent as one frame (FIN,
-// opcode binary or text, not masked): 2, 4 or 10 bytes. The engine writes it in front of a frame
+// opcode binary, text or close, not masked): 2, 4 or 10 bytes. The engine writes it in front of a frame
 // where the frame lies, so that the whole WebSocket message goes to its socket without a copy.
 inline constexpr qsizetype MaxWebSocketHeaderBytes = 10;
 qsizetype webSocketHeaderBytes(qsizetype payload);
-enum class WebSocketOpcode : quint8 { Text = 0x1, Binary = 0x2 };
+enum class WebSocketOpcode : quint8 { Text = 0x1, Binary = 0x2, Close = 0x8 };
 // Writes those webSocketHeaderBytes(payload) bytes at `out`.
 void writeWebSocketHeader(char *out, qsizetype payload,
                           WebSocketOpcode opcode = WebSocketOpcode::Binary);

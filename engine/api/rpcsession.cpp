@@ -9,6 +9,7 @@
 #include <QLoggingCategory>
 #include <QTcpSocket>
 #include <QWebSocket>
+#include <QtEndian>
 
 #include <cmath>
 
@@ -204,12 +205,11 @@ void RpcSession::closeLingering(QWebSocketProtocol::CloseCode code, const QStrin
             --cut;
         reasonUtf8.truncate(cut);
     }
-    QByteArray frame;
-    frame.reserve(4 + reasonUtf8.size());
-    frame.append(char(0x88)); // FIN, close
-    frame.append(char(2 + reasonUtf8.size()));
-    frame.append(char(quint16(code) >> 8));
-    frame.append(char(quint16(code) & 0xFF));
+    const qsizetype payload = 2 + reasonUtf8.size();
+    const qsizetype header = StreamFrame::webSocketHeaderBytes(payload);
+    QByteArray frame(header + 2, Qt::Uninitialized);
+    StreamFrame::writeWebSocketHeader(frame.data(), payload, StreamFrame::WebSocketOpcode::Close);
+    qToBigEndian<quint16>(quint16(code), frame.data() + header);
     frame.append(reasonUtf8);
     QTcpSocket *device = m_device;
     disconnect(device, &QIODevice::readyRead, m_socket, nullptr); // QWebSocket's reader
