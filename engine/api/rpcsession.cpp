@@ -121,8 +121,10 @@ void RpcSession::send(const QByteArray &text)
     if (m_device && text.isValidUtf8()) {
         // One frame, header and text in one array, straight to the socket as sendBinary() writes:
         // QWebSocket would turn the text into a QString and back and copy it once more (three
-        // passes over a page of rows). Text that is not UTF-8 (a database's bytes passed
-        // through) takes QWebSocket's way, which replaces what is not.
+        // passes over a page of rows). What the session sends is our serializer's UTF-8, and a
+        // database host's page was checked by Json::validate; should anything else ever reach
+        // here, it takes QWebSocket's way, which replaces what is not UTF-8, so a client never
+        // gets an invalid text frame.
         const qsizetype header = StreamFrame::webSocketHeaderBytes(text.size());
         QByteArray frame(header + text.size(), Qt::Uninitialized);
         StreamFrame::writeWebSocketHeader(frame.data(), text.size(),
