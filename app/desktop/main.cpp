@@ -1,5 +1,5 @@
 // sandbox-desktop: the desktop app. Everything but the wiring lives in ui/.
-#include <common/allocatortuning.h>
+#include <client/allocatortuning.h>
 #include <connection/connectionmanager.h>
 #include <connection/profilestore.h>
 #include <connection/secretstore.h>

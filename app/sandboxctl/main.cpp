@@ -1,6 +1,7 @@
 // sandboxctl: the command line over core/ for people and scripts.
 #include "commands.h"
 
+#include <client/allocatortuning.h>
 #include <client/connectionprofile.h>
 #include <client/restclient.h>
 
@@ -66,6 +67,7 @@ Exit status: the command's own for exec; 0 on success; 1 on an error; 2 on bad u
 
 int main(int argc, char **argv)
 {
+    tuneAllocatorForStreams(); // `exec` and `shell` follow streams of output
     QCoreApplication app(argc, argv);
     app.setApplicationName(QStringLiteral("sandboxctl"));
     app.setApplicationVersion(QStringLiteral(SANDBOX_VERSION));

@@ -13,7 +13,7 @@
 #include <eventwait.h>
 #include <uitest.h>
 
-#include <common/allocatortuning.h>
+#include <client/allocatortuning.h>
 #include <console/consolebuffer.h>
 #include <console/consolepage.h>
 #include <console/consoleview.h>

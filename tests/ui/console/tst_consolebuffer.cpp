@@ -1,6 +1,6 @@
 // The console's scrollback: line splitting per channel, carriage returns, tabs, formats, and the
 // caps that keep a million lines from growing memory without bound.
-#include <common/allocatortuning.h>
+#include <client/allocatortuning.h>
 #include <console/consolebuffer.h>
 
 #include <QElapsedTimer>
@@ -367,7 +367,7 @@ private Q_SLOTS:
     // its own, as messages come off the socket.
     void secondFloodReusesMemory()
     {
-        QVERIFY(tuneAllocatorForStreams());
+        QVERIFY(Sandbox::tuneAllocatorForStreams());
         QByteArray lines;
         for (int i = 0; lines.size() < 64 * 1024; ++i)
             lines += QByteArray(90, 'x') + ' ' + QByteArray::number(i).rightJustified(8, '0')

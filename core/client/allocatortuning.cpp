@@ -6,7 +6,7 @@
 #include <malloc.h>
 #endif
 
-namespace Sandbox::Ui {
+namespace Sandbox {
 
 bool tuneAllocatorForStreams()
 {
@@ -21,4 +21,4 @@ bool tuneAllocatorForStreams()
 #endif
 }
 
-} // namespace Sandbox::Ui
+} // namespace Sandbox
