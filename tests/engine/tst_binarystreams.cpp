@@ -14,6 +14,7 @@
 #include <client/transport.h>
 
 #include <QCryptographicHash>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTest>
@@ -52,6 +53,18 @@ qint64 pageFaults()
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     return usage.ru_minflt;
+}
+
+// The most memory this process has held so far (VmHWM), in pages of 4 KiB.
+qint64 peakPages()
+{
+    QFile status(QStringLiteral("/proc/self/status"));
+    if (!status.open(QIODevice::ReadOnly))
+        return 0;
+    for (const QByteArray &line : status.readAll().split('\n'))
+        if (line.startsWith("VmHWM:"))
+            return line.mid(6).trimmed().split(' ').value(0).toLongLong() / 4;
+    return 0;
 }
 
 } // namespace
@@ -397,6 +410,7 @@ void tst_BinaryStreams::laterFloodsReuseTheClientsMemory()
         options.maxOutputBytes = bytes;
         options.timeoutMs = 120000;
         const qint64 before = pageFaults();
+        const qint64 peakBefore = peakPages();
         auto *stream = client.sandboxes().execStreaming(m_id,
                                                         QStringList{QStringLiteral("head"),
                                                                     QStringLiteral("-c"),
@@ -404,19 +418,23 @@ void tst_BinaryStreams::laterFloodsReuseTheClientsMemory()
                                                                     QStringLiteral("blob")},
                                                         options, this);
         const qint64 received = StreamFollow::receivedUntilEnd(stream, 120000);
-        f = pageFaults() - before;
+        // Faults that a new peak does not explain, i.e. memory given back and touched again: a
+        // flood that holds more than any before it (its client behind on a busy machine) faults
+        // in what it adds, with or without the setting.
+        f = pageFaults() - before - (peakPages() - peakBefore);
         QCOMPARE(received, bytes);
         delete stream;
     }
     const qint64 later = std::accumulate(faults.begin() + 1, faults.end(), qint64(0));
-    qInfo("page faults: first flood %lld, the %d later ones %lld (%lld pages of output each)",
+    qInfo("page faults beyond a new peak: first flood %lld, the %d later ones %lld (%lld pages of "
+          "output each)",
           static_cast<long long>(faults[0]), int(faults.size() - 1), static_cast<long long>(later),
           static_cast<long long>(bytes / 4096));
     // Without the setting the later floods fault in up to a flood's size in fresh pages, most of
     // them (some reuse what the last one left: glibc gives back its heap's top beyond twice the
-    // largest block freed so far, and the blocks' sizes follow the socket's reads).
-    QVERIFY2(later < qint64(faults.size() - 1) * bytes / 4096 / 20,
-             "the later floods touched fresh memory again");
+    // largest block freed so far, and the blocks' sizes follow the socket's reads); with it, none
+    // (a quarter MiB is left for the odd block the test's own work gives back and takes again).
+    QVERIFY2(later < 64, "the later floods touched fresh memory again");
 }
 
 QTEST_GUILESS_MAIN(tst_BinaryStreams)
