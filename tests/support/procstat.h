@@ -1,7 +1,8 @@
 #pragma once
 
 // CPU time and page faults of a process or one of its threads from /proc, for tests and
-// benchmarks that show what a piece of the engine spends. Header-only, so that tests that link no engine can use it.
+// benchmarks that show what a piece of the engine spends. Header-only, so that tests that link
+// no engine can use it.
 
 #include <QtCore/QDir>
 #include <QtCore/QFile>
