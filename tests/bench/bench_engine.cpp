@@ -116,6 +116,34 @@ Usage descendantsUsage(qint64 root, const QByteArray &comm)
     return total;
 }
 
+// The CFS periods of sandbox `id`'s cgroup so far, and in how many its CPU quota ran out
+// (cpu.stat, where the engine makes the group as root; {-1, -1} elsewhere).
+struct Throttling
+{
+    qint64 periods = -1;
+    qint64 throttled = -1;
+};
+
+Throttling cpuThrottling(const QString &id)
+{
+    for (const QString &dir : {QStringLiteral("/sys/fs/cgroup/cpu/sandboxd/"),
+                               QStringLiteral("/sys/fs/cgroup/sandboxd/")}) {
+        QFile file(dir + id + QStringLiteral("/cpu.stat"));
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        Throttling t;
+        for (const QByteArray &line : file.readAll().split('\n')) {
+            const QList<QByteArray> kv = line.split(' ');
+            if (kv.size() == 2 && kv[0] == "nr_periods")
+                t.periods = kv[1].toLongLong();
+            else if (kv.size() == 2 && kv[0] == "nr_throttled")
+                t.throttled = kv[1].toLongLong();
+        }
+        return t;
+    }
+    return {};
+}
+
 } // namespace
 
 class bench_Engine : public QObject
@@ -255,23 +283,43 @@ void bench_Engine::createToFirstOutput()
 
 void bench_Engine::execRoundTrip()
 {
-    const QString id = m_engine.rpc()
-                           .result(QStringLiteral("agents.create"),
-                                   {{QStringLiteral("type"), QStringLiteral("codex")}})
-                           .value(QStringLiteral("id"))
-                           .toString();
+    const auto create = [this](const QString &size) {
+        return m_engine.rpc()
+            .result(QStringLiteral("agents.create"),
+                    {{QStringLiteral("type"), QStringLiteral("codex")},
+                     {QStringLiteral("size"), size}})
+            .value(QStringLiteral("id"))
+            .toString();
+    };
+    const QString id = create(QStringLiteral("standard-1")); // the default size: 0.5 CPU
     QVERIFY(!id.isEmpty());
     constexpr int runs = 300;
-    QList<double> engine, baseline;
     const QJsonObject params{{QStringLiteral("id"), id},
                              {QStringLiteral("command"), QJsonArray{QStringLiteral("/bin/true")}}};
-    for (int i = 0; i < runs; ++i) {
-        QElapsedTimer t;
-        t.start();
-        const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.exec"), params);
-        engine.append(msSince(t));
-        QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(-1), 0);
-    }
+    const auto backToBack = [this](QJsonObject params, const QString &sandbox, QList<double> &ms) {
+        params.insert(QStringLiteral("id"), sandbox);
+        for (int i = 0; i < runs; ++i) {
+            QElapsedTimer t;
+            t.start();
+            const QJsonObject r = m_engine.rpc().result(QStringLiteral("agents.exec"), params);
+            ms.append(msSince(t));
+            if (r.value(QStringLiteral("exitCode")).toInt(-1) != 0)
+                return false;
+        }
+        return true;
+    };
+    QList<double> engine, baseline;
+    const Throttling before = cpuThrottling(id);
+    QVERIFY(backToBack(params, id, engine));
+    const Throttling after = cpuThrottling(id);
+    // The same loop in a sandbox whose CPU quota (2 CPUs: this host's) it does not run out of:
+    // the exec path apart from the default size's half a CPU, which such a loop spends (each
+    // command's own exec is most of it) and then waits for the next period.
+    const QString wide = create(QStringLiteral("standard-3"));
+    QVERIFY(!wide.isEmpty());
+    QList<double> unthrottled;
+    QVERIFY(backToBack(params, wide, unthrottled));
+    m_engine.rpc().result(QStringLiteral("agents.delete"), {{QStringLiteral("id"), wide}});
     // The same, one exec every 20 ms, as an agent runs its commands: back to back, a sandbox's
     // CPU share (its size) throttles the loop; paced, each exec meets an idle sandbox.
     QList<double> paced;
@@ -308,6 +356,13 @@ void bench_Engine::execRoundTrip()
         QVERIFY(pacedBaseline.last() >= 0);
     }
     report("exec round trip /rpc", stats(engine), "local fork+exec", stats(baseline), "ms");
+    if (before.periods >= 0 && after.periods >= 0)
+        std::printf(
+            "BENCH exec round trip /rpc         its CPU quota (standard-1: 0.5 CPU) ran out "
+            "in %lld of %lld periods of 100 ms\n",
+            after.throttled - before.throttled, after.periods - before.periods);
+    report("exec round trip /rpc, 2 CPUs", stats(unthrottled), "local fork+exec", stats(baseline),
+           "ms");
     report("exec round trip /rpc, paced", stats(paced), "local fork+exec", stats(baseline), "ms");
     report("exec round trip /rpc, paced", stats(paced), "local fork+exec, paced",
            stats(pacedBaseline), "ms");
