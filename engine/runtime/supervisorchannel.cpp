@@ -650,7 +650,12 @@ void SupervisorChannel::dispatchEvent(quint32 id, QByteArrayView payload,
                 return violation(why);
         }
         it->started = true;
+        const bool cancelled = it->cancelled;
         Q_EMIT execStarted(id, pid, inodes, it->timeoutMs);
+        // Cancelled before its tree was known (the supervisor holds a short command's EVENT
+        // back, see PROTOCOL.md): the engine's own kill of that tree follows now.
+        if (cancelled)
+            Q_EMIT cancelRequested(id);
         return;
     }
     if (it->op == QLatin1String("watch")) {

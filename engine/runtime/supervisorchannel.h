@@ -116,6 +116,8 @@ Q_SIGNALS:
     // An exec's answer came (its main process exited: its reaper may serve another exec now,
     // even while the answer waits for the last of its piped output), or it failed.
     void execEnded(quint32 id);
+    // Exec `id` was cancelled: its tree is to be killed; once more when its EVENT comes after
+    // the cancel (the supervisor may hold it back until then).
     void cancelRequested(quint32 id);
 
 private:

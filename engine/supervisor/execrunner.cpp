@@ -213,7 +213,7 @@ void ExecRunner::start(uint32_t id, const json &req)
         closeFd(e.out);
         closeFd(e.err);
     } else {
-        m_channel.send(FrameType::Event, id, {started.dump()});
+        e.startedEvent = started.dump(); // sent later (kStartedDelay), or with the RESPONSE
     }
     // The next exec's reaper is this one, come back once its tree is gone (release), or one
     // forked once this one has answered (finishIfDone): forked here, it took the CPU from this
@@ -242,6 +242,7 @@ void ExecRunner::cancel(uint32_t id)
     if (it == m_execs.end())
         return;
     it->second.cancelled = true;
+    sendStarted(it->second); // the engine kills the tree too, and needs its pid for that
     sendKill(it->second);
 }
 
@@ -345,6 +346,8 @@ void ExecRunner::process(const std::vector<pollfd> &fds)
         m_spare.release();
     for (auto it = m_execs.begin(); it != m_execs.end();) {
         Exec &e = it->second;
+        if (!e.startedEvent.empty() && now >= e.started + m_startedDelay)
+            sendStarted(e);
         if (e.deadline && !e.waitStatus && !e.killSent && now >= *e.deadline) {
             e.timedOut = true;
             sendKill(e);
@@ -362,6 +365,8 @@ int ExecRunner::pollTimeoutMs() const
             t = e.drained();
         else if (e.deadline && !e.waitStatus && !e.killSent)
             t = e.deadline;
+        if (!e.startedEvent.empty() && (!t || e.started + m_startedDelay < *t))
+            t = e.started + m_startedDelay;
         if (t && (!next || *t < *next))
             next = t;
     }
@@ -371,6 +376,14 @@ int ExecRunner::pollTimeoutMs() const
         return -1;
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
     return int(std::clamp<long long>(ms, 0, 60 * 60 * 1000));
+}
+
+void ExecRunner::sendStarted(Exec &e)
+{
+    if (e.startedEvent.empty())
+        return;
+    m_channel.send(FrameType::Event, e.id, {e.startedEvent});
+    e.startedEvent = std::string();
 }
 
 void ExecRunner::readOutput(Exec &e, bool isStderr)
@@ -397,6 +410,7 @@ void ExecRunner::readOutput(Exec &e, bool isStderr)
     const size_t allowed = size_t(
         std::min<uint64_t>(uint64_t(n), e.maxOutput - std::min(sent, e.maxOutput)));
     if (allowed > 0) {
+        sendStarted(e); // the tree first, then what it printed
         m_channel.send(isStderr ? FrameType::Stderr : FrameType::Stdout, e.id,
                        {std::string_view(buf, allowed)});
         sent += allowed;
@@ -479,6 +493,7 @@ bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
         release(e);
         const Reply r = Reply::error("exec_failed",
                                      "the exec's reaper process exited without reporting");
+        sendStarted(e);
         m_channel.send(FrameType::Response, e.id,
                        {r.body.dump(-1, ' ', false, json::error_handler_t::replace)});
         return true;
@@ -501,7 +516,11 @@ bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
         {"truncated", e.truncated},
     };
     release(e);
-    m_channel.send(FrameType::Response, e.id, {body.dump()});
+    // A command that ended before its EVENT went: both in one write (one wake-up of the engine).
+    if (e.startedEvent.empty())
+        m_channel.send(FrameType::Response, e.id, {body.dump()});
+    else
+        m_channel.sendPair(e.id, FrameType::Event, e.startedEvent, FrameType::Response, body.dump());
     // A fork only when this exec's reaper did not come back as the spare (release). The spare's
     // idle time counts from here: counted from the exec's start, a spare forked after a command
     // that ran longer than that time was dropped at the next tick.

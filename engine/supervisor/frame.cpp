@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -113,12 +114,36 @@ bool FrameChannel::send(FrameType type, uint32_t id, std::initializer_list<std::
         if (!part.empty())
             iov.push_back({const_cast<char *>(part.data()), part.size()});
 
-    constexpr size_t kMaxFds = 2;
     int fds[kMaxFds];
     size_t fdCount = 0;
     for (int fd : fdsToPass)
         if (fd >= 0 && fdCount < kMaxFds)
             fds[fdCount++] = fd;
+    return write(iov, fds, fdCount);
+}
+
+bool FrameChannel::sendPair(uint32_t id, FrameType firstType, std::string_view first,
+                            FrameType secondType, std::string_view second)
+{
+    if (m_broken)
+        return false;
+    char headers[2][4 + kHeaderSize];
+    const std::pair<FrameType, std::string_view> frames[2] = {{firstType, first},
+                                                              {secondType, second}};
+    std::vector<iovec> iov;
+    for (size_t i = 0; i < 2; ++i) {
+        writeLe32(headers[i], uint32_t(kHeaderSize + frames[i].second.size()));
+        headers[i][4] = char(frames[i].first);
+        writeLe32(headers[i] + 5, id);
+        iov.push_back({headers[i], sizeof headers[i]});
+        if (!frames[i].second.empty())
+            iov.push_back({const_cast<char *>(frames[i].second.data()), frames[i].second.size()});
+    }
+    return write(iov, nullptr, 0);
+}
+
+bool FrameChannel::write(std::vector<iovec> &iov, const int *fds, size_t fdCount)
+{
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
     bool fdPending = fdCount > 0;
     size_t index = 0;

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <sys/uio.h>
+#include <vector>
 
 #include "wire.h"
 
@@ -44,9 +46,17 @@ public:
     // travel with its first byte. False once the peer is gone.
     bool send(FrameType type, uint32_t id, std::initializer_list<std::string_view> parts,
               std::initializer_list<int> fdsToPass = {});
+    // Two frames of request `id` in one write, without descriptors: the engine reads both at
+    // one wake-up.
+    bool sendPair(uint32_t id, FrameType firstType, std::string_view first, FrameType secondType,
+                  std::string_view second);
     bool broken() const { return m_broken; }
 
 private:
+    static constexpr size_t kMaxFds = 2;
+    // Writes all of `iov`, the descriptors with its first byte.
+    bool write(std::vector<iovec> &iov, const int *fds, size_t fdCount);
+
     int m_fd;
     std::string m_buffer;
     size_t m_consumed = 0;

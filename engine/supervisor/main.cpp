@@ -25,12 +25,14 @@ int usage()
     std::fprintf(
         stderr,
         "usage: sandbox-supervisor --channel-fd N [--workspace DIR] [--no-openat2]\n"
-        "                          [--spare-reaper-idle-ms MS]\n"
+        "                          [--spare-reaper-idle-ms MS] [--started-event-delay-ms MS]\n"
         "  --channel-fd N   the engine's socket (an AF_UNIX stream socket; 3 under sandboxd)\n"
         "  --workspace DIR  the directory that plays /workspace (default /workspace; for tests)\n"
         "  --no-openat2     resolve paths with the O_NOFOLLOW walk only (for tests)\n"
         "  --spare-reaper-idle-ms MS  keep the reaper forked ahead this long without an exec\n"
-        "                   (default 60000; for tests)\n");
+        "                   (default 60000; for tests)\n"
+        "  --started-event-delay-ms MS  hold an exec's EVENT this long for its RESPONSE\n"
+        "                   (default 20; for tests)\n");
     return 2;
 }
 
@@ -51,6 +53,7 @@ int main(int argc, char **argv)
     bool useOpenat2 = true;
     int channelFd = -1;
     std::chrono::milliseconds spareIdle = ExecRunner::kSpareIdle;
+    std::chrono::milliseconds startedDelay = ExecRunner::kStartedDelay;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--workspace" && i + 1 < argc) {
@@ -63,12 +66,14 @@ int main(int argc, char **argv)
             channelFd = int(fd);
         } else if (arg == "--no-openat2") {
             useOpenat2 = false;
-        } else if (arg == "--spare-reaper-idle-ms" && i + 1 < argc) {
+        } else if ((arg == "--spare-reaper-idle-ms" || arg == "--started-event-delay-ms")
+                   && i + 1 < argc) {
             char *end = nullptr;
             const long ms = std::strtol(argv[++i], &end, 10);
             if (!end || *end != '\0' || ms < 0 || ms > 24L * 3600 * 1000)
                 return usage();
-            spareIdle = std::chrono::milliseconds(ms);
+            (arg == "--spare-reaper-idle-ms" ? spareIdle : startedDelay)
+                = std::chrono::milliseconds(ms);
         } else {
             return usage();
         }
@@ -116,5 +121,6 @@ int main(int argc, char **argv)
     }
     Supervisor supervisor(channelFd, paths, useOpenat2);
     supervisor.setSpareReaperIdle(spareIdle);
+    supervisor.setStartedEventDelay(startedDelay);
     return supervisor.run();
 }

@@ -28,6 +28,8 @@ public:
     int run();
     // How long a reaper forked ahead waits for an exec before it goes (ExecRunner::kSpareIdle).
     void setSpareReaperIdle(std::chrono::milliseconds idle) { m_execs.setSpareIdle(idle); }
+    // How long an exec's EVENT waits to go with its RESPONSE (ExecRunner::kStartedDelay).
+    void setStartedEventDelay(std::chrono::milliseconds delay) { m_execs.setStartedDelay(delay); }
 
 private:
     void handleFrame(const Frame &frame);

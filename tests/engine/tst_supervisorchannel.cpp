@@ -135,6 +135,7 @@ private slots:
     void badDescriptors();
     void execReportsItsTree();
     void aHeldAnswerEndsTheExecsTreeAtOnce();
+    void aTreeReportedAfterItsCancelIsKilledToo();
     void watchEventsArePassedOnChecked();
     void hostileWatchEvents_data();
     void hostileWatchEvents();
@@ -751,6 +752,27 @@ void tst_SupervisorChannel::execReportsItsTree()
     QTRY_VERIFY(outcome->answered);
     QCOMPARE(ended.size(), 1);
     QCOMPARE(outcome->reply->json[u"timedOut"].toBool(), true); // the engine's word
+}
+
+// The supervisor may hold an exec's EVENT back (a short command's goes with its answer): a cancel
+// that comes before it asks for the kill of the tree again once the tree is known, so that the
+// engine's own kill (by the reaper's pid) still happens.
+void tst_SupervisorChannel::aTreeReportedAfterItsCancelIsKilledToo()
+{
+    auto outcome = std::make_shared<Outcome>();
+    QSignalSpy kill(m_channel.get(), &SupervisorChannel::cancelRequested);
+    QSignalSpy started(m_channel.get(), &SupervisorChannel::execStarted);
+    const quint32 id = send({{u"op"_s, u"exec"_s}, {u"shell"_s, u"sleep 60"_s}}, outcome);
+    m_channel->cancel(id);
+    QCOMPARE(kill.size(), 1); // nothing to kill by pid yet
+    m_peer->send(Event, id, R"({"pid":7,"pipes":[11,12]})"_ba);
+    QVERIFY(started.wait(5000));
+    QCOMPARE(kill.size(), 2);
+    QCOMPARE(kill.last().first().toUInt(), id);
+    m_peer->send(Response, id,
+                 R"({"exitCode":137,"signal":"SIGKILL","durationMs":5,"cancelled":true})"_ba);
+    QTRY_VERIFY(outcome->answered);
+    QVERIFY(outcome->reply.ok());
 }
 
 // The supervisor's answer says the exec's main process has exited, and its reaper may serve the

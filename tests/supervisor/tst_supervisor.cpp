@@ -17,6 +17,7 @@
 
 #include "testframes.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -284,6 +285,13 @@ public:
         }
     }
 
+    // Whether a frame of `type` for `id` was read already (without waiting for one).
+    bool has(quint8 type, quint32 id) const
+    {
+        return std::any_of(m_frames.cbegin(), m_frames.cend(),
+                           [&](const Frame &f) { return f.type == type && f.id == id; });
+    }
+
     // The next EVENT of `id`, as JSON.
     QJsonObject waitEvent(quint32 id, int timeoutMs = 10000)
     {
@@ -400,6 +408,9 @@ private slots:
     void configureEnv();
     void configureRoots();
     void execReportsItsTree();
+    void aShortCommandsTreeComesWithItsAnswer();
+    void aLongerCommandsTreeComesWhileItRuns();
+    void aCancelledCommandsTreeComesAtOnce();
     void connectPassesTheSocket();
     void connectFailures_data();
     void connectFailures();
@@ -598,6 +609,56 @@ void TestSupervisor::execReportsItsTree()
     QCOMPARE(pipes.size(), 2);
     QVERIFY(pipes[0].toInteger() > 0 && pipes[1].toInteger() > 0);
     QVERIFY(m_client->wait(id).received);
+}
+
+// A command that ends before its EVENT is due has its tree reported with its answer, in the same
+// write: the engine wakes once for such an exec instead of twice.
+void TestSupervisor::aShortCommandsTreeComesWithItsAnswer()
+{
+    m_client = std::make_unique<Client>();
+    QVERIFY(m_client->start(m_dir->path(), {u"--started-event-delay-ms"_s, u"60000"_s}));
+    const quint32 id = m_client->request(R"({"op":"exec","argv":["true"]})"_ba);
+    const QJsonObject started = m_client->waitEvent(id);
+    QVERIFY(started[u"pid"].toInteger() > 0);
+    QCOMPARE(started[u"pipes"].toArray().size(), 2);
+    QVERIFY2(m_client->has(Response, id), "the answer did not come in the EVENT's read");
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"exitCode"].toInt(-1), 0);
+}
+
+// A command that runs on has its tree reported while it runs (the delay is short).
+void TestSupervisor::aLongerCommandsTreeComesWhileItRuns()
+{
+    const quint32 id = m_client->request(R"({"op":"exec","argv":["cat"],"stdin":true})"_ba);
+    QVERIFY(m_client->waitEvent(id)[u"pid"].toInteger() > 0);
+    QVERIFY(!m_client->has(Response, id)); // cat waits for its stdin
+    m_client->send(Stdin, id, {});
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QCOMPARE(r.json[u"exitCode"].toInt(-1), 0);
+}
+
+// A CANCEL sends the tree at once, not with the answer: the engine kills it too, by its reaper's
+// pid, also when the reaper does not (stopped here).
+void TestSupervisor::aCancelledCommandsTreeComesAtOnce()
+{
+    m_client = std::make_unique<Client>();
+    QVERIFY(m_client->start(m_dir->path(), {u"--started-event-delay-ms"_s, u"60000"_s}));
+    const quint32 id = m_client->request(R"({"op":"exec","argv":["sleep","60"]})"_ba);
+    QTRY_COMPARE(childrenOf(m_client->pid()).size(), 1);
+    const pid_t reaper = childrenOf(m_client->pid()).first();
+    QCOMPARE(::kill(reaper, SIGSTOP), 0);
+    auto resume = qScopeGuard([reaper] { ::kill(reaper, SIGCONT); });
+    m_client->send(Cancel, id, {});
+    const QJsonObject started = m_client->waitEvent(id, 5000);
+    QCOMPARE(started[u"pid"].toInteger(), qint64(reaper));
+    QVERIFY(!m_client->has(Response, id));
+    resume.dismiss();
+    ::kill(reaper, SIGCONT);
+    const Result r = m_client->wait(id);
+    QVERIFY(r.received);
+    QVERIFY(r.json[u"cancelled"].toBool());
 }
 
 namespace {
