@@ -82,6 +82,7 @@ private Q_SLOTS:
     void theConnectionOfARefusedCursorSeesNewRows();
     void aRepeatedQuerySeesItsTableAsItIsNow_data();
     void aRepeatedQuerySeesItsTableAsItIsNow();
+    void everyValueOfAPagedResultArrivesAsStored();
 };
 
 void tst_DbHost::theConnectionOfARefusedCursorSeesNewRows()
@@ -203,6 +204,60 @@ void tst_DbHost::aRepeatedQuerySeesItsTableAsItIsNow()
     QVERIFY2(r.value(QStringLiteral("error"))[QStringLiteral("message")].toString().contains(
                  noTable),
              QJsonDocument(r).toJson().constData());
+}
+
+// DuckDB's pages are written from its data chunks (2,048 rows each) straight to text: every value
+// of a result read in pages that cut across chunks arrives as stored — NULLs where they are,
+// strings short enough to sit inside DuckDB's value and longer ones, integers beyond 2^53 exact.
+void tst_DbHost::everyValueOfAPagedResultArrivesAsStored()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    DbHost host;
+    QVERIFY(host.start(QStringLiteral("duckdb"), dir.path()));
+    const int count = 5000;
+    const QJsonObject made = host.execute(
+        QStringLiteral(
+            "CREATE TABLE t AS SELECT range AS i, CASE WHEN range % 7 = 3 THEN NULL ELSE "
+            "repeat('x', (range % 20)::INTEGER) || range END AS v, CASE WHEN range % 5 "
+            "= 0 THEN NULL ELSE 9007199254740993 + range END AS big, range % 3 = 0 AS "
+            "even FROM range(%1)")
+            .arg(count));
+    QVERIFY2(!made.contains(QStringLiteral("error")), QJsonDocument(made).toJson().constData());
+    QJsonObject page = host.ask(
+        {{QStringLiteral("op"), QStringLiteral("query")},
+         {QStringLiteral("sql"), QStringLiteral("SELECT * FROM t ORDER BY i")},
+         {QStringLiteral("pageSize"), 777}});
+    const QString cursor = page.value(QStringLiteral("cursor")).toString();
+    QVERIFY2(!cursor.isEmpty(), QJsonDocument(page).toJson().constData());
+    int row = 0;
+    for (;;) {
+        for (const QJsonValue &r : page.value(QStringLiteral("rows")).toArray()) {
+            const QJsonArray got = r.toArray();
+            const QJsonValue v = row % 7 == 3
+                                     ? QJsonValue()
+                                     : QJsonValue(QString(row % 20, u'x') + QString::number(row));
+            const QJsonValue big = row % 5 == 0 ? QJsonValue()
+                                                : QJsonValue(QJsonObject{
+                                                    {QStringLiteral("$int"),
+                                                     QString::number(9007199254740993LL + row)}});
+            const QJsonArray want{row, v, big, row % 3 == 0};
+            QVERIFY2(got == want, qPrintable(QStringLiteral("row %1: %2, not %3")
+                                                 .arg(row)
+                                                 .arg(QString::fromUtf8(QJsonDocument(got).toJson(
+                                                     QJsonDocument::Compact)))
+                                                 .arg(QString::fromUtf8(QJsonDocument(want).toJson(
+                                                     QJsonDocument::Compact)))));
+            ++row;
+        }
+        if (page.value(QStringLiteral("done")).toBool())
+            break;
+        page = host.ask({{QStringLiteral("op"), QStringLiteral("fetch")},
+                         {QStringLiteral("cursor"), cursor},
+                         {QStringLiteral("pageSize"), 777}});
+        QVERIFY2(page.contains(QStringLiteral("rows")), QJsonDocument(page).toJson().constData());
+    }
+    QCOMPARE(row, count);
 }
 
 QTEST_GUILESS_MAIN(tst_DbHost)

@@ -193,6 +193,8 @@ struct DuckdbBackend::Cursor
     bool hasResult = false;
     std::vector<duckdb_logical_type> types;
     duckdb_data_chunk chunk = nullptr;
+    std::vector<ChunkColumn> columns; // the chunk's
+    idx_t chunkSize = 0;
     idx_t row = 0;
     bool finished = false;
 
@@ -201,6 +203,7 @@ struct DuckdbBackend::Cursor
     {
         if (chunk)
             duckdb_destroy_data_chunk(&chunk);
+        columns.clear();
         for (auto &t : types)
             duckdb_destroy_logical_type(&t);
         types.clear();
@@ -216,9 +219,10 @@ struct DuckdbBackend::Cursor
     bool readPage(PageLimits limits, RowWriter &rows)
     {
         while (true) {
-            if (!chunk || row >= duckdb_data_chunk_get_size(chunk)) {
+            if (!chunk || row >= chunkSize) {
                 if (chunk)
                     duckdb_destroy_data_chunk(&chunk);
+                columns.clear();
                 chunk = duckdb_fetch_chunk(result);
                 row = 0;
                 if (!chunk) {
@@ -228,15 +232,16 @@ struct DuckdbBackend::Cursor
                     finished = true;
                     return true;
                 }
-                if (duckdb_data_chunk_get_size(chunk) == 0)
+                chunkSize = duckdb_data_chunk_get_size(chunk);
+                if (chunkSize == 0)
                     continue;
+                for (idx_t c = 0; c < types.size(); ++c)
+                    columns.push_back(chunkColumn(chunk, c, types[c]));
             }
-            const idx_t size = duckdb_data_chunk_get_size(chunk);
-            const idx_t columns = types.size();
-            for (; row < size; ++row) {
+            for (; row < chunkSize; ++row) {
                 rows.beginRow();
-                for (idx_t c = 0; c < columns; ++c)
-                    writeValue(rows, duckdb_data_chunk_get_vector(chunk, c), types[c], row);
+                for (const ChunkColumn &column : columns)
+                    writeValue(rows, column, row);
                 rows.endRow();
                 if (rows.rows() >= limits.rows || rows.size() >= limits.bytes) {
                     ++row;

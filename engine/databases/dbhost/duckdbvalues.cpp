@@ -165,10 +165,14 @@ std::string takeString(char *s)
     return out;
 }
 
-std::string_view stringAt(void *data, idx_t row)
+// A VARCHAR or BLOB value: up to 12 bytes are kept in the value itself, longer ones behind its
+// pointer (duckdb.h, duckdb_string_t), read here without a call into the library per value.
+std::string_view stringAt(const void *data, idx_t row)
 {
-    auto *s = static_cast<duckdb_string_t *>(data) + row;
-    return std::string_view(duckdb_string_t_data(s), duckdb_string_t_length(*s));
+    const duckdb_string_t &s = static_cast<const duckdb_string_t *>(data)[row];
+    const uint32_t length = s.value.inlined.length;
+    return {length <= sizeof s.value.inlined.inlined ? s.value.inlined.inlined : s.value.pointer.ptr,
+            length};
 }
 
 } // namespace
@@ -424,35 +428,45 @@ json vectorValue(duckdb_vector vec, duckdb_logical_type type, idx_t row)
     }
 }
 
-void writeValue(RowWriter &rows, duckdb_vector vec, duckdb_logical_type type, idx_t row)
+ChunkColumn chunkColumn(duckdb_data_chunk chunk, idx_t column, duckdb_logical_type type)
 {
-    uint64_t *validity = duckdb_vector_get_validity(vec);
-    if (validity && !duckdb_validity_row_is_valid(validity, row))
+    ChunkColumn c;
+    c.vector = duckdb_data_chunk_get_vector(chunk, column);
+    c.type = type;
+    c.id = duckdb_get_type_id(type);
+    c.data = duckdb_vector_get_data(c.vector);
+    c.validity = duckdb_vector_get_validity(c.vector);
+    return c;
+}
+
+void writeValue(RowWriter &rows, const ChunkColumn &c, idx_t row)
+{
+    // The validity mask: one bit per row, 64 rows to a word (duckdb.h).
+    if (c.validity && !((c.validity[row / 64] >> (row % 64)) & 1))
         return rows.null();
-    void *data = duckdb_vector_get_data(vec);
-    switch (duckdb_get_type_id(type)) {
+    switch (c.id) {
     case DUCKDB_TYPE_TINYINT:
-        return rows.integer(static_cast<int8_t *>(data)[row]);
+        return rows.integer(static_cast<const int8_t *>(c.data)[row]);
     case DUCKDB_TYPE_SMALLINT:
-        return rows.integer(static_cast<int16_t *>(data)[row]);
+        return rows.integer(static_cast<const int16_t *>(c.data)[row]);
     case DUCKDB_TYPE_INTEGER:
-        return rows.integer(static_cast<int32_t *>(data)[row]);
+        return rows.integer(static_cast<const int32_t *>(c.data)[row]);
     case DUCKDB_TYPE_BIGINT:
-        return rows.integer(static_cast<int64_t *>(data)[row]);
+        return rows.integer(static_cast<const int64_t *>(c.data)[row]);
     case DUCKDB_TYPE_UTINYINT:
-        return rows.integer(static_cast<uint8_t *>(data)[row]);
+        return rows.integer(static_cast<const uint8_t *>(c.data)[row]);
     case DUCKDB_TYPE_USMALLINT:
-        return rows.integer(static_cast<uint16_t *>(data)[row]);
+        return rows.integer(static_cast<const uint16_t *>(c.data)[row]);
     case DUCKDB_TYPE_UINTEGER:
-        return rows.integer(static_cast<uint32_t *>(data)[row]);
+        return rows.integer(static_cast<const uint32_t *>(c.data)[row]);
     case DUCKDB_TYPE_DOUBLE:
-        return rows.floating(static_cast<double *>(data)[row]);
+        return rows.floating(static_cast<const double *>(c.data)[row]);
     case DUCKDB_TYPE_VARCHAR:
-        return rows.text(stringAt(data, row));
+        return rows.text(stringAt(c.data, row));
     case DUCKDB_TYPE_BLOB:
-        return rows.bytes(stringAt(data, row));
+        return rows.bytes(stringAt(c.data, row));
     default:
-        return rows.value(vectorValue(vec, type, row));
+        return rows.value(vectorValue(c.vector, c.type, row));
     }
 }
 

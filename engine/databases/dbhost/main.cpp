@@ -13,15 +13,18 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -42,18 +45,38 @@ int usage()
     return 2;
 }
 
-bool sendAll(int fd, const std::string &data)
+// Writes `parts` one after the other, gathered into as few system calls as the socket takes.
+bool sendAll(int fd, std::initializer_list<std::string_view> parts)
 {
-    size_t off = 0;
-    while (off < data.size()) {
-        const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    std::vector<iovec> left;
+    for (std::string_view p : parts)
+        if (!p.empty())
+            left.push_back(iovec{const_cast<char *>(p.data()), p.size()});
+    size_t first = 0;
+    while (first < left.size()) {
+        msghdr msg{};
+        msg.msg_iov = left.data() + first;
+        msg.msg_iovlen = left.size() - first;
+        ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return false;
-        off += size_t(n);
+        for (; first < left.size() && size_t(n) >= left[first].iov_len; ++first)
+            n -= ssize_t(left[first].iov_len);
+        if (first < left.size()) {
+            left[first].iov_base = static_cast<char *>(left[first].iov_base) + n;
+            left[first].iov_len -= size_t(n);
+        }
     }
     return true;
+}
+
+// An answer line, a page's rows sent from where they were written (wire.h: answerLine).
+bool sendAnswer(int fd, const json &answer)
+{
+    const AnswerLine line = answerLine(answer);
+    return sendAll(fd, {line.head, line.rows, line.tail});
 }
 
 json errorAnswer(const DbError &e)
@@ -255,8 +278,7 @@ void serve(Host *host, int fd)
         size_t nl;
         while ((nl = buffer.find('\n')) == std::string::npos) {
             if (buffer.size() > kMaxLine) {
-                sendAll(fd, errorAnswer(DbError{"too_large", "a request line is over 64 MiB"}).dump()
-                                + "\n");
+                sendAnswer(fd, errorAnswer(DbError{"too_large", "a request line is over 64 MiB"}));
                 ::close(fd);
                 return;
             }
@@ -293,7 +315,7 @@ void serve(Host *host, int fd)
             answer = errorAnswer(DbError{"internal", e.what()});
         }
         answer["id"] = id;
-        if (!sendAll(fd, dumpAnswer(answer) + "\n")) {
+        if (!sendAnswer(fd, answer)) {
             ::close(fd);
             return;
         }

@@ -215,7 +215,7 @@ void RowWriter::integer(long long v)
         m_out += "{\"$int\":\"";
     char buf[24];
     const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    m_out.append(buf, r.ptr);
+    m_out.append(buf, size_t(r.ptr - buf));
     if (v > kMaxSafe || v < -kMaxSafe)
         m_out += "\"}";
 }
@@ -261,39 +261,36 @@ void RowWriter::value(const json &v)
     m_out += v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string RowWriter::finish()
+std::vector<uint8_t> RowWriter::finish()
 {
-    // The text is the answer's as it is, not copied again (a page is up to 12 MiB).
-    std::string out = m_rows ? std::exchange(m_out, {}) : std::string("[");
-    out += ']';
+    if (!m_rows)
+        m_out += '['; // the page's own bracket, for a page without rows
+    m_out += ']';
     m_rows = 0;
-    return out;
+    return m_out.take();
 }
 
-json rowsText(std::string text)
+json rowsText(std::vector<uint8_t> text)
 {
-    std::vector<uint8_t> bytes(text.size());
-    std::memcpy(bytes.data(), text.data(), text.size());
-    return json::binary(std::move(bytes));
+    return json::binary(std::move(text)); // the text itself, not a copy (a page is up to 12 MiB)
 }
 
-std::string dumpAnswer(const json &answer)
+AnswerLine answerLine(const json &answer)
 {
     const auto rows = answer.is_object() ? answer.find("rows") : answer.end();
     if (rows == answer.end() || !rows->is_binary())
-        return answer.dump(-1, ' ', false, json::error_handler_t::replace);
+        return {answer.dump(-1, ' ', false, json::error_handler_t::replace), {}, "\n"};
     json rest = json::object(); // the other members: not a copy of the rows
     for (auto it = answer.begin(); it != answer.end(); ++it)
         if (it.key() != "rows")
             rest[it.key()] = it.value();
     const auto &text = rows->get_binary();
-    std::string out = rest.dump(-1, ' ', false, json::error_handler_t::replace);
-    out.pop_back();                             // the closing brace
-    out.reserve(out.size() + text.size() + 16); // room for the line's end too
-    out += rest.empty() ? "\"rows\":" : ",\"rows\":";
-    out.append(reinterpret_cast<const char *>(text.data()), text.size());
-    out += '}';
-    return out;
+    AnswerLine line{rest.dump(-1, ' ', false, json::error_handler_t::replace),
+                    std::string_view(reinterpret_cast<const char *>(text.data()), text.size()),
+                    "}\n"};
+    line.head.pop_back(); // the closing brace
+    line.head += rest.empty() ? "\"rows\":" : ",\"rows\":";
+    return line;
 }
 
 } // namespace DbHost

@@ -6,9 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace DbHost {
 
@@ -44,9 +47,38 @@ bool taggedParam(const json &v, std::string *tag, std::string *payload);
 // Approximate encoded size of a value, for page byte limits.
 size_t approximateSize(const json &v);
 
+// A page's text as the bytes an answer holds it in (json::binary's container), so that it is
+// written once and never copied on its way to the socket. The operations JsonText::appendString
+// needs; reserve() grows by doubling (an exact reserve per value would copy the page each time).
+class PageBytes
+{
+public:
+    void reserve(size_t n)
+    {
+        if (n > m_bytes.capacity())
+            m_bytes.reserve(std::max(n, 2 * m_bytes.capacity()));
+    }
+    size_t size() const { return m_bytes.size(); }
+    void append(const char *p, size_t n) { m_bytes.insert(m_bytes.end(), p, p + n); }
+    PageBytes &operator+=(char c)
+    {
+        m_bytes.push_back(uint8_t(c));
+        return *this;
+    }
+    PageBytes &operator+=(std::string_view s)
+    {
+        append(s.data(), s.size());
+        return *this;
+    }
+    std::vector<uint8_t> take() { return std::exchange(m_bytes, {}); }
+
+private:
+    std::vector<uint8_t> m_bytes;
+};
+
 // The rows of a page written straight to JSON text (an array of arrays), by the rules of the
 // value functions above, without a tree of values: what a page costs is its text. The text goes
-// into an answer as rowsText() and out unchanged through dumpAnswer().
+// into an answer as rowsText() and out unchanged through answerLine().
 class RowWriter
 {
 public:
@@ -61,19 +93,28 @@ public:
     size_t rows() const { return m_rows; }
     size_t size() const { return m_out.size(); }
     // The array's text; the writer is empty afterwards.
-    std::string finish();
+    std::vector<uint8_t> finish();
 
 private:
     void separate();
-    std::string m_out;
+    PageBytes m_out;
     size_t m_rows = 0;
     bool m_firstValue = true;
 };
 
 // A page's rows as written by RowWriter, for an answer's "rows" (kept as text, not re-parsed).
-json rowsText(std::string text);
-// The answer line's text: `answer` dumped, its "rows" written as the text rowsText() holds.
-std::string dumpAnswer(const json &answer);
+json rowsText(std::vector<uint8_t> text);
+
+// An answer line in three parts, so that a page's rows go to the socket from where they were
+// written: `answer` dumped without "rows", then "rows" as the text rowsText() holds (a view of
+// it, valid while `answer` is), then the line's end.
+struct AnswerLine
+{
+    std::string head;
+    std::string_view rows;
+    std::string tail;
+};
+AnswerLine answerLine(const json &answer);
 
 // A statement's first keyword and blank SQL, as the engine reads them (../sqlcommand.h).
 using Sandbox::SqlCommand::firstKeyword;
