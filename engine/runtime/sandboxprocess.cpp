@@ -486,14 +486,19 @@ void SandboxProcess::launch()
             });
     connect(m_channel, &SupervisorChannel::cancelRequested, this,
             [this](quint32 id) { killExec(id); });
-    connect(m_channel, &SupervisorChannel::execEnded, this, [this](quint32 id) {
+    connect(m_channel, &SupervisorChannel::execEnded, this, [this](quint32 id, bool treeGone) {
         const auto it = m_execs.find(id);
         if (it == m_execs.end())
             return;
-        if (it->deadline != 0)
+        if (it->deadline != 0 && !treeGone) {
             it->answered = true; // its timeout still ends what holds its pipes
-        else
-            m_execs.erase(it);
+            return;
+        }
+        // Nothing of it is left to kill at its timeout (the supervisor's word: were it false, only
+        // the sandbox's own processes would be spared), and no freeze of the sandbox then.
+        if (it->deadline != 0)
+            m_execTimeouts.remove(it->deadline, id);
+        m_execs.erase(it);
     });
     connect(m_child, &ChildProcess::finished, this,
             [this](int code, bool crashed) { onFinished(code, crashed); });

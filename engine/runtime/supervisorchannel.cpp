@@ -294,7 +294,7 @@ void SupervisorChannel::failAll(const Error &error)
     m_deadlineTimer->stop();
     for (auto it = pending.cbegin(); it != pending.cend(); ++it) {
         if (it->exec && !it->held) // a held one ended when its answer came
-            Q_EMIT execEnded(it.key());
+            Q_EMIT execEnded(it.key(), false);
         if (it->onReply)
             it->onReply(error);
     }
@@ -694,9 +694,10 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
     Pending p = m_pending.take(id);
     if (m_pending.isEmpty())
         m_deadlineTimer->stop();
+    bool treeGone = false; // an exec's: nothing of its tree is left (the supervisor's word)
     auto finish = [&](Result<Reply> result) {
         if (p.exec)
-            Q_EMIT execEnded(id);
+            Q_EMIT execEnded(id, treeGone);
         if (p.onReply)
             p.onReply(std::move(result));
     };
@@ -722,6 +723,7 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
     }
     QString why;
     if (ok && p.exec) {
+        treeGone = reply.json.value(QStringLiteral("treeGone")).toBool();
         ok = sanitizeExecAnswer(reply.json);
         if (ok) {
             if (p.truncated)
@@ -752,7 +754,7 @@ void SupervisorChannel::dispatchResponse(quint32 id, QByteArrayView payload,
         p.deadline = QDeadlineTimer(QDeadlineTimer::Forever);
         m_pending.emplace(id, std::move(p));
         // Its tree ends now: the supervisor may hand its reaper the next exec.
-        Q_EMIT execEnded(id);
+        Q_EMIT execEnded(id, treeGone);
         return checkDrain(id);
     }
     finish(std::move(reply));

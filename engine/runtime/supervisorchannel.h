@@ -114,8 +114,9 @@ Q_SIGNALS:
     // inodes of its output pipes; `timeoutMs` 0 means none.
     void execStarted(quint32 id, qint64 reaperPid, const QList<quint64> &pipes, qint64 timeoutMs);
     // An exec's answer came (its main process exited: its reaper may serve another exec now,
-    // even while the answer waits for the last of its piped output), or it failed.
-    void execEnded(quint32 id);
+    // even while the answer waits for the last of its piped output), or it failed. `treeGone`:
+    // the supervisor says nothing of its tree is left (no background process holds its pipes).
+    void execEnded(quint32 id, bool treeGone);
     // Exec `id` was cancelled: its tree is to be killed; once more when its EVENT comes after
     // the cancel (the supervisor may hold it back until then).
     void cancelRequested(quint32 id);

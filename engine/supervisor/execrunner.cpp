@@ -514,6 +514,7 @@ bool ExecRunner::finishIfDone(Exec &e, Clock::time_point now)
         {"timedOut", e.timedOut},
         {"cancelled", e.cancelled},
         {"truncated", e.truncated},
+        {"treeGone", e.treeGone},
     };
     release(e);
     // A command that ended before its EVENT went: both in one write (one wake-up of the engine).

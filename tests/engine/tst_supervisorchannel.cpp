@@ -136,6 +136,7 @@ private slots:
     void execReportsItsTree();
     void aHeldAnswerEndsTheExecsTreeAtOnce();
     void aTreeReportedAfterItsCancelIsKilledToo();
+    void anAnswerSaysWhetherTheTreeIsGone();
     void watchEventsArePassedOnChecked();
     void hostileWatchEvents_data();
     void hostileWatchEvents();
@@ -773,6 +774,29 @@ void tst_SupervisorChannel::aTreeReportedAfterItsCancelIsKilledToo()
                  R"({"exitCode":137,"signal":"SIGKILL","durationMs":5,"cancelled":true})"_ba);
     QTRY_VERIFY(outcome->answered);
     QVERIFY(outcome->reply.ok());
+}
+
+// The supervisor's word that nothing of an exec's tree is left goes to the sandbox (nothing to
+// kill at its timeout), not to the client.
+void tst_SupervisorChannel::anAnswerSaysWhetherTheTreeIsGone()
+{
+    QSignalSpy ended(m_channel.get(), &SupervisorChannel::execEnded);
+    for (const bool gone : {true, false}) {
+        auto outcome = std::make_shared<Outcome>();
+        const quint32 id
+            = send({{u"op"_s, u"exec"_s}, {u"shell"_s, u"true"_s}, {u"timeoutMs"_s, 60000}},
+                   outcome);
+        m_peer->send(Event, id, R"({"pid":7,"pipes":[11,12]})"_ba);
+        m_peer->send(Response, id,
+                     gone ? R"({"exitCode":0,"signal":null,"durationMs":1,"treeGone":true})"_ba
+                          : R"({"exitCode":0,"signal":null,"durationMs":1})"_ba);
+        QTRY_VERIFY(outcome->answered);
+        QVERIFY(outcome->reply.ok());
+        QVERIFY(!outcome->reply->json.contains(u"treeGone"_s));
+        QCOMPARE(ended.size(), gone ? 1 : 2);
+        QCOMPARE(ended.last().at(0).toUInt(), id);
+        QCOMPARE(ended.last().at(1).toBool(), gone);
+    }
 }
 
 // The supervisor's answer says the exec's main process has exited, and its reaper may serve the

@@ -411,6 +411,7 @@ private slots:
     void aShortCommandsTreeComesWithItsAnswer();
     void aLongerCommandsTreeComesWhileItRuns();
     void aCancelledCommandsTreeComesAtOnce();
+    void anAnswerSaysWhetherTheTreeIsGone();
     void connectPassesTheSocket();
     void connectFailures_data();
     void connectFailures();
@@ -659,6 +660,22 @@ void TestSupervisor::aCancelledCommandsTreeComesAtOnce()
     const Result r = m_client->wait(id);
     QVERIFY(r.received);
     QVERIFY(r.json[u"cancelled"].toBool());
+}
+
+// The answer says whether anything of the exec's tree is left: when nothing is, the engine has
+// nothing to look for (and no sandbox to freeze) at the exec's timeout.
+void TestSupervisor::anAnswerSaysWhetherTheTreeIsGone()
+{
+    const Result alone = m_client->call(R"({"op":"exec","argv":["true"]})"_ba);
+    QVERIFY(alone.received);
+    QCOMPARE(alone.json[u"treeGone"].toBool(false), true);
+    const Result server = m_client->call(
+        R"({"op":"exec","shell":"sleep 30 >/dev/null 2>&1 & echo $! > bg.pid"})"_ba);
+    QVERIFY(server.received);
+    const pid_t bg = readPid(u"bg.pid"_s);
+    auto stop = qScopeGuard([bg] { ::kill(bg, SIGKILL); });
+    QVERIFY(bg > 0);
+    QCOMPARE(server.json[u"treeGone"].toBool(true), false);
 }
 
 namespace {
