@@ -181,6 +181,7 @@ quint32 SupervisorChannel::request(const QJsonObject &json, const QByteArray &da
         p.maxOutput = max.isDouble() ? quint64(qBound(0.0, max.toDouble(), double(kMaxOutput)))
                                      : kDefaultMaxOutput;
         p.timeoutMs = nonNegative(json.value(QStringLiteral("timeoutMs")));
+        p.sentFor.start();
         // A terminal has no output cap: its window bounds what may be in flight instead.
         p.pty = json.value(QStringLiteral("pty")).isObject();
         if (p.pty)
@@ -651,7 +652,11 @@ void SupervisorChannel::dispatchEvent(quint32 id, QByteArrayView payload,
         }
         it->started = true;
         const bool cancelled = it->cancelled;
-        Q_EMIT execStarted(id, pid, inodes, it->timeoutMs);
+        // The timeout counts from the request, not from this EVENT (which may come later).
+        const qint64 left = it->timeoutMs > 0
+                                ? qMax<qint64>(1, it->timeoutMs - it->sentFor.elapsed())
+                                : 0;
+        Q_EMIT execStarted(id, pid, inodes, left);
         // Cancelled before its tree was known (the supervisor holds a short command's EVENT
         // back, see PROTOCOL.md): the engine's own kill of that tree follows now.
         if (cancelled)

@@ -111,7 +111,7 @@ Q_SIGNALS:
     // A protocol violation or a missed deadline, once: the sandbox must end.
     void failed(const QString &why);
     // An exec's process tree (its first EVENT): the reaper's pid inside the sandbox and the
-    // inodes of its output pipes; `timeoutMs` 0 means none.
+    // inodes of its output pipes; `timeoutMs`: what is left of its timeout (at least 1; 0: none).
     void execStarted(quint32 id, qint64 reaperPid, const QList<quint64> &pipes, qint64 timeoutMs);
     // An exec's answer came (its main process exited: its reaper may serve another exec now,
     // even while the answer waits for the last of its piped output), or it failed. `treeGone`:
@@ -151,6 +151,7 @@ private:
         quint64 unacknowledged = 0; // its output received and not yet acknowledged (WINDOW)
         quint64 sent[2] = {0, 0};
         qint64 timeoutMs = 0;
+        QElapsedTimer sentFor; // an exec's: since its request was sent (its timeout counts)
         QDeadlineTimer deadline{QDeadlineTimer::Forever};
         // `watch`: the directory asked for, whose `ready` EVENT came, and what its EVENTs
         // brought in the current second (bounded: see kMaxWatchEntriesPerSecond).

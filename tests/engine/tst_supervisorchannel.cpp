@@ -137,6 +137,7 @@ private slots:
     void aHeldAnswerEndsTheExecsTreeAtOnce();
     void aTreeReportedAfterItsCancelIsKilledToo();
     void anAnswerSaysWhetherTheTreeIsGone();
+    void aLateTreeKeepsItsRequestsTimeout();
     void watchEventsArePassedOnChecked();
     void hostileWatchEvents_data();
     void hostileWatchEvents();
@@ -747,7 +748,8 @@ void tst_SupervisorChannel::execReportsItsTree()
     QCOMPARE(started.first().at(0).toUInt(), id);
     QCOMPARE(started.first().at(1).toLongLong(), 7);
     QCOMPARE(started.first().at(2).value<QList<quint64>>(), (QList<quint64>{11, 12}));
-    QCOMPARE(started.first().at(3).toLongLong(), 700);
+    // What is left of its timeout (it counts from the request).
+    QVERIFY(started.first().at(3).toLongLong() > 500 && started.first().at(3).toLongLong() <= 700);
     m_channel->markTimedOut(id);
     m_peer->send(Response, id, R"({"exitCode":137,"signal":"SIGKILL","durationMs":700})"_ba);
     QTRY_VERIFY(outcome->answered);
@@ -797,6 +799,24 @@ void tst_SupervisorChannel::anAnswerSaysWhetherTheTreeIsGone()
         QCOMPARE(ended.last().at(0).toUInt(), id);
         QCOMPARE(ended.last().at(1).toBool(), gone);
     }
+}
+
+// The engine's own kill at an exec's timeout counts from the request, not from the EVENT, which
+// the supervisor may send late (a short command's goes with its answer).
+void tst_SupervisorChannel::aLateTreeKeepsItsRequestsTimeout()
+{
+    auto outcome = std::make_shared<Outcome>();
+    QSignalSpy started(m_channel.get(), &SupervisorChannel::execStarted);
+    const quint32 id
+        = send({{u"op"_s, u"exec"_s}, {u"shell"_s, u"sleep 60"_s}, {u"timeoutMs"_s, 60000}},
+               outcome);
+    QTest::qWait(400); // on purpose: the EVENT comes this late
+    m_peer->send(Event, id, R"({"pid":7,"pipes":[11,12]})"_ba);
+    QVERIFY(started.wait(5000));
+    QVERIFY2(started.first().at(3).toLongLong() <= 60000 - 400,
+             qPrintable(QString::number(started.first().at(3).toLongLong())));
+    m_peer->send(Response, id, R"({"exitCode":0,"signal":null,"durationMs":400})"_ba);
+    QTRY_VERIFY(outcome->answered);
 }
 
 // The supervisor's answer says the exec's main process has exited, and its reaper may serve the
