@@ -36,9 +36,12 @@ struct StreamHub::Stream
     QString keyId;
     QByteArray requestIdJson; // the request id, as JSON text
     qint64 lastSeq = 0;
-    std::deque<Entry> backlog; // notifications lastSeq-size+1 .. lastSeq
-    qsizetype backlogBytes = 0;
+    std::deque<Entry> backlog;  // notifications lastSeq-size+1 .. lastSeq
+    qsizetype backlogBytes = 0; // its output's bytes, as the per-stream limit counts them
+    qint64 kept = 0;            // its memory, as the limits of all streams count it
+    quint64 opened = 0;         // its place in the order streams were opened
     bool done = false;
+    bool letGo = false; // ended, and let go for the limits: as good as erased
     QDateTime endedAt;
     Sink sink;
     const void *owner = nullptr;
@@ -91,9 +94,91 @@ QString StreamHub::open(const QString &keyId, const QJsonValue &requestId, Sink 
     s->requestIdJson = s->requestIdJson.mid(1, s->requestIdJson.size() - 2);
     s->sink = std::move(sink);
     s->cancel = std::move(cancel);
+    s->opened = ++m_opened;
     const QString id = s->id;
-    m_streams.emplace(id, std::move(s));
+    Stream &stream = *m_streams.emplace(id, std::move(s)).first->second;
+    account(stream, kStreamCost);
+    keepWithinLimits(stream);
     return id;
+}
+
+void StreamHub::account(Stream &s, qint64 bytes)
+{
+    s.kept += bytes;
+    m_keptTotal += bytes;
+    qint64 &key = m_keptByKey[s.keyId];
+    key += bytes;
+    if (key <= 0)
+        m_keptByKey.remove(s.keyId);
+}
+
+void StreamHub::popOldest(Stream &s)
+{
+    const Entry &e = s.backlog.front();
+    s.backlogBytes -= e.data().size();
+    account(s, -(e.bytes.capacity() + kEntryCost));
+    s.backlog.pop_front();
+}
+
+// Only backlogs shrink here, and ended streams are erased later (eraseLetGo): this runs inside
+// publish(), which callers reach from loops over the streams.
+void StreamHub::keepWithinLimits(const Stream &current)
+{
+    const QString keyId = current.keyId;
+    while (m_keptTotal > m_limits.allKeptBytes || m_keptByKey.value(keyId) > m_limits.keyKeptBytes) {
+        const bool keyOver = m_keptByKey.value(keyId) > m_limits.keyKeptBytes;
+        if (Stream *ended = oldestEnded(keyOver ? m_endedOfKey[keyId] : m_ended, current)) {
+            letGo(*ended);
+        } else if (Stream *running = oldestRunning(keyOver ? &keyId : nullptr, current)) {
+            popOldest(*running);
+        } else {
+            break; // what is left is the current stream's newest entry and running streams
+        }
+    }
+}
+
+StreamHub::Stream *StreamHub::oldestEnded(std::deque<QString> &order, const Stream &current)
+{
+    const auto live = [this](const QString &id) {
+        const auto it = m_streams.find(id);
+        return it == m_streams.end() || it->second->letGo ? nullptr : it->second.get();
+    };
+    while (!order.empty() && !live(order.front()))
+        order.pop_front();          // let go or erased since
+    for (const QString &id : order) // the current stream, just ended, is the last
+        if (Stream *s = live(id); s && s != &current)
+            return s;
+    return nullptr;
+}
+
+StreamHub::Stream *StreamHub::oldestRunning(const QString *keyId, const Stream &current)
+{
+    Stream *oldest = nullptr;
+    for (auto &[id, s] : m_streams) {
+        const size_t keep = s.get() == &current ? 1 : 0; // the entry just published stays
+        if (s->done || s->backlog.size() <= keep || (keyId && s->keyId != *keyId))
+            continue;
+        if (!oldest || s->opened < oldest->opened)
+            oldest = s.get();
+    }
+    return oldest;
+}
+
+void StreamHub::letGo(Stream &s)
+{
+    account(s, -s.kept);
+    s.backlog.clear();
+    s.backlogBytes = 0;
+    s.letGo = true;
+    m_letGo.push_back(s.id);
+    if (m_letGo.size() == 1)
+        QTimer::singleShot(0, this, &StreamHub::eraseLetGo);
+}
+
+void StreamHub::eraseLetGo()
+{
+    for (const QString &id : std::exchange(m_letGo, {}))
+        m_streams.erase(id);
 }
 
 void StreamHub::publish(Stream &s, Entry &&entry)
@@ -107,13 +192,13 @@ void StreamHub::publish(Stream &s, Entry &&entry)
             deliver(s, s.lastSeq, entry, w.sink, w.owner);
     }
     s.backlogBytes += entry.data().size();
+    account(s, entry.bytes.capacity() + kEntryCost);
     s.backlog.push_back(std::move(entry));
     while (!s.backlog.empty()
            && (s.backlogBytes > m_limits.backlogBytes
-               || qsizetype(s.backlog.size()) > m_limits.backlogChunks)) {
-        s.backlogBytes -= s.backlog.front().data().size();
-        s.backlog.pop_front();
-    }
+               || qsizetype(s.backlog.size()) > m_limits.backlogChunks))
+        popOldest(s);
+    keepWithinLimits(s);
 }
 
 void StreamHub::deliver(const Stream &s, qint64 seq, const Entry &entry, const Sink &sink,
@@ -368,6 +453,8 @@ void StreamHub::end(const QString &streamId, const QJsonObject &fields)
     s.terminal = nullptr;
     s.acknowledge = nullptr;
     m_windowWaiting.remove(s.id);
+    m_ended.push_back(s.id);
+    m_endedOfKey[s.keyId].push_back(s.id);
     publish(s, Entry{0, std::move(n)});
     s.watchers.clear();
 }
@@ -376,7 +463,7 @@ Result<QJsonObject> StreamHub::resumeAnswer(const QString &keyId, const QString 
                                             qint64 after) const
 {
     const auto it = m_streams.find(streamId);
-    if (it == m_streams.end() || it->second->keyId != keyId)
+    if (it == m_streams.end() || it->second->keyId != keyId || it->second->letGo)
         return Error::notFound(QStringLiteral("stream %1").arg(streamId));
     const Stream &s = *it->second;
     if (after < 0 || after > s.lastSeq)
@@ -413,12 +500,12 @@ Result<StreamHub::Resume> StreamHub::resume(const QString &keyId, const QString 
     r.answer = std::move(answer.value());
     r.replay = [this, streamId, after, sink = std::move(sink)] {
         const auto it = m_streams.find(streamId);
-        if (it == m_streams.end())
+        if (it == m_streams.end() || it->second->letGo)
             return;
         Stream &s = *it->second;
-        const qint64 first = s.firstSeq();
-        for (qint64 seq = qMax(after + 1, first); seq <= s.lastSeq; ++seq)
-            deliver(s, seq, s.backlog[size_t(seq - first)], sink, s.owner);
+        for (qint64 seq = qMax(after + 1, s.firstSeq()); seq <= s.lastSeq; ++seq)
+            if (seq >= s.firstSeq()) // (the limits may take the oldest meanwhile)
+                deliver(s, seq, s.backlog[size_t(seq - s.firstSeq())], sink, s.owner);
         s.sink = sink;
         acknowledgeIfRoom(s); // a window that waited for the connection before
     };
@@ -438,13 +525,13 @@ Result<StreamHub::Resume> StreamHub::watch(const QString &keyId, const QString &
     r.answer = std::move(answer.value());
     r.replay = [this, streamId, after, owner, sink = std::move(sink)] {
         const auto it = m_streams.find(streamId);
-        if (it == m_streams.end())
+        if (it == m_streams.end() || it->second->letGo)
             return;
         Stream &s = *it->second;
         std::erase_if(s.watchers, [owner](const Stream::Watcher &w) { return w.owner == owner; });
-        const qint64 first = s.firstSeq();
-        for (qint64 seq = qMax(after + 1, first); seq <= s.lastSeq; ++seq)
-            deliver(s, seq, s.backlog[size_t(seq - first)], sink, owner);
+        for (qint64 seq = qMax(after + 1, s.firstSeq()); seq <= s.lastSeq; ++seq)
+            if (seq >= s.firstSeq()) // (the limits may take the oldest meanwhile)
+                deliver(s, seq, s.backlog[size_t(seq - s.firstSeq())], sink, owner);
         if (!s.done)
             s.watchers.push_back(Stream::Watcher{owner, sink});
     };
@@ -519,10 +606,20 @@ void StreamHub::sweep()
 {
     const QDateTime cutoff = QDateTime::currentDateTimeUtc().addMSecs(-m_limits.keepAfterEndMs);
     for (auto it = m_streams.begin(); it != m_streams.end();) {
-        if (it->second->done && it->second->endedAt < cutoff)
+        if (it->second->done && it->second->endedAt < cutoff) {
+            account(*it->second, -it->second->kept);
             it = m_streams.erase(it);
-        else
+        } else {
             ++it;
+        }
+    }
+    eraseLetGo();
+    // The order of ended streams, without those gone.
+    const auto gone = [this](const QString &id) { return !m_streams.contains(id); };
+    std::erase_if(m_ended, gone);
+    for (auto it = m_endedOfKey.begin(); it != m_endedOfKey.end();) {
+        std::erase_if(*it, gone);
+        it = it->empty() ? m_endedOfKey.erase(it) : std::next(it);
     }
 }
 

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 namespace Sandbox::Engine {
 
@@ -37,6 +38,13 @@ public:
         qsizetype backlogBytes = 8 * 1024 * 1024;
         qsizetype backlogChunks = 8192;
         qint64 keepAfterEndMs = 10 * 60 * 1000;
+        // What the streams of one key, and of all keys, keep together: their backlogs (each
+        // entry's array and kEntryCost) and kStreamCost per stream. Beyond either, the oldest
+        // ended streams (of that key, or of any) are let go first, whole, then the oldest output
+        // of the oldest running ones: without it a key holder running exec after exec with
+        // output made the engine keep 8 MiB of each for 10 minutes.
+        qint64 keyKeptBytes = 64 * 1024 * 1024;
+        qint64 allKeptBytes = 256 * 1024 * 1024;
         // How long the unfinished UTF-8 sequence at the end of a chunk waits for the rest of its
         // character before it is sent as it is (a program that writes a partial character, or
         // binary bytes, and then waits must not keep them from its reader).
@@ -106,6 +114,11 @@ public:
     void setTerminal(const QString &streamId, std::function<QJsonObject()> describe);
 
     int count() const { return int(m_streams.size()); }
+    // What the streams keep, counted as Limits::keyKeptBytes counts it (for tests).
+    qint64 keptBytes() const { return m_keptTotal; }
+
+    static constexpr qint64 kEntryCost = 64;    // a backlog entry besides its array
+    static constexpr qint64 kStreamCost = 1024; // a stream besides its backlog
 
 private:
     struct Stream;
@@ -127,6 +140,14 @@ private:
     void acknowledgeIfRoom(Stream &s);
     void flushStaleCarries();
     void sweep();
+    // What the streams keep (see Limits::keyKeptBytes): counted, and held within the limits.
+    void account(Stream &s, qint64 bytes);
+    void popOldest(Stream &s);
+    void keepWithinLimits(const Stream &current);
+    Stream *oldestEnded(std::deque<QString> &order, const Stream &current);
+    Stream *oldestRunning(const QString *keyId, const Stream &current);
+    void letGo(Stream &s); // an ended stream, whole: erased on the next turn of the loop
+    void eraseLetGo();
 
     Limits m_limits;
     std::unordered_map<QString, std::unique_ptr<Stream>> m_streams;
@@ -134,6 +155,13 @@ private:
     QHash<const void *, Sink> m_binarySinks;
     QSet<QString> m_carrying;      // streams holding an unfinished character
     QSet<QString> m_windowWaiting; // streams whose window waits for their connection
+    // Streams in the order they ended, all and by key (some since let go or erased).
+    std::deque<QString> m_ended;
+    QHash<QString, std::deque<QString>> m_endedOfKey;
+    std::vector<QString> m_letGo; // to be erased on the next turn of the loop
+    QHash<QString, qint64> m_keptByKey;
+    qint64 m_keptTotal = 0;
+    quint64 m_opened = 0; // streams opened so far: each one's place in that order
     QTimer m_carryTimer;
     QElapsedTimer m_clock;
 };

@@ -100,6 +100,7 @@ void tst_RpcSession::aReaderDroppedDuringAReplayFollowsNothing()
     QFETCH(QString, encoding);
     StreamHub::Limits limits;
     limits.backlogBytes = RpcSession::MaxUnsentBytes * 2;
+    limits.keyKeptBytes = limits.allKeptBytes = limits.backlogBytes * 2; // all of that one stream
     StreamHub hub(limits);
     const QString key = QStringLiteral("key");
     const QString streamId = hub.open(key, 7, {}, {});

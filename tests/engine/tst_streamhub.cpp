@@ -72,6 +72,8 @@ private Q_SLOTS:
     void outputStaysInTheArrayItWasReadInto();
     void aWatcherFollowsBesideTheConnectionThatStartedIt();
     void aWatcherIsStoppedByItsConnectionGoingAway();
+    void aKeysStreamsKeepWithinItsLimitOldestEndedFirst();
+    void runningStreamsGiveUpTheirOldestOutputLast();
 };
 
 // `printf 'h\303'; sleep 60`: the reader sees both bytes long before the program's next output.
@@ -388,6 +390,75 @@ void tst_StreamHub::aWatcherIsStoppedByItsConnectionGoingAway()
     QCOMPARE(toWatcher.size(), 2);
     QCOMPARE(bytesOf(toWatcher[1]), QByteArray("c"));
     QCOMPARE(toStarter.size(), 2);
+}
+
+// A key holder who runs stream after stream: the key's streams keep at most its limit together,
+// the oldest ended ones let go first and whole (resume: not found), the newest still resumable;
+// another key's streams keep theirs.
+void tst_StreamHub::aKeysStreamsKeepWithinItsLimitOldestEndedFirst()
+{
+    StreamHub::Limits limits;
+    limits.keyKeptBytes = 4 * 1024 * 1024;
+    limits.allKeptBytes = 64 * 1024 * 1024;
+    StreamHub hub(limits);
+    const QByteArray mib(1024 * 1024, 'x');
+    const QString others = hub.open(QStringLiteral("other key"), 1, {}, {});
+    hub.output(others, 1, mib);
+    hub.end(others, {{QStringLiteral("result"), 0}});
+    QStringList ids;
+    for (int i = 0; i < 12; ++i) {
+        ids.append(hub.open(QStringLiteral("key"), i, {}, {}));
+        hub.output(ids.last(), 1, mib);
+        hub.end(ids.last(), {{QStringLiteral("result"), 0}});
+        QVERIFY2(hub.keptBytes() <= limits.keyKeptBytes + 2 * mib.size(),
+                 qPrintable(QString::number(hub.keptBytes())));
+    }
+    // 12 MiB of output, 4 kept: the first streams are gone, the last three whole.
+    QCOMPARE(hub.resume(QStringLiteral("key"), ids.first(), 0, {}).error().code,
+             Sandbox::ErrorCode::NotFound);
+    for (qsizetype i = ids.size() - 3; i < ids.size(); ++i) {
+        QList<QByteArray> replayed;
+        auto r = hub.resume(QStringLiteral("key"), ids[i], 0,
+                            [&](const QByteArray &n) { replayed.append(n); });
+        QVERIFY2(r, qPrintable(ids[i]));
+        r.value().replay();
+        QCOMPARE(replayed.size(), 2); // its output and its end
+        QCOMPARE(bytesOf(replayed[0]), mib);
+    }
+    QVERIFY(hub.resume(QStringLiteral("other key"), others, 0, {}));
+    QTRY_VERIFY(hub.count() <= 1 + 4 + 1); // the let-go ones are erased on the next turn
+}
+
+// With no ended stream left to let go, a running stream's oldest output goes (a resume from
+// before it is a gap, -32009), the newest stays; the stream itself runs on.
+void tst_StreamHub::runningStreamsGiveUpTheirOldestOutputLast()
+{
+    StreamHub::Limits limits;
+    limits.keyKeptBytes = 4 * 1024 * 1024;
+    StreamHub hub(limits);
+    const QByteArray mib(1024 * 1024, 'y');
+    QList<QByteArray> sent;
+    const QString first = hub.open(QStringLiteral("key"), 1,
+                                   [&](const QByteArray &n) { sent.append(n); }, {});
+    const QString second = hub.open(QStringLiteral("key"), 2, {}, {});
+    for (int i = 0; i < 3; ++i)
+        hub.output(first, 1, mib);
+    for (int i = 0; i < 3; ++i)
+        hub.output(second, 1, mib);
+    QVERIFY2(hub.keptBytes() <= limits.keyKeptBytes, qPrintable(QString::number(hub.keptBytes())));
+    QCOMPARE(sent.size(), 3); // what it already sent went out whole
+    QCOMPARE(hub.resume(QStringLiteral("key"), first, 0, {}).error().code,
+             Sandbox::ErrorCode::StreamGap);
+    QVERIFY(hub.resume(QStringLiteral("key"), second, 0, {})); // the newer one is whole
+    hub.output(first, 1, "still running");
+    hub.end(first, {{QStringLiteral("result"), 0}});
+    QList<QByteArray> replayed;
+    auto r = hub.resume(QStringLiteral("key"), first, 3,
+                        [&](const QByteArray &n) { replayed.append(n); });
+    QVERIFY(r);
+    r.value().replay();
+    QCOMPARE(replayed.size(), 2);
+    QCOMPARE(bytesOf(replayed[0]), QByteArray("still running"));
 }
 
 QTEST_GUILESS_MAIN(tst_StreamHub)
