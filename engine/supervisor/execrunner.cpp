@@ -34,9 +34,12 @@ void closeFd(int &fd)
 
 } // namespace
 
-ExecRunner::ExecRunner(const Paths &paths, FrameChannel &channel)
+ExecRunner::ExecRunner(const Paths &paths, FrameChannel &channel,
+                       const Guard::ChildOomScore &oomScore)
     : m_paths(paths)
     , m_channel(channel)
+    , m_oomScore(oomScore)
+    , m_spare(oomScore)
 {}
 
 ExecRunner::~ExecRunner()
@@ -172,7 +175,7 @@ void ExecRunner::start(uint32_t id, const json &req)
     int reaperSock = -1;
     pid_t pid = m_spare.take(spec, &reaperSock);
     if (pid < 0) {
-        pid = ::fork();
+        pid = m_oomScore.fork();
         if (pid == 0) {
             Reaper::run(spec, -1);
             ::_exit(0); // not reached: without a socket the reaper exits when its tree is gone

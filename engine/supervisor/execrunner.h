@@ -41,7 +41,7 @@ public:
     // one write, and the engine wakes once for the exec instead of twice.
     static constexpr std::chrono::milliseconds kStartedDelay{20};
 
-    ExecRunner(const Paths &paths, FrameChannel &channel);
+    ExecRunner(const Paths &paths, FrameChannel &channel, const Guard::ChildOomScore &oomScore);
     ~ExecRunner();
     ExecRunner(const ExecRunner &) = delete;
     ExecRunner &operator=(const ExecRunner &) = delete;
@@ -136,6 +136,7 @@ private:
 
     const Paths &m_paths;
     FrameChannel &m_channel;
+    const Guard::ChildOomScore m_oomScore; // forks the reapers
     std::vector<std::pair<std::string, std::string>> m_baseEnv;
     int m_signalFd = -1;
     std::vector<char> m_readBuffer = std::vector<char>(SupervisorWire::MaxChunk); // one read

@@ -74,6 +74,31 @@ bool makeUndumpable()
     return ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0;
 }
 
+bool ChildOomScore::open()
+{
+    m_fd = ::open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    if (m_fd < 0)
+        return false;
+    m_ownSize = ::pread(m_fd, m_own, sizeof m_own, 0);
+    if (m_ownSize > 0)
+        return true;
+    ::close(m_fd);
+    m_fd = -1;
+    return false;
+}
+
+pid_t ChildOomScore::fork() const
+{
+    // Raising it needs no privilege; back to what it was is allowed down to the lowest value a
+    // privileged process set (oom_score_adj_min), which is at most that.
+    const bool raised = m_fd >= 0 && ::pwrite(m_fd, "1000", 4, 0) == 4;
+    const pid_t pid = ::fork();
+    if (pid != 0 && raised) {
+        [[maybe_unused]] const ssize_t n = ::pwrite(m_fd, m_own, size_t(m_ownSize), 0);
+    }
+    return pid;
+}
+
 std::vector<sock_filter> childFilter(pid_t supervisor)
 {
     enum { Native, Deny, NoSys, Kill, FirstArg, ThreadArgs, Fcntl, Ioctl, SetOwn };

@@ -12,6 +12,27 @@ namespace Guard {
 // PR_SET_DUMPABLE 0 for the calling process. False (errno set) on failure.
 bool makeUndumpable();
 
+// Commands get oom_score_adj 1000 (PROTOCOL.md, "Process trees"), which they cannot set
+// themselves: a process that is not dumpable (the supervisor, its reapers, a command until it
+// execs, which shares its reaper's memory) cannot open its own /proc files but as root. So the
+// supervisor opens its own oom_score_adj while it still can and raises it for the moment it forks
+// a reaper: the reaper inherits the value, and so does every command it starts.
+class ChildOomScore
+{
+public:
+    // Opens this process's oom_score_adj (before makeUndumpable()); the descriptor stays open
+    // for the process's life. False (errno set) on failure.
+    bool open();
+    // fork(): the child starts with oom_score_adj 1000, this process's stays what it was. A plain
+    // fork() when open() was not called or failed.
+    pid_t fork() const;
+
+private:
+    int m_fd = -1;
+    char m_own[16] = {};
+    ssize_t m_ownSize = 0;
+};
+
 // The filter for a command the supervisor starts: it makes kill(), tkill(),
 // tgkill(), rt_(tg)sigqueueinfo() and pidfd_open() aimed at `supervisor` (or at the sandbox's
 // init, pid 1, or at everyone, kill(-1)) fail with EPERM; pidfd_send_signal() fails with ENOSYS

@@ -81,11 +81,6 @@ int main(int argc, char **argv)
     if (channelFd < 0)
         return usage();
 
-    // Nothing the sandbox runs may read this process's memory or take its descriptors.
-    if (!Guard::makeUndumpable()) {
-        std::fprintf(stderr, "sandbox-supervisor: PR_SET_DUMPABLE: %s\n", std::strerror(errno));
-        return 1;
-    }
     int type = 0;
     socklen_t len = sizeof type;
     if (::getsockopt(channelFd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM) {
@@ -100,6 +95,18 @@ int main(int argc, char **argv)
     for (int fd = 0; fd <= 2; ++fd)
         if (::fcntl(fd, F_GETFD) < 0)
             ::open("/dev/null", O_RDWR);
+
+    // Our own oom_score_adj, for the reapers' (ChildOomScore), while /proc/self is still ours to
+    // open; then nothing the sandbox runs may read this process's memory or take its
+    // descriptors. (Nothing of the sandbox runs before this process starts it.)
+    Guard::ChildOomScore oomScore;
+    if (!oomScore.open())
+        std::fprintf(stderr, "sandbox-supervisor: /proc/self/oom_score_adj: %s\n",
+                     std::strerror(errno));
+    if (!Guard::makeUndumpable()) {
+        std::fprintf(stderr, "sandbox-supervisor: PR_SET_DUMPABLE: %s\n", std::strerror(errno));
+        return 1;
+    }
 
     // Every disposition to its default, once (whatever bwrap and the engine left ignored), so
     // that a command needs only SIGPIPE back (Reaper::execCommand); handlers do not survive
@@ -119,7 +126,7 @@ int main(int argc, char **argv)
                      workspace.c_str(), std::strerror(errno));
         return 1;
     }
-    Supervisor supervisor(channelFd, paths, useOpenat2);
+    Supervisor supervisor(channelFd, paths, useOpenat2, oomScore);
     supervisor.setSpareReaperIdle(spareIdle);
     supervisor.setStartedEventDelay(startedDelay);
     return supervisor.run();

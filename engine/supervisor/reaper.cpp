@@ -191,10 +191,7 @@ void Reaper::execCommand(const Launch &l)
     // reaper changes none: one call instead of one per signal on every exec. (Dispositions are
     // the command's own copy: it shares the reaper's memory, not its signal handlers.)
     ::signal(SIGPIPE, SIG_DFL);
-    if (const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
-        [[maybe_unused]] auto n = ::write(fd, "1000", 4);
-        ::close(fd);
-    }
+    // (oom_score_adj 1000 came with the reaper: Guard::ChildOomScore.)
     if (l.cwdErrno != 0) {
         dprintf(ErrFd, "sandbox-supervisor: cd %s: %s\n", spec.cwdPath.c_str(),
                 std::strerror(l.cwdErrno));

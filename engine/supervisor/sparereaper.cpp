@@ -150,7 +150,7 @@ bool SpareReaper::refill()
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return false;
     const pid_t supervisor = ::getpid();
-    const pid_t pid = ::fork();
+    const pid_t pid = m_oomScore.fork();
     if (pid == 0)
         waitForWork(sv[1], supervisor);
     ::close(sv[1]);

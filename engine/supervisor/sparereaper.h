@@ -1,5 +1,6 @@
 #pragma once
 
+#include "guard.h"
 #include "reaper.h"
 
 #include <cstddef>
@@ -17,7 +18,9 @@ public:
     // What one hand-off carries at most (argv, env, cwd); bigger specs fork their own reaper.
     static constexpr size_t kMaxSpecBytes = 64 * 1024;
 
-    SpareReaper() = default;
+    explicit SpareReaper(const Guard::ChildOomScore &oomScore)
+        : m_oomScore(oomScore)
+    {}
     ~SpareReaper(); // the spare sees its socket close and exits
     SpareReaper(const SpareReaper &) = delete;
     SpareReaper &operator=(const SpareReaper &) = delete;
@@ -42,6 +45,7 @@ private:
     // The next exec's spec and descriptors; false when the socket closed.
     static bool receive(int sock, char *data, ReaperSpec &spec);
 
+    const Guard::ChildOomScore m_oomScore; // forks the spare
     pid_t m_pid = -1;
     int m_sock = -1;
 };

@@ -16,10 +16,11 @@ constexpr size_t kMaxRoots = 16;
 
 } // namespace
 
-Supervisor::Supervisor(int channelFd, const Paths &workspace, bool useOpenat2)
+Supervisor::Supervisor(int channelFd, const Paths &workspace, bool useOpenat2,
+                       const Guard::ChildOomScore &oomScore)
     : m_channel(channelFd)
     , m_files(workspace)
-    , m_execs(workspace, m_channel)
+    , m_execs(workspace, m_channel, oomScore)
     , m_connector(m_channel)
     , m_background([this](uint32_t id, const Reply &reply) { respond(id, reply); })
     , m_watcher(m_channel)

@@ -21,7 +21,8 @@ class Paths;
 class Supervisor
 {
 public:
-    Supervisor(int channelFd, const Paths &workspace, bool useOpenat2);
+    Supervisor(int channelFd, const Paths &workspace, bool useOpenat2,
+               const Guard::ChildOomScore &oomScore);
 
     // Returns the process exit status: 0 when the engine closed the channel, 2 on a protocol
     // error, 1 when reading or writing the channel failed.

@@ -24,6 +24,7 @@ private Q_SLOTS:
     void execArgvAndShell();
     void execStdinAndLargeOutput();
     void outputCapTruncates();
+    void commandsAreWhatTheKernelKillsFirst();
     void stateAndBackgroundProcessesPersist();
     void timeoutKillsTheWholeTree();
     void cancelKillsTheCommand();
@@ -157,6 +158,24 @@ void tst_Sandboxd::outputCapTruncates()
     QCOMPARE(r.value(QStringLiteral("stdout")).toString().size(), 1000);
     QCOMPARE(r.value(QStringLiteral("truncated")).toBool(), true);
     QCOMPARE(r.value(QStringLiteral("exitCode")).toInt(-1), 0);
+}
+
+// Under memory pressure the kernel kills a command, not the sandbox's supervisor: commands run
+// with oom_score_adj 1000 (engine/supervisor/PROTOCOL.md), the supervisor with the engine's. A
+// command could not set it for itself, as the supervisor used to have it try (it got 0).
+void tst_Sandboxd::commandsAreWhatTheKernelKillsFirst()
+{
+    // The command's own, then its reaper's parent's (the supervisor's).
+    const QJsonObject r
+        = exec(m_id, QStringLiteral("cat /proc/self/oom_score_adj; "
+                                    "s=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$PPID/status); "
+                                    "cat /proc/$s/oom_score_adj; sed -n 's/^Name:[[:space:]]*//p' "
+                                    "/proc/$s/status"));
+    QFile engine(QStringLiteral("/proc/%1/oom_score_adj").arg(m_engine.process().pid()));
+    QVERIFY(engine.open(QIODevice::ReadOnly));
+    const QString engineScore = QString::fromLatin1(engine.readAll().trimmed());
+    QCOMPARE(r.value(QStringLiteral("stdout")).toString(),
+             QStringLiteral("1000\n%1\nsandbox-supervi\n").arg(engineScore));
 }
 
 void tst_Sandboxd::stateAndBackgroundProcessesPersist()
