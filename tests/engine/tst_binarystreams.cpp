@@ -91,6 +91,8 @@ private Q_SLOTS:
 private:
     struct TerminalRun;
     QString sha256In(const QString &command);
+    // `head -c bytes blob` as a streamed exec, all of it kept (maxOutputBytes).
+    Sandbox::ExecStream *streamBlob(Sandbox::Client &client, qint64 bytes);
     Sandbox::TerminalSession *openRawTerminal(Sandbox::Client &client, const QString &script,
                                               TerminalRun &run);
 
@@ -126,6 +128,18 @@ QString tst_BinaryStreams::sha256In(const QString &command)
                                   QString(command + QStringLiteral(" | sha256sum"))}},
                                 120000);
     return r.value(QStringLiteral("stdout")).toString().section(u' ', 0, 0);
+}
+
+Sandbox::ExecStream *tst_BinaryStreams::streamBlob(Sandbox::Client &client, qint64 bytes)
+{
+    Sandbox::ExecOptions options;
+    options.maxOutputBytes = bytes;
+    options.timeoutMs = 120000;
+    return client.sandboxes().execStreaming(m_id,
+                                            QStringList{QStringLiteral("head"),
+                                                        QStringLiteral("-c"), QString::number(bytes),
+                                                        QStringLiteral("blob")},
+                                            options, this);
 }
 
 // An exec's stream (the console's path): 48 MiB on stdout and 3 MiB on stderr, interleaved, each
@@ -416,17 +430,9 @@ void tst_BinaryStreams::laterFloodsReuseTheClientsMemory()
     constexpr qint64 bytes = 16 * 1024 * 1024;
     std::array<qint64, 6> faults{};
     for (qint64 &f : faults) {
-        Sandbox::ExecOptions options;
-        options.maxOutputBytes = bytes;
-        options.timeoutMs = 120000;
         const qint64 before = pageFaults();
         const qint64 peakBefore = peakPages();
-        auto *stream = client.sandboxes().execStreaming(m_id,
-                                                        QStringList{QStringLiteral("head"),
-                                                                    QStringLiteral("-c"),
-                                                                    QString::number(bytes),
-                                                                    QStringLiteral("blob")},
-                                                        options, this);
+        auto *stream = streamBlob(client, bytes);
         const qint64 received = StreamFollow::receivedUntilEnd(stream, 120000);
         // Faults that a new peak does not explain, i.e. memory given back and touched again: a
         // flood that holds more than any before it (its client behind on a busy machine) faults
@@ -462,15 +468,7 @@ void tst_BinaryStreams::endedStreamsKeepBoundedMemory()
     const qint64 before = HealthProbe::rssKb(pid);
     QStringList ids;
     for (int i = 0; i < streams; ++i) {
-        Sandbox::ExecOptions options;
-        options.maxOutputBytes = bytes;
-        options.timeoutMs = 120000;
-        auto *stream = client.sandboxes().execStreaming(m_id,
-                                                        QStringList{QStringLiteral("head"),
-                                                                    QStringLiteral("-c"),
-                                                                    QString::number(bytes),
-                                                                    QStringLiteral("blob")},
-                                                        options, this);
+        auto *stream = streamBlob(client, bytes);
         QCOMPARE(StreamFollow::receivedUntilEnd(stream, 120000), bytes);
         ids.append(stream->streamId());
         delete stream;
