@@ -2,10 +2,8 @@
 // every byte value reaches the product's client byte-exact through the binary path (100 MiB on a
 // terminal); a client that never asked still gets text and base64; a stream's replay comes in the
 // encoding of the connection that resumes it; a client set up as the programs' main() sets one
-// up takes flood after flood without touching fresh memory; and ended streams' backlogs are
-// bounded for a key.
+// up takes flood after flood without touching fresh memory.
 #include "enginefixture.h"
-#include "healthprobe.h"
 #include "streamfollow.h"
 
 #include <client/allocatortuning.h>
@@ -86,7 +84,6 @@ private Q_SLOTS:
     void hundredMegabytesAcrossAResume();
     void jsonClientGetsTextAndBase64();
     void replayComesInTheResumingConnectionsEncoding();
-    void endedStreamsKeepBoundedMemory();
 
 private:
     struct TerminalRun;
@@ -451,53 +448,6 @@ void tst_BinaryStreams::laterFloodsReuseTheClientsMemory()
     // largest block freed so far, and the blocks' sizes follow the socket's reads); with it, none
     // (a quarter MiB is left for the odd block the test's own work gives back and takes again).
     QVERIFY2(later < 64, "the later floods touched fresh memory again");
-}
-
-// A key holder who runs exec after exec with output must not make the engine keep it all: every
-// stream keeps the last 8 MiB of its output for a resume, for 10 minutes after it ends, and
-// 24 of them grew the engine by 182 MiB (a loop of such execs, by gigabytes). A key's streams
-// keep 64 MiB together; the oldest ended ones are let go first.
-void tst_BinaryStreams::endedStreamsKeepBoundedMemory()
-{
-    Sandbox::Client client(
-        Sandbox::ConnectionProfile::remote(m_engine.process().url(), m_engine.process().key()));
-    client.open();
-    constexpr qint64 bytes = 8 * 1024 * 1024;
-    constexpr int streams = 24;
-    const qint64 pid = m_engine.process().pid();
-    const qint64 before = HealthProbe::rssKb(pid);
-    QStringList ids;
-    for (int i = 0; i < streams; ++i) {
-        auto *stream = streamBlob(client, bytes);
-        QCOMPARE(StreamFollow::receivedUntilEnd(stream, 120000), bytes);
-        ids.append(stream->streamId());
-        delete stream;
-    }
-    const qint64 grownKb = HealthProbe::rssKb(pid) - before;
-    qInfo("%d ended streams of %lld MiB of output each: the engine grew by %lld KiB", streams,
-          static_cast<long long>(bytes >> 20), static_cast<long long>(grownKb));
-    // The key's 64 MiB, the running stream's backlog besides, and the allocator's slack.
-    QVERIFY2(grownKb < 96 * 1024,
-             qPrintable(QStringLiteral("the engine grew by %1 KiB").arg(grownKb)));
-    // The newest ended stream is still there to resume (its backlog holds its last 8 MiB, which
-    // need not reach back to its first output: a gap, -32009, is an answer about a stream that is
-    // kept); the oldest is gone.
-    RpcTestClient rpc;
-    QVERIFY(rpc.open(m_engine.process().wsUrl(), m_engine.process().key()));
-    const auto resumeCode = [&rpc](const QString &streamId) {
-        const QJsonObject r = rpc.call(QStringLiteral("stream.resume"),
-                                       {{QStringLiteral("streamId"), streamId},
-                                        {QStringLiteral("after"), 0}});
-        return r.contains(QStringLiteral("result")) ? 0
-                                                    : r.value(QStringLiteral("error"))
-                                                          .toObject()
-                                                          .value(QStringLiteral("code"))
-                                                          .toInt();
-    };
-    const int newest = resumeCode(ids.last());
-    QVERIFY2(newest == 0 || newest == int(Sandbox::ErrorCode::StreamGap),
-             qPrintable(QString::number(newest)));
-    QCOMPARE(resumeCode(ids.first()), int(Sandbox::ErrorCode::NotFound));
 }
 
 QTEST_GUILESS_MAIN(tst_BinaryStreams)
