@@ -76,6 +76,7 @@ constexpr OptionSpec kOptions[] = {
     {"page-size", nullptr, "rows"},
     {"base-url", nullptr, "url"},
     {"database", nullptr, "name"},
+    {"max-output", nullptr, "bytes"},
 };
 
 // --timeout MS into `ms`, where it is given.
@@ -88,6 +89,35 @@ bool parseTimeout(const QCommandLineParser &parser, std::optional<qint64> *ms, Q
     if (!ok)
         *error = QStringLiteral("--timeout wants milliseconds");
     return ok;
+}
+
+// --max-output BYTES (a number, or with K or M for KiB or MiB): how much of each channel (stdout,
+// stderr) a streamed exec passes on. sandboxctl asks for the most the protocol allows (2.2), not
+// its default of 1 MiB: output that streams live to a terminal or a file (`exec ID -- cat log >
+// log`) should not stop at a mebibyte.
+constexpr qint64 kExecMaxOutput = 64 * 1024 * 1024;
+
+bool parseMaxOutput(const QCommandLineParser &parser, std::optional<qint64> *bytes, QString *error)
+{
+    *bytes = kExecMaxOutput;
+    if (!parser.isSet(QStringLiteral("max-output")))
+        return true;
+    QString text = parser.value(QStringLiteral("max-output")).trimmed();
+    qint64 unit = 1;
+    if (text.endsWith(u'K', Qt::CaseInsensitive))
+        unit = 1024;
+    else if (text.endsWith(u'M', Qt::CaseInsensitive))
+        unit = 1024 * 1024;
+    if (unit != 1)
+        text.chop(1);
+    bool ok = false;
+    const qint64 n = text.toLongLong(&ok);
+    if (!ok || n < 0 || n > kExecMaxOutput / unit) {
+        *error = QStringLiteral("--max-output wants bytes (or K, M), at most 64M");
+        return false;
+    }
+    *bytes = n * unit;
+    return true;
 }
 
 // A query's parameters from repeated --param options: JSON values where they parse as JSON
@@ -366,7 +396,7 @@ void Commands::execStreaming(const QString &id, const QStringList &command,
         if (result.timedOut)
             writeAll(stderr, "sandboxctl: the command timed out and was killed\n");
         if (result.truncated)
-            writeAll(stderr, "sandboxctl: the output was truncated\n");
+            writeAll(stderr, "sandboxctl: the output was truncated at --max-output\n");
         Q_EMIT done(result.exitCode);
     });
 }
@@ -485,7 +515,8 @@ const Commands::Spec Commands::kSpecs[] = {
      &Commands::create},
     {"status|stop|start|delete", 1, "status|stop|start|delete ID", &Commands::lifecycle},
     {"exec", 2,
-     "exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] -- COMMAND [ARGS...]",
+     "exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] [--max-output BYTES] -- "
+     "COMMAND [ARGS...]",
      &Commands::exec},
     {"query|execute", 2, "query|execute ID SQL [--param VALUE]... [--page-size ROWS]",
      &Commands::query},
@@ -628,6 +659,7 @@ bool Commands::exec(const Invocation &in, QString *usageError)
     ExecOptions o;
     o.cwd = in.value("cwd");
     if (!parseTimeout(in.parser, &o.timeoutMs, usageError)
+        || !parseMaxOutput(in.parser, &o.maxOutputBytes, usageError)
         || !parseEnv(in.values("env"), &o.env, usageError))
         return false;
     if (in.isSet("stdin"))

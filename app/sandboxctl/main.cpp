@@ -34,9 +34,11 @@ Commands:
                                   Sandbox object)
   list [agents|databases]         the sandboxes of this key
   status|stop|start|delete ID     one sandbox's lifecycle
-  exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] -- COMMAND [ARGS...]
-                                  runs a command with live output; exits with its exit code
-                                  (one argument: a shell command line; several: an argv)
+  exec ID [--cwd DIR] [--timeout MS] [--env NAME=VALUE]... [--stdin] [--max-output BYTES]
+       -- COMMAND [ARGS...]       runs a command with live output; exits with its exit code
+                                  (one argument: a shell command line; several: an argv);
+                                  passes on up to 64M of each of stdout and stderr, or BYTES
+                                  (K, M: KiB, MiB), and says so on stderr when it cut one
   shell ID [--cwd DIR] [--env NAME=VALUE]... [-- COMMAND [ARGS...]]
                                   a terminal in the sandbox (bash, or COMMAND) in this one:
                                   raw keys, window size followed; exits with its exit code

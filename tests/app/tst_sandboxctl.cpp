@@ -30,6 +30,7 @@ private Q_SLOTS:
     void createPrintsTheIdAndKeepsTheName();
     void execPassesExitCodeAndOutput_data();
     void execPassesExitCodeAndOutput();
+    void execPassesOutputBeyondAMebibyteUpToItsLimit();
     void filesRoundTrip();
     void errors_data();
     void errors();
@@ -150,6 +151,25 @@ void tst_Sandboxctl::execPassesExitCodeAndOutput()
     QCOMPARE(r.err, err);
 }
 
+void tst_Sandboxctl::execPassesOutputBeyondAMebibyteUpToItsLimit()
+{
+    // `exec ID -- cat big.log > big.log` gets all of it (the protocol's default kept 1 MiB)...
+    const QStringList command{QStringLiteral("exec"), m_id, QStringLiteral("--"),
+                              QStringLiteral("head -c 3000000 /dev/zero | tr '\\0' a")};
+    const Run all = ctl(command);
+    QCOMPARE(all.exitCode, 0);
+    QCOMPARE(all.out.size(), 3000000);
+    QVERIFY(all.out.count('a') == all.out.size());
+    QVERIFY2(all.err.isEmpty(), all.err.constData());
+    // ...and --max-output cuts each channel where asked, saying so.
+    const Run cut = ctl(QStringList{QStringLiteral("exec"), m_id, QStringLiteral("--max-output"),
+                                    QStringLiteral("2K")}
+                        + command.mid(2));
+    QCOMPARE(cut.exitCode, 0);
+    QCOMPARE(cut.out.size(), 2048);
+    QVERIFY2(cut.err.contains("truncated"), cut.err.constData());
+}
+
 void tst_Sandboxctl::filesRoundTrip()
 {
     QByteArray bytes;
@@ -185,6 +205,11 @@ void tst_Sandboxctl::errors_data()
         << QStringList{QStringLiteral("fly")} << QString() << 2 << QByteArray("unknown command");
     QTest::newRow("bad type") << QStringList{QStringLiteral("create"), QStringLiteral("vim")}
                               << QString() << 2 << QByteArray("TYPE is one of");
+    QTest::newRow("bad --max-output")
+        << QStringList{QStringLiteral("exec"),         QStringLiteral("%ID%"),
+                       QStringLiteral("--max-output"), QStringLiteral("65M"),
+                       QStringLiteral("--"),           QStringLiteral("true")}
+        << QString() << 2 << QByteArray("--max-output wants bytes");
     QTest::newRow("wrong key") << QStringList{QStringLiteral("list")} << QStringLiteral("sk_wrong")
                                << 3 << QByteArray("unauthorized");
 }
