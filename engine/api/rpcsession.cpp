@@ -4,6 +4,7 @@
 #include "protocol/fieldreader.h"
 #include "protocol/streamframe.h"
 #include "service/streamhub.h"
+#include "socketwrite.h"
 
 #include <QJsonDocument>
 #include <QLoggingCategory>
@@ -130,7 +131,9 @@ void RpcSession::send(const QByteArray &text)
         StreamFrame::writeWebSocketHeader(frame.data(), text.size(),
                                           StreamFrame::WebSocketOpcode::Text);
         memcpy(frame.data() + header, text.constData(), size_t(text.size()));
-        m_device->write(frame);
+        // Written now, in the turn of the event loop that made the answer, when nothing waits
+        // before it: through the socket's buffer an answer waited for one more turn.
+        writeNow(m_device.data(), std::move(frame));
     } else {
         m_socket->sendTextMessage(QString::fromUtf8(text));
     }

@@ -1,5 +1,6 @@
 #include "dbhostbackend.h"
 
+#include "api/socketwrite.h"
 #include "pagetext.h"
 #include "protocol/json.h"
 #include "protocol/sandboxenums.h"
@@ -74,19 +75,8 @@ public:
         request.insert(QStringLiteral("id"), double(id));
         if (handler)
             m_handlers.emplace(id, std::move(handler));
-        QByteArray line = QJsonDocument(request).toJson(QJsonDocument::Compact) + '\n';
-        // Sent at once where the socket takes it (a request nearly always fits): through
-        // QLocalSocket's buffer it would wait for the next turn of the event loop, a wake-up and
-        // two system calls more per call. The rest, if any, goes through the buffer, in order.
-        if (m_socket->bytesToWrite() == 0) {
-            const ssize_t n = ::send(int(m_socket->socketDescriptor()), line.constData(),
-                                     size_t(line.size()), MSG_DONTWAIT | MSG_NOSIGNAL);
-            if (n == line.size())
-                return;
-            if (n > 0)
-                line.remove(0, n);
-        }
-        m_socket->write(line);
+        // Sent at once where the socket takes it (a request nearly always fits).
+        writeNow(m_socket, QJsonDocument(request).toJson(QJsonDocument::Compact) + '\n');
     }
 
     void failAll(const QString &why)

@@ -2,9 +2,10 @@
 // connection that falls over its limit of unsent bytes while the hub is delivering to it (a
 // replay) is dropped after the hub is done, and then follows no stream any more. Upgraded from a
 // TCP connection of its own as the engine does it: a request is handled in the turn of the event
-// loop that read it, and a flood is still taken at the connection's rate. Output written to that
-// connection under the WebSocket and answers written through it arrive whole and in order, and
-// so do answers written as frames of their own, of every size around the header's length steps.
+// loop that read it, its answer written in the turn that made it, and a flood is still taken at
+// the connection's rate. Output written to that connection under the WebSocket and answers
+// written through it arrive whole and in order, and so do answers written as frames of their
+// own, of every size around the header's length steps.
 #include "api/bytebudget.h"
 #include "api/logthrottle.h"
 #include "api/rpcsession.h"
@@ -38,6 +39,7 @@ private Q_SLOTS:
     void aReaderDroppedDuringAReplayFollowsNothing_data();
     void aReaderDroppedDuringAReplayFollowsNothing();
     void aRequestIsHandledInTheTurnThatReadIt();
+    void anAnswerLeavesInTheTurnThatMadeIt();
     void aFloodIsStillTakenAtTheConnectionsRate();
     void outputAndAnswersArriveWholeAndInOrder();
     void answersOfEverySizeArriveWhole();
@@ -175,6 +177,38 @@ void tst_RpcSession::aRequestIsHandledInTheTurnThatReadIt()
     QTRY_VERIFY(!answers.isEmpty());
     QCOMPARE(answers.first().value(QStringLiteral("id")).toInt(), 1);
     QVERIFY(answers.first().contains(QStringLiteral("result")));
+}
+
+// An answer is on its way to the client by the end of the turn of the event loop that made it:
+// not left in the socket's buffer until the next turn finds the socket writable (a wake-up and
+// two system calls more for every request).
+void tst_RpcSession::anAnswerLeavesInTheTurnThatMadeIt()
+{
+    StreamHub hub;
+    UpgradingServer server(&hub, QStringLiteral("key"));
+    QWebSocket client;
+    client.open(server.url());
+    QTRY_VERIFY(client.state() == QAbstractSocket::ConnectedState);
+    QTRY_VERIFY(server.session && server.connection);
+    int reads = 0;
+    qint64 unsentAtEndOfRead = -1;
+    // Connected after the session's own: runs at the end of each read, in the same turn.
+    connect(server.connection, &QIODevice::readyRead, this, [&] {
+        if (reads++ == 0)
+            unsentAtEndOfRead = server.connection->bytesToWrite();
+    });
+    QList<QJsonObject> answers;
+    connect(&client, &QWebSocket::textMessageReceived, this, [&](const QString &text) {
+        answers.append(QJsonDocument::fromJson(text.toUtf8()).object());
+    });
+    // rpc.cancel of a request that is not running: answered -32002 in the same turn.
+    client.sendTextMessage(
+        QString::fromUtf8(request(3, QStringLiteral("rpc.cancel"), {{QStringLiteral("id"), 99}})));
+    QTRY_VERIFY(reads > 0);
+    QCOMPARE(unsentAtEndOfRead, 0);
+    QTRY_COMPARE(answers.size(), 1);
+    QCOMPARE(answers.first().value(QStringLiteral("id")).toInt(), 3);
+    QVERIFY(answers.first().contains(QStringLiteral("error")));
 }
 
 // More requests at once than a burst may take: the rest are answered at the sustained rate, also
