@@ -16,7 +16,56 @@ namespace Sandbox::Engine {
 
 namespace {
 constexpr int kConnectTimeoutMs = 10000;
+
+// Whether an error that came before any row says that the kept statement is not there any more
+// (26000: DEALLOCATE or DISCARD in the caller's SQL) or cannot run as it was prepared: its
+// result's columns changed (the server words it so; its locale is the engine's choice).
+bool keptStatementGone(const PGresult *r)
+{
+    if (PQresultStatus(r) != PGRES_FATAL_ERROR)
+        return false;
+    const QByteArrayView state(PQresultErrorField(r, PG_DIAG_SQLSTATE));
+    return state == "26000"
+           || (state == "0A000"
+               && QByteArrayView(PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY))
+                      .startsWith("cached plan must not change result type"));
 }
+
+bool cancelled(const PGresult *r)
+{
+    return QByteArrayView(PQresultErrorField(r, PG_DIAG_SQLSTATE)) == "57014";
+}
+
+// A statement's params as libpq takes them (text, or bytes where `binary`; null pointers NULL).
+struct ParamArrays
+{
+    ParamArrays(const QList<QByteArray> &params, const QList<bool> &isNull,
+                const QList<bool> &binary)
+    {
+        for (qsizetype i = 0; i < params.size(); ++i) {
+            values.append(isNull.value(i) ? nullptr : params[i].constData());
+            lengths.append(int(params[i].size()));
+            formats.append(binary.value(i) ? 1 : 0);
+        }
+    }
+    QList<const char *> values;
+    QList<int> lengths;
+    QList<int> formats;
+};
+} // namespace
+
+// A statement sent with sendKept(), kept while it may go to the server once more: after its
+// prepare, or unprepared when the server lost the kept one.
+struct PgConnection::Statement
+{
+    QByteArray sql;
+    QByteArray key; // the text and the count of params
+    QList<QByteArray> values;
+    QList<bool> isNull;
+    QList<bool> binary;
+    bool singleRow = false;
+    Sink sink;
+};
 
 PgConnection::PgConnection(QObject *parent)
     : QObject(parent)
@@ -137,25 +186,147 @@ bool PgConnection::send(const QByteArray &sql, const QList<QByteArray> &values,
     if (simple) {
         ok = PQsendQuery(m_conn, sql.constData());
     } else {
-        QList<const char *> ptrs;
-        QList<int> lengths, formats;
-        for (qsizetype i = 0; i < values.size(); ++i) {
-            ptrs.append(isNull.value(i) ? nullptr : values[i].constData());
-            lengths.append(int(values[i].size()));
-            formats.append(binary.value(i) ? 1 : 0);
-        }
+        const ParamArrays p(values, isNull, binary);
         ok = PQsendQueryParams(m_conn, sql.constData(), int(values.size()), nullptr,
-                               ptrs.constData(), lengths.constData(), formats.constData(), 0);
+                               p.values.constData(), p.lengths.constData(), p.formats.constData(),
+                               0);
     }
     if (!ok)
         return false;
     if (singleRow)
         PQsetSingleRowMode(m_conn);
+    start(std::move(sink));
+    return true;
+}
+
+void PgConnection::start(Sink sink)
+{
     m_busy = true;
     m_sink = std::move(sink);
     m_reading = true;
     m_read->setEnabled(true);
     flush();
+}
+
+void PgConnection::failStep(Sink sink)
+{
+    // Sent before on this connection, so only a broken one refuses it: of no more use.
+    m_busy = true;
+    m_sink = std::move(sink);
+    fail(errorMessage().isEmpty() ? QStringLiteral("cannot send to the database server")
+                                  : errorMessage());
+}
+
+bool PgConnection::sendKept(const QByteArray &sql, const QList<QByteArray> &values,
+                            const QList<bool> &isNull, const QList<bool> &binary, bool singleRow,
+                            Sink sink)
+{
+    if (!isOpen() || m_busy)
+        return false;
+    m_cancelled = false;
+    if (sql.size() > kMaxKeptText)
+        return send(sql, values, isNull, binary, false, singleRow, std::move(sink));
+    auto st = std::make_shared<Statement>(
+        Statement{sql, sql + '\0' + QByteArray::number(values.size()), values, isNull, binary,
+                  singleRow, std::move(sink)});
+    if (const QByteArray name = m_kept.value(st->key); !name.isEmpty())
+        return runKept(name, st);
+    // Texts run once are known by a hash: one that two texts share only prepares one early.
+    const size_t seen = qHash(st->key);
+    if (m_kept.size() >= kKeptStatements || !m_seen.removeOne(seen)) {
+        // Its first run (or no room to keep it): unprepared, and remembered while room is left.
+        if (m_kept.size() < kKeptStatements) {
+            m_seen.append(seen);
+            if (m_seen.size() > kSeenStatements)
+                m_seen.removeFirst();
+        }
+        return send(sql, values, isNull, binary, false, singleRow, std::move(st->sink));
+    }
+    // Its second run: prepared first, a round trip more this once.
+    const QByteArray name = "sandboxd_" + QByteArray::number(++m_nextKept);
+    if (!PQsendPrepare(m_conn, name.constData(), sql.constData(), int(values.size()), nullptr))
+        return false;
+    Sink prepare;
+    auto prepared = std::make_shared<bool>(false);
+    auto answered = std::make_shared<bool>(false);
+    prepare.result = [st, prepared, answered](PGresult *r) {
+        *prepared = PQresultStatus(r) == PGRES_COMMAND_OK;
+        if (cancelled(r) && st->sink.result) {
+            *answered = true; // the cancel's answer: the statement does not run
+            st->sink.result(r);
+        }
+    };
+    prepare.finished = [this, name, st, prepared, answered] {
+        if (*prepared)
+            m_kept.insert(st->key, name);
+        if (*answered || m_cancelled) { // cancelled: the statement does not run
+            if (st->sink.finished)
+                st->sink.finished();
+            return;
+        }
+        if (*prepared) {
+            if (!runKept(name, st))
+                failStep(std::move(st->sink));
+            return;
+        }
+        // Not prepared: it runs unprepared, which answers the statement's own error if it has
+        // one (or runs it, where only the name was taken by the caller's own PREPARE).
+        if (!send(st->sql, st->values, st->isNull, st->binary, false, st->singleRow, st->sink))
+            failStep(std::move(st->sink));
+    };
+    prepare.failed = st->sink.failed;
+    start(std::move(prepare));
+    return true;
+}
+
+bool PgConnection::runKept(const QByteArray &name, const std::shared_ptr<Statement> &st)
+{
+    const ParamArrays p(st->values, st->isNull, st->binary);
+    if (!PQsendQueryPrepared(m_conn, name.constData(), int(st->values.size()), p.values.constData(),
+                             p.lengths.constData(), p.formats.constData(), 0))
+        return false;
+    if (st->singleRow)
+        PQsetSingleRowMode(m_conn);
+    Sink sink;
+    // Set when the server answered that the kept statement is gone (26000) or stale (0A000).
+    auto gone = std::make_shared<QByteArray>();
+    auto delivered = std::make_shared<bool>(false);
+    sink.result = [st, gone, delivered](PGresult *r) {
+        if (!*delivered && keptStatementGone(r)) {
+            *gone = PQresultErrorField(r, PG_DIAG_SQLSTATE); // it runs again, unprepared
+            return;
+        }
+        *delivered = true;
+        if (st->sink.result)
+            st->sink.result(r);
+    };
+    sink.finished = [this, name, st, gone] {
+        if (gone->isEmpty()) {
+            if (st->sink.finished)
+                st->sink.finished();
+            return;
+        }
+        m_kept.remove(st->key);
+        const auto again = [this, st] {
+            if (m_cancelled) { // cancelled meanwhile: it does not run
+                if (st->sink.finished)
+                    st->sink.finished();
+                return;
+            }
+            if (!send(st->sql, st->values, st->isNull, st->binary, false, st->singleRow, st->sink))
+                failStep(std::move(st->sink));
+        };
+        if (*gone == "26000")
+            return again();
+        // A stale one the server still has goes first, or it would stay there unused.
+        Sink deallocate;
+        deallocate.finished = again;
+        deallocate.failed = st->sink.failed;
+        if (!send("DEALLOCATE " + name, {}, {}, {}, true, false, std::move(deallocate)))
+            failStep(std::move(st->sink));
+    };
+    sink.failed = st->sink.failed;
+    start(std::move(sink));
     return true;
 }
 
@@ -251,6 +422,7 @@ void PgConnection::cancel()
 {
     if (!m_conn || !m_busy)
         return;
+    m_cancelled = true;
     // PQcancel blocks until the server has read the request and closed the cancel's connection
     // (a new one to the server's socket). The server is the sandbox's: a hostile one may never
     // close it, and then holds that thread until the sandbox stops. So each cancel has a thread

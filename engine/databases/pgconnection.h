@@ -3,6 +3,7 @@
 #include "protocol/result.h"
 
 #include <QByteArray>
+#include <QHash>
 #include <QList>
 #include <QObject>
 #include <QPair>
@@ -49,6 +50,19 @@ public:
     // simple protocol (scripts, no params). `binary` marks params given as raw bytes.
     bool send(const QByteArray &sql, const QList<QByteArray> &values, const QList<bool> &isNull,
               const QList<bool> &binary, bool simple, bool singleRow, Sink sink);
+    // Sends one statement with params as send() does (extended protocol), on a connection in no
+    // transaction block. A statement this connection ran before, by the same text and count of
+    // params, runs as the server prepared it then, so that the server parses and plans it no
+    // more: a text seen once is prepared on its second run (a round trip more, once), up to
+    // kKeptStatements per connection (the first that ran twice; the rest run as send() runs them).
+    // A kept statement the server lost (DEALLOCATE or DISCARD by the caller's SQL) or can no longer
+    // run as prepared (its result's columns changed) runs again unprepared: it failed before
+    // anything of it ran.
+    bool sendKept(const QByteArray &sql, const QList<QByteArray> &values, const QList<bool> &isNull,
+                  const QList<bool> &binary, bool singleRow, Sink sink);
+    static constexpr int kKeptStatements = 16;
+    static constexpr int kSeenStatements = 32;
+    static constexpr qsizetype kMaxKeptText = 2048; // longer ones run as send() runs them
     // Pauses or resumes delivery of results (back-pressure for cursors).
     void setReading(bool on);
     bool isReading() const { return m_reading; }
@@ -76,6 +90,12 @@ private:
     void processInput();
     void flush();
     void fail(const QString &why);
+    struct Statement;
+    void start(Sink sink);
+    // A statement's next step could not be sent: the connection broke; `sink` hears so.
+    void failStep(Sink sink);
+    // Runs `st` as the kept statement `name`; runs it again unprepared if the server lost it.
+    bool runKept(const QByteArray &name, const std::shared_ptr<Statement> &st);
 
     pg_conn *m_conn = nullptr;          // owned
     QSocketNotifier *m_read = nullptr;  // owned (child)
@@ -85,6 +105,11 @@ private:
     bool m_busy = false;
     bool m_reading = true;
     Sink m_sink;
+    // Kept statements by text and count of params (Statement::key): their names on the server.
+    QHash<QByteArray, QByteArray> m_kept;
+    QList<size_t> m_seen; // hashes of keys run once, not kept: the most recent last
+    quint64 m_nextKept = 0;
+    bool m_cancelled = false; // cancel() since the last sendKept()
     std::shared_ptr<std::atomic_int> m_cancelling = std::make_shared<std::atomic_int>(0);
 };
 

@@ -622,7 +622,12 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
                              {}};
         self->deliver(q, true);
     };
-    if (!conn->send(sql, values, nulls, binary, simple, !simple && !q->execute, sink)) {
+    // A statement on a pooled connection (no transaction of the caller's on it) may run as one
+    // the connection keeps prepared.
+    const bool singleRow = !simple && !q->execute;
+    if (!(simple || q->holdConnection
+              ? conn->send(sql, values, nulls, binary, simple, singleRow, sink)
+              : conn->sendKept(sql, values, nulls, binary, singleRow, sink))) {
         q->error = Error{ErrorCode::SandboxError,
                          QStringLiteral("cannot send the query: ") + conn->errorMessage(),
                          {}};

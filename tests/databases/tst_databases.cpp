@@ -105,6 +105,7 @@ private Q_SLOTS:
     void interactiveTransaction_data();
     void interactiveTransaction();
     void duckdbRemoteFileSaysWhatIsMissing();
+    void postgresKeepsAStatementPrepared();
     void metadata_data();
     void metadata();
     void pagingAMillionRows_data();
@@ -549,6 +550,41 @@ void tst_Databases::duckdbRemoteFileSaysWhatIsMissing()
     const QJsonObject seven = d.query(
         QStringLiteral("SELECT n FROM read_parquet('/workspace/seven.parquet')"));
     QCOMPARE(seven.value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{7}}));
+}
+
+// PostgreSQL: a statement run again on a pooled connection runs as that connection prepared it
+// on its second run (the server parses and plans it no more), with the same answers; one whose
+// table's columns changed under it, or that the caller's own SQL deallocated, answers as it
+// would unprepared.
+void tst_Databases::postgresKeepsAStatementPrepared()
+{
+    const DbCall d = db(QStringLiteral("postgres"));
+    const QJsonObject arrays{{QStringLiteral("rowMode"), QStringLiteral("array")}};
+    QVERIFY(!d.execute(QStringLiteral("CREATE TABLE kept_pg(a int, b text); INSERT INTO kept_pg "
+                                      "VALUES (1, 'one'), (2, 'two')"))
+                 .isEmpty());
+    const QString select = QStringLiteral("SELECT * FROM kept_pg WHERE a = $1");
+    for (int i = 0; i < 3; ++i)
+        QCOMPARE(d.query(select, {2}, arrays).value(QStringLiteral("rows")).toArray(),
+                 (QJsonArray{QJsonArray{2, QStringLiteral("two")}}));
+    // Calls one after the other take the same pooled connection: the server's own list of it.
+    const QJsonArray kept = d.query(QStringLiteral("SELECT statement FROM pg_prepared_statements"),
+                                    {}, arrays)
+                                .value(QStringLiteral("rows"))
+                                .toArray();
+    QVERIFY2(kept.contains(QJsonArray{select}), QJsonDocument(kept).toJson().constData());
+    // Its table changes: the kept plan would answer other columns; it runs afresh.
+    QVERIFY(!d.execute(QStringLiteral("ALTER TABLE kept_pg ADD COLUMN c int DEFAULT 3")).isEmpty());
+    const QJsonObject wider = d.query(select, {2}, arrays);
+    QVERIFY2(!wider.isEmpty(), dump(d.lastError()).constData());
+    QCOMPARE(wider.value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{2, QStringLiteral("two"), 3}}));
+    QCOMPARE(wider.value(QStringLiteral("fields")).toArray().size(), 3);
+    // The caller's SQL drops every prepared statement of the connection: it still answers.
+    QVERIFY(!d.query(QStringLiteral("DEALLOCATE ALL")).isEmpty());
+    for (int i = 0; i < 3; ++i)
+        QCOMPARE(d.query(select, {1}, arrays).value(QStringLiteral("rows")).toArray(),
+                 (QJsonArray{QJsonArray{1, QStringLiteral("one"), 3}}));
 }
 
 void tst_Databases::metadata_data()
