@@ -30,12 +30,19 @@ CallOptions waitFor(int statementTimeoutMs)
     return o;
 }
 
-// As waitFor(), for a call that answers a page of rows: QueryPage decodes its text (SqlRows).
-CallOptions pageWaitFor(int statementTimeoutMs)
+// A call that answers a page of rows: its rows come as their text (CallOptions::rowsText), which
+// QueryPage decodes (SqlRows). The client waits as waitFor() says.
+RpcCall pageCall(ApiCaller *caller, const QString &method, const QJsonObject &params,
+                 int statementTimeoutMs, QObject *context, Callback<QueryPage> callback)
 {
     CallOptions o = waitFor(statementTimeoutMs);
-    o.rowsAsText = true;
-    return o;
+    o.rowsText = std::make_shared<QByteArray>();
+    JsonCallback parsed
+        = Internal::typedCallback<QueryPage>(std::move(callback), [rowsText = o.rowsText](
+                                                                      const QJsonValue &v) {
+              return QueryPage::fromJson(v, std::exchange(*rowsText, {}));
+          });
+    return caller->call(method, params, context, std::move(parsed), std::move(o));
 }
 
 template<typename T, typename Parse>
@@ -146,9 +153,8 @@ RpcCall DatabasesService::queryPage(const QString &id, const QString &sql, const
     p.insert(QStringLiteral("rowMode"), QStringLiteral("array"));
     p.insert(QStringLiteral("pageSize"), options.pageSize);
     p.insert(QStringLiteral("timeout"), options.timeoutMs);
-    return m_caller->call(QStringLiteral("databases.queryWithMetadata"), p, context,
-                          typed<QueryPage>(std::move(callback), &QueryPage::fromJson),
-                          pageWaitFor(options.timeoutMs));
+    return pageCall(m_caller, QStringLiteral("databases.queryWithMetadata"), p, options.timeoutMs,
+                    context, std::move(callback));
 }
 
 RpcCall DatabasesService::fetch(const QString &id, const QString &cursor, int pageSize,
@@ -158,9 +164,8 @@ RpcCall DatabasesService::fetch(const QString &id, const QString &cursor, int pa
                         {QStringLiteral("cursor"), cursor},
                         {QStringLiteral("pageSize"), pageSize},
                         {QStringLiteral("timeout"), timeoutMs}};
-    return m_caller->call(QStringLiteral("databases.fetch"), p, context,
-                          typed<QueryPage>(std::move(callback), &QueryPage::fromJson),
-                          pageWaitFor(timeoutMs));
+    return pageCall(m_caller, QStringLiteral("databases.fetch"), p, timeoutMs, context,
+                    std::move(callback));
 }
 
 RpcCall DatabasesService::closeCursor(const QString &id, const QString &cursor, QObject *context,

@@ -1,7 +1,6 @@
 #include "databasetypes.h"
 
 #include "protocol/fieldreader.h"
-#include "protocol/pagetext.h"
 
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -187,7 +186,7 @@ SqlErrorLocation SqlErrorLocation::fromError(const Error &error)
     return l;
 }
 
-Result<QueryPage> QueryPage::fromJson(const QJsonValue &value)
+Result<QueryPage> QueryPage::fromJson(const QJsonValue &value, const QByteArray &rowsText)
 {
     FieldReader r = FieldReader::answer(value, QStringLiteral("QueryPage"));
     QueryPage p;
@@ -197,10 +196,8 @@ Result<QueryPage> QueryPage::fromJson(const QJsonValue &value)
         p.fields.append({fo.value(QStringLiteral("name")).toString(),
                          fo.value(QStringLiteral("type")).toString()});
     }
-    const auto text = o.constFind(PageText::kText);
-    Result<SqlRows> rows = text != o.constEnd()
-                               ? SqlRows::fromJson(text->toString().toUtf8())
-                               : SqlRows::fromArray(r.array(QStringLiteral("rows")));
+    Result<SqlRows> rows = !rowsText.isNull() ? SqlRows::fromJson(rowsText)
+                                              : SqlRows::fromArray(r.array(QStringLiteral("rows")));
     if (rows)
         p.rows = *rows;
     else if (r.ok())

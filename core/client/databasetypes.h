@@ -71,9 +71,9 @@ struct QueryPage
     QString cursor; // empty when no rows follow
     bool done = true;
 
-    // The rows come as "rows" (an array of arrays), or as the text under PageText::kText when
-    // the call asked for them so (CallOptions::rowsAsText).
-    static Result<QueryPage> fromJson(const QJsonValue &value);
+    // The rows come as "rows" (an array of arrays), or as `rowsText`, their JSON text, when the
+    // call asked for them so (CallOptions::rowsText) and they came so.
+    static Result<QueryPage> fromJson(const QJsonValue &value, const QByteArray &rowsText = {});
 };
 
 struct ExecuteResult

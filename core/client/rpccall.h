@@ -2,6 +2,7 @@
 
 #include <protocol/result.h>
 
+#include <QByteArray>
 #include <QJsonValue>
 
 #include <functional>
@@ -25,10 +26,12 @@ struct CallOptions
     // -1: the client's default timeout; 0: no timeout; > 0: fail with ErrorCode::Timeout after
     // this many milliseconds (and ask the server to cancel the request).
     int timeoutMs = -1;
-    // A result's "rows" that is an array of arrays (a page of rows, docs/protocol.md 4.3.3) comes
-    // as its text under PageText::kText (and its count under PageText::kCount) instead of a tree
-    // of values, for a reader made for it (SqlRows). Callers that cannot take it leave it off.
-    bool rowsAsText = false;
+    // Set: a result's "rows" that is an array of arrays (a page of rows, docs/protocol.md 4.3.3)
+    // is left out of the result, and its JSON text (UTF-8, checked) is put here just before the
+    // callback runs, for a reader made for it (SqlRows), instead of a tree of values. A caller
+    // that cannot take it leaves it unset; a result whose rows are not such text (REST, another
+    // shape) keeps them as "rows" and leaves this as it was.
+    std::shared_ptr<QByteArray> rowsText = nullptr;
 };
 
 using JsonCallback = std::function<void(Result<QJsonValue>)>;

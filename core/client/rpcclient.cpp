@@ -3,7 +3,6 @@
 #include "transport.h"
 
 #include <protocol/json.h>
-#include <protocol/pagetext.h>
 #include <protocol/streamframe.h>
 
 #include <QJsonArray>
@@ -250,7 +249,7 @@ RpcCall RpcClient::call(const QString &method, const QJsonObject &params, QObjec
     auto state = std::make_shared<Internal::CallState>();
     const int timeoutMs = options.timeoutMs < 0 ? m_defaultTimeoutMs : options.timeoutMs;
     const qint64 id = enqueue(method, params, context, std::move(callback), timeoutMs, state);
-    m_pending[id].rowsAsText = options.rowsAsText;
+    m_pending[id].rowsText = std::move(options.rowsText);
     state->cancel = [guard = QPointer<RpcClient>(this), id] {
         if (guard)
             guard->cancelRequest(id);
@@ -437,47 +436,46 @@ void RpcClient::reportProtocolError(const Error &error)
     Q_EMIT protocolError(error);
 }
 
-std::optional<JsonRpc::Message> RpcClient::pageResponse(const QByteArray &text) const
+std::optional<RpcClient::PageResponse> RpcClient::pageResponse(const QByteArray &text) const
 {
     // Only worth a look while a call that takes rows as text waits; any other message goes the
-    // usual way (a page for a call that did not ask gets its rows as a tree again).
+    // usual way.
     if (std::none_of(m_pending.begin(), m_pending.end(),
-                     [](const auto &p) { return p.second.rowsAsText; })
-        || !text.contains("\"rows\"") || Json::validate(text))
+                     [](const auto &p) { return bool(p.second.rowsText); })
+        || !text.contains("\"rows\""))
         return std::nullopt;
-    const auto result = PageText::splitMember(text, "\"result\"");
-    const auto page = result ? PageText::split(result->rows) : std::nullopt;
-    if (!page)
+    // One pass checks the message and finds its rows.
+    Json::Member rows;
+    if (Json::validate(text, {"result", "rows"}, &rows) || !rows.isArrayOfArrays())
         return std::nullopt;
     // The message without its rows: small, read the usual way.
-    QByteArray rest = result->members;
-    rest.chop(1);
-    rest += rest.size() > 1 ? ",\"result\":" : "\"result\":";
-    rest += page->members;
-    rest += '}';
+    const QByteArrayView whole(text);
+    QByteArray rest;
+    rest.reserve(text.size() - (rows.end - rows.begin) + 2);
+    rest += whole.first(rows.begin);
+    rest += "[]";
+    rest += whole.sliced(rows.end);
     JsonRpc::Incoming in = JsonRpc::parse(rest);
     if (in.error || in.messages.size() != 1
         || in.messages.front().kind != JsonRpc::Message::Kind::Response
         || !in.messages.front().result.isObject())
         return std::nullopt;
     JsonRpc::Message m = std::move(in.messages.front());
-    QJsonObject members = m.result.toObject();
     const auto pending = m_pending.find(positiveInteger(m.id));
-    if (pending != m_pending.end() && pending->second.rowsAsText) {
-        members.insert(PageText::kText, QString::fromUtf8(page->rows));
-        members.insert(PageText::kCount, page->rowCount);
-    } else {
-        members.insert(QStringLiteral("rows"), Json::parse(page->rows).value);
-    }
+    if (pending == m_pending.end() || !pending->second.rowsText)
+        return std::nullopt; // a page for a call that did not ask: its rows as values
+    QJsonObject members = m.result.toObject();
+    members.remove(QStringLiteral("rows"));
     m.result = members;
-    return m;
+    return PageResponse{std::move(m), text.sliced(rows.begin, rows.end - rows.begin)};
 }
 
 void RpcClient::onText(const QByteArray &text)
 {
-    if (const std::optional<JsonRpc::Message> page = pageResponse(text)) {
+    if (std::optional<PageResponse> page = pageResponse(text)) {
         m_gotMessage = true;
-        handleMessage(*page);
+        *m_pending.at(positiveInteger(page->message.id)).rowsText = std::move(page->rows);
+        handleMessage(page->message);
         return;
     }
     const JsonRpc::Incoming in = JsonRpc::parse(text);

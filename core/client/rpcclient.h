@@ -149,8 +149,8 @@ private:
         QMetaObject::Connection contextGuard;
         qint64 deadline = -1; // on m_clock, -1 for none
         bool sent = false;
-        QPointer<ExecStream> stream; // set for the request that starts a stream
-        bool rowsAsText = false;     // CallOptions::rowsAsText
+        QPointer<ExecStream> stream;          // set for the request that starts a stream
+        std::shared_ptr<QByteArray> rowsText; // CallOptions::rowsText
     };
     enum class TellServer { No, Yes };
 
@@ -170,9 +170,15 @@ private:
     void onOpened();
     void onClosed(int closeCode, const QString &reason);
     void onText(const QByteArray &text);
-    // A response whose result holds a page of rows, with the rows as CallOptions::rowsAsText
-    // says for its call; nothing for any other message.
-    std::optional<JsonRpc::Message> pageResponse(const QByteArray &text) const;
+    // A response whose result holds a page of rows, for a call that asked for them as text
+    // (CallOptions::rowsText): the message without them, and their text. Nothing for any other
+    // message.
+    struct PageResponse
+    {
+        JsonRpc::Message message;
+        QByteArray rows;
+    };
+    std::optional<PageResponse> pageResponse(const QByteArray &text) const;
     void onBinary(const QByteArray &message);
     void handleMessage(const JsonRpc::Message &message);
     void reportProtocolError(const Error &error);

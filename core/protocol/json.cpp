@@ -59,6 +59,17 @@ public:
         , m_maxDepth(std::clamp(maxDepth, 1, DepthCeiling))
     {}
 
+    // Also finds the member `path` names (Json::Member) while it checks.
+    void watch(std::initializer_list<QByteArrayView> path, Member *member)
+    {
+        m_pathLength = int(std::min<size_t>(path.size(), m_path.size()));
+        std::copy_n(path.begin(), m_pathLength, m_path.begin());
+        m_member = member;
+        *m_member = Member{};
+        if (m_pathLength > 0)
+            m_next = Next::Descend; // the top-level value is the first object of the path
+    }
+
     std::optional<SyntaxError> run()
     {
         if (m_n >= 3 && m_p[0] == 0xef && m_p[1] == 0xbb && m_p[2] == 0xbf)
@@ -86,6 +97,12 @@ private:
             if (m_pos == m_n)
                 return failed(m_pos, "unexpected end of the text: a value is missing");
             const unsigned char c = m_p[m_pos];
+            if (depth == m_elementDepth) {
+                ++m_member->elements;
+                m_member->allArrays = m_member->allArrays && c == '[';
+            }
+            if (m_next != Next::Nothing)
+                valueStarts(depth, c);
             if (c == '{' || c == '[') {
                 if (depth == m_maxDepth)
                     return failed(m_pos, "nested too deeply (more than %1 levels)", m_maxDepth);
@@ -97,7 +114,7 @@ private:
                     ++m_pos;
                     --depth;
                 } else if (c == '{') {
-                    if (!member())
+                    if (!member(depth))
                         return false;
                     continue;
                 } else {
@@ -123,6 +140,12 @@ private:
             }
             // A value is complete: close containers, or go on to the next element.
             for (;;) {
+                if (depth == m_memberDepth) {
+                    m_member->end = m_pos;
+                    m_memberDepth = m_elementDepth = -1;
+                }
+                if (depth < m_onPath)
+                    m_onPath = -1; // the object the path went through closed without the member
                 if (depth == 0)
                     return true;
                 skipWhitespace();
@@ -134,7 +157,7 @@ private:
                     ++m_pos;
                     if (open == '{') {
                         skipWhitespace();
-                        if (!member())
+                        if (!member(depth))
                             return false;
                     }
                     break; // the next element's value
@@ -150,13 +173,35 @@ private:
         }
     }
 
-    // An object member's name and colon; its value follows.
-    bool member()
+    // What the path (watch()) expects of the value that starts at `depth`, where it is `c`.
+    void valueStarts(int depth, unsigned char c)
+    {
+        if (m_next == Next::Descend) {
+            if (c == '{')
+                m_onPath = depth + 1;
+        } else {
+            m_member->begin = m_pos;
+            m_member->isArray = c == '[';
+            m_memberDepth = depth;
+            if (c == '[')
+                m_elementDepth = depth + 1;
+        }
+        m_next = Next::Nothing;
+    }
+
+    // An object member's name and colon, in an object at `depth`; its value follows.
+    bool member(int depth)
     {
         if (m_pos == m_n || m_p[m_pos] != '"')
             return failed(m_pos, "expected a string as the member name");
+        const qsizetype name = m_pos + 1;
         if (!string())
             return false;
+        if (depth == m_onPath
+            && QByteArrayView(m_p + name, m_pos - 1 - name) == m_path[size_t(depth - 1)]) {
+            m_onPath = -1; // the first member of that name only
+            m_next = depth == m_pathLength ? Next::Member : Next::Descend;
+        }
         skipWhitespace();
         if (m_pos == m_n || m_p[m_pos] != ':')
             return failed(m_pos, "expected ':' after the member name");
@@ -350,6 +395,18 @@ private:
     qsizetype m_pos = 0;
     std::array<unsigned char, DepthCeiling> m_stack{};
     std::optional<SyntaxError> m_error;
+
+    // watch(): the path, the object on it that is open (its depth; -1: none), what the next
+    // value is to the path, and the member's value while it is open (the depth it started at,
+    // and its elements' depth).
+    enum class Next : quint8 { Nothing, Descend, Member };
+    std::array<QByteArrayView, 8> m_path{};
+    int m_pathLength = 0;
+    Member *m_member = nullptr;
+    int m_onPath = -1;
+    Next m_next = Next::Nothing;
+    int m_memberDepth = -1;
+    int m_elementDepth = -1;
 };
 
 } // namespace
@@ -357,6 +414,17 @@ private:
 std::optional<SyntaxError> validate(QByteArrayView text, int maxDepth)
 {
     return Validator(text, maxDepth).run();
+}
+
+std::optional<SyntaxError> validate(QByteArrayView text, std::initializer_list<QByteArrayView> path,
+                                    Member *member, int maxDepth)
+{
+    Validator v(text, maxDepth);
+    Member found;
+    v.watch(path, &found);
+    std::optional<SyntaxError> error = v.run();
+    *member = error ? Member{} : found;
+    return error;
 }
 
 Parsed parse(QByteArrayView text, int maxDepth)

@@ -33,9 +33,9 @@ public:
     struct ReadAhead
     {
         bool running = true;
-        std::optional<Result<QJsonObject>> page; // arrived, not taken yet
-        PageDone waiter;                         // a fetch that came before the page
-        CancelFn cancel;                         // while running
+        std::optional<Result<Page>> page; // arrived, not taken yet
+        PageDone waiter;                  // a fetch that came before the page
+        CancelFn cancel;                  // while running
     };
     struct Cursor
     {

@@ -2,6 +2,7 @@
 
 #include "protocol/result.h"
 
+#include <QByteArray>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QObject>
@@ -55,11 +56,30 @@ struct SqlRequest
     bool rowsAsText = false;
 };
 
-// What a backend answers for a query, a fetch or a transaction, and how it fails. Pages are
-// {fields:[{name,type}], rows:[[...]], command, rowsAffected, cursor|null} (fetch: {rows, done}).
-// A failure of the SQL is ErrorCode::QueryError with data {position?|offset?|line?, column?,
-// sqlstate?, statementIndex?}; the adapter turns offsets into positions.
-using PageDone = std::function<void(Result<QJsonObject>)>;
+// What a backend answers for a query, a fetch or a transaction: {fields:[{name,type}],
+// rows:[[...]], command, rowsAffected, cursor|null} (fetch: {rows, done}). A page's rows are
+// either "rows" in `members` or, where the caller asked for text (SqlRequest::rowsAsText) and the
+// backend writes its own, `rowsText`: the JSON text of an array of arrays, checked, as the bytes
+// that go to the client (no QString on the way, no tree of values).
+struct Page
+{
+    QJsonObject members;
+    QByteArray rowsText;         // null: the rows (if any) are members' "rows"
+    qsizetype rowsTextCount = 0; // the rows in rowsText
+
+    Page() = default;
+    explicit Page(QJsonObject m)
+        : members(std::move(m))
+    {}
+    bool hasRowsText() const { return !rowsText.isNull(); }
+    QJsonValue value(const QString &key) const { return members.value(key); }
+    bool contains(const QString &key) const { return members.contains(key); }
+};
+
+// How a backend call ends. A failure of the SQL is ErrorCode::QueryError with data
+// {position?|offset?|line?, column?, sqlstate?, statementIndex?}; the adapter turns offsets into
+// positions.
+using PageDone = std::function<void(Result<Page>)>;
 // Cancels the call it was returned for (the callback then answers Cancelled).
 using CancelFn = std::function<void()>;
 

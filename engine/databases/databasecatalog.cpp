@@ -17,7 +17,7 @@ namespace {
 
 using Reply = Methods::Reply;
 
-QJsonArray rowsOf(const Result<QJsonObject> &r)
+QJsonArray rowsOf(const Result<Page> &r)
 {
     return PageText::rowsOf(*r);
 }
@@ -101,7 +101,7 @@ void createDatabase(DatabaseHost *host, CallDeadlines *deadlines, const QString 
             runTimed(
                 deadlines, kDefaultTimeoutMs, kCancelGraceMs, c,
                 [backend, req](PageDone d) { return backend->query(req, std::move(d)); },
-                [name, reply, activity = share(std::move(token))](Result<QJsonObject> r) {
+                [name, reply, activity = share(std::move(token))](Result<Page> r) {
                     activity->end();
                     if (!r) {
                         Error e = r.error();
@@ -127,7 +127,7 @@ void describeTable(DatabaseHost *host, CallDeadlines *deadlines, const QString &
     const QString indexesSql = d.indexes;
     internalQuery(host, deadlines, ctx, id, d.columns, args,
                   [host, deadlines, c = ctx, id, indexesSql, args, table, schema,
-                   reply](Result<QJsonObject> r) {
+                   reply](Result<Page> r) {
                       if (!r)
                           return reply(r.error());
                       const QJsonArray columns = columnsOf(rowsOf(r));
@@ -135,7 +135,7 @@ void describeTable(DatabaseHost *host, CallDeadlines *deadlines, const QString &
                           return reply(
                               Error::notFound(QStringLiteral("table %1.%2").arg(schema, table)));
                       internalQuery(host, deadlines, c, id, indexesSql, args,
-                                    [reply, columns, table, schema](Result<QJsonObject> r) {
+                                    [reply, columns, table, schema](Result<Page> r) {
                                         reply(QJsonValue(
                                             QJsonObject{{QStringLiteral("schema"), schema},
                                                         {QStringLiteral("table"), table},
@@ -149,8 +149,7 @@ void describeTable(DatabaseHost *host, CallDeadlines *deadlines, const QString &
 } // namespace
 
 void internalQuery(DatabaseHost *host, CallDeadlines *deadlines, const CallContext &ctx,
-                   const QString &id, const QString &sql, const QJsonArray &params,
-                   std::function<void(Result<QJsonObject>)> done)
+                   const QString &id, const QString &sql, const QJsonArray &params, PageDone done)
 {
     host->withBackend(
         ctx, id,
@@ -165,7 +164,7 @@ void internalQuery(DatabaseHost *host, CallDeadlines *deadlines, const CallConte
             runTimed(
                 deadlines, kDefaultTimeoutMs, kCancelGraceMs, c,
                 [backend, req](PageDone d) { return backend->query(req, std::move(d)); },
-                [backend, done, activity = share(std::move(token))](Result<QJsonObject> r) {
+                [backend, done, activity = share(std::move(token))](Result<Page> r) {
                     activity->end();
                     if (r && !r->value(QStringLiteral("cursor")).toString().isEmpty() && backend)
                         backend->closeCursor(
@@ -189,7 +188,7 @@ void catalogCall(DatabaseHost *host, CallDeadlines *deadlines, const QString &me
 
     if (method == QLatin1String("version"))
         return internalQuery(host, deadlines, ctx, id, d.version, {},
-                             [reply, type = d.type](Result<QJsonObject> r) {
+                             [reply, type = d.type](Result<Page> r) {
                                  if (!r)
                                      return reply(r.error());
                                  reply(QJsonValue(
@@ -201,7 +200,7 @@ void catalogCall(DatabaseHost *host, CallDeadlines *deadlines, const QString &me
         QElapsedTimer clock;
         clock.start();
         return internalQuery(host, deadlines, ctx, id, QStringLiteral("SELECT 1"), {},
-                             [reply, clock](Result<QJsonObject> r) {
+                             [reply, clock](Result<Page> r) {
                                  reply(QJsonValue(QJsonObject{{QStringLiteral("ok"), bool(r)},
                                                               {QStringLiteral("latencyMs"),
                                                                double(clock.nsecsElapsed()) / 1e6},
@@ -211,15 +210,14 @@ void catalogCall(DatabaseHost *host, CallDeadlines *deadlines, const QString &me
                              });
     }
     if (method == QLatin1String("listTables"))
-        return internalQuery(
-            host, deadlines, ctx, id, d.listTables, {}, [reply](Result<QJsonObject> r) {
-                if (!r)
-                    return reply(r.error());
-                reply(QJsonValue(QJsonObject{{QStringLiteral("tables"), tablesOf(rowsOf(r))}}));
-            });
+        return internalQuery(host, deadlines, ctx, id, d.listTables, {}, [reply](Result<Page> r) {
+            if (!r)
+                return reply(r.error());
+            reply(QJsonValue(QJsonObject{{QStringLiteral("tables"), tablesOf(rowsOf(r))}}));
+        });
     if (method == QLatin1String("listDatabases"))
         return internalQuery(host, deadlines, ctx, id, d.listDatabases, {},
-                             [reply, owners = d.databasesHaveOwners](Result<QJsonObject> r) {
+                             [reply, owners = d.databasesHaveOwners](Result<Page> r) {
                                  if (!r)
                                      return reply(r.error());
                                  reply(QJsonValue(QJsonObject{{QStringLiteral("databases"),

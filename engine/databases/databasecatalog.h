@@ -1,6 +1,7 @@
 #pragma once
 
 #include "api/methods.h"
+#include "databasebackend.h"
 
 #include <QJsonArray>
 #include <QJsonObject>
@@ -20,7 +21,6 @@ void catalogCall(DatabaseHost *host, CallDeadlines *deadlines, const QString &me
 
 // Runs one internal statement (the default timeout) and answers all of its rows, as arrays.
 void internalQuery(DatabaseHost *host, CallDeadlines *deadlines, const CallContext &ctx,
-                   const QString &id, const QString &sql, const QJsonArray &params,
-                   std::function<void(Result<QJsonObject>)> done);
+                   const QString &id, const QString &sql, const QJsonArray &params, PageDone done);
 
 } // namespace Sandbox::Engine

@@ -297,7 +297,7 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                 &m_deadlines, call.timeoutMs, m_limits.cancelGraceMs, c,
                 [backend, req](PageDone done) { return backend->query(req, std::move(done)); },
                 [this, call, c, backend, activity,
-                 answer = ending(activity, reply)](Result<QJsonObject> r) {
+                 answer = ending(activity, reply)](Result<Page> r) {
                     const SqlRequest &req = call.request;
                     if (!r) {
                         Error e = r.error();
@@ -311,7 +311,7 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                         }
                         return answer(e);
                     }
-                    const QJsonObject &page = *r;
+                    const Page &page = *r;
                     if (OpenTransaction *t = m_transactions.value(req.transaction).get())
                         t->lastUsed = now();
                     if (req.execute)
@@ -321,7 +321,7 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                                                    {QStringLiteral("command"),
                                                     page.value(QStringLiteral("command"))}}));
                     const QJsonArray fields = page.value(QStringLiteral("fields")).toArray();
-                    const bool rowsAsText = page.contains(PageText::kText);
+                    const bool rowsAsText = page.hasRowsText();
                     const QJsonArray rows = rowsAsText && !call.objectRows && c.replyRaw
                                                 ? QJsonArray()
                                                 : PageText::rowsOf(page);
@@ -345,8 +345,7 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                     if (command.isEmpty())
                         command = firstKeyword(req.sql);
                     QJsonObject out{
-                        {QStringLiteral("rowCount"),
-                         rowsAsText ? page.value(PageText::kCount).toInteger() : rows.size()},
+                        {QStringLiteral("rowCount"), rowsAsText ? page.rowsTextCount : rows.size()},
                         {QStringLiteral("fields"), fields},
                         {QStringLiteral("command"), command},
                         {QStringLiteral("rowsAffected"),
@@ -360,9 +359,7 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                     if (rowsAsText && !call.objectRows && c.replyRaw) {
                         // The server's text goes to the client as it came (checked on arrival).
                         activity->end();
-                        return c.replyRaw(
-                            PageText::withRows(out,
-                                               page.value(PageText::kText).toString().toUtf8()));
+                        return c.replyRaw(PageText::withRows(out, page.rowsText));
                     }
                     out.insert(QStringLiteral("rows"),
                                call.objectRows ? toObjects(fields, rows) : rows);
@@ -404,7 +401,7 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
         [this, cursorId, pageSize](PageDone done) {
             return nextPage(cursorId, pageSize, std::move(done));
         },
-        [this, cursorId, pageSize, reply, raw = ctx.replyRaw](Result<QJsonObject> r) {
+        [this, cursorId, pageSize, reply, raw = ctx.replyRaw](Result<Page> r) {
             CursorRegistry::Cursor *c = m_cursors.get(cursorId);
             if (!c)
                 return reply(
@@ -417,20 +414,18 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
                 return reply(r.error());
             }
             bool done = r->value(QStringLiteral("done")).toBool();
-            if (r->contains(PageText::kText) && !c->objectRows && raw
-                && r->value(PageText::kCount).toInteger() <= pageSize) {
+            if (r->hasRowsText() && !c->objectRows && raw && r->rowsTextCount <= pageSize) {
                 // The server's text goes to the client as it came (checked on arrival).
                 if (done)
                     m_cursors.close(cursorId);
                 else
                     readAhead(cursorId);
                 return raw(
-                    PageText::withRows(QJsonObject{{QStringLiteral("rowCount"),
-                                                    r->value(PageText::kCount)},
+                    PageText::withRows(QJsonObject{{QStringLiteral("rowCount"), r->rowsTextCount},
                                                    {QStringLiteral("done"), done},
                                                    {QStringLiteral("cursor"),
                                                     done ? QJsonValue() : QJsonValue(cursorId)}},
-                                       r->value(PageText::kText).toString().toUtf8()));
+                                       r->rowsText));
             }
             QJsonArray rows = PageText::rowsOf(*r);
             if (rows.size() > pageSize) {
@@ -465,8 +460,8 @@ CancelFn DatabaseMethods::nextPage(const QString &cursorId, int pageSize, PageDo
     if (!c->carry.isEmpty() || c->serverDone) {
         const QJsonArray rows = slice(c->carry, 0, qMin<qsizetype>(pageSize, c->carry.size()));
         c->carry = slice(c->carry, rows.size(), c->carry.size() - rows.size());
-        done(QJsonObject{{QStringLiteral("rows"), rows},
-                         {QStringLiteral("done"), c->carry.isEmpty() && c->serverDone}});
+        done(Page(QJsonObject{{QStringLiteral("rows"), rows},
+                              {QStringLiteral("done"), c->carry.isEmpty() && c->serverDone}}));
         return [] {};
     }
     QPointer<DatabaseBackend> backend(m_host->backendOf(c->databaseId));
@@ -475,14 +470,13 @@ CancelFn DatabaseMethods::nextPage(const QString &cursorId, int pageSize, PageDo
         // the same answer (each of the two reads within half the bytes of a page).
         auto topUp = std::make_shared<CancelFn>();
         const QString serverCursor = c->backendCursor;
-        PageDone complete = [backend, serverCursor, pageSize, done,
-                             topUp](Result<QJsonObject> first) {
+        PageDone complete = [backend, serverCursor, pageSize, done, topUp](Result<Page> first) {
             const qsizetype got = first ? PageText::rowCountOf(*first) : 0;
             if (!first || first->value(QStringLiteral("done")).toBool() || got >= pageSize
                 || !backend || !backend->isAlive())
                 return done(std::move(first));
             *topUp = backend->fetch(serverCursor, int(pageSize - got), PageLimits::kMaxBytes / 2,
-                                    [first = *first, done](Result<QJsonObject> more) {
+                                    [first = *first, done](Result<Page> more) {
                                         if (!more)
                                             return done(std::move(more));
                                         done(PageText::concat(first, *more));
@@ -519,19 +513,18 @@ void DatabaseMethods::readAhead(const QString &cursorId)
     c->ahead = ahead;
     // The cursor owns its read-ahead; the server's answer finds it through a weak reference (a
     // cursor closed meanwhile drops it).
-    CancelFn cancel = backend->fetch(c->backendCursor, c->pageSize, PageLimits::kMaxBytes / 2,
-                                     [weak = std::weak_ptr<CursorRegistry::ReadAhead>(ahead)](
-                                         Result<QJsonObject> r) {
-                                         const std::shared_ptr<CursorRegistry::ReadAhead> a
-                                             = weak.lock();
-                                         if (!a)
-                                             return;
-                                         a->running = false;
-                                         a->cancel = {};
-                                         if (PageDone waiter = std::exchange(a->waiter, {}))
-                                             return waiter(std::move(r));
-                                         a->page = std::move(r);
-                                     });
+    CancelFn cancel
+        = backend->fetch(c->backendCursor, c->pageSize, PageLimits::kMaxBytes / 2,
+                         [weak = std::weak_ptr<CursorRegistry::ReadAhead>(ahead)](Result<Page> r) {
+                             const std::shared_ptr<CursorRegistry::ReadAhead> a = weak.lock();
+                             if (!a)
+                                 return;
+                             a->running = false;
+                             a->cancel = {};
+                             if (PageDone waiter = std::exchange(a->waiter, {}))
+                                 return waiter(std::move(r));
+                             a->page = std::move(r);
+                         });
     if (ahead->running)
         ahead->cancel = std::move(cancel);
 }
@@ -591,7 +584,7 @@ void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &
                     return backend->transaction(statements, std::move(done));
                 },
                 [statements, objectRows,
-                 answer = ending(share(std::move(token)), reply)](Result<QJsonObject> r) {
+                 answer = ending(share(std::move(token)), reply)](Result<Page> r) {
                     if (!r) {
                         Error e = r.error();
                         const int index
@@ -651,8 +644,7 @@ void DatabaseMethods::begin(const QJsonObject &params, const CallContext &ctx, c
                             const QString txId = newHandleId(QStringLiteral("tx_"));
                             const SharedActivity activity = share(std::move(token));
                             (*b)->begin(txId, [this, id, keyId, idleMs, txId, activity,
-                                               answer = ending(activity, reply)](
-                                                  Result<QJsonObject> r) {
+                                               answer = ending(activity, reply)](Result<Page> r) {
                                 if (!r)
                                     return answer(r.error());
                                 // The database stays awake until the transaction ends: it takes the activity.
@@ -694,13 +686,13 @@ void DatabaseMethods::finish(bool commit, const QJsonObject &params, const CallC
     }
     t->running = true;
     QPointer<QObject> guard(ctx.guard ? ctx.guard.data() : this);
-    backend->finish(txId, commit, [this, txId, guard, reply](Result<QJsonObject> r) {
+    backend->finish(txId, commit, [this, txId, guard, reply](Result<Page> r) {
         forgetTransaction(txId);
         if (!guard)
             return;
         if (!r)
             return reply(r.error());
-        reply(QJsonValue(*r));
+        reply(QJsonValue(r->members));
     });
 }
 
@@ -720,8 +712,7 @@ void DatabaseMethods::expireTransactions()
         const QString txId = t->id;
         if (DatabaseBackend *backend = m_host->backendOf(t->databaseId)) {
             t->running = true;
-            backend->finish(txId, false,
-                            [this, txId](Result<QJsonObject>) { forgetTransaction(txId); });
+            backend->finish(txId, false, [this, txId](Result<Page>) { forgetTransaction(txId); });
         } else {
             forgetTransaction(txId);
         }

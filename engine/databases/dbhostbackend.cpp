@@ -34,18 +34,14 @@ constexpr qsizetype kMaxLine = 64 * 1024 * 1024;
 const QByteArray kSocketName = "dbhost.sock";
 
 // An answer line, checked as strict JSON first (the database host is the sandbox's). A page's
-// rows stay the text the host wrote (PageText), once checked to be an array of arrays.
-QJsonObject answerObject(QByteArrayView line)
+// rows stay the text the host wrote (Page::rowsText) when they are an array of arrays, which the
+// same pass over the line finds and checks.
+Page pageOf(QByteArrayView line)
 {
-    if (Json::validate(line))
+    Json::Member rows;
+    if (Json::validate(line, {"rows"}, &rows))
         return {};
-    if (const auto split = PageText::split(line)) {
-        QJsonObject o = QJsonDocument::fromJson(split->members).object();
-        o.insert(PageText::kText, QString::fromUtf8(split->rows));
-        o.insert(PageText::kCount, split->rowCount);
-        return o;
-    }
-    return QJsonDocument::fromJson(line.toByteArray()).object();
+    return PageText::fromLine(line, rows);
 }
 
 } // namespace
@@ -54,7 +50,7 @@ QJsonObject answerObject(QByteArrayView line)
 class DbHostBackend::Connection final : public QObject
 {
 public:
-    using Handler = std::function<void(Result<QJsonObject>)>;
+    using Handler = std::function<void(Result<Page>)>;
 
     Connection(int fd, QObject *parent)
         : QObject(parent)
@@ -96,7 +92,7 @@ private:
             const QByteArrayView line(m_buffer.constData() + start, nl - start);
             start = nl + 1;
             m_scanned = start;
-            const QJsonObject o = answerObject(line);
+            const Page o = pageOf(line);
             const quint64 id = quint64(o.value(QStringLiteral("id")).toDouble());
             const auto handler = m_handlers.take(id);
             if (handler)
@@ -176,7 +172,7 @@ void DbHostBackend::handOut(const QString &database, const QString &, const QStr
     m_control->send(m_nextId++,
                     {{QStringLiteral("op"), QStringLiteral("adopt")},
                      {QStringLiteral("database"), file}},
-                    [self, done](Result<QJsonObject> answer) {
+                    [self, done](Result<Page> answer) {
                         if (!self)
                             return;
                         if (answer)
@@ -258,12 +254,12 @@ void DbHostBackend::release(Connection *c)
     m_idle.append(c);
 }
 
-Result<QJsonObject> DbHostBackend::answerOf(const QJsonObject &line) const
+Result<Page> DbHostBackend::answerOf(const Page &line) const
 {
     const QJsonValue err = line.value(QStringLiteral("error"));
     if (!err.isObject()) {
-        QJsonObject out = line;
-        out.remove(QStringLiteral("id"));
+        Page out = line;
+        out.members.remove(QStringLiteral("id"));
         return out;
     }
     const QJsonObject e = err.toObject();
@@ -307,7 +303,7 @@ CancelFn DbHostBackend::call(QJsonObject request, PageDone done)
             return done(Error{ErrorCode::Cancelled, QStringLiteral("the query was cancelled"), {}});
         }
         Connection *c = *r;
-        c->send(id, request, [self, c, done](Result<QJsonObject> answer) {
+        c->send(id, request, [self, c, done](Result<Page> answer) {
             if (!self)
                 return;
             self->release(c);

@@ -70,7 +70,7 @@ private:
     void release(Connection *c);
     void control(const QJsonObject &request);
     void serverGone(const QString &why);
-    Result<QJsonObject> answerOf(const QJsonObject &line) const;
+    Result<Page> answerOf(const Page &line) const;
 
     Settings m_settings;
     QPointer<SupervisorChannel> m_channel;

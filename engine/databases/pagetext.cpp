@@ -4,43 +4,41 @@
 
 namespace Sandbox::Engine::PageText {
 
-QJsonArray rowsOf(const QJsonObject &page)
+QJsonArray rowsOf(const Page &page)
 {
-    const auto text = page.constFind(kText);
-    if (text == page.constEnd())
+    if (!page.hasRowsText())
         return page.value(QStringLiteral("rows")).toArray();
-    return QJsonDocument::fromJson(text->toString().toUtf8()).array();
+    return QJsonDocument::fromJson(page.rowsText).array();
 }
 
-qsizetype rowCountOf(const QJsonObject &page)
+qsizetype rowCountOf(const Page &page)
 {
-    return page.contains(kText) ? page.value(kCount).toInteger()
-                                : page.value(QStringLiteral("rows")).toArray().size();
+    return page.hasRowsText() ? page.rowsTextCount
+                              : page.value(QStringLiteral("rows")).toArray().size();
 }
 
-QJsonObject concat(const QJsonObject &first, const QJsonObject &more)
+Page concat(const Page &first, const Page &more)
 {
-    QJsonObject out = more;
-    if (first.contains(kText) && more.contains(kText)) {
-        const qsizetype a = first.value(kCount).toInteger(), b = more.value(kCount).toInteger();
-        QString text = first.value(kText).toString();
-        const QString rest = more.value(kText).toString();
+    Page out = more;
+    if (first.hasRowsText() && more.hasRowsText()) {
+        const qsizetype a = first.rowsTextCount, b = more.rowsTextCount;
+        QByteArray text = first.rowsText;
         if (b > 0) {
             text.chop(1); // "]"
             if (a > 0)
-                text += u',';
-            text += QStringView(rest).sliced(rest.indexOf(u'[') + 1);
+                text += ',';
+            text += QByteArrayView(more.rowsText).sliced(more.rowsText.indexOf('[') + 1);
         }
-        out.insert(kText, text);
-        out.insert(kCount, a + b);
+        out.rowsText = text;
+        out.rowsTextCount = a + b;
         return out;
     }
     QJsonArray rows = rowsOf(first);
     for (const QJsonValue &row : rowsOf(more))
         rows.append(row);
-    out.remove(kText);
-    out.remove(kCount);
-    out.insert(QStringLiteral("rows"), rows);
+    out.rowsText = QByteArray();
+    out.rowsTextCount = 0;
+    out.members.insert(QStringLiteral("rows"), rows);
     return out;
 }
 
@@ -52,6 +50,24 @@ QByteArray withRows(const QJsonObject &members, QByteArrayView rows)
     out += rows;
     out += '}';
     return out;
+}
+
+Page fromLine(QByteArrayView line, const Json::Member &rows)
+{
+    if (!rows.isArrayOfArrays())
+        return Page(QJsonDocument::fromJson(line.toByteArray()).object());
+    // The other members: the line with the rows' text left out (a null in its place, then
+    // dropped, and with it any other "rows" a line might repeat).
+    QByteArray members;
+    members.reserve(line.size() - (rows.end - rows.begin) + 4);
+    members += line.first(rows.begin);
+    members += "null";
+    members += line.sliced(rows.end);
+    Page page(QJsonDocument::fromJson(members).object());
+    page.members.remove(QStringLiteral("rows"));
+    page.rowsText = line.sliced(rows.begin, rows.end - rows.begin).toByteArray();
+    page.rowsTextCount = rows.elements;
+    return page;
 }
 
 } // namespace Sandbox::Engine::PageText

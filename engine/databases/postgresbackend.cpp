@@ -478,30 +478,30 @@ void PostgresBackend::deliver(const std::shared_ptr<Query> &q, bool done)
             m_cursors.remove(q->cursor);
         return pending(*q->error);
     }
-    QJsonObject page;
+    Page page;
     if (q->transaction) {
-        page.insert(QStringLiteral("results"), q->results);
+        page.members.insert(QStringLiteral("results"), q->results);
     } else if (q->firstPage) {
         if (!done) {
             q->cursor = QStringLiteral("pg%1").arg(m_nextCursor++);
             m_cursors.insert(q->cursor, q);
         }
-        page = {{QStringLiteral("fields"), q->fields},
-                {QStringLiteral("command"), q->command},
-                {QStringLiteral("rowsAffected"), double(q->rowsAffected)},
-                {QStringLiteral("cursor"), done ? QJsonValue() : QJsonValue(q->cursor)}};
+        page.members = {{QStringLiteral("fields"), q->fields},
+                        {QStringLiteral("command"), q->command},
+                        {QStringLiteral("rowsAffected"), double(q->rowsAffected)},
+                        {QStringLiteral("cursor"), done ? QJsonValue() : QJsonValue(q->cursor)}};
         if (q->noCursor && q->truncated)
-            page.insert(QStringLiteral("truncated"), true);
+            page.members.insert(QStringLiteral("truncated"), true);
     } else {
-        page = {{QStringLiteral("done"), done}};
+        page.members = {{QStringLiteral("done"), done}};
     }
     if (!q->transaction) {
         if (q->textRows) {
             q->rowsText += q->textCount ? "]" : "[]";
-            page.insert(PageText::kText, QString::fromUtf8(q->rowsText));
-            page.insert(PageText::kCount, q->textCount);
+            page.rowsText = std::exchange(q->rowsText, {});
+            page.rowsTextCount = q->textCount;
         } else {
-            page.insert(QStringLiteral("rows"), q->rows);
+            page.members.insert(QStringLiteral("rows"), q->rows);
         }
     }
     q->firstPage = false;
@@ -679,7 +679,7 @@ CancelFn PostgresBackend::query(const SqlRequest &request, PageDone done)
         m_transactionsBusy.insert(name);
         q->holdConnection = true;
         q->noCursor = true;
-        q->pending = [self, name, conn, done = std::move(q->pending)](Result<QJsonObject> r) {
+        q->pending = [self, name, conn, done = std::move(q->pending)](Result<Page> r) {
             if (self) {
                 self->m_transactionsBusy.remove(name);
                 // A failed statement ends the transaction (PostgreSQL aborted it anyway), and so
@@ -791,7 +791,7 @@ void PostgresBackend::begin(const QString &name, PageDone done)
                 return done(**failed);
             }
             self->m_transactions.insert(name, conn);
-            done(QJsonObject{{QStringLiteral("transaction"), name}});
+            done(Page(QJsonObject{{QStringLiteral("transaction"), name}}));
         };
         sink.failed = [done](const QString &why) {
             done(Error{ErrorCode::SandboxError,
@@ -837,8 +837,8 @@ void PostgresBackend::finish(const QString &name, bool commit, PageDone done)
             return done(Error{ErrorCode::QueryError,
                               QStringLiteral("the transaction had failed and was rolled back"),
                               {}});
-        done(commit ? QJsonObject{{QStringLiteral("committed"), true}}
-                    : QJsonObject{{QStringLiteral("rolledBack"), true}});
+        done(Page(commit ? QJsonObject{{QStringLiteral("committed"), true}}
+                         : QJsonObject{{QStringLiteral("rolledBack"), true}}));
     };
     sink.failed = [done](const QString &why) {
         done(Error{ErrorCode::SandboxError,
@@ -869,8 +869,8 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
     tx->statements = statements;
     tx->done = std::move(done);
     QPointer<PostgresBackend> self(this);
-    auto finish = std::make_shared<std::function<void(Result<QJsonObject>)>>();
-    *finish = [self, tx](Result<QJsonObject> r) {
+    auto finish = std::make_shared<PageDone>();
+    *finish = [self, tx](Result<Page> r) {
         if (!tx->done)
             return;
         auto done = std::exchange(tx->done, {});
@@ -912,7 +912,7 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
         auto sq = std::make_shared<Query>();
         sq->transaction = true;
         sq->statementCount = 1;
-        sq->pending = [tx, finish, commit](Result<QJsonObject> r) {
+        sq->pending = [tx, finish, commit](Result<Page> r) {
             if (!r) {
                 Error e = r.error();
                 QJsonObject data = e.data.toObject();
@@ -922,7 +922,7 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
                 return (*finish)(e);
             }
             if (commit)
-                return (*finish)(QJsonObject{{QStringLiteral("results"), tx->q->results}});
+                return (*finish)(Page(QJsonObject{{QStringLiteral("results"), tx->q->results}}));
             const QJsonArray results = r->value(QStringLiteral("results")).toArray();
             tx->q->results.append(results.isEmpty() ? QJsonValue(QJsonObject{}) : results.first());
             if (tx->cancelled)

@@ -66,7 +66,7 @@ void exportFile(DatabaseHost *host, CallDeadlines *deadlines, const ExportCall &
                     return backend->exportFile(select, format, target, std::move(d));
                 },
                 [host, id, format, target, temporary, c, reply,
-                 activity = share(std::move(token))](Result<QJsonObject> r) {
+                 activity = share(std::move(token))](Result<Page> r) {
                     activity->end();
                     if (!r)
                         return reply(r.error());
@@ -198,7 +198,7 @@ void exportText(DatabaseHost *host, CallDeadlines *deadlines, const ExportCall &
                                         QStringLiteral("the database stopped"),
                                         {}});
                 backend->fetch(cursor, PageLimits::kExportRows, PageLimits::kMaxBytes,
-                               [backend, ex, finish, step, cursor](Result<QJsonObject> r) {
+                               [backend, ex, finish, step, cursor](Result<Page> r) {
                                    if (!r)
                                        return finish(r.error());
                                    ex->add(PageText::rowsOf(*r));
@@ -223,7 +223,7 @@ void exportText(DatabaseHost *host, CallDeadlines *deadlines, const ExportCall &
             req.sql = select;
             req.pageSize = PageLimits::kExportRows;
             req.pageBytes = PageLimits::kMaxBytes;
-            backend->query(req, [ex, finish, step](Result<QJsonObject> r) {
+            backend->query(req, [ex, finish, step](Result<Page> r) {
                 if (!r)
                     return finish(r.error());
                 ex->header(r->value(QStringLiteral("fields")).toArray());

@@ -26,7 +26,7 @@ void runTimed(CallDeadlines *deadlines, qint64 timeoutMs, qint64 graceMs, const 
               const std::function<CancelFn(PageDone)> &start, PageDone done)
 {
     auto st = std::make_shared<Timed>();
-    auto finish = [st, done, timeoutMs](Result<QJsonObject> r) {
+    auto finish = [st, done, timeoutMs](Result<Page> r) {
         if (st->answered)
             return;
         st->answered = true;

@@ -169,11 +169,10 @@ void tst_SqlRows::outOfRangeCellsAreEmpty()
 
 void tst_SqlRows::queryPageTakesRowsText()
 {
-    // As RpcClient hands a page over for a call with CallOptions::rowsAsText.
-    const QJsonObject asText{{QStringLiteral("$rowsText"), QStringLiteral(R"([[1,"a"],[2,null]])")},
-                             {QStringLiteral("$rowCount"), 2},
-                             {QStringLiteral("cursor"), QStringLiteral("cur_1")}};
-    const Result<QueryPage> page = QueryPage::fromJson(asText);
+    // As RpcClient hands a page over for a call with CallOptions::rowsText: the rows' text apart.
+    const QJsonObject members{{QStringLiteral("rowCount"), 2},
+                              {QStringLiteral("cursor"), QStringLiteral("cur_1")}};
+    const Result<QueryPage> page = QueryPage::fromJson(members, R"([[1,"a"],[2,null]])");
     QVERIFY(page);
     QCOMPARE(page->rows.size(), 2);
     QCOMPARE(page->rows.text(0, 1), QStringLiteral("a"));
@@ -186,10 +185,9 @@ void tst_SqlRows::queryPageTakesRowsText()
     QVERIFY(tree);
     QCOMPARE(tree->rows.value(0, 1), QJsonValue(QStringLiteral("a")));
     // Rows that are not arrays, either way: an error that says so.
-    for (const QJsonObject &bad :
-         {QJsonObject{{QStringLiteral("$rowsText"), QStringLiteral("[[1],2]")}},
-          QJsonObject{{QStringLiteral("rows"), QJsonArray{1, 2}}}}) {
-        const Result<QueryPage> refused = QueryPage::fromJson(bad);
+    for (const Result<QueryPage> &refused :
+         {QueryPage::fromJson(QJsonObject{}, "[[1],2]"),
+          QueryPage::fromJson(QJsonObject{{QStringLiteral("rows"), QJsonArray{1, 2}}})}) {
         QVERIFY(!refused);
         QVERIFY2(refused.error().message.contains(QStringLiteral("rows")),
                  qPrintable(refused.error().message));

@@ -49,12 +49,13 @@ public:
                                                        : QString();
         if (!cursor.isEmpty())
             m_left.insert(cursor, rows - request.pageSize);
-        done(QJsonObject{{QStringLiteral("fields"),
-                          QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("n")},
-                                                 {QStringLiteral("type"), QStringLiteral("int")}}}},
-                         {QStringLiteral("rows"), page(qMin(rows, request.pageSize))},
-                         {QStringLiteral("rowsAffected"), 0},
-                         {QStringLiteral("cursor"), cursor.isEmpty() ? QJsonValue() : cursor}});
+        done(Page(
+            QJsonObject{{QStringLiteral("fields"),
+                         QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("n")},
+                                                {QStringLiteral("type"), QStringLiteral("int")}}}},
+                        {QStringLiteral("rows"), page(qMin(rows, request.pageSize))},
+                        {QStringLiteral("rowsAffected"), 0},
+                        {QStringLiteral("cursor"), cursor.isEmpty() ? QJsonValue() : cursor}}));
         if (cancelHoldsCallback) // as PostgreSQL's: the cancel function keeps the query's state
             return [done] { (void)done; };
         return [] {};
@@ -67,8 +68,8 @@ public:
         const int left = m_left.value(cursor);
         const int n = qMin(left, pageSize);
         m_left.insert(cursor, left - n);
-        done(QJsonObject{{QStringLiteral("rows"), page(n, rows - left)},
-                         {QStringLiteral("done"), left - n == 0}});
+        done(Page(QJsonObject{{QStringLiteral("rows"), page(n, rows - left)},
+                              {QStringLiteral("done"), left - n == 0}}));
         return [] {};
     }
     void closeCursor(const QString &cursor) override
@@ -78,18 +79,18 @@ public:
     }
     CancelFn transaction(const QJsonArray &, PageDone done) override
     {
-        done(QJsonObject{{QStringLiteral("results"), QJsonArray()}});
+        done(Page(QJsonObject{{QStringLiteral("results"), QJsonArray()}}));
         return [] {};
     }
     void begin(const QString &name, PageDone done) override
     {
         sessions.append(name);
-        done(QJsonObject{});
+        done(Page());
     }
     void finish(const QString &name, bool commit, PageDone done) override
     {
         sessions.removeAll(name);
-        done(QJsonObject{{QStringLiteral("committed"), commit}});
+        done(Page(QJsonObject{{QStringLiteral("committed"), commit}}));
     }
 
     int rows = 0;

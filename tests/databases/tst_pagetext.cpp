@@ -1,6 +1,8 @@
-// PageText: a page of rows as sandbox-dbhost writes it, split from its answer line and passed to
-// the client as it is — only when it is an array of arrays, with every member kept.
+// PageText: a page of rows as sandbox-dbhost writes it, taken out of its answer line (where the
+// line's one check, Json::validate, found it) and passed to the client as it is — only when it is
+// an array of arrays, with every other member kept.
 #include "databases/pagetext.h"
+#include "protocol/json.h"
 
 #include <QJsonDocument>
 #include <QTest>
@@ -44,6 +46,9 @@ void tst_PageText::split_data()
         << QByteArray(R"({"rows":"[[1]]"})") << false << 0 << QByteArray();
     QTest::newRow("no rows member")
         << QByteArray(R"({"results":[[1]]})") << false << 0 << QByteArray();
+    QTest::newRow("rows repeated: the first, the others dropped")
+        << QByteArray(R"({"rows":[[1]],"done":true,"rows":[[2],[3]]})") << true << 1
+        << QByteArray(R"({"done":true})");
     QTest::newRow("not an object") << QByteArray(R"([[1]])") << false << 0 << QByteArray();
 }
 
@@ -53,16 +58,25 @@ void tst_PageText::split()
     QFETCH(bool, splits);
     QFETCH(int, rowCount);
     QFETCH(QByteArray, members);
-    const auto s = PageText::split(line);
-    QCOMPARE(s.has_value(), splits);
-    if (!splits)
+    Sandbox::Json::Member rows;
+    QVERIFY(!Sandbox::Json::validate(line, {"rows"}, &rows));
+    const Page page = PageText::fromLine(line, rows);
+    QCOMPARE(page.hasRowsText(), splits);
+    const QJsonDocument whole = QJsonDocument::fromJson(line);
+    if (!splits) {
+        // Not a page of arrays: every member as a tree, "rows" too.
+        QCOMPARE(QJsonValue(page.members),
+                 whole.isObject() ? QJsonValue(whole.object()) : QJsonValue(QJsonObject()));
         return;
-    QCOMPARE(s->rowCount, rowCount);
-    QCOMPARE(s->members, members);
-    // The rows are the line's own text, and exactly the array that the line holds.
-    const QJsonArray parsed = QJsonDocument::fromJson(line).object().value(u"rows").toArray();
-    QCOMPARE(QJsonDocument::fromJson(s->rows).array(), parsed);
+    }
+    QCOMPARE(page.rowsTextCount, rowCount);
+    QCOMPARE(page.members, QJsonDocument::fromJson(members).object());
+    // The rows are the line's own text, and exactly the (first) array that the line holds.
+    const QByteArray text = page.rowsText;
+    QVERIFY(line.contains(text));
+    const QJsonArray parsed = QJsonDocument::fromJson(text).array();
     QCOMPARE(parsed.size(), rowCount);
+    QCOMPARE(PageText::rowsOf(page), parsed);
 }
 
 void tst_PageText::withRowsIsTheSameObject()

@@ -3,7 +3,8 @@
 //   - the strict validator and the JSON-RPC codec agree on what is JSON (-32700 exactly when
 //     the validator refuses, or when a number is beyond a double);
 //   - a text the validator accepts is one QJsonDocument reads too;
-//   - what the codec writes, it reads back as the same value.
+//   - what the codec writes, it reads back as the same value;
+//   - looking for a member while checking (a page's rows) changes no verdict and finds one value.
 #include "protocol/json.h"
 #include "protocol/jsonrpc.h"
 
@@ -24,6 +25,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (invalid && !parsed.error)
         abort(); // parse() must refuse what validate() refuses
     if (invalid && (invalid->offset < 0 || invalid->offset > text.size()))
+        abort();
+    // Finding a member on the way changes no verdict, and what it finds is one JSON value.
+    Json::Member member;
+    const std::optional<Json::SyntaxError> watched = Json::validate(text, {"result", "rows"},
+                                                                    &member);
+    if (bool(watched) != bool(invalid) || (watched && watched->offset != invalid->offset))
+        abort();
+    if (member.found()
+        && (member.begin >= member.end || member.end > text.size()
+            || Json::validate(QByteArrayView(text).sliced(member.begin, member.end - member.begin))))
         abort();
 
     const JsonRpc::Incoming in = JsonRpc::parse(text);

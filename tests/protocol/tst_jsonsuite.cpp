@@ -22,6 +22,8 @@ private slots:
     void suite();
     void deepNestingIsRefusedWithoutRecursion();
     void exactIntegersStayExact();
+    void memberIsFoundInTheSamePass_data();
+    void memberIsFoundInTheSamePass();
 };
 
 namespace {
@@ -92,6 +94,13 @@ void tst_JsonSuite::suite()
     const Json::Parsed parsed = Json::parse(input);
     const JsonRpc::Incoming rpc = JsonRpc::parse(input);
     const bool rpcParseError = rpc.error && rpc.error->code == ErrorCode::ParseError;
+    // Looking for a member while checking does not change the verdict, nor where it fails.
+    Json::Member member;
+    const std::optional<Json::SyntaxError> watched = Json::validate(input, {"a", "b"}, &member);
+    const std::optional<Json::SyntaxError> plain = Json::validate(input);
+    QCOMPARE(bool(watched), bool(plain));
+    if (plain)
+        QCOMPARE(watched->offset, plain->offset);
 
     bool accept = false;
     if (name.startsWith(u'y'))
@@ -131,6 +140,61 @@ void tst_JsonSuite::exactIntegersStayExact()
     QVERIFY(!parsed.error);
     QCOMPARE(parsed.value[QLatin1String("n")].toInteger(), Q_INT64_C(9007199254740993));
     QCOMPARE(parsed.value[QLatin1String("m")].toInteger(), std::numeric_limits<qint64>::min());
+}
+
+void tst_JsonSuite::memberIsFoundInTheSamePass_data()
+{
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<QByteArray>("value"); // the member's value as written; empty: none
+    QTest::addColumn<int>("elements");
+    QTest::addColumn<bool>("arrayOfArrays");
+    const auto row = [](const char *name, const char *text, const char *value, int elements,
+                        bool arrays) {
+        QTest::newRow(name) << QByteArray(text) << QByteArray(value) << elements << arrays;
+    };
+    row("a page",
+        R"({"jsonrpc":"2.0","id":3,"result":{"rowCount":2,"rows":[[1,"a"],[2,"b"]],"done":false}})",
+        R"([[1,"a"],[2,"b"]])", 2, true);
+    row("rows last, spaces", "{ \"result\" : { \"rows\" :\t[ [ ] , [\"]\"] ] } }",
+        "[ [ ] , [\"]\"] ]", 2, true);
+    row("empty page", R"({"result":{"rows":[]}})", "[]", 0, true);
+    row("rows of scalars", R"({"result":{"rows":[1,[2]]}})", "[1,[2]]", 2, false);
+    row("rows of objects", R"({"result":{"rows":[{"a":[1]},[2]]}})", R"([{"a":[1]},[2]])", 2, false);
+    row("rows a string", R"({"result":{"rows":"[[1]]"}})", R"("[[1]]")", 0, false);
+    row("rows a number", R"({"result":{"rows":12}})", "12", 0, false);
+    row("nested rows are not it", R"({"result":{"x":{"rows":[[1]]},"rows":[[2],[3]]}})",
+        "[[2],[3]]", 2, true);
+    row("rows beside result are not it", R"({"rows":[[1]],"result":{"y":1}})", "", 0, false);
+    row("result not an object", R"({"result":[{"rows":[[1]]}]})", "", 0, false);
+    row("the first of repeated names", R"({"result":{"rows":[[1]],"rows":[[2],[3]]}})", "[[1]]", 1,
+        true);
+    row("the first result only", R"({"result":{"x":1},"result":{"rows":[[1]]}})", "", 0, false);
+    row("an escaped name does not match", R"({"result":{"r\u006fws":[[1]]}})", "", 0, false);
+    row("deep values inside rows", R"({"result":{"rows":[[[[1]]],[{"rows":[[9]]}]]}})",
+        R"([[[[1]]],[{"rows":[[9]]}]])", 2, true);
+    row("no member", R"({"result":{"rowCount":0}})", "", 0, false);
+    row("not an object", R"([{"result":{"rows":[]}}])", "", 0, false);
+}
+
+void tst_JsonSuite::memberIsFoundInTheSamePass()
+{
+    QFETCH(QByteArray, text);
+    QFETCH(QByteArray, value);
+    QFETCH(int, elements);
+    QFETCH(bool, arrayOfArrays);
+    Json::Member m;
+    QVERIFY(!Json::validate(text, {"result", "rows"}, &m));
+    QCOMPARE(m.found(), !value.isEmpty());
+    if (!m.found())
+        return;
+    QCOMPARE(text.sliced(m.begin, m.end - m.begin), value);
+    QCOMPARE(m.isArray, value.startsWith('['));
+    QCOMPARE(m.elements, qsizetype(elements));
+    QCOMPARE(m.isArrayOfArrays(), arrayOfArrays);
+
+    // Text that is not JSON finds nothing, even where the member was complete before the error.
+    QVERIFY(Json::validate(QByteArray(text + ","), {"result", "rows"}, &m));
+    QVERIFY(!m.found());
 }
 
 QTEST_GUILESS_MAIN(tst_JsonSuite)
