@@ -17,6 +17,8 @@ private Q_SLOTS:
     void split_data();
     void split();
     void withRowsIsTheSameObject();
+    void aMalformedPageIsRefusedWhole_data();
+    void aMalformedPageIsRefusedWhole();
 };
 
 void tst_PageText::split_data()
@@ -90,6 +92,29 @@ void tst_PageText::withRowsIsTheSameObject()
     const QJsonObject empty = QJsonDocument::fromJson(PageText::withRows({}, "[]")).object();
     QCOMPARE(empty.keys(), QStringList{QStringLiteral("rows")});
     QVERIFY(empty.value(u"rows").isArray());
+}
+
+void tst_PageText::aMalformedPageIsRefusedWhole_data()
+{
+    QTest::addColumn<QByteArray>("line");
+    QTest::newRow("invalid UTF-8 in a row") << QByteArray("{\"rows\":[[\"a\xff\"]],\"id\":1}");
+    QTest::newRow("an encoded surrogate") << QByteArray("{\"rows\":[[\"\xed\xa0\x80\"]],\"id\":1}");
+    QTest::newRow("a raw control character") << QByteArray("{\"rows\":[[\"a\nb\"]],\"id\":1}");
+    QTest::newRow("a truncated page") << QByteArray(R"({"id":1,"rows":[[1],[2)");
+    QTest::newRow("text after the rows' end") << QByteArray(R"({"rows":[[1]]]],"id":1})");
+    QTest::newRow("a lenient number") << QByteArray(R"({"rows":[[-2.]],"id":1})");
+}
+
+// What a database host (hostile: it is the sandbox's) sends is one line that the engine checks
+// before anything of it is used: a page that is not strict JSON gives no rows, no members, not
+// even the id of the call it claims to answer (which then fails by its timeout or its
+// connection, never with part of a page).
+void tst_PageText::aMalformedPageIsRefusedWhole()
+{
+    QFETCH(QByteArray, line);
+    Sandbox::Json::Member rows;
+    QVERIFY(Sandbox::Json::validate(line, {"rows"}, &rows));
+    QVERIFY(!rows.found());
 }
 
 QTEST_GUILESS_MAIN(tst_PageText)
