@@ -30,8 +30,10 @@ targets=("$@")
 if ((${#targets[@]} == 0)); then
   mapfile -t targets < <(find "$here/tests/fuzz/corpus" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort)
 fi
-status=0
-for t in "${targets[@]}"; do
+# One target per core at a time (each fuzzer is one process), each for the whole FUZZ_SECONDS;
+# what each printed is shown in the targets' order once all have ended.
+fuzz_one() { # target: runs it, prints what it found; exit status 1 on a failure
+  local t=$1 corpus work artifacts rc=0
   corpus="$here/tests/fuzz/corpus/$t"
   work=$(mktemp -d)
   cp -r "$corpus/." "$work/"
@@ -41,9 +43,9 @@ for t in "${targets[@]}"; do
   if ! ASAN_OPTIONS=detect_leaks=1 "$build_dir/$t" -max_total_time="$seconds" -timeout=10 \
       -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts" \
       "$work" >"$build_dir/$t.log" 2>&1; then
-    echo "fuzz: $t FAILED; reproducer(s) in $artifacts; log $build_dir/$t.log" >&2
-    grep -E "ERROR|SUMMARY|deadly|Test unit written" "$build_dir/$t.log" | head -20 >&2
-    status=1
+    echo "fuzz: $t FAILED; reproducer(s) in $artifacts; log $build_dir/$t.log"
+    grep -E "ERROR|SUMMARY|deadly|Test unit written" "$build_dir/$t.log" | head -20
+    rc=1
   else
     grep -E "stat::number_of_executed_units|cov:" "$build_dir/$t.log" | tail -2 | sed "s/^/fuzz: $t: /"
   fi
@@ -51,5 +53,21 @@ for t in "${targets[@]}"; do
     "$build_dir/$t" -merge=1 "$corpus" "$work" >/dev/null 2>&1
   fi
   rm -rf "$work"
+  return $rc
+}
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n || true; done
+  rm -f "$build_dir/$t.status"
+  { rc=0; fuzz_one "$t" || rc=$?; echo $rc >"$build_dir/$t.status"; } >"$build_dir/$t.summary" 2>&1 &
+done
+wait
+status=0
+for t in "${targets[@]}"; do
+  if [ "$(cat "$build_dir/$t.status" 2>/dev/null)" = 0 ]; then
+    cat "$build_dir/$t.summary"
+  else
+    cat "$build_dir/$t.summary" >&2
+    status=1
+  fi
 done
 exit $status

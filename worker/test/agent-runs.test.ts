@@ -17,10 +17,14 @@ const CALLS: [string, Obj][] = [
   ['agents.runOnRepo', { url: 'https://example.invalid/repo.git', prompt: 'fix it' }],
 ];
 
+// The size of both sandboxes of a relayed call, the engine's and the Worker's (the same kind, as
+// the comparison needs): each call starts Claude Code's CLI, which needs seconds of CPU to start.
+const RELAY_SIZE = 'standard-1';
+
 /** What the engine answers `method` in a fresh sandbox of its own, as the Worker should relay it. */
 async function engineAnswer(method: string, params: Obj, workerId: string): Promise<Obj> {
   const engine = new EngineConnection(new UrlEngineTarget(inject('engineUrl'), inject('engineKey')));
-  const direct = (await engine.request('agents.create', { type: 'claude-code', size: 'lite' })) as { id: string };
+  const direct = (await engine.request('agents.create', { type: 'claude-code', size: RELAY_SIZE })) as { id: string };
   const ours = (t: string) => t.split(direct.id).join(workerId);
   try {
     const r = (await engine.request(method, { ...params, id: direct.id })) as Obj;
@@ -38,13 +42,13 @@ describe.skipIf(!hasEngine)('agent runs through the Worker', () => {
   let id = '';
   beforeAll(async () => {
     await deleteAllSandboxes();
-    const r = await http('POST', '/api/agents', { body: { type: 'claude-code', size: 'lite' } });
+    const r = await http('POST', '/api/agents', { body: { type: 'claude-code', size: RELAY_SIZE } });
     id = (r.body as { id: string }).id;
   });
   afterAll(() => deleteAllSandboxes());
 
-  // Each case runs the CLI twice (the engine's answer, then the Worker's), and a run whose CLI
-  // retries an unreachable API takes 20-45 s: 180 s for the two.
+  // Each case runs the CLI twice (the engine's answer, then the Worker's); a run whose CLI
+  // retries an unreachable API took 3-8 s here at RELAY_SIZE (20-45 s at lite): 180 s for the two.
   for (const [method, params] of CALLS) {
     it(`relays the engine's own answer to ${method} over /rpc`, async () => {
       const expected = await engineAnswer(method, params, id);
