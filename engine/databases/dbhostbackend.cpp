@@ -63,7 +63,7 @@ public:
         });
     }
 
-    bool isOpen() const { return m_socket->state() == QLocalSocket::ConnectedState; }
+    bool isOpen() const { return !m_broken && m_socket->state() == QLocalSocket::ConnectedState; }
     int inFlight() const { return int(m_handlers.size()); }
 
     void send(quint64 id, QJsonObject request, Handler handler)
@@ -93,24 +93,43 @@ private:
             start = nl + 1;
             m_scanned = start;
             const Page o = pageOf(line);
-            const quint64 id = quint64(o.value(QStringLiteral("id")).toDouble());
-            const auto handler = m_handlers.take(id);
-            if (handler)
+            const QJsonValue id = o.value(QStringLiteral("id"));
+            // Every answer the host writes is a JSON object with its request's numeric id; a line
+            // that is not one is a violation (the host is the sandbox's): the connection ends,
+            // and its calls fail now instead of waiting for their timeouts.
+            if (!id.isDouble())
+                return breakOff(QStringLiteral("the database host sent a malformed answer"), line);
+            // An id without a handler answers a control request (cancel, close), or is late.
+            if (const auto handler = m_handlers.take(quint64(id.toDouble())))
                 handler(o);
         }
         m_buffer.remove(0, start);
         m_scanned = m_buffer.size();
-        if (m_buffer.size() > kMaxLine) {
-            m_buffer.clear();
-            failAll(QStringLiteral("the database host sent an answer over 64 MiB"));
-            m_socket->abort();
-        }
+        if (m_buffer.size() > kMaxLine)
+            breakOff(QStringLiteral("the database host sent an answer over 64 MiB"), m_buffer);
+    }
+
+    // Closes the connection after a violation: it takes no more calls (isOpen), its calls fail
+    // with `why`, and the log shows the start of what came, escaped (it is the sandbox's text).
+    void breakOff(const QString &why, QByteArrayView what)
+    {
+        qCWarning(lcDbHost).noquote()
+            << why << "- closing the connection; it began:"
+            << QString::fromLatin1(what.first(qMin(what.size(), qsizetype(80)))
+                                       .toByteArray()
+                                       .toPercentEncoding(" {}[]\":,"));
+        m_broken = true;
+        m_buffer.clear();
+        m_scanned = 0;
+        failAll(why);
+        m_socket->abort();
     }
 
     QLocalSocket *m_socket; // owned (child)
     QByteArray m_buffer;
     qsizetype m_scanned = 0; // bytes of m_buffer known to hold no line end
     QHash<quint64, Handler> m_handlers;
+    bool m_broken = false; // after a violation (breakOff)
 };
 
 DbHostBackend::DbHostBackend(Settings settings, QObject *parent)

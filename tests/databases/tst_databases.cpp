@@ -5,6 +5,7 @@
 #include "procstat.h"
 #include "sandboxprocesses.h"
 
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -113,6 +114,7 @@ private Q_SLOTS:
     void cancelStopsTheQuery_data();
     void cancelStopsTheQuery();
     void aServerThatNeverTakesItsCancelsHoldsFewThreads();
+    void aHostThatAnswersGarbageFailsItsCallsAtOnce();
     void statementTimeout_data();
     void statementTimeout();
     void badSqlSaysWhere_data();
@@ -860,6 +862,115 @@ void tst_Databases::aServerThatNeverTakesItsCancelsHoldsFewThreads()
                                   .toArray(),
                               (QJsonArray{QJsonArray{5}}), 15000);
     m_engine.rpc().result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), d.id}});
+}
+
+void tst_Databases::aHostThatAnswersGarbageFailsItsCallsAtOnce()
+{
+    // Code in a SQLite database's sandbox (its uid, like the database host's) puts a host of its own
+    // in place of sandbox-dbhost's socket. Each answer line it sends is a violation: the engine's
+    // connection to it ends and its calls fail at once, instead of waiting for their timeout (60 s
+    // here); the engine and the database's other connections go on.
+    const QJsonObject created = m_engine.create(QStringLiteral("databases.create"),
+                                                {{QStringLiteral("type"), QStringLiteral("sqlite")},
+                                                 {QStringLiteral("size"), QStringLiteral("basic")}},
+                                                120000);
+    QVERIFY2(!created.isEmpty(), dump(m_engine.rpc().lastError()).constData());
+    const DbCall d{&m_engine.rpc(), created.value(QStringLiteral("id")).toString()};
+    auto remove = qScopeGuard([&] {
+        m_engine.rpc().result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), d.id}});
+    });
+    // Listens, takes the host's socket name, and answers every line it reads with ARGV[0].
+    const QString fakeHost = QStringLiteral(R"(
+        my $answer = shift;
+        my $path = "/run/db/fake.sock";
+        unlink $path;
+        socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die "socket: $!";
+        bind($s, pack_sockaddr_un($path)) or die "bind: $!";
+        listen($s, 16) or die "listen: $!";
+        rename($path, "/run/db/dbhost.sock") or die "rename: $!";
+        pipe(my $ready, my $tell) or die "pipe: $!";
+        if (fork) { close($tell); <$ready>; exit 0; } # once the server is on its own
+        close($ready);
+        setsid();
+        open(STDIN, "<", "/dev/null"); open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null");
+        close($tell);
+        $SIG{CHLD} = "IGNORE";
+        while (accept(my $c, $s)) {
+            next if fork;
+            while (defined(my $l = <$c>)) { syswrite($c, "$answer\n"); }
+            exit 0;
+        }
+    )");
+    const QStringList answers{QStringLiteral("this is not JSON"), QStringLiteral("[1]"),
+                              QStringLiteral(R"({"rows":[[1]],"fields":[]})"),
+                              QStringLiteral(R"({"id":"1","rows":[[1]]})")};
+    int nextId = 500;
+    for (const QString &answer : answers) {
+        const QJsonObject ran
+            = m_engine.rpc().result(QStringLiteral("sandbox.exec"),
+                                    {{QStringLiteral("id"), d.id},
+                                     {QStringLiteral("command"),
+                                      QJsonArray{QStringLiteral("perl"), QStringLiteral("-MSocket"),
+                                                 QStringLiteral("-MPOSIX"), QStringLiteral("-e"),
+                                                 fakeHost, answer}}});
+        QVERIFY2(ran.value(QStringLiteral("exitCode")).toInt() == 0 && !ran.isEmpty(),
+                 dump(ran.isEmpty() ? m_engine.rpc().lastError() : ran).constData());
+        // A slow query holds the host's idle connection; the others need connections of their
+        // own, which reach the fake.
+        const QStringList
+            sqls{QStringLiteral(
+                     "WITH RECURSIVE c(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM c WHERE "
+                     "g < 2000000) SELECT count(*) FROM c"),
+                 QStringLiteral("SELECT 1"), QStringLiteral("SELECT 2"),
+                 QStringLiteral("SELECT 3")};
+        const int first = nextId;
+        for (const QString &sql : sqls) {
+            const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                      {QStringLiteral("id"), nextId++},
+                                      {QStringLiteral("method"), QStringLiteral("databases.query")},
+                                      {QStringLiteral("params"),
+                                       QJsonObject{{QStringLiteral("id"), d.id},
+                                                   {QStringLiteral("sql"), sql},
+                                                   {QStringLiteral("rowMode"),
+                                                    QStringLiteral("array")},
+                                                   {QStringLiteral("timeout"), 60000}}}};
+            m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+        }
+        QHash<int, QJsonObject> got;
+        QDeadlineTimer deadline(30000);
+        while (got.size() < sqls.size() && !deadline.hasExpired()) {
+            const QJsonObject m
+                = m_engine.rpc().nextMessage(int(deadline.remainingTime())).toObject();
+            const int id = m.value(QStringLiteral("id")).toInt();
+            if (id >= first && id < first + sqls.size())
+                got.insert(id - first, m);
+        }
+        QVERIFY2(got.size() == sqls.size(),
+                 qPrintable(QStringLiteral("%1 of %2 calls answered within 30 s (answer %3)")
+                                .arg(got.size())
+                                .arg(sqls.size())
+                                .arg(answer)));
+        QCOMPARE(got.value(0).value(QStringLiteral("result"))[QStringLiteral("rows")],
+                 (QJsonArray{QJsonArray{2000000}}));
+        int refused = 0;
+        for (int i = 1; i < sqls.size(); ++i) {
+            const QJsonObject m = got.value(i);
+            if (m.contains(QStringLiteral("result"))) {
+                QCOMPARE(m.value(QStringLiteral("result"))[QStringLiteral("rows")],
+                         (QJsonArray{QJsonArray{i}}));
+                continue;
+            }
+            QVERIFY2(m.value(QStringLiteral("error"))[QStringLiteral("message")].toString().contains(
+                         QLatin1String("malformed answer")),
+                     dump(m).constData());
+            ++refused;
+        }
+        QVERIFY2(refused > 0, qPrintable(answer));
+        // The database goes on serving on its host's connection, and the engine everyone else.
+        QCOMPARE(d.query(QStringLiteral("SELECT 42")).value(QStringLiteral("rows")).toArray(),
+                 (QJsonArray{QJsonArray{42}}));
+        QVERIFY(!db(QStringLiteral("duckdb")).query(QStringLiteral("SELECT 7")).isEmpty());
+    }
 }
 
 void tst_Databases::statementTimeout_data()
