@@ -83,6 +83,7 @@ private Q_SLOTS:
     void aRepeatedQuerySeesItsTableAsItIsNow_data();
     void aRepeatedQuerySeesItsTableAsItIsNow();
     void everyValueOfAPagedResultArrivesAsStored();
+    void everySqliteValueArrivesAsStored();
 };
 
 void tst_DbHost::theConnectionOfARefusedCursorSeesNewRows()
@@ -258,6 +259,111 @@ void tst_DbHost::everyValueOfAPagedResultArrivesAsStored()
         QVERIFY2(page.contains(QStringLiteral("rows")), QJsonDocument(page).toJson().constData());
     }
     QCOMPARE(row, count);
+}
+
+// SQLite's pages are written straight to text, a plain ASCII string in one copy and any other
+// through the JSON escaper and the UTF-8 check, each eight bytes at a time: every kind of string
+// at every offset from an eight-byte boundary (a prefix of 0-8 bytes) arrives as stored — escapes,
+// multi-byte characters, text that is not UTF-8 as $bytes — and integers on both sides of 2^53.
+void tst_DbHost::everySqliteValueArrivesAsStored()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    DbHost host;
+    QVERIFY(host.start(QStringLiteral("sqlite"), dir.path()));
+    struct Text
+    {
+        QByteArray bytes;
+        bool utf8;
+    };
+    const QList<Text> texts{
+        {"", true},
+        {"plain ascii text", true},
+        {"a \"quoted\" word", true},
+        {"back\\slash", true},
+        {"tab\there, new\nline, return\r", true},
+        {QByteArray("nul\0byte", 8), true},
+        {"\x01\x08\x0c\x1f control", true},
+        {"delete \x7f tilde ~", true},
+        {"caf\xc3\xa9 na\xc3\xafve", true},
+        {"\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", true},
+        {"emoji \xf0\x9f\x98\x80 and more", true},
+        {QByteArray(70, 'y') + '"' + QByteArray(30, 'z'), true},
+        {"bad \xff byte", false},
+        {"cut \xc3", false},
+        {"surrogate \xed\xa0\x80", false},
+        {"overlong \xc0\xaf", false},
+        {QByteArray(40, 'w') + "\xfe", false},
+    };
+    QStringList values;
+    QList<QJsonValue> want;
+    for (int pad = 0; pad <= 8; ++pad) {
+        for (const Text &t : texts) {
+            const QByteArray bytes = QByteArray(pad, 'p') + t.bytes;
+            values << QStringLiteral("CAST(X'%1' AS TEXT)").arg(QString::fromLatin1(bytes.toHex()));
+            want << (t.utf8 ? QJsonValue(QString::fromUtf8(bytes))
+                            : QJsonValue(QJsonObject{{QStringLiteral("$bytes"),
+                                                      QString::fromLatin1(bytes.toBase64())}}));
+        }
+    }
+    const auto big = [](const char *digits) {
+        return QJsonValue(QJsonObject{{QStringLiteral("$int"), QString::fromLatin1(digits)}});
+    };
+    const QList<std::pair<QString, QJsonValue>> others{
+        {QStringLiteral("0"), 0},
+        {QStringLiteral("-1"), -1},
+        {QStringLiteral("9007199254740991"), 9007199254740991.0},
+        {QStringLiteral("-9007199254740991"), -9007199254740991.0},
+        {QStringLiteral("9007199254740992"), big("9007199254740992")},
+        {QStringLiteral("-9007199254740992"), big("-9007199254740992")},
+        {QStringLiteral("9223372036854775807"), big("9223372036854775807")},
+        {QStringLiteral("-9223372036854775807 - 1"), big("-9223372036854775808")},
+        {QStringLiteral("2.0"), 2.0},
+        {QStringLiteral("NULL"), QJsonValue()},
+        {QStringLiteral("X'00ff41'"),
+         QJsonValue(QJsonObject{{QStringLiteral("$bytes"), QStringLiteral("AP9B")}})},
+    };
+    for (const auto &[sql, value] : others) {
+        values << sql;
+        want << value;
+    }
+    QStringList rows;
+    for (qsizetype i = 0; i < values.size(); ++i)
+        rows << QStringLiteral("(%1, %2)").arg(i).arg(values[i]);
+    const QJsonObject made = host.execute(
+        QStringLiteral("CREATE TABLE t(i INTEGER PRIMARY KEY, v); "
+                       "INSERT INTO t VALUES ")
+        + rows.join(QStringLiteral(", ")));
+    QVERIFY2(!made.contains(QStringLiteral("error")), QJsonDocument(made).toJson().constData());
+    QJsonObject page = host.ask(
+        {{QStringLiteral("op"), QStringLiteral("query")},
+         {QStringLiteral("sql"), QStringLiteral("SELECT i, v FROM t ORDER BY i")},
+         {QStringLiteral("pageSize"), 7}});
+    const QString cursor = page.value(QStringLiteral("cursor")).toString();
+    QVERIFY2(!cursor.isEmpty(), QJsonDocument(page).toJson().constData());
+    int row = 0;
+    for (;;) {
+        for (const QJsonValue &r : page.value(QStringLiteral("rows")).toArray()) {
+            QVERIFY(row < want.size());
+            const QJsonArray got = r.toArray();
+            const QJsonArray expected{row, want[row]};
+            QVERIFY2(got == expected,
+                     qPrintable(QStringLiteral("row %1: %2, not %3")
+                                    .arg(row)
+                                    .arg(QString::fromUtf8(
+                                        QJsonDocument(got).toJson(QJsonDocument::Compact)))
+                                    .arg(QString::fromUtf8(
+                                        QJsonDocument(expected).toJson(QJsonDocument::Compact)))));
+            ++row;
+        }
+        if (page.value(QStringLiteral("done")).toBool())
+            break;
+        page = host.ask({{QStringLiteral("op"), QStringLiteral("fetch")},
+                         {QStringLiteral("cursor"), cursor},
+                         {QStringLiteral("pageSize"), 7}});
+        QVERIFY2(page.contains(QStringLiteral("rows")), QJsonDocument(page).toJson().constData());
+    }
+    QCOMPARE(row, want.size());
 }
 
 QTEST_GUILESS_MAIN(tst_DbHost)

@@ -151,20 +151,26 @@ json fieldsOf(sqlite3_stmt *st, bool haveRow)
     return fields;
 }
 
+// Through the column's sqlite3_value: sqlite3_column_type(), _int64(), _text() and _bytes() each
+// look the column up again and check the connection's mutex and malloc state, which cost a page
+// as much as writing its text. The value is unprotected (no mutex held), which SQLite allows here:
+// the connection is opened without a mutex (SQLITE_OPEN_NOMUTEX), one thread at a time uses it,
+// and a value is read only as its own type, so that nothing converts it.
 void writeColumn(RowWriter &rows, sqlite3_stmt *st, int i)
 {
-    switch (sqlite3_column_type(st, i)) {
+    sqlite3_value *v = sqlite3_column_value(st, i);
+    switch (sqlite3_value_type(v)) {
     case SQLITE_INTEGER:
-        return rows.integer(sqlite3_column_int64(st, i));
+        return rows.integer(sqlite3_value_int64(v));
     case SQLITE_FLOAT:
-        return rows.floating(sqlite3_column_double(st, i));
+        return rows.floating(sqlite3_value_double(v));
     case SQLITE_TEXT: {
-        const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(st, i));
-        return rows.text(std::string_view(p, size_t(sqlite3_column_bytes(st, i))));
+        const auto *p = reinterpret_cast<const char *>(sqlite3_value_text(v));
+        return rows.text(std::string_view(p, size_t(sqlite3_value_bytes(v))));
     }
     case SQLITE_BLOB: {
-        const auto *p = static_cast<const char *>(sqlite3_column_blob(st, i));
-        return rows.bytes(std::string_view(p ? p : "", size_t(sqlite3_column_bytes(st, i))));
+        const auto *p = static_cast<const char *>(sqlite3_value_blob(v));
+        return rows.bytes(std::string_view(p ? p : "", size_t(sqlite3_value_bytes(v))));
     }
     default:
         return rows.null();

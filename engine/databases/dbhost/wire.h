@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,20 +51,29 @@ size_t approximateSize(const json &v);
 
 // A page's text as the bytes an answer holds it in (json::binary's container), so that it is
 // written once and never copied on its way to the socket. The operations JsonText::appendString
-// needs; reserve() grows by doubling (an exact reserve per value would copy the page each time).
+// needs, inline: a page is written a few bytes at a time (a value, a comma), and a vector's own
+// insert() for each of those was the largest part of a page's cost beyond SQLite's own work. The
+// vector's size is the room made so far (grown by doubling, zero-filled once); size() is what was
+// written.
 class PageBytes
 {
 public:
     void reserve(size_t n)
     {
-        if (n > m_bytes.capacity())
-            m_bytes.reserve(std::max(n, 2 * m_bytes.capacity()));
+        if (n > m_bytes.size())
+            grow(n);
     }
-    size_t size() const { return m_bytes.size(); }
-    void append(const char *p, size_t n) { m_bytes.insert(m_bytes.end(), p, p + n); }
+    size_t size() const { return m_size; }
+    void append(const char *p, size_t n)
+    {
+        if (n)
+            std::memcpy(room(n), p, n);
+        m_size += n;
+    }
     PageBytes &operator+=(char c)
     {
-        m_bytes.push_back(uint8_t(c));
+        *room(1) = c;
+        ++m_size;
         return *this;
     }
     PageBytes &operator+=(std::string_view s)
@@ -70,10 +81,26 @@ public:
         append(s.data(), s.size());
         return *this;
     }
-    std::vector<uint8_t> take() { return std::exchange(m_bytes, {}); }
+    // Room for `n` bytes at the end, to write and then commit(); valid until the next call.
+    char *room(size_t n)
+    {
+        if (m_size + n > m_bytes.size())
+            grow(m_size + n);
+        return reinterpret_cast<char *>(m_bytes.data()) + m_size;
+    }
+    void commit(size_t n) { m_size += n; }
+    std::vector<uint8_t> take()
+    {
+        m_bytes.resize(m_size); // smaller: neither moved nor filled
+        m_size = 0;
+        return std::exchange(m_bytes, {});
+    }
 
 private:
+    void grow(size_t n) { m_bytes.resize(std::max({n, 2 * m_bytes.size(), size_t(4096)})); }
+
     std::vector<uint8_t> m_bytes;
+    size_t m_size = 0;
 };
 
 // The rows of a page written straight to JSON text (an array of arrays), by the rules of the
@@ -82,10 +109,28 @@ private:
 class RowWriter
 {
 public:
-    void beginRow();
+    void beginRow()
+    {
+        m_out += m_rows++ ? std::string_view(",[") : std::string_view("[["); // the page's own first
+        m_firstValue = true;
+    }
     void endRow() { m_out += ']'; }
-    void null() { separate(), m_out += "null"; }
-    void integer(long long v);
+    void null() { separate(), m_out += std::string_view("null"); }
+    void integer(long long v)
+    {
+        // Written in place: a comma, {"$int":" and 20 digits at most, "}.
+        char *const start = m_out.room(40);
+        char *p = start;
+        if (!std::exchange(m_firstValue, false))
+            *p++ = ',';
+        const bool safe = v <= kMaxSafeInteger && v >= -kMaxSafeInteger;
+        if (!safe)
+            p = std::copy_n("{\"$int\":\"", 9, p);
+        p = std::to_chars(p, p + 20, v).ptr;
+        if (!safe)
+            p = std::copy_n("\"}", 2, p);
+        m_out.commit(size_t(p - start));
+    }
     void floating(double v);
     void text(std::string_view s); // a string, or $bytes when not UTF-8
     void bytes(std::string_view b);
@@ -95,8 +140,15 @@ public:
     // The array's text; the writer is empty afterwards.
     std::vector<uint8_t> finish();
 
+    // Integers beyond +-(2^53-1) do not survive a JSON double: they go as {"$int":"digits"}.
+    static constexpr long long kMaxSafeInteger = 9007199254740991LL;
+
 private:
-    void separate();
+    void separate()
+    {
+        if (!std::exchange(m_firstValue, false))
+            m_out += ',';
+    }
     PageBytes m_out;
     size_t m_rows = 0;
     bool m_firstValue = true;
