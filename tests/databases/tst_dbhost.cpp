@@ -65,12 +65,44 @@ public:
             {{QStringLiteral("op"), QStringLiteral("execute")}, {QStringLiteral("sql"), sql}});
     }
 
+    // Every row of `sql`, read as the engine reads a result: a query whose first page leaves a
+    // cursor, then fetches of `pageSize` rows until done. On a failure, `*error` says what came.
+    QList<QJsonArray> readAll(const QString &sql, int pageSize, QString *error)
+    {
+        QList<QJsonArray> rows;
+        QJsonObject page = ask({{QStringLiteral("op"), QStringLiteral("query")},
+                                {QStringLiteral("sql"), sql},
+                                {QStringLiteral("pageSize"), pageSize}});
+        const QString cursor = page.value(QStringLiteral("cursor")).toString();
+        for (;;) {
+            if (cursor.isEmpty() || !page.contains(QStringLiteral("rows"))) {
+                *error = QString::fromUtf8(QJsonDocument(page).toJson(QJsonDocument::Compact));
+                return rows;
+            }
+            for (const QJsonValue &r : page.value(QStringLiteral("rows")).toArray())
+                rows.append(r.toArray());
+            if (page.value(QStringLiteral("done")).toBool())
+                return rows;
+            page = ask({{QStringLiteral("op"), QStringLiteral("fetch")},
+                        {QStringLiteral("cursor"), cursor},
+                        {QStringLiteral("pageSize"), pageSize}});
+        }
+    }
+
 private:
     QProcess m_process;
     QLocalSocket m_socket;
     QString m_socketPath;
     int m_id = 0;
 };
+
+// "row N: got, not want" for a row that differs.
+QByteArray rowDiffers(qsizetype row, const QJsonArray &got, const QJsonArray &want)
+{
+    return QByteArray("row ") + QByteArray::number(row) + ": "
+           + QJsonDocument(got).toJson(QJsonDocument::Compact) + ", not "
+           + QJsonDocument(want).toJson(QJsonDocument::Compact);
+}
 
 } // namespace
 
@@ -225,40 +257,22 @@ void tst_DbHost::everyValueOfAPagedResultArrivesAsStored()
             "even FROM range(%1)")
             .arg(count));
     QVERIFY2(!made.contains(QStringLiteral("error")), QJsonDocument(made).toJson().constData());
-    QJsonObject page = host.ask(
-        {{QStringLiteral("op"), QStringLiteral("query")},
-         {QStringLiteral("sql"), QStringLiteral("SELECT * FROM t ORDER BY i")},
-         {QStringLiteral("pageSize"), 777}});
-    const QString cursor = page.value(QStringLiteral("cursor")).toString();
-    QVERIFY2(!cursor.isEmpty(), QJsonDocument(page).toJson().constData());
-    int row = 0;
-    for (;;) {
-        for (const QJsonValue &r : page.value(QStringLiteral("rows")).toArray()) {
-            const QJsonArray got = r.toArray();
-            const QJsonValue v = row % 7 == 3
-                                     ? QJsonValue()
-                                     : QJsonValue(QString(row % 20, u'x') + QString::number(row));
-            const QJsonValue big = row % 5 == 0 ? QJsonValue()
-                                                : QJsonValue(QJsonObject{
-                                                    {QStringLiteral("$int"),
-                                                     QString::number(9007199254740993LL + row)}});
-            const QJsonArray want{row, v, big, row % 3 == 0};
-            QVERIFY2(got == want, qPrintable(QStringLiteral("row %1: %2, not %3")
-                                                 .arg(row)
-                                                 .arg(QString::fromUtf8(QJsonDocument(got).toJson(
-                                                     QJsonDocument::Compact)))
-                                                 .arg(QString::fromUtf8(QJsonDocument(want).toJson(
-                                                     QJsonDocument::Compact)))));
-            ++row;
-        }
-        if (page.value(QStringLiteral("done")).toBool())
-            break;
-        page = host.ask({{QStringLiteral("op"), QStringLiteral("fetch")},
-                         {QStringLiteral("cursor"), cursor},
-                         {QStringLiteral("pageSize"), 777}});
-        QVERIFY2(page.contains(QStringLiteral("rows")), QJsonDocument(page).toJson().constData());
+    QString error;
+    const QList<QJsonArray> rows = host.readAll(QStringLiteral("SELECT * FROM t ORDER BY i"), 777,
+                                                &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(rows.size(), count);
+    for (int row = 0; row < count; ++row) {
+        const QJsonValue v = row % 7 == 3
+                                 ? QJsonValue()
+                                 : QJsonValue(QString(row % 20, u'x') + QString::number(row));
+        const QJsonValue big = row % 5 == 0 ? QJsonValue()
+                                            : QJsonValue(QJsonObject{
+                                                {QStringLiteral("$int"),
+                                                 QString::number(9007199254740993LL + row)}});
+        const QJsonArray want{row, v, big, row % 3 == 0};
+        QVERIFY2(rows[row] == want, rowDiffers(row, rows[row], want).constData());
     }
-    QCOMPARE(row, count);
 }
 
 // SQLite's pages are written straight to text, a plain ASCII string in one copy and any other
@@ -335,35 +349,15 @@ void tst_DbHost::everySqliteValueArrivesAsStored()
                        "INSERT INTO t VALUES ")
         + rows.join(QStringLiteral(", ")));
     QVERIFY2(!made.contains(QStringLiteral("error")), QJsonDocument(made).toJson().constData());
-    QJsonObject page = host.ask(
-        {{QStringLiteral("op"), QStringLiteral("query")},
-         {QStringLiteral("sql"), QStringLiteral("SELECT i, v FROM t ORDER BY i")},
-         {QStringLiteral("pageSize"), 7}});
-    const QString cursor = page.value(QStringLiteral("cursor")).toString();
-    QVERIFY2(!cursor.isEmpty(), QJsonDocument(page).toJson().constData());
-    int row = 0;
-    for (;;) {
-        for (const QJsonValue &r : page.value(QStringLiteral("rows")).toArray()) {
-            QVERIFY(row < want.size());
-            const QJsonArray got = r.toArray();
-            const QJsonArray expected{row, want[row]};
-            QVERIFY2(got == expected,
-                     qPrintable(QStringLiteral("row %1: %2, not %3")
-                                    .arg(row)
-                                    .arg(QString::fromUtf8(
-                                        QJsonDocument(got).toJson(QJsonDocument::Compact)))
-                                    .arg(QString::fromUtf8(
-                                        QJsonDocument(expected).toJson(QJsonDocument::Compact)))));
-            ++row;
-        }
-        if (page.value(QStringLiteral("done")).toBool())
-            break;
-        page = host.ask({{QStringLiteral("op"), QStringLiteral("fetch")},
-                         {QStringLiteral("cursor"), cursor},
-                         {QStringLiteral("pageSize"), 7}});
-        QVERIFY2(page.contains(QStringLiteral("rows")), QJsonDocument(page).toJson().constData());
+    QString error;
+    const QList<QJsonArray> got = host.readAll(QStringLiteral("SELECT i, v FROM t ORDER BY i"), 7,
+                                               &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(got.size(), want.size());
+    for (qsizetype row = 0; row < got.size(); ++row) {
+        const QJsonArray expected{row, want[row]};
+        QVERIFY2(got[row] == expected, rowDiffers(row, got[row], expected).constData());
     }
-    QCOMPARE(row, want.size());
 }
 
 QTEST_GUILESS_MAIN(tst_DbHost)
