@@ -127,15 +127,6 @@ QList<KeyRecord> Registry::keys() const
     return out;
 }
 
-void Registry::touchKey(const QString &id, const QDateTime &when)
-{
-    SqliteStatement s(m_db, "UPDATE keys SET last_used_at = ? WHERE id = ?");
-    s.bind(1, when);
-    s.bind(2, id);
-    if (!s.ok() || s.step() != SQLITE_DONE)
-        qCWarning(lcRegistry) << "touch key:" << sqlite3_errmsg(m_db);
-}
-
 Result<bool> Registry::upsertSandbox(const SandboxRecord &r)
 {
     SqliteStatement

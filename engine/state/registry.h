@@ -60,7 +60,6 @@ public:
     Result<bool> insertKey(const KeyRecord &key);
     Result<bool> removeKey(const QString &id);
     QList<KeyRecord> keys() const;
-    void touchKey(const QString &id, const QDateTime &when);
 
     Result<bool> upsertSandbox(const SandboxRecord &sandbox);
     Result<bool> removeSandbox(const QString &id);
