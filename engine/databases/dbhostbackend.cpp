@@ -15,6 +15,7 @@
 #include <QTimer>
 
 #include <cerrno>
+#include <cmath>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -30,6 +31,7 @@ constexpr int kReadyTimeoutMs = 20000;
 constexpr int kReadyPollMs = 2;
 constexpr int kStopTimeoutMs = 5000;
 constexpr qsizetype kMaxLine = 64 * 1024 * 1024;
+constexpr double kMaxSafeInteger = 9007199254740991.0; // 2^53 - 1: the ids the engine sends
 
 const QByteArray kSocketName = "dbhost.sock";
 
@@ -71,6 +73,8 @@ public:
         request.insert(QStringLiteral("id"), double(id));
         if (handler)
             m_handlers.emplace(id, std::move(handler));
+        else
+            ++m_unhandled;
         // Sent at once where the socket takes it (a request nearly always fits).
         writeNow(m_socket, QJsonDocument(request).toJson(QJsonDocument::Compact) + '\n');
     }
@@ -93,15 +97,19 @@ private:
             start = nl + 1;
             m_scanned = start;
             const Page o = pageOf(line);
-            const QJsonValue id = o.value(QStringLiteral("id"));
-            // Every answer the host writes is a JSON object with its request's numeric id; a line
-            // that is not one is a violation (the host is the sandbox's): the connection ends,
-            // and its calls fail now instead of waiting for their timeouts.
-            if (!id.isDouble())
+            // Every answer the host writes is a JSON object with its request's id (the engine's
+            // ids are integers below 2^53), and it answers each request once. A line that is not
+            // such an answer is a violation (the host is the sandbox's): the connection ends, and
+            // its calls fail now instead of waiting for their timeouts.
+            const double id = o.value(QStringLiteral("id")).toDouble(-1);
+            if (!(id >= 0 && id <= kMaxSafeInteger && id == std::floor(id)))
                 return breakOff(QStringLiteral("the database host sent a malformed answer"), line);
-            // An id without a handler answers a control request (cancel, close), or is late.
-            if (const auto handler = m_handlers.take(quint64(id.toDouble())))
+            if (const auto handler = m_handlers.take(quint64(id)))
                 handler(o);
+            else if (m_unhandled > 0)
+                --m_unhandled; // the answer to a request sent without a handler (cancel, close)
+            else
+                return breakOff(QStringLiteral("the database host answered no request"), line);
         }
         m_buffer.remove(0, start);
         m_scanned = m_buffer.size();
@@ -129,7 +137,8 @@ private:
     QByteArray m_buffer;
     qsizetype m_scanned = 0; // bytes of m_buffer known to hold no line end
     QHash<quint64, Handler> m_handlers;
-    bool m_broken = false; // after a violation (breakOff)
+    qint64 m_unhandled = 0; // requests sent without a handler whose answers may still come
+    bool m_broken = false;  // after a violation (breakOff)
 };
 
 DbHostBackend::DbHostBackend(Settings settings, QObject *parent)

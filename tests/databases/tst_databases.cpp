@@ -867,9 +867,10 @@ void tst_Databases::aServerThatNeverTakesItsCancelsHoldsFewThreads()
 void tst_Databases::aHostThatAnswersGarbageFailsItsCallsAtOnce()
 {
     // Code in a SQLite database's sandbox (its uid, like the database host's) puts a host of its own
-    // in place of sandbox-dbhost's socket. Each answer line it sends is a violation: the engine's
-    // connection to it ends and its calls fail at once, instead of waiting for their timeout (60 s
-    // here); the engine and the database's other connections go on.
+    // in place of sandbox-dbhost's socket. Each answer line it sends is a violation (not an object
+    // with an id the engine could have sent, or an answer to no request): the engine's connection
+    // to it ends and its calls fail at once, instead of waiting for their timeout (60 s here); the
+    // engine and the database's other connections go on.
     const QJsonObject created = m_engine.create(QStringLiteral("databases.create"),
                                                 {{QStringLiteral("type"), QStringLiteral("sqlite")},
                                                  {QStringLiteral("size"), QStringLiteral("basic")}},
@@ -901,11 +902,21 @@ void tst_Databases::aHostThatAnswersGarbageFailsItsCallsAtOnce()
             exit 0;
         }
     )");
-    const QStringList answers{QStringLiteral("this is not JSON"), QStringLiteral("[1]"),
-                              QStringLiteral(R"({"rows":[[1]],"fields":[]})"),
-                              QStringLiteral(R"({"id":"1","rows":[[1]]})")};
+    // Each line, and what the calls that get it say.
+    const QString malformed = QStringLiteral("the database host sent a malformed answer");
+    const QList<std::pair<QString, QString>> answers{
+        {QStringLiteral("this is not JSON"), malformed},
+        {QStringLiteral("[1]"), malformed},
+        {QStringLiteral(R"({"rows":[[1]],"fields":[]})"), malformed},
+        {QStringLiteral(R"({"id":"1","rows":[[1]]})"), malformed},
+        {QStringLiteral(R"({"id":-1,"rows":[[1]]})"), malformed},
+        {QStringLiteral(R"({"id":1.5,"rows":[[1]]})"), malformed},
+        {QStringLiteral(R"({"id":1e300,"rows":[[1]]})"), malformed},
+        {QStringLiteral(R"({"id":4000000000,"rows":[[1]]})"),
+         QStringLiteral("the database host answered no request")},
+    };
     int nextId = 500;
-    for (const QString &answer : answers) {
+    for (const auto &[answer, saying] : answers) {
         const QJsonObject ran
             = m_engine.rpc().result(QStringLiteral("sandbox.exec"),
                                     {{QStringLiteral("id"), d.id},
@@ -961,7 +972,7 @@ void tst_Databases::aHostThatAnswersGarbageFailsItsCallsAtOnce()
                 continue;
             }
             QVERIFY2(m.value(QStringLiteral("error"))[QStringLiteral("message")].toString().contains(
-                         QLatin1String("malformed answer")),
+                         saying),
                      dump(m).constData());
             ++refused;
         }

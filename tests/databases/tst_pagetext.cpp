@@ -107,8 +107,8 @@ void tst_PageText::aMalformedPageIsRefusedWhole_data()
 
 // What a database host (hostile: it is the sandbox's) sends is one line that the engine checks
 // before anything of it is used: a page that is not strict JSON gives no rows, no members, not
-// even the id of the call it claims to answer (which then fails by its timeout or its
-// connection, never with part of a page).
+// even the id of the call it claims to answer (the engine then ends that connection and fails its
+// calls, never with part of a page: tst_databases aHostThatAnswersGarbageFailsItsCallsAtOnce).
 void tst_PageText::aMalformedPageIsRefusedWhole()
 {
     QFETCH(QByteArray, line);
