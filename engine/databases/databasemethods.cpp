@@ -97,10 +97,10 @@ QJsonArray toObjects(const QJsonArray &fields, const QJsonArray &rows)
     return out;
 }
 
-// A paged result's command tag is only known at its end: name it by its first word.
-QString firstKeyword(const QString &sql)
+// A paged result's command tag is only known at its end: name it by its statement.
+QString statementCommand(const QString &sql)
 {
-    return QString::fromStdString(SqlCommand::firstKeyword(sql.toStdString()));
+    return QString::fromStdString(SqlCommand::statementCommand(sql.toStdString()));
 }
 
 QJsonArray slice(const QJsonArray &rows, qsizetype from, qsizetype count)
@@ -343,7 +343,7 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                     }
                     QString command = page.value(QStringLiteral("command")).toString();
                     if (command.isEmpty())
-                        command = firstKeyword(req.sql);
+                        command = statementCommand(req.sql);
                     QJsonObject out{
                         {QStringLiteral("rowCount"), rowsAsText ? page.rowsTextCount : rows.size()},
                         {QStringLiteral("fields"), fields},

@@ -41,6 +41,136 @@ inline std::string firstKeyword(std::string_view sql)
     return out;
 }
 
+namespace Detail {
+
+// Past a quoted name or string starting at `i` ('...', "...", `...`, [...]; a doubled quote
+// inside stays in it); `i` unchanged when nothing quoted starts there.
+inline size_t skipQuoted(std::string_view sql, size_t i)
+{
+    if (i >= sql.size())
+        return i;
+    const char open = sql[i];
+    const char close = open == '[' ? ']' : open;
+    if (open != '\'' && open != '"' && open != '`' && open != '[')
+        return i;
+    for (size_t j = i + 1; j < sql.size(); ++j) {
+        if (sql[j] != close)
+            continue;
+        if (close != ']' && j + 1 < sql.size() && sql[j + 1] == close) {
+            ++j;
+            continue;
+        }
+        return j + 1;
+    }
+    return sql.size();
+}
+
+// Past the parenthesized group starting at `i` (nested groups, quotes and comments inside);
+// npos when none starts there or it never closes.
+inline size_t skipGroup(std::string_view sql, size_t i)
+{
+    if (i >= sql.size() || sql[i] != '(')
+        return std::string_view::npos;
+    int depth = 0;
+    while (i < sql.size()) {
+        const size_t j = skipSpaceAndComments(sql, i);
+        if (j != i) {
+            i = j;
+            continue;
+        }
+        const size_t q = skipQuoted(sql, i);
+        if (q != i) {
+            i = q;
+            continue;
+        }
+        if (sql[i] == '(')
+            ++depth;
+        else if (sql[i] == ')' && --depth == 0)
+            return i + 1;
+        ++i;
+    }
+    return std::string_view::npos;
+}
+
+// The upper-case word at `i` (letters, digits, _ and $ after a letter or _), and where it ends.
+inline std::string wordAt(std::string_view sql, size_t i, size_t *end)
+{
+    std::string out;
+    if (i < sql.size() && (std::isalpha(uint8_t(sql[i])) || sql[i] == '_'))
+        while (i < sql.size() && (std::isalnum(uint8_t(sql[i])) || sql[i] == '_' || sql[i] == '$'))
+            out += char(std::toupper(uint8_t(sql[i++])));
+    *end = i;
+    return out;
+}
+
+} // namespace Detail
+
+// What a statement does, as PostgreSQL's command tag names it: its first keyword, but for a
+// statement with common table expressions (WITH [RECURSIVE] name [(columns)] [USING KEY (...)] AS
+// [NOT] [MATERIALIZED] (...), ...) the keyword after them — "INSERT" for WITH ... INSERT, so that
+// its rows count as rowsAffected. "WITH" when the expressions do not parse.
+inline std::string statementCommand(std::string_view sql)
+{
+    using namespace Detail;
+    size_t i = skipSpaceAndComments(sql);
+    size_t end = 0;
+    std::string word = wordAt(sql, i, &end);
+    if (word != "WITH")
+        return firstKeyword(sql);
+    const std::string with = word;
+    i = skipSpaceAndComments(sql, end);
+    if (wordAt(sql, i, &end) == "RECURSIVE")
+        i = skipSpaceAndComments(sql, end);
+    for (;;) {
+        // The expression's name.
+        const size_t q = skipQuoted(sql, i);
+        if (q != i)
+            end = q;
+        else if (wordAt(sql, i, &end).empty())
+            return with;
+        i = skipSpaceAndComments(sql, end);
+        // Its columns, and DuckDB's USING KEY (...).
+        if (i < sql.size() && sql[i] == '(') {
+            i = skipGroup(sql, i);
+            if (i == std::string_view::npos)
+                return with;
+            i = skipSpaceAndComments(sql, i);
+        }
+        word = wordAt(sql, i, &end);
+        if (word == "USING") {
+            i = skipSpaceAndComments(sql, end);
+            if (wordAt(sql, i, &end) != "KEY")
+                return with;
+            i = skipGroup(sql, skipSpaceAndComments(sql, end));
+            if (i == std::string_view::npos)
+                return with;
+            i = skipSpaceAndComments(sql, i);
+            word = wordAt(sql, i, &end);
+        }
+        if (word != "AS")
+            return with;
+        i = skipSpaceAndComments(sql, end);
+        word = wordAt(sql, i, &end);
+        if (word == "NOT") {
+            i = skipSpaceAndComments(sql, end);
+            word = wordAt(sql, i, &end);
+        }
+        if (word == "MATERIALIZED")
+            i = skipSpaceAndComments(sql, end);
+        // Its body.
+        i = skipGroup(sql, i);
+        if (i == std::string_view::npos)
+            return with;
+        i = skipSpaceAndComments(sql, i);
+        if (i < sql.size() && sql[i] == ',') {
+            i = skipSpaceAndComments(sql, i + 1);
+            continue;
+        }
+        word = wordAt(sql, i, &end);
+        return word.empty() ? with : word;
+    }
+}
+
 // True when `sql` holds only whitespace, semicolons and comments.
 inline bool isBlank(std::string_view sql)
 {

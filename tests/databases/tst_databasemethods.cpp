@@ -4,6 +4,7 @@
 #include "databases/databasebackend.h"
 #include "databases/databasehost.h"
 #include "databases/databasemethods.h"
+#include "databases/sqlcommand.h"
 
 #include <QElapsedTimer>
 #include <QJsonArray>
@@ -188,6 +189,8 @@ private Q_SLOTS:
     void aFailedStatementEndsItsTransaction();
     void transactionsPerDatabaseAreCapped();
     void anotherKeysCursorIsNotFound();
+    void aStatementsCommandLooksPastItsCommonTableExpressions_data();
+    void aStatementsCommandLooksPastItsCommonTableExpressions();
 
 private:
     Result<QJsonObject> call(const QString &method, QJsonObject params, const CallContext &ctx = {});
@@ -537,6 +540,45 @@ void tst_DatabaseMethods::anotherKeysCursorIsNotFound()
     QCOMPARE((*out)->toObject().value(QStringLiteral("closed")).toBool(), false);
     QCOMPARE(m_host->awake, 1);
     QVERIFY(call(QStringLiteral("fetch"), {{QStringLiteral("cursor"), cursor}}));
+}
+
+void tst_DatabaseMethods::aStatementsCommandLooksPastItsCommonTableExpressions_data()
+{
+    QTest::addColumn<QString>("sql");
+    QTest::addColumn<QString>("command");
+    QTest::newRow("plain") << "  insert into t values (1)"
+                           << "INSERT";
+    QTest::newRow("comment first") << "-- x\n/* y */ update t set a = 1"
+                                   << "UPDATE";
+    QTest::newRow("with insert") << "WITH x(v) AS (SELECT 1) INSERT INTO t SELECT v FROM x"
+                                 << "INSERT";
+    QTest::newRow("recursive, two, update")
+        << "with recursive a AS (SELECT 1), b(n) as (select 2) UPDATE t SET a = 2"
+        << "UPDATE";
+    QTest::newRow("materialized") << "WITH a AS MATERIALIZED (SELECT 1) DELETE FROM t"
+                                  << "DELETE";
+    QTest::newRow("not materialized") << "WITH a AS NOT MATERIALIZED (SELECT 1) SELECT * FROM a"
+                                      << "SELECT";
+    QTest::newRow("quoted names, brackets in strings and comments")
+        << "WITH \"a)\"\"(\"(v) AS (SELECT ')(''' || \"x)\" -- )\n /* ( */ FROM [c)]), `d(` AS "
+           "((SELECT (1))) REPLACE INTO t VALUES (1)"
+        << "REPLACE";
+    QTest::newRow("duckdb using key")
+        << "WITH RECURSIVE r(k, v) USING KEY (k) AS (SELECT 1, 2) INSERT INTO t SELECT k FROM r"
+        << "INSERT";
+    QTest::newRow("unclosed body") << "WITH a AS (SELECT ')' INSERT INTO t"
+                                   << "WITH";
+    QTest::newRow("no AS") << "WITH a (SELECT 1) INSERT INTO t"
+                           << "WITH";
+    QTest::newRow("nothing after") << "WITH a AS (SELECT 1)"
+                                   << "WITH";
+}
+
+void tst_DatabaseMethods::aStatementsCommandLooksPastItsCommonTableExpressions()
+{
+    QFETCH(QString, sql);
+    QFETCH(QString, command);
+    QCOMPARE(QString::fromStdString(SqlCommand::statementCommand(sql.toStdString())), command);
 }
 
 QTEST_GUILESS_MAIN(tst_DatabaseMethods)

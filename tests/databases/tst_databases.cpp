@@ -101,6 +101,8 @@ private Q_SLOTS:
     void typesRoundTrip();
     void parametersStayData_data();
     void parametersStayData();
+    void commonTableExpressionsSayWhatTheyChanged_data();
+    void commonTableExpressionsSayWhatTheyChanged();
     void transactionCommitsOrRollsBack_data();
     void transactionCommitsOrRollsBack();
     void interactiveTransaction_data();
@@ -381,6 +383,46 @@ void tst_Databases::parametersStayData()
                  .at(0)
                  .toInt(),
              int(payloads.size()));
+}
+
+void tst_Databases::commonTableExpressionsSayWhatTheyChanged_data()
+{
+    engines();
+}
+void tst_Databases::commonTableExpressionsSayWhatTheyChanged()
+{
+    // WITH ... INSERT is an INSERT, as PostgreSQL's command tag says: its rows are rowsAffected
+    // on every engine (SQLite's answered "WITH" and 0 rows).
+    QFETCH(QString, type);
+    const DbCall d = db(type);
+    QVERIFY(!d.execute(QStringLiteral("CREATE TABLE cte(a INTEGER)")).isEmpty());
+    const auto says = [](const QJsonObject &r, const char *command, int rows) {
+        return r.value(QStringLiteral("command")).toString() == QLatin1String(command)
+               && r.value(QStringLiteral("rowsAffected")).toInt() == rows;
+    };
+    const QString insert = QStringLiteral(
+        "WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n WHERE v < 3) "
+        "INSERT INTO cte SELECT v FROM n");
+    QJsonObject r = d.execute(insert);
+    QVERIFY2(says(r, "INSERT", 3), dump(r).constData());
+    r = d.query(insert);
+    QVERIFY2(says(r, "INSERT", 3), dump(r).constData());
+    r = d.query(QStringLiteral("/* ( */ WITH \"big)\" AS (SELECT ')' AS s) "
+                               "UPDATE cte SET a = a + 10 WHERE a > 1"));
+    QVERIFY2(says(r, "UPDATE", 4), dump(r).constData());
+    r = d.query(QStringLiteral("WITH x AS (SELECT 1 AS v), y AS (SELECT v FROM x) "
+                               "SELECT count(*) FROM cte, y"),
+                {}, {{QStringLiteral("rowMode"), QStringLiteral("array")}});
+    QVERIFY2(says(r, "SELECT", 0), dump(r).constData());
+    QCOMPARE(r.value(QStringLiteral("rows")).toArray(), (QJsonArray{QJsonArray{6}}));
+    const QJsonObject t = d.method(QStringLiteral("transaction"),
+                                   {{QStringLiteral("statements"),
+                                     QJsonArray{QStringLiteral(
+                                         "WITH d AS (SELECT 12 AS v) DELETE FROM cte WHERE a IN "
+                                         "(SELECT v FROM d)")}}});
+    QVERIFY2(!t.isEmpty(), dump(d.lastError()).constData());
+    r = t.value(QStringLiteral("results")).toArray().at(0).toObject();
+    QVERIFY2(says(r, "DELETE", 2), dump(t).constData());
 }
 
 void tst_Databases::transactionCommitsOrRollsBack_data()

@@ -154,7 +154,7 @@ void tst_DatabasesService::rowFeedPagesThroughAResult()
     feed.start();
     QVERIFY(started.wait(20000));
     QCOMPARE(feed.fields().first().name, QStringLiteral("x"));
-    QCOMPARE(feed.command(), QStringLiteral("WITH"));
+    QCOMPARE(feed.command(), QStringLiteral("SELECT")); // as PostgreSQL names it
     // Pages come only when asked for: a view that does not scroll costs nothing more.
     QSignalSpy more(&feed, &RowFeed::rowsArrived);
     QVERIFY(!more.wait(200));

@@ -29,7 +29,7 @@ std::string commandOf(duckdb_statement_type t, const std::string &sql)
     case DUCKDB_STATEMENT_TYPE_EXPLAIN:
         return "EXPLAIN";
     default:
-        return firstKeyword(sql);
+        return statementCommand(sql);
     }
 }
 

@@ -460,7 +460,7 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
         if (hasParams && more)
             throw DbError{"bad_request", "parameters need a single statement", next - start};
         bindParams(db, st.st, statements == 1 ? params : json::array());
-        command = firstKeyword(sqlite3_sql(st.st));
+        command = statementCommand(sqlite3_sql(st.st));
         if (inTransaction && endsTransaction(command, sqlite3_sql(st.st)))
             throw DbError{"bad_request",
                           "this statement would end the transaction: use commit or rollback",
@@ -586,7 +586,7 @@ json SqliteBackend::transaction(uint64_t requestId, const json &statements, size
                               "each statement of a transaction must be a single statement",
                               next - sql.c_str()};
             bindParams(db, st.st, s.contains("params") ? s["params"] : json::array());
-            const std::string command = firstKeyword(sqlite3_sql(st.st));
+            const std::string command = statementCommand(sqlite3_sql(st.st));
             json rows = json::array();
             bool truncated = false;
             bool first = true;

@@ -168,8 +168,8 @@ struct AnswerLine
 };
 AnswerLine answerLine(const json &answer);
 
-// A statement's first keyword and blank SQL, as the engine reads them (../sqlcommand.h).
-using Sandbox::SqlCommand::firstKeyword;
+// A statement's command and blank SQL, as the engine reads them (../sqlcommand.h).
+using Sandbox::SqlCommand::statementCommand;
 inline bool isBlankSql(std::string_view sql)
 {
     return Sandbox::SqlCommand::isBlank(sql);

@@ -70,7 +70,15 @@ cleanup() {
     done
     say "FAILED after $checks checks"
   fi
-  if [ "${SANDBOX_E2E_KEEP:-}" = 1 ]; then say "kept $tmp"; else rm -rf "$tmp"; fi
+  if [ "${SANDBOX_E2E_KEEP:-}" = 1 ]; then
+    say "kept $tmp"
+  else
+    # An engine that had to be killed leaves its workspaces mounted: rm -rf would stop at them
+    # ("Device or resource busy") and leave the mounts behind. Deepest first, detached.
+    awk -v dir="$tmp/" 'index($2, dir) == 1 { print $2 }' /proc/self/mounts | sort -r |
+      while read -r m; do umount -l "$m" 2>/dev/null; done
+    rm -rf "$tmp"
+  fi
   exit "$rc"
 }
 trap cleanup EXIT
