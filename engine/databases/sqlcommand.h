@@ -108,15 +108,17 @@ inline std::string wordAt(std::string_view sql, size_t i, size_t *end)
 // What a statement does, as PostgreSQL's command tag names it: its first keyword, but for a
 // statement with common table expressions (WITH [RECURSIVE] name [(columns)] [USING KEY (...)] AS
 // [NOT] [MATERIALIZED] (...), ...) the keyword after them — "INSERT" for WITH ... INSERT, so that
-// its rows count as rowsAffected. "WITH" when the expressions do not parse.
+// its rows count as rowsAffected — and "SELECT" for VALUES. "WITH" when the expressions do not
+// parse.
 inline std::string statementCommand(std::string_view sql)
 {
     using namespace Detail;
+    const auto named = [](std::string word) { return word == "VALUES" ? "SELECT" : word; };
     size_t i = skipSpaceAndComments(sql);
     size_t end = 0;
     std::string word = wordAt(sql, i, &end);
     if (word != "WITH")
-        return firstKeyword(sql);
+        return named(firstKeyword(sql));
     const std::string with = word;
     i = skipSpaceAndComments(sql, end);
     if (wordAt(sql, i, &end) == "RECURSIVE")
@@ -167,7 +169,7 @@ inline std::string statementCommand(std::string_view sql)
             continue;
         }
         word = wordAt(sql, i, &end);
-        return word.empty() ? with : word;
+        return word.empty() ? with : named(word);
     }
 }
 

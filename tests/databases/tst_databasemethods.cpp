@@ -566,6 +566,10 @@ void tst_DatabaseMethods::aStatementsCommandLooksPastItsCommonTableExpressions_d
     QTest::newRow("duckdb using key")
         << "WITH RECURSIVE r(k, v) USING KEY (k) AS (SELECT 1, 2) INSERT INTO t SELECT k FROM r"
         << "INSERT";
+    QTest::newRow("values") << "VALUES (1), (2)"
+                            << "SELECT";
+    QTest::newRow("with values") << "WITH a AS (SELECT 1) VALUES (2)"
+                                 << "SELECT";
     QTest::newRow("unclosed body") << "WITH a AS (SELECT ')' INSERT INTO t"
                                    << "WITH";
     QTest::newRow("no AS") << "WITH a (SELECT 1) INSERT INTO t"

@@ -621,10 +621,11 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
                 throw errorOf(&r.r);
             }
             r.valid = true;
-            const long long changed = isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0;
-            rowsAffected += changed;
-            if (execute)
+            long long changed = isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0;
+            if (execute) {
+                rowsAffected += changed;
                 continue;
+            }
             // INSERT/UPDATE/DELETE in a query: RETURNING rows, or the bare count.
             json fields = fieldsOf(&r.r);
             RowWriter rows;
@@ -636,6 +637,9 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
                 for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
                     cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
                 cursor->readPage(PageLimits{SIZE_MAX, SIZE_MAX}, rows);
+                // DuckDB counts no changed rows for a RETURNING result: each changed row is
+                // returned once, as PostgreSQL counts them.
+                changed = (long long)rows.rows();
             }
             return json{{"fields", bareCount ? json::array() : fields},
                         {"rows", rowsText(rows.finish())},
@@ -722,6 +726,7 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
             const bool bareCount = isDml(type) && fields.size() == 1
                                    && fields[0]["name"] == "Count";
             bool truncated = false;
+            long long returned = 0;
             if (!bareCount) {
                 std::vector<duckdb_logical_type> types;
                 for (idx_t c = 0; c < duckdb_column_count(&r.r); ++c)
@@ -729,6 +734,7 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
                 duckdb_data_chunk chunk;
                 while ((chunk = duckdb_fetch_chunk(r.r))) {
                     const idx_t size = duckdb_data_chunk_get_size(chunk);
+                    returned += (long long)size;
                     for (idx_t row = 0; row < size; ++row) {
                         if (rows.size() >= maxRows) {
                             truncated = true;
@@ -745,12 +751,14 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
                 for (auto &t : types)
                     duckdb_destroy_logical_type(&t);
             }
-            results.push_back(
-                {{"command", commandOf(type, sql)},
-                 {"fields", bareCount ? json::array() : fields},
-                 {"rows", std::move(rows)},
-                 {"rowsAffected", isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0},
-                 {"truncated", truncated}});
+            results.push_back({{"command", commandOf(type, sql)},
+                               {"fields", bareCount ? json::array() : fields},
+                               {"rows", std::move(rows)},
+                               // A RETURNING result's rows are its changed rows (see query()).
+                               {"rowsAffected", !isDml(type) ? 0
+                                                : bareCount  ? (long long)duckdb_rows_changed(&r.r)
+                                                             : returned},
+                               {"truncated", truncated}});
             ++index;
         }
         run("COMMIT");
