@@ -43,15 +43,16 @@ inline std::string firstKeyword(std::string_view sql)
 
 namespace Detail {
 
-// Past a quoted name or string starting at `i` ('...', "...", `...`, [...]; a doubled quote
-// inside stays in it); `i` unchanged when nothing quoted starts there.
-inline size_t skipQuoted(std::string_view sql, size_t i)
+// Past a quoted name or string starting at `i` ('...', "...", `...`, and [...] unless
+// `brackets` is false — DuckDB's lists; a doubled quote inside stays in it); `i` unchanged when
+// nothing quoted starts there.
+inline size_t skipQuoted(std::string_view sql, size_t i, bool brackets = true)
 {
     if (i >= sql.size())
         return i;
     const char open = sql[i];
     const char close = open == '[' ? ']' : open;
-    if (open != '\'' && open != '"' && open != '`' && open != '[')
+    if (open != '\'' && open != '"' && open != '`' && (open != '[' || !brackets))
         return i;
     for (size_t j = i + 1; j < sql.size(); ++j) {
         if (sql[j] != close)
@@ -177,6 +178,49 @@ inline std::string statementCommand(std::string_view sql)
 inline bool isBlank(std::string_view sql)
 {
     return skipSpaceAndComments(sql) >= sql.size();
+}
+
+// The `index`-th statement (from 0) of a script, as PostgreSQL and DuckDB split one: at the
+// semicolons outside quotes ('...', "...", `...`), dollar-quoted strings ($$...$$, $tag$...$tag$)
+// and comments, blank pieces not counted; empty when the script has fewer statements.
+inline std::string_view statementAt(std::string_view sql, size_t index)
+{
+    size_t start = 0, n = 0;
+    for (size_t i = 0; i <= sql.size();) {
+        if (i == sql.size() || sql[i] == ';') {
+            const std::string_view piece = sql.substr(start, i - start);
+            if (!isBlank(piece) && n++ == index)
+                return piece;
+            start = ++i;
+            continue;
+        }
+        const char c = sql[i];
+        const char next = i + 1 < sql.size() ? sql[i + 1] : '\0';
+        if (c == '-' && next == '-') {
+            const size_t end = sql.find('\n', i);
+            i = end == std::string_view::npos ? sql.size() : end;
+        } else if (c == '/' && next == '*') {
+            const size_t end = sql.find("*/", i + 2);
+            i = end == std::string_view::npos ? sql.size() : end + 2;
+        } else if (const size_t q = Detail::skipQuoted(sql, i, false); q != i) {
+            i = q;
+        } else if (c == '$' && (next == '$' || std::isalpha(uint8_t(next)) || next == '_')) {
+            // $tag$ (not $1, a parameter): up to the same tag again.
+            size_t t = i + 1;
+            while (t < sql.size() && (std::isalnum(uint8_t(sql[t])) || sql[t] == '_'))
+                ++t;
+            if (t < sql.size() && sql[t] == '$') {
+                const std::string_view tag = sql.substr(i, t + 1 - i);
+                const size_t end = sql.find(tag, t + 1);
+                i = end == std::string_view::npos ? sql.size() : end + tag.size();
+            } else {
+                i = t;
+            }
+        } else {
+            ++i;
+        }
+    }
+    return {};
 }
 
 // Commands whose count of rows is rowsAffected (the others report 0).

@@ -191,6 +191,8 @@ private Q_SLOTS:
     void anotherKeysCursorIsNotFound();
     void aStatementsCommandLooksPastItsCommonTableExpressions_data();
     void aStatementsCommandLooksPastItsCommonTableExpressions();
+    void aScriptSplitsAtItsSemicolons_data();
+    void aScriptSplitsAtItsSemicolons();
 
 private:
     Result<QJsonObject> call(const QString &method, QJsonObject params, const CallContext &ctx = {});
@@ -583,6 +585,35 @@ void tst_DatabaseMethods::aStatementsCommandLooksPastItsCommonTableExpressions()
     QFETCH(QString, sql);
     QFETCH(QString, command);
     QCOMPARE(QString::fromStdString(SqlCommand::statementCommand(sql.toStdString())), command);
+}
+
+void tst_DatabaseMethods::aScriptSplitsAtItsSemicolons_data()
+{
+    QTest::addColumn<QString>("sql");
+    QTest::addColumn<int>("index");
+    QTest::addColumn<QString>("statement");
+    const QString script = QStringLiteral(
+        "BEGIN; INSERT INTO t VALUES (';', \"a;b\", $$x;y$$, $fn$ ; $$ ; $fn$, $1) -- c;d\n"
+        "/* e;f */ ;; COMMIT ;");
+    QTest::newRow("first") << script << 0 << "BEGIN";
+    QTest::newRow("quoted, dollar-quoted, commented")
+        << script << 1
+        << " INSERT INTO t VALUES (';', \"a;b\", $$x;y$$, $fn$ ; $$ ; $fn$, $1) -- c;d\n"
+           "/* e;f */ ";
+    QTest::newRow("blank pieces not counted") << script << 2 << " COMMIT ";
+    QTest::newRow("past the end") << script << 3 << "";
+    QTest::newRow("no semicolon") << "SELECT 1" << 0 << "SELECT 1";
+    QTest::newRow("unclosed string") << "SELECT 'a; SELECT 2" << 1 << "";
+}
+
+void tst_DatabaseMethods::aScriptSplitsAtItsSemicolons()
+{
+    QFETCH(QString, sql);
+    QFETCH(int, index);
+    QFETCH(QString, statement);
+    const std::string text = sql.toStdString();
+    QCOMPARE(QString::fromStdString(std::string(SqlCommand::statementAt(text, size_t(index)))),
+             statement);
 }
 
 QTEST_GUILESS_MAIN(tst_DatabaseMethods)

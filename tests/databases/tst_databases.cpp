@@ -439,6 +439,11 @@ void tst_Databases::commonTableExpressionsSayWhatTheyChanged()
     QVERIFY2(says(r, "DELETE", 2), dump(returning).constData());
     r = d.query(QStringLiteral("VALUES (1), (2)"));
     QVERIFY2(says(r, "SELECT", 0), dump(r).constData());
+    // A script is named by its last statement (DuckDB's was "" past the first statement).
+    r = d.execute(QStringLiteral("CREATE TABLE cte1(x INTEGER); CREATE TABLE cte2(y INTEGER)"));
+    QVERIFY2(says(r, "CREATE", 0), dump(r).constData());
+    r = d.execute(QStringLiteral("BEGIN; INSERT INTO cte1 VALUES (1), (2); COMMIT"));
+    QVERIFY2(says(r, "COMMIT", 2), dump(r).constData());
 }
 
 void tst_Databases::transactionCommitsOrRollsBack_data()

@@ -169,6 +169,7 @@ struct AnswerLine
 AnswerLine answerLine(const json &answer);
 
 // A statement's command and blank SQL, as the engine reads them (../sqlcommand.h).
+using Sandbox::SqlCommand::statementAt;
 using Sandbox::SqlCommand::statementCommand;
 inline bool isBlankSql(std::string_view sql)
 {
