@@ -485,8 +485,17 @@ const SqlDialect &DbHostBackend::dialectOf(const QString &engine)
             "LIMIT 1), false) "
             "FROM information_schema.columns c WHERE c.table_schema = $1 AND c.table_name = $2 "
             "AND c.table_catalog = current_database() ORDER BY c.ordinal_position"),
-        QStringLiteral("SELECT index_name, is_unique, is_primary, sql, expressions FROM "
-                       "duckdb_indexes() WHERE schema_name = $1 AND table_name = $2 ORDER BY 1"),
+        // duckdb_indexes() names its columns in one text ("['\"na me\"', plain]": a list
+        // of expressions, quoted as identifiers), and leaves out the indexes of PRIMARY KEY
+        // and UNIQUE constraints, which PostgreSQL and SQLite list.
+        QStringLiteral(
+            "SELECT index_name, is_unique, is_primary, sql, [CASE WHEN e LIKE '\"%\"' THEN "
+            "replace(e[2:-2], '\"\"', '\"') ELSE e END FOR e IN CAST(expressions AS "
+            "VARCHAR[])] FROM duckdb_indexes() WHERE schema_name = $1 AND table_name = $2 "
+            "UNION ALL SELECT constraint_name, true, constraint_type = 'PRIMARY KEY', "
+            "constraint_text, constraint_column_names FROM duckdb_constraints() WHERE "
+            "schema_name = $1 AND table_name = $2 AND constraint_type IN ('PRIMARY KEY', "
+            "'UNIQUE') ORDER BY 1"),
         QStringLiteral("main"),
         /*databasesHaveOwners=*/false,
         /*createsDatabases=*/false,

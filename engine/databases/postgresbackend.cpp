@@ -1042,8 +1042,12 @@ const SqlDialect &PostgresBackend::sqlDialect()
             "BY a.attnum"),
         QStringLiteral(
             "SELECT i.relname, ix.indisunique, ix.indisprimary, pg_get_indexdef(ix.indexrelid), "
-            "array(SELECT a.attname FROM unnest(ix.indkey) k JOIN pg_attribute a ON a.attrelid = "
-            "ix.indrelid AND a.attnum = k) "
+            // The key columns in the index's order (a join on unnest() keeps none), an
+            // expression as its text.
+            "array(SELECT CASE WHEN ix.indkey[k] = 0 THEN pg_get_indexdef(ix.indexrelid, k + 1, "
+            "true) ELSE (SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = "
+            "ix.indrelid AND a.attnum = ix.indkey[k]) END FROM generate_series(0, "
+            "ix.indnkeyatts - 1) k ORDER BY k) "
             "FROM pg_index ix JOIN pg_class t ON t.oid = ix.indrelid JOIN pg_class i ON i.oid = "
             "ix.indexrelid "
             "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1 AND t.relname = $2 "

@@ -665,6 +665,9 @@ void tst_Databases::metadata()
                  .isEmpty());
     QVERIFY2(!d.execute(QStringLiteral("CREATE INDEX meta_name ON meta(name)")).isEmpty(),
              dump(d.lastError()).constData());
+    QVERIFY2(!d.execute(QStringLiteral("CREATE UNIQUE INDEX \"meta two\" ON meta(note, name)"))
+                  .isEmpty(),
+             dump(d.lastError()).constData());
 
     const QJsonObject tables = d.method(QStringLiteral("listTables"));
     QVERIFY2(dump(tables).contains("\"name\":\"meta\""), dump(tables).constData());
@@ -683,7 +686,28 @@ void tst_Databases::metadata()
                     .value(QStringLiteral("type"))
                     .toString()
                     .contains(QLatin1String("40")));
-    QVERIFY2(dump(t.value(QStringLiteral("indexes"))).contains("meta_name"), dump(t).constData());
+    // Each index with its columns by name (DuckDB's were one text, "[name]").
+    const auto index = [&t](const QString &name) {
+        for (const QJsonValue &i : t.value(QStringLiteral("indexes")).toArray())
+            if (i[QStringLiteral("name")].toString() == name)
+                return i.toObject();
+        return QJsonObject();
+    };
+    QCOMPARE(index(QStringLiteral("meta_name")).value(QStringLiteral("columns")).toArray(),
+             QJsonArray{QStringLiteral("name")});
+    QCOMPARE(index(QStringLiteral("meta two")).value(QStringLiteral("columns")).toArray(),
+             (QJsonArray{QStringLiteral("note"), QStringLiteral("name")}));
+    QCOMPARE(index(QStringLiteral("meta two")).value(QStringLiteral("unique")).toBool(), true);
+    // The primary key's index, which SQLite keeps none of for an INTEGER PRIMARY KEY (the rowid).
+    if (type != QLatin1String("sqlite")) {
+        bool primary = false;
+        for (const QJsonValue &i : t.value(QStringLiteral("indexes")).toArray())
+            primary = primary
+                      || (i[QStringLiteral("primary")].toBool()
+                          && i[QStringLiteral("columns")].toArray()
+                                 == QJsonArray{QStringLiteral("id")});
+        QVERIFY2(primary, dump(t).constData());
+    }
     d.method(QStringLiteral("describeTable"),
              {{QStringLiteral("table"), QStringLiteral("no_such_table")}});
     QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32002);
