@@ -20,6 +20,7 @@
 #include <QListView>
 #include <QLoggingCategory>
 #include <QMenu>
+#include <QPointer>
 #include <QRegularExpression>
 #include <QSplitter>
 #include <QTabWidget>
@@ -89,8 +90,8 @@ constexpr int kTopRows = 100;
 
 bool isQuery(const QString &verb)
 {
-    return verb == QLatin1String("SELECT") || verb == QLatin1String("WITH")
-           || verb == QLatin1String("VALUES") || verb == QLatin1String("TABLE");
+    return verb == QLatin1String("SELECT") || verb == QLatin1String("VALUES")
+           || verb == QLatin1String("TABLE");
 }
 
 QString withoutSemicolon(QString sql)
@@ -393,8 +394,19 @@ void SqlConsole::runNext()
     view->setStatus(tr("Running…"));
     auto *feed = new RowFeed(&m_client->databases(), m_databaseId, sentSql(sql), {});
     feed->setPageSize(kPageSize);
-    if (isQuery(verb))
+    if (isQuery(verb)) {
         letServerRequery(view, withoutSemicolon(sql));
+    } else if (verb == QLatin1String("WITH")) {
+        // Only a WITH ... SELECT can run again inside a SELECT to be sorted or filtered: WITH ...
+        // INSERT/UPDATE/DELETE ... RETURNING would fail there. The server names what it ran.
+        connect(
+            view->model(), &ResultModel::started, view,
+            [this, view, feed = QPointer<RowFeed>(feed), inner = withoutSemicolon(sql)] {
+                if (feed && feed->command() == QLatin1String("SELECT"))
+                    letServerRequery(view, inner);
+            },
+            Qt::SingleShotConnection);
+    }
     if (verb == QLatin1String("CREATE") || verb == QLatin1String("DROP")
         || verb == QLatin1String("ALTER"))
         m_schemaChanged = true;

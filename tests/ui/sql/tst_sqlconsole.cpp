@@ -47,6 +47,7 @@ private Q_SLOTS:
     void findBarInTheEditor();
     void sortAndCountRunOnTheServer();
     void filterRunsOnTheServer();
+    void onlyAWithThatSelectsIsRunAgain();
     void explainIsDrawnAsATree();
 
 private:
@@ -331,6 +332,38 @@ void tst_SqlConsole::filterRunsOnTheServer()
     QTRY_VERIFY_WITH_TIMEOUT(view->model()->canFetchMore({}), 20000);
     QCOMPARE(view->model()->index(0, 0).data().toString(), QStringLiteral("3000"));
     QVERIFY2(!view->status().contains(QLatin1String("filtered")), qPrintable(view->status()));
+}
+
+void tst_SqlConsole::onlyAWithThatSelectsIsRunAgain()
+{
+    // Sorting and filtering run a result's statement again inside a SELECT: a WITH ... SELECT
+    // can, a WITH ... INSERT ... RETURNING cannot (no engine takes it there, and it would insert
+    // again): its grid offers no filter, and a click on its header sorts nothing on the server.
+    QVERIFY(runAndWait(QStringLiteral(
+        "CREATE TABLE wcount(n int);\n"
+        "WITH x AS (SELECT g FROM generate_series(1, 3) g) INSERT INTO wcount SELECT g FROM x "
+        "RETURNING n;\n"
+        "WITH x AS (SELECT g FROM generate_series(1, 3) g) SELECT g FROM x;")));
+    ResultView *selected = m_console->resultAt(2);
+    QVERIFY(selected->filterField()->isVisible());
+    ResultView *inserted = m_console->resultAt(1);
+    m_console->results()->setCurrentIndex(1);
+    QTRY_VERIFY(inserted->isVisible());
+    QVERIFY2(inserted->status().contains(QLatin1String("3 rows")), qPrintable(inserted->status()));
+    QVERIFY(!inserted->filterField()->isVisible());
+    // A header click on the INSERT's grid sends nothing (PostgreSQL refused the SELECT around
+    // it, and the grid showed the error), and its rows stay; still 3 rows in the table.
+    QHeaderView *header = inserted->table()->horizontalHeader();
+    QTRY_VERIFY(header->isVisible() && header->height() > 0);
+    QSignalSpy again(inserted->model(), &ResultModel::started);
+    QSignalSpy failed(inserted->model(), &ResultModel::failed);
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {},
+                      QPoint(header->sectionViewportPosition(0) + 10, header->height() / 2));
+    QVERIFY(!again.wait(1000));
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(inserted->model()->rowCount(), 3);
+    QVERIFY(runAndWait(QStringLiteral("SELECT count(*) FROM wcount")));
+    QCOMPARE(m_console->resultAt(0)->model()->index(0, 0).data().toString(), QStringLiteral("3"));
 }
 
 void tst_SqlConsole::explainIsDrawnAsATree()
