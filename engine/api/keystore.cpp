@@ -19,6 +19,9 @@ QByteArray randomBytes(int n)
     return b;
 }
 
+// How stale a key's last use may be: its registry row is written at most this often.
+constexpr qint64 kLastUsedStepSeconds = 60;
+
 bool constantTimeEquals(QByteArrayView a, QByteArrayView b)
 {
     if (a.size() != b.size())
@@ -81,15 +84,21 @@ Result<NewKey> KeyStore::create(const QString &name, bool admin)
 Result<QString> KeyStore::verify(QByteArrayView presentedKey)
 {
     const QByteArray hash = sha256(presentedKey);
-    QString found;
+    KeyRecord *found = nullptr;
     // Every stored hash is compared, whether or not an earlier one matched.
-    for (const KeyRecord &k : std::as_const(m_keys)) {
+    for (KeyRecord &k : m_keys) {
         if (constantTimeEquals(hash, k.hash) && !presentedKey.isEmpty())
-            found = k.id;
+            found = &k;
     }
-    if (found.isEmpty())
+    if (!found)
         return Error{ErrorCode::Unauthorized, QStringLiteral("missing or invalid API key"), {}};
-    return found;
+    const QDateTime now = QDateTime::currentDateTimeUtc();
+    if (!found->lastUsedAt.isValid() || found->lastUsedAt.secsTo(now) >= kLastUsedStepSeconds) {
+        // A failed write costs only the last use's precision: the request goes on.
+        found->lastUsedAt = now;
+        (void)m_registry->touchKey(found->id, now);
+    }
+    return found->id;
 }
 
 Result<bool> KeyStore::revoke(const QString &id)
@@ -104,7 +113,7 @@ QList<NewKey> KeyStore::list() const
 {
     QList<NewKey> out;
     for (const KeyRecord &k : m_keys)
-        out.append(NewKey{k.id, k.name, {}, k.createdAt, k.admin});
+        out.append(NewKey{k.id, k.name, {}, k.createdAt, k.admin, k.lastUsedAt});
     return out;
 }
 

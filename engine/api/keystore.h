@@ -16,6 +16,7 @@ struct NewKey
     QString key; // shown once, at creation
     QDateTime createdAt;
     bool admin = false;
+    QDateTime lastUsedAt; // to the minute; invalid when never used
 };
 
 // API keys (docs/protocol.md, 1.1-1.2): stored as SHA-256 hashes, checked in constant time.
@@ -29,6 +30,7 @@ public:
     Result<bool> import(const QString &name, QByteArrayView key, bool admin);
     bool isAdmin(const QString &id) const;
     // The key's id, or Unauthorized. Compares against every stored hash without an early exit.
+    // Notes when the key was used (kept once a minute at most: this runs on every request).
     Result<QString> verify(QByteArrayView presentedKey);
     Result<bool> revoke(const QString &id);
     QList<NewKey> list() const; // keys without the secret

@@ -231,16 +231,21 @@ void Methods::addKeyMethods()
                 return reply(k.error());
             reply(QJsonValue(keyJson(k.value())));
         });
-    add(QStringLiteral("keys.list"),
-        [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
-            const bool admin = m_keys->isAdmin(ctx.keyId);
-            QJsonArray keys;
-            for (const NewKey &k : m_keys->list()) {
-                if (admin || k.id == ctx.keyId)
-                    keys.append(keyJson(k));
-            }
-            reply(QJsonValue(QJsonObject{{QStringLiteral("keys"), keys}}));
-        });
+    add(QStringLiteral("keys.list"), [this](const QJsonObject &, const CallContext &ctx,
+                                            const Reply &reply) {
+        const bool admin = m_keys->isAdmin(ctx.keyId);
+        QJsonArray keys;
+        for (const NewKey &k : m_keys->list()) {
+            if (!admin && k.id != ctx.keyId)
+                continue;
+            QJsonObject o = keyJson(k);
+            o.insert(QStringLiteral("lastUsedAt"),
+                     k.lastUsedAt.isValid() ? QJsonValue(k.lastUsedAt.toString(Qt::ISODateWithMs))
+                                            : QJsonValue(QJsonValue::Null));
+            keys.append(o);
+        }
+        reply(QJsonValue(QJsonObject{{QStringLiteral("keys"), keys}}));
+    });
     add(QStringLiteral("keys.revoke"),
         [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
             FieldReader p(params);

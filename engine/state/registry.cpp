@@ -115,6 +115,16 @@ Result<bool> Registry::removeKey(const QString &id)
     return sqlite3_changes(m_db) > 0;
 }
 
+Result<bool> Registry::touchKey(const QString &id, const QDateTime &at)
+{
+    SqliteStatement s(m_db, "UPDATE keys SET last_used_at = ? WHERE id = ?");
+    s.bind(1, at);
+    s.bind(2, id);
+    if (!s.ok() || s.step() != SQLITE_DONE)
+        return dbError(m_db, "touch key");
+    return sqlite3_changes(m_db) > 0;
+}
+
 QList<KeyRecord> Registry::keys() const
 {
     QList<KeyRecord> out;

@@ -59,6 +59,8 @@ public:
 
     Result<bool> insertKey(const KeyRecord &key);
     Result<bool> removeKey(const QString &id);
+    // When the key last proved itself (KeyStore::verify, at most once a minute).
+    Result<bool> touchKey(const QString &id, const QDateTime &at);
     QList<KeyRecord> keys() const;
 
     Result<bool> upsertSandbox(const SandboxRecord &sandbox);

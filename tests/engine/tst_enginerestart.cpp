@@ -2,9 +2,11 @@
 // behind, and every sandbox comes back (asleep) with its /workspace intact.
 #include "enginefixture.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -91,6 +93,14 @@ void tst_EngineRestart::kill9LosesNothing()
     QVERIFY2(again.start(args, dir.path()), qPrintable(again.process().log()));
     QCOMPARE(again.process().key(), key); // the key file and the key registry survived
     RpcTestClient &rpc = again.rpc();
+    // ... with the key's last use, written when the first engine let it in.
+    const QJsonArray keys
+        = rpc.result(QStringLiteral("keys.list"), {}).value(QStringLiteral("keys")).toArray();
+    QCOMPARE(keys.size(), 1);
+    QVERIFY2(QDateTime::fromString(keys.first()[QStringLiteral("lastUsedAt")].toString(),
+                                   Qt::ISODateWithMs)
+                 .isValid(),
+             QJsonDocument(keys).toJson().constData());
     const QJsonObject info = rpc.result(QStringLiteral("agents.get"), {{QStringLiteral("id"), id}});
     QCOMPARE(info.value(QStringLiteral("status")).toString(), QStringLiteral("sleeping"));
     const QJsonObject cat = rpc.result(QStringLiteral("agents.exec"),

@@ -718,8 +718,25 @@ void tst_Sandboxd::anotherKeySeesNothing()
     const QJsonObject k = m_engine.rpc().result(QStringLiteral("keys.create"),
                                                 {{QStringLiteral("name"),
                                                   QStringLiteral("intruder")}});
+    // keys.list says when a key was last used: never, for a new one.
+    const auto lastUsed = [](const QJsonObject &list, const QJsonValue &id) {
+        for (const QJsonValue &key : list.value(QStringLiteral("keys")).toArray())
+            if (key[QStringLiteral("id")] == id)
+                return key[QStringLiteral("lastUsedAt")];
+        return QJsonValue(QJsonValue::Undefined);
+    };
+    const QJsonValue id = k.value(QStringLiteral("id"));
+    QCOMPARE(lastUsed(m_engine.rpc().result(QStringLiteral("keys.list"), {}), id),
+             QJsonValue(QJsonValue::Null));
+    const QDateTime before = QDateTime::currentDateTimeUtc().addMSecs(-1);
     RpcTestClient other;
     QVERIFY(other.open(m_engine.process().wsUrl(), k.value(QStringLiteral("key")).toString()));
+    const QDateTime used
+        = QDateTime::fromString(lastUsed(m_engine.rpc().result(QStringLiteral("keys.list"), {}), id)
+                                    .toString(),
+                                Qt::ISODateWithMs);
+    QVERIFY2(used.isValid() && used >= before && used <= QDateTime::currentDateTimeUtc(),
+             qPrintable(used.toString(Qt::ISODateWithMs)));
     QCOMPARE(other.result(QStringLiteral("agents.list"), {})
                  .value(QStringLiteral("agents"))
                  .toArray()
