@@ -1,5 +1,7 @@
 #include "httpconnection.h"
 
+#include "socketwrite.h"
+
 #include <QPointer>
 #include <QTcpSocket>
 
@@ -339,9 +341,15 @@ void HttpConnection::respond(HttpResponse response)
     if (m_state != State::Handling || !m_socket)
         return;
     m_keepAlive = m_keepAlive && !response.close;
-    m_socket->write(response.serialize(m_keepAlive, m_limits.keepAliveTimeoutMs / 1000));
     m_state = State::Writing;
-    m_timer.start(m_limits.writeIdleTimeoutMs);
+    // Straight to the socket when it takes the whole answer, as /rpc answers go (writeNow): not
+    // through the socket's buffer, which writes on the next turn of the event loop after a wait
+    // for writability. What it took at once emits no bytesWritten(): the answer is done here.
+    writeNow(m_socket, response.serialize(m_keepAlive, m_limits.keepAliveTimeoutMs / 1000));
+    if (m_socket->bytesToWrite() > 0)
+        m_timer.start(m_limits.writeIdleTimeoutMs); // the rest leaves as the client reads
+    else
+        answered(false);
 }
 
 void HttpConnection::onBytesWritten()
@@ -351,6 +359,11 @@ void HttpConnection::onBytesWritten()
             m_timer.start(m_limits.writeIdleTimeoutMs);
         return;
     }
+    answered(true);
+}
+
+void HttpConnection::answered(bool readNow)
+{
     if (m_state == State::Refusing)
         return linger();
     if (m_state != State::Writing)
@@ -360,7 +373,12 @@ void HttpConnection::onBytesWritten()
     m_state = State::Head;
     m_headStarted = false;
     m_timer.start(m_limits.keepAliveTimeoutMs);
-    readHead(); // a pipelined request may be waiting
+    // A pipelined request may be waiting: read now, or — inside respond(), which may run inside
+    // dispatch() for a handler that answers at once — on the next turn, once dispatch() is done.
+    if (readNow)
+        readHead();
+    else if (m_socket->bytesAvailable() > 0)
+        QMetaObject::invokeMethod(this, &HttpConnection::onReadyRead, Qt::QueuedConnection);
 }
 
 void HttpConnection::refuse(HttpResponse response)

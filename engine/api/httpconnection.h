@@ -71,6 +71,8 @@ private:
 
     void onReadyRead();
     void onBytesWritten();
+    // The answer has left: lingers, or waits for the next request (readNow: reads it at once).
+    void answered(bool readNow);
     void onTimeout();
     void readHead();
     void readBody();

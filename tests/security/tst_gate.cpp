@@ -179,6 +179,7 @@ private Q_SLOTS:
     void endedStreamsKeepBoundedMemory();
     void ambiguousHeadsAreRefused_data();
     void ambiguousHeadsAreRefused();
+    void pipelinedRequestsAreAnsweredInOrder();
     void stalledAndSlowConnectionsAreClosed();
     void connectionsAreCappedPerPeerAndInTotal();
     void bodiesHeldAtOnceAreBounded();
@@ -605,6 +606,49 @@ void tst_Gate::ambiguousHeadsAreRefused()
         s->readAll();
     }
     QVERIFY(s->state() != QAbstractSocket::ConnectedState);
+}
+
+void tst_Gate::pipelinedRequestsAreAnsweredInOrder()
+{
+    // Requests written at once, before any answer (HTTP/1.1 pipelining): each answered, in order,
+    // on the one connection; one that asks to close, or that is refused (which closes), is the
+    // last answered.
+    const QByteArray auth = "Authorization: Bearer " + m_engine.process().key().toLatin1() + "\r\n";
+    const QByteArray health = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    const auto answersTo = [this](const QByteArray &requests) {
+        auto s = connectFrom(m_engine.process().url(), 62);
+        QList<QByteArray> answers;
+        if (!s)
+            return answers;
+        s->write(requests);
+        QByteArray buffer;
+        QDeadlineTimer deadline(10000);
+        while (!deadline.hasExpired() && s->state() == QAbstractSocket::ConnectedState) {
+            pump();
+            s->waitForReadyRead(20);
+            buffer += s->readAll();
+        }
+        buffer += s->readAll();
+        for (QByteArray r = takeResponse(buffer); !r.isEmpty(); r = takeResponse(buffer))
+            answers.append(r);
+        if (!buffer.isEmpty())
+            answers.append(buffer); // a partial answer: counted, and fails the comparisons
+        return answers;
+    };
+    QList<QByteArray> a = answersTo(
+        health + "GET /api/sessions/current HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"
+        + "GET /api/agents HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"
+        + "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" + health);
+    QCOMPARE(a.size(), 4);
+    QCOMPARE(statusOf(a.at(0)), 200);
+    QVERIFY2(statusOf(a.at(1)) == 200 && a.at(1).contains("\"id\""), a.at(1).constData());
+    QVERIFY2(statusOf(a.at(2)) == 200 && a.at(2).contains("\"agents\""), a.at(2).constData());
+    QCOMPARE(statusOf(a.at(3)), 200);
+    QVERIFY(a.at(3).contains("Connection: close"));
+    a = answersTo(health + "GET /api/agents HTTP/1.1\r\nHost: x\r\n\r\n" + health);
+    QCOMPARE(a.size(), 2);
+    QCOMPARE(statusOf(a.at(0)), 200);
+    QCOMPARE(statusOf(a.at(1)), 401);
 }
 
 void tst_Gate::stalledAndSlowConnectionsAreClosed()
