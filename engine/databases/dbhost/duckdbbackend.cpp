@@ -609,7 +609,10 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
         if (inTransaction && type == DUCKDB_STATEMENT_TYPE_TRANSACTION)
             throw DbError{"bad_request",
                           "this statement would end the transaction: use commit or rollback"};
-        command = commandOf(type, count == 1 ? sql : std::string(statementAt(sql, i)));
+        // A script is named by its last statement, whose text is looked for only then (a search
+        // reads the script from its start: for every statement, a long script took minutes).
+        if (i + 1 == count)
+            command = commandOf(type, count == 1 ? sql : std::string(statementAt(sql, i)));
         // Anything but a SELECT may change what the connection's SELECTs bind to without
         // changing the catalog (USE, SET search_path): they are prepared afresh after it.
         if (type != DUCKDB_STATEMENT_TYPE_SELECT && !isDml(type))
