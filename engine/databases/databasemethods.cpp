@@ -303,6 +303,12 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                         Error e = r.error();
                         if (e.code == ErrorCode::QueryError || e.code == ErrorCode::InvalidParams)
                             locate(req.sql, e);
+                        // The statement of a script that failed (SQLite, DuckDB: the ones
+                        // before it stay), said as a transaction's failed statement is.
+                        const int index
+                            = e.data.toObject().value(QStringLiteral("statementIndex")).toInt(-1);
+                        if (req.execute && index >= 0)
+                            e.message = QStringLiteral("statement %1: ").arg(index) + e.message;
                         // A failed statement ends its transaction (the backend rolled it back).
                         if (!req.transaction.isEmpty()) {
                             forgetTransaction(req.transaction);

@@ -103,6 +103,8 @@ private Q_SLOTS:
     void parametersStayData();
     void commonTableExpressionsSayWhatTheyChanged_data();
     void commonTableExpressionsSayWhatTheyChanged();
+    void aScriptSaysWhichStatementFailed_data();
+    void aScriptSaysWhichStatementFailed();
     void transactionCommitsOrRollsBack_data();
     void transactionCommitsOrRollsBack();
     void interactiveTransaction_data();
@@ -444,6 +446,44 @@ void tst_Databases::commonTableExpressionsSayWhatTheyChanged()
     QVERIFY2(says(r, "CREATE", 0), dump(r).constData());
     r = d.execute(QStringLiteral("BEGIN; INSERT INTO cte1 VALUES (1), (2); COMMIT"));
     QVERIFY2(says(r, "COMMIT", 2), dump(r).constData());
+}
+
+void tst_Databases::aScriptSaysWhichStatementFailed_data()
+{
+    engines();
+}
+void tst_Databases::aScriptSaysWhichStatementFailed()
+{
+    // SQLite and DuckDB run a script's statements each in its own transaction, as their shells
+    // do: those before the failing one stay, and the error says which one failed. PostgreSQL runs
+    // a script as one transaction: nothing of it stays.
+    QFETCH(QString, type);
+    const DbCall d = db(type);
+    QVERIFY(!d.execute(QStringLiteral("CREATE TABLE script(a INTEGER PRIMARY KEY)")).isEmpty());
+    QVERIFY(d.execute(QStringLiteral("INSERT INTO script VALUES (1); INSERT INTO script VALUES "
+                                     "(2); INSERT INTO script VALUES (1); INSERT INTO script "
+                                     "VALUES (4)"))
+                .isEmpty());
+    const QJsonObject error = d.lastError();
+    QCOMPARE(error.value(QStringLiteral("code")).toInt(), -32014);
+    const QJsonArray rows = d.query(QStringLiteral("SELECT a FROM script ORDER BY a"), {},
+                                    {{QStringLiteral("rowMode"), QStringLiteral("array")}})
+                                .value(QStringLiteral("rows"))
+                                .toArray();
+    if (type == QLatin1String("postgres")) {
+        QCOMPARE(rows, QJsonArray());
+        return;
+    }
+    QCOMPARE(rows, (QJsonArray{QJsonArray{1}, QJsonArray{2}}));
+    QCOMPARE(error.value(QStringLiteral("data"))
+                 .toObject()
+                 .value(QStringLiteral("statementIndex"))
+                 .toInt(-1),
+             2);
+    QVERIFY2(error.value(QStringLiteral("message"))
+                 .toString()
+                 .startsWith(QLatin1String("statement 2: ")),
+             dump(error).constData());
 }
 
 void tst_Databases::transactionCommitsOrRollsBack_data()

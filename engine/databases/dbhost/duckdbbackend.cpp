@@ -596,72 +596,80 @@ json DuckdbBackend::query(uint64_t requestId, const std::string &sql, const json
 
     long long rowsAffected = 0;
     std::string command;
-    for (idx_t i = 0; i < count; ++i) {
-        auto cursor = std::make_shared<Cursor>();
-        if (duckdb_prepare_extracted_statement(conn, extracted, i, &cursor->prepared)
-            != DuckDBSuccess) {
-            const char *err = duckdb_prepare_error(cursor->prepared);
-            throw errorFromMessage(err ? err : "cannot prepare the statement", false);
-        }
-        bindParams(cursor->prepared, params);
-        const duckdb_statement_type type = duckdb_prepared_statement_type(cursor->prepared);
-        sawTransaction = sawTransaction || type == DUCKDB_STATEMENT_TYPE_TRANSACTION;
-        if (inTransaction && type == DUCKDB_STATEMENT_TYPE_TRANSACTION)
-            throw DbError{"bad_request",
-                          "this statement would end the transaction: use commit or rollback"};
-        // A script is named by its last statement, whose text is looked for only then (a search
-        // reads the script from its start: for every statement, a long script took minutes).
-        if (i + 1 == count)
-            command = commandOf(type, count == 1 ? sql : std::string(statementAt(sql, i)));
-        // Anything but a SELECT may change what the connection's SELECTs bind to without
-        // changing the catalog (USE, SET search_path): they are prepared afresh after it.
-        if (type != DUCKDB_STATEMENT_TYPE_SELECT && !isDml(type))
-            forgetStatements(conn);
-        if (execute || isDml(type)) {
-            ResultGuard r;
-            if (duckdb_execute_prepared(cursor->prepared, &r.r) != DuckDBSuccess) {
+    idx_t i = 0;
+    try {
+        for (; i < count; ++i) {
+            auto cursor = std::make_shared<Cursor>();
+            if (duckdb_prepare_extracted_statement(conn, extracted, i, &cursor->prepared)
+                != DuckDBSuccess) {
+                const char *err = duckdb_prepare_error(cursor->prepared);
+                throw errorFromMessage(err ? err : "cannot prepare the statement", false);
+            }
+            bindParams(cursor->prepared, params);
+            const duckdb_statement_type type = duckdb_prepared_statement_type(cursor->prepared);
+            sawTransaction = sawTransaction || type == DUCKDB_STATEMENT_TYPE_TRANSACTION;
+            if (inTransaction && type == DUCKDB_STATEMENT_TYPE_TRANSACTION)
+                throw DbError{"bad_request",
+                              "this statement would end the transaction: use commit or rollback"};
+            // A script is named by its last statement, whose text is looked for only then (a search
+            // reads the script from its start: for every statement, a long script took minutes).
+            if (i + 1 == count)
+                command = commandOf(type, count == 1 ? sql : std::string(statementAt(sql, i)));
+            // Anything but a SELECT may change what the connection's SELECTs bind to without
+            // changing the catalog (USE, SET search_path): they are prepared afresh after it.
+            if (type != DUCKDB_STATEMENT_TYPE_SELECT && !isDml(type))
+                forgetStatements(conn);
+            if (execute || isDml(type)) {
+                ResultGuard r;
+                if (duckdb_execute_prepared(cursor->prepared, &r.r) != DuckDBSuccess) {
+                    r.valid = true;
+                    throw errorOf(&r.r);
+                }
                 r.valid = true;
-                throw errorOf(&r.r);
+                long long changed = isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0;
+                if (execute) {
+                    rowsAffected += changed;
+                    continue;
+                }
+                // INSERT/UPDATE/DELETE in a query: RETURNING rows, or the bare count.
+                json fields = fieldsOf(&r.r);
+                RowWriter rows;
+                const bool bareCount = fields.size() == 1 && fields[0]["name"] == "Count";
+                if (!bareCount) {
+                    cursor->result = r.r;
+                    cursor->hasResult = true;
+                    r.valid = false;
+                    for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
+                        cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
+                    cursor->readPage(PageLimits{SIZE_MAX, SIZE_MAX}, rows);
+                    // DuckDB counts no changed rows for a RETURNING result: each changed row is
+                    // returned once, as PostgreSQL counts them.
+                    changed = (long long)rows.rows();
+                }
+                return json{{"fields", bareCount ? json::array() : fields},
+                            {"rows", rowsText(rows.finish())},
+                            {"command", command},
+                            {"rowsAffected", changed},
+                            {"cursor", nullptr}};
             }
-            r.valid = true;
-            long long changed = isDml(type) ? (long long)duckdb_rows_changed(&r.r) : 0;
-            if (execute) {
-                rowsAffected += changed;
-                continue;
+            duckdb_pending_result pending = nullptr;
+            if (duckdb_pending_prepared_streaming(cursor->prepared, &pending) != DuckDBSuccess) {
+                const std::string err = pending ? duckdb_pending_error(pending)
+                                                : "cannot run the statement";
+                duckdb_destroy_pending(&pending);
+                throw errorFromMessage(err, false);
             }
-            // INSERT/UPDATE/DELETE in a query: RETURNING rows, or the bare count.
-            json fields = fieldsOf(&r.r);
-            RowWriter rows;
-            const bool bareCount = fields.size() == 1 && fields[0]["name"] == "Count";
-            if (!bareCount) {
-                cursor->result = r.r;
-                cursor->hasResult = true;
-                r.valid = false;
-                for (idx_t c = 0; c < duckdb_column_count(&cursor->result); ++c)
-                    cursor->types.push_back(duckdb_column_logical_type(&cursor->result, c));
-                cursor->readPage(PageLimits{SIZE_MAX, SIZE_MAX}, rows);
-                // DuckDB counts no changed rows for a RETURNING result: each changed row is
-                // returned once, as PostgreSQL counts them.
-                changed = (long long)rows.rows();
+            if (cacheable && count == 1 && type == DUCKDB_STATEMENT_TYPE_SELECT) {
+                cacheStatement(conn, sql, cursor->prepared);
+                cursor->ownsPrepared = false;
             }
-            return json{{"fields", bareCount ? json::array() : fields},
-                        {"rows", rowsText(rows.finish())},
-                        {"command", command},
-                        {"rowsAffected", changed},
-                        {"cursor", nullptr}};
+            return streamed(cursor, pending, command);
         }
-        duckdb_pending_result pending = nullptr;
-        if (duckdb_pending_prepared_streaming(cursor->prepared, &pending) != DuckDBSuccess) {
-            const std::string err = pending ? duckdb_pending_error(pending)
-                                            : "cannot run the statement";
-            duckdb_destroy_pending(&pending);
-            throw errorFromMessage(err, false);
-        }
-        if (cacheable && count == 1 && type == DUCKDB_STATEMENT_TYPE_SELECT) {
-            cacheStatement(conn, sql, cursor->prepared);
-            cursor->ownsPrepared = false;
-        }
-        return streamed(cursor, pending, command);
+    } catch (DbError &e) {
+        // Which statement of a script failed: the ones before it stay, each its own transaction.
+        if (execute && count > 1 && e.statementIndex < 0)
+            e.statementIndex = int(i);
+        throw;
     }
     return json{{"command", command}, {"rowsAffected", rowsAffected}};
 }

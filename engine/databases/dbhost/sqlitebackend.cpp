@@ -427,88 +427,104 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
 
     const bool hasParams = params.is_array() && !params.empty();
     const char *start = sql.c_str();
+    const char *const end = start + sql.size();
+    // The rest of the text from `p`, its length known: a view made from the pointer alone would
+    // measure the rest of the script again for every statement.
+    const auto rest = [end](const char *p) { return std::string_view(p, size_t(end - p)); };
     const char *tail = start;
     long long rowsAffected = 0;
     std::string command;
     int statements = 0;
+    bool script = false; // more than one statement
+    int current = 0;     // the index of the statement being run
     // A statement this connection ran before is run again as it was prepared (one statement).
     const bool keepable = sql.size() <= kMaxKeptSql;
-    while (tail && *tail && !isBlankSql(tail)) {
-        StmtGuard st;
-        const char *next = nullptr;
-        st.st = keepable && tail == start ? takeStatement(db, sql) : nullptr;
-        if (st.st) {
-            next = start + sql.size();
-        } else {
-            const int rc = sqlite3_prepare_v3(db, tail, -1,
-                                              keepable ? SQLITE_PREPARE_PERSISTENT : 0, &st.st,
-                                              &next);
-            if (rc != SQLITE_OK)
-                throw errorOf(db, rc, tail - start);
-        }
-        if (!st.st) { // only a comment
-            tail = next;
-            continue;
-        }
-        ++statements;
-        const bool more = next && !isBlankSql(next);
-        // The whole text is this one statement: kept for the next call when it went well.
-        const bool keep = keepable && statements == 1 && !more;
-        if (!execute && more)
-            throw DbError{"bad_request", "a query takes one statement; use execute for a script",
-                          next - start};
-        if (hasParams && more)
-            throw DbError{"bad_request", "parameters need a single statement", next - start};
-        bindParams(db, st.st, statements == 1 ? params : json::array());
-        command = statementCommand(sqlite3_sql(st.st));
-        if (inTransaction && endsTransaction(command, sqlite3_sql(st.st)))
-            throw DbError{"bad_request",
-                          "this statement would end the transaction: use commit or rollback",
-                          tail - start};
-
-        if (execute) {
-            int step;
-            while ((step = sqlite3_step(st.st)) == SQLITE_ROW) {
+    try {
+        while (tail && tail < end && *tail && !isBlankSql(rest(tail))) {
+            current = statements;
+            StmtGuard st;
+            const char *next = nullptr;
+            st.st = keepable && tail == start ? takeStatement(db, sql) : nullptr;
+            if (st.st) {
+                next = start + sql.size();
+            } else {
+                const int rc = sqlite3_prepare_v3(db, tail, -1,
+                                                  keepable ? SQLITE_PREPARE_PERSISTENT : 0, &st.st,
+                                                  &next);
+                if (rc != SQLITE_OK)
+                    throw errorOf(db, rc, tail - start);
             }
-            if (step != SQLITE_DONE)
-                throw errorOf(db, step, tail - start);
-            if (isDml(command))
-                rowsAffected += sqlite3_changes64(db);
-            if (keep)
-                keepStatement(db, sql, st.release());
-            tail = next;
-            continue;
-        }
+            if (!st.st) { // only a comment
+                tail = next;
+                continue;
+            }
+            ++statements;
+            const bool more = next && next < end && !isBlankSql(rest(next));
+            script = script || more || statements > 1;
+            // The whole text is this one statement: kept for the next call when it went well.
+            const bool keep = keepable && statements == 1 && !more;
+            if (!execute && more)
+                throw DbError{"bad_request",
+                              "a query takes one statement; use execute for a script",
+                              next - start};
+            if (hasParams && more)
+                throw DbError{"bad_request", "parameters need a single statement", next - start};
+            bindParams(db, st.st, statements == 1 ? params : json::array());
+            command = statementCommand(sqlite3_sql(st.st));
+            if (inTransaction && endsTransaction(command, sqlite3_sql(st.st)))
+                throw DbError{"bad_request",
+                              "this statement would end the transaction: use commit or rollback",
+                              tail - start};
 
-        RowWriter rows;
-        const int first = sqlite3_step(st.st);
-        if (first != SQLITE_ROW && first != SQLITE_DONE)
-            throw errorOf(db, first, tail - start);
-        json fields = fieldsOf(st.st, first == SQLITE_ROW);
-        bool done = first == SQLITE_DONE || readPage(db, st.st, limits, rows, true);
-        json answer{{"fields", std::move(fields)}, {"command", command}, {"cursor", nullptr}};
-        if (done) {
-            answer["rowsAffected"] = isDml(command) ? sqlite3_changes64(db) : 0;
-        } else if (inTransaction) {
-            // No cursor outlives a call in a transaction: the first page is all there is.
-            answer["rowsAffected"] = 0;
-            answer["truncated"] = true;
-        } else {
-            auto cursor = std::make_shared<Cursor>();
-            cursor->conn = db;
-            cursor->stmt = st.release();
-            cursor->command = command;
-            // Over the cap this throws: the cursor finalizes its statement, then the releaser
-            // returns the connection.
-            const std::string id = m_cursors.add(cursor);
-            releaser.db = nullptr; // the cursor keeps the connection
-            answer["cursor"] = id;
-            answer["rowsAffected"] = 0;
+            if (execute) {
+                int step;
+                while ((step = sqlite3_step(st.st)) == SQLITE_ROW) {
+                }
+                if (step != SQLITE_DONE)
+                    throw errorOf(db, step, tail - start);
+                if (isDml(command))
+                    rowsAffected += sqlite3_changes64(db);
+                if (keep)
+                    keepStatement(db, sql, st.release());
+                tail = next;
+                continue;
+            }
+
+            RowWriter rows;
+            const int first = sqlite3_step(st.st);
+            if (first != SQLITE_ROW && first != SQLITE_DONE)
+                throw errorOf(db, first, tail - start);
+            json fields = fieldsOf(st.st, first == SQLITE_ROW);
+            bool done = first == SQLITE_DONE || readPage(db, st.st, limits, rows, true);
+            json answer{{"fields", std::move(fields)}, {"command", command}, {"cursor", nullptr}};
+            if (done) {
+                answer["rowsAffected"] = isDml(command) ? sqlite3_changes64(db) : 0;
+            } else if (inTransaction) {
+                // No cursor outlives a call in a transaction: the first page is all there is.
+                answer["rowsAffected"] = 0;
+                answer["truncated"] = true;
+            } else {
+                auto cursor = std::make_shared<Cursor>();
+                cursor->conn = db;
+                cursor->stmt = st.release();
+                cursor->command = command;
+                // Over the cap this throws: the cursor finalizes its statement, then the releaser
+                // returns the connection.
+                const std::string id = m_cursors.add(cursor);
+                releaser.db = nullptr; // the cursor keeps the connection
+                answer["cursor"] = id;
+                answer["rowsAffected"] = 0;
+            }
+            if (keep && st.st)
+                keepStatement(db, sql, st.release());
+            answer["rows"] = rowsText(rows.finish());
+            return answer;
         }
-        if (keep && st.st)
-            keepStatement(db, sql, st.release());
-        answer["rows"] = rowsText(rows.finish());
-        return answer;
+    } catch (DbError &e) {
+        // Which statement of a script failed: the ones before it stay, each its own transaction.
+        if (execute && (script || current > 0) && e.statementIndex < 0)
+            e.statementIndex = current;
+        throw;
     }
     if (statements == 0)
         throw DbError{"bad_request", "the SQL text holds no statement"};
