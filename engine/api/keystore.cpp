@@ -94,9 +94,8 @@ Result<QString> KeyStore::verify(QByteArrayView presentedKey)
         return Error{ErrorCode::Unauthorized, QStringLiteral("missing or invalid API key"), {}};
     const QDateTime now = QDateTime::currentDateTimeUtc();
     if (!found->lastUsedAt.isValid() || found->lastUsedAt.secsTo(now) >= kLastUsedStepSeconds) {
-        // A failed write costs only the last use's precision: the request goes on.
         found->lastUsedAt = now;
-        (void)m_registry->touchKey(found->id, now);
+        m_registry->touchKey(found->id, now);
     }
     return found->id;
 }

@@ -73,6 +73,16 @@ QJsonObject keyJson(const NewKey &k)
     return o;
 }
 
+// A key as keys.list answers it: with its last use (null when never used).
+QJsonObject listedKeyJson(const NewKey &k)
+{
+    QJsonObject o = keyJson(k);
+    o.insert(QStringLiteral("lastUsedAt"),
+             k.lastUsedAt.isValid() ? QJsonValue(k.lastUsedAt.toString(Qt::ISODateWithMs))
+                                    : QJsonValue(QJsonValue::Null));
+    return o;
+}
+
 Error notAdmin()
 {
     return Error{ErrorCode::Unauthorized,
@@ -231,21 +241,16 @@ void Methods::addKeyMethods()
                 return reply(k.error());
             reply(QJsonValue(keyJson(k.value())));
         });
-    add(QStringLiteral("keys.list"), [this](const QJsonObject &, const CallContext &ctx,
-                                            const Reply &reply) {
-        const bool admin = m_keys->isAdmin(ctx.keyId);
-        QJsonArray keys;
-        for (const NewKey &k : m_keys->list()) {
-            if (!admin && k.id != ctx.keyId)
-                continue;
-            QJsonObject o = keyJson(k);
-            o.insert(QStringLiteral("lastUsedAt"),
-                     k.lastUsedAt.isValid() ? QJsonValue(k.lastUsedAt.toString(Qt::ISODateWithMs))
-                                            : QJsonValue(QJsonValue::Null));
-            keys.append(o);
-        }
-        reply(QJsonValue(QJsonObject{{QStringLiteral("keys"), keys}}));
-    });
+    add(QStringLiteral("keys.list"),
+        [this](const QJsonObject &, const CallContext &ctx, const Reply &reply) {
+            const bool admin = m_keys->isAdmin(ctx.keyId);
+            QJsonArray keys;
+            for (const NewKey &k : m_keys->list()) {
+                if (admin || k.id == ctx.keyId)
+                    keys.append(listedKeyJson(k));
+            }
+            reply(QJsonValue(QJsonObject{{QStringLiteral("keys"), keys}}));
+        });
     add(QStringLiteral("keys.revoke"),
         [this](const QJsonObject &params, const CallContext &ctx, const Reply &reply) {
             FieldReader p(params);

@@ -120,7 +120,7 @@ inline std::string statementCommand(std::string_view sql)
     std::string word = wordAt(sql, i, &end);
     if (word != "WITH")
         return named(firstKeyword(sql));
-    const std::string with = word;
+    const std::string with = "WITH"; // the answer when the expressions do not parse
     i = skipSpaceAndComments(sql, end);
     if (wordAt(sql, i, &end) == "RECURSIVE")
         i = skipSpaceAndComments(sql, end);

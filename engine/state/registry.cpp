@@ -115,16 +115,6 @@ Result<bool> Registry::removeKey(const QString &id)
     return sqlite3_changes(m_db) > 0;
 }
 
-Result<bool> Registry::touchKey(const QString &id, const QDateTime &at)
-{
-    SqliteStatement s(m_db, "UPDATE keys SET last_used_at = ? WHERE id = ?");
-    s.bind(1, at);
-    s.bind(2, id);
-    if (!s.ok() || s.step() != SQLITE_DONE)
-        return dbError(m_db, "touch key");
-    return sqlite3_changes(m_db) > 0;
-}
-
 QList<KeyRecord> Registry::keys() const
 {
     QList<KeyRecord> out;
@@ -135,6 +125,15 @@ QList<KeyRecord> Registry::keys() const
         out.append(
             KeyRecord{s.text(0), s.text(1), s.blob(2), s.time(3), s.time(4), s.integer(5) != 0});
     return out;
+}
+
+void Registry::touchKey(const QString &id, const QDateTime &when)
+{
+    SqliteStatement s(m_db, "UPDATE keys SET last_used_at = ? WHERE id = ?");
+    s.bind(1, when);
+    s.bind(2, id);
+    if (!s.ok() || s.step() != SQLITE_DONE)
+        qCWarning(lcRegistry) << "touch key:" << sqlite3_errmsg(m_db);
 }
 
 Result<bool> Registry::upsertSandbox(const SandboxRecord &r)

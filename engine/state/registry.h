@@ -59,9 +59,10 @@ public:
 
     Result<bool> insertKey(const KeyRecord &key);
     Result<bool> removeKey(const QString &id);
-    // When the key last proved itself (KeyStore::verify, at most once a minute).
-    Result<bool> touchKey(const QString &id, const QDateTime &at);
     QList<KeyRecord> keys() const;
+    // When the key last proved itself (KeyStore::verify, at most once a minute); a failed write
+    // is logged, not an error: it costs only the last use's precision.
+    void touchKey(const QString &id, const QDateTime &when);
 
     Result<bool> upsertSandbox(const SandboxRecord &sandbox);
     Result<bool> removeSandbox(const QString &id);

@@ -435,7 +435,7 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
     long long rowsAffected = 0;
     std::string command;
     int statements = 0;
-    bool script = false; // more than one statement
+    bool script = false; // more than one statement (known from the first statement's end on)
     int current = 0;     // the index of the statement being run
     // A statement this connection ran before is run again as it was prepared (one statement).
     const bool keepable = sql.size() <= kMaxKeptSql;
@@ -460,7 +460,7 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
             }
             ++statements;
             const bool more = next && next < end && !isBlankSql(rest(next));
-            script = script || more || statements > 1;
+            script = script || more;
             // The whole text is this one statement: kept for the next call when it went well.
             const bool keep = keepable && statements == 1 && !more;
             if (!execute && more)
@@ -522,7 +522,7 @@ json SqliteBackend::query(uint64_t requestId, const std::string &sql, const json
         }
     } catch (DbError &e) {
         // Which statement of a script failed: the ones before it stay, each its own transaction.
-        if (execute && (script || current > 0) && e.statementIndex < 0)
+        if (execute && script && e.statementIndex < 0)
             e.statementIndex = current;
         throw;
     }
