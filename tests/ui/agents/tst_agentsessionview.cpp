@@ -545,11 +545,13 @@ void tst_AgentSessionView::runsStartedElsewhereAreFollowedLive()
     QTRY_COMPARE(other.rpc()->state(), RpcClient::State::Connected);
     AgentRunOptions options;
     options.model = QStringLiteral("claude-sonnet-4-5");
-    // The first turn ends quickly with its tokens; the second is held 20 s by the model.
+    // The first turn ends quickly with its tokens; the second is held 45 s by the model: long
+    // enough for the dashboard and the view below to see the run live on a loaded machine (with
+    // 20 s, the run ended first in two full runs of the suite, where this test took 145-196 s).
     AgentRun *run = other.agents().runConversation(
         m_sandbox.id,
         {QStringLiteral("[[write:/workspace/elsewhere.txt|from another client]]"),
-         QStringLiteral("[[sleep:20000]] [[write:/workspace/later.txt|later]]")},
+         QStringLiteral("[[sleep:45000]] [[write:/workspace/later.txt|later]]")},
         options, this);
     QVERIFY(run);
     QSignalSpy started(run, &AgentRun::started);
