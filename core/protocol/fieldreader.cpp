@@ -247,6 +247,30 @@ QString FieldReader::optionalChoice(const QString &name, const QStringList &choi
     return s;
 }
 
+namespace {
+QString nulInSqlText()
+{
+    return QStringLiteral("must not contain a NUL character (U+0000): the database would read "
+                          "the text only up to it");
+}
+} // namespace
+
+QString FieldReader::requiredSqlText(const QString &name)
+{
+    const QString text = requiredString(name);
+    if (!failed() && text.contains(QChar(0)))
+        fail(name, nulInSqlText());
+    return text;
+}
+
+QString FieldReader::optionalSqlText(const QString &name, const QString &fallback)
+{
+    const QString text = optionalString(name, fallback);
+    if (!failed() && text.contains(QChar(0)))
+        fail(name, nulInSqlText());
+    return text;
+}
+
 QString FieldReader::requiredPath(const QString &name)
 {
     const QString path = requiredString(name);

@@ -75,6 +75,10 @@ public:
     QString oneOf(const QString &name, const QStringList &allowed);
     QString optionalChoice(const QString &name, const QStringList &choices, const QString &fallback);
 
+    // SQL text, or a name the engine puts into SQL (a table's): without NUL, where every
+    // database ends such text (one would cut the statement short without a word).
+    QString requiredSqlText(const QString &name);
+    QString optionalSqlText(const QString &name, const QString &fallback = {});
     // A path in a sandbox: at most MaxPathBytes of UTF-8, no NUL.
     QString requiredPath(const QString &name);
     QString optionalPath(const QString &name, const QString &fallback = {});

@@ -119,8 +119,8 @@ void createDatabase(DatabaseHost *host, CallDeadlines *deadlines, const QString 
 void describeTable(DatabaseHost *host, CallDeadlines *deadlines, const QString &id,
                    const SqlDialect &d, FieldReader &p, const CallContext &ctx, const Reply &reply)
 {
-    const QString table = p.requiredString(QStringLiteral("table"));
-    const QString schema = p.optionalString(QStringLiteral("schema"), d.defaultSchema);
+    const QString table = p.requiredSqlText(QStringLiteral("table"));
+    const QString schema = p.optionalSqlText(QStringLiteral("schema"), d.defaultSchema);
     if (p.failed())
         return reply(p.error());
     const QJsonArray args{schema, table};

@@ -245,7 +245,7 @@ void DatabaseMethods::query(const QString &method, const QJsonObject &params,
     QueryCall call;
     call.id = p.requiredString(QStringLiteral("id"));
     SqlRequest &req = call.request;
-    req.sql = p.requiredString(QStringLiteral("sql"));
+    req.sql = p.requiredSqlText(QStringLiteral("sql"));
     const QJsonValue rawParams = p.raw(QStringLiteral("params"));
     if (rawParams.isArray())
         req.params = rawParams.toArray();
@@ -563,9 +563,13 @@ void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &
         const QJsonValue s = given[i];
         QJsonObject st = s.isString() ? QJsonObject{{QStringLiteral("sql"), s.toString()}}
                                       : s.toObject();
+        FieldReader statement(st, QStringLiteral("statements[%1]").arg(i));
+        (void)statement.requiredSqlText(QStringLiteral("sql")); // checked for a NUL
         if (st.value(QStringLiteral("sql")).toString().trimmed().isEmpty())
             p.fail(QStringLiteral("statements[%1].sql").arg(i),
                    QStringLiteral("must be a non-empty string"));
+        else if (statement.failed())
+            p.merge(statement);
         else if (st.contains(QStringLiteral("params"))
                  && !st.value(QStringLiteral("params")).isArray())
             p.fail(QStringLiteral("statements[%1].params").arg(i),

@@ -280,12 +280,12 @@ void exportTable(DatabaseHost *host, CallDeadlines *deadlines, const QJsonObject
     FieldReader p(params);
     ExportCall call;
     call.id = p.requiredString(QStringLiteral("id"));
-    const QString table = p.requiredString(QStringLiteral("table"));
+    const QString table = p.requiredSqlText(QStringLiteral("table"));
     call.format = p.optionalChoice(QStringLiteral("format"),
                                    {QStringLiteral("csv"), QStringLiteral("json"),
                                     QStringLiteral("parquet")},
                                    QStringLiteral("csv"));
-    const QString schema = p.optionalString(QStringLiteral("schema"));
+    const QString schema = p.optionalSqlText(QStringLiteral("schema"));
     call.path = p.optionalPath(QStringLiteral("path"));
     if (p.failed())
         return reply(p.error());

@@ -123,6 +123,8 @@ private Q_SLOTS:
     void statementTimeout();
     void badSqlSaysWhere_data();
     void badSqlSaysWhere();
+    void aNulInSqlIsRefusedNotCutShort_data();
+    void aNulInSqlIsRefusedNotCutShort();
     void serverSideFileAccessIsRefused_data();
     void serverSideFileAccessIsRefused();
     void exportData_data();
@@ -1173,6 +1175,58 @@ void tst_Databases::badSqlSaysWhere()
                                        "INSERT INTO s1 VALUES (1)"))
                   .isEmpty(),
              dump(d.lastError()).constData());
+}
+
+void tst_Databases::aNulInSqlIsRefusedNotCutShort_data()
+{
+    engines();
+}
+void tst_Databases::aNulInSqlIsRefusedNotCutShort()
+{
+    // Every database reads SQL text, and the names the engine puts into it, up to a NUL: what
+    // follows one was left out without a word (a script's later statements, a query's WHERE).
+    QFETCH(QString, type);
+    const DbCall d = db(type);
+    QVERIFY(!d.execute(QStringLiteral("CREATE TABLE nul(a INTEGER)")).isEmpty());
+    const QString nul(QChar(0));
+    const QString badTable = QStringLiteral("nul") + nul + QStringLiteral("x");
+    const QString badStatement = QStringLiteral("INSERT INTO nul VALUES (4)") + nul
+                                 + QStringLiteral("garbage");
+    const auto refused = [&](const QString &field) {
+        const QJsonObject e = d.lastError();
+        return e.value(QStringLiteral("code")).toInt() == -32602
+               && e.value(QStringLiteral("data")).toObject().value(QStringLiteral("field"))
+                      == QJsonValue(field)
+               && e.value(QStringLiteral("message")).toString().contains(QLatin1String("NUL"));
+    };
+    QVERIFY(d.execute(QStringLiteral("INSERT INTO nul VALUES (1);") + nul
+                      + QStringLiteral(" INSERT INTO nul VALUES (2)"))
+                .isEmpty());
+    QVERIFY2(refused(QStringLiteral("sql")), dump(d.lastError()).constData());
+    QVERIFY(d.query(QStringLiteral("SELECT count(*) FROM nul") + nul
+                    + QStringLiteral(" WHERE a = 99"))
+                .isEmpty());
+    QVERIFY2(refused(QStringLiteral("sql")), dump(d.lastError()).constData());
+    QVERIFY(d.method(QStringLiteral("transaction"),
+                     {{QStringLiteral("statements"),
+                       QJsonArray{QStringLiteral("INSERT INTO nul VALUES (3)"),
+                                  QJsonObject{{QStringLiteral("sql"), badStatement}}}}})
+                .isEmpty());
+    QVERIFY2(refused(QStringLiteral("statements[1].sql")), dump(d.lastError()).constData());
+    QVERIFY(d.method(QStringLiteral("describeTable"),
+                     {{QStringLiteral("table"), badTable}})
+                .isEmpty());
+    QVERIFY2(refused(QStringLiteral("table")), dump(d.lastError()).constData());
+    QVERIFY(d.method(QStringLiteral("exportData"),
+                     {{QStringLiteral("table"), badTable}})
+                .isEmpty());
+    QVERIFY2(refused(QStringLiteral("table")), dump(d.lastError()).constData());
+    // Nothing of them ran.
+    QCOMPARE(d.query(QStringLiteral("SELECT count(*) FROM nul"), {},
+                     {{QStringLiteral("rowMode"), QStringLiteral("array")}})
+                 .value(QStringLiteral("rows"))
+                 .toArray(),
+             (QJsonArray{QJsonArray{0}}));
 }
 
 void tst_Databases::serverSideFileAccessIsRefused_data()

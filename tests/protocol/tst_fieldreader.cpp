@@ -120,6 +120,19 @@ private Q_SLOTS:
         c.optionalChoice(QStringLiteral("size"), {QStringLiteral("s"), QStringLiteral("m")},
                          QStringLiteral("s"));
         QCOMPARE(c.error().message, QStringLiteral("size: must be one of: s, m"));
+        // SQL text: anything but a NUL, nested fields named with their prefix.
+        const QString withNul = QStringLiteral("SELECT 1") + QChar(0) + QStringLiteral("x");
+        FieldReader s(QJsonObject{{QStringLiteral("sql"), QStringLiteral("SELECT '✓'\n;")},
+                                  {QStringLiteral("table"), withNul}},
+                      QStringLiteral("statements[2]"));
+        QCOMPARE(s.requiredSqlText(QStringLiteral("sql")), QStringLiteral("SELECT '✓'\n;"));
+        QCOMPARE(s.optionalSqlText(QStringLiteral("schema"), QStringLiteral("main")),
+                 QStringLiteral("main"));
+        QVERIFY(s.ok());
+        s.optionalSqlText(QStringLiteral("table"));
+        QCOMPARE(s.error().data.toObject().value(QStringLiteral("field")).toString(),
+                 QStringLiteral("statements[2].table"));
+        QVERIFY2(s.error().message.contains(QLatin1String("NUL")), qPrintable(s.error().message));
     }
 
     void answer_data()
