@@ -79,6 +79,7 @@ public:
     // database ends such text (one would cut the statement short without a word).
     QString requiredSqlText(const QString &name);
     QString optionalSqlText(const QString &name, const QString &fallback = {});
+
     // A path in a sandbox: at most MaxPathBytes of UTF-8, no NUL.
     QString requiredPath(const QString &name);
     QString optionalPath(const QString &name, const QString &fallback = {});

@@ -1203,9 +1203,9 @@ void tst_Databases::aNulInSqlIsRefusedNotCutShort()
                       + QStringLiteral(" INSERT INTO nul VALUES (2)"))
                 .isEmpty());
     QVERIFY2(refused(QStringLiteral("sql")), dump(d.lastError()).constData());
-    QVERIFY(d.query(QStringLiteral("SELECT count(*) FROM nul") + nul
-                    + QStringLiteral(" WHERE a = 99"))
-                .isEmpty());
+    QVERIFY(
+        d.query(QStringLiteral("SELECT count(*) FROM nul") + nul + QStringLiteral(" WHERE a = 99"))
+            .isEmpty());
     QVERIFY2(refused(QStringLiteral("sql")), dump(d.lastError()).constData());
     QVERIFY(d.method(QStringLiteral("transaction"),
                      {{QStringLiteral("statements"),
@@ -1213,13 +1213,10 @@ void tst_Databases::aNulInSqlIsRefusedNotCutShort()
                                   QJsonObject{{QStringLiteral("sql"), badStatement}}}}})
                 .isEmpty());
     QVERIFY2(refused(QStringLiteral("statements[1].sql")), dump(d.lastError()).constData());
-    QVERIFY(d.method(QStringLiteral("describeTable"),
-                     {{QStringLiteral("table"), badTable}})
-                .isEmpty());
+    QVERIFY(
+        d.method(QStringLiteral("describeTable"), {{QStringLiteral("table"), badTable}}).isEmpty());
     QVERIFY2(refused(QStringLiteral("table")), dump(d.lastError()).constData());
-    QVERIFY(d.method(QStringLiteral("exportData"),
-                     {{QStringLiteral("table"), badTable}})
-                .isEmpty());
+    QVERIFY(d.method(QStringLiteral("exportData"), {{QStringLiteral("table"), badTable}}).isEmpty());
     QVERIFY2(refused(QStringLiteral("table")), dump(d.lastError()).constData());
     // Nothing of them ran.
     QCOMPARE(d.query(QStringLiteral("SELECT count(*) FROM nul"), {},
