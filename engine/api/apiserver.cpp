@@ -185,7 +185,7 @@ void ApiServer::onWebSocket()
             ws->deleteLater();
             continue;
         }
-        auto *session = new RpcSession(ws, upgrade.socket, key, m_methods, m_streams,
+        auto *session = new RpcSession(ws, upgrade.socket, key, m_keys, m_methods, m_streams,
                                        &m_queueBudget, &m_sessionLog, this);
         m_sessions.removeAll(nullptr);
         m_sessions.append(session);

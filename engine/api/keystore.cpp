@@ -34,8 +34,9 @@ bool constantTimeEquals(QByteArrayView a, QByteArrayView b)
 
 } // namespace
 
-KeyStore::KeyStore(Registry *registry)
+KeyStore::KeyStore(Registry *registry, std::function<QDateTime()> now)
     : m_registry(registry)
+    , m_now(std::move(now))
     , m_keys(registry->keys())
 {}
 
@@ -49,7 +50,7 @@ Result<bool> KeyStore::import(const QString &name, QByteArrayView key, bool admi
     const KeyRecord record{QStringLiteral("key_") + QString::fromLatin1(randomBytes(8).toHex()),
                            name,
                            hash,
-                           QDateTime::currentDateTimeUtc(),
+                           m_now(),
                            {},
                            admin};
     if (const auto ok = m_registry->insertKey(record); !ok)
@@ -72,7 +73,7 @@ Result<NewKey> KeyStore::create(const QString &name, bool admin)
     k.key = QStringLiteral("sk_")
             + QString::fromLatin1(randomBytes(32).toBase64(QByteArray::Base64UrlEncoding
                                                            | QByteArray::OmitTrailingEquals));
-    k.createdAt = QDateTime::currentDateTimeUtc();
+    k.createdAt = m_now();
     k.admin = admin;
     const KeyRecord record{k.id, k.name, sha256(k.key.toLatin1()), k.createdAt, {}, admin};
     if (const auto ok = m_registry->insertKey(record); !ok)
@@ -92,12 +93,25 @@ Result<QString> KeyStore::verify(QByteArrayView presentedKey)
     }
     if (!found)
         return Error{ErrorCode::Unauthorized, QStringLiteral("missing or invalid API key"), {}};
-    const QDateTime now = QDateTime::currentDateTimeUtc();
-    if (!found->lastUsedAt.isValid() || found->lastUsedAt.secsTo(now) >= kLastUsedStepSeconds) {
-        found->lastUsedAt = now;
-        m_registry->touchKey(found->id, now);
-    }
+    noteUse(*found);
     return found->id;
+}
+
+void KeyStore::noteUse(const QString &id)
+{
+    for (KeyRecord &k : m_keys) {
+        if (k.id == id)
+            return noteUse(k);
+    }
+}
+
+void KeyStore::noteUse(KeyRecord &key)
+{
+    const QDateTime now = m_now();
+    if (!key.lastUsedAt.isValid() || key.lastUsedAt.secsTo(now) >= kLastUsedStepSeconds) {
+        key.lastUsedAt = now;
+        m_registry->touchKey(key.id, now);
+    }
 }
 
 Result<bool> KeyStore::revoke(const QString &id)

@@ -7,6 +7,8 @@
 #include <QList>
 #include <QString>
 
+#include <functional>
+
 namespace Sandbox::Engine {
 
 struct NewKey
@@ -23,7 +25,9 @@ struct NewKey
 class KeyStore final
 {
 public:
-    explicit KeyStore(Registry *registry); // not owned
+    // `now` is the clock of a key's last use (tests move it).
+    explicit KeyStore(Registry *registry, // not owned
+                      std::function<QDateTime()> now = &QDateTime::currentDateTimeUtc);
 
     Result<NewKey> create(const QString &name, bool admin = false);
     // Registers a key chosen elsewhere (SANDBOXD_API_KEY in a container); no-op if known.
@@ -32,6 +36,10 @@ public:
     // The key's id, or Unauthorized. Compares against every stored hash without an early exit.
     // Notes when the key was used (kept once a minute at most: this runs on every request).
     Result<QString> verify(QByteArrayView presentedKey);
+    // Notes that key `id` was used now, as verify() does: every message on a WebSocket the key
+    // opened comes here (RpcSession), so a key in use for hours on one connection is not shown
+    // unused.
+    void noteUse(const QString &id);
     Result<bool> revoke(const QString &id);
     QList<NewKey> list() const; // keys without the secret
     bool isEmpty() const;
@@ -40,7 +48,10 @@ public:
     static QByteArray bearerToken(QByteArrayView authorizationHeader);
 
 private:
+    void noteUse(KeyRecord &key);
+
     Registry *m_registry;
+    std::function<QDateTime()> m_now;
     QList<KeyRecord> m_keys; // cache of the registry's keys: verify() runs on every request
 };
 

@@ -1,5 +1,6 @@
 #include "rpcsession.h"
 
+#include "keystore.h"
 #include "methods.h"
 #include "protocol/fieldreader.h"
 #include "protocol/streamframe.h"
@@ -50,13 +51,14 @@ struct RpcSession::Batch
     QJsonArray answers;
 };
 
-RpcSession::RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, Methods *methods,
-                       StreamHub *streams, ByteBudget *queueBudget, LogThrottle *log,
-                       QObject *parent)
+RpcSession::RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, KeyStore *keys,
+                       Methods *methods, StreamHub *streams, ByteBudget *queueBudget,
+                       LogThrottle *log, QObject *parent)
     : QObject(parent)
     , m_socket(socket)
     , m_device(device)
     , m_keyId(std::move(keyId))
+    , m_keys(keys)
     , m_methods(methods)
     , m_streams(streams)
     , m_queueBudget(queueBudget)
@@ -304,6 +306,8 @@ void RpcSession::drain()
 int RpcSession::process(const QByteArray &text)
 {
     const int bySize = int(text.size() / BytesPerMessage) + 1;
+    if (m_keys)
+        m_keys->noteUse(m_keyId); // written at most once a minute
     const JsonRpc::Incoming in = JsonRpc::parse(text);
     if (in.error) {
         send(JsonRpc::serialize(JsonRpc::errorObject(QJsonValue::Null, *in.error)));

@@ -23,6 +23,7 @@ class QWebSocket;
 
 namespace Sandbox::Engine {
 
+class KeyStore;
 class StreamHub;
 
 // One authenticated WebSocket at /rpc: JSON-RPC 2.0 per docs/protocol.md section 2, including
@@ -53,9 +54,10 @@ public:
     // owned: the messages its reads bring are taken at the end of each read (without it, on the
     // next turn of the event loop), and binary output messages are written to it under the
     // WebSocket (without it, through the WebSocket, copied). `queueBudget` bounds the bytes
-    // waiting in every session's queue together; `log` is shared by every session too.
-    RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, Methods *methods,
-               StreamHub *streams, ByteBudget *queueBudget, LogThrottle *log,
+    // waiting in every session's queue together; `log` is shared by every session too. Each
+    // message is a use of the key `keyId` in `keys` (keys.list's lastUsedAt; none without it).
+    RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, KeyStore *keys,
+               Methods *methods, StreamHub *streams, ByteBudget *queueBudget, LogThrottle *log,
                QObject *parent = nullptr);
     ~RpcSession() override;
 
@@ -108,6 +110,7 @@ private:
     QWebSocket *m_socket;          // owned
     QPointer<QTcpSocket> m_device; // not owned: m_socket's
     QString m_keyId;
+    KeyStore *m_keys;          // not owned; may be null
     Methods *m_methods;        // not owned
     StreamHub *m_streams;      // not owned
     ByteBudget *m_queueBudget; // not owned

@@ -60,7 +60,7 @@ public:
     Result<bool> insertKey(const KeyRecord &key);
     Result<bool> removeKey(const QString &id);
     QList<KeyRecord> keys() const;
-    // When the key last proved itself (KeyStore::verify, at most once a minute); a failed write
+    // When the key was last used (KeyStore::noteUse, at most once a minute); a failed write
     // is logged, not an error: it costs only the last use's precision.
     void touchKey(const QString &id, const QDateTime &when);
 

@@ -5,12 +5,14 @@
 // loop that read it, its answer written in the turn that made it, and a flood is still taken at
 // the connection's rate. Output written to that connection under the WebSocket and answers
 // written through it arrive whole and in order, and so do answers written as frames of their
-// own, of every size around the header's length steps.
+// own, of every size around the header's length steps. Each message is a use of the key.
 #include "api/bytebudget.h"
+#include "api/keystore.h"
 #include "api/logthrottle.h"
 #include "api/rpcsession.h"
 #include "protocol/streamframe.h"
 #include "service/streamhub.h"
+#include "state/registry.h"
 
 #include <QElapsedTimer>
 #include <QHostAddress>
@@ -20,6 +22,7 @@
 #include <QSet>
 #include <QTcpServer>
 #include <QTcpSocket>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QWebSocket>
 #include <QWebSocketServer>
@@ -27,7 +30,9 @@
 #include <algorithm>
 
 using Sandbox::Engine::ByteBudget;
+using Sandbox::Engine::KeyStore;
 using Sandbox::Engine::LogThrottle;
+using Sandbox::Engine::Registry;
 using Sandbox::Engine::RpcSession;
 using Sandbox::Engine::StreamHub;
 
@@ -43,6 +48,7 @@ private Q_SLOTS:
     void aFloodIsStillTakenAtTheConnectionsRate();
     void outputAndAnswersArriveWholeAndInOrder();
     void answersOfEverySizeArriveWhole();
+    void aKeyInUseOnAnOpenConnectionIsShownUsed();
 };
 
 namespace {
@@ -52,16 +58,16 @@ namespace {
 class UpgradingServer final : public QObject
 {
 public:
-    UpgradingServer(StreamHub *hub, const QString &key)
+    UpgradingServer(StreamHub *hub, const QString &key, KeyStore *keys = nullptr)
     {
         m_tcp.listen(QHostAddress::LocalHost, 0);
         connect(&m_tcp, &QTcpServer::newConnection, this, [this] {
             connection = m_tcp.nextPendingConnection();
             m_ws.handleConnection(connection);
         });
-        connect(&m_ws, &QWebSocketServer::newConnection, this, [this, hub, key] {
-            session = new RpcSession(m_ws.nextPendingConnection(), connection, key, nullptr, hub,
-                                     &m_budget, &m_log);
+        connect(&m_ws, &QWebSocketServer::newConnection, this, [this, hub, key, keys] {
+            session = new RpcSession(m_ws.nextPendingConnection(), connection, key, keys, nullptr,
+                                     hub, &m_budget, &m_log);
         });
     }
     ~UpgradingServer() override { delete session.data(); } // before the budget it uses
@@ -385,6 +391,53 @@ void tst_RpcSession::answersOfEverySizeArriveWhole()
     QVERIFY(sizes.contains(125) && sizes.contains(126));
     QVERIFY(sizes.contains(65535) && sizes.contains(65536));
     QVERIFY(!disconnected);
+}
+
+// keys.list says when each key was last used, for a person deciding whether to revoke one: a key
+// that opened the desktop's WebSocket hours ago and has used it since is in use, not idle since
+// the connection opened. Each message on the connection is a use (kept once a minute at most).
+void tst_RpcSession::aKeyInUseOnAnOpenConnectionIsShownUsed()
+{
+    QTemporaryDir dir;
+    auto registry = Registry::open(dir.filePath(QStringLiteral("registry.db")));
+    QVERIFY(registry);
+    QDateTime now = QDateTime::fromString(QStringLiteral("2026-12-07T09:00:00.000Z"),
+                                          Qt::ISODateWithMs);
+    KeyStore keys(registry->get(), [&now] { return now; });
+    const auto created = keys.create(QStringLiteral("desktop"));
+    QVERIFY(created);
+    QVERIFY(keys.verify(created->key.toLatin1())); // the upgrade proves the key
+    const QDateTime opened = now;
+    const auto lastUsed = [&] {
+        for (const auto &k : keys.list())
+            if (k.id == created->id)
+                return k.lastUsedAt;
+        return QDateTime();
+    };
+    QCOMPARE(lastUsed(), opened);
+
+    StreamHub hub;
+    UpgradingServer server(&hub, created->id, &keys);
+    QWebSocket client;
+    client.open(server.url());
+    QTRY_VERIFY(client.state() == QAbstractSocket::ConnectedState);
+    int answers = 0;
+    connect(&client, &QWebSocket::textMessageReceived, this, [&] { ++answers; });
+    const QString streamId = hub.open(created->id, 7, {}, {});
+    const auto call = [&](int id) {
+        client.sendTextMessage(QString::fromUtf8(
+            request(id, QStringLiteral("stream.resume"),
+                    {{QStringLiteral("streamId"), streamId}, {QStringLiteral("after"), 0}})));
+        QTRY_COMPARE(answers, id);
+    };
+    now = opened.addSecs(30); // within the minute: nothing to write
+    call(1);
+    QCOMPARE(lastUsed(), opened);
+    now = opened.addSecs(3 * 3600);
+    call(2);
+    QCOMPARE(lastUsed(), now);
+    // And the registry has it, as a restarted engine reads it.
+    QCOMPARE(KeyStore(registry->get()).list().constFirst().lastUsedAt, now);
 }
 
 QTEST_GUILESS_MAIN(tst_RpcSession)
