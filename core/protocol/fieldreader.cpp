@@ -271,19 +271,27 @@ QString FieldReader::optionalSqlText(const QString &name, const QString &fallbac
     return text;
 }
 
+void FieldReader::checkPath(const QString &name, const QString &path)
+{
+    if (failed())
+        return;
+    if (path.toUtf8().size() > MaxPathBytes)
+        fail(name, QStringLiteral("must be a path of at most %1 bytes").arg(MaxPathBytes));
+    else if (path.contains(QChar(0)))
+        fail(name, QStringLiteral("must not contain a NUL character (U+0000)"));
+}
+
 QString FieldReader::requiredPath(const QString &name)
 {
     const QString path = requiredString(name);
-    if (!failed() && (path.toUtf8().size() > MaxPathBytes || path.contains(QChar(0))))
-        fail(name, QStringLiteral("must be a path of at most %1 bytes").arg(MaxPathBytes));
+    checkPath(name, path);
     return path;
 }
 
 QString FieldReader::optionalPath(const QString &name, const QString &fallback)
 {
     const QString path = optionalString(name, fallback);
-    if (!failed() && (path.toUtf8().size() > MaxPathBytes || path.contains(QChar(0))))
-        fail(name, QStringLiteral("must be a path of at most %1 bytes").arg(MaxPathBytes));
+    checkPath(name, path);
     return path;
 }
 

@@ -98,6 +98,8 @@ private:
     FieldReader(Side side, const QString &name);
     // A required field: fails when absent ("is required" / "is missing (T expected)").
     QJsonValue required(const QString &name, const char *type);
+    // Fails unless `path` is at most MaxPathBytes of UTF-8 without NUL, saying which.
+    void checkPath(const QString &name, const QString &path);
 
     Side m_side = Side::Params;
     QJsonObject m_object;

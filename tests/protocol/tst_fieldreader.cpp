@@ -112,6 +112,11 @@ private Q_SLOTS:
         });
         p.requiredPath(QStringLiteral("path"));
         QCOMPARE(p.error().message, QStringLiteral("path: must be a path of at most 4096 bytes"));
+        FieldReader z(
+            QJsonObject{{QStringLiteral("path"), QString(QStringLiteral("a") + QChar(0))}});
+        z.optionalPath(QStringLiteral("path"));
+        QCOMPARE(z.error().message,
+                 QStringLiteral("path: must not contain a NUL character (U+0000)"));
         FieldReader n(QJsonObject{{QStringLiteral("name"), QStringLiteral("two\nlines")}});
         n.optionalName(QStringLiteral("name"));
         QCOMPARE(n.error().data.toObject().value(QStringLiteral("field")).toString(),

@@ -99,8 +99,11 @@ export function optEnv(p: Params, field: string, prefix = ''): Record<string, st
 /** A path in a sandbox: at most 4096 bytes, no NUL. */
 export function optPath(p: Params, field: string, prefix = ''): string | undefined {
   const s = optStr(p, field);
-  if (s !== undefined && (utf8Bytes(s) > INPUT_LIMITS.maxPathBytes || s.includes('\0'))) {
+  if (s !== undefined && utf8Bytes(s) > INPUT_LIMITS.maxPathBytes) {
     throw new InvalidParamsError(prefix + field, `${prefix + field} must be a path of at most ${INPUT_LIMITS.maxPathBytes} bytes`);
+  }
+  if (s?.includes('\0')) {
+    throw new InvalidParamsError(prefix + field, `${prefix + field} must not contain a NUL character (U+0000)`);
   }
   return s;
 }

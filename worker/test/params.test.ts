@@ -36,5 +36,8 @@ describe('params at the door', () => {
     expect(fieldOf(() => filePaths({ path: 'p'.repeat(5000) }))).toBe('path');
     expect(fieldOf(() => filePaths({ from: 'a', to: 'p'.repeat(5000) }))).toBe('to');
     expect(fieldOf(() => filePaths({ path: 'a\0b' }))).toBe('path');
+    // Each says which rule the path broke, as the engine does.
+    expect(() => filePaths({ path: 'a\0b' })).toThrow('path must not contain a NUL character (U+0000)');
+    expect(() => filePaths({ path: 'p'.repeat(5000) })).toThrow('path must be a path of at most 4096 bytes');
   });
 });
