@@ -25,7 +25,7 @@ struct NewKey
 class KeyStore final
 {
 public:
-    // `now` is the clock of a key's last use (tests move it).
+    // `now` is the clock of the times it keeps: a key's creation and last use (tests move it).
     explicit KeyStore(Registry *registry, // not owned
                       std::function<QDateTime()> now = &QDateTime::currentDateTimeUtc);
 
