@@ -3,6 +3,7 @@
 #include "protocol/result.h"
 
 #include <QByteArray>
+#include <QByteArrayView>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QObject>
@@ -22,7 +23,35 @@ constexpr int kExportRows = 5000;                 // a page of an export
 constexpr int kTransactionRows = 1000;            // rows kept per statement of a transaction
 constexpr qint64 kDefaultBytes = 4 * 1024 * 1024; // a page's bytes when the engine names none
 constexpr qint64 kMaxBytes = 8 * 1024 * 1024;     // a page's bytes for every engine call
+// One row as JSON text (docs/protocol.md 4.3.3): a row over a page's bytes is still answered, in
+// a page of its own making, up to this; beyond it the call fails (-32006).
+constexpr qint64 kMaxRowBytes = 16 * 1024 * 1024;
 } // namespace PageLimits
+
+// A row over PageLimits::kMaxRowBytes, as every backend answers it.
+inline Error rowTooLarge()
+{
+    return Error{ErrorCode::PayloadTooLarge,
+                 QStringLiteral("a row of the result is over 16 MiB, the most one row may take: "
+                                "select a part of its values (substr(), length())"),
+                 {}};
+}
+
+// An error's text from a database server (its message, detail, hint), from its UTF-8: at most
+// 16 KiB of it (docs/protocol.md 4.3.6), cut at a character's start where it is longer, saying
+// how much was left out (as sandbox-dbhost cuts its own) — before it is converted. A server in a sandbox can make its errors as
+// long as it likes (RAISE, error(), a long name it echoes).
+inline QString clippedErrorText(QByteArrayView utf8)
+{
+    constexpr qsizetype kMax = 16 * 1024;
+    if (utf8.size() <= kMax)
+        return QString::fromUtf8(utf8);
+    qsizetype cut = kMax - 64; // and the note of what was cut: 16 KiB in all
+    while (cut > 0 && (uchar(utf8.at(cut)) & 0xC0) == 0x80)
+        --cut;
+    return QString::fromUtf8(utf8.first(cut))
+           + QStringLiteral("... (%1 bytes more)").arg(utf8.size() - cut);
+}
 
 // A backend's SQL dialect as the catalog methods (databases.version, listTables, listDatabases,
 // describeTable, createDatabase, exportData) need it: each backend answers for its own. Rows come

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cmath>
 #include <fcntl.h>
+#include <limits>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -292,12 +293,15 @@ Result<Page> DbHostBackend::answerOf(const Page &line) const
     }
     const QJsonObject e = err.toObject();
     const QString code = e.value(QStringLiteral("code")).toString();
-    const QString message = e.value(QStringLiteral("message")).toString();
+    const QString message = clippedErrorText(e.value(QStringLiteral("message")).toString().toUtf8());
+    // Where the error is: what the host says is passed on only as the whole numbers these are.
     QJsonObject data;
     for (const char *key : {"offset", "line", "column", "statementIndex"}) {
         const QString k = QLatin1String(key);
-        if (e.contains(k))
-            data.insert(k, e.value(k));
+        const QJsonValue v = e.value(k);
+        const double n = v.toDouble(-1);
+        if (v.isDouble() && n >= 0 && n <= std::numeric_limits<int>::max() && n == std::floor(n))
+            data.insert(k, qint64(n));
     }
     if (code == QLatin1String("sql"))
         return Error{ErrorCode::QueryError, message, data};

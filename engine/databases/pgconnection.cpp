@@ -440,6 +440,7 @@ void PgConnection::cancel()
         m_cancelling->fetch_sub(1);
         return;
     }
+    m_cancelSent = true;
     try {
         std::thread([c, cancelling = m_cancelling] {
             char err[256];

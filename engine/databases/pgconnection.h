@@ -68,6 +68,9 @@ public:
     bool isReading() const { return m_reading; }
     // Asks the server to cancel the running query (PQcancel runs on a thread of its own).
     void cancel();
+    // A cancel went out for this connection: it may reach the server after the statement it was
+    // for has ended, and stop the next one, so the connection is not used again.
+    bool cancelSent() const { return m_cancelSent; }
     // The count of cancels waiting for this connection's server, shared by the connections of
     // one database (at most kMaxCancelling at a time).
     void setCancelCount(std::shared_ptr<std::atomic_int> cancelling);
@@ -110,6 +113,7 @@ private:
     QList<size_t> m_seen; // hashes of keys run once, not kept: the most recent last
     quint64 m_nextKept = 0;
     bool m_cancelled = false; // cancel() since the last sendKept()
+    bool m_cancelSent = false;
     std::shared_ptr<std::atomic_int> m_cancelling = std::make_shared<std::atomic_int>(0);
 };
 

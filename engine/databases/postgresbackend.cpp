@@ -16,6 +16,8 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
+
 Q_DECLARE_LOGGING_CATEGORY(lcPg)
 
 namespace Sandbox::Engine {
@@ -43,11 +45,18 @@ QString quoteLiteral(const QString &text)
 
 Error pgError(const PGresult *r)
 {
-    auto field = [r](int code) { return QString::fromUtf8(PQresultErrorField(r, code)); };
-    const QString sqlstate = field(PG_DIAG_SQLSTATE);
+    // The server is in the sandbox: its texts are cut to clippedErrorText's bound, and a state
+    // that is not one (five digits or capitals) is none.
+    auto field = [r](int code) { return clippedErrorText(PQresultErrorField(r, code)); };
+    QString sqlstate = field(PG_DIAG_SQLSTATE);
+    const auto stateChar = [](QChar c) {
+        return (c >= u'0' && c <= u'9') || (c >= u'A' && c <= u'Z');
+    };
+    if (sqlstate.size() != 5 || !std::all_of(sqlstate.cbegin(), sqlstate.cend(), stateChar))
+        sqlstate.clear();
     QString message = field(PG_DIAG_MESSAGE_PRIMARY);
     if (message.isEmpty())
-        message = QString::fromUtf8(PQresultErrorMessage(r)).trimmed();
+        message = clippedErrorText(QByteArrayView(PQresultErrorMessage(r)).trimmed());
     if (sqlstate == QLatin1String("57014"))
         return Error{ErrorCode::Cancelled, QStringLiteral("the query was cancelled"),
                      QJsonObject{{QStringLiteral("sqlstate"), sqlstate}}};
@@ -410,7 +419,7 @@ void PostgresBackend::acquire(ConnDone then)
 
 void PostgresBackend::release(PgConnection *conn)
 {
-    if (!conn->isOpen() || !m_alive)
+    if (!conn->isOpen() || !m_alive || conn->cancelSent())
         return drop(conn);
     if (conn->inTransaction()) {
         // A transaction a statement left open ends with its call.
@@ -524,6 +533,20 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
             return;
         switch (PQresultStatus(r)) {
         case PGRES_SINGLE_TUPLE: {
+            if (q->error)
+                return; // a row over the bound ended the call: the rest is read and dropped
+            qint64 rowBytes = 0;
+            for (int i = 0; i < PQnfields(r); ++i)
+                rowBytes += PQgetlength(r, 0, i);
+            if (rowBytes > PageLimits::kMaxRowBytes) {
+                // Answered when the statement ends, which the cancel brings about at once (the
+                // connection is not used again: cancelSent()); the row is dropped before it is
+                // converted (libpq has held it whole: left).
+                q->error = rowTooLarge();
+                if (q->conn)
+                    q->conn->cancel();
+                return;
+            }
             if (!q->haveFields)
                 q->takeFields(r);
             if ((q->transaction && q->rows.size() >= PageLimits::kTransactionRows)

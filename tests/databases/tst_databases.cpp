@@ -125,6 +125,8 @@ private Q_SLOTS:
     void badSqlSaysWhere();
     void aNulInSqlIsRefusedNotCutShort_data();
     void aNulInSqlIsRefusedNotCutShort();
+    void aRowOrAnErrorPastItsBoundIsRefused_data();
+    void aRowOrAnErrorPastItsBoundIsRefused();
     void serverSideFileAccessIsRefused_data();
     void serverSideFileAccessIsRefused();
     void exportData_data();
@@ -999,7 +1001,8 @@ void tst_Databases::aHostThatAnswersGarbageFailsItsCallsAtOnce()
     // in place of sandbox-dbhost's socket. Each answer line it sends is a violation (not an object
     // with an id the engine could have sent, or an answer to no request): the engine's connection
     // to it ends and its calls fail at once, instead of waiting for their timeout (60 s here); the
-    // engine and the database's other connections go on.
+    // engine and the database's other connections go on. Its last line is a well-formed error
+    // that is still untrusted: what the engine passes on of it is bounded and typed.
     const QJsonObject created = m_engine.create(QStringLiteral("databases.create"),
                                                 {{QStringLiteral("type"), QStringLiteral("sqlite")},
                                                  {QStringLiteral("size"), QStringLiteral("basic")}},
@@ -1027,7 +1030,11 @@ void tst_Databases::aHostThatAnswersGarbageFailsItsCallsAtOnce()
         $SIG{CHLD} = "IGNORE";
         while (accept(my $c, $s)) {
             next if fork;
-            while (defined(my $l = <$c>)) { syswrite($c, "$answer\n"); }
+            while (defined(my $l = <$c>)) {
+                my ($id) = $l =~ /"id":(\d+)/; # ID in an answer: the request's own id
+                (my $out = $answer) =~ s/\bID\b/$id/;
+                syswrite($c, "$out\n");
+            }
             exit 0;
         }
     )");
@@ -1043,6 +1050,12 @@ void tst_Databases::aHostThatAnswersGarbageFailsItsCallsAtOnce()
         {QStringLiteral(R"({"id":1e300,"rows":[[1]]})"), malformed},
         {QStringLiteral(R"({"id":4000000000,"rows":[[1]]})"),
          QStringLiteral("the database host answered no request")},
+        // Not a violation: an error as the host sends them, but with places that are not whole
+        // numbers and a message of 100,000 bytes. Passed on without the places, the message cut.
+        {QStringLiteral(R"({"id":ID,"error":{"code":"sql","message":"%1","offset":"7",)"
+                        R"("line":{"a":1},"column":-3,"statementIndex":1.5}})")
+             .arg(QString(100000, u'm')),
+         QStringLiteral("(83680 bytes more)")},
     };
     int nextId = 500;
     for (const auto &[answer, saying] : answers) {
@@ -1100,9 +1113,14 @@ void tst_Databases::aHostThatAnswersGarbageFailsItsCallsAtOnce()
                          (QJsonArray{QJsonArray{i}}));
                 continue;
             }
-            QVERIFY2(m.value(QStringLiteral("error"))[QStringLiteral("message")].toString().contains(
-                         saying),
+            const QJsonObject e = m.value(QStringLiteral("error")).toObject();
+            QVERIFY2(e.value(QStringLiteral("message")).toString().contains(saying),
                      dump(m).constData());
+            QVERIFY2(e.value(QStringLiteral("message")).toString().size() <= 16 * 1024,
+                     qPrintable(answer.left(200)));
+            const QJsonObject data = e.value(QStringLiteral("data")).toObject();
+            for (const char *place : {"offset", "position", "line", "column", "statementIndex"})
+                QVERIFY2(!data.contains(QLatin1String(place)), dump(m).constData());
             ++refused;
         }
         QVERIFY2(refused > 0, qPrintable(answer));
@@ -1175,6 +1193,54 @@ void tst_Databases::badSqlSaysWhere()
                                        "INSERT INTO s1 VALUES (1)"))
                   .isEmpty(),
              dump(d.lastError()).constData());
+}
+
+void tst_Databases::aRowOrAnErrorPastItsBoundIsRefused_data()
+{
+    engines();
+}
+void tst_Databases::aRowOrAnErrorPastItsBoundIsRefused()
+{
+    // A key holder's SQL makes a value or an error as long as it likes. The engine passed a 100 MB
+    // value on whole (PostgreSQL's took 0.9 GB of its memory; SQLite's and DuckDB's broke the
+    // host's connection as "an answer over 64 MiB"), and an error of 50 MB as its message.
+    QFETCH(QString, type);
+    const DbCall d = db(type);
+    const auto value = [&type](int bytes) {
+        return type == QLatin1String("sqlite")
+                   ? QStringLiteral("SELECT printf('%.*c', %1, 'x') AS v").arg(bytes)
+                   : QStringLiteral("SELECT repeat('x', %1) AS v").arg(bytes);
+    };
+    // A row past a page's 8 MiB comes in a page of its own, up to 16 MiB.
+    const QJsonObject big = d.query(value(15 << 20));
+    QVERIFY2(!big.isEmpty(), dump(d.lastError()).constData());
+    QCOMPARE(big.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toString().size(),
+             15 << 20);
+    // Past that, the call fails saying why, and the database goes on.
+    QVERIFY(d.query(value(17 << 20)).isEmpty());
+    QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32006);
+    QVERIFY2(d.lastError()
+                 .value(QStringLiteral("message"))
+                 .toString()
+                 .contains(QLatin1String("a row of the result is over 16 MiB")),
+             dump(d.lastError()).constData());
+    QCOMPARE(d.query(QStringLiteral("SELECT 5")).value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{5}}));
+    // An error of 1 MB: its message cut to 16 KiB, saying so.
+    const QString error
+        = type == QLatin1String("postgres")
+              ? QStringLiteral("DO $$ BEGIN RAISE EXCEPTION '%', repeat('x', 1000000); END $$")
+          : type == QLatin1String("duckdb")
+              ? QStringLiteral("SELECT error(repeat('x', 1000000))")
+              : QStringLiteral("SELECT * FROM \"%1\"").arg(QString(1000000, u'x')); // no such table
+    QVERIFY(d.query(error).isEmpty());
+    const QString message = d.lastError().value(QStringLiteral("message")).toString();
+    QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32014);
+    QVERIFY2(message.size() <= 16 * 1024 && message.contains(QLatin1String("xxxxx"))
+                 && message.endsWith(QLatin1String(" bytes more)")),
+             qPrintable(message.left(100) + QStringLiteral(" ... ") + message.right(100)));
+    QCOMPARE(d.query(QStringLiteral("SELECT 6")).value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{6}}));
 }
 
 void tst_Databases::aNulInSqlIsRefusedNotCutShort_data()

@@ -81,7 +81,7 @@ bool sendAnswer(int fd, const json &answer)
 
 json errorAnswer(const DbError &e)
 {
-    json err{{"code", e.code}, {"message", e.message}};
+    json err{{"code", e.code}, {"message", clippedMessage(e.message)}};
     if (e.offset >= 0)
         err["offset"] = e.offset;
     if (e.line > 0)

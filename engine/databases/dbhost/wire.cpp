@@ -247,8 +247,29 @@ bool isPlainAscii(std::string_view s)
 
 } // namespace
 
+void RowWriter::checkRow(size_t adding) const
+{
+    if (m_out.size() - m_rowStart + adding > kMaxRowBytes)
+        throw DbError{"too_large",
+                      "a row of the result is over 16 MiB, the most one row may take: select a "
+                      "part of its values (substr(), length())"};
+}
+
+std::string clippedMessage(std::string message)
+{
+    if (message.size() <= kMaxMessageBytes)
+        return message;
+    size_t cut = kMaxMessageBytes - 64; // and the note of what was cut: kMaxMessageBytes in all
+    while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80)
+        --cut; // not inside a character
+    const size_t left = message.size() - cut;
+    message.resize(cut);
+    return message + "... (" + std::to_string(left) + " bytes more)";
+}
+
 void RowWriter::text(std::string_view s)
 {
+    checkRow(s.size());
     if (isPlainAscii(s)) {
         char *const start = m_out.room(s.size() + 3); // a comma, the quotes
         char *p = start;
@@ -268,6 +289,7 @@ void RowWriter::text(std::string_view s)
 
 void RowWriter::bytes(std::string_view b)
 {
+    checkRow(b.size() / 3 * 4);
     separate();
     m_out += "{\"$bytes\":\"";
     m_out += base64Encode(b);
@@ -278,6 +300,7 @@ void RowWriter::value(const json &v)
 {
     separate();
     m_out += v.dump(-1, ' ', false, json::error_handler_t::replace);
+    checkRow(0);
 }
 
 std::vector<uint8_t> RowWriter::finish()

@@ -31,6 +31,15 @@ struct DbError
     int statementIndex = -1; // in a transaction
 };
 
+// The most one row of a result may take as JSON text, and an error's message: docs/protocol.md
+// 4.3.3 and 4.3.6 (the engine holds every backend to the same; the host keeps to them itself).
+constexpr size_t kMaxRowBytes = 16u << 20;
+constexpr size_t kMaxMessageBytes = 16u << 10;
+
+// `message` cut to kMaxMessageBytes at a character's start, saying how much was left out (the
+// engine cuts what a host sends it the same way).
+std::string clippedMessage(std::string message);
+
 std::string base64Encode(std::string_view bytes);
 bool base64Decode(std::string_view text, std::string *out);
 bool isValidUtf8(std::string_view s);
@@ -113,8 +122,13 @@ public:
     {
         m_out += m_rows++ ? std::string_view(",[") : std::string_view("[["); // the page's own first
         m_firstValue = true;
+        m_rowStart = m_out.size();
     }
-    void endRow() { m_out += ']'; }
+    void endRow()
+    {
+        m_out += ']';
+        checkRow(0);
+    }
     void null() { separate(), m_out += std::string_view("null"); }
     void integer(long long v)
     {
@@ -149,8 +163,12 @@ private:
         if (!std::exchange(m_firstValue, false))
             m_out += ',';
     }
+    // Throws too_large when the row, with `adding` bytes more, would pass kMaxRowBytes: checked
+    // before a long value is written, so that none is copied whole into a row refused anyway.
+    void checkRow(size_t adding) const;
     PageBytes m_out;
     size_t m_rows = 0;
+    size_t m_rowStart = 0;
     bool m_firstValue = true;
 };
 
