@@ -547,6 +547,8 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
                     q->conn->cancel();
                 return;
             }
+            if (q->execute)
+                return; // a script answers no rows
             if (!q->haveFields)
                 q->takeFields(r);
             if ((q->transaction && q->rows.size() >= PageLimits::kTransactionRows)
@@ -647,7 +649,9 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
     };
     // A statement on a pooled connection (no transaction of the caller's on it) may run as one
     // the connection keeps prepared.
-    const bool singleRow = !simple && !q->execute;
+    // Rows come one at a time, those of a script's statements too: in one result, libpq held a
+    // script's whole SELECT (rows execute never answers) in the engine's memory.
+    const bool singleRow = true;
     if (!(simple || q->holdConnection
               ? conn->send(sql, values, nulls, binary, simple, singleRow, sink)
               : conn->sendKept(sql, values, nulls, binary, singleRow, sink))) {

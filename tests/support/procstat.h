@@ -74,4 +74,25 @@ inline QString statPath(const QString &pid, const QString &thread = {})
     return {};
 }
 
+// A "VmXxx:" line of /proc/PID/status in KiB (VmRSS, VmHWM: the peak of VmRSS), or -1.
+inline qint64 statusKb(const QString &pid, const char *field)
+{
+    QFile status(QStringLiteral("/proc/%1/status").arg(pid));
+    if (!status.open(QIODevice::ReadOnly))
+        return -1;
+    const QByteArray name = QByteArray(field) + ':';
+    for (const QByteArray &line : status.readAll().split('\n')) {
+        if (line.startsWith(name))
+            return line.mid(name.size()).trimmed().split(' ').value(0).toLongLong();
+    }
+    return -1;
+}
+
+// Starts VmHWM afresh at the process's VmRSS now (proc(5), clear_refs "5").
+inline bool resetPeak(const QString &pid)
+{
+    QFile refs(QStringLiteral("/proc/%1/clear_refs").arg(pid));
+    return refs.open(QIODevice::WriteOnly) && refs.write("5") == 1;
+}
+
 } // namespace ProcStat
