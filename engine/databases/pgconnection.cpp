@@ -114,6 +114,10 @@ void PgConnection::open(const Params &params, std::function<void(Result<bool>)> 
         return;
     }
     m_connecting = true;
+    // Notices (RAISE NOTICE, warnings) are dropped: libpq's default printed each to the engine's
+    // stderr, as many as a statement raised.
+    PQsetNoticeReceiver(
+        m_conn, [](void *, const PGresult *) {}, nullptr);
     QTimer::singleShot(kConnectTimeoutMs, this, [this] {
         if (m_connecting)
             fail(QStringLiteral("connecting to the database server timed out"));

@@ -128,6 +128,7 @@ private Q_SLOTS:
     void aRowOrAnErrorPastItsBoundIsRefused_data();
     void aRowOrAnErrorPastItsBoundIsRefused();
     void aScriptsRowsAreNotHeldInTheEngine();
+    void noticesDoNotReachTheEnginesLog();
     void serverSideFileAccessIsRefused_data();
     void serverSideFileAccessIsRefused();
     void exportData_data();
@@ -1262,6 +1263,22 @@ void tst_Databases::aScriptsRowsAreNotHeldInTheEngine()
              qPrintable(QStringLiteral("the engine's memory went from %1 to a peak of %2 KiB")
                             .arg(before)
                             .arg(peak)));
+}
+
+void tst_Databases::noticesDoNotReachTheEnginesLog()
+{
+    // libpq printed every notice of a statement to the engine's stderr: a key holder's loop of
+    // RAISE NOTICE wrote as many lines into the engine's log (the journal, where the engine runs
+    // as a service) as it liked — 30,000 of them 1.3 MB.
+    const DbCall d = db(QStringLiteral("postgres"));
+    const QJsonObject ran = d.execute(
+        QStringLiteral("DO $$ BEGIN FOR i IN 1..20000 LOOP RAISE NOTICE 'flood %', i; END LOOP; "
+                       "END $$"));
+    QVERIFY2(!ran.isEmpty(), dump(d.lastError()).constData());
+    QCOMPARE(d.query(QStringLiteral("SELECT 8")).value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{8}}));
+    QVERIFY2(!m_engine.process().log().contains(QLatin1String("flood 1")),
+             qPrintable(m_engine.process().log().right(300)));
 }
 
 void tst_Databases::aNulInSqlIsRefusedNotCutShort_data()
