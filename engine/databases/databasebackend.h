@@ -39,8 +39,8 @@ inline Error rowTooLarge()
 
 // An error's text from a database server (its message, detail, hint), from its UTF-8: at most
 // 16 KiB of it (docs/protocol.md 4.3.6), cut at a character's start where it is longer, saying
-// how much was left out (as sandbox-dbhost cuts its own) — before it is converted. A server in a sandbox can make its errors as
-// long as it likes (RAISE, error(), a long name it echoes).
+// how much was left out (as sandbox-dbhost cuts its own), before it is converted. A server in a
+// sandbox can make its errors as long as it likes (RAISE, error(), a long name it echoes).
 inline QString clippedErrorText(QByteArrayView utf8)
 {
     constexpr qsizetype kMax = 16 * 1024;
