@@ -125,10 +125,6 @@ private Q_SLOTS:
     void badSqlSaysWhere();
     void aNulInSqlIsRefusedNotCutShort_data();
     void aNulInSqlIsRefusedNotCutShort();
-    void aRowOrAnErrorPastItsBoundIsRefused_data();
-    void aRowOrAnErrorPastItsBoundIsRefused();
-    void aScriptsRowsAreNotHeldInTheEngine();
-    void noticesDoNotReachTheEnginesLog();
     void serverSideFileAccessIsRefused_data();
     void serverSideFileAccessIsRefused();
     void exportData_data();
@@ -1195,90 +1191,6 @@ void tst_Databases::badSqlSaysWhere()
                                        "INSERT INTO s1 VALUES (1)"))
                   .isEmpty(),
              dump(d.lastError()).constData());
-}
-
-void tst_Databases::aRowOrAnErrorPastItsBoundIsRefused_data()
-{
-    engines();
-}
-void tst_Databases::aRowOrAnErrorPastItsBoundIsRefused()
-{
-    // A key holder's SQL makes a value or an error as long as it likes. The engine passed a 100 MB
-    // value on whole (PostgreSQL's took 0.9 GB of its memory; SQLite's and DuckDB's broke the
-    // host's connection as "an answer over 64 MiB"), and an error of 50 MB as its message.
-    QFETCH(QString, type);
-    const DbCall d = db(type);
-    const auto value = [&type](int bytes) {
-        return type == QLatin1String("sqlite")
-                   ? QStringLiteral("SELECT printf('%.*c', %1, 'x') AS v").arg(bytes)
-                   : QStringLiteral("SELECT repeat('x', %1) AS v").arg(bytes);
-    };
-    // A row past a page's 8 MiB comes in a page of its own, up to 16 MiB.
-    const QJsonObject big = d.query(value(15 << 20));
-    QVERIFY2(!big.isEmpty(), dump(d.lastError()).constData());
-    QCOMPARE(big.value(QStringLiteral("rows")).toArray().at(0).toArray().at(0).toString().size(),
-             15 << 20);
-    // Past that, the call fails saying why, and the database goes on.
-    QVERIFY(d.query(value(17 << 20)).isEmpty());
-    QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32006);
-    QVERIFY2(d.lastError()
-                 .value(QStringLiteral("message"))
-                 .toString()
-                 .contains(QLatin1String("a row of the result is over 16 MiB")),
-             dump(d.lastError()).constData());
-    QCOMPARE(d.query(QStringLiteral("SELECT 5")).value(QStringLiteral("rows")).toArray(),
-             (QJsonArray{QJsonArray{5}}));
-    // An error of 1 MB: its message cut to 16 KiB, saying so.
-    const QString error
-        = type == QLatin1String("postgres")
-              ? QStringLiteral("DO $$ BEGIN RAISE EXCEPTION '%', repeat('x', 1000000); END $$")
-          : type == QLatin1String("duckdb")
-              ? QStringLiteral("SELECT error(repeat('x', 1000000))")
-              : QStringLiteral("SELECT * FROM \"%1\"").arg(QString(1000000, u'x')); // no such table
-    QVERIFY(d.query(error).isEmpty());
-    const QString message = d.lastError().value(QStringLiteral("message")).toString();
-    QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32014);
-    QVERIFY2(message.size() <= 16 * 1024 && message.contains(QLatin1String("xxxxx"))
-                 && message.endsWith(QLatin1String(" bytes more)")),
-             qPrintable(message.left(100) + QStringLiteral(" ... ") + message.right(100)));
-    QCOMPARE(d.query(QStringLiteral("SELECT 6")).value(QStringLiteral("rows")).toArray(),
-             (QJsonArray{QJsonArray{6}}));
-}
-
-void tst_Databases::aScriptsRowsAreNotHeldInTheEngine()
-{
-    // execute answers no rows, yet libpq held a PostgreSQL script's whole SELECT in the engine's
-    // memory: 600 rows of 1 MB took the engine 0.6 GB higher, any key holder's to ask for.
-    const DbCall d = db(QStringLiteral("postgres"));
-    const QString engine = QString::number(m_engine.process().pid());
-    QVERIFY(ProcStat::resetPeak(engine));
-    const qint64 before = ProcStat::statusKb(engine, "VmRSS");
-    const QJsonObject ran = d.execute(QStringLiteral(
-        "CREATE TABLE wide(a int); SELECT repeat('x', 1000000) FROM generate_series(1, 600); "
-        "INSERT INTO wide VALUES (1), (2)"));
-    QVERIFY2(!ran.isEmpty(), dump(d.lastError()).constData());
-    QCOMPARE(ran.value(QStringLiteral("rowsAffected")).toInt(), 2);
-    const qint64 peak = ProcStat::statusKb(engine, "VmHWM");
-    QVERIFY2(before > 0 && peak - before < 200 * 1024,
-             qPrintable(QStringLiteral("the engine's memory went from %1 to a peak of %2 KiB")
-                            .arg(before)
-                            .arg(peak)));
-}
-
-void tst_Databases::noticesDoNotReachTheEnginesLog()
-{
-    // libpq printed every notice of a statement to the engine's stderr: a key holder's loop of
-    // RAISE NOTICE wrote as many lines into the engine's log (the journal, where the engine runs
-    // as a service) as it liked — 30,000 of them 1.3 MB.
-    const DbCall d = db(QStringLiteral("postgres"));
-    const QJsonObject ran = d.execute(
-        QStringLiteral("DO $$ BEGIN FOR i IN 1..20000 LOOP RAISE NOTICE 'flood %', i; END LOOP; "
-                       "END $$"));
-    QVERIFY2(!ran.isEmpty(), dump(d.lastError()).constData());
-    QCOMPARE(d.query(QStringLiteral("SELECT 8")).value(QStringLiteral("rows")).toArray(),
-             (QJsonArray{QJsonArray{8}}));
-    QVERIFY2(!m_engine.process().log().contains(QLatin1String("flood 1")),
-             qPrintable(m_engine.process().log().right(300)));
 }
 
 void tst_Databases::aNulInSqlIsRefusedNotCutShort_data()
