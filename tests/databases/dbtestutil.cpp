@@ -1,5 +1,32 @@
 #include "dbtestutil.h"
 
+#include "enginefixture.h"
+
+#include <QTest>
+
+void addEngineRows()
+{
+    QTest::addColumn<QString>("type");
+    for (const char *t : {"postgres", "sqlite", "duckdb"})
+        QTest::newRow(t) << QString::fromLatin1(t);
+}
+
+QHash<QString, QString> createOfEachEngine(EngineFixture &engine)
+{
+    QHash<QString, QString> ids;
+    for (const QString &type :
+         {QStringLiteral("postgres"), QStringLiteral("sqlite"), QStringLiteral("duckdb")}) {
+        const QJsonObject r = engine.create(QStringLiteral("databases.create"),
+                                            {{QStringLiteral("type"), type},
+                                             {QStringLiteral("size"), QStringLiteral("basic")}},
+                                            120000);
+        if (r.isEmpty())
+            return {};
+        ids.insert(type, r.value(QStringLiteral("id")).toString());
+    }
+    return ids;
+}
+
 QJsonObject DbCall::query(const QString &sql, const QJsonArray &params, QJsonObject extra) const
 {
     extra.insert(QStringLiteral("id"), id);

@@ -2,9 +2,18 @@
 
 #include "testclient.h"
 
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QString>
+
+class EngineFixture;
+
+// The three engines as the rows of a data-driven test (a "type" column).
+void addEngineRows();
+// One database of each engine (size "basic") on a started engine: their ids by type, or an empty
+// hash at the first that fails (the engine's last error says why).
+QHash<QString, QString> createOfEachEngine(EngineFixture &engine);
 
 // Shortcuts for the database tests: one RPC call per line, answers as JSON.
 struct DbCall

@@ -32,23 +32,14 @@ private:
 
 void tst_DatabaseAnswers::engines()
 {
-    QTest::addColumn<QString>("type");
-    for (const char *t : {"postgres", "sqlite", "duckdb"})
-        QTest::newRow(t) << QString::fromLatin1(t);
+    addEngineRows();
 }
 
 void tst_DatabaseAnswers::initTestCase()
 {
     QVERIFY2(m_engine.start(), qPrintable(m_engine.process().log()));
-    for (const QString &type :
-         {QStringLiteral("postgres"), QStringLiteral("sqlite"), QStringLiteral("duckdb")}) {
-        const QJsonObject r = m_engine.create(QStringLiteral("databases.create"),
-                                              {{QStringLiteral("type"), type},
-                                               {QStringLiteral("size"), QStringLiteral("basic")}},
-                                              120000);
-        QVERIFY2(!r.isEmpty(), dump(m_engine.rpc().lastError()).constData());
-        m_ids.insert(type, r.value(QStringLiteral("id")).toString());
-    }
+    m_ids = createOfEachEngine(m_engine);
+    QVERIFY2(!m_ids.isEmpty(), dump(m_engine.rpc().lastError()).constData());
 }
 
 void tst_DatabaseAnswers::cleanupTestCase()
