@@ -1,5 +1,7 @@
 #include "pgconnection.h"
 
+#include "pgwireguard.h"
+
 #include <QLoggingCategory>
 #include <QPointer>
 #include <QSocketNotifier>
@@ -122,8 +124,29 @@ void PgConnection::open(const Params &params, std::function<void(Result<bool>)> 
         if (m_connecting)
             fail(QStringLiteral("connecting to the database server timed out"));
     });
-    // After PQconnectStart, libpq wants the socket to be writable first.
+    // libpq has connected its socket and neither written to it nor read from it yet (it does so
+    // only in CONNECTION_MADE's poll): from here on it talks to the server through the guard.
     const int fd = PQsocket(m_conn);
+    if (PQstatus(m_conn) != CONNECTION_MADE) {
+        QTimer::singleShot(0, this, [this] {
+            fail(QStringLiteral("the database server is not accepting connections"));
+        });
+        return;
+    }
+    m_guard = new PgWireGuard(this);
+    if (const auto guarded = m_guard->interpose(fd); !guarded) {
+        QTimer::singleShot(0, this, [this, why = guarded.error().message] { fail(why); });
+        return;
+    }
+    m_guard->arrived = [this] {
+        if (m_read && m_read->isEnabled())
+            onReadable();
+    };
+    m_guard->refused = [this](const QString &why, bool row) {
+        m_refusedRow = row;
+        fail(why);
+    };
+    // After PQconnectStart, libpq wants the socket to be writable first.
     m_read = new QSocketNotifier(fd, QSocketNotifier::Read);
     m_write = new QSocketNotifier(fd, QSocketNotifier::Write);
     m_read->setEnabled(false);
@@ -134,6 +157,7 @@ void PgConnection::open(const Params &params, std::function<void(Result<bool>)> 
 void PgConnection::pollConnect()
 {
     const PostgresPollingStatusType st = PQconnectPoll(m_conn);
+    m_guard->pumpOut();
     switch (st) {
     case PGRES_POLLING_READING:
         m_write->setEnabled(false);
@@ -167,6 +191,8 @@ void PgConnection::fail(const QString &why)
         m_read->setEnabled(false);
     if (m_write)
         m_write->setEnabled(false);
+    if (m_guard)
+        m_guard->stop();
     if (wasConnecting || m_onOpen) {
         if (auto done = std::exchange(m_onOpen, {}))
             done(Error{ErrorCode::SandboxError, why, {}});
@@ -339,6 +365,7 @@ void PgConnection::flush()
     const int r = PQflush(m_conn);
     if (r < 0)
         return fail(errorMessage());
+    m_guard->pumpOut();
     m_write->setEnabled(r == 1);
 }
 
@@ -371,6 +398,7 @@ void PgConnection::setReading(bool on)
     m_reading = on;
     if (!m_read)
         return;
+    m_guard->setReading(on);
     m_read->setEnabled(on && (m_busy || m_connecting));
     if (on && m_busy) {
         // Rows already buffered by libpq are delivered without waiting for the socket.

@@ -20,9 +20,13 @@ class QSocketNotifier;
 
 namespace Sandbox::Engine {
 
+class PgWireGuard;
+
 // One libpq connection driven by the engine's event loop: non-blocking connect, send and read
-// (QSocketNotifier on the libpq socket), never a blocking call on the engine's thread. Reading can
-// be paused: the server then blocks on a full socket, which bounds what a big result costs here.
+// (QSocketNotifier on the libpq socket), never a blocking call on the engine's thread. libpq talks
+// to the server through a PgWireGuard, which lets no message over its bound reach libpq. Reading
+// can be paused: the server then blocks on a full socket, which bounds what a big result costs
+// here.
 class PgConnection final : public QObject
 {
     Q_OBJECT
@@ -71,6 +75,8 @@ public:
     // A cancel went out for this connection: it may reach the server after the statement it was
     // for has ended, and stop the next one, so the connection is not used again.
     bool cancelSent() const { return m_cancelSent; }
+    // The connection failed because the server sent a row over the bound (PgServerFrames).
+    bool refusedRow() const { return m_refusedRow; }
     // The count of cancels waiting for this connection's server, shared by the connections of
     // one database (at most kMaxCancelling at a time).
     void setCancelCount(std::shared_ptr<std::atomic_int> cancelling);
@@ -103,6 +109,7 @@ private:
     pg_conn *m_conn = nullptr;          // owned
     QSocketNotifier *m_read = nullptr;  // owned (child)
     QSocketNotifier *m_write = nullptr; // owned (child)
+    PgWireGuard *m_guard = nullptr;     // owned (child)
     std::function<void(Result<bool>)> m_onOpen;
     bool m_connecting = false;
     bool m_busy = false;
@@ -114,6 +121,7 @@ private:
     quint64 m_nextKept = 0;
     bool m_cancelled = false; // cancel() since the last sendKept()
     bool m_cancelSent = false;
+    bool m_refusedRow = false;
     std::shared_ptr<std::atomic_int> m_cancelling = std::make_shared<std::atomic_int>(0);
 };
 

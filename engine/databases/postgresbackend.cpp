@@ -639,7 +639,10 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
             return;
         // The connection is dropped by its broken() signal.
         q->finished = true;
+        const bool rowRefused = q->conn && q->conn->refusedRow();
         q->conn = nullptr;
+        if (!q->error && rowRefused)
+            q->error = rowTooLarge(); // refused before libpq read it (PgWireGuard)
         if (!q->error)
             q->error = Error{ErrorCode::SandboxError,
                              QStringLiteral("the connection to the database server was lost: ")

@@ -19,6 +19,7 @@ private Q_SLOTS:
     void aRowOrAnErrorPastItsBoundIsRefused_data();
     void aRowOrAnErrorPastItsBoundIsRefused();
     void aScriptsRowsAreNotHeldInTheEngine();
+    void aPostgresRowPastTheBoundIsNotReadIntoTheEngine();
     void noticesDoNotReachTheEnginesLog();
 
 private:
@@ -128,6 +129,35 @@ void tst_DatabaseAnswers::aScriptsRowsAreNotHeldInTheEngine()
              qPrintable(QStringLiteral("the engine's memory went from %1 to a peak of %2 KiB")
                             .arg(before)
                             .arg(peak)));
+    checkHealth(probe);
+}
+
+void tst_DatabaseAnswers::aPostgresRowPastTheBoundIsNotReadIntoTheEngine()
+{
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
+    probe.start();
+    // libpq sizes its buffer from a message's length word, reads the message whole and then copies
+    // it into its result, all before the engine sees the row and refuses it: a 200 MB value took
+    // the engine ≈ 400 MB higher, for each query of a key holder's in flight (and a hostile server
+    // sends a header of 1 GB without making the value). The guard refuses the header.
+    const DbCall d = db(QStringLiteral("postgres"));
+    const QString engine = QString::number(m_engine.process().pid());
+    QVERIFY(ProcStat::resetPeak(engine));
+    const qint64 before = ProcStat::statusKb(engine, "VmRSS");
+    QVERIFY(d.query(QStringLiteral("SELECT repeat('x', 200000000) AS v")).isEmpty());
+    QCOMPARE(d.lastError().value(QStringLiteral("code")).toInt(), -32006);
+    QVERIFY2(d.lastError()
+                 .value(QStringLiteral("message"))
+                 .toString()
+                 .contains(QLatin1String("a row of the result is over 16 MiB")),
+             dump(d.lastError()).constData());
+    const qint64 peak = ProcStat::statusKb(engine, "VmHWM");
+    QVERIFY2(before > 0 && peak - before < 64 * 1024,
+             qPrintable(QStringLiteral("the engine's memory went from %1 to a peak of %2 KiB")
+                            .arg(before)
+                            .arg(peak)));
+    QCOMPARE(d.query(QStringLiteral("SELECT 7")).value(QStringLiteral("rows")).toArray(),
+             (QJsonArray{QJsonArray{7}}));
     checkHealth(probe);
 }
 
