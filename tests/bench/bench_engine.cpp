@@ -119,34 +119,6 @@ Usage descendantsUsage(qint64 root, const QByteArray &comm)
     return total;
 }
 
-// The CFS periods of sandbox `id`'s cgroup so far, and in how many its CPU quota ran out
-// (cpu.stat, where the engine makes the group as root; {-1, -1} elsewhere).
-struct Throttling
-{
-    qint64 periods = -1;
-    qint64 throttled = -1;
-};
-
-Throttling cpuThrottling(const QString &id)
-{
-    for (const QString &dir : {QStringLiteral("/sys/fs/cgroup/cpu/sandboxd/"),
-                               QStringLiteral("/sys/fs/cgroup/sandboxd/")}) {
-        QFile file(dir + id + QStringLiteral("/cpu.stat"));
-        if (!file.open(QIODevice::ReadOnly))
-            continue;
-        Throttling t;
-        for (const QByteArray &line : file.readAll().split('\n')) {
-            const QList<QByteArray> kv = line.split(' ');
-            if (kv.size() == 2 && kv[0] == "nr_periods")
-                t.periods = kv[1].toLongLong();
-            else if (kv.size() == 2 && kv[0] == "nr_throttled")
-                t.throttled = kv[1].toLongLong();
-        }
-        return t;
-    }
-    return {};
-}
-
 } // namespace
 
 class bench_Engine : public QObject
@@ -328,10 +300,10 @@ void bench_Engine::execRoundTrip()
     };
     // The default size first, 300 back to back: the loop its half a CPU runs out under, as a
     // command that runs many short ones does.
-    const Throttling before = cpuThrottling(id);
+    const ProcStat::Throttling before = ProcStat::cpuThrottling(id);
     for (int i = 0; i < runs; ++i)
         QVERIFY(execIn(id, engine));
-    const Throttling after = cpuThrottling(id);
+    const ProcStat::Throttling after = ProcStat::cpuThrottling(id);
     // The exec path apart from the quota and its baseline in alternating blocks of 50, six each,
     // as bench_databases' point selects: one block of 300 each would meet the machine in another
     // state than the next (the same loop of posix_spawn measured 0.53 ms in one run of this bench

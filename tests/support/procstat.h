@@ -95,4 +95,32 @@ inline bool resetPeak(const QString &pid)
     return refs.open(QIODevice::WriteOnly) && refs.write("5") == 1;
 }
 
+// The CFS periods of sandbox `id`'s cgroup so far, and in how many its CPU quota ran out
+// (cpu.stat, where the engine makes the group as root; {-1, -1} elsewhere).
+struct Throttling
+{
+    qint64 periods = -1;
+    qint64 throttled = -1;
+};
+
+inline Throttling cpuThrottling(const QString &id)
+{
+    for (const QString &dir : {QStringLiteral("/sys/fs/cgroup/cpu/sandboxd/"),
+                               QStringLiteral("/sys/fs/cgroup/sandboxd/")}) {
+        QFile file(dir + id + QStringLiteral("/cpu.stat"));
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        Throttling t;
+        for (const QByteArray &line : file.readAll().split('\n')) {
+            const QList<QByteArray> kv = line.split(' ');
+            if (kv.size() == 2 && kv[0] == "nr_periods")
+                t.periods = kv[1].toLongLong();
+            else if (kv.size() == 2 && kv[0] == "nr_throttled")
+                t.throttled = kv[1].toLongLong();
+        }
+        return t;
+    }
+    return {};
+}
+
 } // namespace ProcStat
