@@ -131,6 +131,7 @@ struct PostgresBackend::Query
     bool holdConnection = false; // a transaction's statement: the connection stays with it
     bool truncated = false;
     bool noCursor = false; // in an interactive transaction: one page, the rest left out
+    quint64 lastUse = 0;   // a cursor's: PostgresBackend::m_uses when it opened or was last fetched
 
     void takeFields(const PGresult *r)
     {
@@ -402,13 +403,15 @@ void PostgresBackend::acquire(ConnDone then)
         drop(c);
     }
     if (m_open >= m_settings.maxConnections) {
-        // Every connection is busy: an idle cursor gives its connection up (oldest first).
-        for (auto it = m_cursors.begin(); it != m_cursors.end(); ++it) {
-            if (!it.value()->pending) {
-                closeCursor(it.key());
-                break;
-            }
+        // Every connection is busy: the idle cursor least recently fetched from, of those that
+        // hold a connection, gives it up (one whose rows were all read holds none).
+        std::shared_ptr<Query> lru;
+        for (const std::shared_ptr<Query> &q : std::as_const(m_cursors)) {
+            if (q->conn && !q->finished && !q->pending && (!lru || q->lastUse < lru->lastUse))
+                lru = q;
         }
+        if (lru)
+            closeCursor(lru->cursor);
     }
     if (m_open >= m_settings.maxConnections) {
         m_waiters.append(std::move(then));
@@ -493,6 +496,7 @@ void PostgresBackend::deliver(const std::shared_ptr<Query> &q, bool done)
     } else if (q->firstPage) {
         if (!done) {
             q->cursor = QStringLiteral("pg%1").arg(m_nextCursor++);
+            q->lastUse = ++m_uses;
             m_cursors.insert(q->cursor, q);
         }
         page.members = {{QStringLiteral("fields"), q->fields},
@@ -768,6 +772,7 @@ CancelFn PostgresBackend::fetch(const QString &cursor, int pageSize, qint64 page
         return [] {};
     }
     q->pending = std::move(done);
+    q->lastUse = ++m_uses;
     q->pageSize = pageSize;
     q->pageBytes = pageBytes;
     if (q->finished || !q->conn) {

@@ -115,6 +115,7 @@ private:
     QHash<QString, PgConnection *> m_transactions; // interactive ones, by name (connections owned)
     QSet<QString> m_transactionsBusy;              // running a statement now
     quint64 m_nextCursor = 1;
+    quint64 m_uses = 0; // cursors opened and fetched from so far (Query::lastUse)
 };
 
 } // namespace Sandbox::Engine

@@ -118,6 +118,7 @@ private Q_SLOTS:
     void cancelStopsTheQuery_data();
     void cancelStopsTheQuery();
     void aServerThatNeverTakesItsCancelsHoldsFewThreads();
+    void aQueryTakesTheConnectionOfTheLeastRecentlyUsedCursor();
     void aHostThatAnswersGarbageFailsItsCallsAtOnce();
     void statementTimeout_data();
     void statementTimeout();
@@ -982,6 +983,51 @@ void tst_Databases::aServerThatNeverTakesItsCancelsHoldsFewThreads()
                                   .toArray(),
                               (QJsonArray{QJsonArray{5}}), 15000);
     m_engine.rpc().result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), d.id}});
+}
+
+void tst_Databases::aQueryTakesTheConnectionOfTheLeastRecentlyUsedCursor()
+{
+    // Eight open cursors hold the database's eight connections (each paused on its next page)
+    // when a query comes: one of them gives its connection up. It was whichever came first in a
+    // hash (the one the user was reading on, as likely as not), or one whose rows were all read
+    // already, which gave up no connection and left the query waiting for one. Now it is the
+    // cursor least recently fetched from, of those that hold a connection.
+    const DbCall d = db(QStringLiteral("postgres"));
+    constexpr int connections = 8; // maxConnections
+    const QString sql = QStringLiteral("SELECT g, repeat('x', 20000) AS pad "
+                                       "FROM generate_series(1, 1000) g");
+    QStringList cursors;
+    for (int i = 0; i < connections; ++i) {
+        const QJsonObject page = d.query(sql, {}, {{QStringLiteral("pageSize"), 1}});
+        QVERIFY2(!page.isEmpty(), dump(d.lastError()).constData());
+        cursors.append(page.value(QStringLiteral("cursor")).toString());
+        QVERIFY(!cursors.last().isEmpty());
+    }
+    const auto fetch = [&](const QString &cursor) {
+        return d.method(QStringLiteral("fetch"),
+                        {{QStringLiteral("cursor"), cursor}, {QStringLiteral("pageSize"), 1}});
+    };
+    // The first is read on, so the second is the least recently used: each new cursor takes the
+    // connection of the next one (a plain query would give its connection back to the pool).
+    QCOMPARE(fetch(cursors.first()).value(QStringLiteral("rows")).toArray().size(), 1);
+    for (int round = 1; round <= 3; ++round) {
+        const QJsonObject page = d.query(sql, {}, {{QStringLiteral("pageSize"), 1}});
+        QVERIFY2(!page.isEmpty(), dump(d.lastError()).constData());
+        cursors.append(page.value(QStringLiteral("cursor")).toString());
+        // The page the engine had read ahead comes first; then the cursor is gone.
+        fetch(cursors.at(round));
+        fetch(cursors.at(round));
+        QVERIFY2(d.lastError().value(QStringLiteral("code")).toInt() == -32002,
+                 qPrintable(QStringLiteral("round %1: cursor %1 is still open").arg(round)));
+    }
+    for (int i : {0, 4, 5, 6, 7, 8, 9, 10}) {
+        for (int twice = 0; twice < 2; ++twice)
+            QVERIFY2(!fetch(cursors.at(i)).isEmpty(),
+                     qPrintable(QStringLiteral("cursor %1: ").arg(i)
+                                + QString::fromUtf8(dump(d.lastError()))));
+    }
+    for (const QString &cursor : std::as_const(cursors))
+        d.method(QStringLiteral("closeCursor"), {{QStringLiteral("cursor"), cursor}});
 }
 
 void tst_Databases::aHostThatAnswersGarbageFailsItsCallsAtOnce()
