@@ -1,8 +1,13 @@
 #include "sandboxprocesses.h"
 
+#include <QDeadlineTimer>
 #include <QDir>
+#include <QEventLoop>
 #include <QFile>
 #include <QFileInfo>
+#include <QTimer>
+
+#include <algorithm>
 
 namespace {
 
@@ -32,6 +37,20 @@ QList<int> sandboxProcesses(const QString &id)
         }
     }
     return out;
+}
+
+qsizetype mostSandboxProcesses(const QString &id, qsizetype count, int timeoutMs)
+{
+    const QDeadlineTimer deadline(timeoutMs);
+    qsizetype most = 0;
+    for (;;) {
+        most = std::max(most, sandboxProcesses(id).size());
+        if (most >= count || deadline.hasExpired())
+            return most;
+        QEventLoop wait;
+        QTimer::singleShot(50, &wait, &QEventLoop::quit);
+        wait.exec();
+    }
 }
 
 int supervisorPid(const QString &id)
