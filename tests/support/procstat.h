@@ -95,6 +95,33 @@ inline bool resetPeak(const QString &pid)
     return refs.open(QIODevice::WriteOnly) && refs.write("5") == 1;
 }
 
+// A process's peak memory from now on against what it had now (VmHWM reset to VmRSS).
+class PeakSince
+{
+public:
+    explicit PeakSince(qint64 pid)
+        : m_pid(QString::number(pid))
+        , m_reset(resetPeak(m_pid))
+        , m_before(statusKb(m_pid, "VmRSS"))
+    {}
+    // Empty while the peak so far stayed less than `boundKb` above the start; else what it was.
+    QString over(qint64 boundKb) const
+    {
+        const qint64 peak = statusKb(m_pid, "VmHWM");
+        if (m_reset && m_before > 0 && peak > 0 && peak - m_before < boundKb)
+            return {};
+        return QStringLiteral("the memory of process %1 went from %2 to a peak of %3 KiB")
+            .arg(m_pid)
+            .arg(m_before)
+            .arg(peak);
+    }
+
+private:
+    QString m_pid;
+    bool m_reset;
+    qint64 m_before;
+};
+
 // The CFS periods of sandbox `id`'s cgroup so far, and in how many its CPU quota ran out
 // (cpu.stat, where the engine makes the group as root; {-1, -1} elsewhere).
 struct Throttling
