@@ -172,7 +172,7 @@ void PgWireGuard::pumpIn()
                       .arg(length);
         else
             why = QStringLiteral("the database server sent a message (%1) of %2 bytes: over the "
-                                 "%3 one message may take")
+                                 "%3 bytes one message may take")
                       .arg(type)
                       .arg(length)
                       .arg(PgServerFrames::kMaxMessageBytes);

@@ -61,6 +61,7 @@ private Q_SLOTS:
     void bytesPassBothWaysInOrder();
     void aServerThatSendsMoreThanLibpqReadsIsHeldBack();
     void aHeaderPastTheBoundEndsTheConnectionBeforeLibpqReadsIt();
+    void aMessageOfAnyTypePastTheBoundIsRefusedSayingWhat();
     void theServersEndReachesLibpqAfterItsBytes();
 
 private:
@@ -221,6 +222,28 @@ void tst_PgWireGuard::aHeaderPastTheBoundEndsTheConnectionBeforeLibpqReadsIt()
     (void)::send(server, more.constData(), size_t(more.size()), MSG_NOSIGNAL);
     QTest::qWait(50);
     QCOMPARE(drain(libpq), QByteArray());
+    ::close(server);
+    ::close(libpq);
+}
+
+void tst_PgWireGuard::aMessageOfAnyTypePastTheBoundIsRefusedSayingWhat()
+{
+    // A notice (RAISE NOTICE of 20 MB) is bounded as a row is; the words say which it was.
+    PgWireGuard guard;
+    int server = -1, libpq = -1;
+    QVERIFY(connectGuard(guard, &server, &libpq));
+    QString why;
+    bool row = true;
+    guard.refused = [&](const QString &w, bool r) {
+        why = w;
+        row = r;
+    };
+    const QByteArray notice = header('N', 20'000'004) + QByteArray(1000, 'x');
+    QVERIFY(::send(server, notice.constData(), size_t(notice.size()), 0) == notice.size());
+    QTRY_VERIFY(!why.isEmpty());
+    QVERIFY(!row);
+    QCOMPARE(why, QStringLiteral("the database server sent a message ('N') of 20000004 bytes: over "
+                                 "the 16842752 bytes one message may take"));
     ::close(server);
     ::close(libpq);
 }
