@@ -1,13 +1,18 @@
 // Hostile suite (docs/security.md): what a key holder's own SQL makes a database send the engine
-// (a value, a script's rows, an error, notices) as long as it likes, against a real sandboxd with
-// real PostgreSQL, SQLite and DuckDB servers; GET /health answered all the while.
+// (a value, a script's rows, an error, notices) as long as it likes, and what a server of the key
+// holder's own in a database's sandbox sends it, against a real sandboxd with real PostgreSQL,
+// SQLite and DuckDB servers; GET /health answered all the while.
 
 #include "../databases/dbtestutil.h"
 #include "enginefixture.h"
 #include "healthprobe.h"
 #include "procstat.h"
 
+#include <QDeadlineTimer>
+#include <QJsonDocument>
 #include <QTest>
+
+#include <unistd.h>
 
 class tst_DatabaseAnswers : public QObject
 {
@@ -20,6 +25,7 @@ private Q_SLOTS:
     void aRowOrAnErrorPastItsBoundIsRefused();
     void aScriptsRowsAreNotHeldInTheEngine();
     void aPostgresRowPastTheBoundIsNotReadIntoTheEngine();
+    void aHostileServersHugeMessageNeverReachesTheEngine();
     void noticesDoNotReachTheEnginesLog();
 
 private:
@@ -149,6 +155,86 @@ void tst_DatabaseAnswers::aPostgresRowPastTheBoundIsNotReadIntoTheEngine()
     QCOMPARE(d.query(QStringLiteral("SELECT 7")).value(QStringLiteral("rows")).toArray(),
              (QJsonArray{QJsonArray{7}}));
     checkHealth(probe);
+}
+
+void tst_DatabaseAnswers::aHostileServersHugeMessageNeverReachesTheEngine()
+{
+    if (::geteuid() != 0)
+        QSKIP("database sandboxes of their own uid need sandboxd to run as root");
+    // Code in a PostgreSQL database's sandbox (a key holder's exec) puts a server of its own over
+    // the server's socket. It answers the start-up, then every query with a row whose header says
+    // 1 GB, sends 256 MB of it and holds the connection: libpq sized its buffer from the header
+    // and read what came, for each connection the engine opened to it.
+    const QJsonObject created = m_engine.create(QStringLiteral("databases.create"),
+                                                {{QStringLiteral("type"),
+                                                  QStringLiteral("postgres")},
+                                                 {QStringLiteral("size"), QStringLiteral("lite")}});
+    const QString id = created.value(QStringLiteral("id")).toString();
+    QVERIFY2(!id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
+    const QString server = QStringLiteral(
+        "import os, socket, struct, threading, time\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.bind('/run/db/evil.sock')\n"
+        "s.listen(64)\n"
+        "os.rename('/run/db/evil.sock', '/run/db/.s.PGSQL.5432')\n"
+        "open('/run/db/evil.ready', 'w').close()\n"
+        "def serve(c):\n"
+        "    try:\n"
+        "        n = struct.unpack('>I', c.recv(4, socket.MSG_WAITALL))[0]\n"
+        "        c.recv(n - 4, socket.MSG_WAITALL)\n"
+        "        c.sendall(b'R' + struct.pack('>II', 8, 0) + b'Z' + struct.pack('>I', 5) + b'I')\n"
+        "        c.recv(65536)\n"
+        "        c.sendall(b'D' + struct.pack('>I', 1 << 30))\n"
+        "        for i in range(256):\n"
+        "            c.sendall(b'x' * (1 << 20))\n"
+        "        time.sleep(60)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "while True:\n"
+        "    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()\n");
+    const QJsonObject planted
+        = m_engine.exec(id,
+                        QStringLiteral(
+                            "cat > /run/db/evil.py <<'EOF'\n%1EOF\n"
+                            "setsid python3 /run/db/evil.py </dev/null >/dev/null 2>&1 &\n"
+                            "while [ ! -e /run/db/evil.ready ]; do sleep 0.02; done; echo planted")
+                            .arg(server));
+    QCOMPARE(planted.value(QStringLiteral("stdout")).toString(), QStringLiteral("planted\n"));
+
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
+    probe.start();
+    const ProcStat::PeakSince engine(m_engine.process().pid());
+    // More at once than the one connection the pool has: the others are new, to that server.
+    constexpr int calls = 6;
+    for (int i = 0; i < calls; ++i) {
+        const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                  {QStringLiteral("id"), 7000 + i},
+                                  {QStringLiteral("method"), QStringLiteral("databases.query")},
+                                  {QStringLiteral("params"),
+                                   QJsonObject{{QStringLiteral("id"), id},
+                                               {QStringLiteral("sql"), QStringLiteral("SELECT 1")},
+                                               {QStringLiteral("timeout"), 20000}}}};
+        m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    }
+    int answered = 0, refused = 0;
+    QDeadlineTimer deadline(60000);
+    while (answered < calls && !deadline.hasExpired()) {
+        const QJsonObject m = m_engine.rpc().nextMessage(int(deadline.remainingTime())).toObject();
+        const int call = m.value(QStringLiteral("id")).toInt();
+        if (call < 7000 || call >= 7000 + calls)
+            continue;
+        ++answered;
+        const QJsonObject error = m.value(QStringLiteral("error")).toObject();
+        if (error.value(QStringLiteral("code")).toInt() == -32006)
+            ++refused;
+    }
+    const QString over = engine.over(64 * 1024);
+    QVERIFY2(over.isEmpty(), qPrintable(over));
+    QCOMPARE(answered, calls);
+    QVERIFY2(refused >= calls - 1,
+             qPrintable(QStringLiteral("%1 of %2 refused").arg(refused).arg(calls)));
+    checkHealth(probe);
+    m_engine.rpc().result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), id}}, 120000);
 }
 
 void tst_DatabaseAnswers::noticesDoNotReachTheEnginesLog()
