@@ -217,6 +217,7 @@ void tst_DatabaseAnswers::aHostileServersHugeMessageNeverReachesTheEngine()
         m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
     }
     int answered = 0, refused = 0;
+    QStringList others; // answers neither -32006 nor the real server's row (served by the pool's)
     QDeadlineTimer deadline(60000);
     while (answered < calls && !deadline.hasExpired()) {
         const QJsonObject m = m_engine.rpc().nextMessage(int(deadline.remainingTime())).toObject();
@@ -227,12 +228,19 @@ void tst_DatabaseAnswers::aHostileServersHugeMessageNeverReachesTheEngine()
         const QJsonObject error = m.value(QStringLiteral("error")).toObject();
         if (error.value(QStringLiteral("code")).toInt() == -32006)
             ++refused;
+        else if (m.value(QStringLiteral("result")).toObject().value(QStringLiteral("rows"))
+                 != QJsonValue(QJsonArray{QJsonObject{{QStringLiteral("?column?"), 1}}}))
+            others.append(QString::fromUtf8(QJsonDocument(m).toJson(QJsonDocument::Compact)));
     }
     const QString over = engine.over(64 * 1024);
     QVERIFY2(over.isEmpty(), qPrintable(over));
     QCOMPARE(answered, calls);
-    QVERIFY2(refused >= calls - 1,
-             qPrintable(QStringLiteral("%1 of %2 refused").arg(refused).arg(calls)));
+    // Each call met the planted server (-32006) or, on a connection opened before it was planted,
+    // the real one: how many went which way depends on how soon those were free again.
+    QVERIFY2(refused >= 1 && others.isEmpty(), qPrintable(QStringLiteral("%1 of %2 refused; %3")
+                                                              .arg(refused)
+                                                              .arg(calls)
+                                                              .arg(others.join(u' '))));
     checkHealth(probe);
     m_engine.rpc().result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), id}}, 120000);
 }
