@@ -160,6 +160,8 @@ Turn readTurn(Provider provider, const QJsonObject &json, const QByteArray &body
     return t;
 }
 
+constexpr int kHold = -1; // Directives::sleepMs of [[hold]]: until releaseHeld()
+
 struct Directives
 {
     QString writePath;
@@ -187,6 +189,8 @@ Directives directivesIn(const QString &text)
             d.thinking = arg;
         } else if (name == QLatin1String("sleep")) {
             d.sleepMs = arg.toInt();
+        } else if (name == QLatin1String("hold")) {
+            d.sleepMs = kHold;
         } else if (name == QLatin1String("fail")) {
             d.failStatus = arg.toInt();
         } else if (name == QLatin1String("recall")) {
@@ -383,9 +387,20 @@ void MockModelServer::sendSse(QTcpSocket *socket, const QList<QByteArray> &event
             guard->write(events[i]);
         guard->disconnectFromHost();
     };
-    if (sleepMs > 0)
+    if (sleepMs == kHold && !m_released)
+        m_held.append(rest);
+    else if (sleepMs == kHold)
+        rest();
+    else if (sleepMs > 0)
         QTimer::singleShot(sleepMs, socket, rest);
     else
+        rest();
+}
+
+void MockModelServer::releaseHeld()
+{
+    m_released = true;
+    for (const auto &rest : std::exchange(m_held, {}))
         rest();
 }
 

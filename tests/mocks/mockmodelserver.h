@@ -9,6 +9,8 @@
 #include <QString>
 #include <QUrl>
 
+#include <functional>
+
 class QTcpServer;
 class QTcpSocket;
 
@@ -25,6 +27,8 @@ namespace Sandbox::Mocks {
 //                           (`\n` in CONTENT is a newline); after the tool result, a final text
 //   [[think:TEXT]]          a thinking block before the answer (Anthropic only)
 //   [[sleep:MS]]            hold the response MS milliseconds after its first event
+//   [[hold]]                hold the response after its first event until releaseHeld() (once
+//                           that was called, hold nothing more)
 //   [[fail:STATUS]]         answer the HTTP status STATUS with a provider-shaped error body
 //   [[remember:WORD]]       nothing special: recall finds it later in the history
 //   [[recall]]              the answer lists every WORD remembered earlier in the conversation
@@ -73,6 +77,9 @@ public:
     // wants: others are answered 401 with the provider's "invalid x-api-key" error. Empty: any.
     void setRequiredKey(const QByteArray &key) { m_requiredKey = key; }
 
+    // Sends the rest of every response a [[hold]] holds; later ones are not held.
+    void releaseHeld();
+
 Q_SIGNALS:
     void requestReceived(const QByteArray &method, const QByteArray &path);
     void connectionClosed();
@@ -92,6 +99,8 @@ private:
     QString m_staticRoot;
     QByteArray m_requiredKey;
     int m_nextId = 1;
+    QList<std::function<void()>> m_held; // the rest of each response a [[hold]] holds
+    bool m_released = false;             // releaseHeld() was called: [[hold]] holds nothing
 };
 
 } // namespace Sandbox::Mocks

@@ -545,13 +545,13 @@ void tst_AgentSessionView::runsStartedElsewhereAreFollowedLive()
     QTRY_COMPARE(other.rpc()->state(), RpcClient::State::Connected);
     AgentRunOptions options;
     options.model = QStringLiteral("claude-sonnet-4-5");
-    // The first turn ends quickly with its tokens; the second is held 45 s by the model: long
-    // enough for the dashboard and the view below to see the run live on a loaded machine (with
-    // 20 s, the run ended first in two full runs of the suite, where this test took 145-196 s).
+    // The first turn ends quickly with its tokens; the second is held by the model until the
+    // dashboard and the view below have seen the run live (a fixed 45 s was not always enough on
+    // a loaded machine: the run ended first once more in a full run where this suite took 169 s).
     AgentRun *run = other.agents().runConversation(
         m_sandbox.id,
         {QStringLiteral("[[write:/workspace/elsewhere.txt|from another client]]"),
-         QStringLiteral("[[sleep:45000]] [[write:/workspace/later.txt|later]]")},
+         QStringLiteral("[[hold]] [[write:/workspace/later.txt|later]]")},
         options, this);
     QVERIFY(run);
     QSignalSpy started(run, &AgentRun::started);
@@ -599,6 +599,7 @@ void tst_AgentSessionView::runsStartedElsewhereAreFollowedLive()
     QVERIFY2(!run->isDone(), "the run ended before the session view showed it live");
 
     // The end reaches both; the client that started it lost nothing to the watchers.
+    m_mock.releaseHeld();
     QVERIFY(finished.wait(120000));
     QVERIFY(finished.at(0).at(0).value<AgentRunResult>().success);
     QTRY_COMPARE_WITH_TIMEOUT(viewFinished.count(), 1, 15000);
