@@ -1,5 +1,6 @@
 #pragma once
 
+#include "databasebackend.h"
 #include "protocol/result.h"
 
 #include <QByteArray>
@@ -21,7 +22,7 @@ class PgServerFrames
 public:
     // The longest message let through: a row of PageLimits::kMaxRowBytes with the DataRow's own
     // framing (a 4-byte length per column, 1,664 columns at most) fits well within.
-    static constexpr qint64 kMaxMessageBytes = 16 * 1024 * 1024 + 64 * 1024;
+    static constexpr qint64 kMaxMessageBytes = PageLimits::kMaxRowBytes + 64 * 1024;
 
     enum class Verdict { Ok, TooLong, Malformed };
 
