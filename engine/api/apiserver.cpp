@@ -233,6 +233,20 @@ void ApiServer::handle(const HttpRequestHead &head, const QByteArray &body, cons
     ctx.guard = guard;
     const int successStatus = call->route->successStatus;
     const bool raw = call->route->answer == Rest::Route::Answer::Raw;
+    if (!raw) {
+        // A result that is JSON text already (a page of rows) is the body as it is.
+        ctx.replyRaw = [respond, successStatus](const QList<QByteArrayView> &parts) {
+            HttpResponse text;
+            text.status = successStatus;
+            qsizetype size = 0;
+            for (const QByteArrayView part : parts)
+                size += part.size();
+            text.body.reserve(size);
+            for (const QByteArrayView part : parts)
+                text.body += part;
+            respond(std::move(text));
+        };
+    }
     m_methods->call(call->method, call->params, ctx,
                     [respond, successStatus, raw](Result<QJsonValue> r) {
                         if (!r)

@@ -33,9 +33,11 @@ struct CallContext
     std::shared_ptr<std::function<void()>> onCancel = std::make_shared<std::function<void()>>();
     // Lifetime guard: replies for a context that is gone are dropped.
     QPointer<QObject> guard;
-    // Set for calls over /rpc outside a batch: answers with a result that is already JSON text
-    // (an object the handler built or checked), instead of `reply`. Empty otherwise.
-    std::function<void(const QByteArray &resultJson)> replyRaw;
+    // Set for calls over /rpc and REST (answers in JSON): answers with a result that is already
+    // JSON text (an object the handler built or checked), instead of `reply`: the text of the
+    // parts one after another, copied once, into the answer. Empty otherwise.
+    using RawReply = std::function<void(const QList<QByteArrayView> &resultJson)>;
+    RawReply replyRaw;
 };
 
 // Every method of docs/protocol.md section 4, shared by /rpc and REST. A method answers once,

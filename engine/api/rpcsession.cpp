@@ -48,7 +48,7 @@ Result<StreamPosition> streamPosition(const QJsonObject &params)
 struct RpcSession::Batch
 {
     int outstanding = 0;
-    QJsonArray answers;
+    QList<QByteArray> answers; // each one's text
 };
 
 RpcSession::RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, KeyStore *keys,
@@ -117,26 +117,40 @@ void RpcSession::close(int code, const QString &reason)
     m_socket->close(QWebSocketProtocol::CloseCode(code), reason);
 }
 
-void RpcSession::send(const QByteArray &text)
+void RpcSession::sendParts(const QList<QByteArrayView> &parts)
 {
     if (m_closing || m_closeSent || m_socket->state() != QAbstractSocket::ConnectedState)
         return;
-    if (m_device && text.isValidUtf8()) {
+    qsizetype size = 0;
+    bool valid = true;
+    for (const QByteArrayView part : parts) {
+        size += part.size();
+        valid = valid && part.isValidUtf8();
+    }
+    if (m_device && valid) {
         // One frame, header and text in one array, straight to the socket as sendBinary() writes:
         // QWebSocket would turn the text into a QString and back and copy it once more (three
         // passes over a page of rows). What the session sends is our serializer's UTF-8, and a
         // database host's page was checked by Json::validate; should anything else ever reach
         // here, it takes QWebSocket's way, which replaces what is not UTF-8, so a client never
-        // gets an invalid text frame.
-        const qsizetype header = StreamFrame::webSocketHeaderBytes(text.size());
-        QByteArray frame(header + text.size(), Qt::Uninitialized);
-        StreamFrame::writeWebSocketHeader(frame.data(), text.size(),
-                                          StreamFrame::WebSocketOpcode::Text);
-        memcpy(frame.data() + header, text.constData(), size_t(text.size()));
+        // gets an invalid text frame. (Parts valid each are valid together: a part that ends
+        // inside a character is not valid.)
+        const qsizetype header = StreamFrame::webSocketHeaderBytes(size);
+        QByteArray frame(header + size, Qt::Uninitialized);
+        StreamFrame::writeWebSocketHeader(frame.data(), size, StreamFrame::WebSocketOpcode::Text);
+        char *at = frame.data() + header;
+        for (const QByteArrayView part : parts) {
+            memcpy(at, part.data(), size_t(part.size()));
+            at += part.size();
+        }
         // Written now, in the turn of the event loop that made the answer, when nothing waits
         // before it: through the socket's buffer an answer waited for one more turn.
         writeNow(m_device.data(), std::move(frame));
     } else {
+        QByteArray text;
+        text.reserve(size);
+        for (const QByteArrayView part : parts)
+            text += part;
         m_socket->sendTextMessage(QString::fromUtf8(text));
     }
     dropIfNotReading();
@@ -330,13 +344,19 @@ int RpcSession::process(const QByteArray &text)
 
 void RpcSession::answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch)
 {
-    if (!batch) {
-        send(JsonRpc::serialize(response));
-        return;
-    }
-    batch->answers.append(response);
+    answerText({JsonRpc::serialize(response)}, batch);
+}
+
+void RpcSession::answerText(const QList<QByteArrayView> &parts, const std::shared_ptr<Batch> &batch)
+{
+    if (!batch)
+        return sendParts(parts);
+    QByteArray text;
+    for (const QByteArrayView part : parts)
+        text += part;
+    batch->answers.append(std::move(text));
     if (--batch->outstanding == 0)
-        send(QJsonDocument(batch->answers).toJson(QJsonDocument::Compact));
+        send('[' + batch->answers.join(',') + ']');
 }
 
 void RpcSession::handle(const JsonRpc::Message &m, const std::shared_ptr<Batch> &batch)
@@ -422,17 +442,17 @@ CallContext RpcSession::callContext(const JsonRpc::Message &m, const QString &ke
     };
     if (!notification)
         m_inFlight.insert(key, ctx.onCancel);
-    if (!notification && !batch) {
-        // A result that is JSON text already (a page of rows passed through) goes out as it is.
-        ctx.replyRaw = [this, id = m.id, key,
-                        guard = QPointer<RpcSession>(this)](const QByteArray &result) {
+    if (!notification) {
+        // A result that is JSON text already (a page of rows) goes out as it is.
+        ctx.replyRaw = [this, id = m.id, key, batch,
+                        guard = QPointer<RpcSession>(this)](const QList<QByteArrayView> &result) {
             if (!guard || !m_inFlight.remove(key))
                 return;
-            QByteArray text = JsonRpc::serialize(JsonRpc::resultObject(id, QJsonValue::Null));
-            text.chop(int(qstrlen("null}"))); // "result" is the last member
-            text += result;
-            text += '}';
-            send(text);
+            const QByteArray head = JsonRpc::serialize(JsonRpc::resultObject(id, QJsonValue::Null));
+            QList<QByteArrayView> parts{QByteArrayView(head).chopped(int(qstrlen("null}")))};
+            parts += result; // "result" is the last member
+            parts += "}";
+            answerText(parts, batch);
         };
     }
     return ctx;

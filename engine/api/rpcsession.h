@@ -98,7 +98,11 @@ private:
                       const Methods::Reply &reply);
     void watchStream(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch);
-    void send(const QByteArray &text);
+    // An answer's text in parts: sent, or kept for its batch's array.
+    void answerText(const QList<QByteArrayView> &parts, const std::shared_ptr<Batch> &batch);
+    void send(const QByteArray &text) { sendParts({text}); }
+    // One text message, the text of `parts` one after another.
+    void sendParts(const QList<QByteArrayView> &parts);
     // A binary output frame's WebSocket message, header included (StreamHub::setBinarySink).
     void sendBinary(const QByteArray &message);
     void dropIfNotReading();

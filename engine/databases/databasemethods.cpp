@@ -10,6 +10,7 @@
 #include "timedcall.h"
 
 #include <QDateTime>
+#include <QJsonDocument>
 #include <QLoggingCategory>
 #include <QPointer>
 #include <QTimer>
@@ -79,6 +80,26 @@ void locate(const QString &sql, Error &error)
         data.insert(QStringLiteral("column"), column);
     }
     error.data = data;
+}
+
+// The text of `members` with "rows" set to `arrays`, the text of `count` rows as arrays: as they
+// are, or as objects keyed by the names of `objectFields`. In three parts, for a RawReply.
+struct RowsAnswer
+{
+    QByteArray head;
+    QByteArray rows;
+
+    RowsAnswer(const QJsonObject &members, const QByteArray &arrays, qsizetype count,
+               const QJsonArray *objectFields)
+        : head(PageText::rowsHead(members))
+        , rows(objectFields ? PageText::objectRows(arrays, count, *objectFields) : arrays)
+    {}
+    QList<QByteArrayView> parts() const { return {head, rows, "}"}; }
+};
+
+QByteArray textOf(const QJsonArray &rows)
+{
+    return QJsonDocument(rows).toJson(QJsonDocument::Compact);
 }
 
 QJsonArray toObjects(const QJsonArray &fields, const QJsonArray &rows)
@@ -256,8 +277,8 @@ void DatabaseMethods::query(const QString &method, const QJsonObject &params,
     req.pageBytes = PageLimits::kMaxBytes;
     call.timeoutMs = timeoutOf(p);
     call.objectRows = objectRowMode(p);
-    // Array rows over /rpc go to the client as the text a backend wrote (PageText).
-    req.rowsAsText = !call.objectRows && ctx.replyRaw && !req.execute;
+    // Rows go to the client as the text a backend wrote (PageText), or as objects written from it.
+    req.rowsAsText = ctx.replyRaw && !req.execute;
     if (!p.failed() && req.sql.trimmed().isEmpty())
         p.fail(QStringLiteral("sql"), QStringLiteral("must not be empty"));
     req.transaction = p.optionalString(QStringLiteral("transaction"));
@@ -328,9 +349,8 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                                                     page.value(QStringLiteral("command"))}}));
                     const QJsonArray fields = page.value(QStringLiteral("fields")).toArray();
                     const bool rowsAsText = page.hasRowsText();
-                    const QJsonArray rows = rowsAsText && !call.objectRows && c.replyRaw
-                                                ? QJsonArray()
-                                                : PageText::rowsOf(page);
+                    const QJsonArray rows = rowsAsText && c.replyRaw ? QJsonArray()
+                                                                     : PageText::rowsOf(page);
                     const QString backendCursor = page.value(QStringLiteral("cursor")).toString();
                     QJsonValue cursor;
                     if (!backendCursor.isEmpty() && backend) {
@@ -362,10 +382,14 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                     if (!req.transaction.isEmpty())
                         out.insert(QStringLiteral("truncated"),
                                    page.value(QStringLiteral("truncated")).toBool());
-                    if (rowsAsText && !call.objectRows && c.replyRaw) {
-                        // The server's text goes to the client as it came (checked on arrival).
+                    if (c.replyRaw) {
+                        // Rows as text: the server's as it came (checked on arrival), or as
+                        // objects written from that text, which is not parsed.
                         activity->end();
-                        return c.replyRaw(PageText::withRows(out, page.rowsText));
+                        return c.replyRaw(RowsAnswer(out, rowsAsText ? page.rowsText : textOf(rows),
+                                                     rowsAsText ? page.rowsTextCount : rows.size(),
+                                                     call.objectRows ? &fields : nullptr)
+                                              .parts());
                     }
                     out.insert(QStringLiteral("rows"),
                                call.objectRows ? toObjects(fields, rows) : rows);
@@ -420,18 +444,21 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
                 return reply(r.error());
             }
             bool done = r->value(QStringLiteral("done")).toBool();
-            if (r->hasRowsText() && !c->objectRows && raw && r->rowsTextCount <= pageSize) {
-                // The server's text goes to the client as it came (checked on arrival).
+            if (r->hasRowsText() && raw && r->rowsTextCount <= pageSize) {
+                // The server's text goes to the client as it came (checked on arrival), or
+                // written as objects.
+                const QJsonArray fields = c->fields;
+                const bool objects = c->objectRows;
                 if (done)
                     m_cursors.close(cursorId);
                 else
                     readAhead(cursorId);
-                return raw(
-                    PageText::withRows(QJsonObject{{QStringLiteral("rowCount"), r->rowsTextCount},
-                                                   {QStringLiteral("done"), done},
-                                                   {QStringLiteral("cursor"),
-                                                    done ? QJsonValue() : QJsonValue(cursorId)}},
-                                       r->rowsText));
+                return raw(RowsAnswer(QJsonObject{{QStringLiteral("rowCount"), r->rowsTextCount},
+                                                  {QStringLiteral("done"), done},
+                                                  {QStringLiteral("cursor"),
+                                                   done ? QJsonValue() : QJsonValue(cursorId)}},
+                                      r->rowsText, r->rowsTextCount, objects ? &fields : nullptr)
+                               .parts());
             }
             QJsonArray rows = PageText::rowsOf(*r);
             if (rows.size() > pageSize) {
@@ -447,6 +474,13 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
                 m_cursors.close(cursorId);
             else if (c->carry.isEmpty())
                 readAhead(cursorId);
+            if (raw)
+                return raw(RowsAnswer(QJsonObject{{QStringLiteral("rowCount"), rows.size()},
+                                                  {QStringLiteral("done"), done},
+                                                  {QStringLiteral("cursor"),
+                                                   done ? QJsonValue() : QJsonValue(cursorId)}},
+                                      textOf(rows), rows.size(), objects ? &fields : nullptr)
+                               .parts());
             reply(QJsonValue(
                 QJsonObject{{QStringLiteral("rows"), objects ? toObjects(fields, rows) : rows},
                             {QStringLiteral("rowCount"), rows.size()},
@@ -593,8 +627,9 @@ void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &
                 [backend, statements](PageDone done) {
                     return backend->transaction(statements, std::move(done));
                 },
-                [statements, objectRows,
-                 answer = ending(share(std::move(token)), reply)](Result<Page> r) {
+                [statements, objectRows, raw = c.replyRaw, activity = share(std::move(token)),
+                 reply](Result<Page> r) {
+                    const Methods::Reply answer = ending(activity, reply);
                     if (!r) {
                         Error e = r.error();
                         const int index
@@ -611,6 +646,27 @@ void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &
                                     + e.message
                                     + QStringLiteral(" (the transaction was rolled back)");
                         return answer(e);
+                    }
+                    if (raw) {
+                        // As a query's rows: text, objects keyed in column order.
+                        activity->end();
+                        QList<RowsAnswer> results;
+                        for (const QJsonValue &v : r->value(QStringLiteral("results")).toArray()) {
+                            QJsonObject o = v.toObject();
+                            const QJsonArray rows = o.take(QStringLiteral("rows")).toArray();
+                            o.insert(QStringLiteral("rowCount"), rows.size());
+                            const QJsonArray fields = o.value(QStringLiteral("fields")).toArray();
+                            results.append(RowsAnswer(o, textOf(rows), rows.size(),
+                                                      objectRows ? &fields : nullptr));
+                        }
+                        QList<QByteArrayView> parts{R"({"committed":true,"results":[)"};
+                        for (const RowsAnswer &one : std::as_const(results)) {
+                            if (parts.size() > 1)
+                                parts += ",";
+                            parts += one.parts();
+                        }
+                        parts += "]}";
+                        return raw(parts);
                     }
                     QJsonArray results;
                     for (const QJsonValue &v : r->value(QStringLiteral("results")).toArray()) {

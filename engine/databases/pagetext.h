@@ -21,8 +21,18 @@ qsizetype rowCountOf(const Page &page);
 // `first`'s rows followed by `more`'s, with `more`'s other members (done).
 Page concat(const Page &first, const Page &more);
 
-// The text of `members` (an object without "rows") with "rows" set to the text `rows`.
-QByteArray withRows(const QJsonObject &members, QByteArrayView rows);
+// `rows`, the text of `count` rows as arrays (valid JSON: a backend's or a host's checked text),
+// written as objects: each value under the name of its field (`fields` as a page holds them,
+// [{name, ...}]) in the fields' order, as docs/protocol.md 4.3.3 says object rows are: a name that
+// repeats keeps its first place and its last column's value (as an object that JavaScript builds
+// column by column), values past the fields are left out. One pass over the text, which is
+// copied, not parsed; `count` sizes the room made ahead (a wrong one only costs a reallocation).
+QByteArray objectRows(QByteArrayView rows, qsizetype count, const QJsonArray &fields);
+
+// The text of `members` (an object without "rows") up to where the text of its rows goes: the
+// members and `"rows":`. The rows' text and "}" complete it (written one after another, the rows
+// are not copied into it).
+QByteArray rowsHead(const QJsonObject &members);
 
 // An answer line of a database host, valid JSON (as Json::validate() said, with `rows` where it
 // found the member "rows"): its members, and its rows as their text when they are an array of

@@ -12,6 +12,7 @@
 #include <QJsonDocument>
 #include <QScopeGuard>
 #include <QTest>
+#include <QWebSocket>
 
 #include <csignal>
 #include <unistd.h>
@@ -313,6 +314,68 @@ void tst_Databases::typesRoundTrip()
         objects.value(QStringLiteral("rows")).toArray().at(0).toObject().value(QStringLiteral("t")),
         QJsonValue(QString()));
     QCOMPARE(objects.value(QStringLiteral("command")).toString(), QStringLiteral("SELECT"));
+    // The default rowMode's objects are keyed in the order of the query's columns, as the text
+    // of the answer lists them (a client that walks a row's keys, as JavaScript does, sees the
+    // query's order); a repeated name keeps its first place and its last column's value, as
+    // JavaScript's objects built column by column do.
+    const auto answerText = [&d](const QString &method, QJsonObject params) {
+        QByteArray text;
+        const auto watch = QObject::connect(d.rpc->socket(), &QWebSocket::textMessageReceived,
+                                            [&text](const QString &m) { text = m.toUtf8(); });
+        params.insert(QStringLiteral("id"), d.id);
+        const bool answered = !d.rpc->result(method, params).isEmpty();
+        QObject::disconnect(watch);
+        return answered ? text : QByteArray("no answer: ") + dump(d.lastError());
+    };
+    const QByteArray one
+        = answerText(QStringLiteral("databases.query"),
+                     {{QStringLiteral("sql"),
+                       QStringLiteral("SELECT 1 AS zeta, 2 AS alpha, 3 AS mid, 4 AS alpha")}});
+    QVERIFY2(one.contains(R"("rows":[{"zeta":1,"alpha":4,"mid":3}])"), one.constData());
+    // So are a cursor's pages, those cut from a page read ahead too, and a transaction's rows.
+    const QString five = QStringLiteral("WITH v(i) AS (VALUES (1), (2), (3), (4), (5)) "
+                                        "SELECT i AS zeta, i + 1 AS alpha FROM v ORDER BY i");
+    const QByteArray page1 = answerText(QStringLiteral("databases.query"),
+                                        {{QStringLiteral("sql"), five},
+                                         {QStringLiteral("pageSize"), 2}});
+    QVERIFY2(page1.contains(R"("rows":[{"zeta":1,"alpha":2},{"zeta":2,"alpha":3}])"),
+             page1.constData());
+    const QString cursor = QJsonDocument::fromJson(page1)
+                               .object()
+                               .value(QStringLiteral("result"))
+                               .toObject()
+                               .value(QStringLiteral("cursor"))
+                               .toString();
+    for (int n = 3; n <= 5; ++n) {
+        const QByteArray page = answerText(QStringLiteral("databases.fetch"),
+                                           {{QStringLiteral("cursor"), cursor},
+                                            {QStringLiteral("pageSize"), 1}});
+        const QByteArray row
+            = QStringLiteral(R"("rows":[{"zeta":%1,"alpha":%2}])").arg(n).arg(n + 1).toUtf8();
+        QVERIFY2(page.contains(row), page.constData());
+    }
+    const QByteArray tx
+        = answerText(QStringLiteral("databases.transaction"),
+                     {{QStringLiteral("statements"),
+                       QJsonArray{QStringLiteral("SELECT 1 AS zeta, 2 AS alpha")}}});
+    QVERIFY2(tx.contains(R"("rows":[{"zeta":1,"alpha":2}])"), tx.constData());
+    QByteArray batch;
+    const auto watch = QObject::connect(d.rpc->socket(), &QWebSocket::textMessageReceived,
+                                        [&batch](const QString &m) { batch = m.toUtf8(); });
+    d.rpc->sendText(
+        QJsonDocument(
+            QJsonArray{
+                QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                            {QStringLiteral("id"), QStringLiteral("in a batch")},
+                            {QStringLiteral("method"), QStringLiteral("databases.query")},
+                            {QStringLiteral("params"),
+                             QJsonObject{{QStringLiteral("id"), d.id},
+                                         {QStringLiteral("sql"),
+                                          QStringLiteral("SELECT 1 AS zeta, 2 AS alpha")}}}}})
+            .toJson());
+    QVERIFY(d.rpc->nextMessage().isArray());
+    QObject::disconnect(watch);
+    QVERIFY2(batch.contains(R"("rows":[{"zeta":1,"alpha":2}])"), batch.constData());
 
     // Floats that JSON cannot carry, and numbers that JSON can.
     const QString special
@@ -1447,6 +1510,17 @@ void tst_Databases::restRoutes()
                  .value(QStringLiteral("code"))
                  .toInt(),
              -32014);
+    // Rows are objects keyed in column order over REST too (as over /rpc: typesRoundTrip).
+    for (const QString &action : {QStringLiteral("query"), QStringLiteral("transaction")}) {
+        const QString sql = QStringLiteral("SELECT 1 AS zeta, 2 AS alpha");
+        const HttpAnswer ordered = post(action, action == QLatin1String("query")
+                                                    ? QJsonObject{{QStringLiteral("sql"), sql}}
+                                                    : QJsonObject{{QStringLiteral("statements"),
+                                                                   QJsonArray{sql}}});
+        QCOMPARE(ordered.status, 200);
+        QVERIFY2(ordered.body.contains(R"("rows":[{"zeta":1,"alpha":2}])"),
+                 ordered.body.constData());
+    }
     QCOMPARE(post(QStringLiteral("listTables"), {}).status, 200);
     const HttpAnswer list = httpRequest("GET",
                                         base.resolved(QUrl(QStringLiteral("/api/databases"))),

@@ -1,5 +1,6 @@
 // PgValues::appendJson: a PostgreSQL row's values written straight to JSON text are the values
 // toJson() gives, for every type and for text a hostile server could send instead of its own.
+#include "databases/jsontext.h"
 #include "databases/pgvalues.h"
 
 #include <protocol/json.h>
@@ -17,6 +18,7 @@ class tst_PgValues : public QObject
 private Q_SLOTS:
     void appendJsonIsToJson_data();
     void appendJsonIsToJson();
+    void everyByteToEscapeIsEscapedWhereverItIs();
 };
 
 void tst_PgValues::appendJsonIsToJson_data()
@@ -72,6 +74,36 @@ void tst_PgValues::appendJsonIsToJson()
     const QJsonValue got = QJsonDocument::fromJson(out).array().at(0);
     QCOMPARE(got, QJsonDocument::fromJson("[" + json + "]").array().at(0));
     QCOMPARE(got, PgValues::toJson(oid, text.constData(), int(text.size())));
+}
+
+// JsonText::appendString looks at eight bytes at once: every byte that must be escaped (and
+// those next to them in value: 0x1f/0x20, '"' ± 1, '\\' ± 1, bytes from 0x80) is found at every
+// place in a word and across words, alone and beside another.
+void tst_PgValues::everyByteToEscapeIsEscapedWhereverItIs()
+{
+    QList<QByteArray> specials;
+    for (int c = 0; c < 0x20; ++c)
+        specials.append(QByteArray(1, char(c)));
+    for (const char *s : {" ", "!", "\"", "#", "[", "\\", "]", "\x7f", "\xc3\xa9", "\xe2\x82\xac",
+                          "\xf0\x9f\x98\x80"})
+        specials.append(QByteArray(s));
+    for (const QByteArray &special : specials) {
+        for (int length = 1; length <= 19; ++length) {
+            for (int at = 0; at + special.size() <= length; ++at) {
+                QByteArray text(length, 'a');
+                text.replace(at, special.size(), special);
+                if (at + 2 * special.size() + 3 <= length) // a second one, a word later
+                    text.replace(length - special.size(), special.size(), special);
+                std::string out = "[";
+                Sandbox::JsonText::appendString(out, text.toStdString());
+                out += ']';
+                const QByteArray json = QByteArray::fromStdString(out);
+                QVERIFY2(!Sandbox::Json::validate(json), json.toPercentEncoding().constData());
+                QCOMPARE(QJsonDocument::fromJson(json).array().at(0).toString(),
+                         QString::fromUtf8(text));
+            }
+        }
+    }
 }
 
 QTEST_GUILESS_MAIN(tst_PgValues)
