@@ -235,14 +235,14 @@ void ApiServer::handle(const HttpRequestHead &head, const QByteArray &body, cons
     const bool raw = call->route->answer == Rest::Route::Answer::Raw;
     if (!raw) {
         // A result that is JSON text already (a page of rows) is the body as it is.
-        ctx.replyRaw = [respond, successStatus](const QList<QByteArrayView> &parts) {
+        ctx.replyRaw = [respond, successStatus](const QList<QByteArray> &parts) {
             HttpResponse text;
             text.status = successStatus;
             qsizetype size = 0;
-            for (const QByteArrayView part : parts)
+            for (const QByteArray &part : parts)
                 size += part.size();
             text.body.reserve(size);
-            for (const QByteArrayView part : parts)
+            for (const QByteArray &part : parts)
                 text.body += part;
             respond(std::move(text));
         };

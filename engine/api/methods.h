@@ -35,8 +35,9 @@ struct CallContext
     QPointer<QObject> guard;
     // Set for calls over /rpc and REST (answers in JSON): answers with a result that is already
     // JSON text (an object the handler built or checked), instead of `reply`: the text of the
-    // parts one after another, copied once, into the answer. Empty otherwise.
-    using RawReply = std::function<void(const QList<QByteArrayView> &resultJson)>;
+    // parts one after another (a big one, a page of rows, is not copied on its way to the
+    // socket). Empty otherwise.
+    using RawReply = std::function<void(const QList<QByteArray> &resultJson)>;
     RawReply replyRaw;
 };
 

@@ -117,39 +117,45 @@ void RpcSession::close(int code, const QString &reason)
     m_socket->close(QWebSocketProtocol::CloseCode(code), reason);
 }
 
-void RpcSession::sendParts(const QList<QByteArrayView> &parts)
+void RpcSession::sendParts(const QList<QByteArray> &parts)
 {
     if (m_closing || m_closeSent || m_socket->state() != QAbstractSocket::ConnectedState)
         return;
     qsizetype size = 0;
     bool valid = true;
-    for (const QByteArrayView part : parts) {
+    for (const QByteArray &part : parts) {
         size += part.size();
         valid = valid && part.isValidUtf8();
     }
     if (m_device && valid) {
-        // One frame, header and text in one array, straight to the socket as sendBinary() writes:
-        // QWebSocket would turn the text into a QString and back and copy it once more (three
-        // passes over a page of rows). What the session sends is our serializer's UTF-8, and a
-        // database host's page was checked by Json::validate; should anything else ever reach
-        // here, it takes QWebSocket's way, which replaces what is not UTF-8, so a client never
-        // gets an invalid text frame. (Parts valid each are valid together: a part that ends
-        // inside a character is not valid.)
-        const qsizetype header = StreamFrame::webSocketHeaderBytes(size);
-        QByteArray frame(header + size, Qt::Uninitialized);
+        // One frame, straight to the socket as sendBinary() writes: QWebSocket would turn the
+        // text into a QString and back and copy it once more (three passes over a page of rows).
+        // What the session sends is our serializer's UTF-8, and a database host's page was
+        // checked by Json::validate; should anything else ever reach here, it takes QWebSocket's
+        // way, which replaces what is not UTF-8, so a client never gets an invalid text frame.
+        // (Parts valid each are valid together: a part that ends inside a character is not.)
+        // The header and the small parts are copied into one array; a big part (a page of rows)
+        // is queued on the socket as the array it is, after them (QIODevice keeps a QByteArray
+        // it is given whole), and leaves as the client reads: not copied once more in the turn
+        // of the event loop that answers.
+        QByteArray frame(StreamFrame::webSocketHeaderBytes(size), Qt::Uninitialized);
         StreamFrame::writeWebSocketHeader(frame.data(), size, StreamFrame::WebSocketOpcode::Text);
-        char *at = frame.data() + header;
-        for (const QByteArrayView part : parts) {
-            memcpy(at, part.data(), size_t(part.size()));
-            at += part.size();
+        for (const QByteArray &part : parts) {
+            if (part.size() < QueuedWholeBytes) {
+                frame += part;
+                continue;
+            }
+            writeNow(m_device.data(), std::exchange(frame, {}));
+            m_device->write(part);
         }
         // Written now, in the turn of the event loop that made the answer, when nothing waits
         // before it: through the socket's buffer an answer waited for one more turn.
-        writeNow(m_device.data(), std::move(frame));
+        if (!frame.isEmpty())
+            writeNow(m_device.data(), std::move(frame));
     } else {
         QByteArray text;
         text.reserve(size);
-        for (const QByteArrayView part : parts)
+        for (const QByteArray &part : parts)
             text += part;
         m_socket->sendTextMessage(QString::fromUtf8(text));
     }
@@ -347,12 +353,12 @@ void RpcSession::answer(const QJsonObject &response, const std::shared_ptr<Batch
     answerText({JsonRpc::serialize(response)}, batch);
 }
 
-void RpcSession::answerText(const QList<QByteArrayView> &parts, const std::shared_ptr<Batch> &batch)
+void RpcSession::answerText(const QList<QByteArray> &parts, const std::shared_ptr<Batch> &batch)
 {
     if (!batch)
         return sendParts(parts);
     QByteArray text;
-    for (const QByteArrayView part : parts)
+    for (const QByteArray &part : parts)
         text += part;
     batch->answers.append(std::move(text));
     if (--batch->outstanding == 0)
@@ -445,13 +451,14 @@ CallContext RpcSession::callContext(const JsonRpc::Message &m, const QString &ke
     if (!notification) {
         // A result that is JSON text already (a page of rows) goes out as it is.
         ctx.replyRaw = [this, id = m.id, key, batch,
-                        guard = QPointer<RpcSession>(this)](const QList<QByteArrayView> &result) {
+                        guard = QPointer<RpcSession>(this)](const QList<QByteArray> &result) {
             if (!guard || !m_inFlight.remove(key))
                 return;
-            const QByteArray head = JsonRpc::serialize(JsonRpc::resultObject(id, QJsonValue::Null));
-            QList<QByteArrayView> parts{QByteArrayView(head).chopped(int(qstrlen("null}")))};
-            parts += result; // "result" is the last member
-            parts += "}";
+            QByteArray head = JsonRpc::serialize(JsonRpc::resultObject(id, QJsonValue::Null));
+            head.chop(int(qstrlen("null}"))); // "result" is the last member
+            QList<QByteArray> parts{head};
+            parts += result;
+            parts += QByteArrayLiteral("}");
             answerText(parts, batch);
         };
     }

@@ -46,6 +46,9 @@ public:
     static constexpr qsizetype BytesPerMessage = 64 * 1024; // a big message counts as several
     static constexpr qint64 PauseAtUnsentBytes = 16 * 1024 * 1024;
     static constexpr qint64 MaxUnsentBytes = 64 * 1024 * 1024;
+    // A part of an answer this big (a page of rows) is queued on the socket as it is, not copied
+    // into the answer's frame (sendParts).
+    static constexpr qsizetype QueuedWholeBytes = 256 * 1024;
     // The largest WebSocket frame sent: a whole output message (at most 1 MiB of output and its
     // binary prefix, docs/protocol.md 2.6) in one.
     static constexpr qsizetype kOutgoingFrameBytes = 2 * 1024 * 1024;
@@ -99,10 +102,10 @@ private:
     void watchStream(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch);
     // An answer's text in parts: sent, or kept for its batch's array.
-    void answerText(const QList<QByteArrayView> &parts, const std::shared_ptr<Batch> &batch);
+    void answerText(const QList<QByteArray> &parts, const std::shared_ptr<Batch> &batch);
     void send(const QByteArray &text) { sendParts({text}); }
     // One text message, the text of `parts` one after another.
-    void sendParts(const QList<QByteArrayView> &parts);
+    void sendParts(const QList<QByteArray> &parts);
     // A binary output frame's WebSocket message, header included (StreamHub::setBinarySink).
     void sendBinary(const QByteArray &message);
     void dropIfNotReading();

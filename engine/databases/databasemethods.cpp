@@ -94,7 +94,7 @@ struct RowsAnswer
         : head(PageText::rowsHead(members))
         , rows(objectFields ? PageText::objectRows(arrays, count, *objectFields) : arrays)
     {}
-    QList<QByteArrayView> parts() const { return {head, rows, "}"}; }
+    QList<QByteArray> parts() const { return {head, rows, QByteArrayLiteral("}")}; }
 };
 
 QByteArray textOf(const QJsonArray &rows)
@@ -659,13 +659,14 @@ void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &
                             results.append(RowsAnswer(o, textOf(rows), rows.size(),
                                                       objectRows ? &fields : nullptr));
                         }
-                        QList<QByteArrayView> parts{R"({"committed":true,"results":[)"};
+                        QList<QByteArray> parts{
+                            QByteArrayLiteral(R"({"committed":true,"results":[)")};
                         for (const RowsAnswer &one : std::as_const(results)) {
                             if (parts.size() > 1)
-                                parts += ",";
+                                parts += QByteArrayLiteral(",");
                             parts += one.parts();
                         }
-                        parts += "]}";
+                        parts += QByteArrayLiteral("]}");
                         return raw(parts);
                     }
                     QJsonArray results;

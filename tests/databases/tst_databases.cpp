@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QScopeGuard>
+#include <QSet>
 #include <QTest>
 #include <QWebSocket>
 
@@ -100,6 +101,8 @@ private Q_SLOTS:
     void createAnswersWhenReady();
     void typesRoundTrip_data();
     void typesRoundTrip();
+    void bigAnswersAndSmallOnesArriveWhole_data();
+    void bigAnswersAndSmallOnesArriveWhole();
     void parametersStayData_data();
     void parametersStayData();
     void commonTableExpressionsSayWhatTheyChanged_data();
@@ -390,6 +393,59 @@ void tst_Databases::typesRoundTrip()
     QCOMPARE(s.at(1), QJsonValue(tagged("$float", QStringLiteral("Infinity"))));
     QCOMPARE(s.at(2), QJsonValue(42));
     QCOMPARE(s.at(3), QJsonValue(2.5));
+}
+
+void tst_Databases::bigAnswersAndSmallOnesArriveWhole_data()
+{
+    addEngineRows();
+}
+
+// Answers of megabytes are queued on the connection as they are, small ones written at once
+// (RpcSession::sendParts): sent together on one connection, every answer arrives whole, each
+// frame after the other, the big values byte for byte.
+void tst_Databases::bigAnswersAndSmallOnesArriveWhole()
+{
+    QFETCH(QString, type);
+    const DbCall d = db(type);
+    constexpr int kBytes = 6000000;
+    const QString big = type == QLatin1String("sqlite")
+                            ? QStringLiteral("SELECT printf('%.*c', %1, 'x') AS v").arg(kBytes)
+                            : QStringLiteral("SELECT repeat('x', %1) AS v").arg(kBytes);
+    d.rpc->messages.clear();
+    constexpr int kCalls = 8;
+    for (int i = 0; i < kCalls; ++i) {
+        // Big ones as objects and as arrays, a small one after each.
+        const QJsonObject params = i % 2 == 0 ? QJsonObject{{QStringLiteral("id"), d.id},
+                                                            {QStringLiteral("sql"), big},
+                                                            {QStringLiteral("rowMode"),
+                                                             i % 4 == 0 ? QStringLiteral("object")
+                                                                        : QStringLiteral("array")}}
+                                              : QJsonObject{{QStringLiteral("id"), d.id}};
+        d.rpc->sendText(
+            QJsonDocument(QJsonObject{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                      {QStringLiteral("id"), i},
+                                      {QStringLiteral("method"),
+                                       i % 2 == 0 ? QStringLiteral("databases.query")
+                                                  : QStringLiteral("databases.ping")},
+                                      {QStringLiteral("params"), params}})
+                .toJson(QJsonDocument::Compact));
+    }
+    QSet<int> answered;
+    for (int n = 0; n < kCalls; ++n) {
+        const QJsonObject answer = d.rpc->nextMessage(120000).toObject();
+        QVERIFY2(answer.contains(QStringLiteral("result")), dump(answer).left(300).constData());
+        const int i = answer.value(QStringLiteral("id")).toInt(-1);
+        answered.insert(i);
+        if (i % 2 != 0)
+            continue;
+        const QJsonValue row
+            = answer.value(QStringLiteral("result")).toObject().value(QStringLiteral("rows"))[0];
+        const QString v = (row.isObject() ? row[QStringLiteral("v")] : row[0]).toString();
+        QCOMPARE(v.size(), kBytes);
+        QCOMPARE(v.count(u'x'), kBytes);
+    }
+    QCOMPARE(answered.size(), kCalls);
+    QVERIFY(d.rpc->isOpen());
 }
 
 void tst_Databases::parametersStayData_data()
