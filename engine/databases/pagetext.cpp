@@ -4,9 +4,9 @@
 
 #include <QHash>
 #include <QJsonDocument>
-#include <QVarLengthArray>
 
 #include <cstring>
+#include <vector>
 
 namespace Sandbox::Engine::PageText {
 
@@ -140,48 +140,52 @@ QByteArray objectRows(QByteArrayView rows, qsizetype count, const QJsonArray &fi
     // Written through a pointer into room made ahead (a row's objects take at most its arrays'
     // text and the keys), not appended piece by piece.
     QByteArray out(rows.size() + count * keyBytes + 2, Qt::Uninitialized);
-    qsizetype n = 0;
-    const auto put = [&out, &n](QByteArrayView text) {
-        std::memcpy(out.data() + n, text.data(), size_t(text.size()));
-        n += text.size();
+    char *at = out.data();
+    const auto put = [&at](QByteArrayView text) {
+        std::memcpy(at, text.data(), size_t(text.size()));
+        at += text.size();
     };
     put("[");
-    QVarLengthArray<QByteArrayView, 32> values; // a row's
+    std::vector<QByteArrayView> values; // a row's
+    values.reserve(size_t(fields.size()));
     for (i = skipSpace(rows, i + 1); i < rows.size() && rows[i] == '[';) {
         const qsizetype rowBegin = i;
         values.clear();
         for (i = skipSpace(rows, i + 1); i < rows.size() && rows[i] != ']';) {
             const qsizetype end = valueEnd(rows, i);
-            values.append(rows.sliced(i, end - i));
+            values.push_back(rows.sliced(i, end - i));
             i = skipSpace(rows, end);
             if (i < rows.size() && rows[i] == ',')
                 i = skipSpace(rows, i + 1);
         }
         // The row's text, its separator, braces and keys: room enough whatever `count` said.
-        const qsizetype room = n + (i - rowBegin) + keyBytes + 4;
-        if (room > out.size())
+        const qsizetype written = at - out.constData();
+        const qsizetype room = written + (i - rowBegin) + keyBytes + 4;
+        if (room > out.size()) {
             out.resize(qMax(room, 2 * out.size()));
+            at = out.data() + written;
+        }
         i = skipSpace(rows, i + 1); // past the row's "]"
         if (i < rows.size() && rows[i] == ',')
             i = skipSpace(rows, i + 1);
-        if (n > 1)
+        if (written > 1)
             put(",");
         put("{");
         bool first = true;
         for (const Key &key : std::as_const(keys)) {
             for (const qsizetype column : key.columns) {
-                if (column >= values.size())
+                if (size_t(column) >= values.size())
                     continue;
                 if (!std::exchange(first, false))
                     put(",");
                 put(key.text);
-                put(values[column]);
+                put(values[size_t(column)]);
                 break;
             }
         }
         put("}");
     }
-    out.resize(n);
+    out.resize(at - out.constData());
     out += ']';
     return out;
 }
