@@ -385,7 +385,12 @@ void PgConnection::onReadable()
                         ? QStringLiteral("the database server closed the connection")
                         : errorMessage());
     if (!m_busy) {
-        // Nothing is expected: drain notices and notifications.
+        // Nothing is expected: drain notices and notifications, up to a bound.
+        if (const qint64 idle = m_guard ? m_guard->bytesIn() - m_idleFrom : 0; idle > kMaxIdleBytes)
+            return fail(QStringLiteral("the database server sent %1 bytes while no statement ran: "
+                                       "over the %2 an idle connection may take")
+                            .arg(idle)
+                            .arg(kMaxIdleBytes));
         while (PGnotify *n = PQnotifies(m_conn))
             PQfreemem(n);
         return;
@@ -419,6 +424,7 @@ void PgConnection::processInput()
         PGresult *r = PQgetResult(m_conn);
         if (!r) {
             m_busy = false;
+            m_idleFrom = m_guard ? m_guard->bytesIn() : 0;
             m_read->setEnabled(true); // to notice a server that goes away while idle
             auto sink = std::exchange(m_sink, {});
             if (sink.finished)

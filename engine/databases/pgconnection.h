@@ -81,6 +81,11 @@ public:
     // one database (at most kMaxCancelling at a time).
     void setCancelCount(std::shared_ptr<std::atomic_int> cancelling);
     static constexpr int kMaxCancelling = 4;
+    // What a server may send while no statement runs (notices, notifications of a LISTEN that a
+    // caller's SQL left on a pooled session): past it the connection is closed. A server that
+    // keeps sending then (a hostile one in the sandbox) made the engine read and drop its
+    // messages for as long as it liked, one turn of the event loop after the other.
+    static constexpr qint64 kMaxIdleBytes = 1024 * 1024;
 
     bool isOpen() const;
     bool isBusy() const { return m_busy; }
@@ -113,6 +118,7 @@ private:
     std::function<void(Result<bool>)> m_onOpen;
     bool m_connecting = false;
     bool m_busy = false;
+    qint64 m_idleFrom = 0; // the guard's bytesIn() when the last statement ended
     bool m_reading = true;
     Sink m_sink;
     // Kept statements by text and count of params (Statement::key): their names on the server.

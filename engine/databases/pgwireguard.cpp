@@ -183,6 +183,7 @@ void PgWireGuard::pumpIn()
             refused(why, row);
         return;
     }
+    m_bytesIn += n;
     const ssize_t w = sendSome(m_relay, m_chunk.get(), n);
     if (w < 0) // libpq's end is closed: the connection is being finished
         return stop();

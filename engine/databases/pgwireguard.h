@@ -81,6 +81,8 @@ public:
     void setReading(bool on);
     // Passes nothing more either way (the connection failed).
     void stop();
+    // The server's bytes passed on so far (each message's header checked).
+    qint64 bytesIn() const { return m_bytesIn; }
 
 private:
     void pumpIn();
@@ -95,6 +97,7 @@ private:
     QByteArray m_in;  // the server's bytes libpq's side had no room for yet
     QByteArray m_out; // libpq's bytes the server had no room for yet
     std::unique_ptr<char[]> m_chunk;
+    qint64 m_bytesIn = 0;
     bool m_reading = true;
     bool m_serverEof = false;
     bool m_stopped = false;

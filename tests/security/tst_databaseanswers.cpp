@@ -9,6 +9,7 @@
 #include "procstat.h"
 
 #include <QDeadlineTimer>
+#include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QTest>
 
@@ -26,6 +27,7 @@ private Q_SLOTS:
     void aScriptsRowsAreNotHeldInTheEngine();
     void aPostgresRowPastTheBoundIsNotReadIntoTheEngine();
     void aHostileServersHugeMessageNeverReachesTheEngine();
+    void aHostileServersFloodOfAnIdleConnectionIsCutOff();
     void noticesDoNotReachTheEnginesLog();
 
 private:
@@ -241,6 +243,103 @@ void tst_DatabaseAnswers::aHostileServersHugeMessageNeverReachesTheEngine()
                                                               .arg(refused)
                                                               .arg(calls)
                                                               .arg(others.join(u' '))));
+    checkHealth(probe);
+    m_engine.rpc().result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), id}}, 120000);
+}
+
+void tst_DatabaseAnswers::aHostileServersFloodOfAnIdleConnectionIsCutOff()
+{
+    if (::geteuid() != 0)
+        QSKIP("database sandboxes of their own uid need sandboxd to run as root");
+    // A server of the sandbox's own (as above) answers each statement, then sends notices without
+    // end while no statement runs: the engine read and dropped them, as fast as they came, for
+    // as long as the connection lived in the pool — a core of the engine's for the asking.
+    const QJsonObject created = m_engine.create(QStringLiteral("databases.create"),
+                                                {{QStringLiteral("type"),
+                                                  QStringLiteral("postgres")},
+                                                 {QStringLiteral("size"), QStringLiteral("lite")}});
+    const QString id = created.value(QStringLiteral("id")).toString();
+    QVERIFY2(!id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
+    const QString server = QStringLiteral(
+        "import os, socket, struct, threading\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.bind('/run/db/flood.sock')\n"
+        "s.listen(64)\n"
+        "os.rename('/run/db/flood.sock', '/run/db/.s.PGSQL.5432')\n"
+        "open('/run/db/flood.ready', 'w').close()\n"
+        "def message(t, body):\n"
+        "    return t + struct.pack('>I', len(body) + 4) + body\n"
+        "notice = message(b'N', b'SNOTICE\\0Mflood\\0\\0') * 4096\n"
+        "done = message(b'C', b'SELECT 1\\0') + message(b'Z', b'I')\n"
+        "def serve(c):\n"
+        "    try:\n"
+        "        n = struct.unpack('>I', c.recv(4, socket.MSG_WAITALL))[0]\n"
+        "        c.recv(n - 4, socket.MSG_WAITALL)\n"
+        "        c.sendall(message(b'R', struct.pack('>I', 0)) + message(b'Z', b'I'))\n"
+        "        while True:\n"
+        "            t = c.recv(1, socket.MSG_WAITALL)\n"
+        "            n = struct.unpack('>I', c.recv(4, socket.MSG_WAITALL))[0]\n"
+        "            c.recv(n - 4, socket.MSG_WAITALL)\n"
+        "            if t == b'Q':\n"
+        "                c.sendall(done)\n"
+        "            elif t == b'S':\n"
+        "                c.sendall(message(b'1', b'') + message(b'2', b'') + message(b'n', b'') + "
+        "done)\n"
+        "            else:\n"
+        "                continue\n"
+        "            while True:\n"
+        "                c.sendall(notice)\n"
+        "    except (OSError, struct.error):\n"
+        "        pass\n"
+        "while True:\n"
+        "    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()\n");
+    const QJsonObject planted
+        = m_engine.exec(id,
+                        QStringLiteral(
+                            "cat > /run/db/flood.py <<'EOF'\n%1EOF\n"
+                            "setsid python3 /run/db/flood.py </dev/null >/dev/null 2>&1 &\n"
+                            "while [ ! -e /run/db/flood.ready ]; do sleep 0.02; done; echo planted")
+                            .arg(server));
+    QCOMPARE(planted.value(QStringLiteral("stdout")).toString(), QStringLiteral("planted\n"));
+
+    // More statements at once than the one connection the pool has: the others are new, to the
+    // planted server, which answers each and then floods the connection it left idle.
+    constexpr int calls = 6;
+    for (int i = 0; i < calls; ++i) {
+        const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                  {QStringLiteral("id"), 8000 + i},
+                                  {QStringLiteral("method"), QStringLiteral("databases.execute")},
+                                  {QStringLiteral("params"),
+                                   QJsonObject{{QStringLiteral("id"), id},
+                                               {QStringLiteral("sql"), QStringLiteral("SELECT 1")},
+                                               {QStringLiteral("timeout"), 20000}}}};
+        m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    }
+    int answered = 0;
+    QDeadlineTimer deadline(60000);
+    while (answered < calls && !deadline.hasExpired()) {
+        const QJsonObject m = m_engine.rpc().nextMessage(int(deadline.remainingTime())).toObject();
+        const int call = m.value(QStringLiteral("id")).toInt();
+        if (call >= 8000 && call < 8000 + calls)
+            ++answered;
+    }
+    QCOMPARE(answered, calls);
+    // Then nothing runs: what the engine spends is the flood's. 1797a79's engine (and every one
+    // before this bound) spent most of a CPU on it, second after second.
+    HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
+    probe.start();
+    const QString pid = QString::number(m_engine.process().pid());
+    QTest::qWait(500); // the connections meet the bound (1 MiB) in this time, or never
+    const qint64 before = ProcStat::runNanoseconds(pid);
+    QElapsedTimer window;
+    window.start();
+    QTest::qWait(3000);
+    const double share = double(ProcStat::runNanoseconds(pid) - before)
+                         / double(window.nsecsElapsed());
+    qInfo("the idle engine spent %.1f%% of a CPU after the flood began", share * 100);
+    QVERIFY2(share < 0.2, qPrintable(QStringLiteral("the idle engine spent %1% of a CPU on the "
+                                                    "flood")
+                                         .arg(share * 100, 0, 'f', 0)));
     checkHealth(probe);
     m_engine.rpc().result(QStringLiteral("databases.delete"), {{QStringLiteral("id"), id}}, 120000);
 }
