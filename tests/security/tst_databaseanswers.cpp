@@ -34,6 +34,12 @@ private:
     void engines();
     DbCall db(const QString &type) { return DbCall{&m_engine.rpc(), m_ids.value(type)}; }
     void checkHealth(HealthProbe &probe);
+    // A PostgreSQL database whose sandbox runs a server of its own over the server's socket (a key
+    // holder's exec can): Python, a thread per connection running `serve(c)`, which `serve`
+    // defines with what else it needs. Its id in `id`.
+    void plantServer(const QString &serve, QString *id);
+    // `calls` calls of `method` with `params` sent at once, ids from `firstId`.
+    void sendAtOnce(const QString &method, const QJsonObject &params, int firstId, int calls);
 
     EngineFixture m_engine;
     QHash<QString, QString> m_ids;
@@ -64,6 +70,46 @@ void tst_DatabaseAnswers::checkHealth(HealthProbe &probe)
     probe.stop();
     const QString stall = probe.stall();
     QVERIFY2(stall.isEmpty(), qPrintable(stall));
+}
+
+void tst_DatabaseAnswers::plantServer(const QString &serve, QString *id)
+{
+    const QJsonObject created = m_engine.create(QStringLiteral("databases.create"),
+                                                {{QStringLiteral("type"),
+                                                  QStringLiteral("postgres")},
+                                                 {QStringLiteral("size"), QStringLiteral("lite")}});
+    *id = created.value(QStringLiteral("id")).toString();
+    QVERIFY2(!id->isEmpty(), dump(m_engine.rpc().lastError()).constData());
+    const QString server = QStringLiteral(
+                               "import os, socket, struct, threading, time\n"
+                               "s = socket.socket(socket.AF_UNIX)\n"
+                               "s.bind('/run/db/planted.sock')\n"
+                               "s.listen(64)\n"
+                               "os.rename('/run/db/planted.sock', '/run/db/.s.PGSQL.5432')\n"
+                               "open('/run/db/planted.ready', 'w').close()\n")
+                           + serve
+                           + QStringLiteral("while True:\n"
+                                            "    threading.Thread(target=serve, "
+                                            "args=(s.accept()[0],), daemon=True).start()\n");
+    const QJsonObject planted = m_engine.exec(
+        *id,
+        QStringLiteral("cat > /run/db/planted.py <<'EOF'\n%1EOF\n"
+                       "setsid python3 /run/db/planted.py </dev/null >/dev/null 2>&1 &\n"
+                       "while [ ! -e /run/db/planted.ready ]; do sleep 0.02; done; echo planted")
+            .arg(server));
+    QCOMPARE(planted.value(QStringLiteral("stdout")).toString(), QStringLiteral("planted\n"));
+}
+
+void tst_DatabaseAnswers::sendAtOnce(const QString &method, const QJsonObject &params, int firstId,
+                                     int calls)
+{
+    for (int i = 0; i < calls; ++i) {
+        const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
+                                  {QStringLiteral("id"), firstId + i},
+                                  {QStringLiteral("method"), method},
+                                  {QStringLiteral("params"), params}};
+        m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
+    }
 }
 
 void tst_DatabaseAnswers::aRowOrAnErrorPastItsBoundIsRefused_data()
@@ -167,57 +213,36 @@ void tst_DatabaseAnswers::aHostileServersHugeMessageNeverReachesTheEngine()
     // the server's socket. It answers the start-up, then every query with a row whose header says
     // 1 GB, sends 256 MB of it and holds the connection: libpq sized its buffer from the header
     // and read what came, for each connection the engine opened to it.
-    const QJsonObject created = m_engine.create(QStringLiteral("databases.create"),
-                                                {{QStringLiteral("type"),
-                                                  QStringLiteral("postgres")},
-                                                 {QStringLiteral("size"), QStringLiteral("lite")}});
-    const QString id = created.value(QStringLiteral("id")).toString();
-    QVERIFY2(!id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
-    const QString server = QStringLiteral(
-        "import os, socket, struct, threading, time\n"
-        "s = socket.socket(socket.AF_UNIX)\n"
-        "s.bind('/run/db/evil.sock')\n"
-        "s.listen(64)\n"
-        "os.rename('/run/db/evil.sock', '/run/db/.s.PGSQL.5432')\n"
-        "open('/run/db/evil.ready', 'w').close()\n"
-        "def serve(c):\n"
-        "    try:\n"
-        "        n = struct.unpack('>I', c.recv(4, socket.MSG_WAITALL))[0]\n"
-        "        c.recv(n - 4, socket.MSG_WAITALL)\n"
-        "        c.sendall(b'R' + struct.pack('>II', 8, 0) + b'Z' + struct.pack('>I', 5) + b'I')\n"
-        "        c.recv(65536)\n"
-        "        c.sendall(b'D' + struct.pack('>I', 1 << 30))\n"
-        "        for i in range(256):\n"
-        "            c.sendall(b'x' * (1 << 20))\n"
-        "        time.sleep(60)\n"
-        "    except OSError:\n"
-        "        pass\n"
-        "while True:\n"
-        "    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()\n");
-    const QJsonObject planted
-        = m_engine.exec(id,
-                        QStringLiteral(
-                            "cat > /run/db/evil.py <<'EOF'\n%1EOF\n"
-                            "setsid python3 /run/db/evil.py </dev/null >/dev/null 2>&1 &\n"
-                            "while [ ! -e /run/db/evil.ready ]; do sleep 0.02; done; echo planted")
-                            .arg(server));
-    QCOMPARE(planted.value(QStringLiteral("stdout")).toString(), QStringLiteral("planted\n"));
+    QString id;
+    plantServer(
+        QStringLiteral(
+            "def serve(c):\n"
+            "    try:\n"
+            "        n = struct.unpack('>I', c.recv(4, socket.MSG_WAITALL))[0]\n"
+            "        c.recv(n - 4, socket.MSG_WAITALL)\n"
+            "        c.sendall(b'R' + struct.pack('>II', 8, 0) + b'Z' + struct.pack('>I', 5) "
+            "+ b'I')\n"
+            "        c.recv(65536)\n"
+            "        c.sendall(b'D' + struct.pack('>I', 1 << 30))\n"
+            "        for i in range(256):\n"
+            "            c.sendall(b'x' * (1 << 20))\n"
+            "        time.sleep(60)\n"
+            "    except OSError:\n"
+            "        pass\n"),
+        &id);
+    if (QTest::currentTestFailed())
+        return;
 
     HealthProbe probe(m_engine.process().url(), m_engine.process().pid(), 10);
     probe.start();
     const ProcStat::PeakSince engine(m_engine.process().pid());
     // More at once than the one connection the pool has: the others are new, to that server.
     constexpr int calls = 6;
-    for (int i = 0; i < calls; ++i) {
-        const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                                  {QStringLiteral("id"), 7000 + i},
-                                  {QStringLiteral("method"), QStringLiteral("databases.query")},
-                                  {QStringLiteral("params"),
-                                   QJsonObject{{QStringLiteral("id"), id},
-                                               {QStringLiteral("sql"), QStringLiteral("SELECT 1")},
-                                               {QStringLiteral("timeout"), 20000}}}};
-        m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
-    }
+    sendAtOnce(QStringLiteral("databases.query"),
+               {{QStringLiteral("id"), id},
+                {QStringLiteral("sql"), QStringLiteral("SELECT 1")},
+                {QStringLiteral("timeout"), 20000}},
+               7000, calls);
     int answered = 0, refused = 0;
     QStringList others; // answers neither -32006 nor the real server's row (served by the pool's)
     QDeadlineTimer deadline(60000);
@@ -254,67 +279,44 @@ void tst_DatabaseAnswers::aHostileServersFloodOfAnIdleConnectionIsCutOff()
     // A server of the sandbox's own (as above) answers each statement, then sends notices without
     // end while no statement runs: the engine read and dropped them, as fast as they came, for
     // as long as the connection lived in the pool — a core of the engine's for the asking.
-    const QJsonObject created = m_engine.create(QStringLiteral("databases.create"),
-                                                {{QStringLiteral("type"),
-                                                  QStringLiteral("postgres")},
-                                                 {QStringLiteral("size"), QStringLiteral("lite")}});
-    const QString id = created.value(QStringLiteral("id")).toString();
-    QVERIFY2(!id.isEmpty(), dump(m_engine.rpc().lastError()).constData());
-    const QString server = QStringLiteral(
-        "import os, socket, struct, threading\n"
-        "s = socket.socket(socket.AF_UNIX)\n"
-        "s.bind('/run/db/flood.sock')\n"
-        "s.listen(64)\n"
-        "os.rename('/run/db/flood.sock', '/run/db/.s.PGSQL.5432')\n"
-        "open('/run/db/flood.ready', 'w').close()\n"
-        "def message(t, body):\n"
-        "    return t + struct.pack('>I', len(body) + 4) + body\n"
-        "notice = message(b'N', b'SNOTICE\\0Mflood\\0\\0') * 4096\n"
-        "done = message(b'C', b'SELECT 1\\0') + message(b'Z', b'I')\n"
-        "def serve(c):\n"
-        "    try:\n"
-        "        n = struct.unpack('>I', c.recv(4, socket.MSG_WAITALL))[0]\n"
-        "        c.recv(n - 4, socket.MSG_WAITALL)\n"
-        "        c.sendall(message(b'R', struct.pack('>I', 0)) + message(b'Z', b'I'))\n"
-        "        while True:\n"
-        "            t = c.recv(1, socket.MSG_WAITALL)\n"
-        "            n = struct.unpack('>I', c.recv(4, socket.MSG_WAITALL))[0]\n"
-        "            c.recv(n - 4, socket.MSG_WAITALL)\n"
-        "            if t == b'Q':\n"
-        "                c.sendall(done)\n"
-        "            elif t == b'S':\n"
-        "                c.sendall(message(b'1', b'') + message(b'2', b'') + message(b'n', b'') + "
-        "done)\n"
-        "            else:\n"
-        "                continue\n"
-        "            while True:\n"
-        "                c.sendall(notice)\n"
-        "    except (OSError, struct.error):\n"
-        "        pass\n"
-        "while True:\n"
-        "    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()\n");
-    const QJsonObject planted
-        = m_engine.exec(id,
-                        QStringLiteral(
-                            "cat > /run/db/flood.py <<'EOF'\n%1EOF\n"
-                            "setsid python3 /run/db/flood.py </dev/null >/dev/null 2>&1 &\n"
-                            "while [ ! -e /run/db/flood.ready ]; do sleep 0.02; done; echo planted")
-                            .arg(server));
-    QCOMPARE(planted.value(QStringLiteral("stdout")).toString(), QStringLiteral("planted\n"));
+    QString id;
+    plantServer(QStringLiteral(
+                    "def message(t, body):\n"
+                    "    return t + struct.pack('>I', len(body) + 4) + body\n"
+                    "notice = message(b'N', b'SNOTICE\\0Mflood\\0\\0') * 4096\n"
+                    "done = message(b'C', b'SELECT 1\\0') + message(b'Z', b'I')\n"
+                    "def serve(c):\n"
+                    "    try:\n"
+                    "        n = struct.unpack('>I', c.recv(4, socket.MSG_WAITALL))[0]\n"
+                    "        c.recv(n - 4, socket.MSG_WAITALL)\n"
+                    "        c.sendall(message(b'R', struct.pack('>I', 0)) + message(b'Z', b'I'))\n"
+                    "        while True:\n"
+                    "            t = c.recv(1, socket.MSG_WAITALL)\n"
+                    "            n = struct.unpack('>I', c.recv(4, socket.MSG_WAITALL))[0]\n"
+                    "            c.recv(n - 4, socket.MSG_WAITALL)\n"
+                    "            if t == b'Q':\n"
+                    "                c.sendall(done)\n"
+                    "            elif t == b'S':\n"
+                    "                c.sendall(message(b'1', b'') + message(b'2', b'') + "
+                    "message(b'n', b'') + done)\n"
+                    "            else:\n"
+                    "                continue\n"
+                    "            while True:\n"
+                    "                c.sendall(notice)\n"
+                    "    except (OSError, struct.error):\n"
+                    "        pass\n"),
+                &id);
+    if (QTest::currentTestFailed())
+        return;
 
     // More statements at once than the one connection the pool has: the others are new, to the
     // planted server, which answers each and then floods the connection it left idle.
     constexpr int calls = 6;
-    for (int i = 0; i < calls; ++i) {
-        const QJsonObject request{{QStringLiteral("jsonrpc"), QStringLiteral("2.0")},
-                                  {QStringLiteral("id"), 8000 + i},
-                                  {QStringLiteral("method"), QStringLiteral("databases.execute")},
-                                  {QStringLiteral("params"),
-                                   QJsonObject{{QStringLiteral("id"), id},
-                                               {QStringLiteral("sql"), QStringLiteral("SELECT 1")},
-                                               {QStringLiteral("timeout"), 20000}}}};
-        m_engine.rpc().sendText(QJsonDocument(request).toJson(QJsonDocument::Compact));
-    }
+    sendAtOnce(QStringLiteral("databases.execute"),
+               {{QStringLiteral("id"), id},
+                {QStringLiteral("sql"), QStringLiteral("SELECT 1")},
+                {QStringLiteral("timeout"), 20000}},
+               8000, calls);
     int answered = 0;
     QDeadlineTimer deadline(60000);
     while (answered < calls && !deadline.hasExpired()) {
