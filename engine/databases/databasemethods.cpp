@@ -82,18 +82,43 @@ void locate(const QString &sql, Error &error)
     error.data = data;
 }
 
+// The most an answer's rows may take as objects: each row repeats the column names, and a page
+// of short values under long names (a name may be megabytes long) is many times its arrays' text,
+// which the page's bounds count.
+constexpr qsizetype kMaxObjectRowsBytes = 2 * PageLimits::kMaxRowBytes;
+
+Error objectRowsTooLarge()
+{
+    return Error{ErrorCode::PayloadTooLarge,
+                 QStringLiteral("the rows as objects would take over %1 MiB (each row repeats the "
+                                "column names): ask for fewer rows (pageSize), or for rowMode "
+                                "\"array\"")
+                     .arg(kMaxObjectRowsBytes >> 20),
+                 {}};
+}
+
 // The text of `members` with "rows" set to `arrays`, the text of `count` rows as arrays: as they
-// are, or as objects keyed by the names of `objectFields`. In three parts, for a RawReply.
+// are, or as objects keyed by the names of `objectFields` (at most `maxBytes` of them, else
+// tooLarge). In three parts, for a RawReply.
 struct RowsAnswer
 {
     QByteArray head;
     QByteArray rows;
+    bool tooLarge = false;
 
     RowsAnswer(const QJsonObject &members, const QByteArray &arrays, qsizetype count,
-               const QJsonArray *objectFields)
+               const QJsonArray *objectFields, qsizetype maxBytes = kMaxObjectRowsBytes)
         : head(PageText::rowsHead(members))
-        , rows(objectFields ? PageText::objectRows(arrays, count, *objectFields) : arrays)
-    {}
+    {
+        if (!objectFields) {
+            rows = arrays;
+            return;
+        }
+        std::optional<QByteArray> objects = PageText::objectRows(arrays, count, *objectFields,
+                                                                 maxBytes);
+        tooLarge = !objects;
+        rows = std::move(objects).value_or(QByteArray());
+    }
     QList<QByteArray> parts() const { return {head, rows, QByteArrayLiteral("}")}; }
 };
 
@@ -385,11 +410,16 @@ void DatabaseMethods::runQuery(const QueryCall &call, const CallContext &ctx, co
                     if (c.replyRaw) {
                         // Rows as text: the server's as it came (checked on arrival), or as
                         // objects written from that text, which is not parsed.
+                        const RowsAnswer text(out, rowsAsText ? page.rowsText : textOf(rows),
+                                              rowsAsText ? page.rowsTextCount : rows.size(),
+                                              call.objectRows ? &fields : nullptr);
+                        if (text.tooLarge) {
+                            if (cursor.isString())
+                                m_cursors.close(cursor.toString());
+                            return answer(objectRowsTooLarge());
+                        }
                         activity->end();
-                        return c.replyRaw(RowsAnswer(out, rowsAsText ? page.rowsText : textOf(rows),
-                                                     rowsAsText ? page.rowsTextCount : rows.size(),
-                                                     call.objectRows ? &fields : nullptr)
-                                              .parts());
+                        return c.replyRaw(text.parts());
                     }
                     out.insert(QStringLiteral("rows"),
                                call.objectRows ? toObjects(fields, rows) : rows);
@@ -447,18 +477,17 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
             if (r->hasRowsText() && raw && r->rowsTextCount <= pageSize) {
                 // The server's text goes to the client as it came (checked on arrival), or
                 // written as objects.
-                const QJsonArray fields = c->fields;
-                const bool objects = c->objectRows;
-                if (done)
-                    m_cursors.close(cursorId);
-                else
-                    readAhead(cursorId);
-                return raw(RowsAnswer(QJsonObject{{QStringLiteral("rowCount"), r->rowsTextCount},
+                const RowsAnswer text(QJsonObject{{QStringLiteral("rowCount"), r->rowsTextCount},
                                                   {QStringLiteral("done"), done},
                                                   {QStringLiteral("cursor"),
                                                    done ? QJsonValue() : QJsonValue(cursorId)}},
-                                      r->rowsText, r->rowsTextCount, objects ? &fields : nullptr)
-                               .parts());
+                                      r->rowsText, r->rowsTextCount,
+                                      c->objectRows ? &c->fields : nullptr);
+                if (done || text.tooLarge)
+                    m_cursors.close(cursorId);
+                else
+                    readAhead(cursorId);
+                return text.tooLarge ? reply(objectRowsTooLarge()) : raw(text.parts());
             }
             QJsonArray rows = PageText::rowsOf(*r);
             if (rows.size() > pageSize) {
@@ -474,13 +503,17 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
                 m_cursors.close(cursorId);
             else if (c->carry.isEmpty())
                 readAhead(cursorId);
-            if (raw)
-                return raw(RowsAnswer(QJsonObject{{QStringLiteral("rowCount"), rows.size()},
+            if (raw) {
+                const RowsAnswer text(QJsonObject{{QStringLiteral("rowCount"), rows.size()},
                                                   {QStringLiteral("done"), done},
                                                   {QStringLiteral("cursor"),
                                                    done ? QJsonValue() : QJsonValue(cursorId)}},
-                                      textOf(rows), rows.size(), objects ? &fields : nullptr)
-                               .parts());
+                                      textOf(rows), rows.size(), objects ? &fields : nullptr);
+                if (!text.tooLarge)
+                    return raw(text.parts());
+                m_cursors.close(cursorId);
+                return reply(objectRowsTooLarge());
+            }
             reply(QJsonValue(
                 QJsonObject{{QStringLiteral("rows"), objects ? toObjects(fields, rows) : rows},
                             {QStringLiteral("rowCount"), rows.size()},
@@ -648,17 +681,22 @@ void DatabaseMethods::transaction(const QJsonObject &params, const CallContext &
                         return answer(e);
                     }
                     if (raw) {
-                        // As a query's rows: text, objects keyed in column order.
-                        activity->end();
+                        // As a query's rows: text, objects keyed in column order (all of them
+                        // within the bound of one page's).
                         QList<RowsAnswer> results;
+                        qsizetype budget = kMaxObjectRowsBytes;
                         for (const QJsonValue &v : r->value(QStringLiteral("results")).toArray()) {
                             QJsonObject o = v.toObject();
                             const QJsonArray rows = o.take(QStringLiteral("rows")).toArray();
                             o.insert(QStringLiteral("rowCount"), rows.size());
                             const QJsonArray fields = o.value(QStringLiteral("fields")).toArray();
                             results.append(RowsAnswer(o, textOf(rows), rows.size(),
-                                                      objectRows ? &fields : nullptr));
+                                                      objectRows ? &fields : nullptr, budget));
+                            if (results.last().tooLarge)
+                                return answer(objectRowsTooLarge());
+                            budget -= results.last().rows.size();
                         }
+                        activity->end();
                         QList<QByteArray> parts{
                             QByteArrayLiteral(R"({"committed":true,"results":[)")};
                         for (const RowsAnswer &one : std::as_const(results)) {

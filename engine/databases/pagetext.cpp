@@ -109,7 +109,8 @@ Page concat(const Page &first, const Page &more)
     return out;
 }
 
-QByteArray objectRows(QByteArrayView rows, qsizetype count, const QJsonArray &fields)
+std::optional<QByteArray> objectRows(QByteArrayView rows, qsizetype count, const QJsonArray &fields,
+                                     qsizetype maxBytes)
 {
     // The keys in the order their names first come, each as a JSON string and a colon, with the
     // columns of its name, the last first.
@@ -136,7 +137,9 @@ QByteArray objectRows(QByteArrayView rows, qsizetype count, const QJsonArray &fi
     }
     qsizetype i = skipSpace(rows, 0);
     if (i >= rows.size() || rows[i] != '[')
-        return "[]";
+        return QByteArray("[]");
+    if (rows.size() + count * keyBytes + 2 > maxBytes)
+        return std::nullopt;
     // Written through a pointer into room made ahead (a row's objects take at most its arrays'
     // text and the keys), not appended piece by piece.
     QByteArray out(rows.size() + count * keyBytes + 2, Qt::Uninitialized);
@@ -161,6 +164,8 @@ QByteArray objectRows(QByteArrayView rows, qsizetype count, const QJsonArray &fi
         // The row's text, its separator, braces and keys: room enough whatever `count` said.
         const qsizetype written = at - out.constData();
         const qsizetype room = written + (i - rowBegin) + keyBytes + 4;
+        if (room > maxBytes) // more rows than `count` said
+            return std::nullopt;
         if (room > out.size()) {
             out.resize(qMax(room, 2 * out.size()));
             at = out.data() + written;

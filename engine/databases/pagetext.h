@@ -7,6 +7,8 @@
 #include <QJsonArray>
 #include <QJsonObject>
 
+#include <optional>
+
 namespace Sandbox::Engine::PageText {
 
 // A page of rows as JSON text (Page::rowsText), from a server that writes its own
@@ -27,7 +29,11 @@ Page concat(const Page &first, const Page &more);
 // repeats keeps its first place and its last column's value (as an object that JavaScript builds
 // column by column), values past the fields are left out. One pass over the text, which is
 // copied, not parsed; `count` sizes the room made ahead (a wrong one only costs a reallocation).
-QByteArray objectRows(QByteArrayView rows, qsizetype count, const QJsonArray &fields);
+// Nothing when the objects could take more than `maxBytes`: their names are repeated on every
+// row, and a page of short values under long names (a name may be megabytes long) is many times
+// its arrays' text.
+std::optional<QByteArray> objectRows(QByteArrayView rows, qsizetype count, const QJsonArray &fields,
+                                     qsizetype maxBytes);
 
 // The text of `members` (an object without "rows") up to where the text of its rows goes: the
 // members and `"rows":`. The rows' text and "}" complete it (written one after another, the rows

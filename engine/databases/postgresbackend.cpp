@@ -555,7 +555,8 @@ void PostgresBackend::runQuery(const std::shared_ptr<Query> &q, PgConnection *co
                 return; // a script answers no rows
             if (!q->haveFields)
                 q->takeFields(r);
-            if ((q->transaction && q->rows.size() >= PageLimits::kTransactionRows)
+            if ((q->transaction
+                 && (q->rows.size() >= PageLimits::kTransactionRows || q->bytes >= q->pageBytes))
                 || (q->noCursor && (q->rows.size() >= q->pageSize || q->bytes >= q->pageBytes))) {
                 q->truncated = true;
                 return;
@@ -899,6 +900,9 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
         PageDone done;
         bool cancelled = false;
         std::function<void()> step;
+        // What the statements' kept rows may still take (a page's bytes, for all of them: each
+        // keeps up to kTransactionRows, and there may be 1,000 statements).
+        qint64 bytesLeft = PageLimits::kMaxBytes;
     };
     auto tx = std::make_shared<Tx>();
     tx->statements = statements;
@@ -947,6 +951,7 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
         auto sq = std::make_shared<Query>();
         sq->transaction = true;
         sq->statementCount = 1;
+        sq->pageBytes = tx->bytesLeft;
         sq->pending = [tx, finish, commit](Result<Page> r) {
             if (!r) {
                 Error e = r.error();
@@ -960,6 +965,8 @@ CancelFn PostgresBackend::transaction(const QJsonArray &statements, PageDone don
                 return (*finish)(Page(QJsonObject{{QStringLiteral("results"), tx->q->results}}));
             const QJsonArray results = r->value(QStringLiteral("results")).toArray();
             tx->q->results.append(results.isEmpty() ? QJsonValue(QJsonObject{}) : results.first());
+            if (!results.isEmpty())
+                tx->bytesLeft -= approximateSize(results.first()[QStringLiteral("rows")]);
             if (tx->cancelled)
                 return (*finish)(Error{ErrorCode::Cancelled,
                                        QStringLiteral("the transaction was cancelled"),
