@@ -49,6 +49,7 @@ struct RpcSession::Batch
 {
     int outstanding = 0;
     QList<QByteArray> answers; // each one's text
+    qsizetype bytes = 0;       // theirs together
 };
 
 RpcSession::RpcSession(QWebSocket *socket, QTcpSocket *device, QString keyId, KeyStore *keys,
@@ -350,16 +351,32 @@ int RpcSession::process(const QByteArray &text)
 
 void RpcSession::answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch)
 {
-    answerText({JsonRpc::serialize(response)}, batch);
+    answerText(response.value(QStringLiteral("id")), {JsonRpc::serialize(response)}, batch);
 }
 
-void RpcSession::answerText(const QList<QByteArray> &parts, const std::shared_ptr<Batch> &batch)
+void RpcSession::answerText(const QJsonValue &id, const QList<QByteArray> &parts,
+                            const std::shared_ptr<Batch> &batch)
 {
     if (!batch)
         return sendParts(parts);
-    QByteArray text;
+    qsizetype size = 0;
     for (const QByteArray &part : parts)
-        text += part;
+        size += part.size();
+    QByteArray text;
+    if (batch->bytes + size + 1 > MaxBatchAnswerBytes) {
+        text = JsonRpc::serialize(JsonRpc::errorObject(
+            id, Error{ErrorCode::PayloadTooLarge,
+                      QStringLiteral("this answer (%1 bytes) would take the batch's answers over "
+                                     "%2 MiB: send the call on its own")
+                          .arg(size)
+                          .arg(MaxBatchAnswerBytes >> 20),
+                      {}}));
+    } else {
+        text.reserve(size);
+        for (const QByteArray &part : parts)
+            text += part;
+    }
+    batch->bytes += text.size() + 1;
     batch->answers.append(std::move(text));
     if (--batch->outstanding == 0)
         send('[' + batch->answers.join(',') + ']');
@@ -459,7 +476,7 @@ CallContext RpcSession::callContext(const JsonRpc::Message &m, const QString &ke
             QList<QByteArray> parts{head};
             parts += result;
             parts += QByteArrayLiteral("}");
-            answerText(parts, batch);
+            answerText(id, parts, batch);
         };
     }
     return ctx;

@@ -49,6 +49,9 @@ public:
     // A part of an answer this big (a page of rows) is queued on the socket as it is, not copied
     // into the answer's frame (sendParts).
     static constexpr qsizetype QueuedWholeBytes = 256 * 1024;
+    // The most a batch's answers may take together (they leave as one message): a call whose
+    // answer would pass it answers -32006 instead. 100 pages of rows were 0.8 to 3.2 GB.
+    static constexpr qsizetype MaxBatchAnswerBytes = 48 * 1024 * 1024;
     // The largest WebSocket frame sent: a whole output message (at most 1 MiB of output and its
     // binary prefix, docs/protocol.md 2.6) in one.
     static constexpr qsizetype kOutgoingFrameBytes = 2 * 1024 * 1024;
@@ -101,8 +104,9 @@ private:
                       const Methods::Reply &reply);
     void watchStream(const QJsonObject &params, const CallContext &ctx, const Methods::Reply &reply);
     void answer(const QJsonObject &response, const std::shared_ptr<Batch> &batch);
-    // An answer's text in parts: sent, or kept for its batch's array.
-    void answerText(const QList<QByteArray> &parts, const std::shared_ptr<Batch> &batch);
+    // The answer to `id` in parts: sent, or kept for its batch's array.
+    void answerText(const QJsonValue &id, const QList<QByteArray> &parts,
+                    const std::shared_ptr<Batch> &batch);
     void send(const QByteArray &text) { sendParts({text}); }
     // One text message, the text of `parts` one after another.
     void sendParts(const QList<QByteArray> &parts);

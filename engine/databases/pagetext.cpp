@@ -167,7 +167,7 @@ std::optional<QByteArray> objectRows(QByteArrayView rows, qsizetype count, const
         if (room > maxBytes) // more rows than `count` said
             return std::nullopt;
         if (room > out.size()) {
-            out.resize(qMax(room, 2 * out.size()));
+            out.resize(qMin(qMax(room, 2 * out.size()), maxBytes));
             at = out.data() + written;
         }
         i = skipSpace(rows, i + 1); // past the row's "]"
