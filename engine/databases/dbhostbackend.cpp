@@ -402,7 +402,8 @@ CancelFn DbHostBackend::transaction(const QJsonArray &statements, PageDone done)
 {
     return call({{QStringLiteral("op"), QStringLiteral("transaction")},
                  {QStringLiteral("statements"), statements},
-                 {QStringLiteral("maxRows"), PageLimits::kTransactionRows}},
+                 {QStringLiteral("maxRows"), PageLimits::kTransactionRows},
+                 {QStringLiteral("maxBytes"), double(PageLimits::kMaxBytes)}},
                 std::move(done));
 }
 

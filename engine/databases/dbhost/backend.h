@@ -217,6 +217,20 @@ private:
     uint64_t m_next = 1;
 };
 
+// About what a kept value takes as text: a string's bytes, those of an array's or an object's
+// values, 8 for anything else.
+inline size_t approximateBytes(const json &v)
+{
+    if (v.is_string())
+        return v.get_ref<const std::string &>().size() + 2;
+    if (!v.is_structured())
+        return 8;
+    size_t n = 2;
+    for (const json &e : v)
+        n += approximateBytes(e) + 1;
+    return n;
+}
+
 // One call's use of a connection: the pool's, or an interactive transaction's. A call that
 // fails inside a transaction ends it, rolled back (`end` gets the connection).
 template<typename Conn, typename End>
@@ -279,8 +293,11 @@ public:
     virtual json fetch(uint64_t requestId, const std::string &cursor, PageLimits limits) = 0;
     virtual bool closeCursor(const std::string &cursor) = 0;
     // Statements [{sql, params}] in one transaction: all commit, or none (rolled back on the
-    // first error, whose statementIndex says which). Each result keeps at most maxRows rows.
-    virtual json transaction(uint64_t requestId, const json &statements, size_t maxRows) = 0;
+    // first error, whose statementIndex says which). Each result keeps at most maxRows rows, and
+    // all of them together about maxBytes (approximateBytes); the rest are left out, truncated.
+    virtual json transaction(uint64_t requestId, const json &statements, size_t maxRows,
+                             size_t maxBytes)
+        = 0;
     // Interrupts the request with that id if it is running; true if it was.
     virtual bool cancel(uint64_t requestId) = 0;
     // Makes a failure's message say what the user can do about it (DuckDB: a remote file that

@@ -700,8 +700,10 @@ bool DuckdbBackend::closeCursor(const std::string &id)
     return true;
 }
 
-json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size_t maxRows)
+json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size_t maxRows,
+                                size_t maxBytes)
 {
+    size_t bytes = 0; // the kept rows', all statements
     duckdb_connection conn = acquire();
     forgetStatements(conn); // its statements may be anything (see query())
     bool rollback = false;
@@ -747,7 +749,7 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
                     const idx_t size = duckdb_data_chunk_get_size(chunk);
                     returned += (long long)size;
                     for (idx_t row = 0; row < size; ++row) {
-                        if (rows.size() >= maxRows) {
+                        if (rows.size() >= maxRows || bytes >= maxBytes) {
                             truncated = true;
                             break;
                         }
@@ -755,6 +757,7 @@ json DuckdbBackend::transaction(uint64_t requestId, const json &statements, size
                         for (idx_t c = 0; c < types.size(); ++c)
                             out.push_back(
                                 vectorValue(duckdb_data_chunk_get_vector(chunk, c), types[c], row));
+                        bytes += approximateBytes(out);
                         rows.push_back(std::move(out));
                     }
                     duckdb_destroy_data_chunk(&chunk);

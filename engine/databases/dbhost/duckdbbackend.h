@@ -35,7 +35,8 @@ public:
     json finish(const std::string &name, bool commit) override;
     json fetch(uint64_t requestId, const std::string &cursor, PageLimits limits) override;
     bool closeCursor(const std::string &cursor) override;
-    json transaction(uint64_t requestId, const json &statements, size_t maxRows) override;
+    json transaction(uint64_t requestId, const json &statements, size_t maxRows,
+                     size_t maxBytes) override;
     bool cancel(uint64_t requestId) override;
     json exportFile(uint64_t requestId, const std::string &sql, const std::string &format,
                     const std::string &path) override;

@@ -36,6 +36,7 @@ constexpr size_t kMaxLine = 64u << 20;
 constexpr size_t kMaxPageRows = 100000;
 constexpr size_t kMaxPageBytes = 12u << 20;
 constexpr size_t kMaxTransactionRows = 10000;
+constexpr size_t kMaxTransactionBytes = 8 * 1024 * 1024; // a page's (PageLimits::kMaxBytes)
 
 int usage()
 {
@@ -271,7 +272,10 @@ json handle(Backend &backend, const json &req, uint64_t id)
         size_t maxRows = 1000;
         if (req.contains("maxRows") && req["maxRows"].is_number_unsigned())
             maxRows = std::min<size_t>(req["maxRows"].get<size_t>(), kMaxTransactionRows);
-        return backend.transaction(id, statements, maxRows);
+        size_t maxBytes = kMaxTransactionBytes;
+        if (req.contains("maxBytes") && req["maxBytes"].is_number_unsigned())
+            maxBytes = std::min<size_t>(req["maxBytes"].get<size_t>(), kMaxTransactionBytes);
+        return backend.transaction(id, statements, maxRows, maxBytes);
     }
     if (op == "export")
         return backend.exportFile(id, stringField(req, "sql"), stringField(req, "format"),

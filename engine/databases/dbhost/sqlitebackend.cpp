@@ -561,8 +561,10 @@ bool SqliteBackend::closeCursor(const std::string &id)
     return true;
 }
 
-json SqliteBackend::transaction(uint64_t requestId, const json &statements, size_t maxRows)
+json SqliteBackend::transaction(uint64_t requestId, const json &statements, size_t maxRows,
+                                size_t maxBytes)
 {
+    size_t bytes = 0; // the kept rows', all statements
     sqlite3 *db = acquire();
     struct Releaser
     {
@@ -611,13 +613,14 @@ json SqliteBackend::transaction(uint64_t requestId, const json &statements, size
                 if (first)
                     fields = fieldsOf(st.st, true);
                 first = false;
-                if (rows.size() >= maxRows) {
+                if (rows.size() >= maxRows || bytes >= maxBytes) {
                     truncated = true;
                     continue;
                 }
                 json row = json::array();
                 for (int i = 0; i < sqlite3_column_count(st.st); ++i)
                     row.push_back(columnValue(st.st, i));
+                bytes += approximateBytes(row);
                 rows.push_back(std::move(row));
             }
             if (rc != SQLITE_DONE)

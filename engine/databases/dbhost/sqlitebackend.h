@@ -34,7 +34,8 @@ public:
     json finish(const std::string &name, bool commit) override;
     json fetch(uint64_t requestId, const std::string &cursor, PageLimits limits) override;
     bool closeCursor(const std::string &cursor) override;
-    json transaction(uint64_t requestId, const json &statements, size_t maxRows) override;
+    json transaction(uint64_t requestId, const json &statements, size_t maxRows,
+                     size_t maxBytes) override;
     bool cancel(uint64_t requestId) override;
 
 private:
