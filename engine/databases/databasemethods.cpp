@@ -122,6 +122,14 @@ struct RowsAnswer
     QList<QByteArray> parts() const { return {head, rows, QByteArrayLiteral("}")}; }
 };
 
+// A fetched page's members but its rows.
+QJsonObject pageMembers(const QString &cursorId, qsizetype rowCount, bool done)
+{
+    return {{QStringLiteral("rowCount"), rowCount},
+            {QStringLiteral("done"), done},
+            {QStringLiteral("cursor"), done ? QJsonValue() : QJsonValue(cursorId)}};
+}
+
 QByteArray textOf(const QJsonArray &rows)
 {
     return QJsonDocument(rows).toJson(QJsonDocument::Compact);
@@ -477,12 +485,8 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
             if (r->hasRowsText() && raw && r->rowsTextCount <= pageSize) {
                 // The server's text goes to the client as it came (checked on arrival), or
                 // written as objects.
-                const RowsAnswer text(QJsonObject{{QStringLiteral("rowCount"), r->rowsTextCount},
-                                                  {QStringLiteral("done"), done},
-                                                  {QStringLiteral("cursor"),
-                                                   done ? QJsonValue() : QJsonValue(cursorId)}},
-                                      r->rowsText, r->rowsTextCount,
-                                      c->objectRows ? &c->fields : nullptr);
+                const RowsAnswer text(pageMembers(cursorId, r->rowsTextCount, done), r->rowsText,
+                                      r->rowsTextCount, c->objectRows ? &c->fields : nullptr);
                 if (done || text.tooLarge)
                     m_cursors.close(cursorId);
                 else
@@ -504,22 +508,16 @@ void DatabaseMethods::fetch(const QJsonObject &params, const CallContext &ctx, c
             else if (c->carry.isEmpty())
                 readAhead(cursorId);
             if (raw) {
-                const RowsAnswer text(QJsonObject{{QStringLiteral("rowCount"), rows.size()},
-                                                  {QStringLiteral("done"), done},
-                                                  {QStringLiteral("cursor"),
-                                                   done ? QJsonValue() : QJsonValue(cursorId)}},
-                                      textOf(rows), rows.size(), objects ? &fields : nullptr);
+                const RowsAnswer text(pageMembers(cursorId, rows.size(), done), textOf(rows),
+                                      rows.size(), objects ? &fields : nullptr);
                 if (!text.tooLarge)
                     return raw(text.parts());
                 m_cursors.close(cursorId);
                 return reply(objectRowsTooLarge());
             }
-            reply(QJsonValue(
-                QJsonObject{{QStringLiteral("rows"), objects ? toObjects(fields, rows) : rows},
-                            {QStringLiteral("rowCount"), rows.size()},
-                            {QStringLiteral("done"), done},
-                            {QStringLiteral("cursor"),
-                             done ? QJsonValue() : QJsonValue(cursorId)}}));
+            QJsonObject page = pageMembers(cursorId, rows.size(), done);
+            page.insert(QStringLiteral("rows"), objects ? toObjects(fields, rows) : rows);
+            reply(QJsonValue(page));
         });
 }
 
